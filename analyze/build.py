@@ -1,0 +1,108 @@
+"""Build the analysis layer of a specsweep DuckDB file (contract: analyze/VIEWS.md).
+
+Order: analysis_params (the bound baseline name), 01 request_metrics, 02 config_summary,
+03 speedup_pairs, the `speedup` table (analyze.stats), 04 best_config (reads speedup),
+05 agentic_turns. Everything is CREATE OR REPLACE inside one transaction, so a failed build
+leaves the previous analysis layer in place.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from analyze import stats
+
+log = logging.getLogger(__name__)
+
+
+class NotAResultsDatabase(RuntimeError):
+    """The file lacks the raw tables that `collect` writes."""
+
+
+BEFORE_SPEEDUP = ("01_request_metrics.sql", "02_config_summary.sql", "03_speedup_pairs.sql")
+AFTER_SPEEDUP = ("04_best_config.sql", "05_agentic_turns.sql")
+OBJECTS = (
+    "request_metrics",
+    "config_summary",
+    "speedup_pairs",
+    "speedup",
+    "best_config",
+    "agentic_turns",
+)
+
+# Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
+PARAMS_DDL = """
+CREATE OR REPLACE TABLE analysis_params (
+    baseline  VARCHAR NOT NULL,   -- method every other method is compared with
+    n_boot    INTEGER NOT NULL,   -- bootstrap resamples per speedup CI
+    seed      BIGINT NOT NULL,    -- numpy default_rng seed of each comparison
+    built_at  TIMESTAMP NOT NULL
+)
+"""
+PARAMS_INSERT = "INSERT INTO analysis_params VALUES (?, ?, ?, current_timestamp)"
+
+
+def read_sql(name: str) -> str:
+    """Text of analyze/sql/<name>, read as package data (works from a wheel too)."""
+    return resources.files("analyze").joinpath("sql", name).read_text(encoding="utf-8")
+
+
+def run(db_path: str | Path, baseline: str | None = None) -> None:
+    """Build every analysis object in the DuckDB file at db_path, comparing against
+    `baseline` (default: the baseline the campaigns' plans name)."""
+    path = Path(db_path)
+    if not path.exists():
+        raise FileNotFoundError(f"no results database at {path}; run `python -m collect` first")
+    with duckdb.connect(str(path)) as con:
+        _require_table(con, "requests")
+        baseline = baseline or plan_baseline(con)
+        con.begin()
+        try:
+            build(con, baseline)
+        except BaseException:
+            con.rollback()
+            raise
+        con.commit()
+
+
+def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
+    """Create the analysis objects on an open connection, in dependency order."""
+    con.execute(PARAMS_DDL)
+    con.execute(PARAMS_INSERT, [baseline, stats.N_BOOT, stats.SEED])
+    for name in BEFORE_SPEEDUP:
+        log.info("building %s", name)
+        con.execute(read_sql(name))
+    log.info("bootstrapping speedups against %s", baseline)
+    stats.build_speedup(con)
+    for name in AFTER_SPEEDUP:
+        log.info("building %s", name)
+        con.execute(read_sql(name))
+
+
+def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
+    """The baseline the campaigns' plans name; 'autoregressive' for an empty file."""
+    names = [r[0] for r in con.execute("SELECT DISTINCT baseline FROM campaigns").fetchall()]
+    if len(names) > 1:
+        raise ValueError(f"campaigns name different baselines {sorted(names)}: pass --baseline")
+    return names[0] if names else "autoregressive"
+
+
+def object_counts(db_path: str | Path) -> dict[str, int]:
+    """Row count of each analysis object, in build order."""
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        return {name: con.table(name).aggregate("count(*)").fetchall()[0][0] for name in OBJECTS}
+
+
+def _require_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Fail early, naming the table, when the raw layer is missing."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]
+    ).fetchone()[0]
+    if not found:
+        raise NotAResultsDatabase(
+            f"table {name!r} not found: is this a specsweep results database?"
+        )

@@ -1,0 +1,80 @@
+-- config_summary: one row per measured window.
+-- grain: (campaign_id, engine, tp, method, workload, max_tokens, concurrency);
+-- key: the same columns (window_id is unique per group within a campaign).
+-- Counts use every measured request; latency, speed and acceptance use ok requests only.
+--   error_rate       = 1 - n_ok / n
+--   ttft_p50/p90/p99 = quantile_cont(ttft_s, q); tpot_p50_s, e2e_p50_s, decode_tps_p50 likewise
+--   throughput_tps   = sum(output_tokens) / (max(end_s) - min(start_s)) over ok requests of the
+--                      window (if a group ever spans several windows: summed tokens / summed
+--                      window durations, since start_s offsets are per window)
+--   accept_length_tw = sum(output_tokens) / sum(output_tokens / accept_length)  (token-weighted:
+--                      total tokens / total verify steps, over rows with accept_length > 0)
+--   accept_length_rw = avg(accept_length)  (request-weighted, same rows)
+--   accept_rate      = sum(accepted_tokens) / sum(draft_tokens)
+
+CREATE OR REPLACE VIEW config_summary AS
+
+WITH
+
+measured AS (
+    SELECT * FROM request_metrics
+),
+
+windows AS (
+    SELECT
+        campaign_id, engine, tp, method, workload, max_tokens, concurrency, window_id,
+        sum(output_tokens) FILTER (WHERE ok) AS window_tokens,
+        max(end_s) FILTER (WHERE ok) - min(start_s) FILTER (WHERE ok) AS window_s
+    FROM measured
+    GROUP BY ALL
+),
+
+throughput AS (
+    SELECT
+        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        min(window_id) AS window_id,
+        count(*) AS n_windows,
+        sum(window_tokens) / nullif(sum(window_s), 0) AS throughput_tps
+    FROM windows
+    GROUP BY ALL
+),
+
+per_config AS (
+    SELECT
+        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        count(*) AS n,
+        count(*) FILTER (WHERE ok) AS n_ok,
+        1 - count(*) FILTER (WHERE ok) / count(*) AS error_rate,
+        count(DISTINCT prompt_id) AS n_prompts,
+        quantile_cont(ttft_s, 0.5) FILTER (WHERE ok) AS ttft_p50_s,
+        quantile_cont(ttft_s, 0.9) FILTER (WHERE ok) AS ttft_p90_s,
+        quantile_cont(ttft_s, 0.99) FILTER (WHERE ok) AS ttft_p99_s,
+        quantile_cont(tpot_s, 0.5) AS tpot_p50_s,
+        quantile_cont(e2e_s, 0.5) FILTER (WHERE ok) AS e2e_p50_s,
+        quantile_cont(decode_tps, 0.5) AS decode_tps_p50,
+        avg(decode_tps) AS decode_tps_mean,
+        sum(output_tokens) FILTER (WHERE ok) AS output_tokens_sum,
+        avg(output_tokens) FILTER (WHERE ok) AS output_tokens_mean,
+        sum(output_tokens) FILTER (WHERE ok AND accept_length > 0)
+            / sum(output_tokens / accept_length) FILTER (WHERE ok AND accept_length > 0)
+            AS accept_length_tw,
+        avg(accept_length) FILTER (WHERE ok AND accept_length > 0) AS accept_length_rw,
+        sum(draft_tokens) FILTER (WHERE ok) AS draft_tokens_sum,
+        sum(accepted_tokens) FILTER (WHERE ok) AS accepted_tokens_sum
+    FROM measured
+    GROUP BY ALL
+),
+
+final AS (
+    SELECT
+        p.*,
+        p.accepted_tokens_sum / nullif(p.draft_tokens_sum, 0) AS accept_rate,
+        t.throughput_tps,
+        t.window_id,
+        t.n_windows
+    FROM per_config AS p
+    JOIN throughput AS t
+        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+)
+
+SELECT * FROM final

@@ -1,0 +1,75 @@
+-- speedup_pairs: the per-request rows that analyze/stats.py bootstraps into the speedup table.
+-- grain: (comparison, role, request); key: (campaign_id, engine, tp, workload, max_tokens,
+--   concurrency, method, role, request_id). `method` is the compared method M; role is
+--   'method' (a request of M) or 'baseline' (a request of the baseline, repeated once per M).
+-- Baseline name: analysis_params.baseline (bound by analyze.build.run, never formatted in).
+-- Same-prompts rule: a request counts only if its prompt_id has at least one usable request
+--   (ok, decode_tps not NULL) in both M's and the baseline's window of the same
+--   (campaign_id, engine, tp, workload, max_tokens, concurrency). All reps of such a prompt count.
+-- Formula fed downstream: speedup = median(decode_tps | role = 'method')
+--                                  / median(decode_tps | role = 'baseline').
+
+CREATE OR REPLACE VIEW speedup_pairs AS
+
+WITH
+
+params AS (
+    SELECT baseline FROM analysis_params
+),
+
+usable AS (
+    SELECT
+        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        prompt_id, rep, request_id, decode_tps, ttft_s
+    FROM request_metrics
+    WHERE decode_tps IS NOT NULL
+),
+
+baseline_rows AS (
+    SELECT u.*, p.baseline
+    FROM usable AS u
+    JOIN params AS p ON u.method = p.baseline
+),
+
+method_rows AS (
+    SELECT u.*, p.baseline
+    FROM usable AS u
+    JOIN params AS p ON u.method <> p.baseline
+),
+
+shared_prompts AS (
+    SELECT DISTINCT
+        m.campaign_id, m.engine, m.tp, m.workload, m.max_tokens, m.concurrency,
+        m.method, m.prompt_id
+    FROM method_rows AS m
+    SEMI JOIN baseline_rows AS b
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, prompt_id)
+),
+
+method_side AS (
+    SELECT m.*, 'method' AS role
+    FROM method_rows AS m
+    SEMI JOIN shared_prompts AS s
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id)
+),
+
+baseline_side AS (
+    SELECT b.* EXCLUDE (method), s.method, 'baseline' AS role
+    FROM shared_prompts AS s
+    JOIN baseline_rows AS b
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, prompt_id)
+),
+
+final AS (
+    SELECT
+        campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
+        prompt_id, rep, request_id, decode_tps, ttft_s
+    FROM method_side
+    UNION ALL BY NAME
+    SELECT
+        campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
+        prompt_id, rep, request_id, decode_tps, ttft_s
+    FROM baseline_side
+)
+
+SELECT * FROM final

@@ -1,0 +1,1 @@
+"""collect: run a campaign plan against inference servers and record every request."""

@@ -1,0 +1,100 @@
+"""Command line of the collect stage: `python -m collect run|check|schema|provision`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from collect.plan import PlanError, load_plan
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+DEFAULT_PLAN = Path("plans/local.yaml")
+DEFAULT_DB = Path("results/specsweep.duckdb")
+
+
+def _plan_or_exit(path: Path):  # noqa: ANN202 - returns Plan
+    try:
+        return load_plan(path)
+    except PlanError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML)."),
+    db: Path = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+    logs: Path = typer.Option(Path("results/logs"), help="Folder for server logs."),
+    progress: bool = typer.Option(True, help="Show the live progress bar."),
+) -> None:
+    """Run or resume the plan's campaign."""
+    from collect import runner
+    from collect.resources import ResourceError
+
+    parsed = _plan_or_exit(plan)
+    # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        campaign = runner.run(parsed, plan.read_text(), db, logs, show_progress=progress)
+    except ResourceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted: completed units are saved; rerun to resume", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(f"campaign {campaign}: results in {db}")
+
+
+@app.command()
+def check(plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML).")) -> None:
+    """Validate a plan and list the services and requests it would run."""
+    from collect.workloads import prompts, request_count
+
+    parsed = _plan_or_exit(plan)
+    total = 0
+    for config in parsed.configs():
+        typer.echo(f"service {config.method.name} tp{config.tp} (config {config.config_id})")
+    for w in parsed.workloads:
+        n = len(prompts(w.prompts)) if w.kind == "requests" else 0
+        count = request_count(w, n)
+        total += count * len(parsed.configs())
+        typer.echo(f"workload {w.name}: {count} requests per service")
+    typer.echo(
+        f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
+        f"{len(parsed.configs())} services, {total} measured requests"
+    )
+
+
+@app.command()
+def schema() -> None:
+    """Print the plan's JSON Schema (for editors)."""
+    from collect.plan import json_schema
+
+    typer.echo(json.dumps(json_schema(), indent=2))
+
+
+@app.command()
+def provision() -> None:
+    """Build the cached llama-server and fetch the prompt sets."""
+    from collect.resources import ResourceError
+    from collect.resources import provision as do_provision
+
+    try:
+        do_provision()
+    except ResourceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    main()

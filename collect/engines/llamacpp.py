@@ -1,0 +1,153 @@
+"""llama.cpp's llama-server: launch flags, readiness, chat streaming and its statistics.
+
+Requests go to the OpenAI-compatible `POST /v1/chat/completions` with `stream: true` and
+`stream_options.include_usage`, so the last event carries `usage` and llama.cpp's
+`timings` (`predicted_n`, `draft_n`, `draft_n_accepted`, `cache_n`, ...). llama.cpp sends
+`draft_n`/`draft_n_accepted` only when it drafted something; a request without them ran
+one target step per token (accept length 1).
+
+Acceptance length (tokens per target verify step, bonus token included):
+    spec_verify_ct = predicted_n - draft_n_accepted
+    accept_length  = predicted_n / spec_verify_ct
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from collect.plan import LlamaCppEngine, Method
+from collect.resources import llama_server_binary, resolve_model
+
+
+class ChatStream:
+    """Parser state of one OpenAI-style chat completion stream."""
+
+    def __init__(self) -> None:
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] = {}
+        self.timings: dict[str, Any] = {}
+
+    def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
+        if isinstance(event.get("usage"), dict):
+            self.usage = event["usage"]
+        if isinstance(event.get("timings"), dict):
+            self.timings = event["timings"]
+        choices = event.get("choices") or []
+        if not choices:
+            return "", None
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        text = (choice.get("delta") or {}).get("content") or ""
+        return text, None
+
+    def stats(self) -> dict[str, Any]:
+        return llamacpp_stats(self.timings, self.usage, self.finish_reason)
+
+
+def llamacpp_stats(
+    timings: dict[str, Any], usage: dict[str, Any], finish_reason: str | None
+) -> dict[str, Any]:
+    """The requests-table statistics from llama.cpp's final `timings` and `usage`."""
+    predicted = timings.get("predicted_n", usage.get("completion_tokens"))
+    details = usage.get("prompt_tokens_details") or {}
+    out: dict[str, Any] = {
+        "output_tokens": predicted,
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "cached_tokens": timings.get("cache_n", details.get("cached_tokens")),
+        "finish_reason": finish_reason,
+        "server_stats": json.dumps({"timings": timings, "usage": usage}, sort_keys=True),
+        "spec_verify_ct": None,
+        "draft_tokens": None,
+        "accepted_tokens": None,
+        "accept_length": None,
+    }
+    if not predicted:
+        return out
+    drafted = int(timings.get("draft_n") or 0)
+    accepted = int(timings.get("draft_n_accepted") or 0)
+    steps = predicted - accepted
+    out.update(
+        draft_tokens=drafted,
+        accepted_tokens=accepted,
+        spec_verify_ct=steps,
+        accept_length=predicted / steps if steps > 0 else None,
+    )
+    return out
+
+
+class LlamaCpp:
+    """Adapter for llama-server."""
+
+    kind = "llamacpp"
+    health_path = "/health"
+    chat_path = "/v1/chat/completions"
+
+    def __init__(self, cfg: LlamaCppEngine):
+        self.cfg = cfg
+
+    def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
+        """argv and extra environment of one service; {model} in flags expands."""
+        binary = llama_server_binary() if self.cfg.binary == "auto" else self.cfg.binary
+        model = resolve_model(self.cfg.model)
+        flags = [a.replace("{model}", model) for a in [*self.cfg.args, *method.args]]
+        argv = [binary, "-m", model, "--host", self.cfg.host_address, "--port", str(port), *flags]
+        return argv, {**self.cfg.env, **method.env}
+
+    def request(
+        self, messages: list[dict[str, str]], max_tokens: int
+    ) -> tuple[str, dict[str, Any]]:
+        body = {
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **self.cfg.request_extra,
+        }
+        return self.chat_path, body
+
+    def parser(self) -> ChatStream:
+        return ChatStream()
+
+    async def fingerprint(self, client: httpx.AsyncClient, base_url: str) -> dict[str, str]:
+        """What the server says about itself (GET /props)."""
+        try:
+            props = (await client.get(f"{base_url}/props", timeout=10)).json()
+        except (httpx.HTTPError, ValueError):
+            return {}
+        settings = props.get("default_generation_settings") or {}
+        return {
+            "engine.build_info": str(props.get("build_info", "")),
+            "engine.model_path": str(props.get("model_path", "")),
+            "engine.total_slots": str(props.get("total_slots", "")),
+            "engine.n_ctx": str(settings.get("n_ctx", "")),
+        }
+
+    async def scrape(self, client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
+        """Prometheus samples from /metrics (needs --metrics); [] when not enabled."""
+        try:
+            reply = await client.get(f"{base_url}/metrics", timeout=10)
+        except httpx.HTTPError:
+            return []
+        if reply.status_code != 200:
+            return []
+        return parse_prometheus(reply.text)
+
+
+def parse_prometheus(text: str) -> list[dict[str, Any]]:
+    """Samples as {source, name, labels (JSON), value}."""
+    return [
+        {
+            "source": "metrics",
+            "name": sample.name,
+            "labels": json.dumps(sample.labels, sort_keys=True),
+            "value": float(sample.value),
+        }
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    ]

@@ -1,0 +1,125 @@
+"""Hosts run commands and server processes. `create(cfg)` picks the implementation.
+
+A host starts a server as its own process group with output to a log file, and stops it
+with SIGTERM to the group, then SIGKILL after a grace period, so no child (a llama.cpp
+worker, a Python engine's tensor-parallel ranks) outlives the service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from collect.plan import LocalHost
+
+
+@dataclass
+class Process:
+    """A server started by a host."""
+
+    pid: int
+    log_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+
+class Local:
+    """This machine."""
+
+    def __init__(self, cfg: LocalHost):
+        self.name = cfg.name
+
+    def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(
+                argv,
+                env={**os.environ, **env},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return Process(pid=popen.pid, log_path=log_path, popen=popen)
+
+    def alive(self, proc: Process) -> bool:
+        return proc.popen is not None and proc.popen.poll() is None
+
+    def stop(self, proc: Process, grace_s: float = 10.0) -> None:
+        """SIGTERM the process group, SIGKILL it after grace_s; idempotent."""
+        if proc.popen is None or proc.popen.poll() is not None:
+            return
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.popen.wait(timeout=grace_s)
+
+    def log_tail(self, proc: Process, lines: int = 40) -> str:
+        try:
+            with open(proc.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 64 * 1024))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def fingerprint(self) -> dict[str, str]:
+        """Hardware and OS facts stored in `environment`."""
+        facts = {
+            "os": platform.platform(),
+            "python": platform.python_version(),
+            "cpu.count": str(os.cpu_count()),
+            "cpu.model": _cpu_model(),
+            "memory.total_gb": _mem_total_gb(),
+            "gpus": "none",
+        }
+        return facts
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _mem_total_gb() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024**2:.1f}"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def wait_exit(proc: Process, timeout_s: float) -> bool:
+    """True when the process has exited within timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.popen is None or proc.popen.poll() is not None:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def create(cfg: LocalHost) -> Local:
+    if cfg.kind == "local":
+        return Local(cfg)
+    raise ValueError(f"unknown host kind {cfg.kind!r}")

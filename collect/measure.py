@@ -1,0 +1,240 @@
+"""Measured windows: send a workload's requests to one running service, build request rows.
+
+A window is one (config, workload, max_tokens, concurrency): every prompt x repetition
+(or every agentic session) runs through `concurrency` workers that each send one
+request at a time. Workers take items in rep-major order, so repetitions of a prompt
+are not back to back. Every row carries `start_s`, its t0 as a perf_counter offset from
+the window start, so a window's throughput is sum(output_tokens) / (max(start_s + e2e_s)
+- min(start_s)).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from collect import client
+from collect.engines.llamacpp import LlamaCpp
+from collect.plan import AgenticWorkload, RequestsWorkload
+from collect.workloads import Prompt, messages, prompts, turn_message
+
+
+@dataclass
+class Context:
+    """What every row of one service's measurements shares."""
+
+    http: httpx.AsyncClient
+    engine: LlamaCpp
+    base_url: str
+    campaign_id: str
+    config_id: str
+    service_id: str
+    method: str
+    tp: int
+    on_done: Callable[[], None] = lambda: None
+
+
+def request_id(*key: object) -> str:
+    """Deterministic id: the same measurement key always gives the same id, so a unit
+    that landed twice would collide on the primary key instead of duplicating rows."""
+    return hashlib.sha256("\x1f".join(map(str, key)).encode()).hexdigest()[:24]
+
+
+async def send(ctx: Context, msgs: list[dict[str, str]], max_tokens: int) -> client.Result:
+    path, body = ctx.engine.request(msgs, max_tokens)
+    return await client.stream(
+        ctx.http, ctx.base_url + path, body, ctx.engine.parser(), ctx.engine.cfg.request_timeout_s
+    )
+
+
+def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> dict[str, Any]:
+    """One `requests` row from a result and its measurement key."""
+    stats = {k: res.stats.get(k) for k in STAT_COLUMNS}
+    rid = request_id(
+        ctx.campaign_id,
+        ctx.config_id,
+        key["workload"],
+        key["window_id"],
+        key["prompt_id"],
+        key["rep"],
+        key.get("session_id"),
+        key.get("turn"),
+        key["is_warmup"],
+        ctx.service_id if key["is_warmup"] else "",
+    )
+    return {
+        "request_id": rid,
+        "campaign_id": ctx.campaign_id,
+        "config_id": ctx.config_id,
+        "service_id": ctx.service_id,
+        "engine": ctx.engine.kind,
+        "method": ctx.method,
+        "tp": ctx.tp,
+        "session_id": None,
+        "turn": None,
+        **key,
+        "sent_at": res.sent_at,
+        "start_s": max(0.0, res.t0 - window_start),
+        "ttft_s": res.ttft_s,
+        "e2e_s": res.e2e_s,
+        "chunk_times_s": res.chunk_times_s,
+        "chunk_tokens": res.chunk_tokens if res.chunk_tokens else None,
+        **stats,
+        "output_text": res.text,
+        "ok": res.ok,
+        "error_kind": res.error_kind,
+        "error_message": res.error_message,
+    }
+
+
+STAT_COLUMNS = (
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "finish_reason",
+    "spec_verify_ct",
+    "draft_tokens",
+    "accepted_tokens",
+    "accept_length",
+    "server_stats",
+)
+
+
+async def run_workers(
+    items: list[Any], concurrency: int, work: Callable[[Any], Awaitable[list[dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    """Run work(item) on `concurrency` workers pulling items in order; rows in item order."""
+    results: list[list[dict[str, Any]]] = [[] for _ in items]
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(items)):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            results[i] = await work(items[i])
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)) or 1)))
+    return [r for rs in results for r in rs]
+
+
+def window_id(ctx: Context, workload: str, max_tokens: int, concurrency: int) -> str:
+    return f"{ctx.config_id}/{workload}/{max_tokens}/c{concurrency}"
+
+
+async def requests_window(
+    ctx: Context, w: RequestsWorkload, items: list[Prompt], max_tokens: int, concurrency: int
+) -> list[dict[str, Any]]:
+    wid = window_id(ctx, w.name, max_tokens, concurrency)
+    work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
+    t_start = time.perf_counter()
+
+    async def one(item: tuple[int, Prompt]) -> list[dict[str, Any]]:
+        rep, p = item
+        res = await send(ctx, messages(w.system, p.text), max_tokens)
+        ctx.on_done()
+        return [
+            row(
+                ctx,
+                res,
+                t_start,
+                workload=w.name,
+                window_id=wid,
+                prompt_id=p.prompt_id,
+                max_tokens=max_tokens,
+                rep=rep,
+                concurrency=concurrency,
+                is_warmup=False,
+            )
+        ]
+
+    return await run_workers(work_items, concurrency, one)
+
+
+async def agentic_window(
+    ctx: Context, w: AgenticWorkload, max_tokens: int, concurrency: int
+) -> list[dict[str, Any]]:
+    """Sessions (one per repetition); each turn sends the whole history so far."""
+    wid = window_id(ctx, w.name, max_tokens, concurrency)
+    t_start = time.perf_counter()
+
+    async def session(rep: int) -> list[dict[str, Any]]:
+        history = [{"role": "system", "content": w.system}] if w.system else []
+        rows = []
+        for turn, spec in enumerate(w.turns):
+            history.append(turn_message(spec))
+            res = await send(ctx, list(history), max_tokens)
+            ctx.on_done()
+            rows.append(
+                row(
+                    ctx,
+                    res,
+                    t_start,
+                    workload=w.name,
+                    window_id=wid,
+                    prompt_id=f"{w.name}/turn{turn}",
+                    max_tokens=max_tokens,
+                    rep=rep,
+                    concurrency=concurrency,
+                    session_id=f"{wid}/s{rep}",
+                    turn=turn,
+                    is_warmup=False,
+                )
+            )
+            if not res.ok:
+                break  # the rest of the session has no reply to build on
+            history.append({"role": "assistant", "content": res.text})
+        return rows
+
+    return await run_workers(list(range(w.repetitions)), concurrency, session)
+
+
+async def workload_rows(
+    ctx: Context, w: RequestsWorkload | AgenticWorkload
+) -> list[dict[str, Any]]:
+    """Every measured window of a workload, in plan order."""
+    rows: list[dict[str, Any]] = []
+    items = prompts(w.prompts) if isinstance(w, RequestsWorkload) else []
+    for max_tokens in w.max_tokens:
+        for concurrency in w.concurrency:
+            if isinstance(w, AgenticWorkload):
+                rows += await agentic_window(ctx, w, max_tokens, concurrency)
+            else:
+                rows += await requests_window(ctx, w, items, max_tokens, concurrency)
+    return rows
+
+
+async def warmup_rows(
+    ctx: Context, w: RequestsWorkload | AgenticWorkload, n: int
+) -> list[dict[str, Any]]:
+    """n warm-up requests (kept, flagged is_warmup, excluded from analysis)."""
+    if isinstance(w, RequestsWorkload):
+        p = prompts(w.prompts)[0]
+        msgs, pid = messages(w.system, p.text), p.prompt_id
+    else:
+        msgs, pid = [turn_message(w.turns[0])], f"{w.name}/turn0"
+    rows = []
+    t_start = time.perf_counter()
+    for i in range(n):
+        res = await send(ctx, msgs, min(w.max_tokens))
+        rows.append(
+            row(
+                ctx,
+                res,
+                t_start,
+                workload=w.name,
+                window_id=f"{ctx.service_id}/warmup",
+                prompt_id=pid,
+                max_tokens=min(w.max_tokens),
+                rep=i,
+                concurrency=1,
+                is_warmup=True,
+            )
+        )
+    return rows

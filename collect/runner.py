@@ -1,0 +1,254 @@
+"""The campaign runner: every configuration of a plan, every workload, into the store.
+
+Units of work are (campaign, config, workload). Each unit's request rows, server
+metrics and its `units` row land in one transaction, so after any interruption a unit
+is either complete or absent; rerunning the same plan skips complete units (resume) and
+starts each configuration with unfinished units once, running all of them on that start.
+A configuration whose server fails to start is recorded in `services` with its log tail
+and skipped; the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from collect import engines, hosts
+from collect.measure import Context, warmup_rows, workload_rows
+from collect.plan import Plan, ServiceConfig, Workload
+from collect.progress import CampaignProgress
+from collect.redact import redact
+from collect.resources import resolve_model
+from collect.service import Service, ServiceFailed
+from collect.workloads import prompts, request_count
+from schema.store import Store, utcnow
+
+log = logging.getLogger("specsweep.collect")
+
+
+def run(
+    plan: Plan, plan_text: str, db_path: Path, log_dir: Path, show_progress: bool = True
+) -> str:
+    """Run (or resume) the plan's campaign; returns the campaign_id."""
+    campaign_id = plan.campaign_id()
+    with Store(db_path) as store:
+        _begin(store, plan, plan_text, campaign_id)
+        host, engine = hosts.create(plan.host), engines.create(plan.engine)
+        _record_environment(store, campaign_id, host, plan)
+        todo = _todo(store, plan, campaign_id)
+        total = sum(_unit_size(w) for _, ws in todo for w in ws)
+        status = "interrupted"
+        try:
+            with CampaignProgress(total, enabled=show_progress) as progress:
+                for config, workloads in todo:
+                    _run_config(
+                        store,
+                        host,
+                        engine,
+                        config,
+                        workloads,
+                        campaign_id,
+                        plan.warmup_requests,
+                        log_dir / campaign_id,
+                        progress,
+                    )
+            status = "complete" if not _todo(store, plan, campaign_id) else "failed"
+        finally:
+            _finish(store, campaign_id, status)
+    return campaign_id
+
+
+def _todo(store: Store, plan: Plan, campaign_id: str) -> list[tuple[ServiceConfig, list[Workload]]]:
+    out = []
+    for config in plan.configs():
+        pending = [
+            w for w in plan.workloads if not store.unit_done(campaign_id, config.config_id, w.name)
+        ]
+        if pending:
+            out.append((config, pending))
+    return out
+
+
+def _unit_size(w: Workload) -> int:
+    n_prompts = len(prompts(w.prompts)) if w.kind == "requests" else 0
+    return request_count(w, n_prompts)
+
+
+def _run_config(
+    store: Store,
+    host: hosts.Local,
+    engine: engines.LlamaCpp,
+    config: ServiceConfig,
+    workloads: list[Workload],
+    campaign_id: str,
+    warmups: int,
+    log_dir: Path,
+    progress: CampaignProgress,
+) -> None:
+    service = Service(host, engine, config, log_dir, campaign_id)
+    progress.status(f"starting {config.method.name} (tp {config.tp})")
+    try:
+        with service:
+            store.append("services", [service.row])
+            asyncio.run(_measure(store, service, workloads, campaign_id, warmups, progress))
+    except ServiceFailed as exc:
+        log.error("service failed, skipping its workloads: %s", exc)
+        progress.note(f"[red]{exc}[/red]")
+        store.append("services", [service.row])
+        return
+    finally:
+        if service.row["state"] != "failed":
+            store.execute(
+                "UPDATE services SET state = ?, stopped_at = ? WHERE service_id = ?",
+                [service.row["state"], service.row["stopped_at"], service.service_id],
+            )
+
+
+async def _measure(
+    store: Store,
+    service: Service,
+    workloads: list[Workload],
+    campaign_id: str,
+    warmups: int,
+    progress: CampaignProgress,
+) -> None:
+    config = service.config
+    biggest = max(max(w.concurrency) for w in workloads)
+    limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
+    async with httpx.AsyncClient(limits=limits, timeout=None) as http:
+        ctx = Context(
+            http,
+            service.engine,
+            service.base_url,
+            campaign_id,
+            config.config_id,
+            service.service_id,
+            config.method.name,
+            config.tp,
+            progress.advance,
+        )
+        await _record_fingerprint(store, ctx, service)
+        warm = await warmup_rows(ctx, workloads[0], warmups)
+        for w in workloads:
+            progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
+            started = utcnow()
+            before = await _scrape(ctx, w.name, "before")
+            rows = await workload_rows(ctx, w)
+            after = await _scrape(ctx, w.name, "after")
+            if not service.alive():
+                raise ServiceFailed("server died during the workload", service.log_tail())
+            with store.transaction():
+                store.append("requests", warm + rows)
+                store.append("server_metrics", before + after)
+                store.append(
+                    "units",
+                    [
+                        {
+                            "campaign_id": campaign_id,
+                            "config_id": config.config_id,
+                            "workload": w.name,
+                            "service_id": service.service_id,
+                            "n_requests": len(rows),
+                            "started_at": started,
+                            "finished_at": utcnow(),
+                        }
+                    ],
+                )
+            warm = []
+
+
+async def _scrape(ctx: Context, workload: str, phase: str) -> list[dict[str, Any]]:
+    samples = await ctx.engine.scrape(ctx.http, ctx.base_url)
+    now = utcnow()
+    return [
+        {
+            "campaign_id": ctx.campaign_id,
+            "service_id": ctx.service_id,
+            "config_id": ctx.config_id,
+            "workload": workload,
+            "phase": phase,
+            "scraped_at": now,
+            **s,
+        }
+        for s in samples
+    ]
+
+
+async def _record_fingerprint(store: Store, ctx: Context, service: Service) -> None:
+    facts = await ctx.engine.fingerprint(ctx.http, ctx.base_url)
+    prefix = f"service.{ctx.method}.tp{ctx.tp}"
+    facts = {f"{prefix}.{k}": v for k, v in facts.items()}
+    facts[f"{prefix}.launch_command"] = service.row["launch_command"]
+    facts[f"{prefix}.startup_s"] = f"{service.row['startup_s']:.2f}"
+    _put_environment(store, ctx.campaign_id, service.host.name, facts)
+
+
+def _record_environment(store: Store, campaign_id: str, host: hosts.Local, plan: Plan) -> None:
+    facts = host.fingerprint()
+    facts["engine.kind"] = plan.engine.kind
+    facts["engine.model"] = resolve_model(plan.engine.model)
+    facts["specsweep.version"] = _version()
+    _put_environment(store, campaign_id, host.name, facts)
+
+
+def _put_environment(store: Store, campaign_id: str, host: str, facts: dict[str, str]) -> None:
+    """Latest value wins: a resumed campaign refreshes what it measured again."""
+    with store.transaction():
+        for key in facts:
+            store.execute(
+                "DELETE FROM environment WHERE campaign_id = ? AND host = ? AND key = ?",
+                [campaign_id, host, key],
+            )
+        store.append(
+            "environment",
+            [
+                {"campaign_id": campaign_id, "host": host, "key": k, "value": str(v)}
+                for k, v in facts.items()
+            ],
+        )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("specsweep")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _begin(store: Store, plan: Plan, plan_text: str, campaign_id: str) -> None:
+    exists = store.execute("SELECT 1 FROM campaigns WHERE campaign_id = ?", [campaign_id])
+    if exists:
+        store.execute(
+            "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE campaign_id = ?",
+            [campaign_id],
+        )
+        return
+    store.append(
+        "campaigns",
+        [
+            {
+                "campaign_id": campaign_id,
+                "plan_name": plan.name,
+                "plan_sha256": plan.sha256(),
+                "plan_yaml": redact(plan_text),
+                "baseline": plan.baseline,
+                "started_at": utcnow(),
+                "finished_at": None,
+                "status": "running",
+            }
+        ],
+    )
+
+
+def _finish(store: Store, campaign_id: str, status: str) -> None:
+    finished = utcnow() if status == "complete" else None
+    store.execute(
+        "UPDATE campaigns SET status = ?, finished_at = ? WHERE campaign_id = ?",
+        [status, finished, campaign_id],
+    )

@@ -1,0 +1,126 @@
+"""Service lifecycle: start one configuration's server, wait until healthy, always stop it.
+
+`Service` is a context manager: leaving it by any path (normal end, exception, Ctrl-C,
+SIGTERM turned into SystemExit by the CLI) stops the server's whole process group.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from collect.engines.llamacpp import LlamaCpp
+from collect.hosts import Local, Process
+from collect.plan import ServiceConfig
+from collect.redact import redact, redact_argv
+from schema.store import utcnow
+
+
+class ServiceFailed(RuntimeError):
+    """The server exited or never became healthy; carries the log tail."""
+
+    def __init__(self, message: str, log_tail: str):
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    """One running server of a ServiceConfig."""
+
+    def __init__(
+        self, host: Local, engine: LlamaCpp, config: ServiceConfig, log_dir: Path, campaign_id: str
+    ):
+        self.host, self.engine, self.config = host, engine, config
+        self.service_id = f"{config.config_id}-{secrets.token_hex(4)}"
+        port = engine.cfg.port or free_port(engine.cfg.host_address)
+        self.base_url = f"http://{engine.cfg.host_address}:{port}"
+        self.argv, self.env = engine.launch(config.method, config.tp, port)
+        self.log_path = log_dir / f"{config.method.name}-tp{config.tp}-{self.service_id}.log"
+        self.proc: Process | None = None
+        self.row = {
+            "service_id": self.service_id,
+            "campaign_id": campaign_id,
+            "config_id": config.config_id,
+            "engine": engine.kind,
+            "method": config.method.name,
+            "tp": config.tp,
+            "gpus": "",
+            "host": host.name,
+            "launch_command": redact(_env_prefix(self.env) + shlex.join(redact_argv(self.argv))),
+            "requested_at": utcnow(),
+            "ready_at": None,
+            "stopped_at": None,
+            "startup_s": None,
+            "state": "failed",
+            "error": None,
+            "log_tail": None,
+        }
+
+    def __enter__(self) -> Service:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Launch and wait for /health = 200; raise ServiceFailed with the log tail."""
+        t0 = time.perf_counter()
+        self.proc = self.host.start(self.argv, self.env, self.log_path)
+        deadline = t0 + self.engine.cfg.startup_timeout_s
+        url = self.base_url + self.engine.health_path
+        while time.perf_counter() < deadline:
+            if not self.host.alive(self.proc):
+                self._failed("server exited during start-up")
+            if _healthy(url):
+                self.row.update(
+                    state="ready", ready_at=utcnow(), startup_s=time.perf_counter() - t0
+                )
+                return
+            time.sleep(0.1)
+        self._failed(f"not healthy within {self.engine.cfg.startup_timeout_s:g} s")
+
+    def _failed(self, reason: str) -> None:
+        tail = self.log_tail()
+        self.row.update(state="failed", error=reason, log_tail=tail)
+        raise ServiceFailed(f"{self.config.method.name} (tp {self.config.tp}): {reason}", tail)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.host.alive(self.proc)
+
+    def log_tail(self) -> str:
+        return redact(self.host.log_tail(self.proc)) if self.proc else ""
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.host.stop(self.proc)
+        if self.row["state"] == "ready":
+            self.row.update(state="stopped")
+        self.row["stopped_at"] = utcnow()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _env_prefix(env: dict[str, str]) -> str:
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in sorted(env.items()))

@@ -1,0 +1,95 @@
+"""Build the PDF report: read views, draw figures, render TeX, run latexmk.
+
+The build happens in a temporary folder (figures/, report.tex, LaTeX aux files);
+only the PDF and the ``.tex`` are copied out. latexmk runs with
+``-no-shell-escape`` so nothing in the document can run commands.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from report.data import ReportError, load
+
+log = logging.getLogger(__name__)
+
+LATEXMK_ARGS = ["-pdf", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape"]
+LOG_TAIL_LINES = 40
+TIMEOUT_S = 300
+
+
+def require_latexmk() -> str:
+    """Path of latexmk, or a :class:`ReportError` saying how to install it."""
+    exe = shutil.which("latexmk")
+    if exe is None:
+        raise ReportError("latexmk not found on PATH; install it (Debian/Ubuntu: apt-get install "
+                          "latexmk texlive-latex-recommended texlive-latex-extra "
+                          "texlive-fonts-recommended lmodern)")
+    return exe
+
+
+def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a LaTeX log (empty if there is none)."""
+    if not log_path.exists():
+        return ""
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def compile_tex(tex_path: Path) -> Path:
+    """Run latexmk on ``tex_path`` in its folder; return the PDF or raise with the log tail."""
+    exe = require_latexmk()
+    cmd = [exe, *LATEXMK_ARGS, tex_path.name]
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=tex_path.parent, capture_output=True, text=True,
+                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ReportError(f"latexmk timed out after {TIMEOUT_S}s\n"
+                          f"{log_tail(tex_path.with_suffix('.log'))}") from exc
+    pdf = tex_path.with_suffix(".pdf")
+    if proc.returncode != 0 or not pdf.exists():
+        tail = log_tail(tex_path.with_suffix(".log")) or proc.stdout[-4000:]
+        raise ReportError(f"latexmk failed (exit {proc.returncode}) on {tex_path.name}; "
+                          f"LaTeX log tail:\n{tail}")
+    log.info("latexmk built %s in %.1fs", pdf.name, time.perf_counter() - started)
+    return pdf
+
+
+def render_tex(context: dict, template: str = "report.tex.j2") -> str:
+    """Render the report template with the escape-by-default environment."""
+    from report.latex import make_environment
+
+    return make_environment().get_template(template).render(**context)
+
+
+def run(db_path: Path | str = "results/specsweep.duckdb",
+        out_pdf: Path | str = "reports/report.pdf",
+        campaign: str | None = None) -> Path:
+    """Build the report for ``campaign`` (default: latest) and return the PDF path.
+
+    Also writes the rendered ``.tex`` next to the PDF (same stem).
+    """
+    from report.context import build_context
+    from report.figures import make_figures
+
+    require_latexmk()
+    data = load(db_path, campaign)
+    out_pdf = Path(out_pdf)
+    with tempfile.TemporaryDirectory(prefix="specsweep-report-") as tmp:
+        work = Path(tmp)
+        figs = make_figures(data, work / "figures")
+        tex = work / "report.tex"
+        tex.write_text(render_tex(build_context(data, figs)), encoding="utf-8")
+        out_pdf.parent.mkdir(parents=True, exist_ok=True)
+        # Copied before compiling so a LaTeX failure can be inspected.
+        shutil.copyfile(tex, out_pdf.with_suffix(".tex"))
+        pdf = compile_tex(tex)
+        shutil.copyfile(pdf, out_pdf)
+    log.info("report for %s written to %s", data.campaign["campaign_id"], out_pdf)
+    return out_pdf

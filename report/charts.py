@@ -1,0 +1,173 @@
+"""Chart functions: one pure function per figure, drawing on a given matplotlib Axes.
+
+Each ``plot_<metric>_by_<axis>(ax, frame, palette)`` reads only its frame (an
+analysis view as a DataFrame), draws, and returns the Axes; it never saves or shows.
+One theme (:func:`set_theme`) and one colour per method (:func:`method_palette`,
+built once per report from the sorted method list, baseline first) keep every
+figure consistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.ticker import ScalarFormatter
+
+matplotlib.use("Agg")  # files only, never a window
+
+BASELINE = "autoregressive"
+Palette = Mapping[str, tuple[float, float, float]]
+
+
+def set_theme() -> None:
+    """The report's single seaborn theme (call once before drawing)."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.95,
+                  rc={"pdf.fonttype": 42, "axes.titleweight": "bold", "figure.dpi": 100})
+
+
+def method_palette(methods: Iterable[str], baseline: str = BASELINE) -> dict[str, tuple]:
+    """Map each method to one colour-blind-safe colour, baseline first then sorted."""
+    unique = sorted({str(m) for m in methods if pd.notna(m)})
+    ordered = ([baseline] if baseline in unique else []) + [m for m in unique if m != baseline]
+    base = sns.color_palette("colorblind", 10)
+    return {m: tuple(base[i % len(base)]) for i, m in enumerate(ordered)}
+
+
+def _order(palette: Palette, present: Iterable[str]) -> list[str]:
+    seen = set(present)
+    return [m for m in palette if m in seen]
+
+
+def _config_labels(frame: pd.DataFrame) -> pd.Series:
+    """A category label per row from whichever of workload/max_tokens/concurrency vary."""
+    parts = []
+    if frame["workload"].nunique() > 1:
+        parts.append(frame["workload"].astype(str))
+    for col, tag in (("max_tokens", "mt="), ("concurrency", "c=")):
+        if frame[col].nunique() > 1:
+            parts.append(tag + frame[col].astype(str))
+    if not parts:
+        return frame["workload"].astype(str)
+    label = parts[0]
+    for p in parts[1:]:
+        label = label + "\n" + p
+    return label
+
+
+def _empty(ax: Axes, message: str) -> Axes:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return ax
+
+
+def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Speedup over the baseline per workload (and config) and method, 95% CI bars.
+
+    Filled markers are significant (CI excludes 1), hollow ones are not.
+    """
+    if frame.empty:
+        return _empty(ax, "no speedup rows")
+    frame = frame.assign(label=_config_labels(frame))
+    labels = list(dict.fromkeys(frame.sort_values(["workload", "max_tokens",
+                                                   "concurrency"])["label"]))
+    methods = _order(palette, frame["method"])
+    width = 0.8 / max(len(methods), 1)
+    for i, method in enumerate(methods):
+        sub = frame[frame["method"] == method]
+        x = np.array([labels.index(lb) for lb in sub["label"]]) - 0.4 + width * (i + 0.5)
+        y = sub["speedup"].to_numpy(float)
+        err = np.vstack([y - sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float) - y])
+        colour = palette[method]
+        ax.errorbar(x, y, yerr=np.abs(err), fmt="none", ecolor=colour, capsize=3, lw=1.2)
+        sig = sub["significant"].fillna(False).astype(bool).to_numpy()
+        ax.scatter(x[sig], y[sig], color=colour, s=36, zorder=3, label=method)
+        ax.scatter(x[~sig], y[~sig], facecolor="white", edgecolor=colour, s=36, zorder=3,
+                   label=None if sig.any() else method)
+    ax.axhline(1.0, ls="--", color="0.3", lw=1)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylabel("speedup (decode tok/s vs baseline)")
+    ax.legend(title="method", fontsize="small")
+    return ax
+
+
+def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Token-weighted acceptance length per workload and method (mean over windows)."""
+    data = frame.dropna(subset=["accept_length_tw"])
+    if data.empty:
+        return _empty(ax, "no acceptance-length data")
+    order = _order(palette, data["method"])
+    sns.barplot(data=data, x="workload", y="accept_length_tw", hue="method", hue_order=order,
+                palette=palette, errorbar=None, ax=ax)
+    ax.axhline(1.0, ls="--", color="0.3", lw=1)
+    ax.set_ylabel("acceptance length (tokens / verify step)")
+    return ax
+
+
+def plot_decode_tps_by_method(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Distribution of per-request decode tok/s per method (box plus points)."""
+    return _box_strip(ax, frame, "decode_tps", "decode tok/s per request", palette)
+
+
+def plot_ttft_by_method(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Distribution of time to first token per method."""
+    return _box_strip(ax, frame, "ttft_s", "TTFT (s)", palette)
+
+
+def _box_strip(ax: Axes, frame: pd.DataFrame, y: str, ylabel: str, palette: Palette) -> Axes:
+    data = frame.dropna(subset=[y])
+    if data.empty:
+        return _empty(ax, f"no {y} data")
+    order = _order(palette, data["method"])
+    sns.boxplot(data=data, x="method", y=y, hue="method", order=order, hue_order=order,
+                palette=palette, showfliers=False, legend=False, ax=ax, width=0.6)
+    sns.stripplot(data=data, x="method", y=y, order=order, color="0.15", size=2,
+                  alpha=0.4, jitter=0.25, ax=ax)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("")
+    return ax
+
+
+def plot_ttft_by_turn(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Median TTFT per turn of the agentic sessions, one line per method."""
+    return _by_turn(ax, frame, "ttft_p50_s", "median TTFT (s)", palette)
+
+
+def plot_context_by_turn(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Median prompt (context) length per turn of the agentic sessions."""
+    return _by_turn(ax, frame, "prompt_tokens_p50", "median prompt tokens", palette)
+
+
+def _by_turn(ax: Axes, frame: pd.DataFrame, y: str, ylabel: str, palette: Palette) -> Axes:
+    data = frame.dropna(subset=[y])
+    if data.empty:
+        return _empty(ax, "no agentic turns")
+    order = _order(palette, data["method"])
+    sns.lineplot(data=data, x="turn", y=y, hue="method", hue_order=order, palette=palette,
+                 marker="o", errorbar=None, ax=ax)
+    ax.set_ylabel(ylabel)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    return ax
+
+
+def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Aggregate output tok/s versus concurrency, one colour per method, style per workload."""
+    data = frame.dropna(subset=["throughput_tps"])
+    if data.empty:
+        return _empty(ax, "no throughput data")
+    data = data.groupby(["method", "workload", "concurrency"], as_index=False)[
+        "throughput_tps"].mean()
+    order = _order(palette, data["method"])
+    style = "workload" if data["workload"].nunique() > 1 else None
+    sns.lineplot(data=data, x="concurrency", y="throughput_tps", hue="method", hue_order=order,
+                 style=style, palette=palette, marker="o", errorbar=None, ax=ax)
+    if data["concurrency"].nunique() > 1 and data["concurrency"].min() > 0:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(data["concurrency"].unique()))
+    ax.get_xaxis().set_major_formatter(ScalarFormatter())
+    ax.set_ylabel("throughput (output tok/s)")
+    return ax

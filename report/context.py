@@ -1,0 +1,167 @@
+"""Assemble the template context: tables, figure paths, sentences, the plan listing.
+
+Everything returned is either a plain data value (escaped by the template) or raw
+LaTeX built from escaped parts (``NoEscape``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pylatex.utils import NoEscape
+
+from report import findings
+from report.data import ReportData
+from report.latex import literal_block, texttt
+from report.tables import Col, build_table, ci, num, speedup_table, text, yes_no
+
+
+def _kv_table(pairs: list[tuple[str, object]]) -> NoEscape:
+    frame = pd.DataFrame(pairs, columns=["key", "value"])
+    return build_table(frame, [Col("key", text("key")), Col("value", text("value"))])
+
+
+def campaign_table(c: dict[str, Any]) -> NoEscape:
+    """Key/value table of the campaign row (without the plan text)."""
+    keys = ["campaign_id", "plan_name", "plan_sha256", "status", "started_at", "finished_at"]
+    return _kv_table([(k, c.get(k)) for k in keys])
+
+
+def env_table(env: pd.DataFrame) -> NoEscape | None:
+    """Environment facts as a long key/value table, host column only if several hosts."""
+    if env.empty:
+        return None
+    cols = [Col("key", text("key")), Col("value", text("value"), "p{0.55\\linewidth}")]
+    if env["host"].nunique() > 1:
+        cols.insert(0, Col("host", text("host")))
+    return build_table(env, cols, long=True)
+
+
+def services_table(svc: pd.DataFrame) -> NoEscape:
+    """One row per service: method, engine, tp, GPUs, start-up time, state."""
+    cols = [Col("method", text("method")), Col("engine", text("engine")),
+            Col("tp", text("tp"), "r"), Col("gpus", text("gpus")),
+            Col("startup (s)", num("startup_s", ".1f"), "r"), Col("state", text("state"))]
+    return build_table(svc, cols)
+
+
+def commands(svc: pd.DataFrame) -> list[dict[str, Any]]:
+    """Launch command (and error, if any) per service, typeset literally."""
+    out = []
+    for _, r in svc.iterrows():
+        cmd = texttt(r["launch_command"])
+        if isinstance(r.get("error"), str) and r["error"]:
+            cmd = NoEscape(f"{cmd}\\\\ \\emph{{error:}} {texttt(r['error'])}")
+        out.append({"label": f"{r['method']} ({r['engine']}, TP{r['tp']})", "command": cmd})
+    return out
+
+
+def workload_columns() -> list[Col]:
+    """Columns of the per-workload result tables."""
+    return [Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
+            Col("method", text("method")), Col("speedup", num("speedup"), "r"),
+            Col("95% CI", ci(), "c"), Col("sig.", yes_no("significant"), "c"),
+            Col("n", text("n"), "r"), Col("tput ratio", num("throughput_speedup"), "r"),
+            Col("TTFT ratio", num("ttft_ratio"), "r"),
+            Col("accept len", num("accept_length_tw"), "r")]
+
+
+def _present(frame: pd.DataFrame, cols: list[Col]) -> list[Col]:
+    """Drop columns whose source field is absent (optional view columns)."""
+    keep = []
+    for c in cols:
+        try:
+            frame.head(1).apply(c.cell, axis=1)
+        except KeyError:
+            continue
+        keep.append(c)
+    return keep
+
+
+def workloads(data: ReportData, figs: dict[str, Path | None]) -> list[dict[str, Any]]:
+    """Per workload: its speedup table and figure file name."""
+    out = []
+    sp = data.speedup
+    for workload, sub in (sp.groupby("workload", sort=True) if not sp.empty else []):
+        sub = sub.sort_values(["max_tokens", "concurrency", "method"])
+        fig = figs.get(f"speedup:{workload}")
+        out.append({"name": str(workload), "figure": fig.name if fig else None,
+                    "table": build_table(sub, _present(sub, workload_columns()))})
+    return out
+
+
+def best_table(best: pd.DataFrame) -> NoEscape | None:
+    """The fastest method per window (best_config view)."""
+    if best.empty:
+        return None
+    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
+            Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
+            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
+            Col("speedup", num("speedup"), "r"), Col("sig.", yes_no("significant"), "c")]
+    return build_table(best, _present(best, cols))
+
+
+def accept_table(cs: pd.DataFrame) -> NoEscape:
+    """Acceptance statistics per window with speculative counters."""
+    acc = cs.dropna(subset=["accept_length_tw"])
+    cols = [Col("workload", text("workload")), Col("method", text("method")),
+            Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
+            Col("accept len (tw)", num("accept_length_tw"), "r"),
+            Col("accept len (rw)", num("accept_length_rw"), "r"),
+            Col("accept rate", num("accept_rate"), "r")]
+    return build_table(acc, _present(acc, cols))
+
+
+def throughput_table(cs: pd.DataFrame) -> NoEscape:
+    """Throughput, TTFT and errors per measured window."""
+    cols = [Col("workload", text("workload")), Col("method", text("method")),
+            Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
+            Col("n", text("n"), "r"), Col("tok/s", num("throughput_tps", ".1f"), "r"),
+            Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
+            Col("TTFT p99 (s)", num("ttft_p99_s", ".3f"), "r"),
+            Col("errors", num("error_rate", ".1%"), "r")]
+    return build_table(cs, _present(cs, cols))
+
+
+def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
+    """Per-turn medians of the agentic sessions."""
+    if ag.empty:
+        return None
+    cols = [Col("workload", text("workload")), Col("method", text("method")),
+            Col("turn", text("turn"), "r"), Col("n", text("n"), "r"),
+            Col("prompt tok", num("prompt_tokens_p50", ".0f"), "r"),
+            Col("cached tok", num("cached_tokens_p50", ".0f"), "r"),
+            Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
+            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r")]
+    return build_table(ag, _present(ag, cols))
+
+
+def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
+    """The machine-readable speedup table, one per (engine, tp) when there are several."""
+    if sp.empty:
+        return []
+    groups = list(sp.groupby(["engine", "tp"], sort=True))
+    if len(groups) == 1:
+        return [{"label": None, "table": speedup_table(sp)}]
+    return [{"label": f"{eng}, TP{tp}", "table": speedup_table(sub, f"engine={eng} tp={tp}")}
+            for (eng, tp), sub in groups]
+
+
+def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
+    """Everything ``latex/report.tex.j2`` renders."""
+    c = data.campaign
+    return {
+        "campaign": c, "baseline": data.baseline,
+        "findings": findings.summary(data), "validity": findings.validity_notes(data),
+        "campaign_table": campaign_table(c), "env_table": env_table(data.environment),
+        "services_table": services_table(data.services), "commands": commands(data.services),
+        "figures": {k: (v.name if v else None) for k, v in figs.items() if ":" not in k},
+        "workloads": workloads(data, figs), "best_table": best_table(data.best_config),
+        "accept_table": accept_table(data.config_summary),
+        "throughput_table": throughput_table(data.config_summary),
+        "agentic_table": agentic_table(data.agentic),
+        "speedup_tables": speedup_tables(data.speedup),
+        "plan": literal_block(str(c.get("plan_yaml") or "")),
+    }

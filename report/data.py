@@ -1,0 +1,121 @@
+"""Read one campaign's analysis views from the DuckDB file (read-only).
+
+``report`` never writes to the database: the connection is opened with
+``read_only=True`` and every value is bound with ``?``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from report.charts import BASELINE, method_palette
+
+
+class ReportError(RuntimeError):
+    """The report cannot be built (missing data, missing tool, LaTeX failure)."""
+
+
+REQUIRED = ("campaigns", "environment", "services", "request_metrics", "config_summary",
+            "speedup")
+OPTIONAL = ("best_config", "agentic_turns")
+REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
+                   "prompt_id", "ttft_s", "decode_tps", "ok")
+
+
+@dataclass
+class ReportData:
+    """Everything the report shows, for one campaign."""
+
+    campaign: dict[str, Any]
+    environment: pd.DataFrame
+    services: pd.DataFrame
+    request_metrics: pd.DataFrame
+    config_summary: pd.DataFrame
+    speedup: pd.DataFrame
+    best_config: pd.DataFrame
+    agentic: pd.DataFrame
+    n_warmup: int = 0
+    baseline: str = BASELINE
+    palette: dict[str, tuple] = field(default_factory=dict)
+
+
+def _objects(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    return {r[0] for r in rows}
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pd.DataFrame:
+    return con.execute(sql, params).df()
+
+
+def pick_campaign(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, Any]:
+    """The requested campaign, or the latest by ``started_at``."""
+    if campaign is None:
+        sql, params = "SELECT * FROM campaigns ORDER BY started_at DESC LIMIT 1", []
+    else:
+        sql, params = "SELECT * FROM campaigns WHERE campaign_id = ?", [campaign]
+    frame = _frame(con, sql, params)
+    if frame.empty:
+        known = [r[0] for r in con.execute("SELECT campaign_id FROM campaigns").fetchall()]
+        what = f"campaign {campaign!r}" if campaign else "any campaign"
+        raise ReportError(f"no {what} in the database (known: {known or 'none'})")
+    return frame.iloc[0].to_dict()
+
+
+def _by_campaign(con: duckdb.DuckDBPyConnection, name: str, cid: str, cols: str = "*",
+                 order: str = "") -> pd.DataFrame:
+    sql = f"SELECT {cols} FROM {name} WHERE campaign_id = ?"  # names are constants
+    return _frame(con, sql + (f" ORDER BY {order}" if order else ""), [cid])
+
+
+def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> dict:
+    def opt(name: str, order: str) -> pd.DataFrame:
+        return _by_campaign(con, name, cid, order=order) if name in have else pd.DataFrame()
+
+    return {
+        "environment": _by_campaign(con, "environment", cid, "host, key, value", "host, key"),
+        "services": _by_campaign(con, "services", cid, order="method, tp, requested_at"),
+        "request_metrics": _by_campaign(con, "request_metrics", cid,
+                                        ", ".join(REQUEST_COLUMNS)),
+        "config_summary": _by_campaign(con, "config_summary", cid,
+                                       order="workload, method, max_tokens, concurrency"),
+        "speedup": _by_campaign(con, "speedup", cid,
+                                order="engine, tp, workload, max_tokens, concurrency, method"),
+        "best_config": opt("best_config", "engine, tp, workload, max_tokens, concurrency"),
+        "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
+    }
+
+
+def _count_warmup(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> int:
+    if "requests" not in have:
+        return 0
+    sql = "SELECT count(*) FROM requests WHERE campaign_id = ? AND is_warmup"
+    return int(con.execute(sql, [cid]).fetchone()[0])
+
+
+def load(db_path: Path | str, campaign: str | None = None,
+         baseline: str = BASELINE) -> ReportData:
+    """Load one campaign's views; raise :class:`ReportError` if analysis is missing."""
+    path = Path(db_path)
+    if not path.exists():
+        raise ReportError(f"database not found: {path}")
+    with duckdb.connect(str(path), read_only=True) as con:
+        have = _objects(con)
+        missing = [n for n in REQUIRED if n not in have]
+        if missing:
+            raise ReportError(f"{path} lacks {', '.join(missing)}; run `python -m analyze` "
+                              "after `python -m collect` first")
+        info = pick_campaign(con, campaign)
+        cid = str(info["campaign_id"])
+        frames = _load_frames(con, cid, have)
+        n_warmup = _count_warmup(con, cid, have)
+    data = ReportData(campaign=info, n_warmup=n_warmup, baseline=baseline, **frames)
+    methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
+                         data.config_summary.get("method", pd.Series(dtype=str))])
+    data.palette = method_palette(methods, baseline)
+    return data

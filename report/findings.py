@@ -1,0 +1,154 @@
+"""Sentences generated from the data: the summary of findings and validity notes.
+
+Each sentence is raw LaTeX (``NoEscape``) assembled from escaped data values.
+Claims follow the project rule: a speedup is a win only when its 95% CI excludes 1.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from pylatex.utils import NoEscape
+
+from report.data import ReportData
+from report.latex import escape_latex as e
+from report.latex import fmt_num
+
+SMALL_PROMPTS = 10
+
+
+def _x(v: float) -> str:
+    return f"{fmt_num(v)}$\\times$"
+
+
+def _ci(row: pd.Series) -> str:
+    return f"95\\% CI {fmt_num(row['ci_low'])}--{fmt_num(row['ci_high'])}"
+
+
+def _where(row: pd.Series, multi_setup: bool) -> str:
+    setup = f"{e(row['engine'])} TP{e(row['tp'])}, " if multi_setup else ""
+    return (f"{setup}max\\_tokens {e(row['max_tokens'])}, "
+            f"concurrency {e(row['concurrency'])}")
+
+
+def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
+    wins = sub[sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)]
+    if not wins.empty:
+        best = wins.loc[wins["speedup"].idxmax()]
+        return (f"On \\emph{{{e(workload)}}} the best method is \\textbf{{{e(best['method'])}}} "
+                f"with a significant speedup of {_x(best['speedup'])} ({_ci(best)}; "
+                f"{_where(best, multi)}; {len(wins)} of {len(sub)} comparisons significant).")
+    top = sub.loc[sub["speedup"].idxmax()]
+    return (f"On \\emph{{{e(workload)}}} \\textbf{{no significant speedup}}: the highest point "
+            f"estimate is {e(top['method'])} at {_x(top['speedup'])} ({_ci(top)}; "
+            f"{_where(top, multi)}), and its interval includes 1 or lies below it.")
+
+
+def _slowdowns(sp: pd.DataFrame) -> list[str]:
+    slow = sp[sp["significant"].fillna(False).astype(bool) & (sp["speedup"] < 1)]
+    if slow.empty:
+        return []
+    worst = slow.loc[slow["speedup"].idxmin()]
+    return [(f"{len(slow)} comparison(s) are significantly \\emph{{slower}} than the baseline; "
+            f"the worst is {e(worst['method'])} on {e(worst['workload'])} at "
+            f"{_x(worst['speedup'])} ({_ci(worst)}).")]
+
+
+def _acceptance(cs: pd.DataFrame) -> list[str]:
+    acc = cs.dropna(subset=["accept_length_tw"])
+    if acc.empty:
+        return ["No acceptance-length data was recorded."]
+    means = acc.groupby("method")["accept_length_tw"].mean().sort_values(ascending=False)
+    parts = ", ".join(f"{e(m)} {fmt_num(v)}" for m, v in means.items())
+    return [f"Mean token-weighted acceptance length (tokens per verify step): {parts}."]
+
+
+def _throughput(sp: pd.DataFrame) -> list[str]:
+    if "throughput_speedup" not in sp or sp["throughput_speedup"].isna().all():
+        return []
+    top_c = sp["concurrency"].max()
+    at = sp[sp["concurrency"] == top_c].dropna(subset=["throughput_speedup"])
+    best = at.loc[at["throughput_speedup"].idxmax()]
+    return [(f"At the highest concurrency ({e(top_c)}) the best aggregate throughput ratio is "
+            f"{e(best['method'])} on {e(best['workload'])} at "
+            f"{_x(best['throughput_speedup'])} (a single window, no CI).")]
+
+
+def summary(data: ReportData) -> list[NoEscape]:
+    """The summary-of-findings bullet points."""
+    sp, rm = data.speedup, data.request_metrics
+    methods = ", ".join(e(m) for m in data.palette) or "none"
+    lines = [(f"{len(rm)} measured requests, methods: {methods}; baseline: "
+             f"\\emph{{{e(data.baseline)}}}. Speedup is the ratio of median per-request "
+             "decode tok/s on the same prompts.")]
+    if sp.empty:
+        lines.append("No speedup could be computed: the campaign has no baseline windows "
+                     "matching the other methods.")
+    else:
+        multi = len(sp[["engine", "tp"]].drop_duplicates()) > 1
+        for workload, sub in sp.groupby("workload", sort=True):
+            lines.append(_workload_sentence(str(workload), sub, multi))
+        lines += _slowdowns(sp) + _throughput(sp)
+    lines += _acceptance(data.config_summary)
+    return [NoEscape(s) for s in lines]
+
+
+def _host_notes(data: ReportData) -> list[str]:
+    env, svc = data.environment, data.services
+    gpu_keys = env[env["key"].str.contains("gpu", case=False)] if not env.empty else env
+    no_gpus = svc.empty or (svc["gpus"].fillna("") == "").all()
+    if no_gpus and gpu_keys.empty:
+        return [("The services ran without GPUs (CPU only). CPU timings on a shared host are "
+                "noisy and speculative decoding behaves differently than on GPUs; treat "
+                "these numbers as a functional check, not a performance result.")]
+    return []
+
+
+def _cache_notes(data: ReportData) -> list[str]:
+    env = data.environment
+    keys = env[env["key"].str.contains("cache", case=False)] if not env.empty else env
+    if keys.empty:
+        return [("Prompt/prefix-cache settings were not recorded. Repeated prompts may hit a "
+                "server-side cache, which lowers TTFT and favours later repetitions.")]
+    items = "; ".join(f"\\texttt{{{e(k)}}} = {e(v)}" for k, v in zip(keys["key"], keys["value"]))
+    return [(f"Prompt-cache settings as recorded: {items}. Cached prefixes lower TTFT and "
+            "affect all methods alike only if the settings match.")]
+
+
+def _sample_notes(data: ReportData) -> list[str]:
+    sp = data.speedup
+    notes = []
+    col = "n_prompts" if "n_prompts" in sp else "n"
+    small = sp[sp[col] < SMALL_PROMPTS] if not sp.empty else sp
+    if not small.empty:
+        notes.append(f"{len(small)} of {len(sp)} speedup comparisons rest on fewer than "
+                     f"{SMALL_PROMPTS} prompts; their bootstrap intervals are wide and "
+                     "themselves uncertain.")
+    notes.append(f"{data.n_warmup} warm-up request(s) were excluded from every metric.")
+    return notes
+
+
+def _failure_notes(data: ReportData) -> list[str]:
+    notes = []
+    cs, svc = data.config_summary, data.services
+    if not cs.empty and (cs["error_rate"].fillna(0) > 0).any():
+        bad = cs[cs["error_rate"] > 0]
+        notes.append(f"{len(bad)} measured window(s) had failed requests (worst error rate "
+                     f"{fmt_num(100 * bad['error_rate'].max(), '.1f')}\\%); failures are "
+                     "excluded from speed metrics, which can bias them.")
+    failed = svc[svc["state"] == "failed"] if not svc.empty else svc
+    if not failed.empty:
+        names = ", ".join(sorted({e(m) for m in failed["method"]}))
+        notes.append(f"{len(failed)} service(s) failed to start ({names}); their configs "
+                     "have no results.")
+    status = str(data.campaign.get("status", ""))
+    if status != "complete":
+        notes.append(f"The campaign status is \\emph{{{e(status)}}}, not complete: some "
+                     "planned units may be missing.")
+    return notes
+
+
+def validity_notes(data: ReportData) -> list[NoEscape]:
+    """Data-driven threats to validity (appended to the template's fixed text)."""
+    notes = (_host_notes(data) + _sample_notes(data) + _cache_notes(data)
+             + _failure_notes(data))
+    return [NoEscape(s) for s in notes]

@@ -1,0 +1,189 @@
+"""Pandera contracts: one DataFrameModel per raw table (see schema/ddl.sql).
+
+Every batch `collect` writes is validated lazily against the model of its table before
+it lands; rows that break a check go to `quarantine` with the reasons, the rest land.
+Column order in each model matches the DDL.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pandera.pandas as pa
+from pandera.typing import Series
+
+ERROR_KINDS = [
+    "http",
+    "timeout",
+    "connect",
+    "protocol",
+    "empty",
+    "server_died",
+    "cancelled",
+]
+
+
+class _Base(pa.DataFrameModel):
+    class Config:
+        strict = True
+        coerce = True
+
+
+class CampaignsSchema(_Base):
+    campaign_id: Series[str] = pa.Field(unique=True)
+    plan_name: Series[str]
+    plan_sha256: Series[str] = pa.Field(str_matches=r"^[0-9a-f]{64}$")
+    plan_yaml: Series[str]
+    baseline: Series[str]
+    started_at: Series[pd.Timestamp]
+    finished_at: Series[pd.Timestamp] = pa.Field(nullable=True)
+    status: Series[str] = pa.Field(isin=["running", "complete", "interrupted", "failed"])
+
+
+class EnvironmentSchema(_Base):
+    campaign_id: Series[str]
+    host: Series[str]
+    key: Series[str] = pa.Field(str_length={"min_value": 1})
+    value: Series[str]
+
+    class Config:
+        unique = ["campaign_id", "host", "key"]
+
+
+class ServicesSchema(_Base):
+    service_id: Series[str] = pa.Field(unique=True)
+    campaign_id: Series[str]
+    config_id: Series[str]
+    engine: Series[str]
+    method: Series[str]
+    tp: Series[int] = pa.Field(ge=1)
+    gpus: Series[str]
+    host: Series[str]
+    launch_command: Series[str]
+    requested_at: Series[pd.Timestamp]
+    ready_at: Series[pd.Timestamp] = pa.Field(nullable=True)
+    stopped_at: Series[pd.Timestamp] = pa.Field(nullable=True)
+    startup_s: Series[float] = pa.Field(nullable=True, ge=0)
+    state: Series[str] = pa.Field(isin=["ready", "failed", "stopped"])
+    error: Series[str] = pa.Field(nullable=True)
+    log_tail: Series[str] = pa.Field(nullable=True)
+
+
+class UnitsSchema(_Base):
+    campaign_id: Series[str]
+    config_id: Series[str]
+    workload: Series[str]
+    service_id: Series[str]
+    n_requests: Series[int] = pa.Field(ge=0)
+    started_at: Series[pd.Timestamp]
+    finished_at: Series[pd.Timestamp]
+
+    class Config:
+        unique = ["campaign_id", "config_id", "workload"]
+
+
+class RequestsSchema(_Base):
+    request_id: Series[str] = pa.Field(unique=True)
+    campaign_id: Series[str]
+    config_id: Series[str]
+    service_id: Series[str]
+    engine: Series[str]
+    method: Series[str]
+    tp: Series[int] = pa.Field(ge=1)
+    workload: Series[str]
+    window_id: Series[str]
+    prompt_id: Series[str]
+    max_tokens: Series[int] = pa.Field(ge=1)
+    rep: Series[int] = pa.Field(ge=0)
+    concurrency: Series[int] = pa.Field(ge=1)
+    session_id: Series[str] = pa.Field(nullable=True)
+    turn: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    is_warmup: Series[bool]
+    sent_at: Series[pd.Timestamp]
+    start_s: Series[float] = pa.Field(ge=0)
+    ttft_s: Series[float] = pa.Field(nullable=True, ge=0)
+    e2e_s: Series[float] = pa.Field(nullable=True, ge=0)
+    chunk_times_s: Series[object] = pa.Field(nullable=True)
+    chunk_tokens: Series[object] = pa.Field(nullable=True)
+    prompt_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    cached_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    output_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    finish_reason: Series[str] = pa.Field(nullable=True)
+    spec_verify_ct: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    draft_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    accepted_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    accept_length: Series[float] = pa.Field(nullable=True, ge=1)
+    output_text: Series[str] = pa.Field(nullable=True)
+    server_stats: Series[str] = pa.Field(nullable=True)
+    ok: Series[bool]
+    error_kind: Series[str] = pa.Field(nullable=True, isin=ERROR_KINDS)
+    error_message: Series[str] = pa.Field(nullable=True)
+
+    @pa.check("chunk_times_s", name="chunk times are non-decreasing offsets")
+    def _chunk_times(cls, s: Series[object]) -> Series[bool]:
+        return s.map(_is_sorted_offsets)
+
+    @pa.check("chunk_tokens", name="chunk tokens are positive integers")
+    def _chunk_tokens(cls, s: Series[object]) -> Series[bool]:
+        return s.map(lambda v: v is None or all(int(x) >= 1 for x in v))
+
+    @pa.dataframe_check(name="ok rows have ttft <= e2e and output tokens")
+    def _ok_rows(cls, df: pd.DataFrame) -> Series[bool]:
+        bad = df["ok"] & (
+            df["ttft_s"].isna()
+            | df["e2e_s"].isna()
+            | (df["ttft_s"] > df["e2e_s"])
+            | df["output_tokens"].isna()
+        )
+        return ~bad
+
+    @pa.dataframe_check(name="failed rows carry an error_kind")
+    def _failed_rows(cls, df: pd.DataFrame) -> Series[bool]:
+        return df["ok"] | df["error_kind"].notna()
+
+    @pa.dataframe_check(name="accepted_tokens <= draft_tokens")
+    def _accepted(cls, df: pd.DataFrame) -> Series[bool]:
+        both = df["accepted_tokens"].notna() & df["draft_tokens"].notna()
+        return ~both | (df["accepted_tokens"] <= df["draft_tokens"]).fillna(True)
+
+
+def _is_sorted_offsets(v: object) -> bool:
+    if v is None:
+        return True
+    try:
+        xs = [float(x) for x in v]  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return False
+    return all(not math.isnan(x) and x >= 0 for x in xs) and all(a <= b for a, b in zip(xs, xs[1:]))
+
+
+class ServerMetricsSchema(_Base):
+    campaign_id: Series[str]
+    service_id: Series[str]
+    config_id: Series[str]
+    workload: Series[str]
+    phase: Series[str] = pa.Field(isin=["before", "after"])
+    source: Series[str]
+    name: Series[str]
+    labels: Series[str]
+    value: Series[float]
+    scraped_at: Series[pd.Timestamp]
+
+
+class QuarantineSchema(_Base):
+    table_name: Series[str]
+    row_json: Series[str]
+    reason: Series[str]
+    quarantined_at: Series[pd.Timestamp]
+
+
+CONTRACTS: dict[str, type[_Base]] = {
+    "campaigns": CampaignsSchema,
+    "environment": EnvironmentSchema,
+    "services": ServicesSchema,
+    "units": UnitsSchema,
+    "requests": RequestsSchema,
+    "server_metrics": ServerMetricsSchema,
+    "quarantine": QuarantineSchema,
+}

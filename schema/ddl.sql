@@ -1,0 +1,116 @@
+-- specsweep raw layer, schema version 1.
+-- Written only by `collect`, each batch validated by the pandera model of the same
+-- name in schema/contracts.py before it lands. Names are user-facing: document changes
+-- in README.md and add a migrate_to_N step in schema/store.py.
+
+CREATE TABLE IF NOT EXISTS schema_version (
+    version     INTEGER NOT NULL,
+    applied_at  TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS campaigns (
+    campaign_id  VARCHAR PRIMARY KEY,   -- plan name + '-' + first 12 hex of plan_sha256
+    plan_name    VARCHAR NOT NULL,
+    plan_sha256  VARCHAR NOT NULL,      -- sha256 of the normalised plan (JSON of the model)
+    plan_yaml    VARCHAR NOT NULL,      -- the plan file as written, secrets redacted
+    baseline     VARCHAR NOT NULL,      -- the plan's baseline method
+    started_at   TIMESTAMP NOT NULL,    -- UTC
+    finished_at  TIMESTAMP,             -- UTC, set when every unit is complete
+    status       VARCHAR NOT NULL       -- running | complete | interrupted | failed
+);
+
+CREATE TABLE IF NOT EXISTS environment (
+    campaign_id  VARCHAR NOT NULL,
+    host         VARCHAR NOT NULL,
+    key          VARCHAR NOT NULL,      -- e.g. cpu.model, engine.version, service.<config_id>.flags
+    value        VARCHAR NOT NULL,
+    PRIMARY KEY (campaign_id, host, key)
+);
+
+CREATE TABLE IF NOT EXISTS services (
+    service_id      VARCHAR PRIMARY KEY,
+    campaign_id     VARCHAR NOT NULL,
+    config_id       VARCHAR NOT NULL,   -- stable hash of engine+method+tp+flags+env
+    engine          VARCHAR NOT NULL,
+    method          VARCHAR NOT NULL,
+    tp              INTEGER NOT NULL,
+    gpus            VARCHAR NOT NULL,   -- comma-separated GPU indices, '' on CPU
+    host            VARCHAR NOT NULL,
+    launch_command  VARCHAR NOT NULL,   -- shell-quoted, secrets redacted
+    requested_at    TIMESTAMP NOT NULL,
+    ready_at        TIMESTAMP,
+    stopped_at      TIMESTAMP,
+    startup_s       DOUBLE,             -- perf_counter from launch to first healthy answer
+    state           VARCHAR NOT NULL,   -- ready | failed | stopped
+    error           VARCHAR,
+    log_tail        VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS units (
+    campaign_id  VARCHAR NOT NULL,
+    config_id    VARCHAR NOT NULL,
+    workload     VARCHAR NOT NULL,
+    service_id   VARCHAR NOT NULL,
+    n_requests   INTEGER NOT NULL,
+    started_at   TIMESTAMP NOT NULL,
+    finished_at  TIMESTAMP NOT NULL,
+    PRIMARY KEY (campaign_id, config_id, workload)
+);
+
+CREATE TABLE IF NOT EXISTS requests (
+    request_id       VARCHAR PRIMARY KEY,  -- deterministic hash of the request's key fields
+    campaign_id      VARCHAR NOT NULL,
+    config_id        VARCHAR NOT NULL,
+    service_id       VARCHAR NOT NULL,
+    engine           VARCHAR NOT NULL,
+    method           VARCHAR NOT NULL,
+    tp               INTEGER NOT NULL,
+    workload         VARCHAR NOT NULL,
+    window_id        VARCHAR NOT NULL,     -- one measured window: config x workload x max_tokens x concurrency
+    prompt_id        VARCHAR NOT NULL,
+    max_tokens       INTEGER NOT NULL,
+    rep              INTEGER NOT NULL,
+    concurrency      INTEGER NOT NULL,
+    session_id       VARCHAR,              -- agentic sessions only
+    turn             INTEGER,              -- agentic sessions only, 0-based
+    is_warmup        BOOLEAN NOT NULL,
+    sent_at          TIMESTAMP NOT NULL,   -- UTC wall clock, never used for durations
+    start_s          DOUBLE NOT NULL,      -- perf_counter offset of t0 from the window start
+    ttft_s           DOUBLE,
+    e2e_s            DOUBLE,
+    chunk_times_s    DOUBLE[],             -- arrival offsets (from t0) of chunks carrying tokens
+    chunk_tokens     INTEGER[],            -- tokens in each of those chunks, where the engine tells
+    prompt_tokens    INTEGER,
+    cached_tokens    INTEGER,
+    output_tokens    INTEGER,              -- the server's count, never max_tokens
+    finish_reason    VARCHAR,
+    spec_verify_ct   INTEGER,              -- target verify steps (SGLang; llama.cpp derived)
+    draft_tokens     INTEGER,
+    accepted_tokens  INTEGER,
+    accept_length    DOUBLE,               -- tokens per target verify step, bonus token included
+    output_text      VARCHAR,
+    server_stats     VARCHAR,              -- the engine's final stats object as JSON (timings, meta_info, usage)
+    ok               BOOLEAN NOT NULL,
+    error_kind       VARCHAR,              -- http | timeout | connect | protocol | empty | server_died | cancelled
+    error_message    VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS server_metrics (
+    campaign_id  VARCHAR NOT NULL,
+    service_id   VARCHAR NOT NULL,
+    config_id    VARCHAR NOT NULL,
+    workload     VARCHAR NOT NULL,
+    phase        VARCHAR NOT NULL,      -- before | after (the workload)
+    source       VARCHAR NOT NULL,      -- metrics (Prometheus) | server_info | props
+    name         VARCHAR NOT NULL,
+    labels       VARCHAR NOT NULL,      -- JSON object, '{}' when none
+    value        DOUBLE NOT NULL,
+    scraped_at   TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS quarantine (
+    table_name  VARCHAR NOT NULL,
+    row_json    VARCHAR NOT NULL,
+    reason      VARCHAR NOT NULL,
+    quarantined_at  TIMESTAMP NOT NULL
+);

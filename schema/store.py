@@ -1,0 +1,185 @@
+"""The DuckDB store: open and migrate a results file, validated appends, quarantine.
+
+Only `collect` writes through this module. Every append validates its batch with the
+table's pandera contract (lazy, so one pass lists every violation); rows that fail go to
+`quarantine` with the reasons, valid rows land. Callers group the appends of one unit of
+work in `transaction()` so a unit lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pandera.pandas as pa
+
+from schema.contracts import CONTRACTS
+
+SCHEMA_VERSION = 1
+DDL = Path(__file__).with_name("ddl.sql")
+
+
+def utcnow() -> datetime:
+    """Naive UTC timestamp, the form every TIMESTAMP column holds."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Store:
+    """A results file opened for writing.
+
+    The file is locked only while a transaction runs, so between units other processes
+    (`make sql`, a notebook, `python -m report`) can open it while a campaign runs.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        with self.transaction():
+            migrate(self._con)
+
+    def close(self) -> None:
+        """Nothing stays open between transactions; kept for `with Store(...)`."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All appends inside land together, or none do; nested calls join the outer one."""
+        if self._con is not None:
+            yield
+            return
+        con = duckdb.connect(str(self.path))
+        try:
+            con.execute("BEGIN TRANSACTION").fetchall()
+            self._con = con
+            yield
+        except BaseException:
+            con.execute("ROLLBACK").fetchall()
+            raise
+        else:
+            con.execute("COMMIT").fetchall()
+        finally:
+            self._con = None
+            con.close()
+
+    def append(self, table: str, rows: list[dict[str, Any]]) -> int:
+        """Validate rows against the table's contract; insert the valid ones.
+
+        Returns the number of rows inserted; the others are in `quarantine`.
+        """
+        if not rows:
+            return 0
+        valid, rejected = validate(table, rows)
+        with self.transaction():
+            if rejected:
+                self._insert("quarantine", pd.DataFrame(rejected))
+            if len(valid):
+                self._insert(table, valid)
+        return len(valid)
+
+    def _insert(self, table: str, frame: pd.DataFrame) -> None:
+        if table not in CONTRACTS:
+            raise ValueError(f"unknown table {table!r}")
+        assert self._con is not None
+        self._con.register("_batch", frame)
+        try:
+            # table is one of the fixed CONTRACTS keys, never user input
+            self._con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch").fetchall()
+        finally:
+            self._con.unregister("_batch")
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run one statement and return all its rows (DuckDB wants results consumed)."""
+        with self.transaction():
+            assert self._con is not None
+            return self._con.execute(sql, params or []).fetchall()
+
+    def unit_done(self, campaign_id: str, config_id: str, workload: str) -> bool:
+        rows = self.execute(
+            "SELECT count(*) FROM units WHERE campaign_id = ? AND config_id = ? AND workload = ?",
+            [campaign_id, config_id, workload],
+        )
+        return bool(rows[0][0])
+
+
+def validate(table: str, rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Split rows into a validated frame and quarantine rows (table_name, row_json, reason,
+    quarantined_at)."""
+    contract = CONTRACTS[table]
+    frame = pd.DataFrame(rows)
+    try:
+        return contract.validate(frame, lazy=True), []
+    except pa.errors.SchemaErrors as exc:
+        reasons = _reasons_by_row(exc.failure_cases, len(frame))
+    bad = sorted(reasons)
+    good = frame.drop(index=bad)
+    now = utcnow()
+    rejected = [
+        {
+            "table_name": table,
+            "row_json": json.dumps(rows[i], default=str),
+            "reason": "; ".join(sorted(reasons[i])),
+            "quarantined_at": now,
+        }
+        for i in bad
+    ]
+    valid = contract.validate(good, lazy=True) if len(good) else good
+    return valid, rejected
+
+
+def _reasons_by_row(cases: pd.DataFrame, n_rows: int) -> dict[int, set[str]]:
+    """Map row index -> failed checks; a failure with no row index applies to every row."""
+    reasons: dict[int, set[str]] = defaultdict(set)
+    for case in cases.itertuples(index=False):
+        if case.schema_context != "DataFrameSchema":
+            text = f"{case.column}: {case.check} (got {case.failure_case!r})"
+        elif pd.isna(case.index):  # table-level, e.g. an unknown column
+            text = f"table: {case.check} ({case.failure_case!r})"
+        else:  # a row-level check: pandera lists it once per column; name it once
+            text = f"row: {case.check}"
+        if pd.isna(case.index):
+            for i in range(n_rows):
+                reasons[i].add(text)
+        else:
+            reasons[int(case.index)].add(text)
+    return dict(reasons)
+
+
+# --- migrations --------------------------------------------------------------------------
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Bring a results file to SCHEMA_VERSION; returns the version found before."""
+    con.execute(DDL.read_text()).fetchall()
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
+    found = row[0] if row and row[0] is not None else 0
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"results file has schema version {found}, newer than this specsweep "
+            f"({SCHEMA_VERSION}); upgrade specsweep"
+        )
+    for version in range(max(found, 1), SCHEMA_VERSION + 1):
+        step = MIGRATIONS.get(version)
+        if step and version > found:
+            step(con)
+    if found < SCHEMA_VERSION:
+        con.execute(
+            "INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, utcnow()]
+        ).fetchall()
+    return found
+
+
+# version -> step that brings the previous version to it; version 1 is the DDL itself.
+MIGRATIONS: dict[int, Any] = {}

@@ -1,0 +1,95 @@
+"""Helpers for the analysis-stage tests: hand-built `requests` rows written to a real DuckDB
+file created from schema/ddl.sql, and small query helpers."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
+# analyze reads only `requests`; creating just that table keeps these tests independent of
+# the other raw tables' DDL.
+TABLES_READ = ("requests",)
+CREATE_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(.*?\n\);", re.DOTALL)
+
+COLUMNS = (
+    "request_id", "campaign_id", "config_id", "service_id", "engine", "method", "tp",
+    "workload", "window_id", "prompt_id", "max_tokens", "rep", "concurrency", "session_id",
+    "turn", "is_warmup", "sent_at", "start_s", "ttft_s", "e2e_s", "chunk_times_s",
+    "chunk_tokens", "prompt_tokens", "cached_tokens", "output_tokens", "finish_reason",
+    "spec_verify_ct", "draft_tokens", "accepted_tokens", "accept_length", "output_text",
+    "server_stats", "ok", "error_kind", "error_message",
+)  # fmt: skip
+
+_ids = itertools.count()
+
+
+def req(**overrides: Any) -> dict[str, Any]:
+    """One requests row: an ok autoregressive chat request unless overridden.
+
+    Defaults: ttft 0.5 s, e2e 2.5 s, 9 output tokens -> decode_tps = 8 / 2.0 = 4.0.
+    """
+    method = overrides.get("method", "autoregressive")
+    row = {
+        "request_id": f"r{next(_ids)}", "campaign_id": "c1", "config_id": f"cfg-{method}",
+        "service_id": f"svc-{method}", "engine": "sglang", "method": method, "tp": 1,
+        "workload": "chat", "window_id": f"w-{method}", "prompt_id": "p1", "max_tokens": 256,
+        "rep": 0, "concurrency": 1, "session_id": None, "turn": None, "is_warmup": False,
+        "sent_at": datetime(2026, 1, 1, 12, 0, 0), "start_s": 0.0, "ttft_s": 0.5,
+        "e2e_s": 2.5, "chunk_times_s": None, "chunk_tokens": None, "prompt_tokens": 100,
+        "cached_tokens": 0, "output_tokens": 9, "finish_reason": "length",
+        "spec_verify_ct": None, "draft_tokens": None, "accepted_tokens": None,
+        "accept_length": None, "output_text": "text", "server_stats": "{}", "ok": True,
+        "error_kind": None, "error_message": None,
+    }  # fmt: skip
+    unknown = overrides.keys() - row.keys()
+    assert not unknown, f"not a requests column: {unknown}"
+    row.update(overrides)
+    return row
+
+
+def decode_req(decode_tps: float, **overrides: Any) -> dict[str, Any]:
+    """A request whose decode speed is decode_tps: 61 tokens, ttft 0.5 s,
+    e2e = 0.5 + (61 - 1) / decode_tps."""
+    ttft = overrides.pop("ttft_s", 0.5)
+    return req(ttft_s=ttft, e2e_s=ttft + 60 / decode_tps, output_tokens=61, **overrides)
+
+
+def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Run the CREATE TABLE statements of schema/ddl.sql for the tables analyze reads."""
+    tables = {m.group(1): m.group(0) for m in CREATE_TABLE.finditer(DDL.read_text())}
+    for name in TABLES_READ:
+        con.execute(tables[name])
+
+
+def write_db(path: Path, rows: list[dict[str, Any]]) -> None:
+    """A DuckDB file holding the raw `requests` table with exactly these rows."""
+    with duckdb.connect(str(path)) as con:
+        create_raw_tables(con)
+        if not rows:
+            return
+        placeholders = ", ".join("?" for _ in COLUMNS)
+        con.executemany(
+            f"INSERT INTO requests ({', '.join(COLUMNS)}) VALUES ({placeholders})",
+            [[row[c] for c in COLUMNS] for row in rows],
+        )
+
+
+def fetch(path: Path, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    """Rows of a query as dicts."""
+    with duckdb.connect(str(path), read_only=True) as con:
+        cursor = con.execute(sql, params or [])
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def one(path: Path, sql: str, params: list[Any] | None = None) -> dict[str, Any]:
+    """The single row of a query (fails the test if there is not exactly one)."""
+    rows = fetch(path, sql, params)
+    assert len(rows) == 1, rows
+    return rows[0]

@@ -1,0 +1,79 @@
+"""analyze.build.run and the `python -m analyze` command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from analyze_rows import decode_req, fetch, write_db
+
+from analyze import build
+from analyze.__main__ import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_empty_database_builds_empty_objects(tmp_path):
+    path = tmp_path / "empty.duckdb"
+    write_db(path, [])
+    build.run(path)
+    assert build.object_counts(path) == dict.fromkeys(build.OBJECTS, 0)
+
+
+def test_missing_database_is_not_created(tmp_path):
+    path = tmp_path / "nowhere.duckdb"
+    with pytest.raises(FileNotFoundError):
+        build.run(path)
+    assert not path.exists()
+
+
+def test_database_without_raw_tables_is_refused(tmp_path):
+    path = tmp_path / "other.duckdb"
+    duckdb.connect(str(path)).close()
+    with pytest.raises(build.NotAResultsDatabase):
+        build.run(path)
+
+
+def test_rebuild_gives_the_same_speedup(tmp_path):
+    # two runs on the same data: the seeded bootstrap must give identical CIs
+    rows = [decode_req(10 + i, prompt_id=f"p{i}") for i in range(6)]
+    rows += [decode_req(14 + 2 * i % 5, method="dflash", prompt_id=f"p{i}") for i in range(6)]
+    path = tmp_path / "twice.duckdb"
+    write_db(path, rows)
+    build.run(path)
+    first = fetch(path, "SELECT speedup, ci_low, ci_high FROM speedup")
+    build.run(path)
+    assert fetch(path, "SELECT speedup, ci_low, ci_high FROM speedup") == first
+    assert first[0]["ci_low"] < first[0]["ci_high"]
+
+
+def test_cli_prints_one_summary_line(tmp_path, capsys):
+    path = tmp_path / "cli.duckdb"
+    write_db(
+        path, [decode_req(10, prompt_id="p1"), decode_req(20, method="dflash", prompt_id="p1")]
+    )
+    assert main(["--db", str(path)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    assert "request_metrics (2 rows)" in out[0] and "speedup (1 rows)" in out[0]
+
+
+def test_cli_reports_a_missing_database(tmp_path, capsys):
+    assert main(["--db", str(tmp_path / "missing.duckdb")]) == 1
+    assert "no results database" in capsys.readouterr().err
+
+
+def test_module_entry_point(tmp_path):
+    path = tmp_path / "module.duckdb"
+    write_db(path, [])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "analyze", "--db", str(path), "--baseline", "autoregressive"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("analyze: built request_metrics (0 rows)")

@@ -1,0 +1,43 @@
+"""The lean SSE framing of the streaming client on hand-built byte streams."""
+
+from __future__ import annotations
+
+from collect.client import Result, _take, iter_sse
+from collect.engines.llamacpp import ChatStream
+from schema.store import utcnow
+
+
+def test_events_split_across_reads_are_joined() -> None:
+    buf = bytearray()
+    assert iter_sse(buf + b"") == []
+    buf += b'data: {"a": 1}\n\ndata: {"b"'
+    assert iter_sse(buf) == [b'{"a": 1}']
+    buf += b": 2}\n\n"
+    assert iter_sse(buf) == [b'{"b": 2}'] and buf == bytearray()
+
+
+def test_crlf_comments_and_multiline_data() -> None:
+    buf = bytearray(b": keep-alive\r\n\r\ndata: x\r\ndata: y\r\n\r\ndata:[DONE]\n\n")
+    assert iter_sse(buf) == [b"x\ny", b"[DONE]"]
+
+
+def test_only_text_chunks_move_ttft_and_e2e() -> None:
+    res, parser = Result(sent_at=utcnow(), t0=0.0), ChatStream()
+    events = [
+        ({"choices": [{"delta": {"role": "assistant"}}]}, 0.01),  # role only
+        ({"choices": [{"delta": {"content": "Hel"}}]}, 0.05),
+        ({"choices": [{"delta": {"content": "lo"}}]}, 0.07),
+        ({"choices": [{"delta": {}, "finish_reason": "length"}]}, 0.08),  # no text
+        ({"choices": [], "usage": {"completion_tokens": 2}, "timings": {"predicted_n": 2}}, 0.09),
+    ]
+    for event, t in events:
+        _take(parser, event, t, res)
+    assert (res.ttft_s, res.e2e_s, res.chunk_times_s, res.text) == (
+        0.05,
+        0.07,
+        [0.05, 0.07],
+        "Hello",
+    )
+    assert res.chunk_tokens is None  # llama.cpp does not say how many tokens a chunk holds
+    stats = parser.stats()
+    assert stats["output_tokens"] == 2 and stats["finish_reason"] == "length"

@@ -1,0 +1,250 @@
+"""Fixtures for report tests: a real DuckDB file with raw tables and analysis objects.
+
+The raw tables come from schema/ddl.sql. The analysis objects are built here as
+plain tables with the columns of analyze/VIEWS.md, computed in pandas, so these
+tests do not depend on analyze/ code. Data strings are deliberately hostile.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DDL = ROOT / "schema" / "ddl.sql"
+CAMPAIGN = "local-abc123def456"
+OLD_CAMPAIGN = "local-000000000000"
+HOSTILE = [r"\input{/etc/passwd}", r"\write18{rm -rf ~}", r"\def\x{}", "unbalanced {{ }",
+           "100% # $x$ & y_z ^ ~", "\\end{verbatim}", "line\nbreak", "--flag -- ,, `` ''",
+           "[opt] *star <a|b> \"q\"", "naïve café — ✓ 你好 😀"]
+PLAN_YAML = (
+    "name: local   # the embedded default\n"
+    "workloads:\n"
+    "  - chat      % not a comment in YAML\n"
+    "\\end{verbatim}\n"
+    "  prompt: \"\\input{/etc/passwd} \\write18{touch pwned} {unbalanced\"\n"
+    "  deep:\n"
+    "      indented: true"
+)
+# method -> (decode speed factor per workload, accept length); baseline first.
+METHODS = {"autoregressive": ({"chat": 1.0, "code_gen": 1.0, "summ": 1.0, "agentic": 1.0}, None),
+           "dflash": ({"chat": 1.02, "code_gen": 1.8, "summ": 1.0, "agentic": 1.4}, 2.6),
+           "ddtree_b8": ({"chat": 1.3, "code_gen": 1.5, "summ": 0.99, "agentic": 1.2}, 2.1)}
+WINDOWS = [("chat", 64, 1), ("chat", 64, 4), ("code_gen", 128, 1), ("summ", 32, 1)]
+N_PROMPTS, REPS, N_TURNS = 6, 2, 3
+T0 = datetime(2026, 1, 2, 12, 0, 0)
+
+
+def _request(rng: np.random.Generator, method: str, workload: str, mt: int, conc: int,
+             prompt: int, rep: int, turn: int | None = None, warm: bool = False) -> dict:
+    factor, accept = METHODS[method]
+    base = 20.0 * (1 + 0.1 * prompt) / (1 + 0.15 * (conc - 1))
+    tps = base * factor[workload] * rng.lognormal(0, 0.05)
+    out = mt - (prompt % 3)
+    prompt_tokens = 40 + 10 * prompt + (0 if turn is None else 300 * turn)
+    ttft = 0.02 + prompt_tokens / 4000 * rng.lognormal(0, 0.1)
+    e2e = ttft + (out - 1) / tps
+    chunks = list(np.linspace(ttft, e2e, 8))
+    window = f"{method}-{workload}-{mt}-{conc}"
+    ok = not (method == "ddtree_b8" and prompt == 0 and rep == 1 and workload == "chat")
+    return {
+        "request_id": f"{window}-{prompt}-{rep}-{turn}-{warm}", "campaign_id": CAMPAIGN,
+        "config_id": f"cfg-{method}", "service_id": f"svc-{method}", "engine": "llama.cpp",
+        "method": method, "tp": 1, "workload": workload, "window_id": window,
+        "prompt_id": f"p{prompt}", "max_tokens": mt, "rep": rep, "concurrency": conc,
+        "session_id": None if turn is None else f"s{prompt}-{rep}", "turn": turn,
+        "is_warmup": warm, "sent_at": T0 + timedelta(seconds=prompt), "start_s": 0.5 * prompt,
+        "ttft_s": ttft if ok else None, "e2e_s": e2e if ok else None,
+        "chunk_times_s": chunks if ok else None, "chunk_tokens": None,
+        "prompt_tokens": prompt_tokens, "cached_tokens": 0 if turn in (None, 0) else 280 * turn,
+        "output_tokens": out if ok else None, "finish_reason": "length",
+        "spec_verify_ct": None if accept is None else int(out / accept),
+        "draft_tokens": None if accept is None else 4 * int(out / accept),
+        "accepted_tokens": None if accept is None else out - int(out / accept),
+        "accept_length": None if accept is None else out / int(out / accept),
+        "output_text": HOSTILE[prompt % len(HOSTILE)], "server_stats": "{}", "ok": ok,
+        "error_kind": None if ok else "http", "error_message": None if ok else r"500 \oops{",
+    }
+
+
+def raw_requests(agentic: bool = True) -> pd.DataFrame:
+    """Deterministic raw requests for every method and window (plus warm-ups)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for method in METHODS:
+        for wl, mt, conc in WINDOWS:
+            rows.append(_request(rng, method, wl, mt, conc, 0, 0, warm=True))
+            rows += [_request(rng, method, wl, mt, conc, p, r)
+                     for p in range(N_PROMPTS) for r in range(REPS)]
+        if agentic:
+            rows += [_request(rng, method, "agentic", 32, 1, p, 0, turn=t)
+                     for p in range(3) for t in range(N_TURNS)]
+    return pd.DataFrame(rows)
+
+
+def request_metrics(req: pd.DataFrame) -> pd.DataFrame:
+    """The request_metrics view, computed in pandas (VIEWS.md formulas)."""
+    rm = req[~req["is_warmup"]].drop(columns=["output_text", "server_stats"]).copy()
+    dt = rm["e2e_s"] - rm["ttft_s"]
+    multi = (rm["output_tokens"] > 1) & rm["ok"]
+    rm["tpot_s"] = (dt / (rm["output_tokens"] - 1)).where(multi)
+    rm["decode_tps"] = ((rm["output_tokens"] - 1) / dt).where(multi & (dt > 0))
+    rm["e2e_tps"] = rm["output_tokens"] / rm["e2e_s"]
+    rm["n_chunks"] = rm["chunk_times_s"].map(lambda c: 0 if c is None else len(c))
+    rm["end_s"] = rm["start_s"] + rm["e2e_s"]
+    return rm
+
+
+KEYS = ["campaign_id", "engine", "tp", "method", "workload", "max_tokens", "concurrency"]
+
+
+def _summary(g: pd.DataFrame) -> pd.Series:
+    ok = g[g["ok"]]
+    acc = ok.dropna(subset=["accept_length"])
+    tw = (acc["output_tokens"].sum() / (acc["output_tokens"] / acc["accept_length"]).sum()
+          if len(acc) else np.nan)
+    return pd.Series({
+        "n": len(g), "n_ok": len(ok), "error_rate": 1 - len(ok) / len(g),
+        "ttft_p50_s": ok["ttft_s"].median(), "ttft_p90_s": ok["ttft_s"].quantile(0.9),
+        "ttft_p99_s": ok["ttft_s"].quantile(0.99), "tpot_p50_s": ok["tpot_s"].median(),
+        "e2e_p50_s": ok["e2e_s"].median(), "decode_tps_p50": ok["decode_tps"].median(),
+        "decode_tps_mean": ok["decode_tps"].mean(),
+        "output_tokens_sum": ok["output_tokens"].sum(),
+        "throughput_tps": ok["output_tokens"].sum() / (ok["end_s"].max() - ok["start_s"].min()),
+        "accept_length_tw": tw, "accept_length_rw": acc["accept_length"].mean(),
+        "accept_rate": (acc["accepted_tokens"].sum() / acc["draft_tokens"].sum()
+                        if len(acc) else np.nan),
+    })
+
+
+def config_summary(rm: pd.DataFrame) -> pd.DataFrame:
+    """The config_summary view (one row per measured window)."""
+    plain = rm[rm["session_id"].isna()]
+    return plain.groupby(KEYS).apply(_summary, include_groups=False).reset_index()
+
+
+def decode_speedup(m: pd.DataFrame, b: pd.DataFrame) -> float:
+    """median decode tok/s of M / median of the baseline, over prompts present in both."""
+    m, b = m.dropna(subset=["decode_tps"]), b.dropna(subset=["decode_tps"])
+    same = set(m["prompt_id"]) & set(b["prompt_id"])
+    m, b = m[m["prompt_id"].isin(same)], b[b["prompt_id"].isin(same)]
+    return float(m["decode_tps"].median() / b["decode_tps"].median())
+
+
+def _bootstrap(m: pd.DataFrame, b: pd.DataFrame, n_boot: int = 300) -> tuple[float, float]:
+    """Paired percentile bootstrap over prompts (all reps of a drawn prompt come along)."""
+    rng = np.random.default_rng(20260101)
+    prompts = sorted(set(m["prompt_id"]) & set(b["prompt_id"]))
+    by_m = {p: g.to_numpy() for p, g in m.groupby("prompt_id")["decode_tps"]}
+    by_b = {p: g.to_numpy() for p, g in b.groupby("prompt_id")["decode_tps"]}
+    stats = []
+    for _ in range(n_boot):
+        draw = rng.choice(prompts, size=len(prompts), replace=True)
+        stats.append(np.median(np.concatenate([by_m[p] for p in draw]))
+                     / np.median(np.concatenate([by_b[p] for p in draw])))
+    return float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
+
+
+def speedup(rm: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
+    """The speedup table: per window and non-baseline method, paired bootstrap CI."""
+    plain = rm[rm["session_id"].isna() & rm["ok"]]
+    rows = []
+    wkeys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
+    for key, win in plain.groupby(wkeys):
+        base = win[win["method"] == "autoregressive"]
+        for method, m in win[win["method"] != "autoregressive"].groupby("method"):
+            low, high = _bootstrap(m, base)
+            s = decode_speedup(m, base)
+            c = cs.set_index(KEYS)
+            tput = (c.loc[(*key[:3], method, *key[3:]), "throughput_tps"]
+                    / c.loc[(*key[:3], "autoregressive", *key[3:]), "throughput_tps"])
+            rows.append(dict(zip(wkeys, key), method=method, speedup=s, ci_low=low,
+                             ci_high=high, n=len(m), n_prompts=m["prompt_id"].nunique(),
+                             significant=bool(low > 1 or high < 1), throughput_speedup=tput,
+                             ttft_ratio=m["ttft_s"].median() / base["ttft_s"].median(),
+                             accept_length_tw=m["accept_length"].mean(),
+                             baseline_decode_tps_p50=base["decode_tps"].median(),
+                             method_decode_tps_p50=m["decode_tps"].median()))
+    return pd.DataFrame(rows)
+
+
+def best_config(cs: pd.DataFrame, sp: pd.DataFrame) -> pd.DataFrame:
+    """The best_config view: fastest method per window."""
+    wkeys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
+    best = cs.loc[cs.groupby(wkeys)["decode_tps_p50"].idxmax(), wkeys + ["method",
+                                                                         "decode_tps_p50"]]
+    best = best.merge(sp[wkeys + ["method", "speedup", "significant"]], how="left")
+    best["speedup"] = best["speedup"].fillna(1.0)
+    best["significant"] = best["significant"].fillna(False).astype(bool)
+    return best
+
+
+def agentic_turns(rm: pd.DataFrame) -> pd.DataFrame:
+    """The agentic_turns view: per-turn medians over session requests."""
+    ag = rm[rm["session_id"].notna() & rm["ok"]]
+    keys = ["campaign_id", "engine", "tp", "method", "workload", "turn"]
+    return ag.groupby(keys).agg(
+        n=("request_id", "size"), ttft_p50_s=("ttft_s", "median"), e2e_p50_s=("e2e_s", "median"),
+        decode_tps_p50=("decode_tps", "median"), prompt_tokens_p50=("prompt_tokens", "median"),
+        cached_tokens_p50=("cached_tokens", "median"),
+        output_tokens_p50=("output_tokens", "median")).reset_index()
+
+
+def _meta(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("INSERT INTO campaigns VALUES (?, 'local', 'ab12', 'name: old', ?, ?, 'complete')",
+                [OLD_CAMPAIGN, T0 - timedelta(days=3), T0 - timedelta(days=2)])
+    con.execute("INSERT INTO campaigns VALUES (?, 'local', ?, ?, ?, NULL, 'interrupted')",
+                [CAMPAIGN, "abc123def456" * 5, PLAN_YAML, T0])
+    env = [("cpu.model", "AMD EPYC # 64-core"), ("engine.version", "b4500 (commit 1a2b_3c)"),
+           ("server.prompt_cache", "enabled, 50% of RAM"), ("note", HOSTILE[0]),
+           ("env.FLAGS", HOSTILE[4])]
+    con.executemany("INSERT INTO environment VALUES (?, 'localhost', ?, ?)",
+                    [[CAMPAIGN, k, v] for k, v in env])
+    for i, method in enumerate(METHODS):
+        cmd = (f"llama-server --model /models/SmolLM2_135M.gguf --port 0 --spec {method} "
+               + HOSTILE[1] + " " + HOSTILE[2])
+        con.execute("INSERT INTO services VALUES (?, ?, ?, 'llama.cpp', ?, 1, '', 'localhost', ?,"
+                    " ?, ?, ?, ?, 'stopped', NULL, ?)",
+                    [f"svc-{method}", CAMPAIGN, f"cfg-{method}", method, cmd, T0, T0, T0,
+                     1.5 + i, "log: " + HOSTILE[3]])
+
+
+def populate(path: Path, agentic: bool = True) -> Path:
+    """Create the DuckDB file: raw tables from the DDL plus analysis tables."""
+    req = raw_requests(agentic)
+    rm = request_metrics(req)
+    cs = config_summary(rm)
+    sp = speedup(rm, cs)
+    objects = {"request_metrics": rm, "config_summary": cs, "speedup": sp,
+               "best_config": best_config(cs, sp), "agentic_turns": agentic_turns(rm)}
+    with duckdb.connect(str(path)) as con:
+        con.execute(DDL.read_text())
+        _meta(con)
+        con.register("req_df", req)
+        con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
+        for name, frame in objects.items():
+            con.register("obj_df", frame)
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM obj_df")
+            con.unregister("obj_df")
+    return path
+
+
+@pytest.fixture(scope="session")
+def report_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A populated results file with agentic sessions."""
+    return populate(tmp_path_factory.mktemp("db") / "specsweep.duckdb")
+
+
+@pytest.fixture(scope="session")
+def report_db_no_agentic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A populated results file without agentic sessions."""
+    return populate(tmp_path_factory.mktemp("db2") / "specsweep.duckdb", agentic=False)
+
+
+needs_latex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed")

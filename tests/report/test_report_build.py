@@ -1,0 +1,125 @@
+"""End to end: a populated DuckDB file -> report.pdf and report.tex.
+
+The speedups printed in report.tex are checked against values recomputed here
+from the raw ``requests`` table, not from the analysis tables the report read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from report.build import run
+from report.data import ReportError, load
+from report.tables import parse_speedup_tables
+from tests.report.conftest import (
+    CAMPAIGN,
+    METHODS,
+    OLD_CAMPAIGN,
+    WINDOWS,
+    decode_speedup,
+    needs_latex,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pdf_text(pdf: Path) -> str:
+    out = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    return " ".join(out.split())
+
+
+def _raw_decode(db: Path) -> pd.DataFrame:
+    with duckdb.connect(str(db), read_only=True) as con:
+        req = con.execute("SELECT * FROM requests WHERE campaign_id = ? AND NOT is_warmup "
+                          "AND ok AND session_id IS NULL", [CAMPAIGN]).df()
+    req["decode_tps"] = (req["output_tokens"] - 1) / (req["e2e_s"] - req["ttft_s"])
+    return req
+
+
+@pytest.fixture(scope="module")
+def built(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    digest = hashlib.sha256(report_db.read_bytes()).hexdigest()
+    pdf = run(report_db, tmp_path_factory.mktemp("out") / "reports" / "report.pdf")
+    assert hashlib.sha256(report_db.read_bytes()).hexdigest() == digest, "report wrote to db"
+    return pdf, pdf.with_suffix(".tex").read_text(encoding="utf-8")
+
+
+@needs_latex
+def test_pdf_and_tex_written(built: tuple[Path, str]) -> None:
+    pdf, tex = built
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert "% specsweep-speedup-table" in tex
+
+
+@needs_latex
+def test_speedup_table_matches_raw_requests(built: tuple[Path, str], report_db: Path) -> None:
+    rows = parse_speedup_tables(built[1])
+    methods = [m for m in METHODS if m != "autoregressive"]
+    assert len(rows) == len(WINDOWS) * len(methods)
+    req = _raw_decode(report_db)
+    for row in rows:
+        win = req[(req["workload"] == row["workload"])
+                  & (req["max_tokens"] == int(row["max_tokens"]))
+                  & (req["concurrency"] == int(row["concurrency"]))]
+        expected = decode_speedup(win[win["method"] == row["method"]],
+                                  win[win["method"] == "autoregressive"])
+        assert row["speedup"] == f"{expected:.2f}", row
+
+
+@needs_latex
+def test_report_text_is_honest_and_literal(built: tuple[Path, str]) -> None:
+    text = _pdf_text(built[0])
+    assert "On code_gen the best method is dflash with a significant speedup" in text
+    assert "On summ no significant speedup" in text
+    assert "\\input{/etc/passwd}" in text and "\\write18{rm -rf ~}" in text
+    assert "\\end{verbatim}" in text
+    assert "Agentic sessions" in text and "by turn" in text
+    assert "warm-up request(s) were excluded" in text
+    assert "Prompt-cache settings as recorded" in text
+    assert "status is interrupted" in text
+
+
+@needs_latex
+def test_no_agentic_rows_says_so(report_db_no_agentic: Path, tmp_path: Path) -> None:
+    pdf = run(report_db_no_agentic, tmp_path / "r.pdf")
+    assert "This campaign has no agentic sessions" in _pdf_text(pdf)
+
+
+@needs_latex
+def test_campaign_without_data_still_renders(report_db: Path, tmp_path: Path) -> None:
+    pdf = run(report_db, tmp_path / "old.pdf", campaign=OLD_CAMPAIGN)
+    assert "No speedup could be computed" in _pdf_text(pdf)
+
+
+def test_latest_campaign_is_default(report_db: Path) -> None:
+    assert load(report_db).campaign["campaign_id"] == CAMPAIGN
+
+
+def test_unknown_campaign_and_missing_views(report_db: Path, tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="no campaign 'nope'"):
+        load(report_db, "nope")
+    empty = tmp_path / "raw.duckdb"
+    with duckdb.connect(str(empty)) as con:
+        con.execute((ROOT / "schema" / "ddl.sql").read_text())
+    with pytest.raises(ReportError, match="python -m analyze"):
+        load(empty)
+
+
+@needs_latex
+def test_cli(report_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cli" / "report.pdf"
+    proc = subprocess.run([sys.executable, "-m", "report", "--db", str(report_db), "--out",
+                           str(out), "--campaign", CAMPAIGN], cwd=ROOT, capture_output=True,
+                          check=False, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(out) and out.exists()

