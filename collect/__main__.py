@@ -53,17 +53,17 @@ def run(
 @app.command()
 def check(plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML).")) -> None:
     """Validate a plan and list the services and requests it would run."""
-    from collect.workloads import prompts, request_count
+    from collect.workloads import request_count
 
     parsed = _plan_or_exit(plan)
+    per_workload = {w.name: request_count(w) for w in parsed.workloads}
     total = 0
     for config in parsed.configs():
-        typer.echo(f"service {config.method.name} tp{config.tp} (config {config.config_id})")
-    for w in parsed.workloads:
-        n = len(prompts(w.prompts)) if w.kind == "requests" else 0
-        count = request_count(w, n)
-        total += count * len(parsed.configs())
-        typer.echo(f"workload {w.name}: {count} requests per service")
+        names = [w.name for w in parsed.workloads_of(config)]
+        count = sum(per_workload[n] for n in names)
+        total += count
+        typer.echo(f"service {config.method.name} tp{config.tp} (config {config.config_id}): "
+                   f"{count} requests ({', '.join(names)})")
     typer.echo(
         f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
         f"{len(parsed.configs())} services, {total} measured requests"

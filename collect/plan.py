@@ -95,6 +95,12 @@ class Method(Strict):
     tp: list[int] | None = Field(
         None, description="Tensor-parallel sizes for this method; default: the plan's `tp`."
     )
+    workloads: list[str] | None = Field(
+        None, description="Names of the workloads this method runs; default: all of them."
+    )
+
+    def runs(self, workload: str) -> bool:
+        return self.workloads is None or workload in self.workloads
 
 
 # --- prompts and workloads ---------------------------------------------------------------
@@ -244,14 +250,22 @@ class Plan(Strict):
 
     @field_validator("workloads")
     @classmethod
-    def _unique_workloads(cls, workloads: list[Any]) -> list[Any]:
+    def _unique_workloads(cls, workloads: list[Any], info: ValidationInfo) -> list[Any]:
         names = [w.name for w in workloads]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate workload names {names}")
+        for m in info.data.get("methods") or []:
+            unknown = sorted(set(m.workloads or []) - set(names))
+            if unknown:
+                raise ValueError(f"method {m.name!r} names unknown workloads {unknown}")
         return workloads
 
     def all_tps(self) -> list[int]:
         return sorted({t for m in self.methods for t in (m.tp or self.tp)})
+
+    def workloads_of(self, config: ServiceConfig) -> list[Workload]:
+        """The workloads a service runs, in plan order."""
+        return [w for w in self.workloads if config.method.runs(w.name)]
 
     def configs(self) -> list[ServiceConfig]:
         """Every (method, tp) service to start, baseline first within each tp."""

@@ -24,7 +24,7 @@ from collect.progress import CampaignProgress
 from collect.redact import redact
 from collect.resources import resolve_model
 from collect.service import Service, ServiceFailed
-from collect.workloads import prompts, request_count
+from collect.workloads import request_count
 from schema.store import Store, utcnow
 
 log = logging.getLogger("specsweep.collect")
@@ -40,7 +40,7 @@ def run(
         host, engine = hosts.create(plan.host), engines.create(plan.engine)
         _record_environment(store, campaign_id, host, plan)
         todo = _todo(store, plan, campaign_id)
-        total = sum(_unit_size(w) for _, ws in todo for w in ws)
+        total = sum(request_count(w) for _, ws in todo for w in ws)
         status = "interrupted"
         try:
             with CampaignProgress(total, enabled=show_progress) as progress:
@@ -66,16 +66,13 @@ def _todo(store: Store, plan: Plan, campaign_id: str) -> list[tuple[ServiceConfi
     out = []
     for config in plan.configs():
         pending = [
-            w for w in plan.workloads if not store.unit_done(campaign_id, config.config_id, w.name)
+            w
+            for w in plan.workloads_of(config)
+            if not store.unit_done(campaign_id, config.config_id, w.name)
         ]
         if pending:
             out.append((config, pending))
     return out
-
-
-def _unit_size(w: Workload) -> int:
-    n_prompts = len(prompts(w.prompts)) if w.kind == "requests" else 0
-    return request_count(w, n_prompts)
 
 
 def _run_config(

@@ -72,9 +72,9 @@ def turn_message(turn: Turn) -> dict[str, str]:
     return {"role": "user", "content": prefix + turn.content}
 
 
-def request_count(workload: RequestsWorkload | AgenticWorkload, n_prompts: int) -> int:
+def request_count(workload: RequestsWorkload | AgenticWorkload) -> int:
     """Measured requests a workload sends on one service."""
     windows = len(workload.max_tokens) * len(workload.concurrency)
     if isinstance(workload, AgenticWorkload):
         return windows * workload.repetitions * len(workload.turns)
-    return windows * workload.repetitions * n_prompts
+    return windows * workload.repetitions * len(prompts(workload.prompts))

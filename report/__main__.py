@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="reports/report.pdf", help="output PDF path")
     parser.add_argument("--campaign", default=None, help="campaign id (default: latest)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("report").setLevel(logging.INFO)
     from report.build import run
     from report.data import ReportError
 

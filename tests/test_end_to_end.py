@@ -4,7 +4,6 @@ raw `requests` table; rerunning collect resumes (nothing is measured twice)."""
 
 from __future__ import annotations
 
-import re
 import statistics
 import subprocess
 import sys
@@ -184,5 +183,6 @@ def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 2
-    assert re.search(r"workloads\.0\.repetitions \(line 28\)", done.stderr), done.stderr
+    line = PLAN.splitlines().index("    repetitions: 2") + 1
+    assert f"workloads.0.repetitions (line {line})" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr

@@ -21,9 +21,8 @@ from collect.service import Service, ServiceFailed, free_port
 
 ARGS = ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
 CODE = (
-    "Rewrite this function with clearer names, answer with code only.\n\n"
-    "def f(a, b):\n    c = []\n    for x in a:\n        if x in b:\n            c.append(x)\n"
-    "    return c\n"
+    "Repeat this code exactly, then explain it:\n\n"
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"
 )
 
 
