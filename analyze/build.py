@@ -84,7 +84,12 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
-    """The baseline the campaigns' plans name; 'autoregressive' for an empty file."""
+    """The baseline the campaigns' plans name; 'autoregressive' when none is recorded."""
+    has_campaigns = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'campaigns'"
+    ).fetchone()[0]
+    if not has_campaigns:
+        return "autoregressive"
     names = [r[0] for r in con.execute("SELECT DISTINCT baseline FROM campaigns").fetchall()]
     if len(names) > 1:
         raise ValueError(f"campaigns name different baselines {sorted(names)}: pass --baseline")

