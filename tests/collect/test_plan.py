@@ -256,9 +256,9 @@ BAD_FIELDS = [
     ),
     pytest.param(NOENGINE, "engine", {1}, id="missing-engine"),
     pytest.param(
-        t := edit("kind: llamacpp", "kind: vllm"),
+        t := edit("kind: llamacpp", "kind: tgi"),
         "engine",
-        {line_of(t, "vllm")},
+        {line_of(t, "tgi")},
         id="unknown-engine-kind",
     ),
     pytest.param(

