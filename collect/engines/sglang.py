@@ -1,0 +1,293 @@
+"""SGLang (`python -m sglang.launch_server`): launch flags, prompts, the native /generate
+stream and its per-request speculative statistics.
+
+Per-request speculative counters exist only on the native `POST /generate`, so requests
+go there with the chat rendered by the model's Jinja2 chat template. Streaming chunks
+carry the cumulative `text` and a `meta_info` whose counters are cumulative too; the
+final chunk has `finish_reason` set. Older builds spell the draft counters
+`spec_draft_token_num`/`spec_accept_token_num`; both spellings are read.
+
+Acceptance length (tokens per target verify step, bonus token included):
+    accept_length = completion_tokens / spec_verify_ct      (when spec_verify_ct > 0)
+SGLang's own `spec_accept_length` is used only when a build reports no verify count.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import httpx
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from collect.components import SGLangEngine
+from collect.engines.llamacpp import parse_prometheus
+from collect.plan import Method
+
+# server_args fields worth recording besides every `speculative_*` one
+FINGERPRINT_KEYS = (
+    "version model_path tokenizer_path tp_size dp_size attention_backend mem_fraction_static "
+    "context_length max_running_requests max_total_num_tokens chunked_prefill_size "
+    "cuda_graph_max_bs disable_radix_cache mamba_scheduler_strategy mamba_radix_cache_strategy "
+    "dtype kv_cache_dtype quantization"
+).split()
+
+
+class ChatTemplateError(ValueError):
+    """No usable chat template for /generate prompts."""
+
+
+class FlushRefused(RuntimeError):
+    """SGLang did not flush its cache (it refuses while requests run)."""
+
+
+# --- chat template -----------------------------------------------------------------------
+
+
+def chat_template_from_tokenizer_config(text: str) -> str:
+    """`chat_template` of a tokenizer_config.json: a string, or a list of {name, template}
+    of which the one named "default" is taken."""
+    template = json.loads(text).get("chat_template")
+    if isinstance(template, str):
+        return template
+    if isinstance(template, list):
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        if isinstance(named.get("default"), str):
+            return named["default"]
+        raise ChatTemplateError(
+            f"tokenizer_config.json has no 'default' template: {sorted(map(str, named))}"
+        )
+    raise ChatTemplateError(
+        "tokenizer_config.json has no chat_template (newer models ship chat_template.jinja; "
+        "set engine.chat_template in the plan)"
+    )
+
+
+def special_tokens_from_tokenizer_config(text: str) -> dict[str, str]:
+    """bos_token/eos_token of a tokenizer_config.json (plain strings or {content: ...})."""
+    config = json.loads(text)
+    out: dict[str, str] = {}
+    for key in ("bos_token", "eos_token"):
+        value = config.get(key)
+        value = value.get("content") if isinstance(value, dict) else value
+        if isinstance(value, str):
+            out[key] = value
+    return out
+
+
+def _template_env() -> ImmutableSandboxedEnvironment:
+    """The environment transformers renders chat templates in (same options and helpers)."""
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]
+    )
+    env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+    env.globals["raise_exception"] = _raise_template_error
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env
+
+
+def _raise_template_error(message: str) -> None:
+    raise ChatTemplateError(f"the chat template refused the messages: {message}")
+
+
+# --- the /generate stream ----------------------------------------------------------------
+
+
+class GenerateStream:
+    """Parser state of one streaming /generate reply."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.completion_tokens = 0
+        self.meta: dict[str, Any] = {}
+
+    def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
+        """(text added since the last chunk, tokens added = delta of completion_tokens)."""
+        meta = event.get("meta_info")
+        if isinstance(meta, dict):
+            self.meta = meta
+        return self._delta(event.get("text")), self._new_tokens(meta)
+
+    def _delta(self, text: Any) -> str:
+        if not isinstance(text, str):
+            return ""
+        if text.startswith(self.text):
+            delta, self.text = text[len(self.text) :], text
+        else:  # a server run with --incremental-streaming-output sends deltas
+            delta, self.text = text, self.text + text
+        return delta
+
+    def _new_tokens(self, meta: Any) -> int | None:
+        count = meta.get("completion_tokens") if isinstance(meta, dict) else None
+        if not isinstance(count, int):
+            return None
+        new, self.completion_tokens = count - self.completion_tokens, count
+        return new
+
+    def stats(self) -> dict[str, Any]:
+        return sglang_stats(self.meta)
+
+
+def sglang_stats(meta: dict[str, Any]) -> dict[str, Any]:
+    """The requests-table statistics from the last `meta_info` of a /generate reply."""
+    completion, verify = meta.get("completion_tokens"), meta.get("spec_verify_ct")
+    return {
+        "output_tokens": completion,
+        "prompt_tokens": meta.get("prompt_tokens"),
+        "cached_tokens": meta.get("cached_tokens"),
+        "finish_reason": _finish_reason(meta.get("finish_reason")),
+        "spec_verify_ct": verify,
+        "draft_tokens": _first(meta, "spec_num_proposed_drafts", "spec_draft_token_num"),
+        "accepted_tokens": _first(meta, "spec_num_correct_drafts", "spec_accept_token_num"),
+        "accept_length": _accept_length(completion, verify, meta.get("spec_accept_length")),
+        "server_stats": json.dumps(meta, sort_keys=True, default=str),
+    }
+
+
+def _accept_length(completion: Any, verify: Any, reported: Any) -> float | None:
+    """completion_tokens / spec_verify_ct; SGLang's spec_accept_length if no verify count."""
+    if verify is None:
+        return float(reported) if isinstance(reported, (int, float)) else None
+    if verify > 0 and completion:
+        return completion / verify
+    return None
+
+
+def _finish_reason(value: Any) -> str | None:
+    """SGLang sends {"type": "length", "length": N} (older builds: a string)."""
+    if isinstance(value, dict):
+        value = value.get("type")
+    return None if value is None else str(value)
+
+
+def _first(meta: dict[str, Any], *keys: str) -> Any:
+    return next((meta[k] for k in keys if meta.get(k) is not None), None)
+
+
+# --- the adapter -------------------------------------------------------------------------
+
+
+class SGLang:
+    """Adapter for SGLang's HTTP server."""
+
+    kind = "sglang"
+    health_path = "/health"
+    generate_path = "/generate"
+
+    def __init__(self, cfg: SGLangEngine):
+        self.cfg = cfg
+        self._template = None
+        self._tokens: dict[str, str] = {}
+        if cfg.chat_template:
+            self.set_chat_template(cfg.chat_template)
+
+    def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
+        """argv and extra environment of one service; {model} in flags expands."""
+        flags = [a.replace("{model}", self.cfg.model) for a in [*self.cfg.args, *method.args]]
+        argv = [
+            self.cfg.python, "-m", "sglang.launch_server",
+            "--model-path", self.cfg.model,
+            "--tp-size", str(tp),
+            "--host", self.cfg.host_address,
+            "--port", str(port),
+            *flags,
+        ]  # fmt: skip
+        return argv, {**self.cfg.env, **method.env}
+
+    def set_chat_template(
+        self, template: str, bos_token: str | None = None, eos_token: str | None = None
+    ) -> None:
+        """Compile the Jinja2 chat template (errors surface here, not per request)."""
+        self._template = _template_env().from_string(template)
+        tokens = {"bos_token": bos_token, "eos_token": eos_token}
+        self._tokens = {k: v for k, v in tokens.items() if v is not None}
+
+    def render_prompt(self, messages: list[dict[str, str]]) -> str:
+        if self._template is None:
+            raise ChatTemplateError(
+                "SGLang's /generate needs a chat template: set engine.chat_template in the plan "
+                "or call set_chat_template() with the model's tokenizer_config.json chat_template"
+            )
+        return self._template.render(messages=messages, add_generation_prompt=True, **self._tokens)
+
+    def request(
+        self, messages: list[dict[str, str]], max_tokens: int
+    ) -> tuple[str, dict[str, Any]]:
+        body = {
+            "text": self.render_prompt(messages),
+            "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0},
+            "stream": True,
+            **self.cfg.request_extra,
+        }
+        return self.generate_path, body
+
+    def parser(self) -> GenerateStream:
+        return GenerateStream()
+
+    async def fingerprint(self, client: httpx.AsyncClient, base_url: str) -> dict[str, str]:
+        """Version, model and every speculative_* server argument from /server_info."""
+        info = await server_info(client, base_url)
+        keys = [*FINGERPRINT_KEYS, *sorted(k for k in info if k.startswith("speculative_"))]
+        return {f"engine.{k}": _text(info[k]) for k in keys if k in info}
+
+    async def scrape(self, client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
+        """avg_spec_accept_length of internal_states[0] (cumulative since start), plus the
+        Prometheus samples of /metrics when the server runs with --enable-metrics."""
+        samples = _server_info_samples(await server_info(client, base_url))
+        try:
+            reply = await client.get(f"{base_url}/metrics", timeout=10)
+        except httpx.HTTPError:
+            return samples
+        if reply.status_code == 200:
+            samples += parse_prometheus(reply.text)
+        return samples
+
+    async def flush_cache(self, client: httpx.AsyncClient, base_url: str) -> None:
+        """POST /flush_cache; raise FlushRefused unless SGLang says it flushed.
+
+        SGLang answers 400 when it refuses (requests running), and some builds send the
+        "Cache flushed." text with that 400, so both status and body must agree."""
+        reply = await client.post(f"{base_url}/flush_cache", timeout=30)
+        body = reply.text.strip()
+        if reply.status_code == 200 and body.startswith("Cache flushed"):
+            return
+        raise FlushRefused(
+            f"SGLang did not flush its cache (HTTP {reply.status_code}: {body[:300]!r}); "
+            "it refuses while requests are running or waiting"
+        )
+
+
+async def server_info(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
+    """GET /server_info (older builds: /get_server_info); {} when neither answers."""
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            reply = await client.get(f"{base_url}{path}", timeout=10)
+            info = reply.json() if reply.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            continue
+        if isinstance(info, dict):
+            return info
+    return {}
+
+
+def _server_info_samples(info: dict[str, Any]) -> list[dict[str, Any]]:
+    states = info.get("internal_states") or [{}]
+    value = states[0].get("avg_spec_accept_length") if isinstance(states[0], dict) else None
+    if not isinstance(value, (int, float)):
+        return []
+    return [
+        {
+            "source": "server_info",
+            "name": "avg_spec_accept_length",
+            "labels": "{}",
+            "value": float(value),
+        }
+    ]
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, default=str)

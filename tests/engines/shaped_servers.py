@@ -1,0 +1,362 @@
+"""Engine-shaped HTTP test servers: SGLang's and vLLM's reply shapes with scripted timing.
+
+A stdlib asyncio HTTP/1.1 server (keep-alive, chunked streaming) runs in a background
+thread on 127.0.0.1, port 0. A Script fixes when chunks leave (first chunk `ttft_s` after
+the request arrived, then one every `gap_s`, scheduled on absolute times so delays do not
+add up), how many tokens each chunk holds, and the acceptance: every chunk is one target
+verify step yielding its tokens (accepted drafts + 1 bonus), so the true accept length is
+sum(chunk_tokens) / len(chunk_tokens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
+
+
+@dataclass(frozen=True)
+class Script:
+    ttft_s: float = 0.08
+    gap_s: float = 0.03
+    chunk_tokens: tuple[int, ...] = (4, 3, 4, 3, 4, 3, 4, 3)
+    drafts_per_step: int = 7  # draft tokens proposed per verify step
+    prompt_tokens: int = 17
+    cached_tokens: int = 5
+    tail_s: float = 0.0  # vLLM: delay of the finish and usage chunks after the last text
+    old_names: bool = False  # SGLang: spec_draft_token_num / spec_accept_token_num
+    finish_as_dict: bool = True  # SGLang: {"type": "length", "length": N} vs "length"
+    report_verify_ct: bool = True  # SGLang: send spec_verify_ct
+    legacy_info_path: bool = False  # SGLang: only /get_server_info answers
+    flush_refusal_body: str | None = None  # SGLang: refuse with 200 and this body
+    total_suffix: bool = True  # vLLM: counters exposed as *_total (typed) or bare (untyped)
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.chunk_tokens)
+
+    @property
+    def steps(self) -> int:
+        return len(self.chunk_tokens)
+
+    @property
+    def accepted(self) -> int:
+        return self.tokens - self.steps
+
+    def words(self, start: int, n: int) -> str:
+        return "".join(f"t{i} " for i in range(start, start + n))
+
+    @property
+    def text(self) -> str:
+        return self.words(0, self.tokens)
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    body: bytes
+
+    def json(self) -> dict[str, Any]:
+        return json.loads(self.body or b"{}")
+
+
+class Reply:
+    """Writes HTTP/1.1 responses: whole bodies or a chunked event stream."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self.writer = writer
+
+    async def send(self, status: int, body: str | dict, ctype: str = "application/json") -> None:
+        data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+        head = f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Type: {ctype}\r\n"
+        self.writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        await self.writer.drain()
+
+    async def start_stream(self) -> None:
+        self.writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        await self.writer.drain()
+
+    async def event(self, payload: dict | str) -> None:
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        data = f"data: {text}\n\n".encode()
+        self.writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+        await self.writer.drain()
+
+    async def end_stream(self) -> None:
+        await self.event("[DONE]")
+        self.writer.write(b"0\r\n\r\n")
+        await self.writer.drain()
+
+
+class ShapedServer:
+    """Connection handling; subclasses implement route()."""
+
+    def __init__(self, script: Script):
+        self.script = script
+        self.busy = 0
+        self.bodies: list[dict[str, Any]] = []
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                line, *fields = head.split("\r\n")
+                method, target, _ = line.split(" ", 2)
+                headers = dict(f.lower().split(": ", 1) for f in fields if ": " in f)
+                body = await reader.readexactly(int(headers.get("content-length", 0)))
+                await self.route(Request(method, urlsplit(target).path, body), Reply(writer))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def route(self, req: Request, reply: Reply) -> None:
+        raise NotImplementedError
+
+    async def play(self, reply: Reply, chunk_event: Any) -> None:
+        """Send one event per scripted chunk at t_arrival + ttft + i * gap."""
+        loop = asyncio.get_running_loop()
+        start, sent = loop.time(), 0
+        for i, n in enumerate(self.script.chunk_tokens):
+            await asyncio.sleep(
+                max(0.0, start + self.script.ttft_s + i * self.script.gap_s - loop.time())
+            )
+            await reply.event(chunk_event(i, sent, n))
+            sent += n
+
+
+# --- SGLang ------------------------------------------------------------------------------
+
+
+class SGLangServer(ShapedServer):
+    """/health, /generate (cumulative text and meta_info), /server_info, /flush_cache."""
+
+    def __init__(self, script: Script):
+        super().__init__(script)
+        self.served_tokens = 0
+        self.served_steps = 0
+
+    async def route(self, req: Request, reply: Reply) -> None:
+        info_path = "/get_server_info" if self.script.legacy_info_path else "/server_info"
+        if req.path == "/health":
+            await reply.send(200, "")
+        elif req.path == "/generate":
+            await self.generate(req, reply)
+        elif req.path == info_path:
+            await reply.send(200, self.server_info())
+        elif req.path == "/flush_cache":
+            await self.flush(reply)
+        else:
+            await reply.send(404, {"detail": "Not Found"})
+
+    async def generate(self, req: Request, reply: Reply) -> None:
+        self.bodies.append(req.json())
+        self.busy += 1
+        try:
+            await reply.start_stream()
+
+            def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
+                done = i == self.script.steps - 1
+                return {
+                    "text": self.script.words(0, sent + n),
+                    "meta_info": self.meta(sent + n, i + 1, done),
+                }
+
+            await self.play(reply, chunk)
+            self.served_tokens += self.script.tokens
+            self.served_steps += self.script.steps
+            await reply.end_stream()
+        finally:
+            self.busy -= 1
+
+    def meta(self, tokens: int, steps: int, done: bool) -> dict[str, Any]:
+        """Cumulative meta_info after `steps` verify steps that produced `tokens`."""
+        s = self.script
+        accepted, proposed = tokens - steps, steps * s.drafts_per_step
+        finish = {"type": "length", "length": tokens} if s.finish_as_dict else "length"
+        meta: dict[str, Any] = {
+            "id": "req-1",
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": tokens,
+            "cached_tokens": s.cached_tokens,
+            "finish_reason": finish if done else None,
+            "e2e_latency": s.ttft_s + (steps - 1) * s.gap_s,
+            "spec_accept_length": 99.0,  # deliberately wrong: the adapter must derive its own
+            "spec_accept_rate": accepted / proposed,
+        }
+        if s.report_verify_ct:
+            meta["spec_verify_ct"] = steps
+        names = ("spec_accept_token_num", "spec_draft_token_num") if s.old_names else (
+            "spec_num_correct_drafts", "spec_num_proposed_drafts")  # fmt: skip
+        meta.update({names[0]: accepted, names[1]: proposed})
+        return meta
+
+    def server_info(self) -> dict[str, Any]:
+        avg = self.served_tokens / self.served_steps if self.served_steps else 0.0
+        return {
+            "model_path": "shaped/model",
+            "tp_size": 2,
+            "attention_backend": "fa3",
+            "speculative_algorithm": "DFLASH",
+            "speculative_num_draft_tokens": self.script.drafts_per_step + 1,
+            "speculative_draft_model_path": None,
+            "internal_states": [{"avg_spec_accept_length": avg, "num_running_reqs": self.busy}],
+            "version": "0.0.shaped",
+        }
+
+    async def flush(self, reply: Reply) -> None:
+        if self.busy and self.script.flush_refusal_body is not None:
+            await reply.send(200, self.script.flush_refusal_body, "text/plain")
+            return
+        # a refusal is a 400 that still says "Cache flushed.", as several SGLang builds answer
+        await reply.send(
+            400 if self.busy else 200,
+            "Cache flushed.\nPlease check backend logs for more details. (When there are "
+            "running or waiting requests, the operation will not be performed.)\n",
+            "text/plain",
+        )
+
+
+# --- vLLM --------------------------------------------------------------------------------
+
+
+class VLLMServer(ShapedServer):
+    """/health, /v1/chat/completions (OpenAI chunks), /metrics (spec_decode counters)."""
+
+    def __init__(self, script: Script):
+        super().__init__(script)
+        # non-zero start: only deltas are meaningful
+        self.counters = {
+            "num_drafts": 100.0,
+            "num_draft_tokens": 700.0,
+            "num_accepted_tokens": 250.0,
+        }
+        self.per_pos = [90.0 - 10 * k for k in range(script.drafts_per_step)]
+
+    async def route(self, req: Request, reply: Reply) -> None:
+        if req.path == "/health":
+            await reply.send(200, "")
+        elif req.path == "/v1/chat/completions":
+            await self.chat(req, reply)
+        elif req.path == "/metrics":
+            await reply.send(200, self.metrics(), "text/plain; version=0.0.4")
+        elif req.path == "/version":
+            await reply.send(200, {"version": "0.0.shaped"})
+        elif req.path == "/v1/models":
+            model = {"id": "shaped/model", "root": "/models/shaped", "max_model_len": 4096}
+            await reply.send(200, {"object": "list", "data": [model]})
+        else:
+            await reply.send(404, {"detail": "Not Found"})
+
+    async def chat(self, req: Request, reply: Reply) -> None:
+        body = req.json()
+        self.bodies.append(body)
+        ids = bool(body.get("return_token_ids"))
+        await reply.start_stream()
+        await reply.event(_chunk({"role": "assistant", "content": ""}))
+
+        def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
+            extra = {"token_ids": list(range(sent, sent + n))} if ids else {}
+            return _chunk({"content": self.script.words(sent, n)}, **extra)
+
+        await self.play(reply, chunk)
+        self.advance()
+        await asyncio.sleep(self.script.tail_s)
+        await reply.event(_chunk({}, finish_reason="length"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            await reply.event(
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": self.usage(),
+                }
+            )
+        await reply.end_stream()
+
+    def advance(self) -> None:
+        """Counters after one request: each chunk is one draft of drafts_per_step tokens."""
+        s = self.script
+        self.counters["num_drafts"] += s.steps
+        self.counters["num_draft_tokens"] += s.steps * s.drafts_per_step
+        self.counters["num_accepted_tokens"] += s.accepted
+        for n in s.chunk_tokens:
+            for k in range(n - 1):
+                self.per_pos[k] += 1
+
+    def usage(self) -> dict[str, Any]:
+        s = self.script
+        return {
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": s.tokens,
+            "total_tokens": s.prompt_tokens + s.tokens,
+            "prompt_tokens_details": {"cached_tokens": s.cached_tokens},
+        }
+
+    def metrics(self) -> str:
+        """Prometheus text: typed counters with `_total` (and `_created`), or bare untyped."""
+        labels = 'engine="0",model_name="shaped/model"'
+        lines = [f"vllm:num_requests_running{{{labels}}} 0.0"]
+        series = [(name, labels, v) for name, v in self.counters.items()]
+        series += [
+            ("num_accepted_tokens_per_pos", f'{labels},position="{k}"', v)
+            for k, v in enumerate(self.per_pos)
+        ]
+        for name, labelset, value in series:
+            full = f"vllm:spec_decode_{name}"
+            if not self.script.total_suffix:
+                lines.append(f"{full}{{{labelset}}} {value}")
+                continue
+            if f"# TYPE {full} counter" not in lines:
+                lines += [f"# HELP {full} Speculative decoding counter.", f"# TYPE {full} counter"]
+            lines += [f"{full}_total{{{labelset}}} {value}", f"{full}_created{{{labelset}}} 1.7e9"]
+        return "\n".join(lines) + "\n"
+
+
+def _chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason, **extra}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "shaped/model",
+        "choices": [choice],
+    }
+
+
+# --- running one -------------------------------------------------------------------------
+
+
+@contextmanager
+def serve(server: ShapedServer) -> Iterator[str]:
+    """Run `server` on 127.0.0.1:0 in a background thread; yield its base URL."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    start = asyncio.start_server(server.connection, "127.0.0.1", 0)
+    listener = asyncio.run_coroutine_threadsafe(start, loop).result(10)
+    try:
+        yield f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    finally:
+        asyncio.run_coroutine_threadsafe(_shutdown(listener), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+async def _shutdown(listener: asyncio.Server) -> None:
+    listener.close()
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
