@@ -11,6 +11,7 @@ import contextlib
 import os
 import platform
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -46,6 +47,32 @@ class Local:
                 start_new_session=True,
             )
         return Process(pid=popen.pid, log_path=log_path, popen=popen)
+
+    def free_port(self, address: str) -> int:
+        """A port nothing listens on now (the server binds it moments later)."""
+        with socket.socket() as s:
+            s.bind((address, 0))
+            return s.getsockname()[1]
+
+    def endpoint(self, address: str, port: int) -> str:
+        """Base URL the client uses for a server bound to address:port on this host."""
+        return f"http://{address}:{port}"
+
+    def log_dir(self, default: Path) -> Path:
+        return default
+
+    def read_file(self, path: str) -> str:
+        return Path(path).expanduser().read_text()
+
+    def close(self) -> None:
+        """Nothing to release for this machine."""
+
+    def gpu_indices(self) -> list[int]:
+        """GPUs services may use; local runs are CPU-only."""
+        return []
+
+    def busy_gpus(self) -> set[int]:
+        return set()
 
     def alive(self, proc: Process) -> bool:
         return proc.popen is not None and proc.popen.poll() is None

@@ -88,21 +88,25 @@ def _run_config(
 ) -> None:
     service = Service(host, engine, config, log_dir, campaign_id)
     progress.status(f"starting {config.method.name} (tp {config.tp})")
+    recorded = False
     try:
         with service:
             store.append("services", [service.row])
+            recorded = True
             asyncio.run(_measure(store, service, workloads, campaign_id, warmups, progress))
     except ServiceFailed as exc:
         log.error("service failed, skipping its workloads: %s", exc)
         progress.note(f"[red]{exc}[/red]")
-        store.append("services", [service.row])
-        return
     finally:
-        if service.row["state"] != "failed":
+        if recorded:
+            row = service.row
             store.execute(
-                "UPDATE services SET state = ?, stopped_at = ? WHERE service_id = ?",
-                [service.row["state"], service.row["stopped_at"], service.service_id],
+                "UPDATE services SET state = ?, stopped_at = ?, error = ?, log_tail = ? "
+                "WHERE service_id = ?",
+                [row["state"], row["stopped_at"], row["error"], row["log_tail"], row["service_id"]],
             )
+        else:
+            store.append("services", [service.row])
 
 
 async def _measure(
@@ -137,7 +141,7 @@ async def _measure(
             rows = await workload_rows(ctx, w)
             after = await _scrape(ctx, w.name, "after")
             if not service.alive():
-                raise ServiceFailed("server died during the workload", service.log_tail())
+                service.fail("server died during the workload")
             with store.transaction():
                 store.append("requests", warm + rows)
                 store.append("server_metrics", before + after)

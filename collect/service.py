@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import shlex
-import socket
 import time
 from pathlib import Path
 
@@ -29,12 +28,6 @@ class ServiceFailed(RuntimeError):
         self.log_tail = log_tail
 
 
-def free_port(address: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
-
-
 class Service:
     """One running server of a ServiceConfig."""
 
@@ -43,10 +36,13 @@ class Service:
     ):
         self.host, self.engine, self.config = host, engine, config
         self.service_id = f"{config.config_id}-{secrets.token_hex(4)}"
-        port = engine.cfg.port or free_port(engine.cfg.host_address)
-        self.base_url = f"http://{engine.cfg.host_address}:{port}"
-        self.argv, self.env = engine.launch(config.method, config.tp, port)
-        self.log_path = log_dir / f"{config.method.name}-tp{config.tp}-{self.service_id}.log"
+        address = engine.cfg.host_address
+        self.port = engine.cfg.port or host.free_port(address)
+        self.argv, self.env = engine.launch(config.method, config.tp, self.port)
+        self.log_path = (
+            host.log_dir(log_dir) / f"{config.method.name}-tp{config.tp}-{self.service_id}.log"
+        )
+        self.base_url = host.endpoint(address, self.port)
         self.proc: Process | None = None
         self.row = {
             "service_id": self.service_id,
@@ -57,7 +53,7 @@ class Service:
             "tp": config.tp,
             "gpus": "",
             "host": host.name,
-            "launch_command": redact(_env_prefix(self.env) + shlex.join(redact_argv(self.argv))),
+            "launch_command": self._command(),
             "requested_at": utcnow(),
             "ready_at": None,
             "stopped_at": None,
@@ -80,6 +76,7 @@ class Service:
 
     def start(self) -> None:
         """Launch and wait for /health = 200; raise ServiceFailed with the log tail."""
+        self._claim_gpus()
         t0 = time.perf_counter()
         self.proc = self.host.start(self.argv, self.env, self.log_path)
         deadline = t0 + self.engine.cfg.startup_timeout_s
@@ -94,6 +91,28 @@ class Service:
                 return
             time.sleep(0.1)
         self._failed(f"not healthy within {self.engine.cfg.startup_timeout_s:g} s")
+
+    def _claim_gpus(self) -> None:
+        """Run on the first `tp` GPUs of the host with no compute process (none on a CPU
+        host); fail, and so skip the configuration, when too few are free."""
+        inventory = self.host.gpu_indices()
+        if not inventory:
+            return
+        busy = self.host.busy_gpus()
+        free = [g for g in inventory if g not in busy]
+        tp = self.config.tp
+        if len(free) < tp:
+            self._failed(f"needs {tp} free GPUs; free {free}, busy {sorted(busy)}")
+        gpus = ",".join(map(str, free[:tp]))
+        self.env["CUDA_VISIBLE_DEVICES"] = gpus
+        self.row.update(gpus=gpus, launch_command=self._command())
+
+    def _command(self) -> str:
+        return redact(_env_prefix(self.env) + shlex.join(redact_argv(self.argv)))
+
+    def fail(self, reason: str) -> None:
+        """Mark the service failed with its log tail and raise ServiceFailed."""
+        self._failed(reason)
 
     def _failed(self, reason: str) -> None:
         tail = self.log_tail()

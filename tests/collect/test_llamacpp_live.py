@@ -17,7 +17,7 @@ from collect.engines import create
 from collect.engines.llamacpp import llamacpp_stats
 from collect.hosts import Local
 from collect.plan import LlamaCppEngine, LocalHost, Method, ServiceConfig
-from collect.service import Service, ServiceFailed, free_port
+from collect.service import Service, ServiceFailed
 
 ARGS = ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
 CODE = (
@@ -115,7 +115,8 @@ def test_http_error_is_classified(ngram_service: Service) -> None:
 def test_connect_error_is_classified() -> None:
     async def refused() -> client.Result:
         async with httpx.AsyncClient() as http:
-            url = f"http://127.0.0.1:{free_port()}/v1/chat/completions"
+            port = Local(LocalHost(kind="local")).free_port("127.0.0.1")
+            url = f"http://127.0.0.1:{port}/v1/chat/completions"
             return await client.stream(http, url, {}, create(_engine("x")).parser(), 5)
 
     res = asyncio.run(refused())
