@@ -13,11 +13,11 @@ import platform
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from collect.plan import LocalHost
+from collect.components import LocalHost, SSHHost
 
 
 @dataclass
@@ -136,17 +136,19 @@ def _mem_total_gb() -> str:
     return "unknown"
 
 
-def wait_exit(proc: Process, timeout_s: float) -> bool:
-    """True when the process has exited within timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.popen is None or proc.popen.poll() is not None:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def create(cfg: LocalHost) -> Local:
+def create(cfg: LocalHost | SSHHost) -> Host:
     if cfg.kind == "local":
         return Local(cfg)
+    if cfg.kind == "ssh":
+        from collect.ssh import SSH  # paramiko is only needed for remote hosts
+
+        return SSH(cfg)
     raise ValueError(f"unknown host kind {cfg.kind!r}")
+
+
+if TYPE_CHECKING:
+    from collect.ssh import SSH
+
+    Host = Local | SSH
+else:
+    Host = Local

@@ -37,12 +37,14 @@ def run(
     campaign_id = plan.campaign_id()
     with Store(db_path) as store:
         _begin(store, plan, plan_text, campaign_id)
-        host, engine = hosts.create(plan.host), engines.create(plan.engine)
-        _record_environment(store, campaign_id, host, plan)
         todo = _todo(store, plan, campaign_id)
         total = sum(request_count(w) for _, ws in todo for w in ws)
         status = "interrupted"
+        host = hosts.create(plan.host)
         try:
+            engine = engines.create(plan.engine)
+            engine.prepare(host)
+            _record_environment(store, campaign_id, host, plan)
             with CampaignProgress(total, enabled=show_progress) as progress:
                 for config, workloads in todo:
                     _run_config(
@@ -58,6 +60,7 @@ def run(
                     )
             status = "complete" if not _todo(store, plan, campaign_id) else "failed"
         finally:
+            host.close()
             _finish(store, campaign_id, status)
     return campaign_id
 
@@ -77,8 +80,8 @@ def _todo(store: Store, plan: Plan, campaign_id: str) -> list[tuple[ServiceConfi
 
 def _run_config(
     store: Store,
-    host: hosts.Local,
-    engine: engines.LlamaCpp,
+    host: hosts.Host,
+    engine: engines.Adapter,
     config: ServiceConfig,
     workloads: list[Workload],
     campaign_id: str,
@@ -137,6 +140,7 @@ async def _measure(
         for w in workloads:
             progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
             started = utcnow()
+            await ctx.engine.before_workload(ctx.http, ctx.base_url)
             before = await _scrape(ctx, w.name, "before")
             rows = await workload_rows(ctx, w)
             after = await _scrape(ctx, w.name, "after")
@@ -188,7 +192,7 @@ async def _record_fingerprint(store: Store, ctx: Context, service: Service) -> N
     _put_environment(store, ctx.campaign_id, service.host.name, facts)
 
 
-def _record_environment(store: Store, campaign_id: str, host: hosts.Local, plan: Plan) -> None:
+def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: Plan) -> None:
     facts = host.fingerprint()
     facts["engine.kind"] = plan.engine.kind
     facts["engine.model"] = resolve_model(plan.engine.model)

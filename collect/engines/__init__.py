@@ -3,11 +3,19 @@ where its speculative statistics are. `create(cfg)` picks the adapter for a plan
 
 from __future__ import annotations
 
+from collect.components import Engine
 from collect.engines.llamacpp import LlamaCpp
-from collect.plan import LlamaCppEngine
+from collect.engines.sglang import SGLang
+from collect.engines.vllm import VLLM
+
+Adapter = LlamaCpp | SGLang | VLLM
 
 
-def create(cfg: LlamaCppEngine) -> LlamaCpp:
+def create(cfg: Engine) -> Adapter:
     if cfg.kind == "llamacpp":
         return LlamaCpp(cfg)
+    if cfg.kind == "sglang":
+        return SGLang(cfg)
+    if cfg.kind == "vllm":
+        return VLLM(cfg)
     raise ValueError(f"unknown engine kind {cfg.kind!r}")

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from collect.engines.base import EngineHooks
 from collect.plan import LlamaCppEngine, Method
 from collect.resources import llama_server_binary, resolve_model
 
@@ -80,7 +81,7 @@ def llamacpp_stats(
     return out
 
 
-class LlamaCpp:
+class LlamaCpp(EngineHooks):
     """Adapter for llama-server."""
 
     kind = "llamacpp"

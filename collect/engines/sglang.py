@@ -23,16 +23,17 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from collect.components import SGLangEngine
+from collect.engines.base import EngineHooks
 from collect.engines.llamacpp import parse_prometheus
 from collect.plan import Method
 
 # server_args fields worth recording besides every `speculative_*` one
 FINGERPRINT_KEYS = (
-    "version model_path tokenizer_path tp_size dp_size attention_backend mem_fraction_static "
-    "context_length max_running_requests max_total_num_tokens chunked_prefill_size "
-    "cuda_graph_max_bs disable_radix_cache mamba_scheduler_strategy mamba_radix_cache_strategy "
-    "dtype kv_cache_dtype quantization"
-).split()
+    "version", "model_path", "tokenizer_path", "tp_size", "dp_size", "attention_backend",
+    "mem_fraction_static", "context_length", "max_running_requests", "max_total_num_tokens",
+    "chunked_prefill_size", "cuda_graph_max_bs", "disable_radix_cache", "dtype",
+    "mamba_scheduler_strategy", "mamba_radix_cache_strategy", "kv_cache_dtype", "quantization",
+)  # fmt: skip
 
 
 class ChatTemplateError(ValueError):
@@ -169,7 +170,7 @@ def _first(meta: dict[str, Any], *keys: str) -> Any:
 # --- the adapter -------------------------------------------------------------------------
 
 
-class SGLang:
+class SGLang(EngineHooks):
     """Adapter for SGLang's HTTP server."""
 
     kind = "sglang"
@@ -195,6 +196,26 @@ class SGLang:
             *flags,
         ]  # fmt: skip
         return argv, {**self.cfg.env, **method.env}
+
+    def prepare(self, host: Any) -> None:
+        """Read the chat template (and bos/eos) from the model's tokenizer_config.json on
+        the host, unless the plan gives one."""
+        if self._template is not None:
+            return
+        path = f"{self.cfg.model.rstrip('/')}/tokenizer_config.json"
+        try:
+            text = host.read_file(path)
+        except OSError as exc:
+            raise ChatTemplateError(
+                f"cannot read {path} on the host ({exc}); give engine.chat_template in the plan"
+            ) from None
+        self.set_chat_template(
+            chat_template_from_tokenizer_config(text), **special_tokens_from_tokenizer_config(text)
+        )
+
+    async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None:
+        if self.cfg.flush_cache:
+            await self.flush_cache(client, base_url)
 
     def set_chat_template(
         self, template: str, bos_token: str | None = None, eos_token: str | None = None

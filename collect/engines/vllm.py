@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from collect.components import VLLMEngine
+from collect.engines.base import EngineHooks
 from collect.engines.llamacpp import ChatStream, parse_prometheus
 from collect.plan import Method
 
@@ -59,7 +60,7 @@ def vllm_stats(usage: dict[str, Any], finish_reason: str | None) -> dict[str, An
     }
 
 
-class VLLM:
+class VLLM(EngineHooks):
     """Adapter for vLLM's OpenAI-compatible server."""
 
     kind = "vllm"

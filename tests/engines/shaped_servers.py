@@ -237,11 +237,7 @@ class VLLMServer(ShapedServer):
     def __init__(self, script: Script):
         super().__init__(script)
         # non-zero start: only deltas are meaningful
-        self.counters = {
-            "num_drafts": 100.0,
-            "num_draft_tokens": 700.0,
-            "num_accepted_tokens": 250.0,
-        }
+        self.counters = dict(num_drafts=100.0, num_draft_tokens=700.0, num_accepted_tokens=250.0)
         self.per_pos = [90.0 - 10 * k for k in range(script.drafts_per_step)]
 
     async def route(self, req: Request, reply: Reply) -> None:
@@ -275,14 +271,7 @@ class VLLMServer(ShapedServer):
         await asyncio.sleep(self.script.tail_s)
         await reply.event(_chunk({}, finish_reason="length"))
         if (body.get("stream_options") or {}).get("include_usage"):
-            await reply.event(
-                {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion.chunk",
-                    "choices": [],
-                    "usage": self.usage(),
-                }
-            )
+            await reply.event(_event([], usage=self.usage()))
         await reply.end_stream()
 
     def advance(self) -> None:
@@ -326,11 +315,16 @@ class VLLMServer(ShapedServer):
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason, **extra}
+    return _event([choice])
+
+
+def _event(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-1",
+        "id": "c-1",
         "object": "chat.completion.chunk",
-        "model": "shaped/model",
-        "choices": [choice],
+        "model": "m",
+        "choices": choices,
+        **extra,
     }
 
 
