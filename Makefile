@@ -16,7 +16,8 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.specsweep-installed
 # Debian packages the targets need; installed only when run as root and missing.
 DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
-           texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils
+           texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils \
+           openssh-server systemd
 
 .PHONY: all collect analyze report test sql engine system check clean
 

@@ -14,7 +14,7 @@ import signal
 import socket
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from collect.components import LocalHost, SSHHost
@@ -25,7 +25,7 @@ class Process:
     """A server started by a host."""
 
     pid: int
-    log_path: Path
+    log_path: PurePath
     popen: subprocess.Popen[bytes] | None = None
 
 

@@ -195,7 +195,10 @@ async def _record_fingerprint(store: Store, ctx: Context, service: Service) -> N
 def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: Plan) -> None:
     facts = host.fingerprint()
     facts["engine.kind"] = plan.engine.kind
-    facts["engine.model"] = resolve_model(plan.engine.model)
+    # a package:// model only exists on this machine; other paths are the host's
+    facts["engine.model"] = (
+        resolve_model(plan.engine.model) if plan.host.kind == "local" else plan.engine.model
+    )
     facts["specsweep.version"] = _version()
     _put_environment(store, campaign_id, host.name, facts)
 

@@ -23,26 +23,20 @@ from typing import Any, TypeVar
 
 import paramiko
 
+from collect import managers
 from collect.components import SSHHost
 from collect.hosts import Process
 from collect.managers import ProcessManager, SystemdManager
 
 T = TypeVar("T")
 SSH_CONFIG = "~/.ssh/config"
-GPU_QUERY = "index,name,memory.total,memory.used,driver_version"
-APP_QUERY = "gpu_uuid,pid,used_memory"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+WILDCARD = {"0.0.0.0", "::", ""}
 
-# One round trip; a constant script, so nothing in it comes from the plan.
-_FINGERPRINT = rf"""echo "os=$(uname -srmo 2>/dev/null || uname -a)"
-echo "hostname=$(uname -n)"
-echo "cpu.count=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
-echo "cpu.model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)"
-echo "memory.total_kb=$(sed -n 's/^MemTotal: *\([0-9]*\).*/\1/p' /proc/meminfo 2>/dev/null)"
-echo "python=$(python3 -c 'import platform; print(platform.python_version())' 2>/dev/null)"
-if command -v nvidia-smi >/dev/null 2>&1; then
-  nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits | sed 's/^/gpu=/'
-fi
-"""
+# A port nothing listens on now (the server binds it moments later).
+_FREE_PORT = (
+    "import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])"
+)
 
 
 class SSHError(RuntimeError):
@@ -77,12 +71,13 @@ class SSH:
         self.name = cfg.name or cfg.address
         self._lock = threading.Lock()
         self._client: paramiko.SSHClient | None = None
-        self._tunnels: list[_Tunnel] = []
+        self._tunnels: dict[tuple[str, int], _Tunnel] = {}
+        self.hostname = cfg.address
         self._reconnect(stale=None, attempts=1)
-        home = self.run(["sh", "-c", 'printf %s "$HOME"'])[1]
+        uid, _, home = self.run(["sh", "-c", 'id -u; printf %s "$HOME"'])[1].partition("\n")
         self.home = PurePosixPath(home or "/")
         self.workdir = self.remote_path(cfg.workdir)
-        root = self.run(["id", "-u"])[1].strip() == "0"
+        root = uid.strip() == "0"
         self.manager: ProcessManager | SystemdManager = (
             SystemdManager(self, root, self.home)
             if cfg.manager == "systemd"
@@ -133,10 +128,11 @@ class SSH:
         client.set_missing_host_key_policy(
             paramiko.AutoAddPolicy() if accept else _RejectUnknown(known)
         )
-        t = self.cfg.connect_timeout_s
+        t, target = self.cfg.connect_timeout_s, self._target()
+        self.hostname = target["hostname"]
         try:
             client.connect(
-                **self._target(), password=self._password(), timeout=t, banner_timeout=t,
+                **target, password=self._password(), timeout=t, banner_timeout=t,
                 auth_timeout=t, channel_timeout=t, allow_agent=True,
             )  # fmt: skip
         except BaseException:
@@ -169,7 +165,9 @@ class SSH:
                     raise
                 except (OSError, EOFError, paramiko.SSHException) as exc:
                     error = exc
-            raise SSHError(f"{self.name}: cannot connect ({attempts} attempts): {error}")
+            if error is None:
+                raise SSHError(f"{self.name}: link lost and reconnect_attempts is 0")
+            raise SSHError(f"{self.name}: cannot connect ({attempts} attempts): {error}") from error
 
     def _transport(self) -> paramiko.Transport:
         if not self._active():
@@ -221,30 +219,49 @@ class SSH:
 
     def read_file(self, path: str) -> str:
         """A remote text file (SFTP)."""
-
-        def read() -> str:
-            with self._client.open_sftp() as sftp, sftp.open(str(self.remote_path(path))) as f:  # type: ignore[union-attr]
-                return f.read().decode("utf-8", "replace")
-
-        self._transport()
-        return self._call(read)
+        return self._sftp(path, "r").decode("utf-8", "replace")
 
     def write_file(self, path: str, text: str) -> None:
         """Write a remote text file (SFTP)."""
+        self._sftp(path, "w", text.encode())
 
-        def write() -> None:
-            with self._client.open_sftp() as sftp, sftp.open(str(self.remote_path(path)), "w") as f:  # type: ignore[union-attr]
-                f.write(text.encode())
+    def _sftp(self, path: str, mode: str, data: bytes = b"") -> bytes:
+        def io() -> bytes:
+            remote = str(self.remote_path(path))
+            sftp = paramiko.SFTPClient.from_transport(self._transport())
+            with sftp, sftp.open(remote, mode) as f:  # type: ignore[union-attr]
+                if "w" in mode:
+                    f.write(data)
+                    return b""
+                return f.read()
 
-        self._transport()
-        self._call(write)
+        return self._call(io)
 
     # --- the host interface ---------------------------------------------------------------
 
     def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process:
-        """Start argv; its log is workdir/logs/<log_path's name> on the remote machine."""
-        log = self.workdir / "logs" / PurePosixPath(log_path).name
-        return self.manager.start(argv, env, log, self.workdir)
+        """Start argv; log_path is a remote path (relative: under workdir)."""
+        log = self.remote_path(str(log_path))
+        return self.manager.start(argv, env, self.workdir / log, self.workdir)
+
+    def log_dir(self, default: Path) -> PurePosixPath:
+        """Where service logs go on the remote machine (not the local default)."""
+        return self.workdir / "logs"
+
+    def free_port(self, address: str) -> int:
+        """A free port on the remote machine (needs python3 there)."""
+        rc, out, err = self.run(["python3", "-c", _FREE_PORT, address])
+        if rc != 0 or not out.strip().isdigit():
+            raise SSHError(f"{self.name}: cannot pick a free port on {address}: {err.strip()}")
+        return int(out)
+
+    def endpoint(self, address: str, port: int) -> str:
+        """Base URL for a server bound to address:port there: through a forward when the
+        plan asks for a tunnel or the server listens on loopback only, else directly."""
+        if self.cfg.tunnel or address in LOOPBACK:
+            remote = "127.0.0.1" if address in WILDCARD else address
+            return f"http://127.0.0.1:{self.forward(port, remote)}"
+        return f"http://{self.hostname if address in WILDCARD else address}:{port}"
 
     def alive(self, proc: Process) -> bool:
         return self.manager.alive(proc)
@@ -258,24 +275,28 @@ class SSH:
 
     def fingerprint(self) -> dict[str, str]:
         """Hardware and OS facts stored in `environment`."""
-        _, out, _ = self.run(["sh", "-c", _FINGERPRINT])
-        return parse_fingerprint(out)
+        return managers.fingerprint(self)
 
     def gpu_processes(self) -> list[dict[str, str]]:
-        """Processes on the GPUs (gpu_uuid, pid, used_memory); empty without nvidia-smi."""
-        script = 'command -v nvidia-smi >/dev/null 2>&1 || exit 0; exec nvidia-smi "$@"'
-        query = [f"--query-compute-apps={APP_QUERY}", "--format=csv,noheader"]
-        _, out, _ = self.run(["sh", "-c", script, "sh", *query])
-        return parse_csv(out, APP_QUERY.split(","))
+        """Compute processes on the GPUs (gpu_uuid, pid, used_memory); [] without nvidia-smi."""
+        return managers.gpu_processes(self)
+
+    def gpu_indices(self) -> list[int]:
+        """GPUs services may use: the plan's list, else what nvidia-smi lists."""
+        return list(self.cfg.gpus) if self.cfg.gpus is not None else managers.gpu_indices(self)
+
+    def busy_gpus(self) -> set[int]:
+        return managers.busy_gpus(self)
 
     def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         """A local port on 127.0.0.1 whose connections reach remote_host:remote_port."""
-        tunnel = _Tunnel(self._transport, (remote_host, remote_port))
-        self._tunnels.append(tunnel)
-        return tunnel.port
+        key = (remote_host, remote_port)
+        if key not in self._tunnels:
+            self._tunnels[key] = _Tunnel(self._transport, key)
+        return self._tunnels[key].port
 
     def close(self) -> None:
-        for tunnel in self._tunnels:
+        for tunnel in self._tunnels.values():
             tunnel.close()
         self._tunnels.clear()
         with self._lock:
@@ -312,39 +333,6 @@ def _drain(chan: paramiko.Channel, timeout_s: float, line: str) -> tuple[bytes, 
     while chan.recv_stderr_ready():
         err += chan.recv_stderr(65536)
     return bytes(out), bytes(err)
-
-
-def parse_csv(text: str, fields: list[str]) -> list[dict[str, str]]:
-    """nvidia-smi csv,noheader rows as dicts."""
-    rows = []
-    for line in text.splitlines():
-        values = [v.strip() for v in line.split(",")]
-        if len(values) == len(fields):
-            rows.append(dict(zip(fields, values)))
-    return rows
-
-
-def parse_fingerprint(out: str) -> dict[str, str]:
-    """The `key=value` lines of the fingerprint script as `environment` facts."""
-    facts: dict[str, str] = {}
-    gpu_lines = []
-    for line in out.splitlines():
-        key, _, value = line.partition("=")
-        if key == "gpu":
-            gpu_lines.append(value)
-        elif key:
-            facts[key] = value.strip() or "unknown"
-    kb = facts.pop("memory.total_kb", "unknown")
-    facts["memory.total_gb"] = f"{int(kb) / 1024**2:.1f}" if kb.isdigit() else "unknown"
-    gpus = parse_csv("\n".join(gpu_lines), GPU_QUERY.split(","))
-    facts["gpus"] = str(len(gpus)) if gpus else "none"
-    for gpu in gpus:
-        i = gpu["index"]
-        facts[f"gpu.{i}.name"] = gpu["name"]
-        facts[f"gpu.{i}.memory_total_mib"] = gpu["memory.total"]
-        facts[f"gpu.{i}.memory_used_mib"] = gpu["memory.used"]
-        facts["gpu.driver"] = gpu["driver_version"]
-    return facts
 
 
 class _Tunnel:
@@ -386,6 +374,8 @@ class _Tunnel:
 
     def close(self) -> None:
         self._closed.set()
+        with contextlib.suppress(OSError):  # stop listening now, not after select returns
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         for end in list(self._open):
             with contextlib.suppress(Exception):

@@ -7,6 +7,7 @@ Missing tools fail the tests with the install command (they are never skipped).
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
@@ -117,10 +118,8 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         sessions = children(proc.pid)
         proc.terminate()
         for pid in sessions:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -14,16 +14,29 @@ import httpx
 import paramiko
 import pytest
 
+from collect import managers
 from collect.components import SSHHost
-from collect.managers import systemd_unit
-from collect.ssh import SSH, HostKeyRejected, SSHError, parse_fingerprint
+from collect.hosts import Process
+from collect.managers import parse_fingerprint, systemd_unit
+from collect.ssh import SSH, HostKeyRejected, SSHError
 from tests.hosts.conftest import Sshd, free_port
 
 
 @pytest.fixture
 def host(ssh_cfg: dict[str, Any]) -> Iterator[SSH]:
+    """An SSH host that stops, at teardown, every server a failed test left running."""
     with SSH(SSHHost(**ssh_cfg)) as h:
+        started: list[Process] = []
+        start = h.start
+
+        def tracked(argv: list[str], env: dict[str, str], log_path: Path) -> Process:
+            started.append(start(argv, env, log_path))
+            return started[-1]
+
+        h.start = tracked  # type: ignore[method-assign]
         yield h
+        for proc in started:
+            h.stop(proc, grace_s=1)
 
 
 def wait_for(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
@@ -37,6 +50,11 @@ def wait_for(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
 
 def pid_exists(host: SSH, pid: int) -> bool:
     return host.run(["kill", "-0", str(pid)])[0] == 0
+
+
+def gone(host: SSH, pid: int) -> bool:
+    """kill -0 fails within 3 s (a dead process answers until PID 1 reaps its zombie)."""
+    return wait_for(lambda: not pid_exists(host, pid), timeout_s=3)
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -149,16 +167,16 @@ def test_reconnects_after_the_link_drops(host: SSH, sshd: Sshd) -> None:
 
 def test_process_start_alive_log_and_stop_kills_the_group(host: SSH, tmp_path: Path) -> None:
     script = 'echo started; sleep 300 & echo "child $!"; wait'
-    proc = host.start(["sh", "-c", script], {}, tmp_path / "server.log")
-    assert str(proc.log_path).startswith(str(host.workdir / "logs"))
+    proc = host.start(["sh", "-c", script], {}, host.log_dir(tmp_path) / "server.log")
+    assert proc.log_path == host.workdir / "logs" / "server.log"
     assert wait_for(lambda: "child" in host.log_tail(proc))
     child = int(host.log_tail(proc).split("child ")[1].split()[0])
     assert host.alive(proc)
     assert pid_exists(host, proc.pid) and pid_exists(host, child)
     host.stop(proc, grace_s=5)
     assert not host.alive(proc)
-    assert not pid_exists(host, proc.pid)
-    assert not pid_exists(host, child)
+    assert gone(host, proc.pid)
+    assert gone(host, child)
     host.stop(proc)  # idempotent
 
 
@@ -169,11 +187,12 @@ def test_stop_kills_a_group_that_ignores_sigterm(host: SSH, tmp_path: Path) -> N
     t0 = time.perf_counter()
     host.stop(proc, grace_s=0.5)
     assert time.perf_counter() - t0 >= 0.5
-    assert not pid_exists(host, proc.pid)
+    assert gone(host, proc.pid)
 
 
-def test_command_that_exits_at_once_is_not_alive(host: SSH, tmp_path: Path) -> None:
-    proc = host.start(["sh", "-c", "echo bye; exit 3"], {}, tmp_path / "quick.log")
+def test_command_that_exits_at_once_is_not_alive(host: SSH) -> None:
+    proc = host.start(["sh", "-c", "echo bye; exit 3"], {}, Path("quick.log"))
+    assert proc.log_path == host.workdir / "quick.log"  # relative: under workdir
     assert wait_for(lambda: not host.alive(proc))
     assert host.log_tail(proc) == "bye"
 
@@ -214,6 +233,30 @@ def test_forward_reaches_a_server_started_on_the_host(host: SSH, tmp_path: Path)
         httpx.get(url, timeout=2)
 
 
+def test_endpoint_free_port_and_gpus_as_service_uses_them(
+    ssh_cfg: dict[str, Any], tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ok.txt").write_text("ok")
+    with SSH(SSHHost(**{**ssh_cfg, "gpus": [0, 1]})) as h:
+        port = h.free_port("127.0.0.1")
+        argv = ["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(site)]
+        proc = h.start(argv, {}, h.log_dir(tmp_path) / "http.log")
+        try:
+            base = h.endpoint("127.0.0.1", port)  # loopback only: reached through a forward
+            assert base.startswith("http://127.0.0.1:") and base != f"http://127.0.0.1:{port}"
+            assert h.endpoint("127.0.0.1", port) == base  # one forward per remote port
+            assert wait_for(lambda: _get(base + "/ok.txt") == "ok", timeout_s=15)
+        finally:
+            h.stop(proc)
+        assert h.endpoint("10.1.2.3", 8000) == "http://10.1.2.3:8000"
+        assert h.endpoint("0.0.0.0", 8000) == "http://127.0.0.1:8000"  # the SSH address
+        assert h.gpu_indices() == [0, 1]  # the plan's list wins over nvidia-smi
+        if shutil.which("nvidia-smi") is None:
+            assert h.busy_gpus() == set()
+
+
 def _get(url: str) -> str | None:
     try:
         response = httpx.get(url, timeout=2)
@@ -233,6 +276,44 @@ def test_fingerprint_and_gpu_processes(host: SSH) -> None:
     if shutil.which("nvidia-smi") is None:  # the test sshd is this machine
         assert facts["gpus"] == "none"
         assert host.gpu_processes() == []
+        assert host.gpu_indices() == []
+
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+case "$1" in
+  --query-gpu=index,uuid) printf '0, GPU-aaa\\n1, GPU-bbb\\n2, GPU-ccc\\n' ;;
+  --query-gpu=index) printf '0\\n1\\n2\\n' ;;
+  --query-gpu=*) printf '0, NVIDIA H100 80GB HBM3, 81559, 1, 550.54.15\\n' ;;
+  --query-compute-apps=*) printf 'GPU-bbb, 4242, 70000 MiB\\n' ;;
+esac
+"""
+
+
+class LocalRunner:
+    """Runs the managers' real scripts on this machine, with a fake nvidia-smi on PATH."""
+
+    def __init__(self, bin_dir: Path):
+        self.env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+    def run(self, cmd: list[str], timeout_s: float = 60.0) -> tuple[int, str, str]:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=timeout_s)
+        return done.returncode, done.stdout, done.stderr
+
+    def write_file(self, path: str, text: str) -> None:
+        Path(path).write_text(text)
+
+
+def test_gpu_facts_from_nvidia_smi(tmp_path: Path) -> None:
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(FAKE_NVIDIA_SMI)
+    fake.chmod(0o755)
+    runner = LocalRunner(tmp_path)
+    assert managers.gpu_indices(runner) == [0, 1, 2]
+    assert managers.busy_gpus(runner) == {1}
+    processes = managers.gpu_processes(runner)
+    assert processes == [{"gpu_uuid": "GPU-bbb", "pid": "4242", "used_memory": "70000 MiB"}]
+    facts = managers.fingerprint(runner)
+    assert (facts["gpus"], facts["gpu.0.name"]) == ("1", "NVIDIA H100 80GB HBM3")
 
 
 def test_parse_fingerprint_reads_nvidia_smi_rows() -> None:
