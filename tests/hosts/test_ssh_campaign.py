@@ -1,0 +1,105 @@
+"""A whole campaign over SSH to the test sshd on 127.0.0.1: llama-server started through
+the `process` manager, requests through the SSH tunnel, rows in DuckDB, server stopped;
+then the same with the link dropped mid-campaign."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import yaml
+
+from collect import runner
+from collect.plan import parse_plan
+
+
+def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int) -> str:
+    plan = {
+        "name": "ssh-loopback",
+        "host": {**ssh_cfg, "tunnel": True},
+        "engine": {"kind": "llamacpp", "binary": llama_server, "model": model,
+                   "args": ["-t", "2", "-c", "2048", "-np", "2"],
+                   "startup_timeout_s": 60, "request_timeout_s": 60},
+        "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]},
+                    {"name": "ngram-simple", "args": ["--spec-type", "ngram-simple"]}],
+        "workloads": [
+            {"name": "echo", "prompts": {"kind": "inline", "texts": [
+                "Repeat exactly: def add(a, b): return a + b",
+                "Repeat exactly: for i in range(3): print(i)"]},
+             "max_tokens": [16], "repetitions": reps},
+            {"name": "follow-up", "prompts": {"kind": "inline", "texts": ["Say hello."]},
+             "max_tokens": [8], "repetitions": reps},
+        ],
+    }
+    return yaml.safe_dump(plan, sort_keys=False)
+
+
+def _servers(binary: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-f", binary], capture_output=True, text=True, check=False)
+    return out.stdout.split()
+
+
+def _run(text: str, tmp_path: Path) -> Path:
+    db = tmp_path / "results.duckdb"
+    runner.run(parse_plan(text), text, db, Path("logs"), show_progress=False)
+    return db
+
+
+def test_campaign_over_ssh_process_manager(
+    ssh_cfg: dict[str, Any], llama_server: str, smollm_model: str, tmp_path: Path
+) -> None:
+    before = _servers(llama_server)
+    db = _run(_plan(ssh_cfg, llama_server, smollm_model, reps=2), tmp_path)
+    with duckdb.connect(str(db), read_only=True) as con:
+        ok, failed = con.execute("SELECT count(*) FILTER (ok), count(*) FILTER (NOT ok) "
+                                 "FROM requests WHERE NOT is_warmup").fetchone()
+        states = con.execute("SELECT DISTINCT state, host FROM services").fetchall()
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        commands = [r[0] for r in con.execute("SELECT launch_command FROM services").fetchall()]
+    # 2 methods x (2 prompts x 2 reps + 1 prompt x 2 reps)
+    assert (ok, failed) == (12, 0) and status == "complete"
+    assert states == [("stopped", "test-sshd")]
+    assert all("llama-server" in c for c in commands)
+    logs = list((Path(ssh_cfg["workdir"]) / "logs").rglob("*.log"))
+    assert len(logs) == 2 and all("listening on" in p.read_text() for p in logs)
+    assert _servers(llama_server) == before
+
+
+def test_campaign_survives_a_dropped_link(
+    ssh_cfg: dict[str, Any], sshd: Any, llama_server: str, smollm_model: str, tmp_path: Path
+) -> None:
+    """The link is cut (every sshd session killed) once the first unit has landed; the
+    host reconnects, the campaign completes, and no server is left running."""
+    before = _servers(llama_server)
+    db = tmp_path / "results.duckdb"
+    cut = threading.Event()
+
+    def cut_link_after_first_unit() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not cut.is_set():
+            try:
+                with duckdb.connect(str(db), read_only=True) as con:
+                    if con.execute("SELECT count(*) FROM units").fetchone()[0]:
+                        sshd.kill_sessions()
+                        cut.set()
+                        return
+            except duckdb.Error:
+                pass  # the writer holds the file for a moment
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=cut_link_after_first_unit, daemon=True)
+    watcher.start()
+    text = _plan(ssh_cfg, llama_server, smollm_model, reps=3)
+    runner.run(parse_plan(text), text, db, Path("logs"), show_progress=False)
+    watcher.join(timeout=5)
+    assert cut.is_set(), "the link was never cut"
+    with duckdb.connect(str(db), read_only=True) as con:
+        units = con.execute("SELECT count(*) FROM units").fetchone()[0]
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        states = con.execute("SELECT DISTINCT state FROM services").fetchall()
+    assert units == 4 and status == "complete" and states == [("stopped",)]
+    assert _servers(llama_server) == before
