@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from collect.plan import PlanError, load_plan
+from collect.planfile import PlanError, load_plan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
@@ -31,16 +31,24 @@ def run(
     db: Path = typer.Option(DEFAULT_DB, help="DuckDB results file."),
     logs: Path = typer.Option(Path("results/logs"), help="Folder for server logs."),
     progress: bool = typer.Option(True, help="Show the live progress bar."),
+    phase: list[str] = typer.Option(None, help="Run only this phase (repeatable)."),
 ) -> None:
     """Run or resume the plan's campaign."""
     from collect import runner
     from collect.resources import ResourceError
 
     parsed = _plan_or_exit(plan)
+    try:
+        runner.select_phases(parsed, phase)
+    except ValueError as exc:
+        typer.echo(f"error: {plan}: --phase: {exc}", err=True)
+        raise typer.Exit(2) from None
     # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        campaign = runner.run(parsed, plan.read_text(), db, logs, show_progress=progress)
+        campaign = runner.run(
+            parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None
+        )
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -73,7 +81,7 @@ def check(plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML)."
 @app.command()
 def schema() -> None:
     """Print the plan's JSON Schema (for editors)."""
-    from collect.plan import json_schema
+    from collect.planfile import json_schema
 
     typer.echo(json.dumps(json_schema(), indent=2))
 

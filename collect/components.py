@@ -89,6 +89,9 @@ class LlamaCppEngine(Strict):
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables for every service."
     )
+    tp_args: dict[int, list[str]] = Field(
+        default_factory=dict, description="Extra flags by tensor-parallel size."
+    )
     host_address: str = Field(
         "127.0.0.1", description="Address the server binds and is reached on."
     )
@@ -112,6 +115,11 @@ class _ServerEngine(Strict):
     )
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables for every service."
+    )
+    tp_args: dict[int, list[str]] = Field(
+        default_factory=dict,
+        description="Extra flags by tensor-parallel size (e.g. 1: [--mem-fraction-static, "
+        "'0.80']).",
     )
     host_address: str = Field(
         "127.0.0.1", description="Address the server binds and is reached on."

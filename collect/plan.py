@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     Tag,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
@@ -34,6 +31,7 @@ from collect.components import (  # noqa: F401 - re-exported: plans import them 
     Name,
     Strict,
 )
+from collect.phases import BestOf, Phase
 
 # --- methods -----------------------------------------------------------------------------
 
@@ -173,6 +171,11 @@ class Plan(Strict):
         1, ge=0, le=10, description="Unrecorded-in-analysis requests sent after each start."
     )
     workloads: list[Workload] = Field(min_length=1, description="Workloads run on every service.")
+    phases: list[Phase] | None = Field(
+        None,
+        description="Ordered phases, each at one tp (default: one phase per tp with every "
+        "method). A phase may run the fastest methods of an earlier one.",
+    )
 
     @field_validator("methods")
     @classmethod
@@ -215,18 +218,73 @@ class Plan(Strict):
     def all_tps(self) -> list[int]:
         return sorted({t for m in self.methods for t in (m.tp or self.tp)})
 
+    @field_validator("phases")
+    @classmethod
+    def _valid_phases(cls, phases: list[Phase] | None, info: ValidationInfo) -> list[Phase] | None:
+        methods = {m.name for m in info.data.get("methods") or []}
+        workloads = {w.name for w in info.data.get("workloads") or []}
+        seen: list[str] = []
+        for p in phases or []:
+            _check_tp([p.tp], info.data.get("engine"))
+            if p.name in seen:
+                raise ValueError(f"duplicate phase name {p.name!r}")
+            if isinstance(p.methods, BestOf) and p.methods.best_of not in seen:
+                raise ValueError(
+                    f"phase {p.name!r}: best_of {p.methods.best_of!r} is not an "
+                    f"earlier phase {seen}"
+                )
+            unknown = sorted(set(p.methods if isinstance(p.methods, list) else []) - methods)
+            unknown += sorted(set(p.workloads or []) - workloads)
+            if unknown:
+                raise ValueError(f"phase {p.name!r} names unknown methods/workloads {unknown}")
+            seen.append(p.name)
+        return phases
+
+    def all_phases(self) -> list[Phase]:
+        """The plan's phases, or one per tp with every method that runs at that tp."""
+        if self.phases:
+            return list(self.phases)
+        return [
+            Phase(
+                name=f"tp{tp}",
+                tp=tp,
+                methods=[m.name for m in self.methods if tp in (m.tp or self.tp)],
+            )
+            for tp in self.all_tps()
+        ]
+
     def workloads_of(self, config: ServiceConfig) -> list[Workload]:
         """The workloads a service runs, in plan order."""
-        return [w for w in self.workloads if config.method.runs(w.name)]
+        return [
+            w
+            for w in self.workloads
+            if config.method.runs(w.name)
+            and (config.workloads is None or w.name in config.workloads)
+        ]
 
-    def configs(self) -> list[ServiceConfig]:
-        """Every (method, tp) service to start, baseline first within each tp."""
+    def phase_configs(self, phase: Phase, methods: list[str]) -> list[ServiceConfig]:
+        """The services of a phase for the given methods, baseline first."""
+        chosen = {self.baseline, *methods}
         ordered = sorted(self.methods, key=lambda m: m.name != self.baseline)
         return [
-            ServiceConfig(method=m, tp=tp, engine=self.engine)
-            for tp in self.all_tps()
+            ServiceConfig(
+                method=m,
+                tp=phase.tp,
+                engine=self.engine,
+                phase=phase.name,
+                workloads=tuple(phase.workloads) if phase.workloads else None,
+            )
             for m in ordered
-            if tp in (m.tp or self.tp)
+            if m.name in chosen
+        ]
+
+    def configs(self) -> list[ServiceConfig]:
+        """Services of every phase whose methods are known before the campaign runs."""
+        return [
+            c
+            for p in self.all_phases()
+            if not isinstance(p.methods, BestOf)
+            for c in self.phase_configs(p, p.methods or [m.name for m in self.methods])
         ]
 
     def sha256(self) -> str:
@@ -250,6 +308,8 @@ class ServiceConfig(BaseModel):
     method: Method
     tp: int
     engine: Engine
+    phase: str = ""
+    workloads: tuple[str, ...] | None = None
 
     @property
     def config_id(self) -> str:
@@ -265,100 +325,6 @@ class ServiceConfig(BaseModel):
             "method_env": self.method.env,
             "tp": self.tp,
         }
+        if e.tp_args.get(self.tp):
+            key["tp_args"] = e.tp_args[self.tp]
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-
-
-# --- loading -----------------------------------------------------------------------------
-
-
-class PlanError(ValueError):
-    """A plan that cannot be used; the message names the file, field and line."""
-
-
-def load_plan(path: str | Path) -> Plan:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read plan: {exc.strerror}") from None
-    return parse_plan(text, str(path))
-
-
-def parse_plan(text: str, source: str = "<plan>") -> Plan:
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{source}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise PlanError(f"{source}: a plan is a YAML mapping with name, engine, methods, workloads")
-    try:
-        return Plan.model_validate(data)
-    except ValidationError as exc:
-        raise PlanError(_describe(exc, root, source)) from None
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice (plain YAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _describe(exc: ValidationError, root: yaml.Node | None, source: str) -> str:
-    lines = [f"{source}: invalid plan ({exc.error_count()} problem(s)):"]
-    for err in exc.errors(include_url=False):
-        loc = [p for p in err["loc"] if not _is_tag(p)]
-        field = ".".join(str(p) for p in loc) or "(top level)"
-        line = _line_of(root, loc)
-        where = f" (line {line})" if line else ""
-        lines.append(f"  - {field}{where}: {err['msg']}")
-    return "\n".join(lines)
-
-
-def _is_tag(part: object) -> bool:
-    """pydantic adds the discriminator value (e.g. 'llamacpp') to union error paths."""
-    return isinstance(part, str) and part in {
-        "local",
-        "ssh",
-        "llamacpp",
-        "sglang",
-        "vllm",
-        "humaneval",
-        "mtbench",
-        "inline",
-        "requests",
-        "agentic",
-    }
-
-
-def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
-    """1-based line of the deepest YAML node found along loc."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = [v for k, v in node.value if getattr(k, "value", None) == part]
-            if not match:
-                return line
-            node = match[0]
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            node = node.value[part]
-        else:
-            return line
-        line = node.start_mark.line + 1
-    return line
-
-
-def json_schema() -> dict[str, Any]:
-    """JSON Schema of the plan, for editors (yaml-language-server)."""
-    return Plan.model_json_schema()

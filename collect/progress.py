@@ -41,6 +41,11 @@ class CampaignProgress:
     ) -> None:
         self._progress.stop()
 
+    def add_total(self, n: int) -> None:
+        """More requests to come (a phase's work is known once it starts)."""
+        task = self._progress.tasks[0]
+        self._progress.update(self._task, total=(task.total or 0) + n)
+
     def advance(self) -> None:
         self._progress.advance(self._task)
 

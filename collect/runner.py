@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import httpx
 
 from collect import engines, hosts
 from collect.measure import Context, warmup_rows, workload_rows
+from collect.phases import BestOf, Phase, rank_methods
 from collect.plan import Plan, ServiceConfig, Workload
 from collect.progress import CampaignProgress
 from collect.redact import redact
@@ -30,96 +32,127 @@ from schema.store import Store, utcnow
 log = logging.getLogger("specsweep.collect")
 
 
+@dataclass
+class Campaign:
+    """What every step of one campaign run shares."""
+
+    store: Store
+    plan: Plan
+    campaign_id: str
+    host: hosts.Host
+    engine: engines.Adapter
+    log_dir: Path
+    progress: CampaignProgress
+
+
 def run(
-    plan: Plan, plan_text: str, db_path: Path, log_dir: Path, show_progress: bool = True
+    plan: Plan,
+    plan_text: str,
+    db_path: Path,
+    log_dir: Path,
+    show_progress: bool = True,
+    phases: list[str] | None = None,
 ) -> str:
-    """Run (or resume) the plan's campaign; returns the campaign_id."""
+    """Run (or resume) the plan's campaign, or only the named phases; returns campaign_id."""
     campaign_id = plan.campaign_id()
+    selected = select_phases(plan, phases)
     with Store(db_path) as store:
         _begin(store, plan, plan_text, campaign_id)
-        todo = _todo(store, plan, campaign_id)
-        total = sum(request_count(w) for _, ws in todo for w in ws)
         status = "interrupted"
         host = hosts.create(plan.host)
         try:
             engine = engines.create(plan.engine)
             engine.prepare(host)
             _record_environment(store, campaign_id, host, plan)
-            with CampaignProgress(total, enabled=show_progress) as progress:
-                for config, workloads in todo:
-                    _run_config(
-                        store,
-                        host,
-                        engine,
-                        config,
-                        workloads,
-                        campaign_id,
-                        plan.warmup_requests,
-                        log_dir / campaign_id,
-                        progress,
-                    )
-            status = "complete" if not _todo(store, plan, campaign_id) else "failed"
+            with CampaignProgress(0, enabled=show_progress) as progress:
+                c = Campaign(store, plan, campaign_id, host, engine, log_dir / campaign_id,
+                             progress)
+                for phase in selected:
+                    _run_phase(c, phase)
+                status = _status(c)
         finally:
             host.close()
             _finish(store, campaign_id, status)
     return campaign_id
 
 
-def _todo(store: Store, plan: Plan, campaign_id: str) -> list[tuple[ServiceConfig, list[Workload]]]:
+def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
+    phases = plan.all_phases()
+    if not names:
+        return phases
+    unknown = sorted(set(names) - {p.name for p in phases})
+    if unknown:
+        raise ValueError(f"unknown phase(s) {unknown}; the plan has {[p.name for p in phases]}")
+    return [p for p in phases if p.name in names]
+
+
+def _run_phase(c: Campaign, phase: Phase) -> None:
+    todo = _todo(c, phase)
+    c.progress.add_total(sum(request_count(w) for _, ws in todo for w in ws))
+    for config, workloads in todo:
+        _run_config(c, config, workloads)
+
+
+def _status(c: Campaign) -> str:
+    """complete when no phase has work left; partial when only unselected phases do."""
+    return "complete" if not any(_todo(c, p) for p in c.plan.all_phases()) else "partial"
+
+
+def _phase_methods(c: Campaign, phase: Phase) -> list[str]:
+    """The phase's methods; for {best_of, top}, the fastest measured in that phase."""
+    if not isinstance(phase.methods, BestOf):
+        return phase.methods or [m.name for m in c.plan.methods]
+    source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
+    ranked = rank_methods(c.store, c.campaign_id, source.tp, c.plan.baseline)
+    chosen = [m for m, _ in ranked[: phase.methods.top]]
+    if not ranked:
+        c.progress.note(f"phase {phase.name}: phase {source.name} has no results yet to choose "
+                        "methods from; only the baseline runs")
+    else:
+        c.progress.note(f"phase {phase.name}: fastest in {source.name}: "
+                        + ", ".join(f"{m} {x:.2f}x" for m, x in ranked) + f"; running {chosen}")
+    return chosen
+
+
+def _todo(c: Campaign, phase: Phase) -> list[tuple[ServiceConfig, list[Workload]]]:
     out = []
-    for config in plan.configs():
+    for config in c.plan.phase_configs(phase, _phase_methods(c, phase)):
         pending = [
             w
-            for w in plan.workloads_of(config)
-            if not store.unit_done(campaign_id, config.config_id, w.name)
+            for w in c.plan.workloads_of(config)
+            if not c.store.unit_done(c.campaign_id, config.config_id, w.name)
         ]
         if pending:
             out.append((config, pending))
     return out
 
 
-def _run_config(
-    store: Store,
-    host: hosts.Host,
-    engine: engines.Adapter,
-    config: ServiceConfig,
-    workloads: list[Workload],
-    campaign_id: str,
-    warmups: int,
-    log_dir: Path,
-    progress: CampaignProgress,
-) -> None:
-    service = Service(host, engine, config, log_dir, campaign_id)
-    progress.status(f"starting {config.method.name} (tp {config.tp})")
+def _run_config(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -> None:
+    service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id)
+    c.progress.status(f"starting {config.method.name} (tp {config.tp})")
     recorded = False
     try:
         with service:
-            store.append("services", [service.row])
+            c.store.append("services", [service.row])
             recorded = True
-            asyncio.run(_measure(store, service, workloads, campaign_id, warmups, progress))
+            asyncio.run(_measure(c, service, workloads))
     except ServiceFailed as exc:
         log.error("service failed, skipping its workloads: %s", exc)
-        progress.note(f"[red]{exc}[/red]")
+        c.progress.note(f"[red]{exc}[/red]")
     finally:
         if recorded:
             row = service.row
-            store.execute(
+            c.store.execute(
                 "UPDATE services SET state = ?, stopped_at = ?, error = ?, log_tail = ? "
                 "WHERE service_id = ?",
                 [row["state"], row["stopped_at"], row["error"], row["log_tail"], row["service_id"]],
             )
         else:
-            store.append("services", [service.row])
+            c.store.append("services", [service.row])
 
 
-async def _measure(
-    store: Store,
-    service: Service,
-    workloads: list[Workload],
-    campaign_id: str,
-    warmups: int,
-    progress: CampaignProgress,
-) -> None:
+async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> None:
+    store, progress, campaign_id = c.store, c.progress, c.campaign_id
     config = service.config
     biggest = max(max(w.concurrency) for w in workloads)
     limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
@@ -136,7 +169,7 @@ async def _measure(
             progress.advance,
         )
         await _record_fingerprint(store, ctx, service)
-        warm = await warmup_rows(ctx, workloads[0], warmups)
+        warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
         for w in workloads:
             progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
             started = utcnow()

@@ -39,6 +39,7 @@ class Service:
         address = engine.cfg.host_address
         self.port = engine.cfg.port or host.free_port(address)
         self.argv, self.env = engine.launch(config.method, config.tp, self.port)
+        self.argv += engine.cfg.tp_args.get(config.tp, [])
         self.log_path = (
             host.log_dir(log_dir) / f"{config.method.name}-tp{config.tp}-{self.service_id}.log"
         )

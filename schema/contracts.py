@@ -38,7 +38,7 @@ class CampaignsSchema(_Base):
     baseline: Series[str]
     started_at: Series[pd.Timestamp]
     finished_at: Series[pd.Timestamp] = pa.Field(nullable=True)
-    status: Series[str] = pa.Field(isin=["running", "complete", "interrupted", "failed"])
+    status: Series[str] = pa.Field(isin=["running", "complete", "partial", "interrupted"])
 
 
 class EnvironmentSchema(_Base):

@@ -16,7 +16,7 @@ CREATE TABLE IF NOT EXISTS campaigns (
     baseline     VARCHAR NOT NULL,      -- the plan's baseline method
     started_at   TIMESTAMP NOT NULL,    -- UTC
     finished_at  TIMESTAMP,             -- UTC, set when every unit is complete
-    status       VARCHAR NOT NULL       -- running | complete | interrupted | failed
+    status       VARCHAR NOT NULL       -- running | complete | partial (phases left) | interrupted
 );
 
 CREATE TABLE IF NOT EXISTS environment (

@@ -16,14 +16,8 @@ from typing import Any
 
 import pytest
 
-from collect.plan import (
-    AgenticWorkload,
-    PlanError,
-    RequestsWorkload,
-    json_schema,
-    load_plan,
-    parse_plan,
-)
+from collect.plan import AgenticWorkload, RequestsWorkload
+from collect.planfile import PlanError, json_schema, load_plan, parse_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PLAN = ROOT / "plans" / "local.yaml"
@@ -127,7 +121,7 @@ def test_config_id_is_stable_across_loads() -> None:
 def test_config_id_is_stable_across_processes() -> None:
     """A fresh interpreter with another hash seed computes the same ids (resume relies on it)."""
     code = (
-        "from collect.plan import load_plan; import sys\n"
+        "from collect.planfile import load_plan; import sys\n"
         "print(' '.join(c.config_id for c in load_plan(sys.argv[1]).configs()))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

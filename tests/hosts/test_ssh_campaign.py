@@ -14,7 +14,7 @@ import duckdb
 import yaml
 
 from collect import runner
-from collect.plan import parse_plan
+from collect.planfile import parse_plan
 
 
 def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int) -> str:

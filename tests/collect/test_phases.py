@@ -1,0 +1,138 @@
+"""Phases: validation, the services each phase starts, and ranking methods from results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collect.phases import rank_methods
+from collect.planfile import PlanError, parse_plan
+from schema.store import Store
+from tests.schema.conftest import request_row
+
+PLAN = """
+name: phased
+engine: {kind: sglang, model: /models/m, chat_template: "{{ messages }}"}
+methods:
+  - {name: autoregressive}
+  - {name: a, args: [--a]}
+  - {name: b, args: [--b]}
+  - {name: c, args: [--c]}
+workloads:
+  - {name: w1, prompts: {kind: inline, texts: [x]}, max_tokens: [8]}
+  - {name: w2, prompts: {kind: inline, texts: [y]}, max_tokens: [8]}
+phases:
+  - {name: tp1, tp: 1}
+  - {name: tp4, tp: 4, methods: {best_of: tp1, top: 2}, workloads: [w2]}
+"""
+
+
+def test_static_phases_list_their_services_and_best_of_waits_for_results() -> None:
+    plan = parse_plan(PLAN)
+    assert [(c.method.name, c.tp, c.phase) for c in plan.configs()] == [
+        ("autoregressive", 1, "tp1"),
+        ("a", 1, "tp1"),
+        ("b", 1, "tp1"),
+        ("c", 1, "tp1"),
+    ]
+    tp4 = plan.all_phases()[1]
+    configs = plan.phase_configs(tp4, ["c", "a"])
+    # the baseline always runs; plan order otherwise; only the phase's workloads
+    assert [(c.method.name, c.tp) for c in configs] == [("autoregressive", 4), ("a", 4), ("c", 4)]
+    assert [w.name for w in plan.workloads_of(configs[0])] == ["w2"]
+    assert configs[1].config_id != plan.configs()[1].config_id  # tp is part of the id
+
+
+def test_without_phases_there_is_one_per_tp() -> None:
+    plan = parse_plan(PLAN.split("phases:")[0].replace("methods:\n", "tp: [1, 4]\nmethods:\n"))
+    assert [(p.name, p.tp) for p in plan.all_phases()] == [("tp1", 1), ("tp4", 4)]
+    assert len(plan.configs()) == 8
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ("{best_of: tp1, top: 2}", None),
+        ("{best_of: tp9, top: 2}", "best_of 'tp9' is not an earlier phase"),
+        ("[a, zz]", "unknown methods/workloads ['zz']"),
+    ],
+)
+def test_phase_validation(change: str, words: str | None) -> None:
+    text = PLAN.replace("{best_of: tp1, top: 2}", change)
+    if words is None:
+        parse_plan(text)
+        return
+    with pytest.raises(PlanError, match="phases") as err:
+        parse_plan(text)
+    assert words in str(err.value)
+
+
+def test_tp_args_reach_the_config_id() -> None:
+    base = parse_plan(PLAN)
+    more = parse_plan(
+        PLAN.replace(
+            "chat_template:", "tp_args: {1: [--mem-fraction-static, '0.8']}, chat_template:"
+        )
+    )
+    assert base.configs()[0].config_id != more.configs()[0].config_id
+
+
+def test_rank_methods_from_hand_built_rows(tmp_path: Path) -> None:
+    """decode tok/s = (output_tokens - 1) / (e2e - ttft) = 10 / (e2e - 0.1).
+    baseline: e2e 1.1 -> 10 tok/s in both windows; a: 0.6 -> 20 (2.0x) and 1.1 -> 10 (1.0x),
+    median 1.5; b: 0.35 -> 40 (4.0x) in w1 only; c: 2.1 -> 5 (0.5x)."""
+    rows, i = [], 0
+    for method, workload, e2e in [
+        ("autoregressive", "w1", 1.1),
+        ("autoregressive", "w2", 1.1),
+        ("a", "w1", 0.6),
+        ("a", "w2", 1.1),
+        ("b", "w1", 0.35),
+        ("c", "w1", 2.1),
+        ("c", "w1", 2.1),
+        ("b", "w1", 0.35),
+    ]:
+        rows.append(
+            request_row(
+                i,
+                method=method,
+                workload=workload,
+                ttft_s=0.1,
+                e2e_s=e2e,
+                output_tokens=11,
+                chunk_times_s=[0.1, e2e],
+            )
+        )
+        i += 1
+    rows.append(
+        request_row(
+            i,
+            method="a",
+            workload="w1",
+            tp=4,
+            ttft_s=0.1,
+            e2e_s=0.2,
+            output_tokens=11,
+            chunk_times_s=[0.1, 0.2],
+        )
+    )  # other tp: ignored
+    rows.append(
+        request_row(
+            i + 1,
+            method="c",
+            workload="w2",
+            ok=False,
+            error_kind="http",
+            ttft_s=None,
+            e2e_s=None,
+            output_tokens=None,
+            chunk_times_s=None,
+        )
+    )
+    store = Store(tmp_path / "r.duckdb")
+    assert store.append("requests", rows) == len(rows)
+    ranked = rank_methods(store, "camp", 1, "autoregressive")
+    assert [m for m, _ in ranked] == ["b", "a", "c"]
+    assert [round(x, 6) for _, x in ranked] == [4.0, 1.5, 0.5]
+    assert rank_methods(store, "other-campaign", 1, "autoregressive") == []
