@@ -61,21 +61,26 @@ def run(
 @app.command()
 def check(plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML).")) -> None:
     """Validate a plan and list the services and requests it would run."""
+    from collect.phases import BestOf
     from collect.workloads import request_count
 
     parsed = _plan_or_exit(plan)
     per_workload = {w.name: request_count(w) for w in parsed.workloads}
     total = 0
-    for config in parsed.configs():
-        names = [w.name for w in parsed.workloads_of(config)]
-        count = sum(per_workload[n] for n in names)
-        total += count
-        typer.echo(f"service {config.method.name} tp{config.tp} (config {config.config_id}): "
-                   f"{count} requests ({', '.join(names)})")
-    typer.echo(
-        f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
-        f"{len(parsed.configs())} services, {total} measured requests"
-    )
+    for phase in parsed.all_phases():
+        picked = phase.methods if isinstance(phase.methods, BestOf) else None
+        names = phase.methods if not picked and phase.methods else [m.name for m in parsed.methods]
+        configs = parsed.phase_configs(phase, [] if picked else names)
+        detail = f"; plus the {picked.top} fastest of phase {picked.best_of}" if picked else ""
+        typer.echo(f"phase {phase.name} (tp {phase.tp}){detail}:")
+        for config in configs:
+            wnames = [w.name for w in parsed.workloads_of(config)]
+            count = sum(per_workload[n] for n in wnames)
+            total += count * (1 + (picked.top if picked else 0))
+            typer.echo(f"  {config.method.name} (config {config.config_id}): "
+                       f"{count} requests ({', '.join(wnames)})")
+    typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
+               f"about {total} measured requests")
 
 
 @app.command()

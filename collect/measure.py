@@ -187,7 +187,8 @@ async def workload_rows(
             if isinstance(w, AgenticWorkload):
                 rows += await agentic_window(ctx, w, max_tokens, concurrency)
             else:
-                rows += await requests_window(ctx, w, items, max_tokens, concurrency)
+                subset = items[: w.prompt_limit(max_tokens)]
+                rows += await requests_window(ctx, w, subset, max_tokens, concurrency)
     return rows
 
 

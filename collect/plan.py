@@ -2,8 +2,8 @@
 
 A plan names one host, one engine, the methods to compare (one of them the baseline),
 the tensor-parallel sizes and the workloads. Every model forbids unknown fields, so a
-typo fails before anything starts; `load_plan` turns validation errors into a
-`PlanError` that names the field and the line of the YAML file.
+typo fails before anything starts; `collect.planfile.load_plan` turns validation errors
+into a `PlanError` that names the field and the line of the YAML file.
 """
 
 from __future__ import annotations
@@ -110,6 +110,13 @@ class RequestsWorkload(_Windowed):
     concurrency: list[int] = Field([1], min_length=1, description="Concurrent requests levels.")
     repetitions: int = Field(3, ge=1, le=100, description="Times each prompt is sent per window.")
     system: str | None = Field(None, description="Optional system message.")
+    max_prompts: dict[int, int] = Field(
+        default_factory=dict,
+        description="Fewer prompts for some max_tokens, e.g. {2048: 2}: the first N prompts.",
+    )
+
+    def prompt_limit(self, max_tokens: int) -> int | None:
+        return self.max_prompts.get(max_tokens)
 
 
 class Turn(Strict):

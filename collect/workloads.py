@@ -77,4 +77,6 @@ def request_count(workload: RequestsWorkload | AgenticWorkload) -> int:
     windows = len(workload.max_tokens) * len(workload.concurrency)
     if isinstance(workload, AgenticWorkload):
         return windows * workload.repetitions * len(workload.turns)
-    return windows * workload.repetitions * len(prompts(workload.prompts))
+    n = len(prompts(workload.prompts))
+    per_window = [min(n, workload.prompt_limit(mt) or n) for mt in workload.max_tokens]
+    return sum(per_window) * len(workload.concurrency) * workload.repetitions

@@ -136,3 +136,20 @@ def test_rank_methods_from_hand_built_rows(tmp_path: Path) -> None:
     assert [m for m, _ in ranked] == ["b", "a", "c"]
     assert [round(x, 6) for _, x in ranked] == [4.0, 1.5, 0.5]
     assert rank_methods(store, "other-campaign", 1, "autoregressive") == []
+
+
+def test_ct200_plan_passes_check() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "collect", "check", str(root / "plans" / "ct200-qwen36.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "phase tp4 (tp 4); plus the 2 fastest of phase tp1" in done.stdout
+    # 5 types x (5 + 5 + 2 prompts) x 3 reps + 6 turns x 3 sessions = 198 per TP1 service
+    assert "ddtree-b64 (config" in done.stdout and "198 requests" in done.stdout
