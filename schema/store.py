@@ -9,6 +9,8 @@ work in `transaction()` so a unit lands whole or not at all.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +25,8 @@ import pandera.pandas as pa
 from schema.contracts import CONTRACTS
 
 SCHEMA_VERSION = 1
+LOCK_WAIT_S = 300.0
+log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
 
 
@@ -60,7 +64,7 @@ class Store:
         if self._con is not None:
             yield
             return
-        con = duckdb.connect(str(self.path))
+        con = self._connect()
         try:
             con.execute("BEGIN TRANSACTION").fetchall()
             self._con = con
@@ -73,6 +77,22 @@ class Store:
         finally:
             self._con = None
             con.close()
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the file for writing; while another process (a `make sql` session, a
+        report) holds it, wait and retry with backoff for up to LOCK_WAIT_S."""
+        deadline = time.monotonic() + LOCK_WAIT_S
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise
+                if delay >= 1.0:
+                    log.warning("waiting for %s: %s", self.path, str(exc).splitlines()[0])
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def append(self, table: str, rows: list[dict[str, Any]]) -> int:
         """Validate rows against the table's contract; insert the valid ones.

@@ -5,7 +5,7 @@ then the same with the link dropped mid-campaign."""
 from __future__ import annotations
 
 import subprocess
-import threading
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,18 +21,37 @@ def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int) -> 
     plan = {
         "name": "ssh-loopback",
         "host": {**ssh_cfg, "tunnel": True},
-        "engine": {"kind": "llamacpp", "binary": llama_server, "model": model,
-                   "args": ["-t", "2", "-c", "2048", "-np", "2"],
-                   "startup_timeout_s": 60, "request_timeout_s": 60},
-        "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]},
-                    {"name": "ngram-simple", "args": ["--spec-type", "ngram-simple"]}],
+        "engine": {
+            "kind": "llamacpp",
+            "binary": llama_server,
+            "model": model,
+            "args": ["-t", "2", "-c", "2048", "-np", "2"],
+            "startup_timeout_s": 60,
+            "request_timeout_s": 60,
+        },
+        "methods": [
+            {"name": "autoregressive", "args": ["--spec-type", "none"]},
+            {"name": "ngram-simple", "args": ["--spec-type", "ngram-simple"]},
+        ],
         "workloads": [
-            {"name": "echo", "prompts": {"kind": "inline", "texts": [
-                "Repeat exactly: def add(a, b): return a + b",
-                "Repeat exactly: for i in range(3): print(i)"]},
-             "max_tokens": [16], "repetitions": reps},
-            {"name": "follow-up", "prompts": {"kind": "inline", "texts": ["Say hello."]},
-             "max_tokens": [8], "repetitions": reps},
+            {
+                "name": "echo",
+                "prompts": {
+                    "kind": "inline",
+                    "texts": [
+                        "Repeat exactly: def add(a, b): return a + b",
+                        "Repeat exactly: for i in range(3): print(i)",
+                    ],
+                },
+                "max_tokens": [16],
+                "repetitions": reps,
+            },
+            {
+                "name": "follow-up",
+                "prompts": {"kind": "inline", "texts": ["Say hello."]},
+                "max_tokens": [8],
+                "repetitions": reps,
+            },
         ],
     }
     return yaml.safe_dump(plan, sort_keys=False)
@@ -55,8 +74,10 @@ def test_campaign_over_ssh_process_manager(
     before = _servers(llama_server)
     db = _run(_plan(ssh_cfg, llama_server, smollm_model, reps=2), tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
-        ok, failed = con.execute("SELECT count(*) FILTER (ok), count(*) FILTER (NOT ok) "
-                                 "FROM requests WHERE NOT is_warmup").fetchone()
+        ok, failed = con.execute(
+            "SELECT count(*) FILTER (ok), count(*) FILTER (NOT ok) "
+            "FROM requests WHERE NOT is_warmup"
+        ).fetchone()
         states = con.execute("SELECT DISTINCT state, host FROM services").fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         commands = [r[0] for r in con.execute("SELECT launch_command FROM services").fetchall()]
@@ -72,34 +93,57 @@ def test_campaign_over_ssh_process_manager(
 def test_campaign_survives_a_dropped_link(
     ssh_cfg: dict[str, Any], sshd: Any, llama_server: str, smollm_model: str, tmp_path: Path
 ) -> None:
-    """The link is cut (every sshd session killed) once the first unit has landed; the
-    host reconnects, the campaign completes, and no server is left running."""
+    """The campaign runs as the CLI in its own process; the link is cut (every sshd session
+    killed) once the first unit has landed; the host reconnects, the campaign completes,
+    and no server is left running."""
     before = _servers(llama_server)
-    db = tmp_path / "results.duckdb"
-    cut = threading.Event()
-
-    def cut_link_after_first_unit() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not cut.is_set():
-            try:
-                with duckdb.connect(str(db), read_only=True) as con:
-                    if con.execute("SELECT count(*) FROM units").fetchone()[0]:
-                        sshd.kill_sessions()
-                        cut.set()
-                        return
-            except duckdb.Error:
-                pass  # the writer holds the file for a moment
-            time.sleep(0.1)
-
-    watcher = threading.Thread(target=cut_link_after_first_unit, daemon=True)
-    watcher.start()
-    text = _plan(ssh_cfg, llama_server, smollm_model, reps=3)
-    runner.run(parse_plan(text), text, db, Path("logs"), show_progress=False)
-    watcher.join(timeout=5)
-    assert cut.is_set(), "the link was never cut"
+    db, plan = tmp_path / "results.duckdb", tmp_path / "plan.yaml"
+    plan.write_text(_plan(ssh_cfg, llama_server, smollm_model, reps=3))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "collect",
+            "run",
+            str(plan),
+            "--db",
+            str(db),
+            "--logs",
+            "logs",
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        cut = _cut_after_first_unit(db, sshd, proc, timeout_s=120)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert cut, "the link was never cut"
+    assert proc.returncode == 0, err
     with duckdb.connect(str(db), read_only=True) as con:
         units = con.execute("SELECT count(*) FROM units").fetchone()[0]
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         states = con.execute("SELECT DISTINCT state FROM services").fetchall()
     assert units == 4 and status == "complete" and states == [("stopped",)]
     assert _servers(llama_server) == before
+
+
+def _cut_after_first_unit(
+    db: Path, sshd: Any, proc: subprocess.Popen[str], timeout_s: float
+) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with duckdb.connect(str(db), read_only=True) as con:
+                landed = con.execute("SELECT count(*) FROM units").fetchone()[0]
+        except duckdb.Error:
+            landed = 0  # not created yet, or the writer holds the file for a moment
+        if landed:
+            killed = sshd.kill_sessions()
+            assert killed, "no sshd session to kill"
+            return True
+        time.sleep(0.05)
+    return False

@@ -316,3 +316,27 @@ def test_store_refuses_a_newer_file_and_leaves_it_alone(db_path: Path) -> None:
         Store(db_path)
     versions = sorted(r[0] for r in read(db_path, "SELECT version FROM schema_version"))
     assert versions == [SCHEMA_VERSION, SCHEMA_VERSION + 1]
+
+
+def test_a_write_waits_for_a_reader_in_another_process(
+    store: Store, db_path: Path, make_row: Row
+) -> None:
+    """`make sql` open on the file must delay a campaign's write, not crash it."""
+    import subprocess
+    import sys
+    import time
+
+    store.append("requests", [make_row(0)])
+    reader = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+         "print('open', flush=True); time.sleep(1.5)", str(db_path)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert reader.stdout.readline().strip() == "open"
+    t0 = time.monotonic()
+    assert store.append("requests", [make_row(1)]) == 1
+    waited = time.monotonic() - t0
+    reader.wait(timeout=10)
+    assert waited > 0.5  # it really had to wait for the reader to let go
+    assert count(db_path, "requests") == 2
