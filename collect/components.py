@@ -64,7 +64,18 @@ class SSHHost(Strict):
     )
 
 
-Host = Annotated[LocalHost | SSHHost, Field(discriminator="kind")]
+class ExternalHost(Strict):
+    kind: Literal["external"] = Field(
+        description="A server that is already running: specsweep neither starts nor stops "
+        "it, but checks its health, fingerprints it and measures it."
+    )
+    name: str = Field("external", description="Label stored with every row.")
+    url: str = Field(
+        pattern=r"^https?://[^\s/]+(:\d+)?/?$", description="Base URL, e.g. http://gpu1:30000."
+    )
+
+
+Host = Annotated[LocalHost | SSHHost | ExternalHost, Field(discriminator="kind")]
 
 
 # --- engines -----------------------------------------------------------------------------

@@ -16,8 +16,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from collect.components import LocalHost, SSHHost
+from collect.components import ExternalHost, LocalHost, SSHHost
 
 
 @dataclass
@@ -63,6 +64,10 @@ class Local:
 
     def read_file(self, path: str) -> str:
         return Path(path).expanduser().read_text()
+
+    def describe(self, command: str) -> str:
+        """How the services row shows a launch."""
+        return command
 
     def close(self) -> None:
         """Nothing to release for this machine."""
@@ -136,9 +141,57 @@ def _mem_total_gb() -> str:
     return "unknown"
 
 
-def create(cfg: LocalHost | SSHHost) -> Host:
+class External:
+    """A server someone else runs: nothing to start or stop, no files to read."""
+
+    def __init__(self, cfg: ExternalHost):
+        self.name, self.url = cfg.name, cfg.url.rstrip("/")
+
+    def start(self, argv: list[str], env: dict[str, str], log_path: PurePath) -> Process:
+        return Process(pid=0, log_path=log_path)
+
+    def alive(self, proc: Process) -> bool:
+        return True  # not ours to watch; a dead server shows as failed requests
+
+    def stop(self, proc: Process, grace_s: float = 10.0) -> None:
+        """Not ours to stop."""
+
+    def log_tail(self, proc: Process, lines: int = 40) -> str:
+        return ""
+
+    def free_port(self, address: str) -> int:
+        return int(urlsplit(self.url).port or (443 if self.url.startswith("https") else 80))
+
+    def endpoint(self, address: str, port: int) -> str:
+        return self.url
+
+    def log_dir(self, default: Path) -> Path:
+        return default
+
+    def read_file(self, path: str) -> str:
+        raise OSError(f"no file access on an external server ({self.url})")
+
+    def describe(self, command: str) -> str:
+        return f"external server at {self.url} (not started by specsweep)"
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def gpu_indices(self) -> list[int]:
+        return []
+
+    def busy_gpus(self) -> set[int]:
+        return set()
+
+    def fingerprint(self) -> dict[str, str]:
+        return {"host.kind": "external", "host.url": self.url}
+
+
+def create(cfg: LocalHost | SSHHost | ExternalHost) -> Host:
     if cfg.kind == "local":
         return Local(cfg)
+    if cfg.kind == "external":
+        return External(cfg)
     if cfg.kind == "ssh":
         from collect.ssh import SSH  # paramiko is only needed for remote hosts
 
@@ -149,6 +202,6 @@ def create(cfg: LocalHost | SSHHost) -> Host:
 if TYPE_CHECKING:
     from collect.ssh import SSH
 
-    Host = Local | SSH
+    Host = Local | SSH | External
 else:
     Host = Local

@@ -73,6 +73,7 @@ def _is_tag(part: object) -> bool:
     return isinstance(part, str) and part in {
         "local",
         "ssh",
+        "external",
         "llamacpp",
         "sglang",
         "vllm",

@@ -109,7 +109,9 @@ class Service:
         self.row.update(gpus=gpus, launch_command=self._command())
 
     def _command(self) -> str:
-        return redact(_env_prefix(self.env) + shlex.join(redact_argv(self.argv)))
+        return self.host.describe(
+            redact(_env_prefix(self.env) + shlex.join(redact_argv(self.argv)))
+        )
 
     def fail(self, reason: str) -> None:
         """Mark the service failed with its log tail and raise ServiceFailed."""

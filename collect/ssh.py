@@ -295,6 +295,9 @@ class SSH:
             self._tunnels[key] = _Tunnel(self._transport, key)
         return self._tunnels[key].port
 
+    def describe(self, command: str) -> str:
+        return f"{self.name}: {command}"
+
     def close(self) -> None:
         for tunnel in self._tunnels.values():
             tunnel.close()

@@ -1,0 +1,48 @@
+"""A campaign against an `external` SGLang-shaped server: specsweep starts and stops
+nothing, still fingerprints the server, and measures accept length = scripted truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import yaml
+from shaped_servers import Script, SGLangServer, serve
+
+from collect import runner
+from collect.planfile import parse_plan
+
+
+def _plan(url: str) -> str:
+    return yaml.safe_dump({
+        "name": "external-sglang",
+        "host": {"kind": "external", "url": url, "name": "shaped"},
+        "engine": {"kind": "sglang", "model": "/models/m", "flush_cache": True,
+                   "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"},
+        "methods": [{"name": "dflash"}],
+        "baseline": "dflash",
+        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                       "max_tokens": [28], "concurrency": [1, 2], "repetitions": 2}],
+    })
+
+
+def test_external_server_is_measured_not_managed(tmp_path: Path) -> None:
+    script = Script()  # 28 tokens in 8 chunks: accept length 28 / 8 = 3.5
+    with serve(SGLangServer(script)) as url:
+        text = _plan(url)
+        db = tmp_path / "r.duckdb"
+        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT ok, accept_length, output_tokens, chunk_tokens FROM requests "
+                           "WHERE NOT is_warmup").fetchall()
+        service = con.execute("SELECT state, launch_command, host FROM services").fetchone()
+        env = dict(con.execute("SELECT key, value FROM environment").fetchall())
+        metrics = con.execute("SELECT count(*) FROM server_metrics "
+                              "WHERE name = 'avg_spec_accept_length'").fetchone()[0]
+    assert len(rows) == 8 and all(r[0] for r in rows)
+    assert {r[1] for r in rows} == {script.tokens / script.steps}
+    assert {r[2] for r in rows} == {script.tokens}
+    assert rows[0][3] == list(script.chunk_tokens)
+    assert service[0] == "stopped" and service[1].startswith(f"external server at {url}")
+    assert service[2] == "shaped" and env["host.url"] == url
+    assert metrics == 2  # scraped before and after the workload
