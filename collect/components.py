@@ -21,9 +21,21 @@ class Strict(BaseModel):
 # --- hosts -------------------------------------------------------------------------------
 
 
+class BlockingService(Strict):
+    """Something else on the host that a phase must stop first (e.g. a service on GPU0
+    that a TP8 phase needs) and that specsweep starts again afterwards, also on failure."""
+
+    name: Name = Field(description="Label, referred to by phases' stop_services.")
+    stop: list[str] = Field(min_length=1, description="Command (argv) that stops it.")
+    start: list[str] = Field(min_length=1, description="Command (argv) that starts it again.")
+
+
 class LocalHost(Strict):
     kind: Literal["local"] = Field(description="Run services as processes on this machine.")
     name: str = Field("localhost", description="Label stored with every row from this host.")
+    blocking_services: list[BlockingService] = Field(
+        default_factory=list, description="Services phases may stop (see Phase.stop_services)."
+    )
 
 
 class SSHHost(Strict):
@@ -61,6 +73,9 @@ class SSHHost(Strict):
     connect_timeout_s: float = Field(15, gt=0, description="Seconds per connection attempt.")
     reconnect_attempts: int = Field(
         5, ge=0, le=50, description="Reconnects (with exponential backoff) after a dropped link."
+    )
+    blocking_services: list[BlockingService] = Field(
+        default_factory=list, description="Services phases may stop (see Phase.stop_services)."
     )
 
 

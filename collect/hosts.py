@@ -49,6 +49,15 @@ class Local:
             )
         return Process(pid=popen.pid, log_path=log_path, popen=popen)
 
+    def run(self, cmd: list[str], timeout_s: float = 60.0) -> tuple[int, str, str]:
+        """Run a command (argv, no shell); (returncode, stdout, stderr)."""
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return 127, "", str(exc)
+        return done.returncode, done.stdout, done.stderr
+
     def free_port(self, address: str) -> int:
         """A port nothing listens on now (the server binds it moments later)."""
         with socket.socket() as s:

@@ -33,6 +33,11 @@ class Phase(Strict):
     workloads: list[Name] | None = Field(
         None, description="Workloads to run in this phase (default: all)."
     )
+    stop_services: list[Name] = Field(
+        default_factory=list,
+        description="host.blocking_services to stop before the phase and start again after "
+        "it (also after a failure or Ctrl-C).",
+    )
 
 
 DECODE_SPEEDS = """

@@ -242,8 +242,13 @@ class Plan(Strict):
                 )
             unknown = sorted(set(p.methods if isinstance(p.methods, list) else []) - methods)
             unknown += sorted(set(p.workloads or []) - workloads)
+            host = info.data.get("host")
+            blocking = {b.name for b in getattr(host, "blocking_services", [])}
+            unknown += sorted(set(p.stop_services) - blocking)
             if unknown:
-                raise ValueError(f"phase {p.name!r} names unknown methods/workloads {unknown}")
+                raise ValueError(
+                    f"phase {p.name!r} names unknown methods/workloads/services {unknown}"
+                )
             seen.append(p.name)
         return phases
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,9 +90,46 @@ def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
 
 def _run_phase(c: Campaign, phase: Phase) -> None:
     todo = _todo(c, phase)
+    if not todo:
+        return
     c.progress.add_total(sum(request_count(w) for _, ws in todo for w in ws))
-    for config, workloads in todo:
-        _run_config(c, config, workloads)
+    try:
+        with _stopped(c, phase.stop_services):
+            for config, workloads in todo:
+                _run_config(c, config, workloads)
+    except BlockingServiceError as exc:
+        log.error("phase %s skipped: %s", phase.name, exc)
+        c.progress.note(f"[red]phase {phase.name} skipped: {exc}[/red]")
+
+
+class BlockingServiceError(RuntimeError):
+    """A blocking service would not stop; its phase is skipped."""
+
+
+@contextmanager
+def _stopped(c: Campaign, names: list[str]) -> Iterator[None]:
+    """Stop the named blocking services for the block; start every one that was stopped
+    again afterwards, whatever happens inside (failure, Ctrl-C)."""
+    services = {s.name: s for s in getattr(c.plan.host, "blocking_services", [])}
+    stopped = []
+    try:
+        for name in names:
+            rc, _, err = c.host.run(services[name].stop, timeout_s=300)
+            if rc != 0:
+                raise BlockingServiceError(f"could not stop blocking service {name!r} (exit {rc}): "
+                                   f"{redact(err.strip())[-500:]}")
+            stopped.append(name)
+            c.progress.note(f"stopped blocking service {name}")
+        yield
+    finally:
+        for name in reversed(stopped):
+            rc, _, err = c.host.run(services[name].start, timeout_s=300)
+            if rc != 0:
+                log.error("could not start blocking service %s again (exit %s): %s",
+                          name, rc, redact(err.strip())[-500:])
+                c.progress.note(f"[red]blocking service {name} did NOT start again[/red]")
+            else:
+                c.progress.note(f"started blocking service {name} again")
 
 
 def _status(c: Campaign) -> str:

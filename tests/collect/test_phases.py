@@ -55,7 +55,7 @@ def test_without_phases_there_is_one_per_tp() -> None:
     [
         ("{best_of: tp1, top: 2}", None),
         ("{best_of: tp9, top: 2}", "best_of 'tp9' is not an earlier phase"),
-        ("[a, zz]", "unknown methods/workloads ['zz']"),
+        ("[a, zz]", "unknown methods/workloads/services ['zz']"),
     ],
 )
 def test_phase_validation(change: str, words: str | None) -> None:
