@@ -70,6 +70,10 @@ class SSHHost(Strict):
     gpus: list[int] | None = Field(
         None, description="GPU indices of the host; default: what nvidia-smi lists."
     )
+    gpu_wait_s: float = Field(
+        0, ge=0, description="How long a service waits for busy GPUs to free up before its "
+        "configuration is skipped (0: skip at once)."
+    )
     connect_timeout_s: float = Field(15, gt=0, description="Seconds per connection attempt.")
     reconnect_attempts: int = Field(
         5, ge=0, le=50, description="Reconnects (with exponential backoff) after a dropped link."

@@ -240,6 +240,7 @@ echo "memory.total_kb=$(sed -n 's/^MemTotal: *\([0-9]*\).*/\1/p' /proc/meminfo 2
 echo "python=$(python3 -c 'import platform; print(platform.python_version())' 2>/dev/null)"
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits | sed 's/^/gpu=/'
+  echo "cuda.version=$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)"
 fi
 """
 

@@ -99,11 +99,16 @@ class Service:
         inventory = self.host.gpu_indices()
         if not inventory:
             return
-        busy = self.host.busy_gpus()
-        free = [g for g in inventory if g not in busy]
         tp = self.config.tp
-        if len(free) < tp:
-            self._failed(f"needs {tp} free GPUs; free {free}, busy {sorted(busy)}")
+        deadline = time.monotonic() + getattr(getattr(self.host, "cfg", None), "gpu_wait_s", 0)
+        while True:
+            busy = self.host.busy_gpus()
+            free = [g for g in inventory if g not in busy]
+            if len(free) >= tp:
+                break
+            if time.monotonic() >= deadline:
+                self._failed(f"needs {tp} free GPUs; free {free}, busy {sorted(busy)}")
+            time.sleep(10)
         gpus = ",".join(map(str, free[:tp]))
         self.env["CUDA_VISIBLE_DEVICES"] = gpus
         self.row.update(gpus=gpus, launch_command=self._command())
