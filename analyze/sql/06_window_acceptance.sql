@@ -1,0 +1,92 @@
+-- window_acceptance: acceptance from the servers' own counters over each measured
+-- workload, next to the per-request figure of the same requests.
+-- grain: (campaign_id, service_id, workload); key: the same columns.
+-- Counters (server_metrics, phase 'before' and 'after' the workload; the engine prefix
+-- `vllm:`/`llamacpp:` and a `_total` suffix are ignored, samples summed over labels):
+--   d_drafts       = delta spec_decode_num_drafts
+--   d_draft_tokens = delta spec_decode_num_draft_tokens
+--   d_accepted     = delta spec_decode_num_accepted_tokens
+--   accept_length_window = 1 + d_accepted / d_drafts        (vLLM's definition)
+--   accept_rate_window   = d_accepted / d_draft_tokens
+-- Per request (requests of the same service and workload, warm-ups excluded, ok only):
+--   accept_length_requests = sum(output_tokens) / sum(spec_verify_ct)  (token-weighted)
+--   accept_length_diff     = accept_length_window - accept_length_requests
+-- Counters are server-wide: other traffic in the window (a warm-up, another client) leaks
+-- in; `foreign_tokens` = delta of generated tokens by the counters minus the tokens of the
+-- measured requests, when the server counts generated tokens (> 0 means foreign traffic).
+-- server_avg_accept_length: SGLang's cumulative average at the end of the window.
+
+CREATE OR REPLACE VIEW window_acceptance AS
+
+WITH
+
+samples AS (
+    SELECT
+        campaign_id, service_id, config_id, workload, phase, value,
+        regexp_replace(regexp_replace(name, '^[a-z_]+:', ''), '_total$', '') AS counter
+    FROM server_metrics
+),
+
+summed AS (
+    SELECT campaign_id, service_id, config_id, workload, counter, phase, sum(value) AS value
+    FROM samples
+    GROUP BY ALL
+),
+
+deltas AS (
+    SELECT
+        campaign_id, service_id, config_id, workload, counter,
+        max(value) FILTER (WHERE phase = 'after')
+            - max(value) FILTER (WHERE phase = 'before') AS delta,
+        max(value) FILTER (WHERE phase = 'after') AS after_value
+    FROM summed
+    GROUP BY ALL
+),
+
+windows AS (
+    SELECT
+        campaign_id, service_id, config_id, workload,
+        max(delta) FILTER (WHERE counter = 'spec_decode_num_drafts') AS d_drafts,
+        max(delta) FILTER (WHERE counter = 'spec_decode_num_draft_tokens') AS d_draft_tokens,
+        max(delta) FILTER (WHERE counter = 'spec_decode_num_accepted_tokens') AS d_accepted,
+        max(delta) FILTER (
+            WHERE counter IN ('tokens_predicted', 'generation_tokens')
+        ) AS d_generated,
+        max(after_value) FILTER (
+            WHERE counter = 'avg_spec_accept_length'
+        ) AS server_avg_accept_length
+    FROM deltas
+    GROUP BY ALL
+),
+
+per_request AS (
+    SELECT
+        campaign_id, service_id, workload,
+        sum(output_tokens) FILTER (WHERE ok) AS output_tokens,
+        sum(output_tokens) FILTER (WHERE ok AND spec_verify_ct > 0)
+            / nullif(sum(spec_verify_ct) FILTER (WHERE ok AND spec_verify_ct > 0), 0)
+            AS accept_length_requests
+    FROM requests
+    WHERE NOT is_warmup
+    GROUP BY ALL
+),
+
+final AS (
+    SELECT
+        w.campaign_id, s.engine, s.tp, s.method, w.workload, w.service_id, w.config_id,
+        w.d_drafts, w.d_draft_tokens, w.d_accepted,
+        1 + w.d_accepted / nullif(w.d_drafts, 0) AS accept_length_window,
+        w.d_accepted / nullif(w.d_draft_tokens, 0) AS accept_rate_window,
+        r.accept_length_requests,
+        1 + w.d_accepted / nullif(w.d_drafts, 0) - r.accept_length_requests
+            AS accept_length_diff,
+        w.d_generated - r.output_tokens AS foreign_tokens,
+        w.server_avg_accept_length
+    FROM windows AS w
+    JOIN services AS s ON s.service_id = w.service_id
+    LEFT JOIN per_request AS r
+        ON r.campaign_id = w.campaign_id AND r.service_id = w.service_id
+        AND r.workload = w.workload
+)
+
+SELECT * FROM final

@@ -1,0 +1,76 @@
+"""window_acceptance on hand-built server counters and requests."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+from analyze_rows import create_raw_tables, one, req
+
+from analyze import build
+
+T = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def _metric(service: str, phase: str, name: str, value: float, labels: str = "{}") -> tuple:
+    return ("c1", service, "cfg", "chat", phase, "metrics", name, labels, value, T)
+
+
+def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
+    """vLLM-style counters over the window: drafts 100 -> 120 (20), draft tokens 300 -> 380
+    (80), accepted 150 -> 190 (40) summed over two engines' label sets (30 + 10).
+    accept_length_window = 1 + 40 / 20 = 3.0; accept_rate_window = 40 / 80 = 0.5.
+    Requests: 30 + 50 tokens in 10 + 30 verify steps -> 80 / 40 = 2.0 token-weighted, so
+    the diff is 1.0. Generated-token counter delta 90 vs 80 measured -> 10 foreign tokens."""
+    metrics = [
+        _metric("svc", "before", "vllm:spec_decode_num_drafts_total", 100),
+        _metric("svc", "after", "vllm:spec_decode_num_drafts_total", 120),
+        _metric("svc", "before", "vllm:spec_decode_num_draft_tokens_total", 300),
+        _metric("svc", "after", "vllm:spec_decode_num_draft_tokens_total", 380),
+        _metric("svc", "before", "vllm:spec_decode_num_accepted_tokens_total", 100, '{"e":"0"}'),
+        _metric("svc", "before", "vllm:spec_decode_num_accepted_tokens_total", 50, '{"e":"1"}'),
+        _metric("svc", "after", "vllm:spec_decode_num_accepted_tokens_total", 130, '{"e":"0"}'),
+        _metric("svc", "after", "vllm:spec_decode_num_accepted_tokens_total", 60, '{"e":"1"}'),
+        _metric("svc", "before", "vllm:generation_tokens_total", 1000),
+        _metric("svc", "after", "vllm:generation_tokens_total", 1090),
+    ]
+    rows = [
+        req(service_id="svc", method="m", output_tokens=30, spec_verify_ct=10),
+        req(service_id="svc", method="m", output_tokens=50, spec_verify_ct=30),
+        req(service_id="svc", method="m", output_tokens=99, spec_verify_ct=1, is_warmup=True),
+    ]
+    path = tmp_path / "r.duckdb"
+    with duckdb.connect(str(path)) as con:
+        create_raw_tables(con)
+        for r in rows:
+            con.execute(f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
+                        list(r.values()))
+        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
+        con.execute("INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+                    "tp, gpus, host, launch_command, requested_at, state) VALUES "
+                    "('svc', 'c1', 'cfg', 'vllm', 'm', 4, '0,1,2,3', 'h', 'vllm serve', ?, "
+                    "'stopped')", [T])
+    build.run(path, baseline="autoregressive")
+    w = one(path, "SELECT * FROM window_acceptance")
+    assert (w["d_drafts"], w["d_draft_tokens"], w["d_accepted"]) == (20, 80, 40)
+    assert w["accept_length_window"] == 3.0 and w["accept_rate_window"] == 0.5
+    assert w["accept_length_requests"] == 2.0 and w["accept_length_diff"] == 1.0
+    assert w["foreign_tokens"] == 10 and (w["method"], w["tp"]) == ("m", 4)
+
+
+def test_no_drafts_gives_null_not_a_division_error(tmp_path: Path) -> None:
+    path = tmp_path / "r.duckdb"
+    with duckdb.connect(str(path)) as con:
+        create_raw_tables(con)
+        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            _metric("svc", "before", "llamacpp:spec_decode_num_draft_tokens_total", 7),
+            _metric("svc", "after", "llamacpp:spec_decode_num_draft_tokens_total", 7),
+        ])
+        con.execute("INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+                    "tp, gpus, host, launch_command, requested_at, state) VALUES "
+                    "('svc', 'c1', 'cfg', 'llamacpp', 'm', 1, '', 'h', 'x', ?, 'stopped')", [T])
+    build.run(path, baseline="autoregressive")
+    w = one(path, "SELECT * FROM window_acceptance")
+    assert w["d_draft_tokens"] == 0 and w["accept_rate_window"] is None
+    assert w["accept_length_window"] is None
