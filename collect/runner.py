@@ -11,6 +11,7 @@ and skipped; the campaign goes on.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -272,6 +273,8 @@ def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: 
         resolve_model(plan.engine.model) if plan.host.kind == "local" else plan.engine.model
     )
     facts["specsweep.version"] = _version()
+    if hasattr(host, "gpu_processes"):  # what else runs on the GPUs as the campaign starts
+        facts["gpu.processes"] = json.dumps(host.gpu_processes(), sort_keys=True)
     _put_environment(store, campaign_id, host.name, facts)
 
 
