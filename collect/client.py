@@ -127,6 +127,10 @@ async def _consume(
             if done:
                 break
         result.stats = parser.stats()
+        if not done:
+            # every engine ends a complete stream with `data: [DONE]`; without it the
+            # reply was cut short and its counts cannot be trusted
+            raise ProtocolError("the stream ended without data: [DONE] (truncated reply)")
     finally:
         await response.aclose()
 

@@ -1,0 +1,111 @@
+"""Server faults reach the requests table classified, never as ok rows: HTTP 5xx, a crash
+mid-stream, a truncated stream, malformed events, an empty reply, a hang, a refused
+connection. A raw asyncio server on 127.0.0.1 plays each fault over a real socket."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from collect import client
+from collect.engines.llamacpp import ChatStream
+
+CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
+FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
+HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Connection: close\r\n\r\n")
+
+FAULTS = {
+    # path: (bytes to send, then: "close" | "hang")
+    "/ok": (HEAD + CHUNK + CHUNK + FINAL + b"data: [DONE]\n\n", "close"),
+    "/http500": (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n"
+                 b"Connection: close\r\n\r\nboom!", "close"),
+    "/truncated": (HEAD + CHUNK + CHUNK, "close"),
+    "/malformed": (HEAD + CHUNK + b"data: {not json\n\n", "close"),
+    "/error-event": (HEAD + b'data: {"error": {"message": "OOM"}}\n\n', "close"),
+    "/empty": (HEAD + b"data: [DONE]\n\n", "close"),
+    "/hang": (HEAD + CHUNK, "hang"),
+    "/crash": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+               b"Content-Length: 10000\r\n\r\n" + CHUNK, "close"),
+}
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    path = head.split(b" ", 2)[1].decode()
+    length = int(next((ln.split(b":")[1] for ln in head.split(b"\r\n")
+                       if ln.lower().startswith(b"content-length")), b"0"))
+    await reader.readexactly(length)
+    payload, then = FAULTS[path]
+    writer.write(payload)
+    await writer.drain()
+    if then == "hang":
+        await asyncio.sleep(30)
+    writer.close()
+
+
+@contextmanager
+def fault_server() -> Iterator[str]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = asyncio.run_coroutine_threadsafe(
+        asyncio.start_server(_handle, "127.0.0.1", 0), loop).result(5)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        loop.call_soon_threadsafe(server.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with fault_server() as url:
+        yield url
+
+
+def _send(url: str, timeout_s: float = 5.0) -> client.Result:
+    async def go() -> client.Result:
+        async with httpx.AsyncClient() as http:
+            return await client.stream(http, url, {"x": 1}, ChatStream(), timeout_s)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "words"),
+    [
+        ("/http500", "http", "HTTP 500: boom!"),
+        ("/truncated", "protocol", "without data: [DONE]"),
+        ("/malformed", "protocol", "not JSON"),
+        ("/error-event", "protocol", "OOM"),
+        ("/empty", "empty", "no generated text"),
+        ("/crash", "server_died", "broke mid-reply"),
+    ],
+)
+def test_fault_is_classified(base_url: str, path: str, kind: str, words: str) -> None:
+    res = _send(base_url + path)
+    assert not res.ok and res.error_kind == kind and words in res.error_message
+
+
+def test_a_hang_is_a_timeout(base_url: str) -> None:
+    res = _send(base_url + "/hang", timeout_s=0.5)
+    assert res.error_kind == "timeout" and res.ttft_s is not None  # the first chunk came
+
+
+def test_the_same_server_answers_a_good_stream(base_url: str) -> None:
+    res = _send(base_url + "/ok")
+    assert res.ok and res.text == "hihi" and len(res.chunk_times_s) == 2
+
+
+def test_refused_connection() -> None:
+    with fault_server() as url:
+        pass  # closed: nothing listens there any more
+    res = _send(url + "/ok")
+    assert res.error_kind == "connect"
