@@ -168,6 +168,19 @@ def _todo(c: Campaign, phase: Phase) -> list[tuple[ServiceConfig, list[Workload]
 
 
 def _run_config(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -> None:
+    """Start the service and run its workloads; a server that dies after it was ready is
+    restarted once for the workloads left, then the configuration is skipped."""
+    for attempt in (1, 2):
+        pending = [w for w in workloads
+                   if not c.store.unit_done(c.campaign_id, config.config_id, w.name)]
+        if not pending or not _serve(c, config, pending):
+            return
+        if attempt == 1:
+            c.progress.note(f"restarting {config.method.name} (tp {config.tp}) once")
+
+
+def _serve(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -> bool:
+    """One service start; True when the server died after it had become ready."""
     service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id)
     c.progress.status(f"starting {config.method.name} (tp {config.tp})")
     recorded = False
@@ -177,8 +190,9 @@ def _run_config(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -
             recorded = True
             asyncio.run(_measure(c, service, workloads))
     except ServiceFailed as exc:
-        log.error("service failed, skipping its workloads: %s", exc)
+        log.error("service failed: %s", exc)
         c.progress.note(f"[red]{exc}[/red]")
+        return service.row["ready_at"] is not None
     finally:
         if recorded:
             row = service.row
@@ -189,6 +203,7 @@ def _run_config(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -
             )
         else:
             c.store.append("services", [service.row])
+    return False
 
 
 async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> None:

@@ -4,6 +4,7 @@ raw `requests` table; rerunning collect resumes (nothing is measured twice)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import statistics
 import subprocess
@@ -244,3 +245,31 @@ def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
                     return pids[0]
         time.sleep(0.2)
     raise AssertionError("no llama-server came up")
+
+
+def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
+    plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
+    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 6"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
+         str(tmp_path / "logs"), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
+        time.sleep(2)  # mid-workload
+        os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    with duckdb.connect(str(db), read_only=True) as con:
+        services = con.execute("SELECT method, state, error FROM services "
+                               "ORDER BY requested_at").fetchall()
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        failed_rows = con.execute("SELECT count(*) FROM requests WHERE NOT ok").fetchone()[0]
+    assert services[0][:2] == ("autoregressive", "failed") and "died" in services[0][2]
+    assert [s[:2] for s in services[1:]] == [("autoregressive", "stopped"),
+                                             ("ngram-simple", "stopped")]
+    # the workload the server died in was not committed; the restart measured it whole
+    assert status == "complete" and failed_rows == 0
