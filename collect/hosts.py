@@ -8,6 +8,7 @@ worker, a Python engine's tensor-parallel ranks) outlives the service.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import platform
 import signal
@@ -46,6 +47,7 @@ class Local:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         return Process(pid=popen.pid, log_path=log_path, popen=popen)
 
@@ -123,6 +125,16 @@ class Local:
             "gpus": "none",
         }
         return facts
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when specsweep dies, so even a
+    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the normal stop path still applies
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -273,3 +273,51 @@ def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
                                              ("ngram-simple", "stopped")]
     # the workload the server died in was not committed; the restart measured it whole
     assert status == "complete" and failed_rows == 0
+
+
+def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path,
+                                                              llama_server: str) -> None:
+    """SIGKILL the campaign at 20 random moments (start-up, mid-stream, mid-insert, between
+    units), rerunning after each; then let it finish. Every unit lands exactly once, no
+    server outlives its campaign process, and the rows equal an uninterrupted run's count."""
+    import random
+
+    plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
+    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 3"))
+    argv = [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
+            str(tmp_path / "logs"), "--no-progress"]
+    rng = random.Random(20261202)
+    for _ in range(20):
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 4.0))
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _servers_of(llama_server, tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _servers_of(llama_server, tmp_path), "a server outlived kill -9"
+    _run(*argv[1:])
+    with duckdb.connect(str(db), read_only=True) as con:
+        measured = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
+        units = con.execute("SELECT count(*) FROM units").fetchone()[0]
+        per_unit = con.execute(
+            "SELECT count(*) FROM (SELECT config_id, workload, count(*) AS n FROM requests "
+            "WHERE NOT is_warmup GROUP BY ALL HAVING n != CASE workload WHEN 'rewrite' "
+            "THEN 3 * 3 * 2 ELSE 3 END)").fetchone()[0]
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+    # per method: rewrite 3 prompts x 3 reps x 2 concurrencies + agentic 3 turns x 1 session
+    assert (units, measured, per_unit, status) == (4, 2 * (18 + 3), 0, "complete")
+
+
+def _servers_of(binary: str, tmp_path: Path) -> list[str]:
+    """llama-server processes whose log lives under this test's folder."""
+    out = subprocess.run(["pgrep", "-f", binary], capture_output=True, text=True, check=False)
+    mine = []
+    for pid in out.stdout.split():
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+            if any(str(tmp_path) in str(fd.readlink()) for fd in fds):
+                mine.append(pid)
+        except OSError:
+            continue
+    return mine
