@@ -112,6 +112,20 @@ class ProcessManager:
         rc, out, _ = self.runner.run(["tail", "-n", str(lines), str(proc.log_path)])
         return out.rstrip("\n") if rc == 0 else ""
 
+    def reap(self, workdir: PurePosixPath) -> list[int]:
+        """Stop servers an earlier run left behind (its specsweep was killed, the link
+        gone): every live process group with a pid file under workdir/run."""
+        rc, out, _ = self.runner.run(["sh", "-c", _PIDS, "sh", str(workdir / "run")])
+        pids = [int(p) for p in out.split() if p.isdigit()] if rc == 0 else []
+        live = [p for p in pids if self.alive(Process(pid=p, log_path=workdir))]
+        for pid in live:
+            self.stop(Process(pid=pid, log_path=workdir))
+        self.runner.run(["sh", "-c", 'rm -f "$1"/*.pid', "sh", str(workdir / "run")])
+        return live
+
+
+_PIDS = 'for f in "$1"/*.pid; do [ -f "$f" ] && cat "$f"; done; exit 0'
+
 
 # --- systemd: one generated unit per service ------------------------------------------------
 

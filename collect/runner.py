@@ -64,6 +64,8 @@ def run(
         status = "interrupted"
         host = hosts.create(plan.host)
         try:
+            for pid in getattr(host, "reap_orphans", list)():  # remote hosts only
+                log.warning("stopped a server (pid %s) left running by an interrupted run", pid)
             engine = engines.create(plan.engine)
             engine.prepare(host)
             _record_environment(store, campaign_id, host, plan)

@@ -244,6 +244,9 @@ class SSH:
         log = self.remote_path(str(log_path))
         return self.manager.start(argv, env, self.workdir / log, self.workdir)
 
+    def reap_orphans(self) -> list[int]:
+        return self.manager.reap(self.workdir) if isinstance(self.manager, ProcessManager) else []
+
     def log_dir(self, default: Path) -> PurePosixPath:
         """Where service logs go on the remote machine (not the local default)."""
         return self.workdir / "logs"

@@ -375,3 +375,16 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert unit.name not in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_servers_left_by_a_killed_run_are_reaped(ssh_cfg: dict[str, Any]) -> None:
+    """A run whose specsweep died leaves its server running remotely; the next run's host
+    stops it before anything starts."""
+    with SSH(SSHHost(**ssh_cfg)) as first:
+        proc = first.start(["sleep", "300"], {}, Path("logs/left-behind.log"))
+        assert first.alive(proc)
+    # `first` is gone without stopping its server, as after kill -9 of specsweep
+    with SSH(SSHHost(**ssh_cfg)) as second:
+        assert second.reap_orphans() == [proc.pid]
+        assert not second.alive(proc)
+        assert second.reap_orphans() == []
