@@ -24,7 +24,12 @@ class NotAResultsDatabase(RuntimeError):
 
 
 BEFORE_SPEEDUP = ("01_request_metrics.sql", "02_config_summary.sql", "03_speedup_pairs.sql")
-AFTER_SPEEDUP = ("04_best_config.sql", "05_agentic_turns.sql", "06_window_acceptance.sql")
+AFTER_SPEEDUP = (
+    "04_best_config.sql",
+    "05_agentic_turns.sql",
+    "06_window_acceptance.sql",
+    "07_lossless.sql",
+)
 OBJECTS = (
     "request_metrics",
     "config_summary",
@@ -33,6 +38,7 @@ OBJECTS = (
     "best_config",
     "agentic_turns",
     "window_acceptance",
+    "lossless",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
