@@ -138,6 +138,18 @@ def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
     return build_table(ag, _present(ag, cols))
 
 
+def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
+    """Share of outputs identical to the baseline's, next to the baseline's own repeatability."""
+    if ll.empty:
+        return None
+    cols = [Col("workload", text("workload")), Col("method", text("method")),
+            Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
+            Col("pairs", text("n_pairs"), "r"),
+            Col("identical", num("share_identical", ".0%"), "r"),
+            Col("baseline vs itself", num("baseline_self_identical", ".0%"), "r")]
+    return build_table(ll, _present(ll, cols))
+
+
 def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
     """The machine-readable speedup table, one per (engine, tp) when there are several."""
     if sp.empty:
@@ -162,6 +174,7 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "accept_table": accept_table(data.config_summary),
         "throughput_table": throughput_table(data.config_summary),
         "agentic_table": agentic_table(data.agentic),
+        "lossless_table": lossless_table(data.lossless),
         "speedup_tables": speedup_tables(data.speedup),
         "plan": literal_block(str(c.get("plan_yaml") or "")),
     }

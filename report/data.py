@@ -22,7 +22,7 @@ class ReportError(RuntimeError):
 
 REQUIRED = ("campaigns", "environment", "services", "request_metrics", "config_summary",
             "speedup")
-OPTIONAL = ("best_config", "agentic_turns")
+OPTIONAL = ("best_config", "agentic_turns", "lossless")
 REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
                    "prompt_id", "ttft_s", "decode_tps", "ok")
 
@@ -39,6 +39,7 @@ class ReportData:
     speedup: pd.DataFrame
     best_config: pd.DataFrame
     agentic: pd.DataFrame
+    lossless: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -88,6 +89,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
                                 order="engine, tp, workload, max_tokens, concurrency, method"),
         "best_config": opt("best_config", "engine, tp, workload, max_tokens, concurrency"),
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
+        "lossless": opt("lossless", "engine, tp, workload, max_tokens, concurrency, method"),
     }
 
 
