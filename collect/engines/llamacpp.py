@@ -81,6 +81,20 @@ def llamacpp_stats(
     return out
 
 
+def chat_body(
+    messages: list[dict[str, str]], max_tokens: int, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """An OpenAI streaming chat request at temperature 0 whose last event carries usage."""
+    return {
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **extra,
+    }
+
+
 class LlamaCpp(EngineHooks):
     """Adapter for llama-server."""
 
@@ -102,15 +116,7 @@ class LlamaCpp(EngineHooks):
     def request(
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]:
-        body = {
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **self.cfg.request_extra,
-        }
-        return self.chat_path, body
+        return self.chat_path, chat_body(messages, max_tokens, self.cfg.request_extra)
 
     def parser(self) -> ChatStream:
         return ChatStream()

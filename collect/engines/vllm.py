@@ -22,7 +22,7 @@ import httpx
 
 from collect.components import VLLMEngine
 from collect.engines.base import EngineHooks
-from collect.engines.llamacpp import ChatStream, parse_prometheus
+from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
 from collect.plan import Method
 
 PREFIX = "vllm:spec_decode_"
@@ -85,15 +85,7 @@ class VLLM(EngineHooks):
     def request(
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]:
-        body = {
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **self.cfg.request_extra,
-        }
-        return self.chat_path, body
+        return self.chat_path, chat_body(messages, max_tokens, self.cfg.request_extra)
 
     def parser(self) -> VLLMChatStream:
         return VLLMChatStream()
