@@ -40,8 +40,9 @@ def run(
     parsed = _plan_or_exit(plan)
     try:
         runner.select_phases(parsed, phase)
+        parsed.engine.api_key()
     except ValueError as exc:
-        typer.echo(f"error: {plan}: --phase: {exc}", err=True)
+        typer.echo(f"error: {plan}: {exc}", err=True)
         raise typer.Exit(2) from None
     # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -6,6 +6,7 @@ Each is a pydantic model with `kind` as its discriminator; `collect.hosts.create
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -126,6 +127,22 @@ class _EngineBase(Strict):
     request_extra: dict[str, Any] = Field(
         default_factory=dict, description="Extra JSON fields merged into every request body."
     )
+    api_key_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of an environment variable holding the server's API key: sent as "
+        "`Authorization: Bearer`, and put where a flag says {api_key}. The key itself never "
+        "appears in the plan, the database, the logs specsweep writes or the report.",
+    )
+
+    def api_key(self) -> str | None:
+        """The key from the environment; a clear error when the variable is not set."""
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ValueError(f"engine.api_key_env names {self.api_key_env}, which is not set")
+        return key
 
 
 class LlamaCppEngine(_EngineBase):

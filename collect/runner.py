@@ -213,7 +213,9 @@ async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> 
     config = service.config
     biggest = max(max(w.concurrency) for w in workloads)
     limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
-    async with httpx.AsyncClient(limits=limits, timeout=None) as http:
+    key = service.engine.cfg.api_key()
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient(limits=limits, timeout=None, headers=headers) as http:
         ctx = Context(
             http,
             service.engine,

@@ -16,7 +16,7 @@ import httpx
 from collect.engines.llamacpp import LlamaCpp
 from collect.hosts import Local, Process
 from collect.plan import ServiceConfig
-from collect.redact import redact, redact_argv
+from collect.redact import MASK, redact, redact_argv
 from schema.store import utcnow
 
 
@@ -38,8 +38,10 @@ class Service:
         self.service_id = f"{config.config_id}-{secrets.token_hex(4)}"
         address = engine.cfg.host_address
         self.port = engine.cfg.port or host.free_port(address)
-        self.argv, self.env = engine.launch(config.method, config.tp, self.port)
-        self.argv += engine.cfg.tp_args.get(config.tp, [])
+        argv, self.env = engine.launch(config.method, config.tp, self.port)
+        argv += engine.cfg.tp_args.get(config.tp, [])
+        key = engine.cfg.api_key()
+        self.argv = [a.replace("{api_key}", key) for a in argv] if key else argv
         self.log_path = (
             host.log_dir(log_dir) / f"{config.method.name}-tp{config.tp}-{self.service_id}.log"
         )
@@ -115,8 +117,14 @@ class Service:
 
     def _command(self) -> str:
         return self.host.describe(
-            redact(_env_prefix(self.env) + shlex.join(redact_argv(self.argv)))
+            self._scrub(_env_prefix(self.env) + shlex.join(redact_argv(self.argv)))
         )
+
+    def _scrub(self, text: str) -> str:
+        """Redact secret-looking values and, whatever its shape, the API key itself."""
+        key = self.engine.cfg.api_key()
+        text = redact(text)
+        return text.replace(key, MASK) if key else text
 
     def fail(self, reason: str) -> None:
         """Mark the service failed with its log tail and raise ServiceFailed."""
@@ -131,7 +139,7 @@ class Service:
         return self.proc is not None and self.host.alive(self.proc)
 
     def log_tail(self) -> str:
-        return redact(self.host.log_tail(self.proc)) if self.proc else ""
+        return self._scrub(self.host.log_tail(self.proc)) if self.proc else ""
 
     def stop(self) -> None:
         if self.proc is None:

@@ -322,3 +322,44 @@ def _servers_of(binary: str, tmp_path: Path) -> list[str]:
         except OSError:
             continue
     return mine
+
+
+def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) -> None:
+    """The server demands a key (llama-server --api-key); requests succeed with it, and the
+    key is nowhere in the database, the report or the logs specsweep keeps."""
+    secret = "sk-specsweep-test-0123456789abcdef"
+    plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
+    plan.write_text(PLAN.replace(
+        '"--metrics"]', '"--metrics", "--api-key", "{api_key}"]\n  api_key_env: SPECSWEEP_KEY'
+    ).replace("repetitions: 2", "repetitions: 1"))
+    env = {**os.environ, "SPECSWEEP_KEY": secret}
+    for argv in (["-m", "collect", "run", str(plan), "--db", str(db), "--logs",
+                  str(tmp_path / "logs"), "--no-progress"],
+                 ["-m", "analyze", "--db", str(db)],
+                 ["-m", "report", "--db", str(db), "--out", str(tmp_path / "report.pdf")]):
+        done = subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                              env=env, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
+        assert secret not in done.stdout + done.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        ok = con.execute("SELECT bool_and(ok), count(*) FROM requests").fetchone()
+        hits = _text_columns_containing(con, secret)
+        command = con.execute("SELECT launch_command FROM services LIMIT 1").fetchone()[0]
+    assert ok[0] and ok[1] > 0  # the key was sent: llama-server answers 401 without it
+    assert hits == [] and "--api-key ***" in command
+    pdf_text = subprocess.run(["pdftotext", str(tmp_path / "report.pdf"), "-"],
+                              capture_output=True, text=True, check=True).stdout
+    assert secret not in pdf_text and secret not in (tmp_path / "report.tex").read_text()
+    for log in (tmp_path / "logs").rglob("*.log"):
+        assert secret not in log.read_text(errors="replace"), log
+
+
+def _text_columns_containing(con: duckdb.DuckDBPyConnection, needle: str) -> list[str]:
+    cols = con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                       "WHERE data_type = 'VARCHAR'").fetchall()
+    hits = []
+    for table, column in cols:
+        sql = f'SELECT count(*) FROM "{table}" WHERE "{column}" LIKE ?'  # names from the catalog
+        if con.execute(sql, [f"%{needle}%"]).fetchone()[0]:
+            hits.append(f"{table}.{column}")
+    return hits
