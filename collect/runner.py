@@ -92,7 +92,7 @@ def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
 
 
 def _run_phase(c: Campaign, phase: Phase) -> None:
-    todo = _todo(c, phase)
+    todo = _todo(c, phase, announce=True)
     if not todo:
         return
     c.progress.add_total(sum(request_count(w) for _, ws in todo for w in ws))
@@ -140,13 +140,16 @@ def _status(c: Campaign) -> str:
     return "complete" if not any(_todo(c, p) for p in c.plan.all_phases()) else "partial"
 
 
-def _phase_methods(c: Campaign, phase: Phase) -> list[str]:
-    """The phase's methods; for {best_of, top}, the fastest measured in that phase."""
+def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
+    """The phase's methods; for {best_of, top}, the fastest measured in that phase (said on
+    the console when `announce`)."""
     if not isinstance(phase.methods, BestOf):
         return phase.methods or [m.name for m in c.plan.methods]
     source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
     ranked = rank_methods(c.store, c.campaign_id, source.tp, c.plan.baseline)
     chosen = [m for m, _ in ranked[: phase.methods.top]]
+    if not announce:
+        return chosen
     if not ranked:
         c.progress.note(f"phase {phase.name}: phase {source.name} has no results yet to choose "
                         "methods from; only the baseline runs")
@@ -156,9 +159,11 @@ def _phase_methods(c: Campaign, phase: Phase) -> list[str]:
     return chosen
 
 
-def _todo(c: Campaign, phase: Phase) -> list[tuple[ServiceConfig, list[Workload]]]:
+def _todo(
+    c: Campaign, phase: Phase, announce: bool = False
+) -> list[tuple[ServiceConfig, list[Workload]]]:
     out = []
-    for config in c.plan.phase_configs(phase, _phase_methods(c, phase)):
+    for config in c.plan.phase_configs(phase, _phase_methods(c, phase, announce)):
         pending = [
             w
             for w in c.plan.workloads_of(config)

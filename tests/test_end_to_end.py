@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -209,9 +210,12 @@ def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
     assert _counts(db) == (requests + 3 + 1, services + 1, units + 1)
 
 
-def test_interrupt_stops_the_server_and_keeps_complete_units(tmp_path: Path) -> None:
+def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str], int], None],
+                  timeout_s: float) -> tuple[subprocess.Popen[str], str, Path]:
+    """Run the CLI on PLAN with `reps` repetitions; 2 s into its first server's life call
+    act(process, server_pid); return the finished process, its stderr and the database."""
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
-    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 20"))
+    plan.write_text(PLAN.replace("repetitions: 2", f"repetitions: {reps}"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
          str(tmp_path / "logs"), "--no-progress"],
@@ -220,10 +224,22 @@ def test_interrupt_stops_the_server_and_keeps_complete_units(tmp_path: Path) -> 
     try:
         pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
         time.sleep(2)  # mid-workload
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
+        act(proc, pid)
+        _, err = proc.communicate(timeout=timeout_s)
     finally:
         proc.kill()
+    return proc, err, db
+
+
+def test_interrupt_stops_the_server_and_keeps_complete_units(tmp_path: Path) -> None:
+    pids: list[int] = []
+
+    def interrupt(proc: subprocess.Popen[str], pid: int) -> None:
+        pids.append(pid)
+        proc.send_signal(signal.SIGINT)
+
+    proc, err, db = _mid_campaign(tmp_path, 20, interrupt, timeout_s=10)
+    pid = pids[0]
     assert proc.returncode == 130 and "rerun to resume" in err
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
     with duckdb.connect(str(db), read_only=True) as con:
@@ -249,20 +265,9 @@ def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
 
 
 def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
-    plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
-    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 6"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
-         str(tmp_path / "logs"), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc, err, db = _mid_campaign(
+        tmp_path, 6, lambda proc, pid: os.kill(pid, signal.SIGKILL), timeout_s=300
     )
-    try:
-        pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
-        time.sleep(2)  # mid-workload
-        os.kill(pid, signal.SIGKILL)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
     assert proc.returncode == 0, err
     with duckdb.connect(str(db), read_only=True) as con:
         services = con.execute("SELECT method, state, error FROM services "
