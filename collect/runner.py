@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from collect import engines, hosts
+from collect.engines.base import HookFailed
 from collect.measure import Context, warmup_rows, workload_rows
 from collect.phases import BestOf, Phase, rank_methods
 from collect.plan import Plan, ServiceConfig, Workload
@@ -237,7 +238,10 @@ async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> 
         for w in workloads:
             progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
             started = utcnow()
-            await ctx.engine.before_workload(ctx.http, ctx.base_url)
+            try:
+                await ctx.engine.before_workload(ctx.http, ctx.base_url)
+            except HookFailed as exc:
+                service.fail(str(exc))
             before = await _scrape(ctx, w.name, "before")
             rows = await workload_rows(ctx, w)
             after = await _scrape(ctx, w.name, "after")

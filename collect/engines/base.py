@@ -12,6 +12,12 @@ from typing import Any
 import httpx
 
 
+class HookFailed(RuntimeError):
+    """A hook could not do its job (e.g. the server refused to flush its cache): the
+    service is treated as failed, which restarts it once (a fresh server has a clean
+    cache), then skips the configuration."""
+
+
 class EngineHooks:
     """Default (no-op) hooks; adapters override what their engine needs."""
 

@@ -23,7 +23,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from collect.components import SGLangEngine
-from collect.engines.base import EngineHooks
+from collect.engines.base import EngineHooks, HookFailed
 from collect.engines.llamacpp import parse_prometheus
 from collect.plan import Method
 
@@ -40,7 +40,7 @@ class ChatTemplateError(ValueError):
     """No usable chat template for /generate prompts."""
 
 
-class FlushRefused(RuntimeError):
+class FlushRefused(HookFailed):
     """SGLang did not flush its cache (it refuses while requests run)."""
 
 

@@ -36,6 +36,7 @@ class Script:
     report_verify_ct: bool = True  # SGLang: send spec_verify_ct
     legacy_info_path: bool = False  # SGLang: only /get_server_info answers
     flush_refusal_body: str | None = None  # SGLang: refuse with 200 and this body
+    flush_always_busy: bool = False  # SGLang: /flush_cache answers as if requests were running
     total_suffix: bool = True  # vLLM: counters exposed as *_total (typed) or bare (untyped)
 
     @property
@@ -216,12 +217,13 @@ class SGLangServer(ShapedServer):
         }
 
     async def flush(self, reply: Reply) -> None:
-        if self.busy and self.script.flush_refusal_body is not None:
+        busy = self.busy or self.script.flush_always_busy
+        if busy and self.script.flush_refusal_body is not None:
             await reply.send(200, self.script.flush_refusal_body, "text/plain")
             return
         # a refusal is a 400 that still says "Cache flushed.", as several SGLang builds answer
         await reply.send(
-            400 if self.busy else 200,
+            400 if busy else 200,
             "Cache flushed.\nPlease check backend logs for more details. (When there are "
             "running or waiting requests, the operation will not be performed.)\n",
             "text/plain",

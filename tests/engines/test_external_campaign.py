@@ -46,3 +46,19 @@ def test_external_server_is_measured_not_managed(tmp_path: Path) -> None:
     assert service[0] == "stopped" and service[1].startswith(f"external server at {url}")
     assert service[2] == "shaped" and env["host.url"] == url
     assert metrics == 2  # scraped before and after the workload
+
+
+def test_a_refused_cache_flush_fails_the_service_not_the_campaign(tmp_path: Path) -> None:
+    script = Script(flush_always_busy=True)
+    with serve(SGLangServer(script)) as url:
+        text = _plan(url)
+        db = tmp_path / "r.duckdb"
+        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        services = con.execute("SELECT state, error FROM services").fetchall()
+        requests = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+    # started, refused, restarted once, refused again: skipped, nothing measured
+    assert [s[0] for s in services] == ["failed", "failed"]
+    assert all("did not flush" in s[1] for s in services)
+    assert requests == 0 and status == "partial"
