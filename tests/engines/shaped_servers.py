@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class Script:
     legacy_info_path: bool = False  # SGLang: only /get_server_info answers
     flush_refusal_body: str | None = None  # SGLang: refuse with 200 and this body
     flush_always_busy: bool = False  # SGLang: /flush_cache answers as if requests were running
+    stamp: bool = False  # put perf_counter() at send time into each event as "t_sent"
     total_suffix: bool = True  # vLLM: counters exposed as *_total (typed) or bare (untyped)
 
     @property
@@ -133,7 +135,10 @@ class ShapedServer:
             await asyncio.sleep(
                 max(0.0, start + self.script.ttft_s + i * self.script.gap_s - loop.time())
             )
-            await reply.event(chunk_event(i, sent, n))
+            event = chunk_event(i, sent, n)
+            if self.script.stamp:  # CLOCK_MONOTONIC: comparable with the client's stamps
+                event["t_sent"] = time.perf_counter()
+            await reply.event(event)
             sent += n
 
 

@@ -1,0 +1,96 @@
+"""Timing ground truth: the client's stamps against the send times the server embeds.
+
+An SGLang-shaped server in its own process sends each chunk at a scripted time and puts
+its perf_counter() at sending into the event (CLOCK_MONOTONIC is shared by processes on
+one machine). The measurement error of a chunk is client arrival stamp - server send
+stamp; TTFT's error is that of the first chunk. Bounds are generous for a loaded 2-core
+machine; the figures measured here are printed (-s) for the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from collect import client
+from collect.components import SGLangEngine
+from collect.engines.sglang import GenerateStream, SGLang
+
+TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
+
+
+class Recording(GenerateStream):
+    """The adapter's parser, also keeping the server's send stamp of each text event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[float] = []
+
+    def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
+        text, n = super().feed(event)
+        if text:
+            self.sent.append(event["t_sent"])
+        return text, n
+
+
+@pytest.fixture(scope="module")
+def truth_url() -> Iterator[str]:
+    here = Path(__file__).parent
+    proc = subprocess.Popen(
+        [sys.executable, str(here / "truth_server.py"), str(TTFT_S), str(GAP_S), str(CHUNKS)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=here,
+    )
+    try:
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+
+
+async def _streams(url: str, n: int) -> list[tuple[client.Result, Recording]]:
+    adapter = SGLang(SGLangEngine(kind="sglang", model="m", chat_template="{{ messages }}"))
+    path, body = adapter.request([{"role": "user", "content": "x"}], CHUNKS)
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    async with httpx.AsyncClient(limits=limits) as http:
+
+        async def one() -> tuple[client.Result, Recording]:
+            parser = Recording()
+            return await client.stream(http, url + path, body, parser, 60), parser
+
+        return await asyncio.gather(*(one() for _ in range(n)))
+
+
+def _errors(pairs: list[tuple[client.Result, Recording]]) -> tuple[list[float], list[float]]:
+    ttft, chunks = [], []
+    for res, rec in pairs:
+        assert res.ok, res.error_message
+        assert len(res.chunk_times_s) == len(rec.sent) == CHUNKS
+        assert res.stats["output_tokens"] == CHUNKS and res.chunk_tokens == [1] * CHUNKS
+        arrivals = [res.t0 + t for t in res.chunk_times_s]
+        chunks += [a - s for a, s in zip(arrivals, rec.sent)]
+        ttft.append(arrivals[0] - rec.sent[0])
+    return ttft, chunks
+
+
+def _p99(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=100)[98] if len(xs) > 1 else xs[0]
+
+
+@pytest.mark.parametrize(("streams", "bound_s"), [(1, 0.005), (64, 0.100)])
+def test_stamping_error_stays_within_bounds(truth_url: str, streams: int, bound_s: float) -> None:
+    asyncio.run(_streams(truth_url, 2))  # warm the connection pool and both processes
+    ttft, chunks = _errors(asyncio.run(_streams(truth_url, streams)))
+    print(f"\n{streams} streams: TTFT error p50 {statistics.median(ttft) * 1e3:.3f} ms "
+          f"p99 {_p99(ttft) * 1e3:.3f} ms; chunk error p50 "
+          f"{statistics.median(chunks) * 1e3:.3f} ms p99 {_p99(chunks) * 1e3:.3f} ms")
+    assert min(chunks) >= 0  # a chunk cannot arrive before it was sent
+    assert _p99(ttft) < bound_s and _p99(chunks) < bound_s
