@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import platform
 import signal
@@ -47,7 +48,7 @@ class Local:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
             )
         return Process(pid=popen.pid, log_path=log_path, popen=popen)
 
@@ -127,14 +128,17 @@ class Local:
         return facts
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """In the child before exec: ask Linux to SIGTERM it when specsweep dies, so even a
-    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG)."""
+    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG). If the
+    parent died between fork and prctl, the signal will never come: exit at once."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass  # not Linux: the normal stop path still applies
+        return  # not Linux: the normal stop path still applies
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
