@@ -129,12 +129,13 @@ class Local:
 
 
 def _die_with_parent(parent: int) -> None:
-    """In the child before exec: ask Linux to SIGTERM it when specsweep dies, so even a
-    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG). If the
-    parent died between fork and prctl, the signal will never come: exit at once."""
+    """In the child before exec: ask Linux to SIGKILL it when specsweep dies, so even a
+    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG). SIGKILL,
+    not SIGTERM: llama-server swallows a SIGTERM that arrives while it loads the model.
+    If the parent died between fork and prctl, the signal will never come: exit at once."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return  # not Linux: the normal stop path still applies
     if os.getppid() != parent:
