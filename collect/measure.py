@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -38,6 +38,7 @@ class Context:
     method: str
     tp: int
     on_done: Callable[[], None] = lambda: None
+    sink: list[dict[str, Any]] = field(default_factory=list)  # rows as they are made
 
 
 def request_id(*key: object) -> str:
@@ -146,7 +147,9 @@ async def requests_window(
         rep, p = item
         res = await send(ctx, messages(w.system, p.text), max_tokens)
         ctx.on_done()
-        return [row(ctx, res, t_start, **key, prompt_id=p.prompt_id, rep=rep)]
+        made = row(ctx, res, t_start, **key, prompt_id=p.prompt_id, rep=rep)
+        ctx.sink.append(made)
+        return [made]
 
     return await run_workers(work_items, concurrency, one)
 
@@ -168,6 +171,7 @@ async def agentic_window(
             ctx.on_done()
             rows.append(row(ctx, res, t_start, **key, prompt_id=f"{w.name}/turn{turn}",
                             rep=rep, session_id=f"{wid}/s{rep}", turn=turn))
+            ctx.sink.append(rows[-1])
             if not res.ok:
                 break  # the rest of the session has no reply to build on
             history.append({"role": "assistant", "content": res.text})

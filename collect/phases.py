@@ -43,9 +43,12 @@ class Phase(Strict):
 DECODE_SPEEDS = """
 SELECT method, workload, max_tokens, concurrency,
        median((output_tokens - 1) / (e2e_s - ttft_s)) AS decode_tps
-FROM requests
+FROM requests AS r
 WHERE campaign_id = ? AND tp = ? AND ok AND NOT is_warmup
   AND output_tokens > 1 AND e2e_s > ttft_s
+  AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
+                  AND u.campaign_id = r.campaign_id AND u.config_id = r.config_id
+                  AND u.workload = r.workload)
 GROUP BY ALL
 """
 

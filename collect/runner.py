@@ -243,28 +243,37 @@ async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> 
             except HookFailed as exc:
                 service.fail(str(exc))
             before = await _scrape(ctx, w.name, "before")
-            rows = await workload_rows(ctx, w)
+            ctx.sink.clear()
+            try:
+                rows = await workload_rows(ctx, w)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
+                _commit_unit(c, service, w.name, warm + ctx.sink, before, started, False)
+                raise
             after = await _scrape(ctx, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")
-            with store.transaction():
-                store.append("requests", warm + rows)
-                store.append("server_metrics", before + after)
-                store.append(
-                    "units",
-                    [
-                        {
-                            "campaign_id": campaign_id,
-                            "config_id": config.config_id,
-                            "workload": w.name,
-                            "service_id": service.service_id,
-                            "n_requests": len(rows),
-                            "started_at": started,
-                            "finished_at": utcnow(),
-                        }
-                    ],
-                )
+            _commit_unit(c, service, w.name, warm + rows, before + after, started, True)
             warm = []
+
+
+def _commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[str, Any]],
+                 metrics: list[dict[str, Any]], started: Any, complete: bool) -> None:
+    """One transaction: drop what an interrupted earlier try left of this unit, then land
+    its requests, server metrics and `units` row."""
+    key = [c.campaign_id, service.config.config_id, workload]
+    with c.store.transaction():
+        for table in ("requests", "server_metrics", "units"):  # fixed names
+            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                            "AND workload = ?", key)
+        c.store.append("requests", rows)
+        c.store.append("server_metrics", metrics)
+        c.store.append("units", [{
+            "campaign_id": c.campaign_id, "config_id": service.config.config_id,
+            "workload": workload, "service_id": service.service_id,
+            "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
+            "started_at": started, "finished_at": utcnow(),
+        }])
 
 
 async def _scrape(ctx: Context, workload: str, phase: str) -> list[dict[str, Any]]:

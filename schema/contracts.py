@@ -76,6 +76,7 @@ class UnitsSchema(_Base):
     workload: Series[str]
     service_id: Series[str]
     n_requests: Series[int] = pa.Field(ge=0)
+    complete: Series[bool]
     started_at: Series[pd.Timestamp]
     finished_at: Series[pd.Timestamp]
 

@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS units (
     workload     VARCHAR NOT NULL,
     service_id   VARCHAR NOT NULL,
     n_requests   INTEGER NOT NULL,
+    complete     BOOLEAN NOT NULL,      -- false: interrupted; its rows are kept, excluded from
+                                        -- analysis, and replaced when resume redoes the unit
     started_at   TIMESTAMP NOT NULL,
     finished_at  TIMESTAMP NOT NULL,
     PRIMARY KEY (campaign_id, config_id, workload)

@@ -128,7 +128,8 @@ class Store:
 
     def unit_done(self, campaign_id: str, config_id: str, workload: str) -> bool:
         rows = self.execute(
-            "SELECT count(*) FROM units WHERE campaign_id = ? AND config_id = ? AND workload = ?",
+            "SELECT count(*) FROM units WHERE campaign_id = ? AND config_id = ? AND workload = ? "
+            "AND complete",
             [campaign_id, config_id, workload],
         )
         return bool(rows[0][0])

@@ -231,7 +231,9 @@ def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str
     return proc, err, db
 
 
-def test_interrupt_stops_the_server_and_keeps_complete_units(tmp_path: Path) -> None:
+def test_interrupt_stops_the_server_and_keeps_what_was_measured(tmp_path: Path) -> None:
+    """Ctrl-C mid-workload: the server stops within 10 s; the requests measured so far land
+    in a unit marked incomplete, which analysis leaves out; resume replaces it whole."""
     pids: list[int] = []
 
     def interrupt(proc: subprocess.Popen[str], pid: int) -> None:
@@ -244,9 +246,21 @@ def test_interrupt_stops_the_server_and_keeps_complete_units(tmp_path: Path) -> 
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
     with duckdb.connect(str(db), read_only=True) as con:
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
-        units = con.execute("SELECT count(*) FROM units").fetchone()[0]
+        units = con.execute("SELECT workload, complete, n_requests FROM units").fetchall()
+        kept = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
         states = con.execute("SELECT DISTINCT state FROM services").fetchall()
-    assert status == "interrupted" and units == 0 and states == [("stopped",)]
+    assert status == "interrupted" and states == [("stopped",)]
+    assert units == [("rewrite", False, kept)] and 0 < kept < 3 * 20 * 2
+    _run("-m", "analyze", "--db", str(db))
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM request_metrics").fetchone()[0] == 0
+    _run("-m", "collect", "run", str(tmp_path / "plan.yaml"), "--db", str(db), "--logs",
+         str(tmp_path / "logs"), "--no-progress")
+    with duckdb.connect(str(db), read_only=True) as con:
+        done = con.execute("SELECT count(*) FILTER (complete), count(*) FROM units").fetchone()
+        measured = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
+    # 2 methods x (3 prompts x 20 reps x 2 concurrencies + 3 agentic turns x 1 session)
+    assert done == (4, 4) and measured == 2 * (3 * 20 * 2 + 3)
 
 
 def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:

@@ -11,16 +11,26 @@
 --                      (a missing chunk_tokens list or element counts as 1 token)
 --   end_s            = start_s + e2e_s (offset of the last token from the window start)
 -- Failed requests (ok = false) keep their row (error_rate needs them) but every derived
--- latency/speed column is NULL for them.
+-- latency/speed column is NULL for them. Rows of a unit marked incomplete (units.complete =
+-- false: the run was interrupted in it) are left out until resume redoes the unit.
 
 CREATE OR REPLACE VIEW request_metrics AS
 
 WITH
 
+incomplete AS (
+    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+),
+
 measured AS (
     SELECT * EXCLUDE (output_text, server_stats)
-    FROM requests
+    FROM requests AS r
     WHERE NOT is_warmup
+      AND NOT EXISTS (
+          SELECT 1 FROM incomplete AS i
+          WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id
+            AND i.workload = r.workload
+      )
 ),
 
 chunk_gaps AS (

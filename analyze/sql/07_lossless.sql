@@ -22,8 +22,13 @@ texts AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id, rep,
         output_text
-    FROM requests
+    FROM requests AS r
     WHERE ok AND NOT is_warmup AND (turn IS NULL OR turn = 0)
+      AND NOT EXISTS (
+          SELECT 1 FROM units AS u
+          WHERE NOT u.complete AND u.campaign_id = r.campaign_id
+            AND u.config_id = r.config_id AND u.workload = r.workload
+      )
 ),
 
 baseline AS (

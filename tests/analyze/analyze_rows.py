@@ -13,7 +13,7 @@ import duckdb
 
 DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
 # the raw tables analyze reads
-TABLES_READ = ("campaigns", "requests", "services", "server_metrics")
+TABLES_READ = ("campaigns", "requests", "services", "server_metrics", "units")
 CREATE_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(.*?\n\);", re.DOTALL)
 
 COLUMNS = (

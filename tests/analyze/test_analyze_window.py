@@ -74,3 +74,19 @@ def test_no_drafts_gives_null_not_a_division_error(tmp_path: Path) -> None:
     w = one(path, "SELECT * FROM window_acceptance")
     assert w["d_draft_tokens"] == 0 and w["accept_rate_window"] is None
     assert w["accept_length_window"] is None
+
+
+def test_rows_of_an_incomplete_unit_are_left_out(tmp_path: Path) -> None:
+    """An interrupted unit keeps its rows (units.complete = false) but no view counts them."""
+    from analyze_rows import write_db
+
+    path = tmp_path / "r.duckdb"
+    write_db(path, [req(workload="chat"), req(workload="code", method="m")])
+    with duckdb.connect(str(path)) as con:
+        con.execute("INSERT INTO units VALUES ('c1', 'cfg-m', 'code', 'svc-m', 1, false, ?, ?)",
+                    [T, T])
+        con.execute("INSERT INTO units VALUES ('c1', 'cfg-autoregressive', 'chat', "
+                    "'svc-autoregressive', 1, true, ?, ?)", [T, T])
+    build.run(path, baseline="autoregressive")
+    assert one(path, "SELECT count(*) AS n FROM request_metrics")["n"] == 1
+    assert one(path, "SELECT workload FROM request_metrics")["workload"] == "chat"

@@ -65,6 +65,7 @@ def unit_row(**changes: Any) -> dict[str, Any]:
         "workload": "rewrite",
         "service_id": "svc0",
         "n_requests": 3,
+        "complete": True,
         "started_at": datetime(2024, 5, 1, 12, 0, 0),
         "finished_at": datetime(2024, 5, 1, 12, 1, 0),
     }
