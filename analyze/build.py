@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 
 from analyze import stats
+from schema.store import migrate
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ def run(db_path: str | Path, baseline: str | None = None) -> None:
         raise FileNotFoundError(f"no results database at {path}; run `python -m collect` first")
     with duckdb.connect(str(path)) as con:
         _require_table(con, "requests")
+        migrate(con)  # a file written by an older specsweep gets the current raw layer
         baseline = baseline or plan_baseline(con)
         con.begin()
         try:

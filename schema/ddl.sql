@@ -1,4 +1,4 @@
--- specsweep raw layer, schema version 1.
+-- specsweep raw layer, schema version 2 (v1 had no units.complete; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.

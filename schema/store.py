@@ -24,7 +24,7 @@ import pandera.pandas as pa
 
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -182,7 +182,11 @@ def _reasons_by_row(cases: pd.DataFrame, n_rows: int) -> dict[int, set[str]]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Bring a results file to SCHEMA_VERSION; returns the version found before."""
+    """Bring a results file to SCHEMA_VERSION; returns the version found before.
+
+    The DDL creates what is missing at the current version (a new file needs nothing
+    else); a file written by an older specsweep then runs each `migrate_to_N` step.
+    """
     con.execute(DDL.read_text()).fetchall()
     row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     found = row[0] if row and row[0] is not None else 0
@@ -191,16 +195,19 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
             f"results file has schema version {found}, newer than this specsweep "
             f"({SCHEMA_VERSION}); upgrade specsweep"
         )
-    for version in range(max(found, 1), SCHEMA_VERSION + 1):
-        step = MIGRATIONS.get(version)
-        if step and version > found:
-            step(con)
-    if found < SCHEMA_VERSION:
-        con.execute(
-            "INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, utcnow()]
-        ).fetchall()
+    steps = range(found + 1, SCHEMA_VERSION + 1) if found else []
+    for version in steps:
+        MIGRATIONS[version](con)
+    for version in steps or ([SCHEMA_VERSION] if not found else []):
+        con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, utcnow()]).fetchall()
     return found
 
 
-# version -> step that brings the previous version to it; version 1 is the DDL itself.
-MIGRATIONS: dict[int, Any] = {}
+def migrate_to_2(con: duckdb.DuckDBPyConnection) -> None:
+    """v2: units.complete (an interrupted unit keeps its rows, marked incomplete). Every
+    unit of a v1 file landed whole."""
+    con.execute("ALTER TABLE units ADD COLUMN complete BOOLEAN DEFAULT true").fetchall()
+
+
+# version -> the step that brings the previous version to it; version 1 is the first DDL.
+MIGRATIONS: dict[int, Any] = {2: migrate_to_2}

@@ -340,3 +340,31 @@ def test_a_write_waits_for_a_reader_in_another_process(
     reader.wait(timeout=10)
     assert waited > 0.5  # it really had to wait for the reader to let go
     assert count(db_path, "requests") == 2
+
+
+def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
+    tmp_path: Path, make_row: Row
+) -> None:
+    """Schema 1 had no units.complete. Such a file opens, gains the column (true: v1 units
+    landed whole), records version 2, and the analysis builds on it."""
+    import re
+
+    from analyze import build
+    from schema.store import DDL
+
+    path = tmp_path / "v1.duckdb"
+    v1_ddl = re.sub(r"\n    complete     BOOLEAN NOT NULL,[^\n]*\n[^\n]*\n", "\n",
+                    DDL.read_text())
+    assert "complete" not in v1_ddl.split("CREATE TABLE IF NOT EXISTS units")[1].split(");")[0]
+    with duckdb.connect(str(path)) as con:
+        con.execute(v1_ddl)
+        con.execute("INSERT INTO schema_version VALUES (1, now()::TIMESTAMP)")
+        con.execute("INSERT INTO units VALUES ('camp', 'cfg0', 'rewrite', 'svc0', 1, "
+                    "now()::TIMESTAMP, now()::TIMESTAMP)")
+    store = Store(path)
+    store.append("requests", [make_row(0, config_id="cfg0", workload="rewrite")])
+    assert read(path, "SELECT complete FROM units") == [(True,)]
+    assert read(path, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,)]
+    assert store.unit_done("camp", "cfg0", "rewrite")
+    build.run(path, baseline="autoregressive")
+    assert read(path, "SELECT count(*) FROM request_metrics") == [(1,)]
