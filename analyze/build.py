@@ -30,6 +30,7 @@ AFTER_SPEEDUP = (
     "05_agentic_turns.sql",
     "06_window_acceptance.sql",
     "07_lossless.sql",
+    "09_crossover.sql",
 )
 OBJECTS = (
     "request_metrics",
@@ -40,6 +41,7 @@ OBJECTS = (
     "agentic_turns",
     "window_acceptance",
     "lossless",
+    "crossover",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
