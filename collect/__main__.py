@@ -60,8 +60,14 @@ def run(
 
 
 @app.command()
-def check(plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML).")) -> None:
-    """Validate a plan and list the services and requests it would run."""
+def check(
+    plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML)."),
+    probe: bool = typer.Option(
+        False, help="Connect to the host: list its GPUs and their memory, read model files."
+    ),
+) -> None:
+    """Validate a plan, list the services and requests it would run and check that each
+    fits its GPUs' memory (exit 3 when one does not)."""
     from collect.phases import BestOf
     from collect.workloads import request_count
 
@@ -82,6 +88,12 @@ def check(plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML)."
                        f"{count} requests ({', '.join(wnames)})")
     typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
                f"about {total} measured requests")
+    from collect.memory import check_plan
+
+    memory_lines, too_big = check_plan(parsed, probe=probe)
+    typer.echo("\n".join(memory_lines))
+    if too_big:
+        raise typer.Exit(3)
 
 
 @app.command()

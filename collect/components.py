@@ -71,6 +71,10 @@ class SSHHost(Strict):
     gpus: list[int] | None = Field(
         None, description="GPU indices of the host; default: what nvidia-smi lists."
     )
+    gpu_memory_gib: float | None = Field(
+        None, gt=0, description="Memory of each GPU in GiB (nvidia-smi's memory.total / 1024), "
+        "for `check`'s memory budget; `check --probe` reads it from the host instead."
+    )
     gpu_wait_s: float = Field(
         0, ge=0, description="How long a service waits for busy GPUs to free up before its "
         "configuration is skipped (0: skip at once)."
@@ -96,6 +100,23 @@ class ExternalHost(Strict):
 
 
 Host = Annotated[LocalHost | SSHHost | ExternalHost, Field(discriminator="kind")]
+
+
+class ModelInfo(Strict):
+    """What `check`'s memory budget needs to know of a model (target or draft)."""
+
+    weights_gib: float | None = Field(
+        None, gt=0, description="Size of the weights in GiB (the safetensors files' total); "
+        "default: metadata.total_size of <model>/model.safetensors.index.json, read over the "
+        "host by `check --probe`."
+    )
+    config: str | dict[str, Any] | None = Field(
+        None, description="The model's config.json: a path to a local copy, or its mapping "
+        "inline (at least num_hidden_layers, num_attention_heads, num_key_value_heads, "
+        "head_dim, torch_dtype; hybrid models also layer_types or full_attention_interval and "
+        "the linear_* keys); default: <model>/config.json, read over the host by "
+        "`check --probe`."
+    )
 
 
 # --- engines -----------------------------------------------------------------------------
@@ -126,6 +147,9 @@ class _EngineBase(Strict):
     request_timeout_s: float = Field(600, gt=0, description="Per-request timeout in seconds.")
     request_extra: dict[str, Any] = Field(
         default_factory=dict, description="Extra JSON fields merged into every request body."
+    )
+    model_info: ModelInfo | None = Field(
+        None, description="Weights and config.json of the target, for `check`'s memory budget."
     )
     api_key_env: str | None = Field(
         None,

@@ -319,6 +319,12 @@ def gpu_indices(runner: Runner) -> list[int]:
     return [int(row["index"]) for row in parse_csv(out, ["index"])]
 
 
+def gpu_memory_mib(runner: Runner) -> dict[int, float]:
+    """Total memory (MiB) of each GPU nvidia-smi lists, by index; {} without it."""
+    out = nvidia_smi(runner, "--query-gpu=index,memory.total", "--format=csv,noheader,nounits")
+    return {int(r["index"]): float(r["memory"]) for r in parse_csv(out, ["index", "memory"])}
+
+
 def busy_gpus(runner: Runner) -> set[int]:
     """Indices of the GPUs running at least one compute process."""
     out = nvidia_smi(runner, "--query-gpu=index,uuid", "--format=csv,noheader")

@@ -28,6 +28,7 @@ from collect.components import (  # noqa: F401 - re-exported: plans import them 
     Host,
     LlamaCppEngine,
     LocalHost,
+    ModelInfo,
     Name,
     Strict,
 )
@@ -47,6 +48,11 @@ class Method(Strict):
     )
     workloads: list[str] | None = Field(
         None, description="Names of the workloads this method runs; default: all of them."
+    )
+    draft: ModelInfo | None = Field(
+        None,
+        description="Weights and config.json of the method's draft model, for `check`'s memory "
+        "budget (default with `check --probe`: read from the draft path in args).",
     )
 
     def runs(self, workload: str) -> bool:
