@@ -30,6 +30,7 @@ AFTER_SPEEDUP = (
     "05_agentic_turns.sql",
     "06_window_acceptance.sql",
     "07_lossless.sql",
+    "08_latency_conventions.sql",
     "09_crossover.sql",
 )
 OBJECTS = (
@@ -41,6 +42,7 @@ OBJECTS = (
     "agentic_turns",
     "window_acceptance",
     "lossless",
+    "latency_conventions",
     "crossover",
 )
 

@@ -1,4 +1,4 @@
-"""Command line of the collect stage: `python -m collect run|check|schema|provision`."""
+"""Command line of the collect stage: `python -m collect run|check|schema|provision|import`."""
 
 from __future__ import annotations
 
@@ -115,6 +115,29 @@ def provision() -> None:
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+
+
+@app.command("import")
+def import_results(
+    file: Path = typer.Argument(..., help="vLLM bench serve JSON or SGLang bench_serving JSONL."),
+    db: Path = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+    method: str = typer.Option("unknown", help="Method the server ran (not in the file)."),
+    tp: int = typer.Option(1, min=1, help="Tensor-parallel size (not in the file)."),
+    engine: str = typer.Option(None, help="Server engine [default: the tool that wrote FILE]."),
+    workload: str = typer.Option(None, help="Workload name [default: the file's dataset]."),
+    concurrency: int = typer.Option(None, min=1, help="Client concurrency limit."),
+    max_tokens: int = typer.Option(None, min=1, help="Requested output length."),
+) -> None:
+    """Import a vLLM/SGLang benchmark result file; print its summary beside specsweep's."""
+    from collect import importers
+
+    options = importers.ImportOptions(method, tp, engine, workload, concurrency, max_tokens)
+    try:
+        lines = importers.run(file, db, options)
+    except (OSError, importers.ImportFileError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo("\n".join(lines))
 
 
 def main() -> None:
