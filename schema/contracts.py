@@ -77,6 +77,7 @@ class UnitsSchema(_Base):
     service_id: Series[str]
     n_requests: Series[int] = pa.Field(ge=0)
     complete: Series[bool]
+    colocated_with: Series[str] | None  # absent: the DDL's default '' (ran alone)
     started_at: Series[pd.Timestamp]
     finished_at: Series[pd.Timestamp]
 

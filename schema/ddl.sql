@@ -1,4 +1,5 @@
--- specsweep raw layer, schema version 2 (v1 had no units.complete; see schema/store.py).
+-- specsweep raw layer, schema version 3 (v1 had no units.complete, v2 no units.colocated_with;
+-- see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -54,6 +55,9 @@ CREATE TABLE IF NOT EXISTS units (
     n_requests   INTEGER NOT NULL,
     complete     BOOLEAN NOT NULL,      -- false: interrupted; its rows are kept, excluded from
                                         -- analysis, and replaced when resume redoes the unit
+    colocated_with VARCHAR NOT NULL DEFAULT '', -- comma-separated service_ids of other services
+                                        -- running on the same host at any time during the
+                                        -- unit (packed configurations); '' = ran alone
     started_at   TIMESTAMP NOT NULL,
     finished_at  TIMESTAMP NOT NULL,
     PRIMARY KEY (campaign_id, config_id, workload)

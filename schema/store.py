@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import pandera.pandas as pa
 
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -40,14 +41,30 @@ class Store:
 
     The file is locked only while a transaction runs, so between units other processes
     (`make sql`, a notebook, `python -m report`) can open it while a campaign runs.
+    Threads (services packed side by side) share one Store: each thread has its own
+    transaction state, and transactions run one at a time.
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._con: duckdb.DuckDBPyConnection | None = None
-        with self.transaction():
-            migrate(self._con)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        with self._lock:
+            con = self._connect()
+            try:
+                migrate(con)
+            finally:
+                con.close()
+
+    @property
+    def _con(self) -> duckdb.DuckDBPyConnection | None:
+        """This thread's open transaction, if any."""
+        return getattr(self._local, "con", None)
+
+    @_con.setter
+    def _con(self, con: duckdb.DuckDBPyConnection | None) -> None:
+        self._local.con = con
 
     def close(self) -> None:
         """Nothing stays open between transactions; kept for `with Store(...)`."""
@@ -64,19 +81,20 @@ class Store:
         if self._con is not None:
             yield
             return
-        con = self._connect()
-        try:
-            con.execute("BEGIN TRANSACTION").fetchall()
-            self._con = con
-            yield
-        except BaseException:
-            con.execute("ROLLBACK").fetchall()
-            raise
-        else:
-            con.execute("COMMIT").fetchall()
-        finally:
-            self._con = None
-            con.close()
+        with self._lock:
+            con = self._connect()
+            try:
+                con.execute("BEGIN TRANSACTION").fetchall()
+                self._con = con
+                yield
+            except BaseException:
+                con.execute("ROLLBACK").fetchall()
+                raise
+            else:
+                con.execute("COMMIT").fetchall()
+            finally:
+                self._con = None
+                con.close()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """Open the file for writing; while another process (a `make sql` session, a
@@ -185,21 +203,32 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     """Bring a results file to SCHEMA_VERSION; returns the version found before.
 
     The DDL creates what is missing at the current version (a new file needs nothing
-    else); a file written by an older specsweep then runs each `migrate_to_N` step.
+    else); a file written by an older specsweep then runs each `migrate_to_N` step, each
+    in a transaction of its own with its schema_version row (DuckDB refuses to commit two
+    ALTERs of one table in one transaction). `con` must not be inside a transaction.
     """
+    con.execute("BEGIN TRANSACTION").fetchall()
     con.execute(DDL.read_text()).fetchall()
     row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     found = row[0] if row and row[0] is not None else 0
     if found > SCHEMA_VERSION:
+        con.execute("ROLLBACK").fetchall()
         raise RuntimeError(
             f"results file has schema version {found}, newer than this specsweep "
             f"({SCHEMA_VERSION}); upgrade specsweep"
         )
-    steps = range(found + 1, SCHEMA_VERSION + 1) if found else []
-    for version in steps:
-        MIGRATIONS[version](con)
-    for version in steps or ([SCHEMA_VERSION] if not found else []):
-        con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, utcnow()]).fetchall()
+    if not found:
+        con.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, utcnow()])
+    con.execute("COMMIT").fetchall()
+    for version in range(found + 1, SCHEMA_VERSION + 1) if found else []:
+        con.execute("BEGIN TRANSACTION").fetchall()
+        try:
+            MIGRATIONS[version](con)
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, utcnow()])
+        except BaseException:
+            con.execute("ROLLBACK").fetchall()
+            raise
+        con.execute("COMMIT").fetchall()
     return found
 
 
@@ -209,5 +238,11 @@ def migrate_to_2(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE units ADD COLUMN complete BOOLEAN DEFAULT true").fetchall()
 
 
+def migrate_to_3(con: duckdb.DuckDBPyConnection) -> None:
+    """v3: units.colocated_with (configurations packed side by side on one host). Every
+    unit of an older file ran alone."""
+    con.execute("ALTER TABLE units ADD COLUMN colocated_with VARCHAR DEFAULT ''").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
-MIGRATIONS: dict[int, Any] = {2: migrate_to_2}
+MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3}

@@ -10,6 +10,8 @@
 --   itl_token_mean_s = mean over chunks i >= 2 of (chunk_times_s[i] - chunk_times_s[i-1]) / chunk_tokens[i]
 --                      (a missing chunk_tokens list or element counts as 1 token)
 --   end_s            = start_s + e2e_s (offset of the last token from the window start)
+--   colocated        = the request's unit ran while other services of the campaign ran on
+--                      the same host (units.colocated_with <> ''; packed configurations)
 -- Failed requests (ok = false) keep their row (error_rate needs them) but every derived
 -- latency/speed column is NULL for them. Rows of a unit marked incomplete (units.complete =
 -- false: the run was interrupted in it) are left out until resume redoes the unit.
@@ -20,6 +22,10 @@ WITH
 
 incomplete AS (
     SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+),
+
+colocation AS (
+    SELECT campaign_id, config_id, workload, colocated_with <> '' AS colocated FROM units
 ),
 
 measured AS (
@@ -61,9 +67,11 @@ derived AS (
         list_aggregate(g.gaps_s, 'quantile_cont', 0.5) AS itl_chunk_p50_s,
         list_aggregate(g.gaps_s, 'quantile_cont', 0.99) AS itl_chunk_p99_s,
         list_avg(g.token_gaps_s) AS itl_token_mean_s,
-        m.start_s + m.e2e_s AS end_s
+        m.start_s + m.e2e_s AS end_s,
+        coalesce(u.colocated, false) AS colocated
     FROM measured AS m
     LEFT JOIN chunk_gaps AS g USING (request_id)
+    LEFT JOIN colocation AS u USING (campaign_id, config_id, workload)
 ),
 
 final AS (

@@ -83,9 +83,11 @@ def test_rows_of_an_incomplete_unit_are_left_out(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
     write_db(path, [req(workload="chat"), req(workload="code", method="m")])
     with duckdb.connect(str(path)) as con:
-        con.execute("INSERT INTO units VALUES ('c1', 'cfg-m', 'code', 'svc-m', 1, false, ?, ?)",
-                    [T, T])
-        con.execute("INSERT INTO units VALUES ('c1', 'cfg-autoregressive', 'chat', "
+        cols = "(campaign_id, config_id, workload, service_id, n_requests, complete, " \
+               "started_at, finished_at)"
+        con.execute(f"INSERT INTO units {cols} VALUES ('c1', 'cfg-m', 'code', 'svc-m', 1, false, "
+                    "?, ?)", [T, T])
+        con.execute(f"INSERT INTO units {cols} VALUES ('c1', 'cfg-autoregressive', 'chat', "
                     "'svc-autoregressive', 1, true, ?, ?)", [T, T])
     build.run(path, baseline="autoregressive")
     assert one(path, "SELECT count(*) AS n FROM request_metrics")["n"] == 1

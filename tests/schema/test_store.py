@@ -345,8 +345,9 @@ def test_a_write_waits_for_a_reader_in_another_process(
 def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
     tmp_path: Path, make_row: Row
 ) -> None:
-    """Schema 1 had no units.complete. Such a file opens, gains the column (true: v1 units
-    landed whole), records version 2, and the analysis builds on it."""
+    """Schema 1 had no units.complete (v2) nor units.colocated_with (v3). Such a file
+    opens, gains both (true: v1 units landed whole; '': they ran alone), records versions 2
+    and 3, and the analysis builds on it."""
     import re
 
     from analyze import build
@@ -355,7 +356,9 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
     path = tmp_path / "v1.duckdb"
     v1_ddl = re.sub(r"\n    complete     BOOLEAN NOT NULL,[^\n]*\n[^\n]*\n", "\n",
                     DDL.read_text())
-    assert "complete" not in v1_ddl.split("CREATE TABLE IF NOT EXISTS units")[1].split(");")[0]
+    v1_ddl = re.sub(r"\n    colocated_with VARCHAR[^\n]*\n[^\n]*\n[^\n]*\n", "\n", v1_ddl)
+    units_v1 = v1_ddl.split("CREATE TABLE IF NOT EXISTS units")[1].split(");")[0]
+    assert "complete" not in units_v1 and "colocated" not in units_v1
     with duckdb.connect(str(path)) as con:
         con.execute(v1_ddl)
         con.execute("INSERT INTO schema_version VALUES (1, now()::TIMESTAMP)")
@@ -363,8 +366,9 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
                     "now()::TIMESTAMP, now()::TIMESTAMP)")
     store = Store(path)
     store.append("requests", [make_row(0, config_id="cfg0", workload="rewrite")])
-    assert read(path, "SELECT complete FROM units") == [(True,)]
-    assert read(path, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,)]
+    assert read(path, "SELECT complete, colocated_with FROM units") == [(True, "")]
+    versions = read(path, "SELECT version FROM schema_version ORDER BY version")
+    assert versions == [(1,), (2,), (3,)]
     assert store.unit_done("camp", "cfg0", "rewrite")
     build.run(path, baseline="autoregressive")
     assert read(path, "SELECT count(*) FROM request_metrics") == [(1,)]
