@@ -59,6 +59,11 @@ def _config_labels(frame: pd.DataFrame) -> pd.Series:
     return label
 
 
+def plain(text: object) -> str:
+    """A data string as matplotlib prints it literally (a `$` pair would start mathtext)."""
+    return str(text).replace("$", r"\$")
+
+
 def _empty(ax: Axes, message: str) -> Axes:
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
     ax.set_axis_off()
@@ -171,3 +176,51 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
     ax.get_xaxis().set_major_formatter(ScalarFormatter())
     ax.set_ylabel("throughput (output tok/s)")
     return ax
+
+
+# One marker shape per method (by palette position) so that eight lines stay apart in grey.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+DODGE = 0.05  # sideways shift between methods, in log2(concurrency) units
+
+
+def plot_speedup_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Speedup versus concurrency for one setting (engine, tp, workload, max_tokens).
+
+    One line per method with its 95% CI as error bars, methods shifted sideways by a few
+    percent of a doubling so the bars do not hide each other. Filled markers are significant,
+    hollow ones are not; the crossover level (rows with ``is_crossover``) is ringed in black.
+    """
+    if frame.empty:
+        return _empty(ax, "no speedup rows")
+    methods = _order(palette, frame["method"])
+    shift = {m: DODGE * (i - (len(methods) - 1) / 2) for i, m in enumerate(methods)}
+    frame = frame.assign(x=frame["concurrency"] * 2 ** frame["method"].map(shift))
+    for method in methods:
+        _speedup_line(ax, frame[frame["method"] == method].sort_values("concurrency"),
+                      method, palette)
+    cross = frame[frame["is_crossover"].fillna(False).astype(bool)]
+    if not cross.empty:
+        ax.scatter(cross["x"], cross["speedup"], marker="o", s=90, facecolor="none",
+                   edgecolor="black", linewidths=1.1, zorder=5, label="crossover")
+    ax.axhline(1.0, ls="--", color="0.3", lw=1)
+    levels = sorted(frame["concurrency"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(levels)
+    ax.get_xaxis().set_major_formatter(ScalarFormatter())
+    ax.set_xlim(levels[0] / 2 ** 0.5, levels[-1] * 2 ** 0.5)
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("speedup")
+    return ax
+
+
+def _speedup_line(ax: Axes, sub: pd.DataFrame, method: str, palette: Palette) -> None:
+    """One method's points and CI bars at their shifted x, non-significant markers hollow."""
+    colour = palette[method]
+    marker = MARKERS[list(palette).index(method) % len(MARKERS)]
+    x, y = sub["x"].to_numpy(float), sub["speedup"].to_numpy(float)
+    err = np.vstack([y - sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float) - y])
+    ax.errorbar(x, y, yerr=np.abs(err), fmt="none", ecolor=colour, capsize=2, lw=1)
+    ax.plot(x, y, color=colour, marker=marker, ms=5, lw=1.2, label=plain(method), zorder=3)
+    sig = sub["significant"].fillna(False).astype(bool).to_numpy()
+    ax.scatter(x[~sig], y[~sig], marker=marker, s=16, facecolor="white", edgecolor=colour,
+               zorder=4)

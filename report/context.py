@@ -6,6 +6,7 @@ LaTeX built from escaped parts (``NoEscape``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,51 @@ def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
     return build_table(ll, _present(ll, cols))
 
 
+def _crossover_cell(r: pd.Series) -> str:
+    """The crossover concurrency as the table shows it, by status (analyze/VIEWS.md)."""
+    if r["status"] == "always pays":
+        return f"> {_int(r['highest_concurrency'])}"
+    if pd.isna(r["crossover_concurrency"]):
+        return "--"
+    again = " (pays again above)" if bool(r["pays_again_above"]) else ""
+    return f"{_int(r['crossover_concurrency'])}{again}"
+
+
+def _if_crossing(cell: Callable[[pd.Series], str]) -> Callable[[pd.Series], str]:
+    """A cell that stays empty for settings without a crossover level."""
+    return lambda r: "" if pd.isna(r["crossover_concurrency"]) else cell(r)
+
+
+def _int(v: Any) -> str:
+    return str(int(v))
+
+
+def _levels(r: pd.Series) -> str:
+    return ", ".join(_int(c) for c in r["concurrencies"])
+
+
+def crossover_section(cx: pd.DataFrame | None) -> dict[str, Any]:
+    """The crossover table over swept settings (2+ concurrency levels); ``available`` is
+    false when the database predates the crossover view."""
+    if cx is None:
+        return {"available": False, "table": None, "n_single": 0}
+    swept = cx[cx["status"] != "single level"]
+    n_single = len(cx) - len(swept)
+    if swept.empty:
+        return {"available": True, "table": None, "n_single": n_single}
+    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
+            Col("tp", text("tp"), "r"), Col("method", text("method")),
+            Col("levels", _levels), Col("status", text("status")),
+            Col("crossover", _crossover_cell, "r"),
+            Col("speedup there", _if_crossing(num("crossover_speedup")), "r"),
+            Col("95% CI", _if_crossing(ci("crossover_ci_low", "crossover_ci_high")), "c"),
+            Col("paid up to", text("paid_up_to"), "r")]
+    if swept["engine"].nunique() > 1:
+        cols.insert(2, Col("engine", text("engine")))
+    swept = swept.sort_values(["workload", "max_tokens", "engine", "tp", "method"])
+    return {"available": True, "table": build_table(swept, cols), "n_single": n_single}
+
+
 def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
     """The machine-readable speedup table, one per (engine, tp) when there are several."""
     if sp.empty:
@@ -175,6 +221,7 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "throughput_table": throughput_table(data.config_summary),
         "agentic_table": agentic_table(data.agentic),
         "lossless_table": lossless_table(data.lossless),
+        "crossover": crossover_section(data.crossover),
         "speedup_tables": speedup_tables(data.speedup),
         "plan": literal_block(str(c.get("plan_yaml") or "")),
     }

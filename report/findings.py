@@ -73,6 +73,48 @@ def _throughput(sp: pd.DataFrame) -> list[str]:
             f"{_x(best['throughput_speedup'])} (a single window, no CI).")]
 
 
+MAX_LISTED = 6
+OTHER_STATUSES = (("always pays", "always pay{s} up to the highest concurrency measured"),
+                  ("never pays", "never pay{s}"),
+                  ("pays only above lowest", "pay{s} only above the lowest concurrency"))
+
+
+def _setting(row: pd.Series, swept: pd.DataFrame) -> str:
+    """`method on workload` plus max_tokens, engine and TP where those vary."""
+    out = f"{e(row['method'])} on {e(row['workload'])}"
+    if swept["max_tokens"].nunique() > 1:
+        out += f" max\\_tokens {e(row['max_tokens'])}"
+    if len(swept[["engine", "tp"]].drop_duplicates()) > 1:
+        out += f" ({e(row['engine'])} TP{e(row['tp'])})"
+    return out
+
+
+def _crossing(row: pd.Series, swept: pd.DataFrame) -> str:
+    slower = " (already slower)" if row["status"] == "slows down" else ""
+    return (f"{_setting(row, swept)} at concurrency {int(row['crossover_concurrency'])}"
+            f"{slower}")
+
+
+def _crossover(cx: pd.DataFrame | None) -> list[str]:
+    """One sentence on where speculation stops paying (crossover view)."""
+    if cx is None:
+        return []
+    swept = cx[cx["status"] != "single level"]
+    if swept.empty:
+        return ["No setting was measured at two or more concurrency levels, so the crossover "
+                "(where speculation stops paying) cannot be located."]
+    crossing = swept[swept["status"].isin(["crosses", "slows down"])]
+    listed = [_crossing(r, swept) for _, r in crossing.head(MAX_LISTED).iterrows()]
+    if len(crossing) > MAX_LISTED:
+        listed.append(f"{len(crossing) - MAX_LISTED} more")
+    head = (f"Speculation stops paying (its speedup CI no longer lies above 1, after lying "
+            f"above it at lower concurrency) in {len(crossing)} of {len(swept)} swept "
+            f"setting(s)" + (f": {', '.join(listed)}" if listed else ""))
+    others = [f"{n} {verb.format(s='s' if n == 1 else '')}" for status, verb in OTHER_STATUSES
+              if (n := int((swept["status"] == status).sum()))]
+    return [head + (f"; of the others, {', '.join(others)}." if others else ".")]
+
+
 def summary(data: ReportData) -> list[NoEscape]:
     """The summary-of-findings bullet points."""
     sp, rm = data.speedup, data.request_metrics
@@ -87,7 +129,7 @@ def summary(data: ReportData) -> list[NoEscape]:
         multi = len(sp[["engine", "tp"]].drop_duplicates()) > 1
         for workload, sub in sp.groupby("workload", sort=True):
             lines.append(_workload_sentence(str(workload), sub, multi))
-        lines += _slowdowns(sp) + _throughput(sp)
+        lines += _slowdowns(sp) + _throughput(sp) + _crossover(data.crossover)
     lines += _acceptance(data.config_summary)
     return [NoEscape(s) for s in lines]
 

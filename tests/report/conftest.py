@@ -36,6 +36,9 @@ PLAN_YAML = (
 METHODS = {"autoregressive": ({"chat": 1.0, "code_gen": 1.0, "summ": 1.0, "agentic": 1.0}, None),
            "dflash": ({"chat": 1.02, "code_gen": 1.8, "summ": 1.0, "agentic": 1.4}, 2.6),
            "ddtree_b8": ({"chat": 1.3, "code_gen": 1.5, "summ": 0.99, "agentic": 1.2}, 2.1)}
+# (method, workload, concurrency) -> speed factor replacing METHODS' there: ddtree_b8 pays
+# on chat at concurrency 1 and is as fast as the baseline at 4 (its crossover).
+AT_LOAD = {("ddtree_b8", "chat", 4): 1.0}
 WINDOWS = [("chat", 64, 1), ("chat", 64, 4), ("code_gen", 128, 1), ("summ", 32, 1)]
 N_PROMPTS, REPS, N_TURNS = 6, 2, 3
 T0 = datetime(2026, 1, 2, 12, 0, 0)
@@ -45,7 +48,7 @@ def _request(rng: np.random.Generator, method: str, workload: str, mt: int, conc
              prompt: int, rep: int, turn: int | None = None, warm: bool = False) -> dict:
     factor, accept = METHODS[method]
     base = 20.0 * (1 + 0.1 * prompt) / (1 + 0.15 * (conc - 1))
-    tps = base * factor[workload] * rng.lognormal(0, 0.05)
+    tps = base * AT_LOAD.get((method, workload, conc), factor[workload]) * rng.lognormal(0, 0.05)
     out = mt - (prompt % 3)
     prompt_tokens = 40 + 10 * prompt + (0 if turn is None else 300 * turn)
     ttft = 0.02 + prompt_tokens / 4000 * rng.lognormal(0, 0.1)
@@ -73,12 +76,12 @@ def _request(rng: np.random.Generator, method: str, workload: str, mt: int, conc
     }
 
 
-def raw_requests(agentic: bool = True) -> pd.DataFrame:
+def raw_requests(agentic: bool = True, windows: list = WINDOWS) -> pd.DataFrame:
     """Deterministic raw requests for every method and window (plus warm-ups)."""
     rng = np.random.default_rng(7)
     rows = []
     for method in METHODS:
-        for wl, mt, conc in WINDOWS:
+        for wl, mt, conc in windows:
             rows.append(_request(rng, method, wl, mt, conc, 0, 0, warm=True))
             rows += [_request(rng, method, wl, mt, conc, p, r)
                      for p in range(N_PROMPTS) for r in range(REPS)]
@@ -185,6 +188,42 @@ def best_config(cs: pd.DataFrame, sp: pd.DataFrame) -> pd.DataFrame:
     return best
 
 
+def _crossover_row(g: pd.DataFrame) -> dict:
+    """VIEWS.md crossover rule on one setting's levels, written as a loop over them."""
+    g = g.sort_values("concurrency")
+    levels = list(g["concurrency"])
+    pays, slower = list(g["ci_low"] > 1), list(g["ci_high"] < 1)
+    cross = None
+    if len(levels) > 1 and pays[0]:
+        cross = next((i for i, p in enumerate(pays) if not p), None)
+    if len(levels) < 2:
+        status = "single level"
+    elif not any(pays):
+        status = "never pays"
+    elif not pays[0]:
+        status = "pays only above lowest"
+    elif cross is None:
+        status = "always pays"
+    else:
+        status = "slows down" if slower[cross] else "crosses"
+    at = g.iloc[cross] if cross is not None else {}
+    return {"status": status, "crossover_concurrency": at.get("concurrency"),
+            "crossover_speedup": at.get("speedup"), "crossover_ci_low": at.get("ci_low"),
+            "crossover_ci_high": at.get("ci_high"),
+            "paid_up_to": levels[cross - 1] if cross else None,
+            "pays_again_above": bool(cross is not None and any(pays[cross + 1:])),
+            "first_slower_concurrency": next((c for c, s in zip(levels, slower) if s), None),
+            "n_levels": len(levels), "concurrencies": levels,
+            "lowest_concurrency": levels[0], "highest_concurrency": levels[-1]}
+
+
+def crossover(sp: pd.DataFrame) -> pd.DataFrame:
+    """The crossover view: per setting, where speculation stops paying."""
+    keys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "method"]
+    rows = [{**dict(zip(keys, key)), **_crossover_row(g)} for key, g in sp.groupby(keys)]
+    return pd.DataFrame(rows)
+
+
 def agentic_turns(rm: pd.DataFrame) -> pd.DataFrame:
     """The agentic_turns view: per-turn medians over session requests."""
     ag = rm[rm["session_id"].notna() & rm["ok"]]
@@ -217,14 +256,15 @@ def _meta(con: duckdb.DuckDBPyConnection) -> None:
                      1.5 + i, "log: " + HOSTILE[3]])
 
 
-def populate(path: Path, agentic: bool = True) -> Path:
+def populate(path: Path, agentic: bool = True, windows: list = WINDOWS) -> Path:
     """Create the DuckDB file: raw tables from the DDL plus analysis tables."""
-    req = raw_requests(agentic)
+    req = raw_requests(agentic, windows)
     rm = request_metrics(req)
     cs = config_summary(rm)
     sp = speedup(rm, cs)
     objects = {"request_metrics": rm, "config_summary": cs, "speedup": sp,
-               "best_config": best_config(cs, sp), "agentic_turns": agentic_turns(rm)}
+               "best_config": best_config(cs, sp), "agentic_turns": agentic_turns(rm),
+               "crossover": crossover(sp)}
     with duckdb.connect(str(path)) as con:
         con.execute(DDL.read_text())
         _meta(con)
@@ -247,6 +287,13 @@ def report_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def report_db_no_agentic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A populated results file without agentic sessions."""
     return populate(tmp_path_factory.mktemp("db2") / "specsweep.duckdb", agentic=False)
+
+
+@pytest.fixture(scope="session")
+def report_db_no_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A populated results file where every workload ran at a single concurrency."""
+    windows = [w for w in WINDOWS if w[2] == 1]
+    return populate(tmp_path_factory.mktemp("db3") / "specsweep.duckdb", False, windows)
 
 
 needs_latex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,8 @@ import duckdb
 import pandas as pd
 import pytest
 
-from report.build import run
+from report.build import render_tex, run
+from report.context import build_context
 from report.data import ReportError, load
 from report.tables import parse_speedup_tables
 from tests.report.conftest import (
@@ -86,6 +89,44 @@ def test_report_text_is_honest_and_literal(built: tuple[Path, str]) -> None:
     assert "warm-up request(s) were excluded" in text
     assert "Prompt-cache settings as recorded" in text
     assert "status is interrupted" in text
+
+
+@needs_latex
+def test_crossover_section_charts_and_tabulates_the_sweep(built: tuple[Path, str]) -> None:
+    """The fixture's chat sweep: ddtree_b8 pays at concurrency 1 and not at 4 (crosses at
+    4); dflash pays at neither (never pays); the single-level workloads are left out."""
+    pdf, tex = built
+    text = _pdf_text(pdf)
+    assert ("Speculation stops paying (its speedup CI no longer lies above 1, after lying above"
+            " it at lower concurrency) in 1 of 2 swept setting(s): ddtree_b8 on chat at "
+            "concurrency 4; of the others, 1 never pays.") in text
+    assert "\\fitwidth{\\includegraphics{crossover.pdf}}" in tex
+    assert "4 setting(s) measured at a single concurrency level are left out" in text
+    rows = re.findall(r"chat&64&1&(\S+?)&1, 4&([a-z ]+)&([^&]+)&([^&]*)&([^&]*)&", tex)
+    assert rows == [("ddtree\\_b8", "crosses", "4", "1.06", "{[}0.92, 1.17{]}"),
+                    ("dflash", "never pays", "-{}-", "", "")]
+
+
+@needs_latex
+def test_no_sweep_says_so_instead_of_a_chart(report_db_no_sweep: Path, tmp_path: Path) -> None:
+    pdf = run(report_db_no_sweep, tmp_path / "r.pdf")
+    text = _pdf_text(pdf)
+    assert "No workload was measured at two or more concurrency levels" in text
+    assert "crossover.pdf" not in pdf.with_suffix(".tex").read_text(encoding="utf-8")
+
+
+def test_database_without_crossover_view_asks_for_analyze(report_db: Path,
+                                                           tmp_path: Path) -> None:
+    old = tmp_path / "old.duckdb"
+    shutil.copyfile(report_db, old)
+    with duckdb.connect(str(old)) as con:
+        con.execute("DROP TABLE crossover")
+    data = load(old)
+    assert data.crossover is None
+    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
+                             "crossover", "agentic"])
+    tex = render_tex(build_context(data, figures))
+    assert "analysed before the crossover view existed" in tex
 
 
 @needs_latex

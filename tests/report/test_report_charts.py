@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from report import charts
-from report.figures import save_figure, slug
+from report.figures import save_figure, slug, sweep_frame, sweeps_figure
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
 
@@ -47,6 +47,20 @@ def _turns() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "turn", "ttft_p50_s", "prompt_tokens_p50"])
 
 
+EIGHT = [f"method_{i}" for i in range(8)]
+
+
+def _sweep() -> pd.DataFrame:
+    """Eight methods at concurrency 1, 4, 16; method_i crosses at 4 when i is even."""
+    rows = []
+    for i, m in enumerate(EIGHT):
+        for c, s in ((1, 1.5 + 0.05 * i), (4, 1.0 + 0.2 * (i % 2)), (16, 0.9)):
+            rows.append((m, c, s, s - 0.08, s + 0.08, abs(s - 1) > 0.08,
+                         c == 4 and i % 2 == 0))
+    return pd.DataFrame(rows, columns=["method", "concurrency", "speedup", "ci_low", "ci_high",
+                                       "significant", "is_crossover"])
+
+
 CASES = [
     (charts.plot_speedup_by_workload, _speedup),
     (charts.plot_accept_length_by_workload, _summary),
@@ -55,6 +69,7 @@ CASES = [
     (charts.plot_ttft_by_turn, _turns),
     (charts.plot_context_by_turn, _turns),
     (charts.plot_throughput_by_concurrency, _summary),
+    (charts.plot_speedup_by_concurrency, _sweep),
 ]
 
 
@@ -94,3 +109,55 @@ def test_speedup_colours_follow_palette(palette: dict) -> None:
 
 def test_slug_is_file_safe() -> None:
     assert slug("code_gen/\\input{x}") == "code-gen-input-x"
+
+
+def test_speedup_by_concurrency_rings_crossovers_and_tells_eight_methods_apart() -> None:
+    pal = charts.method_palette(["autoregressive", *EIGHT])
+    fig, ax = plt.subplots()
+    charts.plot_speedup_by_concurrency(ax, _sweep(), pal)
+    handles, labels = ax.get_legend_handles_labels()
+    assert labels == [*EIGHT, "crossover"]
+    styles = {(h.get_color(), h.get_marker()) for h in handles[:8]}
+    assert len(styles) == 8
+    rings = handles[-1].get_offsets()
+    # four crossovers at concurrency 4, each shifted sideways by less than a fifth of a doubling
+    assert len(rings) == 4 and all(4 * 2**-0.2 < x < 4 * 2**0.2 for x in rings[:, 0])
+    assert any(line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0
+               for line in ax.get_lines())
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "16"]
+    plt.close(fig)
+
+
+def _facetted() -> pd.DataFrame:
+    """Speedup and crossover rows: chat swept at TP1 and TP4, code at one level only."""
+    sp, cx = [], []
+    for tp in (1, 4):
+        for m in ("dflash", "ddtree_b8"):
+            for c, lo in ((1, 1.2), (4, 0.9 if m == "dflash" else 1.1)):
+                sp.append(("e", tp, "chat $x$", 64, c, m, lo + 0.1, lo, lo + 0.2, lo > 1))
+            cx.append(("e", tp, "chat $x$", 64, m, "crosses" if m == "dflash" else "always pays",
+                       4 if m == "dflash" else None))
+            sp.append(("e", tp, "code", 64, 1, m, 1.5, 1.4, 1.6, True))
+            cx.append(("e", tp, "code", 64, m, "single level", None))
+    key = ["engine", "tp", "workload", "max_tokens"]
+    speed = pd.DataFrame(sp, columns=[*key, "concurrency", "method", "speedup", "ci_low",
+                                      "ci_high", "significant"])
+    cross = pd.DataFrame(cx, columns=[*key, "method", "status", "crossover_concurrency"])
+    return sweep_frame(speed, cross)
+
+
+def test_sweep_frame_keeps_swept_settings_and_marks_crossovers() -> None:
+    frame = _facetted()
+    assert set(frame["workload"]) == {"chat $x$"} and len(frame) == 8
+    marked = frame[frame["is_crossover"]]
+    assert set(zip(marked["method"], marked["concurrency"])) == {("dflash", 4)}
+    assert len(marked) == 2  # once per tp
+    assert sweep_frame(frame, None).empty
+
+
+def test_sweeps_figure_has_a_panel_per_tp_and_one_legend(palette: dict, tmp_path: Path) -> None:
+    fig = sweeps_figure(_facetted(), palette)
+    assert [ax.get_title() for ax in fig.axes] == [r"chat \$x\$ | TP1", r"chat \$x\$ | TP4"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "ddtree_b8", "dflash", "crossover"]
+    assert save_figure(fig, tmp_path / "crossover.pdf").read_bytes().startswith(b"%PDF")
