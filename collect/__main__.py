@@ -1,4 +1,5 @@
-"""Command line of the collect stage: `python -m collect run|check|schema|provision|import`."""
+"""Command line of the collect stage:
+`python -m collect run|check|simulate|schema|provision|import`."""
 
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def check(
     probe: bool = typer.Option(
         False, help="Connect to the host: list its GPUs and their memory, read model files."
     ),
+    db: Path = typer.Option(
+        None, help="Results file whose measured speeds replace the plan's assumed ones."
+    ),
 ) -> None:
     """Validate a plan, list the services and requests it would run and check that each
     fits its GPUs' memory (exit 3 when one does not)."""
@@ -88,12 +92,36 @@ def check(
                        f"{count} requests ({', '.join(wnames)})")
     typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
                f"about {total} measured requests")
+    typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
     from collect.memory import check_plan
 
     memory_lines, too_big = check_plan(parsed, probe=probe)
     typer.echo("\n".join(memory_lines))
     if too_big:
         raise typer.Exit(3)
+
+
+def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = False) -> list[str]:  # noqa: ANN001 - Plan
+    from collect import simulation
+
+    try:
+        return simulation.report_lines(parsed, db, seed, gantt)
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def simulate(
+    plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML)."),
+    db: Path = typer.Option(
+        None, help="Results file whose measured speeds replace the plan's assumed ones."
+    ),
+    seed: int = typer.Option(0, help="Seed of the start-up times drawn from estimates.startup_s."),
+) -> None:
+    """Run the scheduler on simulated services: serial and packed makespan, lower bounds,
+    and the packed order."""
+    typer.echo("\n".join(_time_estimate(_plan_or_exit(plan), db, seed, gantt=True)))
 
 
 @app.command()

@@ -1,7 +1,33 @@
-"""The live progress display of a campaign: one bar over every measured request, with ETA."""
+"""The live progress display of a campaign: one bar over every measured request, with an
+ETA from the duration estimates corrected by what was measured.
+
+API the runner calls (thread-safe; jobs are the scheduler's, keyed f"{phase}:{config_id}"):
+
+    progress = CampaignProgress(0, eta=Eta(gpus, reserved, packed))
+    progress.job_added(job, requests, fixed_s)  # a configuration is queued: its Job (seconds
+                                                # from collect.estimate), its measured
+                                                # requests and its start-up + warm-up seconds
+    progress.job_started(key)                   # its service is being launched
+    progress.request_done(key)                  # one of its measured requests finished
+    progress.job_finished(key)                  # it ended: done, failed or skipped
+    progress.job_forgotten(key)                 # a predicted job that will not run
+
+How the ETA corrects itself (`Eta`): a job's estimate is a fixed part (start-up +
+warm-up) plus an equal share per request. A started job's work done, in estimated
+seconds, is its fixed part once its first request finished plus the shares of its
+finished requests; ratio = wall seconds the started jobs took so far / their work done
+(1 until a request has finished). Every unfinished job has ratio x (estimate - work done)
+left (a job still starting: its estimate x ratio minus the time it has been starting, at
+least its request part). The ETA is the makespan of that remaining work replayed through
+the same Scheduler (running jobs first, then the queued ones), so packing is accounted for.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 
 from rich.console import Console
@@ -9,27 +35,126 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
+
+from collect.schedule import Job, Scheduler, makespan, simulate
+
+
+@dataclass
+class _Track:
+    job: Job
+    requests: int
+    fixed_s: float
+    started: float | None = None
+    done: int = 0
+    ended: float | None = None
+
+    def work_done(self) -> float:
+        """Estimated seconds of this job's work that is behind it."""
+        if not self.done:
+            return 0.0
+        per_request = max(self.job.seconds - self.fixed_s, 0.0) / max(self.requests, 1)
+        return self.fixed_s + self.done * per_request
+
+
+class Eta:
+    """Seconds left in the campaign (see the module docstring for the formula)."""
+
+    def __init__(self, gpus: Sequence[int] = (), reserved: Sequence[int] = (),
+                 packed: bool = False, clock: Callable[[], float] = time.monotonic):
+        self.gpus, self.reserved, self.packed, self.clock = gpus, reserved, packed, clock
+        self._jobs: dict[str, _Track] = {}
+        self._lock = threading.Lock()
+
+    def add(self, job: Job, requests: int, fixed_s: float) -> None:
+        with self._lock:
+            self._jobs[job.key] = _Track(job, requests, min(fixed_s, job.seconds))
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._jobs.pop(key, None)
+
+    def started(self, key: str) -> None:
+        with self._lock:
+            self._jobs[key].started = self.clock()
+
+    def request_done(self, key: str) -> None:
+        with self._lock:
+            self._jobs[key].done += 1
+
+    def finished(self, key: str) -> None:
+        with self._lock:
+            track = self._jobs[key]
+            track.ended = self.clock()
+            if track.started is None:  # skipped before it started: no time measured
+                del self._jobs[key]
+
+    def ratio(self) -> float:
+        """Measured wall seconds over estimated seconds of the work done so far."""
+        now = self.clock()
+        pairs = [((t.ended or now) - t.started, t.work_done())
+                 for t in self._jobs.values() if t.started is not None and t.work_done() > 0]
+        spent, estimated = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        return spent / estimated if estimated > 0 else 1.0
+
+    def seconds_left(self) -> float | None:
+        with self._lock:
+            if not self._jobs:
+                return None
+            ratio, now = self.ratio(), self.clock()
+            running, queued = [], []
+            for key, t in self._jobs.items():
+                if t.ended is not None:
+                    continue
+                left = ratio * (t.job.seconds - t.work_done())
+                if t.started is not None and not t.done:
+                    request_part = ratio * (t.job.seconds - t.fixed_s)
+                    left = max(left - (now - t.started), request_part)
+                rest = Job(key, t.job.gpus, max(left, 0.0), alone=t.job.alone)
+                (running if t.started is not None else queued).append((rest, t.job.after))
+        return self._replay(running, queued)
+
+    def _replay(self, running: list[tuple[Job, frozenset[str]]],
+                queued: list[tuple[Job, frozenset[str]]]) -> float:
+        known = {job.key for job, _ in running + queued}
+        queued_jobs = [Job(j.key, j.gpus, j.seconds, after & known, j.alone) for j, after in
+                       queued]
+        scheduler = Scheduler(self.gpus, self.reserved, packed=self.packed)
+        first = [job for job, _ in running]
+        if not self.packed:  # serial: the running job, then the queue in order
+            return sum(j.seconds for j in first + queued_jobs)
+        return makespan(simulate(scheduler, queued_jobs, first=first))
+
+
+def eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-:--:--"
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 class CampaignProgress:
     """A rich progress bar; a no-op when disabled (tests, no terminal)."""
 
-    def __init__(self, total: int, enabled: bool = True):
+    def __init__(self, total: int, enabled: bool = True, eta: Eta | None = None):
         self.console = Console(stderr=True)
+        self.eta = eta or Eta()
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("ETA"),
-            TimeRemainingColumn(),
+            _EtaColumn(self),
             console=self.console,
             disable=not enabled,
         )
+        self._left: tuple[float | None, float] = (None, time.monotonic())  # ETA, when
         self._task = self._progress.add_task("campaign", total=total)
 
     def __enter__(self) -> CampaignProgress:
@@ -54,3 +179,43 @@ class CampaignProgress:
 
     def note(self, text: str) -> None:
         self._progress.console.print(text)
+
+    # --- the ETA's inputs ---------------------------------------------------------------
+
+    def job_added(self, job: Job, requests: int, fixed_s: float) -> None:
+        self.eta.add(job, requests, fixed_s)
+        self._refresh_eta()
+
+    def job_started(self, key: str) -> None:
+        self.eta.started(key)
+        self._refresh_eta()
+
+    def request_done(self, key: str) -> None:
+        self.eta.request_done(key)
+        self.advance()
+        self._refresh_eta()
+
+    def job_finished(self, key: str) -> None:
+        self.eta.finished(key)
+        self._refresh_eta()
+
+    def job_forgotten(self, key: str) -> None:
+        self.eta.forget(key)
+        self._refresh_eta()
+
+    def _refresh_eta(self) -> None:
+        self._left = (self.eta.seconds_left(), time.monotonic())
+
+    def seconds_left(self) -> float | None:
+        """The last ETA, counted down since it was computed."""
+        left, at = self._left
+        return None if left is None else max(left - (time.monotonic() - at), 0.0)
+
+
+class _EtaColumn(ProgressColumn):
+    def __init__(self, owner: CampaignProgress):
+        super().__init__()
+        self.owner = owner
+
+    def render(self, task: Task) -> Text:
+        return Text(eta_text(self.owner.seconds_left()), style="progress.remaining")

@@ -1,0 +1,237 @@
+"""Duration estimates: seconds per (config, workload) and per config, in one place for the
+runner's ETA, `check` and `simulate`.
+
+Formulas (every time in seconds):
+
+- request = TTFT + (output_tokens - 1) / decode tok/s, the definitions of DESIGN.md
+  turned around; output_tokens = the mean measured for (workload, max_tokens) on any
+  config of the plan (the methods are lossless, so it barely depends on the config), else
+  max_tokens (every reply runs to its limit).
+- assumed TTFT = prompt tokens / `estimates.prefill_tps`; prompt tokens = characters / 4
+  (the usual English average). An agentic turn's prompt is the whole history: system,
+  every message so far and every earlier reply (output_tokens each).
+- window of a requests workload = ceil(n / c) * request, n = prompts x repetitions and c
+  the concurrency (c workers pull the n requests, so they run in ceil(n / c) rounds);
+  agentic: ceil(sessions / c) * the sum of a session's turns.
+- config = start-up + warm-up requests + every window of every workload.
+
+Decode tok/s of one request for (method, tp, workload, concurrency c), the first that
+exists:
+
+1. measured: the median of (output_tokens - 1) / (e2e_s - ttft_s) over the store's
+   requests of that method and tp (any campaign of this plan's configs: same engine,
+   model and flags, see `ServiceConfig.config_id`) on that workload at that c.
+2. nearest measured, same method: the measured condition that differs least, in this
+   order: same tp before another tp, same workload before another workload, the closest
+   c (on a log scale), the closest tp; carried over with the plan's assumed ratios
+   (decode_tps of the two tps, the concurrency slowdown at the two c).
+3. the baseline's figure found the same way, times the method's assumed `speedup`.
+4. assumed: decode_tps[tp] * speedup[method] / (1 + concurrency_slowdown * (c - 1)),
+   decode_tps of the nearest listed tp when tp is not listed.
+
+TTFT is measured for (method, tp, workload) at the closest c, else assumed. Start-up is
+the median measured `services.startup_s` of the config, else of any config at that tp,
+else the midpoint of `estimates.startup_s`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from collect.plan import AgenticWorkload, Plan, RequestsWorkload, ServiceConfig, Workload
+from collect.workloads import prompts
+
+CHARS_PER_TOKEN = 4.0
+Key = tuple[str, int, str, int]  # method, tp, workload, concurrency
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    source: str  # measured | nearest measured | baseline measured x assumed speedup | assumed
+
+
+@dataclass
+class Measured:
+    """Figures from the store for the plan's configs."""
+
+    decode_tps: dict[Key, float] = field(default_factory=dict)
+    ttft_s: dict[Key, float] = field(default_factory=dict)
+    output_tokens: dict[tuple[str, int], float] = field(default_factory=dict)
+    startup_s: dict[tuple[str, int], float] = field(default_factory=dict)  # (method, tp)
+
+
+REQUEST_FIGURES = """
+SELECT config_id, workload, concurrency,
+       median((output_tokens - 1) / (e2e_s - ttft_s)), median(ttft_s)
+FROM requests
+WHERE ok AND NOT is_warmup AND output_tokens > 1 AND e2e_s > ttft_s
+  AND list_contains(?, config_id)
+GROUP BY ALL
+"""
+OUTPUT_TOKENS = """
+SELECT workload, max_tokens, avg(output_tokens) FROM requests
+WHERE ok AND NOT is_warmup AND list_contains(?, config_id) GROUP BY ALL
+"""
+STARTUPS = """
+SELECT config_id, median(startup_s) FROM services
+WHERE startup_s IS NOT NULL AND list_contains(?, config_id) GROUP BY ALL
+"""
+
+
+def plan_config_ids(plan: Plan) -> dict[str, tuple[str, int]]:
+    """config_id -> (method, tp) for every method at every tp of the plan's phases."""
+    tps = {p.tp for p in plan.all_phases()}
+    return {
+        ServiceConfig(method=m, tp=t, engine=plan.engine).config_id: (m.name, t)
+        for m in plan.methods
+        for t in tps
+    }
+
+
+def load_measured(store: Any, plan: Plan) -> Measured:
+    """The store's figures for the plan's configs (any campaign: config_id pins engine,
+    model, flags and tp)."""
+    ids = plan_config_ids(plan)
+    got = Measured()
+    for config_id, workload, c, tps, ttft in store.execute(REQUEST_FIGURES, [list(ids)]):
+        key = (*ids[config_id], workload, c)
+        got.decode_tps[key], got.ttft_s[key] = tps, ttft
+    for workload, max_tokens, tokens in store.execute(OUTPUT_TOKENS, [list(ids)]):
+        got.output_tokens[(workload, max_tokens)] = tokens
+    for config_id, startup in store.execute(STARTUPS, [list(ids)]):
+        got.startup_s[ids[config_id]] = startup
+    return got
+
+
+class Estimator:
+    """Seconds of configs and workloads from measured figures, else the plan's assumptions."""
+
+    def __init__(self, plan: Plan, measured: Measured | None = None):
+        self.plan, self.assume = plan, plan.estimates
+        self.measured = measured or Measured()
+
+    # --- speeds ---------------------------------------------------------------------------
+
+    def _load(self, c: int) -> float:
+        return 1 / (1 + self.assume.concurrency_slowdown * (c - 1))
+
+    def _tp_speed(self, tp: int) -> float:
+        listed = self.assume.decode_tps
+        return listed[min(listed, key=lambda t: (abs(t - tp), t))]
+
+    def assumed_decode_tps(self, method: str, tp: int, c: int) -> float:
+        return self._tp_speed(tp) * self.assume.speedup.get(method, 1.0) * self._load(c)
+
+    def _nearest(self, method: str, tp: int, workload: str, c: int) -> tuple[Key, float] | None:
+        mine = [(k, v) for k, v in self.measured.decode_tps.items() if k[0] == method]
+        if not mine:
+            return None
+        return min(mine, key=lambda kv: (kv[0][1] != tp, kv[0][2] != workload,
+                                         abs(math.log2(kv[0][3] / c)), abs(kv[0][1] - tp), kv[0]))
+
+    def _carried(self, found: tuple[Key, float], tp: int, c: int) -> float:
+        (_, t, _, k), value = found
+        return value * self._tp_speed(tp) / self._tp_speed(t) * self._load(c) / self._load(k)
+
+    def decode_tps(self, method: str, tp: int, workload: str, c: int) -> Figure:
+        """One request's decode tok/s, and where it came from (see the module docstring)."""
+        own = self._nearest(method, tp, workload, c)
+        if own is not None:
+            exact = own[0] == (method, tp, workload, c)
+            figure = Figure(self._carried(own, tp, c), "measured" if exact else "nearest measured")
+        elif (base := self._nearest(self.plan.baseline, tp, workload, c)) is not None:
+            figure = Figure(self._carried(base, tp, c) * self.assume.speedup.get(method, 1.0),
+                            "baseline measured x assumed speedup")
+        else:
+            figure = Figure(self.assumed_decode_tps(method, tp, c), "assumed")
+        return figure
+
+    def ttft_s(self, method: str, tp: int, workload: str, c: int, prompt_tokens: float) -> float:
+        same = [(k, v) for k, v in self.measured.ttft_s.items() if k[:3] == (method, tp, workload)]
+        if same:
+            return min(same, key=lambda kv: (abs(math.log2(kv[0][3] / c)), kv[0]))[1]
+        return prompt_tokens / self.assume.prefill_tps
+
+    def output_tokens(self, workload: str, max_tokens: int) -> float:
+        return self.measured.output_tokens.get((workload, max_tokens), float(max_tokens))
+
+    def startup_s(self, method: str, tp: int) -> float:
+        measured = self.measured.startup_s
+        if (method, tp) in measured:
+            return measured[(method, tp)]
+        same_tp = [v for (_, t), v in measured.items() if t == tp]
+        if same_tp:
+            return statistics.median(same_tp)
+        return sum(self.assume.startup_range()) / 2
+
+    # --- durations ------------------------------------------------------------------------
+
+    def request_s(self, config: ServiceConfig, workload: str, c: int, max_tokens: int,
+                  prompt_tokens: float) -> float:
+        m, tp = config.method.name, config.tp
+        decode = self.decode_tps(m, tp, workload, c).value
+        out = self.output_tokens(workload, max_tokens)
+        return self.ttft_s(m, tp, workload, c, prompt_tokens) + max(out - 1, 0) / decode
+
+    def workload_s(self, config: ServiceConfig, w: Workload) -> float:
+        """Every measured window of one workload on one running service."""
+        total = 0.0
+        for max_tokens in w.max_tokens:
+            for c in w.concurrency:
+                if isinstance(w, AgenticWorkload):
+                    session = sum(self.request_s(config, w.name, c, max_tokens, p)
+                                  for p in agentic_prompt_tokens(w, self.output_tokens(
+                                      w.name, max_tokens)))
+                    total += math.ceil(w.repetitions / c) * session
+                else:
+                    n, tokens = _window_prompts(w, max_tokens)
+                    rounds = math.ceil(n * w.repetitions / c)
+                    total += rounds * self.request_s(config, w.name, c, max_tokens, tokens)
+        return total
+
+    def warmup_s(self, config: ServiceConfig, first: Workload) -> float:
+        if isinstance(first, AgenticWorkload):
+            tokens = agentic_prompt_tokens(first, 0)[0]
+        else:
+            tokens = _window_prompts(first, min(first.max_tokens))[1]
+        one = self.request_s(config, first.name, 1, min(first.max_tokens), tokens)
+        return self.plan.warmup_requests * one
+
+    def fixed_s(self, config: ServiceConfig, workloads: list[Workload] | None = None) -> float:
+        """Start-up + warm-up: the part of a config's time no measured request covers."""
+        workloads = self.plan.workloads_of(config) if workloads is None else workloads
+        startup = self.startup_s(config.method.name, config.tp)
+        return startup + self.warmup_s(config, workloads[0]) if workloads else 0.0
+
+    def config_s(self, config: ServiceConfig, workloads: list[Workload] | None = None,
+                 startup_s: float | None = None) -> float:
+        """Start-up + warm-up + the workloads (default: all the config runs) on one start."""
+        workloads = self.plan.workloads_of(config) if workloads is None else workloads
+        if not workloads:
+            return 0.0
+        startup = self.startup_s(config.method.name, config.tp) if startup_s is None else startup_s
+        return (startup + self.warmup_s(config, workloads[0])
+                + sum(self.workload_s(config, w) for w in workloads))
+
+
+def tokens(text: str | None) -> float:
+    return len(text or "") / CHARS_PER_TOKEN
+
+
+def _window_prompts(w: RequestsWorkload, max_tokens: int) -> tuple[int, float]:
+    """(prompts in the window, their mean prompt tokens incl. the system message)."""
+    texts = [p.text for p in prompts(w.prompts)][: w.prompt_limit(max_tokens)]
+    return len(texts), tokens(w.system) + statistics.fmean(tokens(t) for t in texts)
+
+
+def agentic_prompt_tokens(w: AgenticWorkload, reply_tokens: float) -> list[float]:
+    """Prompt tokens of each turn: the history so far, replies of reply_tokens each."""
+    out, history = [], tokens(w.system)
+    for i, turn in enumerate(w.turns):
+        history += tokens(turn.content) + (reply_tokens if i else 0)
+        out.append(history)
+    return out

@@ -1,0 +1,260 @@
+"""The plan on simulated services: its phases as scheduler jobs, the serial and the packed
+order on a simulated clock, and what `check` and `simulate` print.
+
+Durations come from `collect.estimate` (measured figures where the store has them, else
+the plan's `estimates`); start-ups are drawn from `estimates.startup_s` with a seed, the
+same draw for both orders. Only jobs are simulated: the scheduler is the real one.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from collect.estimate import Estimator, Measured, load_measured
+from collect.phases import BestOf, Phase
+from collect.plan import Plan, ServiceConfig
+from collect.schedule import (
+    Job,
+    Scheduler,
+    Slot,
+    dependency_bound,
+    lower_bound,
+    makespan,
+    simulate,
+)
+
+# --- the plan as jobs --------------------------------------------------------------------
+
+
+def host_gpus(plan: Plan) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(GPUs of the host, GPUs held by blocking services). host.gpus when the plan lists
+    them; else none for llama.cpp (a CPU host) and as many as the largest tp otherwise."""
+    gpus = getattr(plan.host, "gpus", None)
+    if gpus is None:
+        widest = max(p.tp for p in plan.all_phases())
+        gpus = [] if plan.engine.kind == "llamacpp" else list(range(widest))
+    held = {g for b in getattr(plan.host, "blocking_services", []) for g in getattr(b, "gpus", [])}
+    return tuple(gpus), tuple(sorted(held))
+
+
+class PlanJobs:
+    """The plan's phases as scheduler jobs, keyed f"{phase}:{config_id}" as the runner's.
+
+    The baseline of a best_of phase does not depend on the choice, so its job is known from
+    the start; the chosen methods' jobs come when every job of the source phase has
+    finished, chosen as the runner does (median speedup over the source's windows) from
+    the estimator's speeds: measured where the store has them, else assumed.
+    """
+
+    def __init__(self, plan: Plan, est: Estimator, gpu_host: bool):
+        self.plan, self.est, self.gpu_host = plan, est, gpu_host
+        self.configs: dict[str, tuple[Phase, ServiceConfig]] = {}
+        self.methods: dict[str, list[str]] = {}  # phase -> methods that run (once known)
+        self._open: dict[str, set[str]] = {}  # phase -> keys not finished yet
+
+    def initial(self) -> list[Job]:
+        jobs = []
+        for phase in self.plan.all_phases():
+            picked = None if isinstance(phase.methods, BestOf) else (
+                phase.methods or [m.name for m in self.plan.methods])
+            jobs += self._jobs(phase, picked or [])
+            if picked is not None:
+                self.methods[phase.name] = picked
+        return jobs + self._resolve(0.0)
+
+    def on_finish(self, job: Job, now: float) -> list[Job]:
+        phase = self.configs[job.key][0].name
+        self._open[phase].discard(job.key)
+        return self._resolve(now)
+
+    def _jobs(self, phase: Phase, methods: list[str], after: Iterable[str] = ()) -> list[Job]:
+        jobs = []
+        for config in self.plan.phase_configs(phase, methods):
+            key = f"{phase.name}:{config.config_id}"
+            if key in self.configs or not self.plan.workloads_of(config):
+                continue
+            self.configs[key] = (phase, config)
+            self._open.setdefault(phase.name, set()).add(key)
+            jobs.append(Job(key, config.tp if self.gpu_host else 0, self.est.config_s(config),
+                            frozenset(after), alone=bool(phase.stop_services)))
+        return jobs
+
+    def _resolve(self, now: float) -> list[Job]:
+        """Jobs of best_of phases whose source phase has just finished."""
+        jobs: list[Job] = []
+        for phase in self.plan.all_phases():
+            bo = phase.methods
+            if (not isinstance(bo, BestOf) or phase.name in self.methods
+                    or bo.best_of not in self.methods or self._open.get(bo.best_of)):
+                continue
+            chosen = self.rank(bo.best_of)[: bo.top]
+            self.methods[phase.name] = [self.plan.baseline, *chosen]
+            done = [k for k, (p, _) in self.configs.items() if p.name == bo.best_of]
+            jobs += self._jobs(phase, chosen, after=done)
+        return jobs
+
+    def rank(self, phase_name: str) -> list[str]:
+        """Methods of a phase, fastest first by median estimated speedup over its windows."""
+        phase = next(p for p in self.plan.all_phases() if p.name == phase_name)
+        scores = []
+        for config in self.plan.phase_configs(phase, self.methods[phase_name]):
+            m = config.method.name
+            ratios = [
+                self.est.decode_tps(m, phase.tp, w.name, c).value
+                / self.est.decode_tps(self.plan.baseline, phase.tp, w.name, c).value
+                for w in self.plan.workloads_of(config) for c in w.concurrency
+            ]
+            if m != self.plan.baseline and ratios:
+                scores.append((-statistics.median(ratios), m))
+        return [m for _, m in sorted(scores)]
+
+
+# --- simulation --------------------------------------------------------------------------
+
+
+@dataclass
+class Simulation:
+    serial: list[Slot]
+    packed: list[Slot]
+    gpus: tuple[int, ...]
+    reserved: tuple[int, ...]
+    configs: dict[str, tuple[Phase, ServiceConfig]]
+
+    @property
+    def bound(self) -> float:
+        return lower_bound(self.packed, self.gpus, self.reserved)
+
+    @property
+    def dependency_bound(self) -> float:
+        return dependency_bound(self.packed, self.gpus, self.reserved)
+
+
+def simulate_plan(plan: Plan, est: Estimator, seed: int | None = 0) -> Simulation:
+    """Serial and packed order of the plan on simulated services. Start-up: the measured
+    median when the store has one, else drawn from `estimates.startup_s` with the seed
+    (seed None: the midpoint, as the ETA uses). Both orders get the same draws."""
+    gpus, reserved = host_gpus(plan)
+    timelines = []
+    for packed in (False, True):
+        jobs = PlanJobs(plan, est, gpu_host=bool(gpus))
+        scheduler = Scheduler(gpus, reserved, packed=packed and bool(gpus))
+        timelines.append(simulate(scheduler, jobs.initial(), _durations(jobs, est, seed),
+                                  jobs.on_finish))
+    return Simulation(timelines[0], timelines[1], gpus, reserved, jobs.configs)
+
+
+def _durations(jobs: PlanJobs, est: Estimator, seed: int | None) -> Callable[[Job], float]:
+    low, high = est.assume.startup_range()
+
+    def duration(job: Job) -> float:
+        _, config = jobs.configs[job.key]
+        if seed is None or (config.method.name, config.tp) in est.measured.startup_s:
+            return job.seconds
+        startup = random.Random(f"{seed}:{job.key}").uniform(low, high)
+        return est.config_s(config, startup_s=startup)
+
+    return duration
+
+
+# --- what `check` and `simulate` print ---------------------------------------------------
+
+
+def measured_from(db: Path | None, plan: Plan) -> Measured:
+    """The store's figures for the plan, or none when no results file is given."""
+    if db is None:
+        return Measured()
+    if not db.exists():
+        raise FileNotFoundError(f"results file {db} does not exist")
+    from schema.store import Store
+
+    with Store(db) as store:
+        return load_measured(store, plan)
+
+
+def sources(est: Estimator, configs: Iterable[ServiceConfig]) -> Counter[str]:
+    """Where the decode speed of each measured window comes from."""
+    return Counter(
+        est.decode_tps(c.method.name, c.tp, w.name, conc).source
+        for c in configs for w in est.plan.workloads_of(c)
+        for _ in w.max_tokens for conc in w.concurrency
+    )
+
+
+def duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m {seconds % 60:02d}s"
+
+
+def clock(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def gpu_list(gpus: Iterable[int]) -> str:
+    """0,1,2,3 -> 0-3; 1,3 -> 1,3; none -> cpu."""
+    runs: list[list[int]] = []
+    for g in sorted(gpus):
+        if runs and g == runs[-1][-1] + 1:
+            runs[-1].append(g)
+        else:
+            runs.append([g])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r))
+                    for r in runs) or "cpu"
+
+
+def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
+    """Makespans, bounds and where the figures came from (for `check` and `simulate`)."""
+    configs = [config for _, config in sim.configs.values()]
+    got = sources(est, configs)
+    serial, packed = makespan(sim.serial), makespan(sim.packed)
+    lines = ["decode speeds per window: " + ", ".join(
+        f"{n} {source}" for source, n in sorted(got.items(), key=lambda kv: -kv[1]))]
+    measured_starts = sum((c.method.name, c.tp) in est.measured.startup_s for c in configs)
+    low, high = est.assume.startup_range()
+    lines.append(f"start-ups: {measured_starts} of {len(configs)} measured, the others "
+                 f"assumed {low:g}-{high:g} s")
+    lines.append(f"serial order (one service at a time): {duration(serial)}")
+    if not sim.gpus:
+        lines.append("a CPU host runs one service at a time: no packed order")
+        return lines
+    plural = "s" if len(sim.reserved) > 1 else ""
+    held = f", GPU{plural} {gpu_list(sim.reserved)} only for alone phases" if sim.reserved else ""
+    lines.append(f"packed order on GPUs {gpu_list(sim.gpus)}{held}: {duration(packed)}")
+    lines.append(f"lower bound {duration(sim.bound)} (alone jobs back to back + the other "
+                 f"jobs' GPU-seconds / {len(sim.gpus) - len(sim.reserved)} unreserved GPUs); "
+                 f"packed / lower bound = {packed / sim.bound:.2f}")
+    dep = sim.dependency_bound
+    lines.append(f"dependency-aware lower bound {duration(dep)} (also sees best_of waits and "
+                 f"wide jobs that cannot run side by side); packed / it = {packed / dep:.2f}")
+    return lines
+
+
+def gantt_lines(sim: Simulation) -> list[str]:
+    """The packed order as a table: job, GPUs, start, end."""
+    rows = [("phase", "method", "tp", "GPUs", "start", "end")]
+    for slot in sorted(sim.packed, key=lambda s: (s.start, s.gpus)):
+        phase, config = sim.configs[slot.job.key]
+        rows.append((phase.name, config.method.name, str(config.tp), gpu_list(slot.gpus),
+                     clock(slot.start), clock(slot.end)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def report_lines(plan: Plan, db: Path | None, seed: int | None, gantt: bool) -> list[str]:
+    """`check`'s time estimate (seed None: start-ups at their midpoint) or, with the
+    packed order's table, `simulate`'s report."""
+    est = Estimator(plan, measured_from(db, plan))
+    sim = simulate_plan(plan, est, seed)
+    where = f"measured in {db} where it has them, else assumed" if db else "assumed (plan)"
+    head = [f"time estimate, speeds {where}:"]
+    body = summary_lines(sim, est)
+    table = ["packed order (simulated):", *gantt_lines(sim)] if gantt and sim.gpus else []
+    return head + [f"  {line}" for line in body] + table
