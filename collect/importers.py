@@ -78,7 +78,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from schema.contracts import CONTRACTS
 from schema.store import Store, utcnow, validate
 
 DETAIL_KEYS = ("ttfts", "itls", "output_lens", "errors")
@@ -314,10 +313,9 @@ def error_kind(text: str) -> str:
 
 def _unit(window: dict[str, Any], n: int, at: datetime) -> dict[str, Any]:
     row = {key: window[key] for key in ("campaign_id", "config_id", "workload", "service_id")}
-    row |= {"n_requests": n, "complete": True, "started_at": at, "finished_at": at}
-    if "colocated_with" in CONTRACTS["units"].to_schema().columns:  # schema v3
-        row["colocated_with"] = ""  # a result file is one run of one server
-    return row
+    # a result file is one run of one server: nothing known to have shared its host
+    return row | {"n_requests": n, "complete": True, "colocated_with": "", "started_at": at,
+                  "finished_at": at}
 
 
 def _environment(cid: str, path: Path, sha256: str, runs: list[Run]) -> list[dict[str, Any]]:
