@@ -1,9 +1,10 @@
 """The streaming client: send one request, stamp every chunk on arrival, return a Result.
 
 Timing follows DESIGN.md: t0 = perf_counter() immediately before the request is sent
-(the body is encoded before t0); every network read is stamped with perf_counter() as
-soon as it arrives, before any parsing, and each server-sent event in that read gets
-the read's stamp. TTFT is the first event carrying generated text, E2E the last one;
+(the body is encoded before t0); every network read is stamped with its arrival, the
+kernel's receive time where the system gives one (collect/http1.py says why and how),
+and each server-sent event gets the stamp of the read that completed it. TTFT is the
+first event carrying generated text, E2E the last one;
 role-only, usage-only and final stats events do not move them. The engine adapter's
 parser says which events carry text and where the server's statistics are.
 """
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from collect import http1
 from schema.store import utcnow
 
 
@@ -56,24 +58,24 @@ class Result:
 
 
 def iter_sse(buffer: bytearray) -> list[bytes]:
-    """Pop complete events' data payloads from buffer (events end with a blank line)."""
+    """Pop complete events' data payloads from buffer (events end with a blank line). One
+    pass over what arrived: line ends are made LF (a CR left at the end waits for its LF),
+    then the buffer splits on blank lines."""
+    if b"\r\n" in buffer:
+        buffer[:] = buffer.replace(b"\r\n", b"\n")
+    *blocks, rest = buffer.split(b"\n\n")
+    if not blocks:
+        return []
+    buffer[:] = rest
     out: list[bytes] = []
-    while True:
-        end, sep = _event_end(buffer)
-        if end < 0:
-            return out
-        block = bytes(buffer[:end])
-        del buffer[: end + sep]
-        data = [ln[5:].lstrip() for ln in block.splitlines() if ln.startswith(b"data:")]
+    for block in blocks:
+        if block.startswith(b"data:") and b"\n" not in block:  # the usual one-line event
+            out.append(block[5:].lstrip())
+            continue
+        data = [ln[5:].lstrip() for ln in block.split(b"\n") if ln.startswith(b"data:")]
         if data:
             out.append(b"\n".join(data))
-
-
-def _event_end(buffer: bytearray) -> tuple[int, int]:
-    lf, crlf = buffer.find(b"\n\n"), buffer.find(b"\r\n\r\n")
-    if crlf >= 0 and (lf < 0 or crlf < lf):
-        return crlf, 4
-    return lf, 2
+    return out
 
 
 async def stream(
@@ -83,62 +85,70 @@ async def stream(
     parser: StreamParser,
     timeout_s: float,
 ) -> Result:
-    """Send one streaming request; never raises for server or network faults."""
-    request = client.build_request("POST", url, json=body)
+    """Send one streaming request; never raises for server or network faults. The request
+    carries `client`'s headers (API keys) and reuses its pooled connections (see http1)."""
+    payload = json.dumps(body).encode()
+    headers = {k: v for k, v in client.headers.items() if k.lower() not in NOT_FORWARDED}
+    headers["Content-Type"] = "application/json"
     result = Result(sent_at=utcnow(), t0=time.perf_counter())
+    events = _Events(parser, result)
     try:
         async with asyncio.timeout(timeout_s):
-            await _consume(client, request, parser, result)
+            result.t0 = time.perf_counter()
+            status, error_body = await http1.post(client, url, headers, payload, events, result.t0)
+        if status != 200:
+            _fail(result, "http", f"HTTP {status}: {error_body.decode('utf-8', 'replace')}")
+        else:
+            result.stats = parser.stats()
+            if not events.done:
+                # every engine ends a complete stream with `data: [DONE]`; without it the
+                # reply was cut short and its counts cannot be trusted
+                raise ProtocolError("the stream ended without data: [DONE] (truncated reply)")
     except TimeoutError:
         _fail(result, "timeout", f"no complete reply within {timeout_s:g} s")
-    except httpx.ConnectError as exc:
+    except http1.ConnectFailed as exc:
         _fail(result, "connect", f"cannot connect to {url}: {exc}")
-    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        _fail(result, "server_died", f"connection broke mid-reply: {exc!r}")
-    except httpx.HTTPError as exc:
-        _fail(result, "connect", f"{type(exc).__name__}: {exc}")
-    except ProtocolError as exc:
+    except http1.ConnectionBroke as exc:
+        _fail(result, "server_died", f"connection broke mid-reply: {exc}")
+    except (ProtocolError, http1.BadReply) as exc:
         _fail(result, "protocol", str(exc))
     if result.ok and not result.chunk_times_s:
         _fail(result, "empty", "the reply carried no generated text")
     return result
 
 
-async def _consume(
-    client: httpx.AsyncClient, request: httpx.Request, parser: StreamParser, result: Result
-) -> None:
-    t0 = result.t0 = time.perf_counter()
-    response = await client.send(request, stream=True)
-    try:
-        if response.status_code != 200:
-            body = (await response.aread())[:500].decode("utf-8", "replace")
-            _fail(result, "http", f"HTTP {response.status_code}: {body}")
-            return
-        buffer = bytearray()
-        done = False
-        async for raw in response.aiter_raw():
-            now = time.perf_counter()
-            buffer += raw
-            for data in iter_sse(buffer):
-                if data == b"[DONE]":
-                    done = True
-                    break
-                _take(parser, _decode(data), now - t0, result)
-            if done:
-                break
-        result.stats = parser.stats()
-        if not done:
-            # every engine ends a complete stream with `data: [DONE]`; without it the
-            # reply was cut short and its counts cannot be trusted
-            raise ProtocolError("the stream ended without data: [DONE] (truncated reply)")
-    finally:
-        await response.aclose()
+# httpx's own defaults, or framing the streaming client sets itself
+NOT_FORWARDED = {"accept-encoding", "connection", "host", "content-length", "transfer-encoding"}
+
+
+class _Events:
+    """The sink of a 200 reply's body: events in it, stamped with the read that completed
+    them, go through the engine's parser into the Result (in the connection's reader
+    callback, as bytes arrive)."""
+
+    def __init__(self, parser: StreamParser, result: Result):
+        self.parser, self.result = parser, result
+        self.buffer = bytearray()
+        self.done = False
+
+    def __call__(self, stamp: float, data: bytes) -> bool:
+        self.buffer += data
+        offset = stamp - self.result.t0
+        for payload in iter_sse(self.buffer):
+            if payload == b"[DONE]":
+                self.done = True
+                return True
+            _take(self.parser, _decode(payload), offset, self.result)
+        return False
+
+
+_json = json.JSONDecoder().decode  # on str: json.loads(bytes) first guesses the encoding
 
 
 def _decode(data: bytes) -> dict[str, Any]:
     try:
-        event = json.loads(data)
-    except ValueError:
+        event = _json(data.decode())
+    except ValueError:  # UnicodeDecodeError too
         raise ProtocolError(f"event is not JSON: {data[:200]!r}") from None
     if not isinstance(event, dict):
         raise ProtocolError(f"event is not a JSON object: {data[:200]!r}")

@@ -3,8 +3,13 @@
 An SGLang-shaped server in its own process sends each chunk at a scripted time and puts
 its perf_counter() at sending into the event (CLOCK_MONOTONIC is shared by processes on
 one machine). The measurement error of a chunk is client arrival stamp - server send
-stamp; TTFT's error is that of the first chunk. Bounds are generous for a loaded 2-core
-machine; the figures measured here are printed (-s) for the record.
+stamp; TTFT's error is that of the first chunk. The client takes the kernel's receive
+stamp of each read (collect/http1.py): measured here 0.01-0.1 ms at the median, p99 under
+0.5 ms at 1 stream and up to ~20 ms at 64 on a busy 2-core machine (TCP merges data read
+late under the newest stamp). The median bounds sit below what a stamp taken when the loop
+gets to the socket gave (0.4-0.5 ms at 1 stream, 0.9-2.5 ms at 64), so stamping after
+parsing or at the end of the stream fails; the p99 bounds leave room for a noisy CI.
+Figures are printed (-s) for the record; tests/bench/bench_client.py compares clients.
 """
 
 from __future__ import annotations
@@ -85,12 +90,16 @@ def _p99(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=100)[98] if len(xs) > 1 else xs[0]
 
 
-@pytest.mark.parametrize(("streams", "bound_s"), [(1, 0.005), (64, 0.100)])
-def test_stamping_error_stays_within_bounds(truth_url: str, streams: int, bound_s: float) -> None:
+@pytest.mark.parametrize(("streams", "p50_bound_s", "p99_bound_s"),
+                         [(1, 0.0003, 0.002), (64, 0.0005, 0.050)])
+def test_stamping_error_stays_within_bounds(
+    truth_url: str, streams: int, p50_bound_s: float, p99_bound_s: float
+) -> None:
     asyncio.run(_streams(truth_url, 2))  # warm the connection pool and both processes
     ttft, chunks = _errors(asyncio.run(_streams(truth_url, streams)))
     print(f"\n{streams} streams: TTFT error p50 {statistics.median(ttft) * 1e3:.3f} ms "
           f"p99 {_p99(ttft) * 1e3:.3f} ms; chunk error p50 "
           f"{statistics.median(chunks) * 1e3:.3f} ms p99 {_p99(chunks) * 1e3:.3f} ms")
     assert min(chunks) >= 0  # a chunk cannot arrive before it was sent
-    assert _p99(ttft) < bound_s and _p99(chunks) < bound_s
+    assert statistics.median(ttft) < p50_bound_s and statistics.median(chunks) < p50_bound_s
+    assert _p99(ttft) < p99_bound_s and _p99(chunks) < p99_bound_s

@@ -1,0 +1,296 @@
+"""Timing fidelity and capacity of specsweep's streaming client next to a vLLM-style client,
+in the same run, against the same ground-truth servers (a benchmark: it prints figures).
+
+    .venv/bin/python tests/bench/bench_client.py [--concurrency 1,16,64,256] [--rounds 3]
+
+Fidelity: a vLLM-shaped server in its own process (tests/engines/truth_server.py) sends the
+first chunk 50 ms after a request and then one every 10 ms, stamping each event with its
+perf_counter() at sending (CLOCK_MONOTONIC, shared by the processes). A chunk's error is
+the client's arrival stamp minus that send stamp; TTFT's error is the first text chunk's.
+Capacity: a second server process answers each request at once with one pre-built reply
+of many chunks (one write per request, so the server costs next to nothing; its CPU share
+over the window is printed to show it), and `--streams` streams ingest replies back to back
+for `--seconds`; chunks/s counts the text chunks the client took in.
+
+specsweep's side is collect.client.stream() with the vLLM adapter's parser. The vLLM-style
+side follows vLLM's benchmarks/lib/endpoint_request_func.py (not imported: vLLM does not
+install here): aiohttp, `response.content.iter_any()`, split on blank lines, a
+perf_counter() per message before json.loads. Its TTFT is taken here at the first text
+chunk, as specsweep's (vLLM itself takes the role-only chunk). The clients alternate
+which goes first from round to round, so drift of the machine hits both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+
+from collect import client
+from collect.engines.vllm import VLLMChatStream
+
+ENGINES = Path(__file__).resolve().parents[1] / "engines"
+TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
+BODY = {"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": CHUNKS,
+        "stream": True, "stream_options": {"include_usage": True}}
+PATH = "/v1/chat/completions"
+
+# one stream's (arrival stamps, send stamps) of its text chunks
+Pairs = tuple[list[float], list[float]]
+
+
+class Recording(VLLMChatStream):
+    """The adapter's parser, also keeping the server's send stamp of each text event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[float] = []
+
+    def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
+        text, n = super().feed(event)
+        if text and "t_sent" in event:
+            self.sent.append(event["t_sent"])
+        return text, n
+
+
+# --- the two clients ---------------------------------------------------------------------
+
+
+async def specsweep_one(http: httpx.AsyncClient, url: str) -> tuple[Pairs, int]:
+    parser = Recording()
+    res = await client.stream(http, url, BODY, parser, 120)
+    return _checked(res, parser.sent)
+
+
+async def specsweep_plain(http: httpx.AsyncClient, url: str) -> tuple[Pairs, int]:
+    """The real adapter's parser, nothing recorded: for capacity."""
+    return _checked(await client.stream(http, url, BODY, VLLMChatStream(), 120), [])
+
+
+def _checked(res: client.Result, sent: list[float]) -> tuple[Pairs, int]:
+    if not res.ok:
+        raise RuntimeError(f"specsweep client: {res.error_kind}: {res.error_message}")
+    return ([res.t0 + t for t in res.chunk_times_s], sent), len(res.chunk_times_s)
+
+
+async def vllm_one(session: aiohttp.ClientSession, url: str) -> tuple[Pairs, int]:
+    """vLLM's chat request loop: read what arrived, strip it, buffer, split on blank lines,
+    stamp each message before parsing it."""
+    arrivals: list[float] = []
+    sent: list[float] = []
+    buffer = ""
+    async with session.post(url, json=BODY) as response:
+        if response.status != 200:
+            raise RuntimeError(f"vLLM-style client: HTTP {response.status}")
+        async for chunk_bytes in response.content.iter_any():
+            chunk_bytes = chunk_bytes.strip()
+            if not chunk_bytes:
+                continue
+            buffer, messages = _messages(buffer + chunk_bytes.decode("utf-8"))
+            for message in messages:
+                payload = message.removeprefix("data: ")
+                if payload == "[DONE]":
+                    continue
+                timestamp = time.perf_counter()
+                data = json.loads(payload)
+                choices = data.get("choices")
+                if choices and choices[0]["delta"].get("content"):
+                    arrivals.append(timestamp)
+                    if "t_sent" in data:
+                        sent.append(data["t_sent"])
+    return (arrivals, sent), len(arrivals)
+
+
+def _messages(buffer: str) -> tuple[str, list[str]]:
+    """Complete messages in buffer and the rest; a rest that is a whole JSON event or
+    [DONE] counts as complete (the read was stripped of its blank line), as vLLM does."""
+    *done, rest = buffer.split("\n\n")
+    messages = [m.strip() for m in done if m.strip()]
+    if rest.startswith("data: "):
+        content = rest.removeprefix("data: ").strip()
+        try:
+            if content == "[DONE]" or json.loads(content) is not None:
+                messages.append(rest.strip())
+                rest = ""
+        except json.JSONDecodeError:
+            pass
+    return rest, messages
+
+
+Sender = Callable[[Any, str], Awaitable[tuple[Pairs, int]]]
+
+
+class Client:
+    """One client kind: how to open its session and send one request."""
+
+    def __init__(self, name: str, session: Callable[[int], Any], one: Sender,
+                 plain: Sender | None = None):
+        self.name, self.session, self.one = name, session, one
+        self.plain = plain or one  # the sender for capacity
+
+
+def _httpx(n: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(limits=httpx.Limits(max_connections=n + 4,
+                                                 max_keepalive_connections=n + 4))
+
+
+def _aiohttp(n: int) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=n + 4, ttl_dns_cache=300, keepalive_timeout=60)
+    return aiohttp.ClientSession(connector=connector,
+                                 timeout=aiohttp.ClientTimeout(total=6 * 60 * 60))
+
+
+CLIENTS = [Client("specsweep", _httpx, specsweep_one, specsweep_plain),
+           Client("vllm-style", _aiohttp, vllm_one)]
+
+
+# --- runs --------------------------------------------------------------------------------
+
+
+async def fidelity(c: Client, url: str, streams: int, requests: int) -> list[Pairs]:
+    """`requests` requests in batches of `streams` concurrent ones (after a warm-up batch)."""
+    out: list[Pairs] = []
+    async with c.session(streams) as session:
+        await asyncio.gather(*(c.one(session, url) for _ in range(min(streams, 4))))
+        for _ in range(max(1, requests // streams)):
+            done = await asyncio.gather(*(c.one(session, url) for _ in range(streams)))
+            out += [pairs for pairs, _ in done]
+    return out
+
+
+async def capacity(c: Client, url: str, streams: int, seconds: float) -> float:
+    """Text chunks per second taken in by `streams` streams requesting back to back."""
+    async with c.session(streams) as session:
+        await asyncio.gather(*(c.plain(session, url) for _ in range(streams)))  # warm-up
+        start, end, total = time.perf_counter(), time.perf_counter() + seconds, 0
+
+        async def worker() -> None:
+            nonlocal total
+            while time.perf_counter() < end:
+                _, n = await c.plain(session, url)
+                total += n  # not `total += await ...`: that reads total before the await
+
+        await asyncio.gather(*(worker() for _ in range(streams)))
+        return total / (time.perf_counter() - start)
+
+
+def errors(runs: list[Pairs]) -> tuple[list[float], list[float]]:
+    """TTFT errors (one per request) and per-chunk errors, in seconds."""
+    ttft, chunks = [], []
+    for arrivals, sent in runs:
+        if len(arrivals) != len(sent) or not sent:
+            raise RuntimeError(f"{len(arrivals)} arrivals for {len(sent)} stamped chunks")
+        ttft.append(arrivals[0] - sent[0])
+        chunks += [a - s for a, s in zip(arrivals, sent)]
+    return ttft, chunks
+
+
+def p99(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=100, method="inclusive")[98] if len(xs) > 1 else xs[0]
+
+
+@contextmanager
+def truth_server(*args: str) -> Iterator[tuple[str, int]]:
+    """(base URL, pid) of a truth server process; it stops when this exits."""
+    proc = subprocess.Popen([sys.executable, str(ENGINES / "truth_server.py"), *args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            cwd=ENGINES)
+    try:
+        yield f"http://127.0.0.1:{int(proc.stdout.readline())}", proc.pid
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --- report ------------------------------------------------------------------------------
+
+
+def fidelity_table(args: argparse.Namespace, url: str) -> None:
+    found: dict[tuple[str, int], list[Pairs]] = {}
+    for r in range(args.rounds):
+        order = CLIENTS if r % 2 == 0 else CLIENTS[::-1]
+        for streams in args.concurrency:
+            for c in order:
+                runs = asyncio.run(fidelity(c, url + PATH, streams, args.requests))
+                found.setdefault((c.name, streams), []).extend(runs)
+    print(f"\nMeasurement error, ms (arrival stamp - server send stamp); TTFT {TTFT_S * 1e3:g} "
+          f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks, {args.rounds} rounds")
+    print(f"{'streams':>7} {'client':<11} {'n req':>6} {'TTFT p50':>9} {'TTFT p99':>9} "
+          f"{'chunk p50':>9} {'chunk p99':>9}")
+    for streams in args.concurrency:
+        rows = {}
+        for c in CLIENTS:
+            runs = found[(c.name, streams)]
+            ttft, chunks = errors(runs)
+            rows[c.name] = (p99(ttft), p99(chunks))
+            print(f"{streams:>7} {c.name:<11} {len(runs):>6} {_ms(statistics.median(ttft))} "
+                  f"{_ms(p99(ttft))} {_ms(statistics.median(chunks))} {_ms(p99(chunks))}")
+        ours, theirs = rows["specsweep"], rows["vllm-style"]
+        print(f"{streams:>7} {'ratio':<11} {'':>6} {'':>9} {ours[0] / theirs[0]:>9.3f} "
+              f"{'':>9} {ours[1] / theirs[1]:>9.3f}")
+
+
+def capacity_table(args: argparse.Namespace) -> None:
+    rates: dict[str, list[float]] = {c.name: [] for c in CLIENTS}
+    with truth_server("0", "0", str(args.capacity_chunks), "--capacity") as (url, pid):
+        server_cpu = wall = 0.0
+        for r in range(args.rounds):
+            for c in CLIENTS if r % 2 == 0 else CLIENTS[::-1]:
+                cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+                rates[c.name].append(
+                    asyncio.run(capacity(c, url + PATH, args.streams, args.seconds)))
+                server_cpu += cpu_seconds(pid) - cpu0
+                wall += time.perf_counter() - t0
+    print(f"\nCapacity, text chunks/s ingested ({args.streams} streams, replies of "
+          f"{args.capacity_chunks} chunks back to back, {args.seconds:g} s per round; server "
+          f"process busy {server_cpu / wall:.0%} of one core)")
+    for name, xs in rates.items():
+        print(f"  {name:<11} median {statistics.median(xs):>9,.0f}   rounds "
+              + " ".join(f"{x:,.0f}" for x in xs))
+    ratio = statistics.median(rates["specsweep"]) / statistics.median(rates["vllm-style"])
+    print(f"  {'ratio':<11} {ratio:>16.2f}")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:>9.3f}"
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", default="1,16,64,256",
+                        type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=16,
+                        help="requests per client, concurrency and round (at least one batch)")
+    parser.add_argument("--streams", type=int, default=64, help="capacity: concurrent streams")
+    parser.add_argument("--seconds", type=float, default=3.0, help="capacity: per client and round")
+    parser.add_argument("--capacity-chunks", type=int, default=2000)
+    args = parser.parse_args(argv)
+    print(f"bench_client: {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+          f"aiohttp {aiohttp.__version__}, httpx {httpx.__version__}, load average "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    with truth_server(str(TTFT_S), str(GAP_S), str(CHUNKS), "--shape", "vllm") as (url, _):
+        fidelity_table(args, url)
+    capacity_table(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
