@@ -4,6 +4,7 @@
 #   make all       collect, then report
 #   make test      the test suite (what .ci/run calls)
 #   make sql       a DuckDB prompt on DB
+#   make bench     the client benchmarks in tests/bench/ (printed figures, not tests)
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -11,6 +12,7 @@ PLAN    ?= plans/local.yaml
 DB      ?= results/specsweep.duckdb
 PDF     ?= reports/report.pdf
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.specsweep-installed
@@ -19,7 +21,7 @@ DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils \
            openssh-server systemd
 
-.PHONY: all collect analyze report test sql engine system check clean
+.PHONY: all collect analyze report test sql engine system check clean bench
 
 all: collect report
 
@@ -58,6 +60,9 @@ report: analyze system
 
 test: engine
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	for b in tests/bench/bench_*.py; do $(PY) $$b $(BENCH_ARGS) || exit 1; done
 
 sql: $(STAMP)
 	$(VENV)/bin/duckdb $(DB)
