@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-READ_SIZE = 1 << 18
+READ_SIZE = 1 << 16  # per connection: hundreds of streams, each with its own buffer
 ERROR_BODY = 500  # bytes of a non-200 reply kept for the error message
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35) if sys.platform == "linux" else None
 TIMESPEC = struct.Struct("@ll")
