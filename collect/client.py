@@ -95,7 +95,13 @@ async def stream(
     try:
         async with asyncio.timeout(timeout_s):
             result.t0 = time.perf_counter()
-            status, error_body = await http1.post(client, url, headers, payload, events, result.t0)
+            try:
+                status, error_body = await http1.post(client, url, headers, payload, events,
+                                                      result.t0)
+            except http1.StaleConnection:  # closed as it was reused: nothing measured yet
+                result.t0 = time.perf_counter()
+                status, error_body = await http1.post(client, url, headers, payload, events,
+                                                      result.t0, reuse=False)
         if status != 200:
             _fail(result, "http", f"HTTP {status}: {error_body.decode('utf-8', 'replace')}")
         else:

@@ -49,27 +49,42 @@ class ConnectionBroke(Exception):
     """The connection ended or failed before the reply was complete."""
 
 
+class StaleConnection(ConnectionBroke):
+    """A pooled keep-alive connection ended before any byte of the reply came: the server
+    (or a tunnel in between) closed it as the request went out. The request may be sent
+    again on a new connection."""
+
+
 class BadReply(Exception):
     """The reply does not parse as HTTP/1.1."""
 
 
 async def post(owner: object, url: str, headers: dict[str, str], body: bytes, sink: Sink,
-               t0: float) -> tuple[int, bytes]:
+               t0: float, reuse: bool = True) -> tuple[int, bytes]:
     """POST body to url; a 200 reply's body goes to sink until it says done or the body ends.
-    Returns (status, the first bytes of any other reply's body). Stamps are >= t0."""
+    Returns (status, the first bytes of any other reply's body). Stamps are >= t0. With
+    `reuse`, an idle pooled connection is taken if there is one (StaleConnection when it
+    turns out closed before the reply began); else a new connection is opened."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConnectFailed(f"not an http(s) URL: {url!r}")
     key = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
     idle = _idle(owner)
-    conn = idle.take(key) or await Connection.open(*key)
+    pooled = idle.take(key) if reuse else None
+    conn = pooled or await Connection.open(*key)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     lines = [f"POST {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
              *(f"{k}: {v}" for k, v in headers.items()), f"Content-Length: {len(body)}"]
+    reply = Reply(sink, t0)
     try:
         status, error_body = await conn.exchange(
-            "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body, Reply(sink, t0)
+            "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body, reply
         )
+    except ConnectionBroke as exc:
+        conn.close()
+        if pooled is not None and not reply.head:
+            raise StaleConnection(str(exc)) from None
+        raise
     except BaseException:
         conn.close()
         raise

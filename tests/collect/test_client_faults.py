@@ -109,3 +109,64 @@ def test_refused_connection() -> None:
         pass  # closed: nothing listens there any more
     res = _send(url + "/ok")
     assert res.error_kind == "connect"
+
+
+KEEP_ALIVE_OK = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n"
+                 + b"".join(b"%x\r\n%s\r\n" % (len(p), p)
+                            for p in (CHUNK, CHUNK, FINAL, b"data: [DONE]\n\n")) + b"0\r\n\r\n")
+
+
+async def _closing_on_reuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer one request keep-alive, then read the next request on the same connection
+    and close it unanswered: a keep-alive close that races the client's reuse (seen with
+    llama-server behind an SSH tunnel)."""
+    for answered in (True, False):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
+                          if ln.lower().startswith(b"content-length")))
+        await reader.readexactly(length)
+        if not answered:
+            break
+        writer.write(KEEP_ALIVE_OK)
+        await writer.drain()
+    writer.close()
+
+
+def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() -> None:
+    """The second request goes out on the pooled connection, which the server closes
+    unanswered; it is sent again on a new connection and measured from that send."""
+    async def go() -> tuple[list[client.Result], int]:
+        connections = 0
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal connections
+            connections += 1
+            await _closing_on_reuse(reader, writer)
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        async with server, httpx.AsyncClient() as http:
+            results = [await client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
+                       for _ in range(2)]
+        return results, connections
+
+    results, connections = asyncio.run(go())
+    assert [r.error_kind for r in results] == [None, None]
+    assert [r.text for r in results] == ["hihi", "hihi"] and connections == 2
+    assert results[1].ttft_s < 0.5
+
+
+def test_a_new_connection_closed_unanswered_is_not_retried(base_url: str) -> None:
+    """Only a reused connection is retried: on a new one, a close is the server's fault."""
+    async def go() -> client.Result:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        async with server, httpx.AsyncClient() as http:
+            return await client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
+
+    assert asyncio.run(go()).error_kind == "server_died"
