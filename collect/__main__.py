@@ -33,6 +33,9 @@ def run(
     logs: Path = typer.Option(Path("results/logs"), help="Folder for server logs."),
     progress: bool = typer.Option(True, help="Show the live progress bar."),
     phase: list[str] = typer.Option(None, help="Run only this phase (repeatable)."),
+    only: list[str] = typer.Option(
+        None, help="Run only this configuration, METHOD or METHOD/TP (repeatable; the "
+        "baseline too only if named)."),
 ) -> None:
     """Run or resume the plan's campaign."""
     from collect import runner
@@ -41,6 +44,7 @@ def run(
     parsed = _plan_or_exit(plan)
     try:
         runner.select_phases(parsed, phase)
+        runner.select_configs(parsed, only)
         parsed.engine.api_key()
     except ValueError as exc:
         typer.echo(f"error: {plan}: {exc}", err=True)
@@ -49,7 +53,8 @@ def run(
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         campaign = runner.run(
-            parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None
+            parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None,
+            only=only or None,
         )
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -109,6 +114,8 @@ def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = Fals
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except ValueError as exc:  # a configuration that can never run; the memory check says why
+        return [f"time estimate: none ({exc})"]
 
 
 @app.command()
@@ -121,7 +128,11 @@ def simulate(
 ) -> None:
     """Run the scheduler on simulated services: serial and packed makespan, lower bounds,
     and the packed order."""
-    typer.echo("\n".join(_time_estimate(_plan_or_exit(plan), db, seed, gantt=True)))
+    lines = _time_estimate(_plan_or_exit(plan), db, seed, gantt=True)
+    if lines[0].startswith("time estimate: none"):
+        typer.echo(f"error: {plan}: {lines[0]}", err=True)
+        raise typer.Exit(2)
+    typer.echo("\n".join(lines))
 
 
 @app.command()

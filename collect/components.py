@@ -29,6 +29,11 @@ class BlockingService(Strict):
     name: Name = Field(description="Label, referred to by phases' stop_services.")
     stop: list[str] = Field(min_length=1, description="Command (argv) that stops it.")
     start: list[str] = Field(min_length=1, description="Command (argv) that starts it again.")
+    gpus: list[int] = Field(
+        default_factory=list,
+        description="GPUs it holds: no configuration is placed on them, except those of a "
+        "phase that stops this service (which then runs with nothing else on the host).",
+    )
 
 
 class LocalHost(Strict):
@@ -78,6 +83,12 @@ class SSHHost(Strict):
     gpu_wait_s: float = Field(
         0, ge=0, description="How long a service waits for busy GPUs to free up before its "
         "configuration is skipped (0: skip at once)."
+    )
+    pack: bool = Field(
+        True,
+        description="Run configurations side by side on disjoint GPU sets (each keeps its "
+        "GPUs for all its workloads; units record who shared the host in "
+        "units.colocated_with). false: one configuration at a time.",
     )
     connect_timeout_s: float = Field(15, gt=0, description="Seconds per connection attempt.")
     reconnect_attempts: int = Field(

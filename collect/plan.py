@@ -373,7 +373,11 @@ class Plan(Strict):
         ]
 
     def sha256(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        """Hash of what is measured: the plan's fields that differ from their defaults (so
+        that a field added to specsweep with a default leaves existing plans' campaign_id,
+        and resume, alone), without `estimates` (assumed speeds change no measurement)."""
+        text = self.model_dump_json(exclude_defaults=True, exclude={"estimates"})
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def campaign_id(self) -> str:
         return f"{self.name}-{self.sha256()[:12]}"

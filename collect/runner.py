@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +26,15 @@ import httpx
 
 from collect import engines, hosts
 from collect.engines.base import HookFailed
+from collect.estimate import Estimator, load_measured
 from collect.measure import Context, warmup_rows, workload_rows
 from collect.phases import BestOf, Phase, rank_methods
 from collect.plan import Plan, ServiceConfig, Workload
-from collect.progress import CampaignProgress
+from collect.progress import CampaignProgress, Eta
 from collect.redact import redact
 from collect.resources import resolve_model
-from collect.service import Service, ServiceFailed
+from collect.schedule import Job, Scheduler
+from collect.service import Cancelled, Service, ServiceFailed
 from collect.workloads import request_count
 from schema.store import Store, utcnow
 
@@ -47,6 +52,10 @@ class Campaign:
     engine: engines.Adapter
     log_dir: Path
     progress: CampaignProgress
+    stopping: threading.Event = field(default_factory=threading.Event)
+    # service_id -> (launched, stopped or None): who shared the host during a unit
+    spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
+    only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
 
 
 def run(
@@ -56,10 +65,13 @@ def run(
     log_dir: Path,
     show_progress: bool = True,
     phases: list[str] | None = None,
+    only: list[str] | None = None,
 ) -> str:
-    """Run (or resume) the plan's campaign, or only the named phases; returns campaign_id."""
+    """Run (or resume) the plan's campaign, or only the named phases, or only the
+    configurations named METHOD or METHOD/TP; returns campaign_id."""
     campaign_id = plan.campaign_id()
     selected = select_phases(plan, phases)
+    chosen = select_configs(plan, only)
     with Store(db_path) as store:
         _begin(store, plan, plan_text, campaign_id)
         status = "interrupted"
@@ -72,9 +84,8 @@ def run(
             _record_environment(store, campaign_id, host, plan)
             with CampaignProgress(0, enabled=show_progress) as progress:
                 c = Campaign(store, plan, campaign_id, host, engine, log_dir / campaign_id,
-                             progress)
-                for phase in selected:
-                    _run_phase(c, phase)
+                             progress, only=chosen)
+                _run_phases(c, selected)
                 status = _status(c)
         finally:
             host.close()
@@ -92,48 +103,205 @@ def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
     return [p for p in phases if p.name in names]
 
 
-def _run_phase(c: Campaign, phase: Phase) -> None:
-    todo = _todo(c, phase, announce=True)
-    if not todo:
-        return
-    c.progress.add_total(sum(request_count(w) for _, ws in todo for w in ws))
-    try:
-        with _stopped(c, phase.stop_services):
-            for config, workloads in todo:
-                _run_config(c, config, workloads)
-    except BlockingServiceError as exc:
-        log.error("phase %s skipped: %s", phase.name, exc)
-        c.progress.note(f"[red]phase {phase.name} skipped: {exc}[/red]")
+def select_configs(plan: Plan, specs: list[str] | None) -> list[tuple[str, int | None]] | None:
+    """Parse --only values, METHOD or METHOD/TP; ValueError naming what is unknown."""
+    if not specs:
+        return None
+    methods = {m.name for m in plan.methods}
+    tps = {p.tp for p in plan.all_phases()}
+    out: list[tuple[str, int | None]] = []
+    for spec in specs:
+        method, _, tp = spec.partition("/")
+        if method not in methods:
+            raise ValueError(f"--only {spec}: no method {method!r}; the plan has {sorted(methods)}")
+        if tp and (not tp.isdigit() or int(tp) not in tps):
+            raise ValueError(f"--only {spec}: tp must be one of the plan's {sorted(tps)}")
+        out.append((method, int(tp) if tp else None))
+    return out
+
+
+def _run_phases(c: Campaign, phases: list[Phase]) -> None:
+    """Run the phases' configurations through the scheduler, each in a worker thread.
+
+    Packed (a host with GPUs and `host.pack`): every configuration whose methods are known
+    is queued at once and runs as soon as a disjoint GPU set is free; a best_of phase
+    queues its baseline at once and its chosen methods when its source phase has finished.
+    Serial: one configuration at a time, phase by phase, in plan order. Ctrl-C or SIGTERM
+    (in this, the main thread) sets `c.stopping`: every worker keeps what it measured as
+    an incomplete unit and stops its server before the interrupt goes on.
+    """
+    queue = _Queue(c, phases)
+    with ThreadPoolExecutor(max_workers=max(1, len(queue.gpus))) as pool:
+        running: dict[Future[None], str] = {}
+        try:
+            while True:
+                queue.expand()
+                for job, gpus in queue.scheduler.start():
+                    if queue.begin(job):
+                        c.progress.job_started(job.key)
+                        running[pool.submit(_run_job, c, queue, job.key, gpus)] = job.key
+                    else:
+                        queue.finish(job.key)
+                if not running:
+                    if queue.expand():
+                        continue
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    key = running.pop(future)
+                    queue.finish(key)
+                    future.result()  # a worker's unexpected error ends the campaign
+        except BaseException:
+            c.stopping.set()
+            for future in running:
+                with suppress(BaseException):
+                    future.result(timeout=STOP_WAIT_S)
+            raise
+        finally:
+            queue.start_blocking_services()
+
+
+STOP_WAIT_S = 120.0  # how long an interrupt waits for each worker to stop its server
 
 
 class BlockingServiceError(RuntimeError):
     """A blocking service would not stop; its phase is skipped."""
 
 
-@contextmanager
-def _stopped(c: Campaign, names: list[str]) -> Iterator[None]:
-    """Stop the named blocking services for the block; start every one that was stopped
-    again afterwards, whatever happens inside (failure, Ctrl-C)."""
-    services = {s.name: s for s in getattr(c.plan.host, "blocking_services", [])}
-    stopped = []
-    try:
-        for name in names:
-            rc, _, err = c.host.run(services[name].stop, timeout_s=300)
-            if rc != 0:
-                raise BlockingServiceError(f"could not stop blocking service {name!r} (exit {rc}): "
-                                   f"{redact(err.strip())[-500:]}")
-            stopped.append(name)
-            c.progress.note(f"stopped blocking service {name}")
-        yield
-    finally:
-        for name in reversed(stopped):
-            rc, _, err = c.host.run(services[name].start, timeout_s=300)
-            if rc != 0:
-                log.error("could not start blocking service %s again (exit %s): %s",
-                          name, rc, redact(err.strip())[-500:])
-                c.progress.note(f"[red]blocking service {name} did NOT start again[/red]")
+class _Queue:
+    """What the scheduler runs: jobs (phase, config, workloads) added as phases become
+    ready, and the blocking services a running phase has stopped."""
+
+    def __init__(self, c: Campaign, phases: list[Phase]):
+        self.c = c
+        inventory = c.host.gpu_indices()
+        blocking = getattr(c.plan.host, "blocking_services", [])
+        reserved = sorted({g for b in blocking for g in b.gpus} & set(inventory))
+        foreign = sorted(c.host.busy_gpus() - set(reserved)) if inventory else []
+        if foreign:
+            c.progress.note(f"GPUs {foreign} run processes specsweep did not start: not used")
+        self.gpus = [g for g in inventory if g not in foreign]
+        self.packed = bool(self.gpus) and getattr(c.plan.host, "pack", False)
+        self.scheduler = Scheduler(self.gpus, reserved, packed=self.packed)
+        c.progress.eta = Eta(self.gpus, reserved, self.packed)
+        self.estimator = Estimator(c.plan, load_measured(c.store, c.plan))
+        self.waiting = list(phases)  # phases with configurations not queued yet
+        self.jobs: dict[str, tuple[Phase, ServiceConfig, list[Workload]]] = {}
+        self.open: dict[str, set[str]] = {}  # phase -> keys queued and not finished
+        self.stopped: dict[str, list[str]] = {}  # phase -> blocking services it stopped
+        self.skipped: set[str] = set()  # phases skipped (a blocking service would not stop)
+
+    def expand(self) -> bool:
+        """Queue the configurations of every phase that is ready; True if any was."""
+        added = False
+        for phase in list(self.waiting):
+            if not self.packed and (any(self.open.values()) or phase is not self.waiting[0]):
+                break
+            source = phase.methods.best_of if isinstance(phase.methods, BestOf) else None
+            ready = source is None or not (
+                self.open.get(source) or any(p.name == source for p in self.waiting))
+            if ready:
+                self.waiting.remove(phase)
+                configs = _todo(self.c, phase, announce=True)
+            elif self.packed:  # the baseline does not depend on the ranking
+                configs = _todo(self.c, phase, methods=[])
             else:
-                c.progress.note(f"started blocking service {name} again")
+                break
+            added |= self._add(phase, configs)
+        return added
+
+    def _add(self, phase: Phase, todo: list[tuple[ServiceConfig, list[Workload]]]) -> bool:
+        added = False
+        for config, workloads in todo:
+            key = f"{phase.name}:{config.config_id}"
+            if key in self.jobs or phase.name in self.skipped or not self._chosen(config):
+                continue
+            job = Job(key=key, gpus=config.tp if self.gpus else 0,
+                      seconds=self.estimator.config_s(config, workloads),
+                      alone=bool(phase.stop_services))
+            try:
+                self.scheduler.add(job)
+            except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs
+                log.error("%s (tp %s) skipped: %s", config.method.name, config.tp, exc)
+                self.c.progress.note(f"[red]{config.method.name} (tp {config.tp}) skipped: "
+                                     f"{exc}[/red]")
+                continue
+            self.jobs[key] = (phase, config, workloads)
+            self.open.setdefault(phase.name, set()).add(key)
+            requests = sum(request_count(w) for w in workloads)
+            self.c.progress.add_total(requests)
+            self.c.progress.job_added(job, requests, self.estimator.fixed_s(config, workloads))
+            added = True
+        return added
+
+    def _chosen(self, config: ServiceConfig) -> bool:
+        only = self.c.only
+        return only is None or any(
+            config.method.name == m and tp in (None, config.tp) for m, tp in only)
+
+    def begin(self, job: Job) -> bool:
+        """Stop the blocking services the job's phase needs stopped; False (the phase is
+        skipped) when one will not stop."""
+        phase = self.jobs[job.key][0]
+        if phase.name in self.skipped:
+            return False
+        if phase.stop_services and phase.name not in self.stopped:
+            self.stopped[phase.name] = []
+            try:
+                for name in phase.stop_services:
+                    _stop_blocking(self.c, name)
+                    self.stopped[phase.name].append(name)
+            except BlockingServiceError as exc:
+                log.error("phase %s skipped: %s", phase.name, exc)
+                self.c.progress.note(f"[red]phase {phase.name} skipped: {exc}[/red]")
+                self.skipped.add(phase.name)
+                self._start_again(phase.name)
+                return False
+        return True
+
+    def finish(self, key: str) -> None:
+        self.scheduler.finish(key)
+        self.c.progress.job_finished(key)
+        phase = self.jobs[key][0].name
+        self.open[phase].discard(key)
+        pending = self.open[phase] or any(p.name == phase for p in self.waiting)
+        if not pending or phase in self.skipped:
+            self._start_again(phase)
+
+    def _start_again(self, phase: str) -> None:
+        for name in reversed(self.stopped.pop(phase, [])):
+            _start_blocking(self.c, name)
+
+    def start_blocking_services(self) -> None:
+        """Start every blocking service still stopped (the campaign ends or stops)."""
+        for phase in list(self.stopped):
+            self._start_again(phase)
+
+
+def _stop_blocking(c: Campaign, name: str) -> None:
+    service = next(s for s in c.plan.host.blocking_services if s.name == name)
+    rc, _, err = c.host.run(service.stop, timeout_s=300)
+    if rc != 0:
+        raise BlockingServiceError(f"could not stop blocking service {name!r} (exit {rc}): "
+                                   f"{redact(err.strip())[-500:]}")
+    c.progress.note(f"stopped blocking service {name}")
+
+
+def _start_blocking(c: Campaign, name: str) -> None:
+    service = next(s for s in c.plan.host.blocking_services if s.name == name)
+    rc, _, err = c.host.run(service.start, timeout_s=300)
+    if rc != 0:
+        log.error("could not start blocking service %s again (exit %s): %s",
+                  name, rc, redact(err.strip())[-500:])
+        c.progress.note(f"[red]blocking service {name} did NOT start again[/red]")
+    else:
+        c.progress.note(f"started blocking service {name} again")
+
+
+def _run_job(c: Campaign, queue: _Queue, key: str, gpus: tuple[int, ...]) -> None:
+    _, config, workloads = queue.jobs[key]
+    _run_config(c, key, config, workloads, gpus or None,
+                port_offset=gpus[0] if queue.packed else 0)
 
 
 def _status(c: Campaign) -> str:
@@ -161,10 +329,12 @@ def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
 
 
 def _todo(
-    c: Campaign, phase: Phase, announce: bool = False
+    c: Campaign, phase: Phase, announce: bool = False, methods: list[str] | None = None
 ) -> list[tuple[ServiceConfig, list[Workload]]]:
+    """The phase's configurations with unfinished units (methods: these, not the phase's)."""
     out = []
-    for config in c.plan.phase_configs(phase, _phase_methods(c, phase, announce)):
+    chosen = _phase_methods(c, phase, announce) if methods is None else methods
+    for config in c.plan.phase_configs(phase, chosen):
         pending = [
             w
             for w in c.plan.workloads_of(config)
@@ -175,33 +345,42 @@ def _todo(
     return out
 
 
-def _run_config(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -> None:
-    """Start the service and run its workloads; a server that dies after it was ready is
-    restarted once for the workloads left, then the configuration is skipped."""
+def _run_config(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workload],
+                gpus: tuple[int, ...] | None, port_offset: int) -> None:
+    """Start the service (on `gpus` when given) and run its workloads; a server that dies
+    after it was ready is restarted once for the workloads left, then the configuration
+    is skipped."""
     for attempt in (1, 2):
         pending = [w for w in workloads
                    if not c.store.unit_done(c.campaign_id, config.config_id, w.name)]
-        if not pending or not _serve(c, config, pending):
+        if not pending or not _serve(c, key, config, pending, gpus, port_offset):
             return
         if attempt == 1:
             c.progress.note(f"restarting {config.method.name} (tp {config.tp}) once")
 
 
-def _serve(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -> bool:
-    """One service start; True when the server died after it had become ready."""
-    service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id)
+def _serve(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workload],
+           gpus: tuple[int, ...] | None, port_offset: int) -> bool:
+    """One service start of job `key`; True when the server died after it had become
+    ready."""
+    service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
+                      c.stopping)
     c.progress.status(f"starting {config.method.name} (tp {config.tp})")
     recorded = False
+    c.spans[service.service_id] = (utcnow(), None)
     try:
         with service:
             c.store.append("services", [service.row])
             recorded = True
-            asyncio.run(_measure(c, service, workloads))
+            asyncio.run(_until_stopping(c, _measure(c, key, service, workloads)))
     except ServiceFailed as exc:
         log.error("service failed: %s", exc)
         c.progress.note(f"[red]{exc}[/red]")
         return service.row["ready_at"] is not None
+    except Cancelled:
+        return False
     finally:
+        c.spans[service.service_id] = (c.spans[service.service_id][0], utcnow())
         if recorded:
             row = service.row
             c.store.execute(
@@ -214,13 +393,23 @@ def _serve(c: Campaign, config: ServiceConfig, workloads: list[Workload]) -> boo
     return False
 
 
-async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> None:
+async def _until_stopping(c: Campaign, work: Coroutine[Any, Any, None]) -> None:
+    """Run work; cancel it once the campaign is stopping (it keeps what it measured)."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.1)
+        if c.stopping.is_set():
+            task.cancel()
+    task.result()
+
+
+async def _measure(c: Campaign, key: str, service: Service, workloads: list[Workload]) -> None:
     store, progress, campaign_id = c.store, c.progress, c.campaign_id
     config = service.config
     biggest = max(max(w.concurrency) for w in workloads)
     limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
-    key = service.engine.cfg.api_key()
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    api_key = service.engine.cfg.api_key()
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(limits=limits, timeout=None, headers=headers) as http:
         ctx = Context(
             http,
@@ -231,7 +420,7 @@ async def _measure(c: Campaign, service: Service, workloads: list[Workload]) -> 
             service.service_id,
             config.method.name,
             config.tp,
-            progress.advance,
+            lambda: progress.request_done(key),
         )
         await _record_fingerprint(store, ctx, service)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
@@ -262,6 +451,10 @@ def _commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[s
     """One transaction: drop what an interrupted earlier try left of this unit, then land
     its requests, server metrics and `units` row."""
     key = [c.campaign_id, service.config.config_id, workload]
+    now = utcnow()
+    shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
+                    if sid != service.service_id and launched < now
+                    and (stopped is None or stopped > started))
     with c.store.transaction():
         for table in ("requests", "server_metrics", "units"):  # fixed names
             c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
@@ -272,7 +465,7 @@ def _commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[s
             "campaign_id": c.campaign_id, "config_id": service.config.config_id,
             "workload": workload, "service_id": service.service_id,
             "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
-            "started_at": started, "finished_at": utcnow(),
+            "colocated_with": ",".join(shared), "started_at": started, "finished_at": now,
         }])
 
 

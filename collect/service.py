@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
+import threading
 import time
 from pathlib import Path
 
@@ -28,16 +29,29 @@ class ServiceFailed(RuntimeError):
         self.log_tail = log_tail
 
 
+class Cancelled(Exception):
+    """The campaign is stopping (Ctrl-C, SIGTERM) while this service starts."""
+
+
 class Service:
-    """One running server of a ServiceConfig."""
+    """One running server of a ServiceConfig.
+
+    `gpus`: the GPU set the scheduler gave this service (None: take the first `tp` free
+    GPUs). `port_offset` is added to a fixed engine port, so that services packed side by
+    side on one host listen on different ports (the runner passes the first GPU index).
+    `cancel`, once set, aborts a start-up that is still waiting.
+    """
 
     def __init__(
-        self, host: Local, engine: LlamaCpp, config: ServiceConfig, log_dir: Path, campaign_id: str
-    ):
+        self, host: Local, engine: LlamaCpp, config: ServiceConfig, log_dir: Path,
+        campaign_id: str, gpus: tuple[int, ...] | None = None, port_offset: int = 0,
+        cancel: threading.Event | None = None,
+    ):  # fmt: skip
         self.host, self.engine, self.config = host, engine, config
+        self.gpus, self.cancel = gpus, cancel or threading.Event()
         self.service_id = f"{config.config_id}-{secrets.token_hex(4)}"
         address = engine.cfg.host_address
-        self.port = engine.cfg.port or host.free_port(address)
+        self.port = engine.cfg.port + port_offset if engine.cfg.port else host.free_port(address)
         argv, self.env = engine.launch(config.method, config.tp, self.port)
         argv += engine.cfg.tp_args.get(config.tp, [])
         key = engine.cfg.api_key()
@@ -85,6 +99,8 @@ class Service:
         deadline = t0 + self.engine.cfg.startup_timeout_s
         url = self.base_url + self.engine.health_path
         while time.perf_counter() < deadline:
+            if self.cancel.is_set():
+                raise Cancelled(f"{self.config.method.name} (tp {self.config.tp}): cancelled")
             if not self.host.alive(self.proc):
                 self._failed("server exited during start-up")
             if _healthy(url):
@@ -96,9 +112,10 @@ class Service:
         self._failed(f"not healthy within {self.engine.cfg.startup_timeout_s:g} s")
 
     def _claim_gpus(self) -> None:
-        """Run on the first `tp` GPUs of the host with no compute process (none on a CPU
-        host); fail, and so skip the configuration, when too few are free."""
-        inventory = self.host.gpu_indices()
+        """Run on the GPUs the scheduler gave (or else the first `tp` free ones) once no
+        compute process holds them (none on a CPU host); wait up to the host's gpu_wait_s,
+        then fail, and so skip the configuration."""
+        inventory = list(self.gpus) if self.gpus is not None else self.host.gpu_indices()
         if not inventory:
             return
         tp = self.config.tp
@@ -109,8 +126,10 @@ class Service:
             if len(free) >= tp:
                 break
             if time.monotonic() >= deadline:
-                self._failed(f"needs {tp} free GPUs; free {free}, busy {sorted(busy)}")
-            time.sleep(10)
+                given = f" of the GPUs {inventory} given to it" if self.gpus is not None else ""
+                self._failed(f"needs {tp} free GPUs{given}; free {free}, busy {sorted(busy)}")
+            if self.cancel.wait(10):
+                raise Cancelled(f"{self.config.method.name} (tp {self.config.tp}): cancelled")
         gpus = ",".join(map(str, free[:tp]))
         self.env["CUDA_VISIBLE_DEVICES"] = gpus
         self.row.update(gpus=gpus, launch_command=self._command())

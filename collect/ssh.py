@@ -72,6 +72,7 @@ class SSH:
         self._lock = threading.Lock()
         self._client: paramiko.SSHClient | None = None
         self._tunnels: dict[tuple[str, int], _Tunnel] = {}
+        self._tunnels_lock = threading.Lock()  # services packed side by side open tunnels
         self.hostname = cfg.address
         self._reconnect(stale=None, attempts=1)
         uid, _, home = self.run(["sh", "-c", 'id -u; printf %s "$HOME"'])[1].partition("\n")
@@ -294,9 +295,10 @@ class SSH:
     def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         """A local port on 127.0.0.1 whose connections reach remote_host:remote_port."""
         key = (remote_host, remote_port)
-        if key not in self._tunnels:
-            self._tunnels[key] = _Tunnel(self._transport, key)
-        return self._tunnels[key].port
+        with self._tunnels_lock:
+            if key not in self._tunnels:
+                self._tunnels[key] = _Tunnel(self._transport, key)
+            return self._tunnels[key].port
 
     def describe(self, command: str) -> str:
         return f"{self.name}: {command}"

@@ -167,6 +167,17 @@ def test_campaign_id_ignores_comments_and_layout() -> None:
     assert parse_plan(reformatted).campaign_id() == parse_plan(BASE).campaign_id()
 
 
+def test_campaign_id_ignores_fields_left_at_their_default() -> None:
+    """A field written with its default value hashes like an omitted one, so a field that a
+    newer specsweep adds with a default keeps existing campaigns resumable."""
+    explicit = edit("  model: m.gguf\n", "  model: m.gguf\n  request_timeout_s: 300\n")
+    assert parse_plan(explicit).campaign_id() == parse_plan(BASE).campaign_id()
+    changed = edit("  model: m.gguf\n", "  model: m.gguf\n  request_timeout_s: 301\n")
+    assert parse_plan(changed).campaign_id() != parse_plan(BASE).campaign_id()
+    assumed = BASE + "estimates: {decode_tps: {1: 50}}\n"
+    assert parse_plan(assumed).campaign_id() == parse_plan(BASE).campaign_id()
+
+
 def test_kind_may_be_omitted_from_a_requests_workload() -> None:
     assert "kind: requests" not in BASE
     workload = parse_plan(BASE).workloads[0]
