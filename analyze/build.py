@@ -32,6 +32,7 @@ AFTER_SPEEDUP = (
     "07_lossless.sql",
     "08_latency_conventions.sql",
     "09_crossover.sql",
+    "10_colocation.sql",
 )
 OBJECTS = (
     "request_metrics",
@@ -44,6 +45,7 @@ OBJECTS = (
     "lossless",
     "latency_conventions",
     "crossover",
+    "colocation",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.

@@ -151,6 +151,24 @@ def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
     return build_table(ll, _present(ll, cols))
 
 
+def colocation_section(co: pd.DataFrame) -> dict[str, Any]:
+    """How many measured requests ran beside other services (GPU packing), and per window
+    that did, its decode speed beside others against alone where both were measured."""
+    if co.empty or not co["n_colocated"].sum():
+        return {"n_colocated": 0, "n": int(co["n_alone"].sum()) if not co.empty else 0,
+                "table": None}
+    shared = co[co["n_colocated"] > 0]
+    cols = [Col("workload", text("workload")), Col("tp", text("tp"), "r"),
+            Col("method", text("method")), Col("max_tokens", text("max_tokens"), "r"),
+            Col("conc.", text("concurrency"), "r"), Col("alone", text("n_alone"), "r"),
+            Col("beside others", text("n_colocated"), "r"),
+            Col("neighbours", text("neighbours_max"), "r"),
+            Col("decode tok/s beside / alone", num("colocated_over_alone"), "r")]
+    return {"n_colocated": int(co["n_colocated"].sum()),
+            "n": int(co["n_alone"].sum() + co["n_colocated"].sum()),
+            "table": build_table(shared, cols)}
+
+
 def _crossover_cell(r: pd.Series) -> str:
     """The crossover concurrency as the table shows it, by status (analyze/VIEWS.md)."""
     if r["status"] == "always pays":
@@ -222,6 +240,7 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "agentic_table": agentic_table(data.agentic),
         "lossless_table": lossless_table(data.lossless),
         "crossover": crossover_section(data.crossover),
+        "colocation": colocation_section(data.colocation),
         "speedup_tables": speedup_tables(data.speedup),
         "plan": literal_block(str(c.get("plan_yaml") or "")),
     }

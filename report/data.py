@@ -22,7 +22,7 @@ class ReportError(RuntimeError):
 
 REQUIRED = ("campaigns", "environment", "services", "request_metrics", "config_summary",
             "speedup")
-OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover")
+OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation")
 REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
                    "prompt_id", "ttft_s", "decode_tps", "ok")
 
@@ -41,6 +41,7 @@ class ReportData:
     agentic: pd.DataFrame
     lossless: pd.DataFrame = field(default_factory=pd.DataFrame)
     crossover: pd.DataFrame | None = None  # None: the database predates the crossover view
+    colocation: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -91,6 +92,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "best_config": opt("best_config", "engine, tp, workload, max_tokens, concurrency"),
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
         "lossless": opt("lossless", "engine, tp, workload, max_tokens, concurrency, method"),
+        "colocation": opt("colocation", "engine, tp, workload, max_tokens, concurrency, method"),
         "crossover": (_by_campaign(con, "crossover", cid,
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),

@@ -12,6 +12,7 @@
 --   end_s            = start_s + e2e_s (offset of the last token from the window start)
 --   colocated        = the request's unit ran while other services of the campaign ran on
 --                      the same host (units.colocated_with <> ''; packed configurations)
+--   neighbours       = how many such services (0 when it ran alone)
 -- Failed requests (ok = false) keep their row (error_rate needs them) but every derived
 -- latency/speed column is NULL for them. Rows of a unit marked incomplete (units.complete =
 -- false: the run was interrupted in it) are left out until resume redoes the unit.
@@ -25,7 +26,10 @@ incomplete AS (
 ),
 
 colocation AS (
-    SELECT campaign_id, config_id, workload, colocated_with <> '' AS colocated FROM units
+    SELECT campaign_id, config_id, workload, colocated_with <> '' AS colocated,
+           CASE WHEN colocated_with = '' THEN 0
+                ELSE len(string_split(colocated_with, ',')) END AS neighbours
+    FROM units
 ),
 
 measured AS (
@@ -68,7 +72,8 @@ derived AS (
         list_aggregate(g.gaps_s, 'quantile_cont', 0.99) AS itl_chunk_p99_s,
         list_avg(g.token_gaps_s) AS itl_token_mean_s,
         m.start_s + m.e2e_s AS end_s,
-        coalesce(u.colocated, false) AS colocated
+        coalesce(u.colocated, false) AS colocated,
+        coalesce(u.neighbours, 0) AS neighbours
     FROM measured AS m
     LEFT JOIN chunk_gaps AS g USING (request_id)
     LEFT JOIN colocation AS u USING (campaign_id, config_id, workload)

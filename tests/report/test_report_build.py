@@ -164,3 +164,26 @@ def test_cli(report_db: Path, tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(out) and out.exists()
+
+
+def test_colocated_measurements_are_counted_and_tabulated(report_db: Path,
+                                                          tmp_path: Path) -> None:
+    """A packed campaign: the threats section counts the requests that ran beside other
+    services and tabulates their windows; without any, it says none did."""
+    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
+                             "crossover", "agentic"])
+    alone = render_tex(build_context(load(report_db), figures))
+    assert "No measured request ran beside another service" in alone
+    packed = tmp_path / "packed.duckdb"
+    shutil.copyfile(report_db, packed)
+    with duckdb.connect(str(packed)) as con:
+        con.execute("""CREATE TABLE colocation AS SELECT * FROM (VALUES
+            (?, 'sglang', 1, 'chat', 256, 1, 'dflash', 10, 30, 2, 40.0, 36.0, 0.1, 0.1, 0.9),
+            (?, 'sglang', 1, 'code', 256, 1, 'dflash', 12, 0, 0, 40.0, NULL, 0.1, NULL, NULL))
+            AS t(campaign_id, engine, tp, workload, max_tokens, concurrency, method, n_alone,
+                 n_colocated, neighbours_max, decode_tps_p50_alone, decode_tps_p50_colocated,
+                 ttft_p50_alone, ttft_p50_colocated, colocated_over_alone)""",
+                    [CAMPAIGN, CAMPAIGN])
+    tex = render_tex(build_context(load(packed), figures))
+    assert "30 of 52 measured requests ran" in " ".join(tex.split())
+    assert "0.90" in tex and "beside / alone" in tex
