@@ -30,7 +30,7 @@ from collect.estimate import Estimator, load_measured
 from collect.measure import Context, warmup_rows, workload_rows
 from collect.phases import BestOf, Phase, rank_methods
 from collect.plan import Plan, ServiceConfig, Workload
-from collect.progress import CampaignProgress, Eta
+from collect.progress import CampaignProgress, Eta, eta_text
 from collect.redact import redact
 from collect.resources import resolve_model
 from collect.schedule import Job, Scheduler
@@ -131,6 +131,11 @@ def _run_phases(c: Campaign, phases: list[Phase]) -> None:
     an incomplete unit and stops its server before the interrupt goes on.
     """
     queue = _Queue(c, phases)
+    queue.expand()
+    if queue.jobs:  # before the first start: what the estimates (plan or store) expect
+        how = "packed on GPUs " + ",".join(map(str, queue.gpus)) if queue.packed else "serial"
+        c.progress.note(f"{len(queue.jobs)} configuration(s) to run ({how}), estimated "
+                        f"{eta_text(c.progress.eta.seconds_left())}")
     with ThreadPoolExecutor(max_workers=max(1, len(queue.gpus))) as pool:
         running: dict[Future[None], str] = {}
         try:
