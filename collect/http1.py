@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-READ_SIZE = 1 << 16  # per connection: hundreds of streams, each with its own buffer
+READ_SIZE = 1 << 16  # at most per read
 ERROR_BODY = 500  # bytes of a non-200 reply kept for the error message
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35) if sys.platform == "linux" else None
 TIMESPEC = struct.Struct("@ll")
@@ -182,9 +182,15 @@ class Reply:
 
     def _dechunk(self, data: bytes) -> bytes:
         """Body bytes of the chunked framing received so far; sets complete at its end."""
+        pieces: list[bytes | bytearray] = []
+        if not self.raw and self.left == 0 and not self.in_trailer:
+            pos = _whole_chunks(data, 0, pieces)  # the usual read: whole chunks, no copy
+            if pos == len(data):
+                return b"".join(pieces)
+            data = data[pos:]
         raw = self.raw
         raw += data
-        pieces, pos, n = [], 0, len(raw)
+        pos, n = 0, len(raw)
         while pos < n and not self.complete:
             if self.left == 0 and not self.in_trailer:
                 pos = _whole_chunks(raw, pos, pieces)  # the usual case, at Python speed
@@ -222,7 +228,7 @@ class Reply:
         self.in_trailer = size == 0
 
 
-def _whole_chunks(raw: bytearray, pos: int, pieces: list[bytearray]) -> int:
+def _whole_chunks(raw: bytes | bytearray, pos: int, pieces: list[bytes | bytearray]) -> int:
     """Append the data of the complete non-empty chunks from pos on; return where they end."""
     n = len(raw)
     while True:
@@ -233,7 +239,7 @@ def _whole_chunks(raw: bytearray, pos: int, pieces: list[bytearray]) -> int:
             stop = end + 2 + int(raw[pos:end], 16)
         except ValueError:  # an extension or a bad line: the general path decides
             return pos
-        if stop == end + 2 or stop + 2 > n or raw[stop : stop + 2] != b"\r\n":
+        if stop == end + 2 or stop + 2 > n or not raw.startswith(b"\r\n", stop):
             return pos
         pieces.append(raw[end + 2 : stop])
         pos = stop + 2
@@ -245,7 +251,6 @@ class Connection:
     def __init__(self, sock: socket.socket, tls: ssl.SSLObject | None = None):
         self.sock, self.tls = sock, tls
         self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-        self.buffer = bytearray(READ_SIZE)
         self.reply: Reply | None = None
         self.done: asyncio.Future[None] | None = None
 
@@ -320,8 +325,8 @@ class Connection:
         assert self.reply is not None and self.done is not None
         if self.done.done():
             return
-        try:
-            n, ancillary, _, _ = self.sock.recvmsg_into([self.buffer], ANC_SIZE)
+        try:  # a new bytes of READ_SIZE, shrunk to the read: cheaper than a copy out of a buffer
+            data, ancillary, _, _ = self.sock.recvmsg(READ_SIZE, ANC_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -329,7 +334,7 @@ class Connection:
             return
         stamp = self.reply.arrival(ancillary)
         try:
-            data = self._plain(bytes(memoryview(self.buffer)[:n]))
+            data = self._plain(data)
             if data is None:
                 return
             over = self.reply.feed(stamp, data) if data else self.reply.eof()

@@ -22,7 +22,7 @@ def test_crlf_comments_and_multiline_data() -> None:
 
 
 def test_only_text_chunks_move_ttft_and_e2e() -> None:
-    res, parser = Result(sent_at=utcnow(), t0=0.0), ChatStream()
+    res, parser, texts = Result(sent_at=utcnow(), t0=0.0), ChatStream(), []
     events = [
         ({"choices": [{"delta": {"role": "assistant"}}]}, 0.01),  # role only
         ({"choices": [{"delta": {"content": "Hel"}}]}, 0.05),
@@ -31,8 +31,8 @@ def test_only_text_chunks_move_ttft_and_e2e() -> None:
         ({"choices": [], "usage": {"completion_tokens": 2}, "timings": {"predicted_n": 2}}, 0.09),
     ]
     for event, t in events:
-        _take(parser, event, t, res)
-    assert (res.ttft_s, res.e2e_s, res.chunk_times_s, res.text) == (
+        _take(parser, event, t, res, texts)
+    assert (res.ttft_s, res.e2e_s, res.chunk_times_s, "".join(texts)) == (
         0.05,
         0.07,
         [0.05, 0.07],
