@@ -7,6 +7,9 @@ Fidelity: a vLLM-shaped server in its own process (tests/engines/truth_server.py
 first chunk 50 ms after a request and then one every 10 ms, stamping each event with its
 perf_counter() at sending (CLOCK_MONOTONIC, shared by the processes). A chunk's error is
 the client's arrival stamp minus that send stamp; TTFT's error is the first text chunk's.
+Each client first sends one unmeasured batch of `streams` requests, so its pool holds a
+connection per stream when measuring starts (`--cold`: 4 warm-up requests, the measured
+batch opens the other connections itself, all at once).
 Capacity: a second server process answers each request at once with one pre-built reply
 of many chunks (one write per request, so the server costs next to nothing; its CPU share
 over the window is printed to show it), and `--streams` streams ingest replies back to back
@@ -159,11 +162,14 @@ CLIENTS = [Client("specsweep", _httpx, specsweep_one, specsweep_plain),
 # --- runs --------------------------------------------------------------------------------
 
 
-async def fidelity(c: Client, url: str, streams: int, requests: int) -> list[Pairs]:
-    """`requests` requests in batches of `streams` concurrent ones (after a warm-up batch)."""
+async def fidelity(c: Client, url: str, streams: int, requests: int,
+                   cold: bool = False) -> list[Pairs]:
+    """`requests` requests in batches of `streams` concurrent ones, after a warm-up batch
+    (of `streams`, or of 4 when `cold`)."""
     out: list[Pairs] = []
     async with c.session(streams) as session:
-        await asyncio.gather(*(c.one(session, url) for _ in range(min(streams, 4))))
+        warm = min(streams, 4) if cold else streams
+        await asyncio.gather(*(c.one(session, url) for _ in range(warm)))
         for _ in range(max(1, requests // streams)):
             done = await asyncio.gather(*(c.one(session, url) for _ in range(streams)))
             out += [pairs for pairs, _ in done]
@@ -229,10 +235,11 @@ def fidelity_table(args: argparse.Namespace, url: str) -> None:
         order = CLIENTS if r % 2 == 0 else CLIENTS[::-1]
         for streams in args.concurrency:
             for c in order:
-                runs = asyncio.run(fidelity(c, url + PATH, streams, args.requests))
+                runs = asyncio.run(fidelity(c, url + PATH, streams, args.requests, args.cold))
                 found.setdefault((c.name, streams), []).extend(runs)
     print(f"\nMeasurement error, ms (arrival stamp - server send stamp); TTFT {TTFT_S * 1e3:g} "
-          f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks, {args.rounds} rounds")
+          f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks, {args.rounds} rounds, "
+          + ("cold pools" if args.cold else "pools warmed to the concurrency"))
     print(f"{'streams':>7} {'client':<11} {'n req':>6} {'TTFT p50':>9} {'TTFT p99':>9} "
           f"{'chunk p50':>9} {'chunk p99':>9}")
     for streams in args.concurrency:
@@ -280,6 +287,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=16,
                         help="requests per client, concurrency and round (at least one batch)")
+    parser.add_argument("--cold", action="store_true",
+                        help="fidelity: warm up with 4 requests, not a batch per concurrency")
     parser.add_argument("--streams", type=int, default=64, help="capacity: concurrent streams")
     parser.add_argument("--seconds", type=float, default=3.0, help="capacity: per client and round")
     parser.add_argument("--capacity-chunks", type=int, default=2000)
