@@ -24,13 +24,14 @@ What makes a read late, found at 256 streams on a loaded 2-core machine (tests/b
   (each task connects and sends in one step; socket() and a loopback connect() cost
   0.15-0.2 ms each there): 256 of them held the loop 40-55 ms while the first streams'
   first chunks arrived, which put TTFT p99 at 17-38 ms against 7-9 ms for a vLLM-style
-  client. With the pool warmed to the concurrency before measuring it is 0.1-1.5 ms.
+  client. With the pool warmed to the concurrency before measuring: 0.1-1.5 ms, unless
+  a scheduler stall (below) hits the batch's start (25 ms in one of two runs).
 - CPU per event, which every other stream's read waits for: result.text += text copied
-  the whole text per event (quadratic: at 2000-chunk replies it was the largest cost),
+  the whole text per event (quadratic in the reply's length),
   json.loads wrapped the C scanner in two Python layers (4.5 vs 2 us per event), and a
   64 KiB buffer per connection was zeroed and copied out of. Without them one event
-  costs about 5-7 us in the callback; capacity went from 0.77-0.97x the vLLM-style
-  client's to 1.1x. Neither GC (collections of at most 1.5-5 ms) nor the selector was
+  costs about 7 us in the callback; capacity went from 0.77-0.97x the vLLM-style
+  client's to 1.0-1.1x. Neither GC (collections of at most 1.5-5 ms) nor the selector was
   a cause.
 - What is left is the scheduler: the client process descheduled for 20-80 ms while the
   server process and other jobs hold both cores. Then chunks merge and take the newest
