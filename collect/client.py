@@ -16,6 +16,7 @@ per event delays the reads of every other stream (collect/http1.py says why that
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -80,6 +81,13 @@ def iter_sse(buffer: bytearray) -> list[bytes]:
         if data:
             out.append(b"\n".join(data))
     return out
+
+
+async def prewarm(client: httpx.AsyncClient, base_url: str, n: int) -> None:
+    """Before a window of n concurrent streams: hold n open connections to the server in
+    `client`'s pool (see http1.prewarm); a failure here is left to the requests to report."""
+    with contextlib.suppress(http1.ConnectFailed, OSError):
+        await http1.prewarm(client, base_url, n)
 
 
 async def stream(

@@ -78,6 +78,22 @@ class BadReply(Exception):
     """The reply does not parse as HTTP/1.1."""
 
 
+def _pool_key(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConnectFailed(f"not an http(s) URL: {url!r}")
+    return parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+async def prewarm(owner: object, url: str, n: int) -> None:
+    """Open connections to url's server until the owner's pool holds n idle ones, so that a
+    window of n streams does not open them all at once as its first requests go out (at
+    hundreds of streams that held the loop for tens of ms while first chunks arrived)."""
+    key, idle = _pool_key(url), _idle(owner)
+    for _ in range(n - idle.count(key)):
+        idle.give(key, await Connection.open(*key))
+
+
 async def post(owner: object, url: str, headers: dict[str, str], body: bytes, sink: Sink,
                t0: float, reuse: bool = True) -> tuple[int, bytes]:
     """POST body to url; a 200 reply's body goes to sink until it says done or the body ends.
@@ -85,10 +101,7 @@ async def post(owner: object, url: str, headers: dict[str, str], body: bytes, si
     `reuse`, an idle pooled connection is taken if there is one (StaleConnection when it
     turns out closed before the reply began); else a new connection is opened."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConnectFailed(f"not an http(s) URL: {url!r}")
-    key = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-    idle = _idle(owner)
+    key, idle = _pool_key(url), _idle(owner)
     pooled = idle.take(key) if reuse else None
     conn = pooled or await Connection.open(*key)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -424,6 +437,10 @@ class _Idle:
                 return conn
             conn.close()
         return None
+
+    def count(self, key: tuple[str, str, int]) -> int:
+        """Idle connections kept for key (dead ones are noticed only when taken)."""
+        return len(self.conns.get(key, []))
 
     def give(self, key: tuple[str, str, int], conn: Connection) -> None:
         self.conns.setdefault(key, []).append(conn)

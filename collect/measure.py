@@ -2,10 +2,10 @@
 
 A window is one (config, workload, max_tokens, concurrency): every prompt x repetition
 (or every agentic session) runs through `concurrency` workers that each send one
-request at a time. Workers take items in rep-major order, so repetitions of a prompt
-are not back to back. Every row carries `start_s`, its t0 as a perf_counter offset from
-the window start, so a window's throughput is sum(output_tokens) / (max(start_s + e2e_s)
-- min(start_s)).
+request at a time, on connections opened before the window starts. Workers take items
+in rep-major order, so repetitions of a prompt are not back to back. Every row carries
+`start_s`, its t0 as a perf_counter offset from the window start, so a window's
+throughput is sum(output_tokens) / (max(start_s + e2e_s) - min(start_s)).
 """
 
 from __future__ import annotations
@@ -141,6 +141,7 @@ async def requests_window(
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
     key = _window_key(w.name, wid, max_tokens, concurrency)
+    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, len(work_items)))
     t_start = time.perf_counter()
 
     async def one(item: tuple[int, Prompt]) -> list[dict[str, Any]]:
@@ -160,6 +161,7 @@ async def agentic_window(
     """Sessions (one per repetition); each turn sends the whole history so far."""
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     key = _window_key(w.name, wid, max_tokens, concurrency)
+    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, w.repetitions))
     t_start = time.perf_counter()
 
     async def session(rep: int) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ connection. A raw asyncio server on 127.0.0.1 plays each fault over a real socke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -170,3 +171,35 @@ def test_a_new_connection_closed_unanswered_is_not_retried(base_url: str) -> Non
             return await client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
 
     assert asyncio.run(go()).error_kind == "server_died"
+
+
+def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
+    """prewarm(n) leaves n idle connections; n concurrent streams then open no more."""
+    async def go() -> tuple[int, int, list[client.Result]]:
+        connections = 0
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal connections
+            connections += 1
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while head := await reader.readuntil(b"\r\n\r\n"):
+                    length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
+                                      if ln.lower().startswith(b"content-length")))
+                    await reader.readexactly(length)
+                    await asyncio.sleep(0.05)  # all 6 requests are in flight at once
+                    writer.write(KEEP_ALIVE_OK)
+                    await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        async with server, httpx.AsyncClient() as http:
+            await client.prewarm(http, url, 6)
+            await asyncio.sleep(0.05)
+            before = connections
+            results = await asyncio.gather(*(client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
+                                             for _ in range(6)))
+            return before, connections, results
+
+    before, after, results = asyncio.run(go())
+    assert (before, after) == (6, 6) and all(r.ok for r in results)
