@@ -106,14 +106,15 @@ async def stream(
     events = _Events(parser, result)
     try:
         async with asyncio.timeout(timeout_s):
-            result.t0 = time.perf_counter()
-            try:
-                status, error_body = await http1.post(client, url, headers, payload, events,
-                                                      result.t0)
-            except http1.StaleConnection:  # closed as it was reused: nothing measured yet
-                result.t0 = time.perf_counter()
-                status, error_body = await http1.post(client, url, headers, payload, events,
-                                                      result.t0, reuse=False)
+            for attempt in range(NO_REPLY_ATTEMPTS):
+                result.t0 = time.perf_counter()  # a resent request is measured from its send
+                try:
+                    status, error_body = await http1.post(client, url, headers, payload,
+                                                          events, result.t0, reuse=not attempt)
+                    break
+                except http1.NoReply:
+                    if attempt == NO_REPLY_ATTEMPTS - 1:
+                        raise
         if status != 200:
             _fail(result, "http", f"HTTP {status}: {error_body.decode('utf-8', 'replace')}")
         else:
@@ -135,6 +136,10 @@ async def stream(
         _fail(result, "empty", "the reply carried no generated text")
     return result
 
+
+# sends of one request whose connection ends before any byte of the reply (the first on a
+# pooled connection, the others on new ones); then it is recorded as server_died
+NO_REPLY_ATTEMPTS = 3
 
 # httpx's own defaults, or framing the streaming client sets itself
 NOT_FORWARDED = {"accept-encoding", "connection", "host", "content-length", "transfer-encoding"}

@@ -68,10 +68,10 @@ class ConnectionBroke(Exception):
     """The connection ended or failed before the reply was complete."""
 
 
-class StaleConnection(ConnectionBroke):
-    """A pooled keep-alive connection ended before any byte of the reply came: the server
-    (or a tunnel in between) closed it as the request went out. The request may be sent
-    again on a new connection."""
+class NoReply(ConnectionBroke):
+    """The connection ended before any byte of the reply came: a pooled keep-alive
+    connection the server (or a tunnel in between) closed as the request went out, or a
+    new one an SSH tunnel dropped. Nothing was measured; the request may be sent again."""
 
 
 class BadReply(Exception):
@@ -98,12 +98,11 @@ async def post(owner: object, url: str, headers: dict[str, str], body: bytes, si
                t0: float, reuse: bool = True) -> tuple[int, bytes]:
     """POST body to url; a 200 reply's body goes to sink until it says done or the body ends.
     Returns (status, the first bytes of any other reply's body). Stamps are >= t0. With
-    `reuse`, an idle pooled connection is taken if there is one (StaleConnection when it
-    turns out closed before the reply began); else a new connection is opened."""
+    `reuse`, an idle pooled connection is taken if there is one; else a new connection is
+    opened. NoReply when the connection ends before the reply began."""
     parts = urlsplit(url)
     key, idle = _pool_key(url), _idle(owner)
-    pooled = idle.take(key) if reuse else None
-    conn = pooled or await Connection.open(*key)
+    conn = (idle.take(key) if reuse else None) or await Connection.open(*key)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     lines = [f"POST {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
              *(f"{k}: {v}" for k, v in headers.items()), f"Content-Length: {len(body)}"]
@@ -114,8 +113,8 @@ async def post(owner: object, url: str, headers: dict[str, str], body: bytes, si
         )
     except ConnectionBroke as exc:
         conn.close()
-        if pooled is not None and not reply.head:
-            raise StaleConnection(str(exc)) from None
+        if not reply.head:
+            raise NoReply(str(exc)) from None
         raise
     except BaseException:
         conn.close()

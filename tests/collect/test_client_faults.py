@@ -158,19 +158,25 @@ def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() ->
     assert results[1].ttft_s < 0.5
 
 
-def test_a_new_connection_closed_unanswered_is_not_retried(base_url: str) -> None:
-    """Only a reused connection is retried: on a new one, a close is the server's fault."""
-    async def go() -> client.Result:
+def test_a_server_that_closes_every_connection_unanswered_is_server_died() -> None:
+    """A close before any reply byte is resent on new connections a bounded number of
+    times (a tunnel may drop one); a server that always does it is recorded server_died."""
+    async def go() -> tuple[client.Result, int]:
+        connections = 0
+
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal connections
+            connections += 1
             await reader.readuntil(b"\r\n\r\n")
             writer.close()
 
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
         async with server, httpx.AsyncClient() as http:
-            return await client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
+            return await client.stream(http, url, {"x": 1}, ChatStream(), 5.0), connections
 
-    assert asyncio.run(go()).error_kind == "server_died"
+    result, connections = asyncio.run(go())
+    assert result.error_kind == "server_died" and connections == client.NO_REPLY_ATTEMPTS
 
 
 def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
