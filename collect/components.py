@@ -1,6 +1,7 @@
-"""Plan components: the hosts services run on and the engines they run.
+"""Plan components: the hosts services run on, the engines they run, and the assumed speeds
+of time estimates.
 
-Each is a pydantic model with `kind` as its discriminator; `collect.hosts.create` and
+Hosts and engines are pydantic models with `kind` as their discriminator; `collect.hosts.create` and
 `collect.engines.create` pick the implementation for a kind.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
@@ -224,3 +225,54 @@ class VLLMEngine(_EngineBase):
 Engine = Annotated[LlamaCppEngine | SGLangEngine | VLLMEngine, Field(discriminator="kind")]
 
 
+# --- assumed speeds -----------------------------------------------------------------------
+
+
+class Estimates(Strict):
+    """Assumed speeds for duration estimates (ETA, `check`, `simulate`) before the store has
+    measurements; `collect.estimate` replaces them with measured figures as they exist."""
+
+    startup_s: float | tuple[float, float] = Field(
+        (60.0, 90.0),
+        description="Seconds from launch to a healthy server: a value or a [low, high] range "
+        "(ETA uses the midpoint, `simulate` draws from the range).",
+    )
+    decode_tps: dict[int, float] = Field(
+        {1: 30.0},
+        description="Baseline decode speed of ONE request alone (tokens/s) by tp, e.g. "
+        "{1: 27, 4: 60}; a tp not listed takes the nearest listed one.",
+    )
+    speedup: dict[str, float] = Field(
+        default_factory=dict,
+        description="Decode speed of a method as a multiple of the baseline's, e.g. "
+        "{dflash-linear: 2.5}; methods not listed: 1.",
+    )
+    prefill_tps: float = Field(
+        4000.0, gt=0, description="Prompt tokens per second a request's prefill processes."
+    )
+    concurrency_slowdown: float = Field(
+        0.05,
+        ge=0,
+        description="How one request's decode slows with load: at concurrency c it runs at "
+        "decode_tps / (1 + concurrency_slowdown * (c - 1)).",
+    )
+
+    @field_validator("startup_s")
+    @classmethod
+    def _ordered_range(cls, value: float | tuple[float, float]) -> float | tuple[float, float]:
+        low, high = value if isinstance(value, tuple) else (value, value)
+        if not 0 <= low <= high:
+            raise ValueError(f"startup_s must be >= 0 and [low, high] ordered, got {value}")
+        return value
+
+    @field_validator("decode_tps", "speedup")
+    @classmethod
+    def _positive_speeds(cls, speeds: dict[Any, float]) -> dict[Any, float]:
+        bad = {k: v for k, v in speeds.items() if not v > 0 or (isinstance(k, int) and k < 1)}
+        if bad:
+            raise ValueError(f"speeds and tp sizes must be > 0, got {bad}")
+        return speeds
+
+    def startup_range(self) -> tuple[float, float]:
+        s = self.startup_s
+        return s if isinstance(s, tuple) else (s, s)

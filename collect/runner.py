@@ -5,36 +5,29 @@ metrics and its `units` row land in one transaction, so after any interruption a
 is either complete or absent; rerunning the same plan skips complete units (resume) and
 starts each configuration with unfinished units once, running all of them on that start.
 A configuration whose server fails to start is recorded in `services` with its log tail
-and skipped; the campaign goes on.
+and skipped; the campaign goes on. This module decides what runs when and where (phases,
+the scheduler, blocking services); `collect.serve` runs one configuration.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
-from collections.abc import Coroutine
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-import httpx
-
-from collect import engines, hosts
-from collect.engines.base import HookFailed
+from collect import engines, hosts, serve
 from collect.estimate import Estimator, load_measured
-from collect.measure import Context, warmup_rows, workload_rows
 from collect.phases import BestOf, Phase, rank_methods
 from collect.plan import Plan, ServiceConfig, Workload
 from collect.progress import CampaignProgress, Eta, eta_text
 from collect.redact import redact
 from collect.resources import resolve_model
 from collect.schedule import Job, Scheduler
-from collect.service import Cancelled, Service, ServiceFailed
 from collect.workloads import request_count
 from schema.store import Store, utcnow
 
@@ -305,7 +298,7 @@ def _start_blocking(c: Campaign, name: str) -> None:
 
 def _run_job(c: Campaign, queue: _Queue, key: str, gpus: tuple[int, ...]) -> None:
     _, config, workloads = queue.jobs[key]
-    _run_config(c, key, config, workloads, gpus or None,
+    serve.run_config(c, key, config, workloads, gpus or None,
                 port_offset=gpus[0] if queue.packed else 0)
 
 
@@ -350,156 +343,6 @@ def _todo(
     return out
 
 
-def _run_config(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workload],
-                gpus: tuple[int, ...] | None, port_offset: int) -> None:
-    """Start the service (on `gpus` when given) and run its workloads; a server that dies
-    after it was ready is restarted once for the workloads left, then the configuration
-    is skipped."""
-    for attempt in (1, 2):
-        pending = [w for w in workloads
-                   if not c.store.unit_done(c.campaign_id, config.config_id, w.name)]
-        if not pending or not _serve(c, key, config, pending, gpus, port_offset):
-            return
-        if attempt == 1:
-            c.progress.note(f"restarting {config.method.name} (tp {config.tp}) once")
-
-
-def _serve(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workload],
-           gpus: tuple[int, ...] | None, port_offset: int) -> bool:
-    """One service start of job `key`; True when the server died after it had become
-    ready."""
-    service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
-                      c.stopping)
-    c.progress.status(f"starting {config.method.name} (tp {config.tp})")
-    recorded = False
-    c.spans[service.service_id] = (utcnow(), None)
-    try:
-        with service:
-            c.store.append("services", [service.row])
-            recorded = True
-            asyncio.run(_until_stopping(c, _measure(c, key, service, workloads)))
-    except ServiceFailed as exc:
-        log.error("service failed: %s", exc)
-        c.progress.note(f"[red]{exc}[/red]")
-        return service.row["ready_at"] is not None
-    except Cancelled:
-        return False
-    finally:
-        c.spans[service.service_id] = (c.spans[service.service_id][0], utcnow())
-        if recorded:
-            row = service.row
-            c.store.execute(
-                "UPDATE services SET state = ?, stopped_at = ?, error = ?, log_tail = ? "
-                "WHERE service_id = ?",
-                [row["state"], row["stopped_at"], row["error"], row["log_tail"], row["service_id"]],
-            )
-        else:
-            c.store.append("services", [service.row])
-    return False
-
-
-async def _until_stopping(c: Campaign, work: Coroutine[Any, Any, None]) -> None:
-    """Run work; cancel it once the campaign is stopping (it keeps what it measured)."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        await asyncio.wait({task}, timeout=0.1)
-        if c.stopping.is_set():
-            task.cancel()
-    task.result()
-
-
-async def _measure(c: Campaign, key: str, service: Service, workloads: list[Workload]) -> None:
-    store, progress, campaign_id = c.store, c.progress, c.campaign_id
-    config = service.config
-    biggest = max(max(w.concurrency) for w in workloads)
-    limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
-    api_key = service.engine.cfg.api_key()
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx.AsyncClient(limits=limits, timeout=None, headers=headers) as http:
-        ctx = Context(
-            http,
-            service.engine,
-            service.base_url,
-            campaign_id,
-            config.config_id,
-            service.service_id,
-            config.method.name,
-            config.tp,
-            lambda: progress.request_done(key),
-        )
-        await _record_fingerprint(store, ctx, service)
-        warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
-        for w in workloads:
-            progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
-            started = utcnow()
-            try:
-                await ctx.engine.before_workload(ctx.http, ctx.base_url)
-            except HookFailed as exc:
-                service.fail(str(exc))
-            before = await _scrape(ctx, w.name, "before")
-            ctx.sink.clear()
-            try:
-                rows = await workload_rows(ctx, w)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
-                _commit_unit(c, service, w.name, warm + ctx.sink, before, started, False)
-                raise
-            after = await _scrape(ctx, w.name, "after")
-            if not service.alive():
-                service.fail("server died during the workload")
-            _commit_unit(c, service, w.name, warm + rows, before + after, started, True)
-            warm = []
-
-
-def _commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[str, Any]],
-                 metrics: list[dict[str, Any]], started: Any, complete: bool) -> None:
-    """One transaction: drop what an interrupted earlier try left of this unit, then land
-    its requests, server metrics and `units` row."""
-    key = [c.campaign_id, service.config.config_id, workload]
-    now = utcnow()
-    shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
-                    if sid != service.service_id and launched < now
-                    and (stopped is None or stopped > started))
-    with c.store.transaction():
-        for table in ("requests", "server_metrics", "units"):  # fixed names
-            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                            "AND workload = ?", key)
-        c.store.append("requests", rows)
-        c.store.append("server_metrics", metrics)
-        c.store.append("units", [{
-            "campaign_id": c.campaign_id, "config_id": service.config.config_id,
-            "workload": workload, "service_id": service.service_id,
-            "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
-            "colocated_with": ",".join(shared), "started_at": started, "finished_at": now,
-        }])
-
-
-async def _scrape(ctx: Context, workload: str, phase: str) -> list[dict[str, Any]]:
-    samples = await ctx.engine.scrape(ctx.http, ctx.base_url)
-    now = utcnow()
-    return [
-        {
-            "campaign_id": ctx.campaign_id,
-            "service_id": ctx.service_id,
-            "config_id": ctx.config_id,
-            "workload": workload,
-            "phase": phase,
-            "scraped_at": now,
-            **s,
-        }
-        for s in samples
-    ]
-
-
-async def _record_fingerprint(store: Store, ctx: Context, service: Service) -> None:
-    facts = await ctx.engine.fingerprint(ctx.http, ctx.base_url)
-    prefix = f"service.{ctx.method}.tp{ctx.tp}"
-    facts = {f"{prefix}.{k}": v for k, v in facts.items()}
-    facts[f"{prefix}.launch_command"] = service.row["launch_command"]
-    facts[f"{prefix}.startup_s"] = f"{service.row['startup_s']:.2f}"
-    _put_environment(store, ctx.campaign_id, service.host.name, facts)
-
-
 def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: Plan) -> None:
     facts = host.fingerprint()
     facts["engine.kind"] = plan.engine.kind
@@ -510,24 +353,7 @@ def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: 
     facts["specsweep.version"] = _version()
     if hasattr(host, "gpu_processes"):  # what else runs on the GPUs as the campaign starts
         facts["gpu.processes"] = json.dumps(host.gpu_processes(), sort_keys=True)
-    _put_environment(store, campaign_id, host.name, facts)
-
-
-def _put_environment(store: Store, campaign_id: str, host: str, facts: dict[str, str]) -> None:
-    """Latest value wins: a resumed campaign refreshes what it measured again."""
-    with store.transaction():
-        for key in facts:
-            store.execute(
-                "DELETE FROM environment WHERE campaign_id = ? AND host = ? AND key = ?",
-                [campaign_id, host, key],
-            )
-        store.append(
-            "environment",
-            [
-                {"campaign_id": campaign_id, "host": host, "key": k, "value": str(v)}
-                for k, v in facts.items()
-            ],
-        )
+    serve.put_environment(store, campaign_id, host.name, facts)
 
 
 def _version() -> str:
