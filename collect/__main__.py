@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from collect.planfile import PlanError, load_plan
+from collect.plan.file import PlanError, load_plan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
@@ -38,8 +38,8 @@ def run(
         "baseline too only if named)."),
 ) -> None:
     """Run or resume the plan's campaign."""
-    from collect import runner
     from collect.resources import ResourceError
+    from collect.run import runner
 
     parsed = _plan_or_exit(plan)
     try:
@@ -77,8 +77,8 @@ def check(
 ) -> None:
     """Validate a plan, list the services and requests it would run and check that each
     fits its GPUs' memory (exit 3 when one does not)."""
-    from collect.phases import BestOf
-    from collect.workloads import request_count
+    from collect.plan.phases import BestOf
+    from collect.plan.workloads import request_count
 
     parsed = _plan_or_exit(plan)
     per_workload = {w.name: request_count(w) for w in parsed.workloads}
@@ -98,7 +98,7 @@ def check(
     typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
                f"about {total} measured requests")
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
-    from collect.memory import check_plan
+    from collect.planning.memory import check_plan
 
     memory_lines, too_big = check_plan(parsed, probe=probe)
     typer.echo("\n".join(memory_lines))
@@ -107,7 +107,7 @@ def check(
 
 
 def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = False) -> list[str]:  # noqa: ANN001 - Plan
-    from collect import simulation
+    from collect.planning import simulation
 
     try:
         return simulation.report_lines(parsed, db, seed, gantt)
@@ -138,7 +138,7 @@ def simulate(
 @app.command()
 def schema() -> None:
     """Print the plan's JSON Schema (for editors)."""
-    from collect.planfile import json_schema
+    from collect.plan.file import json_schema
 
     typer.echo(json.dumps(json_schema(), indent=2))
 
@@ -168,7 +168,7 @@ def import_results(
     max_tokens: int = typer.Option(None, min=1, help="Requested output length."),
 ) -> None:
     """Import a vLLM/SGLang benchmark result file; print its summary beside specsweep's."""
-    from collect import importers
+    from collect.importing import importer as importers
 
     options = importers.ImportOptions(method, tp, engine, workload, concurrency, max_tokens)
     try:

@@ -3,10 +3,10 @@ where its speculative statistics are. `create(cfg)` picks the adapter for a plan
 
 from __future__ import annotations
 
-from collect.components import Engine
 from collect.engines.llamacpp import LlamaCpp
 from collect.engines.sglang import SGLang
 from collect.engines.vllm import VLLM
+from collect.plan.components import Engine
 
 Adapter = LlamaCpp | SGLang | VLLM
 

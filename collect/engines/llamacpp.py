@@ -20,7 +20,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from collect.engines.base import EngineHooks
-from collect.plan import LlamaCppEngine, Method
+from collect.plan.model import LlamaCppEngine, Method
 from collect.resources import llama_server_binary, resolve_model
 
 

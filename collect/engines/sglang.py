@@ -22,10 +22,10 @@ import httpx
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from collect.components import SGLangEngine
 from collect.engines.base import EngineHooks, HookFailed
 from collect.engines.llamacpp import parse_prometheus
-from collect.plan import Method
+from collect.plan.components import SGLangEngine
+from collect.plan.model import Method
 
 # server_args fields worth recording besides every `speculative_*` one
 FINGERPRINT_KEYS = (

@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 
-from collect.components import VLLMEngine
 from collect.engines.base import EngineHooks
 from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
-from collect.plan import Method
+from collect.plan.components import VLLMEngine
+from collect.plan.model import Method
 
 PREFIX = "vllm:spec_decode_"
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")

@@ -15,7 +15,7 @@ of many chunks (one write per request, so the server costs next to nothing; its 
 over the window is printed to show it), and `--streams` streams ingest replies back to back
 for `--seconds`; chunks/s counts the text chunks the client took in.
 
-specsweep's side is collect.client.stream() with the vLLM adapter's parser. The vLLM-style
+specsweep's side is collect.http.client.stream() with the vLLM adapter's parser. The vLLM-style
 side follows vLLM's benchmarks/lib/endpoint_request_func.py (not imported: vLLM does not
 install here): aiohttp, `response.content.iter_any()`, split on blank lines, a
 perf_counter() per message before json.loads. Its TTFT is taken here at the first text
@@ -41,8 +41,8 @@ from typing import Any
 import aiohttp
 import httpx
 
-from collect import client
 from collect.engines.vllm import VLLMChatStream
+from collect.http import client
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from collect import client
 from collect.engines.llamacpp import ChatStream
+from collect.http import client
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collect.client import Result, _take, iter_sse
 from collect.engines.llamacpp import ChatStream
+from collect.http.client import Result, _take, iter_sse
 from schema.store import utcnow
 
 

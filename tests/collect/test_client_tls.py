@@ -1,4 +1,4 @@
-"""https: the streaming client speaks TLS (collect/http1.py, TLS over memory BIOs) to a
+"""https: the streaming client speaks TLS (collect/http/connection.py, TLS over memory BIOs) to a
 real TLS server on 127.0.0.1 whose self-signed certificate the test trusts through
 SSL_CERT_FILE; an untrusted certificate fails as `connect`, naming the TLS reason."""
 
@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from collect import client
 from collect.engines.llamacpp import ChatStream
+from collect.http import client
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from collect.estimate import Estimator, agentic_prompt_tokens, load_measured
-from collect.planfile import parse_plan
-from collect.progress import Eta
-from collect.schedule import Job
+from collect.plan.file import parse_plan
+from collect.planning.estimate import Estimator, agentic_prompt_tokens, load_measured
+from collect.planning.schedule import Job
+from collect.run.progress import Eta
 from schema.store import Store
 from tests.schema.conftest import request_row
 

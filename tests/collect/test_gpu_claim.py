@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from collect.engines import create
-from collect.hosts import Local
-from collect.plan import LlamaCppEngine, LocalHost, Method, ServiceConfig
-from collect.service import Service, ServiceFailed
+from collect.hosts.local import Local
+from collect.plan.model import LlamaCppEngine, LocalHost, Method, ServiceConfig
+from collect.run.service import Service, ServiceFailed
 
 
 class GpuLocal(Local):

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from collect import importers
 from collect.__main__ import app
+from collect.importing import importer as importers
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 VLLM = DATA / "vllm_deepseek-v2.5_tp8_pp2_sharegpt_qps_inf.json"

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from collect import client
 from collect.engines import create
 from collect.engines.llamacpp import llamacpp_stats
-from collect.hosts import Local
-from collect.plan import LlamaCppEngine, LocalHost, Method, ServiceConfig
-from collect.service import Service, ServiceFailed
+from collect.hosts.local import Local
+from collect.http import client
+from collect.plan.model import LlamaCppEngine, LocalHost, Method, ServiceConfig
+from collect.run.service import Service, ServiceFailed
 
 ARGS = ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
 CODE = (

@@ -19,9 +19,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from collect import memory
 from collect.__main__ import app
-from collect.planfile import parse_plan
+from collect.plan.file import parse_plan
+from collect.planning import memory
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "plans" / "ct200-qwen36.yaml"

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from collect import runner
-from collect.planfile import parse_plan
+from collect.plan.file import parse_plan
+from collect.run import runner
 
 
 def _plan(tmp_path: Path) -> str:

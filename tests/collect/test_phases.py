@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from collect.phases import rank_methods
-from collect.planfile import PlanError, parse_plan
+from collect.plan.file import PlanError, parse_plan
+from collect.plan.phases import rank_methods
 from schema.store import Store
 from tests.schema.conftest import request_row
 

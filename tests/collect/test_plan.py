@@ -1,4 +1,4 @@
-"""Tests for collect/plan.py: the shipped plan loads, ids are stable, bad plans fail early.
+"""Tests for collect/plan/model.py: the shipped plan loads, ids are stable, bad plans fail early.
 
 A bad plan must raise `PlanError` naming the field and the line of the YAML file that holds
 it. Expected lines are found by searching the plan text for a marker, independently of the
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from collect.plan import AgenticWorkload, RequestsWorkload
-from collect.planfile import PlanError, json_schema, load_plan, parse_plan
+from collect.plan.file import PlanError, json_schema, load_plan, parse_plan
+from collect.plan.model import AgenticWorkload, RequestsWorkload
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PLAN = ROOT / "plans" / "local.yaml"
@@ -121,7 +121,7 @@ def test_config_id_is_stable_across_loads() -> None:
 def test_config_id_is_stable_across_processes() -> None:
     """A fresh interpreter with another hash seed computes the same ids (resume relies on it)."""
     code = (
-        "from collect.planfile import load_plan; import sys\n"
+        "from collect.plan.file import load_plan; import sys\n"
         "print(' '.join(c.config_id for c in load_plan(sys.argv[1]).configs()))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from collect.schedule import (
+from collect.planning.schedule import (
     Job,
     Scheduler,
     Slot,

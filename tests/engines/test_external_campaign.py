@@ -9,8 +9,8 @@ import duckdb
 import yaml
 from shaped_servers import Script, SGLangServer, serve
 
-from collect import runner
-from collect.planfile import parse_plan
+from collect.plan.file import parse_plan
+from collect.run import runner
 
 
 def _plan(url: str) -> str:

@@ -11,8 +11,6 @@ import pytest
 from jinja2.exceptions import SecurityError
 from shaped_servers import Script, SGLangServer, serve
 
-from collect import client
-from collect.components import SGLangEngine
 from collect.engines.sglang import (
     ChatTemplateError,
     FlushRefused,
@@ -21,7 +19,9 @@ from collect.engines.sglang import (
     sglang_stats,
     special_tokens_from_tokenizer_config,
 )
-from collect.plan import Method
+from collect.http import client
+from collect.plan.components import SGLangEngine
+from collect.plan.model import Method
 
 TOL = 0.03  # seconds of delivery noise allowed on a loaded 2-core machine
 CHATML = (

@@ -4,7 +4,7 @@ An SGLang-shaped server in its own process sends each chunk at a scripted time a
 its perf_counter() at sending into the event (CLOCK_MONOTONIC is shared by processes on
 one machine). The measurement error of a chunk is client arrival stamp - server send
 stamp; TTFT's error is that of the first chunk. The client takes the kernel's receive
-stamp of each read (collect/http1.py): measured here 0.01-0.1 ms at the median, p99 under
+stamp of each read (collect/http/connection.py): measured here 0.01-0.1 ms at the median, p99 under
 0.5 ms at 1 stream and up to ~20 ms at 64 on a busy 2-core machine (TCP merges data read
 late under the newest stamp). The median bounds sit below what a stamp taken when the loop
 gets to the socket gave (0.4-0.5 ms at 1 stream, 0.9-2.5 ms at 64), so stamping after
@@ -25,9 +25,9 @@ from typing import Any
 import httpx
 import pytest
 
-from collect import client
-from collect.components import SGLangEngine
 from collect.engines.sglang import GenerateStream, SGLang
+from collect.http import client
+from collect.plan.components import SGLangEngine
 
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
 

@@ -14,11 +14,12 @@ import httpx
 import paramiko
 import pytest
 
-from collect import managers
-from collect.components import SSHHost
-from collect.hosts import Process
-from collect.managers import parse_fingerprint, systemd_unit
-from collect.ssh import SSH, HostKeyRejected, SSHError
+from collect.hosts import facts
+from collect.hosts.base import Process
+from collect.hosts.facts import parse_fingerprint
+from collect.hosts.managers import systemd_unit
+from collect.hosts.ssh import SSH, HostKeyRejected, SSHError
+from collect.plan.components import SSHHost
 from tests.hosts.conftest import Sshd, free_port
 
 
@@ -308,12 +309,12 @@ def test_gpu_facts_from_nvidia_smi(tmp_path: Path) -> None:
     fake.write_text(FAKE_NVIDIA_SMI)
     fake.chmod(0o755)
     runner = LocalRunner(tmp_path)
-    assert managers.gpu_indices(runner) == [0, 1, 2]
-    assert managers.busy_gpus(runner) == {1}
-    processes = managers.gpu_processes(runner)
+    assert facts.gpu_indices(runner) == [0, 1, 2]
+    assert facts.busy_gpus(runner) == {1}
+    processes = facts.gpu_processes(runner)
     assert processes == [{"gpu_uuid": "GPU-bbb", "pid": "4242", "used_memory": "70000 MiB"}]
-    facts = managers.fingerprint(runner)
-    assert (facts["gpus"], facts["gpu.0.name"]) == ("1", "NVIDIA H100 80GB HBM3")
+    seen = facts.fingerprint(runner)
+    assert (seen["gpus"], seen["gpu.0.name"]) == ("1", "NVIDIA H100 80GB HBM3")
 
 
 def test_parse_fingerprint_reads_nvidia_smi_rows() -> None:

@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 import yaml
 
-from collect import runner
-from collect.planfile import parse_plan
+from collect.plan.file import parse_plan
+from collect.run import runner
 
 
 def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, pack: bool) -> str:

@@ -2,7 +2,7 @@
 
 Timing follows DESIGN.md: t0 = perf_counter() immediately before the request is sent
 (the body is encoded before t0); every network read is stamped with its arrival, the
-kernel's receive time where the system gives one (collect/http1.py says why and how),
+kernel's receive time where the system gives one (collect/http/connection.py says why and how),
 and each server-sent event gets the stamp of the read that completed it. TTFT is the
 first event carrying generated text, E2E the last one;
 role-only, usage-only and final stats events do not move them. The engine adapter's
@@ -10,7 +10,7 @@ parser says which events carry text and where the server's statistics are.
 
 JSON is decoded by the C scanner directly (json.loads' Python layers around it cost as
 much as the parse), and the text is joined once at the end: the reader callback's cost
-per event delays the reads of every other stream (collect/http1.py says why that counts).
+per event delays the reads of every other stream (collect/http/connection.py says why that counts).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from collect import http1
+from collect.http import connection as http1
 from schema.store import utcnow
 
 

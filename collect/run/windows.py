@@ -19,10 +19,10 @@ from typing import Any
 
 import httpx
 
-from collect import client
 from collect.engines.llamacpp import LlamaCpp
-from collect.plan import AgenticWorkload, RequestsWorkload
-from collect.workloads import Prompt, messages, prompts, turn_message
+from collect.http import client
+from collect.plan.model import AgenticWorkload, RequestsWorkload
+from collect.plan.workloads import Prompt, messages, prompts, turn_message
 
 
 @dataclass

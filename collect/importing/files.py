@@ -1,7 +1,7 @@
 """Reading vLLM `bench serve --save-detailed` JSON and SGLang `bench_serving
 --output-details` JSONL result files into runs (one JSON object each), checked for the
-per-request lists `collect.importers` needs; errors name the file, the line and the key.
-The formats and how each tool computes its numbers: collect/importers.py's docstring."""
+per-request lists `collect.importing.importer` needs; errors name the file, the line and the key.
+The formats and how each tool computes its numbers: collect/importing/importer.py's docstring."""
 
 from __future__ import annotations
 

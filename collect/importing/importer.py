@@ -78,7 +78,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from collect.result_files import ImportFileError, Run, read_runs
+from collect.importing.files import ImportFileError, Run, read_runs
 from schema.store import Store, utcnow, validate
 
 # (our metric, file key stem) pairs compared after import; e2e is named differently by SGLang

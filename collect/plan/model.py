@@ -2,7 +2,7 @@
 
 A plan names one host, one engine, the methods to compare (one of them the baseline),
 the tensor-parallel sizes and the workloads. Every model forbids unknown fields, so a
-typo fails before anything starts; `collect.planfile.load_plan` turns validation errors
+typo fails before anything starts; `collect.plan.file.load_plan` turns validation errors
 into a `PlanError` that names the field and the line of the YAML file.
 """
 
@@ -22,7 +22,7 @@ from pydantic import (
     field_validator,
 )
 
-from collect.components import (  # noqa: F401 - re-exported: plans import them from here
+from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     Engine,
     Estimates,
@@ -33,7 +33,7 @@ from collect.components import (  # noqa: F401 - re-exported: plans import them 
     Name,
     Strict,
 )
-from collect.phases import BestOf, Phase
+from collect.plan.phases import BestOf, Phase
 
 # --- methods -----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from collect.plan import Plan
+from collect.plan.model import Plan
 
 
 class PlanError(ValueError):

@@ -12,18 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from collect.engines.base import HookFailed
-from collect.measure import Context, warmup_rows, workload_rows
-from collect.plan import ServiceConfig, Workload
-from collect.service import Cancelled, Service, ServiceFailed
+from collect.plan.model import ServiceConfig, Workload
+from collect.run.campaign import Campaign
+from collect.run.service import Cancelled, Service, ServiceFailed
+from collect.run.windows import Context, warmup_rows, workload_rows
 from schema.store import Store, utcnow
-
-if TYPE_CHECKING:
-    from collect.runner import Campaign
 
 log = logging.getLogger("specsweep.collect")
 

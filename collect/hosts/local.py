@@ -1,4 +1,4 @@
-"""Hosts run commands and server processes. `create(cfg)` picks the implementation.
+"""The local host: this machine runs commands and server processes.
 
 A host starts a server as its own process group with output to a log file, and stops it
 with SIGTERM to the group, then SIGKILL after a grace period, so no child (a llama.cpp
@@ -15,21 +15,10 @@ import platform
 import signal
 import socket
 import subprocess
-from dataclasses import dataclass
-from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from pathlib import Path
 
-from collect.components import ExternalHost, LocalHost, SSHHost
-
-
-@dataclass
-class Process:
-    """A server started by a host."""
-
-    pid: int
-    log_path: PurePath
-    popen: subprocess.Popen[bytes] | None = None
+from collect.hosts.base import Process
+from collect.plan.components import LocalHost
 
 
 class Local:
@@ -165,69 +154,3 @@ def _mem_total_gb() -> str:
     except OSError:
         pass
     return "unknown"
-
-
-class External:
-    """A server someone else runs: nothing to start or stop, no files to read."""
-
-    def __init__(self, cfg: ExternalHost):
-        self.name, self.url = cfg.name, cfg.url.rstrip("/")
-
-    def start(self, argv: list[str], env: dict[str, str], log_path: PurePath) -> Process:
-        return Process(pid=0, log_path=log_path)
-
-    def alive(self, proc: Process) -> bool:
-        return True  # not ours to watch; a dead server shows as failed requests
-
-    def stop(self, proc: Process, grace_s: float = 10.0) -> None:
-        """Not ours to stop."""
-
-    def log_tail(self, proc: Process, lines: int = 40) -> str:
-        return ""
-
-    def free_port(self, address: str) -> int:
-        return int(urlsplit(self.url).port or (443 if self.url.startswith("https") else 80))
-
-    def endpoint(self, address: str, port: int) -> str:
-        return self.url
-
-    def log_dir(self, default: Path) -> Path:
-        return default
-
-    def read_file(self, path: str) -> str:
-        raise OSError(f"no file access on an external server ({self.url})")
-
-    def describe(self, command: str) -> str:
-        return f"external server at {self.url} (not started by specsweep)"
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-    def gpu_indices(self) -> list[int]:
-        return []
-
-    def busy_gpus(self) -> set[int]:
-        return set()
-
-    def fingerprint(self) -> dict[str, str]:
-        return {"host.kind": "external", "host.url": self.url}
-
-
-def create(cfg: LocalHost | SSHHost | ExternalHost) -> Host:
-    if cfg.kind == "local":
-        return Local(cfg)
-    if cfg.kind == "external":
-        return External(cfg)
-    if cfg.kind == "ssh":
-        from collect.ssh import SSH  # paramiko is only needed for remote hosts
-
-        return SSH(cfg)
-    raise ValueError(f"unknown host kind {cfg.kind!r}")
-
-
-if TYPE_CHECKING:
-    from collect.ssh import SSH
-
-    Host = Local | SSH | External
-else:
-    Host = Local

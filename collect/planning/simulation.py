@@ -1,7 +1,7 @@
 """The plan on simulated services: its phases as scheduler jobs, the serial and the packed
 order on a simulated clock, and what `check` and `simulate` print.
 
-Durations come from `collect.estimate` (measured figures where the store has them, else
+Durations come from `collect.planning.estimate` (measured figures where the store has them, else
 the plan's `estimates`); start-ups are drawn from `estimates.startup_s` with a seed, the
 same draw for both orders. Only jobs are simulated: the scheduler is the real one.
 """
@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from collect.estimate import Estimator, Measured, load_measured
-from collect.phases import BestOf, Phase
-from collect.plan import Plan, ServiceConfig
-from collect.schedule import (
+from collect.plan.model import Plan, ServiceConfig
+from collect.plan.phases import BestOf, Phase
+from collect.planning.estimate import Estimator, Measured, load_measured
+from collect.planning.schedule import (
     Job,
     Scheduler,
     Slot,

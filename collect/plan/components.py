@@ -230,7 +230,7 @@ Engine = Annotated[LlamaCppEngine | SGLangEngine | VLLMEngine, Field(discriminat
 
 class Estimates(Strict):
     """Assumed speeds for duration estimates (ETA, `check`, `simulate`) before the store has
-    measurements; `collect.estimate` replaces them with measured figures as they exist."""
+    measurements; `collect.planning.estimate` replaces them with measured figures as they exist."""
 
     startup_s: float | tuple[float, float] = Field(
         (60.0, 90.0),

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from collect.components import Name, Strict
+from collect.plan.components import Name, Strict
 
 
 class BestOf(Strict):

@@ -1,7 +1,7 @@
 """GPU packing: which configurations run at the same time, on which GPUs of one host.
 
 A `Job` is one configuration of one phase (a service start running all its workloads); it
-needs `gpus` GPUs (its tp) for `seconds` (the estimate from `collect.estimate`, start-up
+needs `gpus` GPUs (its tp) for `seconds` (the estimate from `collect.planning.estimate`, start-up
 included). The `Scheduler` hands out disjoint GPU sets; the runner (threads) and
 `simulate` (a discrete-event clock) drive it the same way:
 

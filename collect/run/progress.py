@@ -5,7 +5,7 @@ API the runner calls (thread-safe; jobs are the scheduler's, keyed f"{phase}:{co
 
     progress = CampaignProgress(0, eta=Eta(gpus, reserved, packed))
     progress.job_added(job, requests, fixed_s)  # a configuration is queued: its Job (seconds
-                                                # from collect.estimate), its measured
+                                                # from collect.planning.estimate), its measured
                                                 # requests and its start-up + warm-up seconds
     progress.job_started(key)                   # its service is being launched
     progress.request_done(key)                  # one of its measured requests finished
@@ -42,7 +42,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from collect.schedule import Job, Scheduler, makespan, simulate
+from collect.planning.schedule import Job, Scheduler, makespan, simulate
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collect.plan import (
+from collect.plan.model import (
     AgenticWorkload,
     HumanEvalPrompts,
     InlinePrompts,

@@ -1,5 +1,5 @@
 """What a service's flags say about its memory: the engines' flag names, their defaults
-and the draft model a method names (for `collect.memory`'s budget). Flags are read in
+and the draft model a method names (for `collect.planning.memory`'s budget). Flags are read in
 launch order (engine args, method args, tp_args), the last occurrence winning as in the
 engines' argparse."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from collect.plan import ServiceConfig
+from collect.plan.model import ServiceConfig
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def flag(args: list[str], name: str) -> str | None:
 
 
 def service_args(config: ServiceConfig) -> list[str]:
-    """Flags in launch order: engine args, method args, then tp_args (as collect.service)."""
+    """Flags in launch order: engine args, method args, then tp_args (as collect.run.service)."""
     e = config.engine
     return [*e.args, *config.method.args, *e.tp_args.get(config.tp, [])]
 

@@ -40,8 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collect.components import ModelInfo
-from collect.engine_flags import (  # noqa: F401 - flag, draft_path: used by tests via memory
+from collect.engines.flags import (  # noqa: F401 - flag, draft_path: used by tests via memory
     RULES,
     SGLANG_STATE_RATIO,
     draft_path,
@@ -50,8 +49,9 @@ from collect.engine_flags import (  # noqa: F401 - flag, draft_path: used by tes
     mem_fraction,
     service_args,
 )
-from collect.plan import AgenticWorkload, Plan, ServiceConfig
-from collect.workloads import prompts
+from collect.plan.components import ModelInfo
+from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
+from collect.plan.workloads import prompts
 
 GIB = 1 << 30
 TIGHT_SHARE = 0.8  # above 80% of the KV pool a config is TIGHT: estimates, fragmentation
@@ -296,7 +296,7 @@ def plan_configs(plan: Plan) -> list[ServiceConfig]:
 def gpu_lines(plan: Plan, host: Any) -> tuple[list[str], float | None, bool]:
     """GPU availability lines, the GPU memory (GiB) to budget with, and whether the host
     has fewer GPUs than the largest phase needs. `host` is a probed host or None."""
-    from collect import managers
+    from collect.hosts import facts
 
     declared = getattr(plan.host, "gpus", None)
     gpu_gib = getattr(plan.host, "gpu_memory_gib", None)
@@ -306,7 +306,7 @@ def gpu_lines(plan: Plan, host: Any) -> tuple[list[str], float | None, bool]:
              f"GPUs: not declared (host.gpus); phases need up to {need}"]
     count = len(declared) if declared is not None else None
     if host is not None:
-        memory, busy = managers.gpu_memory_mib(host), host.busy_gpus()
+        memory, busy = facts.gpu_memory_mib(host), host.busy_gpus()
         listed = ", ".join(f"{i}: {mib / 1024:.1f} GiB {'busy' if i in busy else 'free'}"
                            for i, mib in sorted(memory.items())) or "nvidia-smi lists none"
         lines.append(f"GPUs on {host.name} (probed): {listed}")

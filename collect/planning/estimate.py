@@ -41,8 +41,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from collect.plan import AgenticWorkload, Plan, RequestsWorkload, ServiceConfig, Workload
-from collect.workloads import prompts
+from collect.plan.model import AgenticWorkload, Plan, RequestsWorkload, ServiceConfig, Workload
+from collect.plan.workloads import prompts
 
 CHARS_PER_TOKEN = 4.0
 Key = tuple[str, int, str, int]  # method, tp, workload, concurrency

@@ -4,7 +4,7 @@ Every command goes out as one line built with `shlex.join`, so each argument rea
 remote program literally; the remote login shell must be POSIX-like (sh, dash, bash, zsh).
 Host keys are checked against known_hosts and unknown keys rejected unless the plan says
 otherwise. A dropped link is reconnected with exponential backoff (0.5 s, doubling) and the
-interrupted call is retried once. Servers run under a manager (`collect.managers`).
+interrupted call is retried once. Servers run under a manager (`collect.hosts.managers`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 
 import paramiko
 
-from collect import managers
-from collect.components import SSHHost
-from collect.hosts import Process
-from collect.managers import ProcessManager, SystemdManager
-from collect.tunnel import Tunnel
+from collect.hosts import facts
+from collect.hosts.base import Process
+from collect.hosts.managers import ProcessManager, SystemdManager
+from collect.hosts.tunnel import Tunnel
+from collect.plan.components import SSHHost
 
 T = TypeVar("T")
 SSH_CONFIG = "~/.ssh/config"
@@ -280,18 +280,18 @@ class SSH:
 
     def fingerprint(self) -> dict[str, str]:
         """Hardware and OS facts stored in `environment`."""
-        return managers.fingerprint(self)
+        return facts.fingerprint(self)
 
     def gpu_processes(self) -> list[dict[str, str]]:
         """Compute processes on the GPUs (gpu_uuid, pid, used_memory); [] without nvidia-smi."""
-        return managers.gpu_processes(self)
+        return facts.gpu_processes(self)
 
     def gpu_indices(self) -> list[int]:
         """GPUs services may use: the plan's list, else what nvidia-smi lists."""
-        return list(self.cfg.gpus) if self.cfg.gpus is not None else managers.gpu_indices(self)
+        return list(self.cfg.gpus) if self.cfg.gpus is not None else facts.gpu_indices(self)
 
     def busy_gpus(self) -> set[int]:
-        return managers.busy_gpus(self)
+        return facts.busy_gpus(self)
 
     def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         """A local port on 127.0.0.1 whose connections reach remote_host:remote_port."""

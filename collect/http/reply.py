@@ -1,4 +1,4 @@
-"""One HTTP/1.1 response parsed as its bytes arrive (collect/http1.py's reader callback
+"""One HTTP/1.1 response parsed as its bytes arrive (collect/http/connection.py's reader callback
 feeds it): status line and headers, then the body by its framing (chunked, Content-Length,
 or until the server closes), each read stamped with the kernel's receive time."""
 

@@ -6,49 +6,31 @@ is either complete or absent; rerunning the same plan skips complete units (resu
 starts each configuration with unfinished units once, running all of them on that start.
 A configuration whose server fails to start is recorded in `services` with its log tail
 and skipped; the campaign goes on. This module decides what runs when and where (phases,
-the scheduler, blocking services); `collect.serve` runs one configuration.
+the scheduler, blocking services); `collect.run.configuration` runs one configuration.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-from collect import engines, hosts, serve
-from collect.estimate import Estimator, load_measured
-from collect.phases import BestOf, Phase, rank_methods
-from collect.plan import Plan, ServiceConfig, Workload
-from collect.progress import CampaignProgress, Eta, eta_text
+from collect import engines, hosts
+from collect.plan.model import Plan, ServiceConfig, Workload
+from collect.plan.phases import BestOf, Phase, rank_methods
+from collect.plan.workloads import request_count
+from collect.planning.estimate import Estimator, load_measured
+from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.resources import resolve_model
-from collect.schedule import Job, Scheduler
-from collect.workloads import request_count
+from collect.run import configuration as serve
+from collect.run.campaign import Campaign
+from collect.run.progress import CampaignProgress, Eta, eta_text
 from schema.store import Store, utcnow
 
 log = logging.getLogger("specsweep.collect")
-
-
-@dataclass
-class Campaign:
-    """What every step of one campaign run shares."""
-
-    store: Store
-    plan: Plan
-    campaign_id: str
-    host: hosts.Host
-    engine: engines.Adapter
-    log_dir: Path
-    progress: CampaignProgress
-    stopping: threading.Event = field(default_factory=threading.Event)
-    # service_id -> (launched, stopped or None): who shared the host during a unit
-    spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
-    only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
 
 
 def run(

@@ -1,0 +1,4 @@
+"""Plans: what a campaign is, as the user writes it. `model` holds the pydantic plan (methods,
+workloads, tensor-parallel sizes, service configurations), `components` the host and engine
+sections and the assumed speeds, `phases` the phase models, `file` loads YAML with errors that
+name the field and the line, and `workloads` turns prompt sources into prompts and messages."""
