@@ -75,12 +75,18 @@ def iter_sse(buffer: bytearray) -> list[bytes]:
     out: list[bytes] = []
     for block in blocks:
         if block.startswith(b"data:") and b"\n" not in block:  # the usual one-line event
-            out.append(block[5:].lstrip())
+            out.append(_field_value(block))
             continue
-        data = [ln[5:].lstrip() for ln in block.split(b"\n") if ln.startswith(b"data:")]
+        data = [_field_value(ln) for ln in block.split(b"\n") if ln.startswith(b"data:")]
         if data:
             out.append(b"\n".join(data))
     return out
+
+
+def _field_value(line: bytes) -> bytes:
+    """A `data:` line's value: what follows the colon, less ONE leading space (the SSE
+    spec; any other whitespace is part of the data)."""
+    return line[6:] if line.startswith(b"data: ") else line[5:]
 
 
 async def prewarm(client: httpx.AsyncClient, base_url: str, n: int) -> None:
@@ -171,10 +177,11 @@ _scan = json.JSONDecoder().scan_once  # the C scanner: json.loads' own layers co
 
 
 def _decode(data: bytes) -> dict[str, Any]:
-    """One event's JSON object, as json.loads reads it (data has no leading whitespace)."""
+    """One event's JSON object, as json.loads reads it (whitespace around it allowed)."""
     try:
         text = data.decode()
-        event, end = _scan(text, 0)
+        start = len(text) - len(text.lstrip(" \t\n\r")) if text[:1] in " \t\n\r" else 0
+        event, end = _scan(text, start)
         if text[end:].strip(" \t\n\r"):
             raise ValueError("extra data")
     except (ValueError, StopIteration):  # UnicodeDecodeError too

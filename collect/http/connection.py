@@ -107,7 +107,7 @@ async def post(owner: object, url: str, headers: dict[str, str], body: bytes, si
         )
     except ConnectionBroke as exc:
         conn.close()
-        if not reply.head:
+        if not reply.began:
             raise NoReply(str(exc)) from None
         raise
     except BaseException:

@@ -33,7 +33,9 @@ class Reply:
     def __init__(self, sink: Sink, t0: float):
         self.sink, self.last = sink, t0
         self.head = bytearray()
+        self.began = False  # a byte of the reply came (an interim 1xx reply counts)
         self.status = 0
+        self.headers: dict[str, list[str]] = {}  # lower-case name -> every line's value
         self.framing = ""
         self.left = 0  # chunked: data bytes left in this chunk (-2: its CRLF); length: body left
         self.raw = bytearray()  # chunked framing not yet decoded
@@ -58,12 +60,11 @@ class Reply:
     def feed(self, stamp: float, data: bytes) -> bool:
         """Take one read; True when the exchange is over (the sink is done or the reply ended)."""
         if not self.status:
-            self.head += data
-            end = self.head.find(b"\r\n\r\n")
-            if end < 0:
+            self.began = True
+            body = self._take_head(data)
+            if body is None:
                 return False
-            data = bytes(self.head[end + 4:])
-            self._parse_head(bytes(self.head[:end]))
+            data = body
         if self.framing == "chunked":
             data = self._dechunk(data)
         elif self.framing == "length":
@@ -89,26 +90,53 @@ class Reply:
         self.error_body += data
         return len(self.error_body) >= ERROR_BODY
 
+    def _take_head(self, data: bytes) -> bytes | None:
+        """Add data to the head; once the final reply's head is complete, parse it and
+        return the body bytes after it (None until then). Interim 1xx replies (100
+        Continue, 103 Early Hints) are skipped: the final reply follows on the connection."""
+        self.head += data
+        while True:
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                return None
+            rest = bytes(self.head[end + 4:])
+            self._parse_head(bytes(self.head[:end]))
+            if not 100 <= self.status < 200 or self.status == 101:
+                return rest
+            self.status, self.headers, self.head = 0, {}, bytearray(rest)
+
     def _parse_head(self, head: bytes) -> None:
         status_line, *fields = head.decode("latin-1").split("\r\n")
         parts = status_line.split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
             raise BadReply(f"not an HTTP/1.x status line: {status_line[:100]!r}")
         self.status = int(parts[1])
-        headers = {}
-        for line in fields:
+        for line in fields:  # a repeated field keeps every value, in order
             name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip().lower()
-        if headers.get("content-encoding", "identity") != "identity":
-            raise BadReply(f"compressed reply ({headers['content-encoding']}) was not asked for")
-        self.keep_alive = headers.get("connection") != "close" and parts[0] == "HTTP/1.1"
-        if "chunked" in headers.get("transfer-encoding", ""):
+            self.headers.setdefault(name.strip().lower(), []).append(value.strip())
+        encoding = self.header("content-encoding") or "identity"
+        if encoding != "identity":
+            raise BadReply(f"compressed reply ({encoding}) was not asked for")
+        self.keep_alive = "close" not in _tokens(self.header("connection")) and \
+            parts[0] == "HTTP/1.1"
+        if "chunked" in _tokens(self.header("transfer-encoding")):
             self.framing = "chunked"
-        elif "content-length" in headers:
-            self.framing, self.left = "length", int(headers["content-length"])
+        elif "content-length" in self.headers:
+            self.framing, self.left = "length", self._content_length()
             self.complete = self.left == 0
         else:
             self.framing, self.keep_alive = "close", False
+
+    def header(self, name: str) -> str:
+        """Every value of a field, joined by commas as HTTP defines; lower case."""
+        return ", ".join(self.headers.get(name, [])).lower()
+
+    def _content_length(self) -> int:
+        """The body length; repeated values must agree (RFC 9112 6.3)."""
+        values = set(_tokens(self.header("content-length")))
+        if len(values) != 1 or not next(iter(values)).isdigit():
+            raise BadReply(f"bad Content-Length {self.header('content-length')!r}")
+        return int(values.pop())
 
     def _dechunk(self, data: bytes) -> bytes:
         """Body bytes of the chunked framing received so far; sets complete at its end."""
@@ -156,6 +184,11 @@ class Reply:
             raise BadReply(f"bad chunk size line {line[:40]!r}") from None
         self.left = size
         self.in_trailer = size == 0
+
+
+def _tokens(value: str) -> list[str]:
+    """The comma-separated elements of a field value."""
+    return [t.strip() for t in value.split(",") if t.strip()]
 
 
 def _whole_chunks(raw: bytes | bytearray, pos: int, pieces: list[bytes | bytearray]) -> int:

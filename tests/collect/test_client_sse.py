@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collect.engines.llamacpp import ChatStream
-from collect.http.client import Result, _take, iter_sse
+from collect.http.client import Result, _decode, _take, iter_sse
 from schema.store import utcnow
 
 
@@ -41,3 +41,13 @@ def test_only_text_chunks_move_ttft_and_e2e() -> None:
     assert res.chunk_tokens is None  # llama.cpp does not say how many tokens a chunk holds
     stats = parser.stats()
     assert stats["output_tokens"] == 2 and stats["finish_reason"] == "length"
+
+
+def test_data_lines_lose_one_leading_space_only() -> None:
+    """SSE: the value after `data:` loses ONE leading space; more whitespace is data."""
+    buf = bytearray(b"data:  two\n\ndata:\tx\n\ndata:   a\ndata: b\n\ndata:none\n\n")
+    assert iter_sse(buf) == [b" two", b"\tx", b"  a\nb", b"none"]
+
+
+def test_json_event_with_extra_leading_whitespace_still_decodes() -> None:
+    assert _decode(b'  {"a": 1}') == {"a": 1}
