@@ -89,6 +89,14 @@ def _field_value(line: bytes) -> bytes:
     return line[6:] if line.startswith(b"data: ") else line[5:]
 
 
+def http_client(**options: Any) -> httpx.AsyncClient:
+    """The httpx client of a service's other requests (health, scrapes, server info, cache
+    flush), which also owns the measurement path's connection pool. Environment proxies
+    (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY) are ignored, as the measurement path ignores them:
+    see collect/http/__init__.py."""
+    return httpx.AsyncClient(trust_env=False, **options)
+
+
 async def prewarm(client: httpx.AsyncClient, base_url: str, n: int) -> None:
     """Before a window of n concurrent streams: hold n open connections to the server in
     `client`'s pool (see http1.prewarm); a failure here is left to the requests to report."""

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from collect.engines.base import HookFailed
+from collect.http.client import http_client
 from collect.plan.model import ServiceConfig, Workload
 from collect.run.campaign import Campaign
 from collect.run.service import Cancelled, Service, ServiceFailed
@@ -91,7 +92,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
     limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
     api_key = service.engine.cfg.api_key()
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx.AsyncClient(limits=limits, timeout=None, headers=headers) as http:
+    async with http_client(limits=limits, timeout=None, headers=headers) as http:
         ctx = Context(
             http,
             service.engine,

@@ -170,8 +170,9 @@ class Service:
 
 
 def _healthy(url: str) -> bool:
+    """/health answers 200; environment proxies ignored (collect/http/__init__.py says why)."""
     try:
-        return httpx.get(url, timeout=2.0).status_code == 200
+        return httpx.get(url, timeout=2.0, trust_env=False).status_code == 200
     except httpx.HTTPError:
         return False
 
