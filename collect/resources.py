@@ -3,7 +3,7 @@
 Everything lives under the cache folder (`$SPECSWEEP_CACHE`, default
 `~/.cache/specsweep`), keyed by version, so later runs and CI reuse it:
 
-- `llama-server-<version>/bin/llama-server`: built with CMake from `vendor/llama.cpp` in
+- `llama-server-<version>-<flags hash>/bin/llama-server`: built with CMake from `vendor/llama.cpp` in
   the PyPI sdist of llama-cpp-python==LLAMA_CPP_PYTHON_VERSION (target llama-server
   only, static, no network: the web UI download and OpenSSL are off).
 - `prompts/mtbench-<version>/question.jsonl`: MT-Bench's 80 questions, extracted from
@@ -17,6 +17,7 @@ fetched at set-up, never committed.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.resources
 import importlib.util
 import json
@@ -47,7 +48,10 @@ def cache_dir() -> Path:
 
 
 def llama_server_path(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
-    return cache_dir() / f"llama-server-{version}" / "bin" / "llama-server"
+    """Cached binary, keyed by version and by a hash of the build flags (a change of
+    flags builds anew instead of reusing a binary built another way)."""
+    tag = hashlib.sha256(" ".join(CMAKE_FLAGS).encode()).hexdigest()[:8]
+    return cache_dir() / f"llama-server-{version}-{tag}" / "bin" / "llama-server"
 
 
 def llama_server_binary() -> str:
@@ -102,6 +106,12 @@ CMAKE_FLAGS = [
     "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DLLAMA_OPENSSL=OFF",
+    # No AMX kernels: ggml's AMX matmul segfaults on virtual machines whose CPU flags list
+    # amx_* but whose kernel does not grant the tile state (seen on an Intel Xeon VM,
+    # 2026-12-02: SIGSEGV in ggml_backend_amx_mul_mat while loading SmolLM2). AMX speeds up
+    # large batched matmuls only; CPU runs here decode one sequence at a time.
+    "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
 ]
 
 
