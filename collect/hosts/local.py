@@ -15,6 +15,7 @@ import platform
 import signal
 import socket
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from collect.hosts.base import Process
@@ -30,7 +31,8 @@ class Local:
     def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
-            popen = subprocess.Popen(
+            popen = _spawner().submit(
+                subprocess.Popen,
                 argv,
                 env={**os.environ, **env},
                 stdin=subprocess.DEVNULL,
@@ -38,7 +40,7 @@ class Local:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 preexec_fn=functools.partial(_die_with_parent, os.getpid()),
-            )
+            ).result()
         return Process(pid=popen.pid, log_path=log_path, popen=popen)
 
     def run(self, cmd: list[str], timeout_s: float = 60.0) -> tuple[int, str, str]:
@@ -117,10 +119,20 @@ class Local:
         return facts
 
 
+@functools.cache
+def _spawner() -> ThreadPoolExecutor:
+    """The one thread that forks every server, alive as long as specsweep is: Linux sends
+    the parent-death signal (below) when the THREAD that forked exits, not the process, so
+    a server forked by a short-lived worker thread would be SIGKILLed as soon as that
+    thread ended, in the middle of its measurements."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="specsweep-spawner")
+
+
 def _die_with_parent(parent: int) -> None:
     """In the child before exec: ask Linux to SIGKILL it when specsweep dies, so even a
-    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG). SIGKILL,
-    not SIGTERM: llama-server swallows a SIGTERM that arrives while it loads the model.
+    `kill -9` of the campaign leaves no server running (prctl PR_SET_PDEATHSIG; it follows
+    the forking thread, hence `_spawner`). SIGKILL, not SIGTERM: llama-server swallows a
+    SIGTERM that arrives while it loads the model.
     If the parent died between fork and prctl, the signal will never come: exit at once."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
