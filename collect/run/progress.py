@@ -9,6 +9,8 @@ API the runner calls (thread-safe; jobs are the scheduler's, keyed f"{phase}:{co
                                                 # requests and its start-up + warm-up seconds
     progress.job_started(key)                   # its service is being launched
     progress.request_done(key)                  # one of its measured requests finished
+                                                # (counts only: the ETA is computed when
+                                                # the display renders, see seconds_left)
     progress.job_finished(key)                  # it ended: done, failed or skipped
     progress.job_forgotten(key)                 # a predicted job that will not run
 
@@ -24,6 +26,7 @@ the same Scheduler (running jobs first, then the queued ones), so packing is acc
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +46,10 @@ from rich.progress import (
 from rich.text import Text
 
 from collect.planning.schedule import Job, Scheduler, makespan, simulate
+
+# the ETA is recomputed at most this often (a packed campaign's replay costs tens of ms of
+# CPU that the measurement loop, on another thread of the same process, waits for)
+ETA_EVERY_S = 1.0
 
 
 @dataclass
@@ -154,7 +161,8 @@ class CampaignProgress:
             console=self.console,
             disable=not enabled,
         )
-        self._left: tuple[float | None, float] = (None, time.monotonic())  # ETA, when
+        self._left: tuple[float | None, float] = (None, -math.inf)  # ETA, when computed
+        self._stale = True  # an input changed since
         self._task = self._progress.add_task("campaign", total=total)
 
     def __enter__(self) -> CampaignProgress:
@@ -184,32 +192,37 @@ class CampaignProgress:
 
     def job_added(self, job: Job, requests: int, fixed_s: float) -> None:
         self.eta.add(job, requests, fixed_s)
-        self._refresh_eta()
+        self._stale = True
 
     def job_started(self, key: str) -> None:
         self.eta.started(key)
-        self._refresh_eta()
+        self._stale = True
 
     def request_done(self, key: str) -> None:
+        """One measured request ended: counts only. The ETA (a scheduler replay, tens of
+        ms for a packed campaign) is left to the display's refresh (`seconds_left`)."""
         self.eta.request_done(key)
         self.advance()
-        self._refresh_eta()
+        self._stale = True
 
     def job_finished(self, key: str) -> None:
         self.eta.finished(key)
-        self._refresh_eta()
+        self._stale = True
 
     def job_forgotten(self, key: str) -> None:
         self.eta.forget(key)
-        self._refresh_eta()
-
-    def _refresh_eta(self) -> None:
-        self._left = (self.eta.seconds_left(), time.monotonic())
+        self._stale = True
 
     def seconds_left(self) -> float | None:
-        """The last ETA, counted down since it was computed."""
+        """The ETA as the display renders it (rich's refresh thread, not the measurement
+        loop): recomputed when something changed, at most every ETA_EVERY_S, and counted
+        down in between."""
         left, at = self._left
-        return None if left is None else max(left - (time.monotonic() - at), 0.0)
+        now = time.monotonic()
+        if self._stale and now - at >= ETA_EVERY_S:
+            self._stale = False  # a change during the computation marks it stale again
+            left, at = self._left = (self.eta.seconds_left(), now)
+        return None if left is None else max(left - (now - at), 0.0)
 
 
 class _EtaColumn(ProgressColumn):
