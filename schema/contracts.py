@@ -173,6 +173,19 @@ class ServerMetricsSchema(_Base):
     scraped_at: Series[pd.Timestamp]
 
 
+class EndpointErrorsSchema(_Base):
+    campaign_id: Series[str]
+    service_id: Series[str]
+    config_id: Series[str]
+    workload: Series[str]
+    hook: Series[str] = pa.Field(isin=["fingerprint", "before_workload", "scrape"])
+    phase: Series[str] = pa.Field(isin=["start", "before", "after"])
+    endpoint: Series[str]
+    status: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=100, le=599)
+    error: Series[str]
+    failed_at: Series[pd.Timestamp]
+
+
 class QuarantineSchema(_Base):
     table_name: Series[str]
     row_json: Series[str]
@@ -187,5 +200,6 @@ CONTRACTS: dict[str, type[_Base]] = {
     "units": UnitsSchema,
     "requests": RequestsSchema,
     "server_metrics": ServerMetricsSchema,
+    "endpoint_errors": EndpointErrorsSchema,
     "quarantine": QuarantineSchema,
 }

@@ -1,5 +1,5 @@
--- specsweep raw layer, schema version 3 (v1 had no units.complete, v2 no units.colocated_with;
--- see schema/store.py).
+-- specsweep raw layer, schema version 4 (v1 had no units.complete, v2 no units.colocated_with,
+-- v3 no endpoint_errors; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -112,6 +112,23 @@ CREATE TABLE IF NOT EXISTS server_metrics (
     labels       VARCHAR NOT NULL,      -- JSON object, '{}' when none
     value        DOUBLE NOT NULL,
     scraped_at   TIMESTAMP NOT NULL
+);
+
+-- One row per failed call of an optional endpoint (fingerprint, metrics scrape) or of the
+-- before-workload hook (cache flush): the measurement went on without it (a failed hook
+-- fails the service, which is restarted once, as before).
+CREATE TABLE IF NOT EXISTS endpoint_errors (
+    campaign_id  VARCHAR NOT NULL,
+    service_id   VARCHAR NOT NULL,
+    config_id    VARCHAR NOT NULL,
+    workload     VARCHAR NOT NULL,      -- '' for the fingerprint (taken before any workload)
+    hook         VARCHAR NOT NULL,      -- fingerprint | before_workload | scrape
+    phase        VARCHAR NOT NULL,      -- start (fingerprint) | before | after (the workload)
+    endpoint     VARCHAR NOT NULL,      -- the last request the hook sent, e.g. 'GET /metrics';
+                                        -- '' when it sent none
+    status       INTEGER,               -- HTTP status of that request's reply; NULL if none came
+    error        VARCHAR NOT NULL,      -- the exception's type and message
+    failed_at    TIMESTAMP NOT NULL     -- UTC
 );
 
 CREATE TABLE IF NOT EXISTS quarantine (

@@ -25,7 +25,7 @@ import pandera.pandas as pa
 
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -244,5 +244,10 @@ def migrate_to_3(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE units ADD COLUMN colocated_with VARCHAR DEFAULT ''").fetchall()
 
 
+def migrate_to_4(con: duckdb.DuckDBPyConnection) -> None:
+    """v4: endpoint_errors (failed optional endpoint calls). The DDL, run on every open,
+    has already created it; an older file recorded no such failures, so nothing moves."""
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
-MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3}
+MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4}

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from collect.engines.base import HookFailed
 from collect.http.client import http_client
 from collect.plan.model import ServiceConfig, Workload
 from collect.run.campaign import Campaign
+from collect.run.endpoints import Endpoints
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, warmup_rows, workload_rows
 from schema.store import Store, utcnow
@@ -92,7 +92,9 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
     limits = httpx.Limits(max_connections=biggest + 4, max_keepalive_connections=biggest + 4)
     api_key = service.engine.cfg.api_key()
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with http_client(limits=limits, timeout=None, headers=headers) as http:
+    calls = Endpoints(store, campaign_id, service.service_id, config.config_id)
+    async with http_client(limits=limits, timeout=None, headers=headers,
+                           event_hooks=calls.hooks()) as http:
         ctx = Context(
             http,
             service.engine,
@@ -104,16 +106,18 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             config.tp,
             lambda: progress.request_done(key),
         )
-        await _record_fingerprint(store, ctx, service)
+        await _record_fingerprint(store, ctx, service, calls)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
         for w in workloads:
             progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
             started = utcnow()
             try:
                 await ctx.engine.before_workload(ctx.http, ctx.base_url)
-            except HookFailed as exc:
-                service.fail(str(exc))
-            before = await _scrape(ctx, w.name, "before")
+            except Exception as exc:  # HookFailed, or its request failed: the workload
+                # cannot be measured as the plan asks (e.g. on a cache left warm)
+                calls.record("before_workload", w.name, "before", exc)
+                service.fail(str(exc) or type(exc).__name__)
+            before = await _scrape(ctx, calls, w.name, "before")
             ctx.sink.clear()
             try:
                 rows = await workload_rows(ctx, w)
@@ -121,7 +125,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
                 # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
                 commit_unit(c, service, w.name, warm + ctx.sink, before, started, False)
                 raise
-            after = await _scrape(ctx, w.name, "after")
+            after = await _scrape(ctx, calls, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")
             commit_unit(c, service, w.name, warm + rows, before + after, started, True)
@@ -151,8 +155,11 @@ def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[st
         }])
 
 
-async def _scrape(ctx: Context, workload: str, phase: str) -> list[dict[str, Any]]:
-    samples = await ctx.engine.scrape(ctx.http, ctx.base_url)
+async def _scrape(ctx: Context, calls: Endpoints, workload: str,
+                  phase: str) -> list[dict[str, Any]]:
+    """Server metrics around a workload; none (and an endpoint_errors row) if it fails."""
+    samples = await calls.call("scrape", workload, phase,
+                               ctx.engine.scrape(ctx.http, ctx.base_url), [])
     now = utcnow()
     return [
         {
@@ -168,8 +175,11 @@ async def _scrape(ctx: Context, workload: str, phase: str) -> list[dict[str, Any
     ]
 
 
-async def _record_fingerprint(store: Store, ctx: Context, service: Service) -> None:
-    facts = await ctx.engine.fingerprint(ctx.http, ctx.base_url)
+async def _record_fingerprint(store: Store, ctx: Context, service: Service,
+                              calls: Endpoints) -> None:
+    """What the server says about itself (none if that fails), and how it was launched."""
+    facts = await calls.call("fingerprint", "", "start",
+                             ctx.engine.fingerprint(ctx.http, ctx.base_url), {})
     prefix = f"service.{ctx.method}.tp{ctx.tp}"
     facts = {f"{prefix}.{k}": v for k, v in facts.items()}
     facts[f"{prefix}.launch_command"] = service.row["launch_command"]
