@@ -39,10 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import h11
 import httpx
 
 from collect.engines.vllm import VLLMChatStream
-from collect.http import client
+from collect.http import client, connection
+from collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
@@ -155,8 +157,70 @@ def _aiohttp(n: int) -> aiohttp.ClientSession:
                                  timeout=aiohttp.ClientTimeout(total=6 * 60 * 60))
 
 
-CLIENTS = [Client("specsweep", _httpx, specsweep_one, specsweep_plain),
-           Client("vllm-style", _aiohttp, vllm_one)]
+class H11Reply(Reply):
+    """The reply parsed by h11 instead of collect/http/reply.py's own parser, same kernel
+    stamps (`arrival` is inherited): the candidate of issue 10, measured with
+    `--parsers both`. h11 needs a request sent on its connection object before it reads a
+    reply; the bytes it makes of it are dropped (connection.post sent the real one)."""
+
+    def __init__(self, sink: Sink, t0: float):
+        super().__init__(sink, t0)
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11.send(h11.Request(method="POST", target="/",
+                                  headers=[("Host", "x"), ("Content-Length", "0")]))
+        self.h11.send(h11.EndOfMessage())
+
+    def feed(self, stamp: float, data: bytes) -> bool:
+        self.began = True
+        try:
+            self.h11.receive_data(data)
+            while (event := self.h11.next_event()) is not h11.NEED_DATA:
+                if self._event(stamp, event):
+                    return True
+        except h11.RemoteProtocolError as exc:
+            raise BadReply(str(exc)) from None
+        return False
+
+    def _event(self, stamp: float, event: object) -> bool:
+        if type(event) is h11.Data:
+            return self._deliver(stamp, bytes(event.data))
+        if type(event) is h11.Response:
+            self.status = event.status_code
+        elif type(event) is h11.EndOfMessage:
+            self.complete = True
+            self.keep_alive = self.h11.their_state is h11.DONE
+            return True
+        return False
+
+    def eof(self) -> bool:
+        self.keep_alive = False
+        self.h11.receive_data(b"")
+        try:
+            while (event := self.h11.next_event()) not in (h11.NEED_DATA, h11.PAUSED):
+                if type(event) is h11.EndOfMessage:
+                    self.complete = True
+                    return True
+                if type(event) is h11.ConnectionClosed:
+                    break
+        except h11.RemoteProtocolError:
+            pass
+        raise ConnectionBroke("the server closed the connection before the reply was complete")
+
+
+def _with_parser(reply: type[Reply], one: Sender) -> Sender:
+    async def send(session: Any, url: str) -> tuple[Pairs, int]:
+        connection.Reply = reply  # read by connection.post for each request
+        try:
+            return await one(session, url)
+        finally:
+            connection.Reply = Reply
+    return send
+
+
+OURS = Client("specsweep", _httpx, specsweep_one, specsweep_plain)
+H11 = Client("spec-h11", _httpx, _with_parser(H11Reply, specsweep_one),
+             _with_parser(H11Reply, specsweep_plain))
+CLIENTS = [OURS, Client("vllm-style", _aiohttp, vllm_one)]
 
 
 # --- runs --------------------------------------------------------------------------------
@@ -253,6 +317,10 @@ def fidelity_table(args: argparse.Namespace, url: str) -> None:
         ours, theirs = rows["specsweep"], rows["vllm-style"]
         print(f"{streams:>7} {'ratio':<11} {'':>6} {'':>9} {ours[0] / theirs[0]:>9.3f} "
               f"{'':>9} {ours[1] / theirs[1]:>9.3f}")
+        if H11.name in rows:
+            h = rows[H11.name]
+            print(f"{streams:>7} {'h11/ours':<11} {'':>6} {'':>9} {h[0] / ours[0]:>9.3f} "
+                  f"{'':>9} {h[1] / ours[1]:>9.3f}")
 
 
 def capacity_table(args: argparse.Namespace) -> None:
@@ -274,6 +342,9 @@ def capacity_table(args: argparse.Namespace) -> None:
               + " ".join(f"{x:,.0f}" for x in xs))
     ratio = statistics.median(rates["specsweep"]) / statistics.median(rates["vllm-style"])
     print(f"  {'ratio':<11} {ratio:>16.2f}")
+    if H11.name in rates:
+        ratio = statistics.median(rates[H11.name]) / statistics.median(rates["specsweep"])
+        print(f"  {'h11/ours':<11} {ratio:>16.2f}")
 
 
 def _ms(seconds: float) -> str:
@@ -292,13 +363,20 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--streams", type=int, default=64, help="capacity: concurrent streams")
     parser.add_argument("--seconds", type=float, default=3.0, help="capacity: per client and round")
     parser.add_argument("--capacity-chunks", type=int, default=2000)
+    parser.add_argument("--parsers", choices=["ours", "both"], default="ours",
+                        help="both: also specsweep's client with h11 parsing the reply")
+    parser.add_argument("--skip", choices=["none", "fidelity", "capacity"], default="none")
     args = parser.parse_args(argv)
+    if args.parsers == "both":
+        CLIENTS.insert(1, H11)
     print(f"bench_client: {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
           f"aiohttp {aiohttp.__version__}, httpx {httpx.__version__}, load average "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    with truth_server(str(TTFT_S), str(GAP_S), str(CHUNKS), "--shape", "vllm") as (url, _):
-        fidelity_table(args, url)
-    capacity_table(args)
+    if args.skip != "fidelity":
+        with truth_server(str(TTFT_S), str(GAP_S), str(CHUNKS), "--shape", "vllm") as (url, _):
+            fidelity_table(args, url)
+    if args.skip != "capacity":
+        capacity_table(args)
 
 
 if __name__ == "__main__":
