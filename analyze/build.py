@@ -15,13 +15,10 @@ from pathlib import Path
 import duckdb
 
 from analyze import stats
-from schema.store import migrate
+from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
+from schema.store import connect
 
 log = logging.getLogger(__name__)
-
-
-class NotAResultsDatabase(RuntimeError):
-    """The file lacks the raw tables that `collect` writes."""
 
 
 BEFORE_SPEEDUP = ("01_request_metrics.sql", "02_config_summary.sql", "03_speedup_pairs.sql")
@@ -68,12 +65,8 @@ def read_sql(name: str) -> str:
 def run(db_path: str | Path, baseline: str | None = None) -> None:
     """Build every analysis object in the DuckDB file at db_path, comparing against
     `baseline` (default: the baseline the campaigns' plans name)."""
-    path = Path(db_path)
-    if not path.exists():
-        raise FileNotFoundError(f"no results database at {path}; run `python -m collect` first")
-    with duckdb.connect(str(path)) as con:
-        _require_table(con, "requests")
-        migrate(con)  # a file written by an older specsweep gets the current raw layer
+    # schema's connect refuses a missing or foreign file and migrates an older one
+    with connect(db_path) as con:
         baseline = baseline or plan_baseline(con)
         con.begin()
         try:
@@ -99,12 +92,8 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
-    """The baseline the campaigns' plans name; 'autoregressive' when none is recorded."""
-    has_campaigns = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'campaigns'"
-    ).fetchone()[0]
-    if not has_campaigns:
-        return "autoregressive"
+    """The baseline the campaigns' plans name; 'autoregressive' when none is recorded
+    (con is migrated, so `campaigns` exists)."""
     names = [r[0] for r in con.execute("SELECT DISTINCT baseline FROM campaigns").fetchall()]
     if len(names) > 1:
         raise ValueError(f"campaigns name different baselines {sorted(names)}: pass --baseline")
@@ -113,16 +102,6 @@ def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
 
 def object_counts(db_path: str | Path) -> dict[str, int]:
     """Row count of each analysis object, in build order."""
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with connect(db_path, read_only=True) as con:
         return {name: con.table(name).aggregate("count(*)").fetchall()[0][0] for name in OBJECTS}
 
-
-def _require_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """Fail early, naming the table, when the raw layer is missing."""
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]
-    ).fetchone()[0]
-    if not found:
-        raise NotAResultsDatabase(
-            f"table {name!r} not found: is this a specsweep results database?"
-        )

@@ -1,9 +1,17 @@
 """The DuckDB store: open and migrate a results file, validated appends, quarantine.
 
-Only `collect` writes through this module. Every append validates its batch with the
-table's pandera contract (lazy, so one pass lists every violation); rows that fail go to
-`quarantine` with the reasons, valid rows land. Callers group the appends of one unit of
-work in `transaction()` so a unit lands whole or not at all.
+Whoever opens a store migrates it. `connect(path)` is the one way a stage opens a results
+file for writing: it waits out another process's lock, then brings the raw layer to
+SCHEMA_VERSION (`migrate`) before handing the connection over, so no stage runs DDL of its
+own. `collect` writes through `Store` (which opens with `connect(create=True)`); `analyze`
+opens with `connect(path)` and adds only its views. `connect(path, read_only=True)` migrates
+nothing (it cannot): it sees the file as written and refuses one newer than this specsweep.
+`report` opens the file read-only with duckdb itself and reads only analysis views.
+
+Every append validates its batch with the table's pandera contract (lazy, so one pass lists
+every violation); rows that fail go to `quarantine` with the reasons, valid rows land.
+Callers group the appends of one unit of work in `transaction()` so a unit lands whole or
+not at all.
 """
 
 from __future__ import annotations
@@ -51,11 +59,7 @@ class Store:
         self._local = threading.local()
         self._lock = threading.Lock()
         with self._lock:
-            con = self._connect()
-            try:
-                migrate(con)
-            finally:
-                con.close()
+            connect(self.path, create=True).close()
 
     @property
     def _con(self) -> duckdb.DuckDBPyConnection | None:
@@ -97,20 +101,9 @@ class Store:
                 con.close()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        """Open the file for writing; while another process (a `make sql` session, a
-        report) holds it, wait and retry with backoff for up to LOCK_WAIT_S."""
-        deadline = time.monotonic() + LOCK_WAIT_S
-        delay = 0.05
-        while True:
-            try:
-                return duckdb.connect(str(self.path))
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise
-                if delay >= 1.0:
-                    log.warning("waiting for %s: %s", self.path, str(exc).splitlines()[0])
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        """Open the (already migrated) file for one transaction, waiting out other
+        processes' locks."""
+        return _open(self.path, read_only=False)
 
     def append(self, table: str, rows: list[dict[str, Any]]) -> int:
         """Validate rows against the table's contract; insert the valid ones.
@@ -151,6 +144,82 @@ class Store:
             [campaign_id, config_id, workload],
         )
         return bool(rows[0][0])
+
+
+class NotAResultsDatabase(RuntimeError):
+    """The file lacks the raw tables that `collect` writes."""
+
+
+def connect(path: str | Path, read_only: bool = False, create: bool = False
+            ) -> duckdb.DuckDBPyConnection:
+    """Open the results file at path; a writable open migrates it to SCHEMA_VERSION first.
+
+    create=False (a stage that reads results: analyze) wants an existing results file:
+    a missing path raises FileNotFoundError (nothing is created) and a DuckDB file without
+    a `requests` table raises NotAResultsDatabase before any DDL touches it. create=True
+    (collect) makes the file and its folder when missing. read_only=True migrates nothing
+    and refuses a file newer than this specsweep. Waits up to LOCK_WAIT_S for a lock.
+    """
+    path = Path(path)
+    if not path.exists():
+        if not create or read_only:
+            raise FileNotFoundError(
+                f"no results database at {path}; run `python -m collect` first")
+        path.parent.mkdir(parents=True, exist_ok=True)
+    con = _open(path, read_only)
+    try:
+        if not create:
+            _require_table(con, path, "requests")
+        if read_only:
+            _require_known_version(con)
+        else:
+            migrate(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect; while another process (a `make sql` session, a report, a campaign's
+    transaction) holds the file, wait and retry with backoff for up to LOCK_WAIT_S."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+            if delay >= 1.0:
+                log.warning("waiting for %s: %s", path, str(exc).splitlines()[0])
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def _require_table(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> None:
+    """Fail early, naming the table, when the raw layer is missing."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]
+    ).fetchone()[0]
+    if not found:
+        raise NotAResultsDatabase(
+            f"{path}: table {name!r} not found: is this a specsweep results database?")
+
+
+def _require_known_version(con: duckdb.DuckDBPyConnection) -> None:
+    """A read-only reader cannot migrate, but must not misread a newer layout."""
+    has = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'"
+    ).fetchone()[0]
+    found = con.execute("SELECT max(version) FROM schema_version").fetchone()[0] if has else 0
+    if (found or 0) > SCHEMA_VERSION:
+        raise RuntimeError(_newer_message(found))
+
+
+def _newer_message(found: int) -> str:
+    return (f"results file has schema version {found}, newer than this specsweep "
+            f"({SCHEMA_VERSION}); upgrade specsweep")
 
 
 def validate(table: str, rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -213,10 +282,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     found = row[0] if row and row[0] is not None else 0
     if found > SCHEMA_VERSION:
         con.execute("ROLLBACK").fetchall()
-        raise RuntimeError(
-            f"results file has schema version {found}, newer than this specsweep "
-            f"({SCHEMA_VERSION}); upgrade specsweep"
-        )
+        raise RuntimeError(_newer_message(found))
     if not found:
         con.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, utcnow()])
     con.execute("COMMIT").fetchall()

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from schema.contracts import CONTRACTS
-from schema.store import SCHEMA_VERSION, Store, migrate
+from schema.store import SCHEMA_VERSION, NotAResultsDatabase, Store, connect, migrate
 
 Row = Callable[..., dict[str, Any]]
 
@@ -372,3 +372,62 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
     assert store.unit_done("camp", "cfg0", "rewrite")
     build.run(path, baseline="autoregressive")
     assert read(path, "SELECT count(*) FROM request_metrics") == [(1,)]
+
+
+# --- connect: whoever opens a store migrates it -------------------------------------------
+
+
+def _v3_file(path: Path) -> None:
+    """A file as schema 3 wrote it: no endpoint_errors table, versions 1..3 recorded."""
+    from schema.store import DDL
+
+    with duckdb.connect(str(path)) as con:
+        con.execute(DDL.read_text().split("-- One row per failed call")[0])
+        con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
+
+
+def _tables(path: Path) -> set[str]:
+    return {r[0] for r in read(path, "SELECT table_name FROM duckdb_tables()")}
+
+
+def test_a_writable_connect_migrates_an_older_file(tmp_path: Path) -> None:
+    path = tmp_path / "v3.duckdb"
+    _v3_file(path)
+    with connect(path) as con:
+        versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
+    assert versions == [(v,) for v in range(3, SCHEMA_VERSION + 1)]
+    assert "endpoint_errors" in _tables(path)
+
+
+def test_a_read_only_connect_sees_the_file_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "v3.duckdb"
+    _v3_file(path)
+    with connect(path, read_only=True) as con:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (3,)
+    assert "endpoint_errors" not in _tables(path)
+
+
+def test_a_read_only_connect_refuses_a_newer_file(db_path: Path) -> None:
+    Store(db_path)
+    _stamp_newer(db_path)
+    with pytest.raises(RuntimeError, match="upgrade specsweep"):
+        connect(db_path, read_only=True)
+
+
+def test_connect_creates_nothing_unless_asked(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "r.duckdb"
+    for read_only in (False, True):
+        with pytest.raises(FileNotFoundError, match="run `python -m collect` first"):
+            connect(path, read_only=read_only)
+    assert not path.parent.exists()
+    connect(path, create=True).close()
+    assert {"requests", "schema_version"} <= _tables(path)
+
+
+def test_connect_leaves_a_foreign_duckdb_file_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE notes (x INTEGER)")
+    with pytest.raises(NotAResultsDatabase, match="table 'requests' not found"):
+        connect(path)
+    assert _tables(path) == {"notes"}
