@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ __all__ = [
     "texttt",
 ]
 
-LATEX_DIR = Path(__file__).resolve().parent.parent / "latex"
+# The templates ship as the package data of `latex` (pyproject.toml), so an installed copy
+# finds them wherever it is run from; specsweep installs as plain files, never zipped.
+LATEX_DIR = Path(str(resources.files("latex")))
 
 _SPECIAL: dict[str, str] = {
     "\\": r"\textbackslash{}",
