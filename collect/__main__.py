@@ -136,11 +136,15 @@ def simulate(
 
 
 @app.command()
-def schema() -> None:
-    """Print the plan's JSON Schema (for editors)."""
+def schema(
+    markdown: bool = typer.Option(False, help="Print the plan reference as markdown instead "
+                                  "(docs/plan-reference.md)."),
+) -> None:
+    """Print the plan's JSON Schema (for editors), or with --markdown the plan reference."""
     from collect.plan.file import json_schema
+    from collect.plan.reference import markdown as reference
 
-    typer.echo(json.dumps(json_schema(), indent=2))
+    typer.echo(reference() if markdown else json.dumps(json_schema(), indent=2), nl=not markdown)
 
 
 @app.command()
@@ -167,7 +171,7 @@ def import_results(
     concurrency: int = typer.Option(None, min=1, help="Client concurrency limit."),
     max_tokens: int = typer.Option(None, min=1, help="Requested output length."),
 ) -> None:
-    """Import a vLLM/SGLang benchmark result file; print its summary beside specsweep's."""
+    """Import a vLLM/SGLang benchmark result file as raw rows; `python -m analyze` compares."""
     from collect.importing import importer as importers
 
     options = importers.ImportOptions(method, tp, engine, workload, concurrency, max_tokens)
