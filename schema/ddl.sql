@@ -3,7 +3,10 @@
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
+-- These comments are the raw layer's data dictionary (README.md links here). Times are
+-- UTC wall clock; every duration is measured with time.perf_counter().
 
+-- One row per migration applied to the file (schema/store.py: one migrate_to_N per version).
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INTEGER NOT NULL,
     applied_at  TIMESTAMP NOT NULL
@@ -23,7 +26,9 @@ CREATE TABLE IF NOT EXISTS campaigns (
 CREATE TABLE IF NOT EXISTS environment (
     campaign_id  VARCHAR NOT NULL,
     host         VARCHAR NOT NULL,
-    key          VARCHAR NOT NULL,      -- e.g. cpu.model, engine.version, service.<config_id>.flags
+    key          VARCHAR NOT NULL,      -- e.g. cpu.model, engine.version; per service
+                                        -- service.<method>.tp<N>.* (launch command, start-up
+                                        -- time, build info, slots and context the server reports)
     value        VARCHAR NOT NULL,
     PRIMARY KEY (campaign_id, host, key)
 );
@@ -86,6 +91,7 @@ CREATE TABLE IF NOT EXISTS requests (
     e2e_s            DOUBLE,
     chunk_times_s    DOUBLE[],             -- arrival offsets (from t0) of chunks carrying tokens
     chunk_tokens     INTEGER[],            -- tokens in each of those chunks, where the engine tells
+                                           -- (NULL for llama.cpp: one token per chunk)
     prompt_tokens    INTEGER,
     cached_tokens    INTEGER,
     output_tokens    INTEGER,              -- the server's count, never max_tokens
@@ -131,6 +137,8 @@ CREATE TABLE IF NOT EXISTS endpoint_errors (
     failed_at    TIMESTAMP NOT NULL     -- UTC
 );
 
+-- Rows a pandera contract rejected (schema/contracts.py), kept with the reason; no analysis
+-- object reads them.
 CREATE TABLE IF NOT EXISTS quarantine (
     table_name  VARCHAR NOT NULL,
     row_json    VARCHAR NOT NULL,
