@@ -23,7 +23,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the analysis layer, then print one line saying what was built."""
+    """Build the analysis layer, then print one line saying what was built (and, when the
+    file holds imported result files, how their printed figures compare with ours)."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     from analyze import build  # heavy imports (duckdb, numpy, pandas) only once parsed
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = build.object_counts(args.db)
     built = ", ".join(f"{name} ({rows} rows)" for name, rows in counts.items())
     print(f"analyze: built {built} in {args.db}")
+    for line in build.import_check_lines(args.db):  # only when the file holds imports
+        print(f"analyze: {line}")
     return 0
 
 

@@ -2,7 +2,10 @@
 
 Order: analysis_params (the bound baseline name), 01 request_metrics, 02 config_summary,
 03 speedup_pairs, the `speedup` table (analyze.stats), 04 best_config (reads speedup),
-05 agentic_turns. Everything is CREATE OR REPLACE inside one transaction, so a failed build
+05-10 the per-window views, 11-13 the campaign, environment and service summaries (the only
+way `report` sees the raw tables), 14 import_check (imported files' printed figures beside
+ours). The raw layer is schema's: `connect` migrates the file before anything here runs.
+Everything is CREATE OR REPLACE inside one transaction, so a failed build
 leaves the previous analysis layer in place.
 """
 
@@ -30,6 +33,10 @@ AFTER_SPEEDUP = (
     "08_latency_conventions.sql",
     "09_crossover.sql",
     "10_colocation.sql",
+    "11_campaign_summary.sql",
+    "12_environment_summary.sql",
+    "13_service_summary.sql",
+    "14_import_check.sql",
 )
 OBJECTS = (
     "request_metrics",
@@ -43,6 +50,10 @@ OBJECTS = (
     "latency_conventions",
     "crossover",
     "colocation",
+    "campaign_summary",
+    "environment_summary",
+    "service_summary",
+    "import_check",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
@@ -105,3 +116,24 @@ def object_counts(db_path: str | Path) -> dict[str, int]:
     with connect(db_path, read_only=True) as con:
         return {name: con.table(name).aggregate("count(*)").fetchall()[0][0] for name in OBJECTS}
 
+
+
+def import_check_lines(db_path: str | Path) -> list[str]:
+    """What the import_check view says, for `python -m analyze` to print: how many figures
+    of imported files equal ours to the printed digit, then each one that differs."""
+    with connect(db_path, read_only=True) as con:
+        rows = con.execute(
+            "SELECT campaign_id, workload, stat, metric, file_printed, specsweep_printed, match "
+            "FROM import_check ORDER BY campaign_id, run, metric, stat"
+        ).fetchall()
+    if not rows:
+        return []
+    files = len({row[0] for row in rows})
+    same = sum(1 for row in rows if row[-1])
+    lines = [f"import_check: {same} of {len(rows)} figures printed by {files} imported "
+             "file(s) equal specsweep's to the printed digit"]
+    for cid, workload, stat, metric, theirs, ours, match in rows:
+        if not match:
+            lines.append(f"  differs: {cid} {workload} {stat} {metric} (ms): file {theirs}, "
+                         f"specsweep {ours}")
+    return lines

@@ -2,8 +2,11 @@
 
 `python -m collect import FILE` turns each benchmark run in FILE into one measured window:
 a `campaigns` row, a `services` row, a `units` row per run and a `requests` row per request,
-all through the pandera contracts. The `latency_conventions` view then recomputes the
-tool's own TTFT/TPOT/ITL/E2EL summary from those rows, and the command prints both.
+all through the pandera contracts. It writes raw rows only: the stages meet in DuckDB.
+`python -m analyze` then builds the views: `latency_conventions` recomputes the tool's own
+TTFT/TPOT/ITL/E2EL summary from those rows, and `import_check` sets each figure the file
+printed (kept in `environment` as `import.run<k>.<field>`) beside ours, with `match` = equal
+to the printed digit; `python -m analyze` prints how many match and names any that differ.
 
 The formats, as read in the tools' source:
 
@@ -72,7 +75,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -80,10 +82,6 @@ from typing import Any
 
 from collect.importing.files import ImportFileError, Run, read_runs
 from schema.store import Store, utcnow, validate
-
-# (our metric, file key stem) pairs compared after import; e2e is named differently by SGLang
-COMPARED = ("ttft", "tpot", "itl")
-STATS = ("mean", "median", "std", "p99")
 
 
 @dataclass(frozen=True)
@@ -151,6 +149,7 @@ def build_rows(path: Path, sha256: str, runs: list[Run], options: ImportOptions
     rows: dict[str, list[dict[str, Any]]] = {"requests": [], "units": []}
     for k, run in enumerate(runs):
         sent_at = _file_date(run.data) or now
+        # window_id '<cid>-w<k>' is how analyze's import_check finds run k's window
         window = {
             "campaign_id": cid, "config_id": config_id, "service_id": service_id,
             "engine": engine, "method": options.method, "tp": options.tp,
@@ -295,54 +294,13 @@ def _require_contracts(path: Path, rows: dict[str, list[dict[str, Any]]]) -> Non
             )
 
 
-# --- comparison --------------------------------------------------------------------------
-
-
-def compare(db: Path, cid: str, runs: list[Run]) -> list[dict[str, Any]]:
-    """The file's summary numbers beside latency_conventions', one dict per number."""
-    import duckdb
-
-    from analyze.build import read_sql
-
-    with duckdb.connect(str(db)) as con:
-        for name in ("01_request_metrics.sql", "08_latency_conventions.sql"):
-            con.execute(read_sql(name))
-        cursor = con.execute("SELECT * FROM latency_conventions WHERE campaign_id = ?", [cid])
-        names = [d[0] for d in cursor.description]
-        views = {row[names.index("workload")]: dict(zip(names, row)) for row in cursor.fetchall()}
-    out = []
-    for run in runs:
-        view = views.get(run.workload, {})
-        for metric in (*COMPARED, "e2el"):
-            for stat in STATS:
-                theirs = run.summary(metric, stat)
-                if theirs is None:
-                    continue
-                ours = view.get(f"{metric}_ms_{stat}")
-                out.append({
-                    "workload": run.workload, "metric": metric, "stat": stat,
-                    "file": theirs, "specsweep": ours, "match": _same_printed(theirs, ours),
-                })  # fmt: skip
-    return out
-
-
-def _same_printed(theirs: float, ours: float | None) -> bool:
-    """Equal as both tools print them: "{:.2f}" (the tools print 0.00 for no values)."""
-    value = 0.0 if ours is None or math.isnan(ours) else ours
-    return f"{theirs:.2f}" == f"{value:.2f}"
-
-
 def run(path: Path, db: Path, options: ImportOptions) -> list[str]:
     """Import FILE into db; the lines `python -m collect import` prints."""
     cid, runs = import_file(path, db, options)
     lines = [f"imported {path} ({runs[0].tool}, {len(runs)} run(s)) as campaign {cid} in {db}"]
-    rows = compare(db, cid, runs)
     for run_ in runs:
         lines.append(f"run at line {run_.line}: workload {run_.workload}, {run_.n} requests; "
                      + "; ".join(run_.notes))
-        lines.append(f"  {'metric (ms)':<16} {'file':>12} {'specsweep':>12}  printed digits")
-        for row in (r for r in rows if r["workload"] == run_.workload):
-            ours = "NULL" if row["specsweep"] is None else f"{row['specsweep']:.2f}"
-            lines.append(f"  {row['stat'] + ' ' + row['metric']:<16} {row['file']:>12.2f} "
-                         f"{ours:>12}  {'match' if row['match'] else 'DIFFER'}")
+    lines.append(f"next: `python -m analyze --db {db}` builds the views and compares the "
+                 "file's printed figures with specsweep's (view import_check)")
     return lines

@@ -1,6 +1,8 @@
 """`python -m collect import`: the committed vLLM and SGLang result files (tests/data/README.md)
-land in the raw tables, and the latency_conventions view reproduces the numbers the tools
-printed, to the printed digit; broken files fail naming file, line and key, writing nothing."""
+land in the raw tables (and nothing else: views are analyze's), and once `python -m analyze`
+has run, the latency_conventions view reproduces the numbers the tools printed, to the printed
+digit (the import_check view sets them side by side); broken files fail naming file, line and
+key, writing nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from analyze import build
+from analyze.__main__ import main as analyze_main
 from collect.__main__ import app
 from collect.importing import importer as importers
 
@@ -27,18 +31,52 @@ def counts(db: Path) -> dict[str, int]:
 
 
 def compared(db: Path, path: Path) -> dict[tuple[str, str], dict]:
-    cid, runs = importers.import_file(path, db, OPTIONS)
-    return {(r["metric"], r["stat"]): r for r in importers.compare(db, cid, runs)}
+    """Import path, run analyze, and read the import_check view of that file."""
+    cid, _ = importers.import_file(path, db, OPTIONS)
+    build.run(db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        cursor = con.execute("SELECT * FROM import_check WHERE campaign_id = ?", [cid])
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+    return {(r["metric"], r["stat"]): r for r in rows}
+
+
+def latency_conventions(db: Path, cid: str) -> dict:
+    with duckdb.connect(str(db), read_only=True) as con:
+        cursor = con.execute("SELECT * FROM latency_conventions WHERE campaign_id = ?", [cid])
+        names = [d[0] for d in cursor.description]
+        (row,) = cursor.fetchall()
+    return dict(zip(names, row))
 
 
 @pytest.mark.parametrize("path", [VLLM, SGLANG], ids=["vllm", "sglang"])
 def test_summary_equals_the_file_to_the_printed_digit(path: Path, tmp_path: Path) -> None:
-    rows = compared(tmp_path / "r.duckdb", path)
+    db = tmp_path / "r.duckdb"
+    cid, _ = importers.import_file(path, db, OPTIONS)
+    build.run(db)
+    ours = latency_conventions(db, cid)
     data = json.loads(path.read_text().splitlines()[0])
     for metric in ("ttft", "tpot", "itl"):
         for stat in ("mean", "median", "p99"):
-            ours = rows[(metric, stat)]["specsweep"]
-            assert f"{ours:.2f}" == f"{data[f'{stat}_{metric}_ms']:.2f}", (metric, stat)
+            value = ours[f"{metric}_ms_{stat}"]
+            assert f"{value:.2f}" == f"{data[f'{stat}_{metric}_ms']:.2f}", (metric, stat)
+
+
+@pytest.mark.parametrize("path", [VLLM, SGLANG], ids=["vllm", "sglang"])
+def test_import_check_sets_the_files_figures_beside_ours(path: Path, tmp_path: Path) -> None:
+    rows = compared(tmp_path / "r.duckdb", path)
+    data = json.loads(path.read_text().splitlines()[0])
+    e2e = "e2e_latency" if path == SGLANG else "e2el"
+    expected = {(m, s) for m in ("ttft", "tpot", "itl") for s in ("mean", "median", "std", "p99")}
+    expected |= {("e2el", s) for s in ("mean", "median", "std", "p99")
+                 if f"{s}_{e2e}_ms" in data}
+    assert set(rows) == expected
+    for (metric, stat), row in rows.items():
+        key = f"{stat}_{e2e if metric == 'e2el' else metric}_ms"
+        assert row["file_ms"] == data[key] and row["file_printed"] == f"{data[key]:.2f}"
+        assert row["specsweep_printed"] == f"{row['specsweep_ms']:.2f}"
+        assert row["match"] == (row["file_printed"] == row["specsweep_printed"])
+        assert row["match"] or metric == "e2el", row  # only SGLang's E2E ends elsewhere
 
 
 def test_sglang_e2e_ends_at_the_last_token_not_the_stream_end(tmp_path: Path) -> None:
@@ -46,7 +84,7 @@ def test_sglang_e2e_ends_at_the_last_token_not_the_stream_end(tmp_path: Path) ->
     # chunk, so ours is smaller by that final gap (well under a millisecond locally)
     rows = compared(tmp_path / "r.duckdb", SGLANG)
     for stat in ("mean", "median"):
-        gap = rows[("e2el", stat)]["file"] - rows[("e2el", stat)]["specsweep"]
+        gap = rows[("e2el", stat)]["file_ms"] - rows[("e2el", stat)]["specsweep_ms"]
         assert 0 <= gap < 1.0
 
 
@@ -133,9 +171,20 @@ def test_malformed_files_fail_clearly_and_write_nothing(
     assert not db.exists()
 
 
-def test_cli_prints_both_summaries(tmp_path: Path) -> None:
+def test_import_writes_raw_rows_only_and_analyze_compares(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "r.duckdb"
     result = CliRunner().invoke(app, ["import", str(VLLM), "--db", str(db), "--tp", "8"])
     assert result.exit_code == 0, result.output
-    assert "mean ttft             1746.93      1746.93  match" in result.output
-    assert "DIFFER" not in result.output
+    assert f"next: `python -m analyze --db {db}`" in result.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    assert views == []  # the views are analyze's to build
+    assert analyze_main(["--db", str(db)]) == 0
+    out = capsys.readouterr().out  # ttft, tpot, itl x mean, median, std, p99; no e2el saved
+    assert ("analyze: import_check: 12 of 12 figures printed by 1 imported file(s) equal "
+            "specsweep's to the printed digit") in out
+    assert "differs" not in out
+    row = compared(db, VLLM)[("ttft", "mean")]
+    assert (row["file_printed"], row["specsweep_printed"]) == ("1746.93", "1746.93")
