@@ -1,7 +1,11 @@
 """Read one campaign's analysis views from the DuckDB file (read-only).
 
 ``report`` never writes to the database: the connection is opened with
-``read_only=True`` and every value is bound with ``?``.
+``read_only=True`` and every value is bound with ``?``. It reads only the objects that
+``python -m analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
+the campaign, its hosts and its services come from ``campaign_summary``,
+``environment_summary`` and ``service_summary``. A file that analyze has not (re)built
+lacks them, and the report says to run ``python -m analyze``.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ class ReportError(RuntimeError):
     """The report cannot be built (missing data, missing tool, LaTeX failure)."""
 
 
-REQUIRED = ("campaigns", "environment", "services", "request_metrics", "config_summary",
-            "speedup")
+REQUIRED = ("campaign_summary", "environment_summary", "service_summary", "request_metrics",
+            "config_summary", "speedup")
 OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation")
 REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
                    "prompt_id", "ttft_s", "decode_tps", "ok")
@@ -59,12 +63,13 @@ def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pd.Da
 def pick_campaign(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, Any]:
     """The requested campaign, or the latest by ``started_at``."""
     if campaign is None:
-        sql, params = "SELECT * FROM campaigns ORDER BY started_at DESC LIMIT 1", []
+        sql, params = "SELECT * FROM campaign_summary ORDER BY started_at DESC LIMIT 1", []
     else:
-        sql, params = "SELECT * FROM campaigns WHERE campaign_id = ?", [campaign]
+        sql, params = "SELECT * FROM campaign_summary WHERE campaign_id = ?", [campaign]
     frame = _frame(con, sql, params)
     if frame.empty:
-        known = [r[0] for r in con.execute("SELECT campaign_id FROM campaigns").fetchall()]
+        known = [r[0] for r in
+                 con.execute("SELECT campaign_id FROM campaign_summary").fetchall()]
         what = f"campaign {campaign!r}" if campaign else "any campaign"
         raise ReportError(f"no {what} in the database (known: {known or 'none'})")
     return frame.iloc[0].to_dict()
@@ -81,8 +86,9 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         return _by_campaign(con, name, cid, order=order) if name in have else pd.DataFrame()
 
     return {
-        "environment": _by_campaign(con, "environment", cid, "host, key, value", "host, key"),
-        "services": _by_campaign(con, "services", cid, order="method, tp, requested_at"),
+        "environment": _by_campaign(con, "environment_summary", cid, "host, key, value",
+                                    "host, key"),
+        "services": _by_campaign(con, "service_summary", cid, order="method, tp, requested_at"),
         "request_metrics": _by_campaign(con, "request_metrics", cid,
                                         ", ".join(REQUEST_COLUMNS)),
         "config_summary": _by_campaign(con, "config_summary", cid,
@@ -97,13 +103,6 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),
     }
-
-
-def _count_warmup(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> int:
-    if "requests" not in have:
-        return 0
-    sql = "SELECT count(*) FROM requests WHERE campaign_id = ? AND is_warmup"
-    return int(con.execute(sql, [cid]).fetchone()[0])
 
 
 def load(db_path: Path | str, campaign: str | None = None,
@@ -121,8 +120,8 @@ def load(db_path: Path | str, campaign: str | None = None,
         info = pick_campaign(con, campaign)
         cid = str(info["campaign_id"])
         frames = _load_frames(con, cid, have)
-        n_warmup = _count_warmup(con, cid, have)
-    data = ReportData(campaign=info, n_warmup=n_warmup, baseline=baseline, **frames)
+    data = ReportData(campaign=info, n_warmup=int(info["n_warmup"]), baseline=baseline,
+                      **frames)
     methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
                          data.config_summary.get("method", pd.Series(dtype=str))])
     data.palette = method_palette(methods, baseline)

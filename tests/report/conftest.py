@@ -2,7 +2,8 @@
 
 The raw tables come from schema/ddl.sql. The analysis objects are built here as
 plain tables with the columns of analyze/VIEWS.md, computed in pandas, so these
-tests do not depend on analyze/ code. Data strings are deliberately hostile.
+tests do not depend on analyze/ code (tests/report/test_reads_only_views.py checks the
+report against the real views). Data strings are deliberately hostile.
 """
 
 from __future__ import annotations
@@ -256,6 +257,37 @@ def _meta(con: duckdb.DuckDBPyConnection) -> None:
                      1.5 + i, "log: " + HOSTILE[3]])
 
 
+def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
+              rm: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """campaign_summary, environment_summary and service_summary (VIEWS.md), from the raw
+    rows _meta wrote (the fixture has no units rows: every unit count is 0)."""
+    camp = con.execute("SELECT * FROM campaigns").df()
+    svc = con.execute("SELECT * FROM services").df()
+    env = con.execute("SELECT * FROM environment").df()
+    by_req, by_rm = req.groupby("campaign_id"), rm.groupby("campaign_id")
+    camp["duration_s"] = (camp["finished_at"] - camp["started_at"]).dt.total_seconds()
+    camp["n_services"] = camp["campaign_id"].map(svc.groupby("campaign_id").size())
+    camp["n_services_failed"] = camp["campaign_id"].map(
+        svc[svc["state"] == "failed"].groupby("campaign_id").size())
+    camp["n_units"] = camp["n_units_incomplete"] = 0
+    camp["n_requests"] = camp["campaign_id"].map(by_req.size())
+    camp["n_warmup"] = camp["campaign_id"].map(by_req["is_warmup"].sum())
+    camp["n_measured"] = camp["campaign_id"].map(by_rm.size())
+    camp = camp.fillna({c: 0 for c in camp.columns if c.startswith("n_")})
+    camp["n_in_incomplete"] = camp["n_requests"] - camp["n_warmup"] - camp["n_measured"]
+    camp["n_ok"] = camp["campaign_id"].map(by_rm["ok"].sum()).fillna(0)
+    camp["n_failed"] = camp["n_measured"] - camp["n_ok"]
+    env["topic"] = env["key"].str.split(".").str[0]
+    env["n_hosts"] = env.groupby("campaign_id")["host"].transform("nunique")
+    svc = svc.drop(columns=["log_tail"])
+    for col, rows in (("n_warmup", req[req["is_warmup"]]), ("n_measured", rm),
+                      ("n_ok", rm[rm["ok"]])):
+        svc[col] = svc["service_id"].map(rows.groupby("service_id").size()).fillna(0)
+    svc["n_units"] = svc["n_units_incomplete"] = 0
+    svc["n_failed"] = svc["n_measured"] - svc["n_ok"]
+    return {"campaign_summary": camp, "environment_summary": env, "service_summary": svc}
+
+
 def populate(path: Path, agentic: bool = True, windows: list = WINDOWS) -> Path:
     """Create the DuckDB file: raw tables from the DDL plus analysis tables."""
     req = raw_requests(agentic, windows)
@@ -270,6 +302,7 @@ def populate(path: Path, agentic: bool = True, windows: list = WINDOWS) -> Path:
         _meta(con)
         con.register("req_df", req)
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
+        objects |= summaries(con, req, rm)
         for name, frame in objects.items():
             con.register("obj_df", frame)
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM obj_df")

@@ -1,0 +1,123 @@
+"""`report` reads only the analysis layer (analyze/VIEWS.md), never the raw tables collect
+writes: statically (every table its SQL names is one of analyze's objects) and on files that
+hold nothing but analysis objects (the raw tables dropped, or the real views of a real
+analyze run copied out as tables)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from analyze import build as analyze_build
+from report import data as report_data
+from report.build import render_tex
+from report.context import build_context
+from report.data import ReportError, load
+from report.figures import make_figures
+from schema.store import DDL
+from tests.report.conftest import CAMPAIGN, _meta, raw_requests
+
+ROOT = Path(__file__).resolve().parents[2]
+SQL_NAME = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_][\w.]*)")  # the SQL here is upper case
+CATALOG = {"information_schema.tables"}  # what objects exist, not data
+RAW = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL.read_text())
+FIGURES = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
+                         "crossover", "agentic"])
+
+
+def _report_strings() -> list[tuple[str, str]]:
+    """(file, text) of every string constant in report/*.py, f-string parts included."""
+    found = []
+    for path in sorted((ROOT / "report").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.append((path.name, node.value))
+    return found
+
+
+def _names_passed_to_by_campaign() -> set[str]:
+    """Object names report.data formats into `SELECT ... FROM {name}`."""
+    tree = ast.parse((ROOT / "report" / "data.py").read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_by_campaign", "opt"):
+            names |= {a.value for a in node.args if isinstance(a, ast.Constant)
+                      and isinstance(a.value, str) and "," not in a.value}
+    return names
+
+
+def test_every_table_the_reports_sql_names_is_an_analysis_object() -> None:
+    named = {(file, m.group(1)) for file, text in _report_strings()
+             for m in SQL_NAME.finditer(text)}
+    assert ("data.py", "campaign_summary") in named  # the pattern finds what it should
+    stray = {(f, n) for f, n in named if n not in analyze_build.OBJECTS and n not in CATALOG}
+    assert not stray, f"report SQL reads objects analyze does not build: {sorted(stray)}"
+
+
+def test_every_object_report_loads_is_built_by_analyze() -> None:
+    formatted = _names_passed_to_by_campaign()
+    assert {"environment_summary", "service_summary", "speedup"} <= formatted
+    for name in (*report_data.REQUIRED, *report_data.OPTIONAL, *formatted):
+        assert name in analyze_build.OBJECTS, name
+    assert not set(RAW) & set(analyze_build.OBJECTS)
+
+
+def _drop_raw_tables(path: Path) -> None:
+    with duckdb.connect(str(path)) as con:
+        for table in RAW:
+            con.execute(f"DROP TABLE IF EXISTS {table}")  # names from the DDL
+
+
+def test_the_report_builds_from_analysis_objects_alone(report_db: Path, tmp_path: Path) -> None:
+    path = tmp_path / "views-only.duckdb"
+    shutil.copyfile(report_db, path)
+    _drop_raw_tables(path)
+    data = load(path)
+    tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
+    assert data.campaign["campaign_id"] == CAMPAIGN and data.n_warmup == 12
+    assert "12 warm-up request(s) were excluded" in tex
+
+
+def test_a_file_analysed_before_the_summaries_asks_for_analyze(report_db: Path,
+                                                                tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    shutil.copyfile(report_db, path)
+    with duckdb.connect(str(path)) as con:
+        con.execute("DROP TABLE service_summary")
+    with pytest.raises(ReportError, match=r"lacks service_summary; run `python -m analyze`"):
+        load(path)
+
+
+@pytest.fixture(scope="module")
+def analysed_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report fixture's raw rows through the real analyze, then every analysis object
+    copied as a table into a file that has nothing else."""
+    folder = tmp_path_factory.mktemp("real")
+    raw, only = folder / "raw.duckdb", folder / "objects.duckdb"
+    with duckdb.connect(str(raw)) as con:
+        con.execute(DDL.read_text())
+        _meta(con)
+        con.register("req_df", raw_requests(agentic=True))
+        con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
+    analyze_build.run(raw)
+    with duckdb.connect(str(raw), read_only=True) as src, duckdb.connect(str(only)) as con:
+        for name in analyze_build.OBJECTS:  # names are analyze's constants
+            con.register("frame", src.table(name).df())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+            con.unregister("frame")
+    return only
+
+
+def test_the_report_reads_what_analyze_builds(analysed_copy: Path, tmp_path: Path) -> None:
+    data = load(analysed_copy)
+    tex = render_tex(build_context(data, FIGURES))
+    assert data.campaign["campaign_id"] == CAMPAIGN and data.campaign["n_services"] == 3
+    assert "12 warm-up request(s) were excluded" in tex
+    assert "status is \\emph{interrupted}" in tex
+    assert list(data.services["method"]) == ["autoregressive", "ddtree_b8", "dflash"]
+    assert "Prompt-cache settings as recorded" in " ".join(tex.split())
