@@ -31,6 +31,7 @@ import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
+from schema import metrics
 from schema.contracts import CONTRACTS
 
 SCHEMA_VERSION = 4
@@ -174,6 +175,7 @@ def connect(path: str | Path, read_only: bool = False, create: bool = False
             _require_known_version(con)
         else:
             migrate(con)
+            metrics.install(con)  # the metric macros views and collect share
     except BaseException:
         con.close()
         raise

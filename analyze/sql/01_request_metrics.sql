@@ -13,6 +13,7 @@
 --   colocated        = the request's unit ran while other services of the campaign ran on
 --                      the same host (units.colocated_with <> ''; packed configurations)
 --   neighbours       = how many such services (0 when it ran alone)
+-- tpot_s, decode_tps and e2e_tps are schema/metrics.sql's macros of the same names.
 -- Failed requests (ok = false) keep their row (error_rate needs them) but every derived
 -- latency/speed column is NULL for them. Rows of a unit marked incomplete (units.complete =
 -- false: the run was interrupted in it) are left out until resume redoes the unit.
@@ -59,12 +60,10 @@ chunk_gaps AS (
 derived AS (
     SELECT
         m.*,
-        CASE WHEN m.ok AND m.output_tokens > 1
-            THEN (m.e2e_s - m.ttft_s) / (m.output_tokens - 1) END AS tpot_s,
-        CASE WHEN m.ok AND m.output_tokens > 1 AND m.e2e_s > m.ttft_s
-            THEN (m.output_tokens - 1) / (m.e2e_s - m.ttft_s) END AS decode_tps,
-        CASE WHEN m.ok AND m.e2e_s > 0
-            THEN m.output_tokens / m.e2e_s END AS e2e_tps,
+        -- tpot_s, decode_tps, e2e_tps: the macros of schema/metrics.sql (defined once)
+        CASE WHEN m.ok THEN tpot_s(m.output_tokens, m.e2e_s, m.ttft_s) END AS tpot_s,
+        CASE WHEN m.ok THEN decode_tps(m.output_tokens, m.e2e_s, m.ttft_s) END AS decode_tps,
+        CASE WHEN m.ok THEN e2e_tps(m.output_tokens, m.e2e_s) END AS e2e_tps,
         coalesce(len(m.chunk_times_s), 0) AS n_chunks,
         g.gaps_s AS itl_chunk_gaps_s,
         list_avg(g.gaps_s) AS itl_chunk_mean_s,

@@ -11,6 +11,7 @@
 --                      total tokens / total verify steps, over rows with accept_length > 0)
 --   accept_length_rw = avg(accept_length)  (request-weighted, same rows)
 --   accept_rate      = sum(accepted_tokens) / sum(draft_tokens)
+-- accept_length_tw and accept_rate are schema/metrics.sql's macros of the same names.
 
 CREATE OR REPLACE VIEW config_summary AS
 
@@ -55,9 +56,7 @@ per_config AS (
         avg(decode_tps) AS decode_tps_mean,
         sum(output_tokens) FILTER (WHERE ok) AS output_tokens_sum,
         avg(output_tokens) FILTER (WHERE ok) AS output_tokens_mean,
-        sum(output_tokens) FILTER (WHERE ok AND accept_length > 0)
-            / sum(output_tokens / accept_length) FILTER (WHERE ok AND accept_length > 0)
-            AS accept_length_tw,
+        accept_length_tw(ok, output_tokens, accept_length) AS accept_length_tw,
         avg(accept_length) FILTER (WHERE ok AND accept_length > 0) AS accept_length_rw,
         sum(draft_tokens) FILTER (WHERE ok) AS draft_tokens_sum,
         sum(accepted_tokens) FILTER (WHERE ok) AS accepted_tokens_sum
@@ -68,7 +67,7 @@ per_config AS (
 final AS (
     SELECT
         p.*,
-        p.accepted_tokens_sum / nullif(p.draft_tokens_sum, 0) AS accept_rate,
+        accept_rate(p.accepted_tokens_sum, p.draft_tokens_sum) AS accept_rate,
         t.throughput_tps,
         t.window_id,
         t.n_windows

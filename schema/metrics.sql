@@ -1,0 +1,41 @@
+-- Metric definitions, written once. Installed as persistent DuckDB macros in every results
+-- file by schema.metrics.install (called whenever schema.store.connect opens a file for
+-- writing), so the analysis views, collect's best-of ranking and its time estimates compute
+-- the same numbers, and a read-only reader (report, `make sql`) can use them as well.
+-- Each macro takes the columns it needs and returns NULL where the metric is undefined;
+-- callers add the `ok` condition (a failed request has no latency metrics).
+
+-- tpot_s: time per output token after the first, seconds.
+--   (e2e_s - ttft_s) / (output_tokens - 1)                       when output_tokens > 1
+--   Convention: the first token's time is TTFT, so it is left out of both terms
+--   (vLLM's and SGLang's benchmark convention).
+CREATE OR REPLACE MACRO tpot_s(output_tokens, e2e_s, ttft_s) AS
+    CASE WHEN output_tokens > 1 THEN (e2e_s - ttft_s) / (output_tokens - 1) END;
+
+-- decode_tps: decode speed, tokens per second after the first token.
+--   (output_tokens - 1) / (e2e_s - ttft_s)                       when output_tokens > 1
+--                                                                 and e2e_s > ttft_s
+--   Convention: the reciprocal of tpot_s; undefined (not infinite) when the whole reply
+--   arrived with the first token.
+CREATE OR REPLACE MACRO decode_tps(output_tokens, e2e_s, ttft_s) AS
+    CASE WHEN output_tokens > 1 AND e2e_s > ttft_s
+        THEN (output_tokens - 1) / (e2e_s - ttft_s) END;
+
+-- e2e_tps: whole-request speed, output_tokens / e2e_s            when e2e_s > 0
+--   Convention: includes the prefill (TTFT); compare decode_tps, which does not.
+CREATE OR REPLACE MACRO e2e_tps(output_tokens, e2e_s) AS
+    CASE WHEN e2e_s > 0 THEN output_tokens / e2e_s END;
+
+-- accept_length_tw (aggregate): token-weighted mean acceptance length of speculative decoding,
+--   sum(output_tokens) / sum(output_tokens / accept_length)      over rows with ok and
+--                                                                 accept_length > 0
+--   Convention: output_tokens / accept_length is a request's verify steps, so this is
+--   total tokens / total verify steps (what a server's own counters give), not the
+--   request-weighted avg(accept_length).
+CREATE OR REPLACE MACRO accept_length_tw(ok, output_tokens, accept_length) AS
+    sum(output_tokens) FILTER (WHERE ok AND accept_length > 0)
+        / sum(output_tokens / accept_length) FILTER (WHERE ok AND accept_length > 0);
+
+-- accept_rate: accepted draft tokens / proposed draft tokens      NULL when none proposed
+CREATE OR REPLACE MACRO accept_rate(accepted_tokens, draft_tokens) AS
+    accepted_tokens / nullif(draft_tokens, 0);
