@@ -1,7 +1,8 @@
 -- import_check: for files imported by `python -m collect import`, each summary figure the
 -- tool printed beside the same figure recomputed from the imported requests.
 -- grain: (campaign_id, run, metric, stat); key: the same columns. Only imported campaigns
--- (environment key 'import.tool') have rows; run k is the k-th JSON object of the file.
+-- (environment key 'import.tool': vllm | sglang, also a column) have rows; run k is the
+-- k-th JSON object of the file (0-based).
 -- Reads environment (the importer stores every scalar field of run k as
 -- 'import.run<k>.<field>' = its JSON text) and latency_conventions (08), whose window of run
 -- k is window_id = campaign_id || '-w' || k (the importer's naming).
@@ -40,7 +41,7 @@ file_fields AS (
 file_figures AS (
     -- each tool's own name for E2E latency; a stray key of the other spelling is not its figure
     SELECT
-        campaign_id, run, stat, file_ms,
+        campaign_id, tool, run, stat, file_ms,
         CASE WHEN field_metric = 'e2e_latency' THEN 'e2el' ELSE field_metric END AS metric
     FROM file_fields
     WHERE file_ms IS NOT NULL
@@ -63,7 +64,7 @@ windows AS (
 
 final AS (
     SELECT
-        f.campaign_id, f.run, w.workload, f.metric, f.stat,
+        f.campaign_id, f.tool, f.run, w.workload, f.metric, f.stat,
         f.file_ms,
         o.specsweep_ms,
         printf('%.2f', f.file_ms) AS file_printed,

@@ -103,3 +103,14 @@ def test_analyze_prints_the_count_and_each_figure_that_differs(tmp_path: Path) -
         "printed digit",
         f"  differs: {CID} wl-run0 p99 ttft (ms): file 120.00, specsweep 100.00",
     ]
+
+
+def test_sglangs_e2e_difference_is_named_as_expected(tmp_path: Path) -> None:
+    path = tmp_path / "r.duckdb"
+    write_db(path, window(0, [0.1]))
+    facts(path, CID, "sglang", {"import.run0.mean_e2e_latency_ms": 1100.02,
+                                "import.run0.mean_ttft_ms": 101.0})
+    build.run(path, baseline="autoregressive")
+    e2e, ttft = build.import_check_lines(path)[1:]
+    assert e2e.endswith("specsweep 1100.00" + build.SGLANG_E2E)
+    assert ttft.endswith("mean ttft (ms): file 101.00, specsweep 100.00")  # no excuse here
