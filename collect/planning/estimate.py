@@ -64,9 +64,10 @@ class Measured:
     startup_s: dict[tuple[str, int], float] = field(default_factory=dict)  # (method, tp)
 
 
+# decode_tps: the macro of schema/metrics.sql, the definition the views and the ranking use
 REQUEST_FIGURES = """
 SELECT config_id, workload, concurrency,
-       median((output_tokens - 1) / (e2e_s - ttft_s)), median(ttft_s)
+       median(decode_tps(output_tokens, e2e_s, ttft_s)), median(ttft_s)
 FROM requests
 WHERE ok AND NOT is_warmup AND output_tokens > 1 AND e2e_s > ttft_s
   AND list_contains(?, config_id)

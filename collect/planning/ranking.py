@@ -1,0 +1,89 @@
+"""Best-of ranking: which methods of an earlier phase were fastest, with the report's statistic.
+
+A phase `{best_of: tp1, top: 2}` runs the two fastest methods of phase tp1. "Fastest" is
+decided from the measurements already in the store, with the same paired speedup and
+bootstrap interval as the report's `speedup` table (schema.paired.paired_speedup on the
+schema.metrics decode_tps of each request), never from an unpaired median:
+
+- per window (workload, max_tokens, concurrency) the earlier phase measured: the paired
+  speedup of the method's decode tok/s over the baseline's on the prompts both measured,
+  with its 95% bootstrap interval. Windows without a shared prompt are left out.
+- a method's score: the median of its window speedups; its interval: the median of the
+  window interval bounds (with one window, exactly the report's row; with several, a summary
+  of the per-window intervals, not a joint interval).
+- order: by score, highest first; equal scores by method name, so a rerun chooses the same.
+  `top` takes the first N of that order even when intervals overlap (the phase needs
+  methods to run); the log line marks every method whose interval overlaps the leader's as
+  "not separable" from it, so a choice the data cannot support is visible.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from schema.paired import paired_speedup
+
+DECODE_SPEEDS = """
+SELECT method, workload, max_tokens, concurrency, prompt_id,
+       decode_tps(output_tokens, e2e_s, ttft_s) AS decode_tps
+FROM requests AS r
+WHERE campaign_id = ? AND tp = ? AND ok AND NOT is_warmup
+  AND decode_tps(output_tokens, e2e_s, ttft_s) IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
+                  AND u.campaign_id = r.campaign_id AND u.config_id = r.config_id
+                  AND u.workload = r.workload)
+ORDER BY ALL
+"""
+
+Window = tuple[str, int, int]
+ByPrompt = dict[str, list[float]]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A method's score over the baseline and its interval (see the module docstring)."""
+
+    method: str
+    score: float
+    ci_low: float
+    ci_high: float
+    n_windows: int
+
+    def overlaps(self, other: Ranked) -> bool:
+        """The two intervals share a point: the data cannot order the two methods."""
+        return self.ci_low <= other.ci_high and other.ci_low <= self.ci_high
+
+
+def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str) -> list[Ranked]:
+    """Every non-baseline method measured at tp with a paired window, fastest first."""
+    speeds: dict[str, dict[Window, ByPrompt]] = defaultdict(lambda: defaultdict(dict))
+    for method, w, mt, c, prompt, tps in store.execute(DECODE_SPEEDS, [campaign_id, tp]):
+        speeds[method][(w, mt, c)].setdefault(prompt, []).append(tps)
+    base = speeds.pop(baseline, {})
+    ranked = [r for m, windows in speeds.items() if (r := _score(m, windows, base))]
+    return sorted(ranked, key=lambda r: (-r.score, r.method))
+
+
+def _score(method: str, windows: dict[Window, ByPrompt], base: dict[Window, ByPrompt]
+           ) -> Ranked | None:
+    """Median over the windows the method shares with the baseline; None when none."""
+    found = [s for w, by_prompt in windows.items()
+             if w in base and (s := paired_speedup(by_prompt, base[w])) is not None]
+    if not found:
+        return None
+    return Ranked(method, median(s.speedup for s in found), median(s.ci_low for s in found),
+                  median(s.ci_high for s in found), len(found))
+
+
+def describe(ranked: list[Ranked]) -> str:
+    """One line: each method's score and interval, the ones not separable from the leader."""
+    parts = [f"{r.method} {r.score:.2f}x [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in ranked]
+    text = ", ".join(parts)
+    if ranked:
+        close = [r.method for r in ranked[1:] if r.overlaps(ranked[0])]
+        if close:
+            text += f" (not separable from {ranked[0].method}: {', '.join(close)})"
+    return text
