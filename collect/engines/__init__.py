@@ -1,21 +1,47 @@
-"""Engine adapters: how to launch a server, when it is ready, how to send one request and
-where its speculative statistics are. `create(cfg)` picks the adapter for a plan's engine."""
+"""Engine adapters, one module per engine owning all its knowledge: its plan model, launch
+flags, stream parser, fingerprint, scrapes, memory rules and result-file format.
+
+A module here is an engine when it defines `KIND` (the plan's `engine.kind`), `Config` (its
+pydantic plan model) and `Adapter` (a class satisfying `collect.engines.base.Engine`, built
+from a `Config`). Modules are found by listing this package's `__path__`, so adding an engine
+is adding one module; `create(cfg)` picks the adapter for a plan's engine.
+"""
 
 from __future__ import annotations
 
-from collect.engines.llamacpp import LlamaCpp
-from collect.engines.sglang import SGLang
-from collect.engines.vllm import VLLM
-from collect.plan.components import Engine
+import functools
+import importlib
+import pkgutil
+from types import ModuleType
+from typing import Any
 
-Adapter = LlamaCpp | SGLang | VLLM
+from collect.engines.base import Engine
 
 
-def create(cfg: Engine) -> Adapter:
-    if cfg.kind == "llamacpp":
-        return LlamaCpp(cfg)
-    if cfg.kind == "sglang":
-        return SGLang(cfg)
-    if cfg.kind == "vllm":
-        return VLLM(cfg)
-    raise ValueError(f"unknown engine kind {cfg.kind!r}")
+@functools.cache
+def modules() -> dict[str, ModuleType]:
+    """Every engine module by KIND, in module-name order (which orders the plan's union)."""
+    found: dict[str, ModuleType] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if "KIND" not in vars(module):  # helper modules (base, chat templates) have none
+            continue
+        kind = module.KIND
+        if kind in found:
+            raise ValueError(f"engine kind {kind!r} defined twice: {found[kind].__name__}, "
+                             f"{module.__name__}")
+        found[kind] = module
+    return found
+
+
+def config_models() -> list[type[Any]]:
+    """The plan models of every engine, for the plan's `engine` union."""
+    return [m.Config for m in modules().values()]
+
+
+def create(cfg: Any) -> Engine:
+    """The adapter for a plan's engine (`cfg.kind` names its module's KIND)."""
+    module = modules().get(cfg.kind)
+    if module is None:
+        raise ValueError(f"unknown engine kind {cfg.kind!r}; known: {', '.join(modules())}")
+    return module.Adapter(cfg)

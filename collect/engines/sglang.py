@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import httpx
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from pydantic import Field
 
-from collect.engines.base import EngineHooks, HookFailed
+from collect.engines.base import EngineHooks, HookFailed, MemoryRules, flag
 from collect.engines.llamacpp import parse_prometheus
-from collect.plan.components import SGLangEngine
-from collect.plan.model import Method
+from collect.plan.fields import EngineConfig, Method
 
 # server_args fields worth recording besides every `speculative_*` one
 FINGERPRINT_KEYS = (
@@ -170,10 +170,46 @@ def _first(meta: dict[str, Any], *keys: str) -> Any:
 # --- the adapter -------------------------------------------------------------------------
 
 
+KIND = "sglang"
+
+
+def _default_fraction(gpu_gib: float, tp: int) -> tuple[float, str]:
+    """SGLang reserves at least 10 GiB on GPUs above 60 GiB, else about 3.5 GiB + tp/8 GiB
+    (its own estimate)."""
+    reserved = 10.0 if gpu_gib > 60 else 3.5 + tp / 8
+    return 1 - reserved / gpu_gib, f"SGLang's default estimate: {reserved:g} GiB reserved"
+
+
+MEMORY = MemoryRules(
+    fraction_flag="--mem-fraction-static",
+    context_flag="--context-length",
+    default_fraction=_default_fraction,
+    draft_path=lambda args: flag(args, "--speculative-draft-model-path"),
+    state_ratio_flag="--mamba-full-memory-ratio",
+    state_ratio_default=0.9,
+    draft_tokens_flag="--speculative-num-draft-tokens",
+)
+
+
+class SGLangEngine(EngineConfig):
+    kind: Literal["sglang"] = Field(description="SGLang (python -m sglang.launch_server).")
+    python: str = Field("python3", description="Python interpreter on the host (e.g. a venv's).")
+    chat_template: str | None = Field(
+        None,
+        description="Jinja2 chat template for /generate prompts; default: `chat_template` of "
+        "the model's tokenizer_config.json, read over the host.",
+    )
+    flush_cache: bool = Field(
+        True, description="POST /flush_cache between workloads (checked in the reply body)."
+    )
+
+    memory: ClassVar[MemoryRules | None] = MEMORY
+
+
 class SGLang(EngineHooks):
     """Adapter for SGLang's HTTP server."""
 
-    kind = "sglang"
+    kind = KIND
     health_path = "/health"
     generate_path = "/generate"
 
@@ -312,3 +348,7 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+Config = SGLangEngine
+Adapter = SGLang

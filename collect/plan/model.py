@@ -22,42 +22,21 @@ from pydantic import (
     field_validator,
 )
 
+from collect.engines.llamacpp import LlamaCppEngine  # noqa: F401 - re-exported for older imports
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     Engine,
     Estimates,
     Host,
-    LlamaCppEngine,
     LocalHost,
     ModelInfo,
     Name,
     Strict,
 )
+from collect.plan.fields import Method
 from collect.plan.phases import BestOf, Phase
 
 # --- methods -----------------------------------------------------------------------------
-
-
-class Method(Strict):
-    name: Name = Field(description="Method label used in every table and chart.")
-    args: list[str] = Field(
-        default_factory=list, description="Engine flags selecting this method ({model} expands)."
-    )
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
-    tp: list[int] | None = Field(
-        None, description="Tensor-parallel sizes for this method; default: the plan's `tp`."
-    )
-    workloads: list[str] | None = Field(
-        None, description="Names of the workloads this method runs; default: all of them."
-    )
-    draft: ModelInfo | None = Field(
-        None,
-        description="Weights and config.json of the method's draft model, for `check`'s memory "
-        "budget (default with `check --probe`: read from the draft path in args).",
-    )
-
-    def runs(self, workload: str) -> bool:
-        return self.workloads is None or workload in self.workloads
 
 
 # --- prompts and workloads ---------------------------------------------------------------
@@ -258,7 +237,7 @@ class Plan(Strict):
             unknown = sorted(set(p.methods if isinstance(p.methods, list) else []) - methods)
             unknown += sorted(set(p.workloads or []) - workloads)
             host = info.data.get("host")
-            blocking = {b.name for b in getattr(host, "blocking_services", [])}
+            blocking = {b.name for b in host.blocking_services}
             unknown += sorted(set(p.stop_services) - blocking)
             if unknown:
                 raise ValueError(
@@ -336,8 +315,8 @@ class Plan(Strict):
 
 def _check_tp(tp: list[int], engine: Engine | None) -> list[int]:
     _check_positive(tp)
-    if engine is not None and engine.kind == "llamacpp" and any(t != 1 for t in tp):
-        raise ValueError(f"llama.cpp services run with tp 1 only, got {tp}")
+    if engine is not None and engine.max_tp is not None and any(t > engine.max_tp for t in tp):
+        raise ValueError(f"{engine.kind} services run with tp up to {engine.max_tp}, got {tp}")
     return tp
 
 

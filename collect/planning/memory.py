@@ -40,20 +40,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collect.engines.flags import (  # noqa: F401 - flag, draft_path: used by tests via memory
-    RULES,
-    SGLANG_STATE_RATIO,
-    draft_path,
-    draft_tokens,
-    flag,
-    mem_fraction,
-    service_args,
-)
-from collect.plan.components import ModelInfo
+from collect.engines.base import MemoryRules, flag
+from collect.plan.fields import EngineConfig, ModelInfo
 from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
 from collect.plan.workloads import prompts
 
 GIB = 1 << 30
+
+
+def service_args(config: ServiceConfig) -> list[str]:
+    """Flags in launch order: engine args, method args, then tp_args (as collect.run.service)."""
+    e = config.engine
+    return [*e.args, *config.method.args, *e.tp_args.get(config.tp, [])]
+
+
+def memory_rules(engine: EngineConfig) -> MemoryRules:
+    """The engine's memory rules; engines without them get no budget (see _budgets)."""
+    if engine.memory is None:
+        raise ValueError(f"engine {engine.kind!r} has no memory rules")
+    return engine.memory
 TIGHT_SHARE = 0.8  # above 80% of the KV pool a config is TIGHT: estimates, fragmentation
 CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD_TOKENS = 32
@@ -239,20 +244,18 @@ class Budget:
 def budget(config: ServiceConfig, gpu_gib: float, target: Model, draft: Model | None,
            peak: tuple[int, int]) -> Budget:
     """The budget of one service at its tp for a load of peak = (tokens, sequences)."""
-    kind, tp, args = config.engine.kind, config.tp, service_args(config)
-    rules = RULES[kind]
-    fraction, fraction_src = mem_fraction(kind, args, gpu_gib, tp)
+    tp, args, rules = config.tp, service_args(config), memory_rules(config.engine)
+    fraction, fraction_src = rules.fraction(args, gpu_gib, tp)
     draft_gib = draft.weights_gib if draft else 0.0
     weights = weights_per_gpu(target.weights_gib, draft_gib, tp)
     pool = static_pool_gib(gpu_gib, fraction, weights)
     kv_dtype = DTYPE_BYTES.get(flag(args, "--kv-cache-dtype") or "auto")
     per_token = kv_bytes_per_token(target.arch, tp, kv_dtype)
     per_token += kv_bytes_per_token(draft.arch, tp, kv_dtype) if draft else 0
-    d = draft_tokens(kind, args) if draft else 0
+    d = rules.draft_tokens(args) if draft else 0
     per_seq = linear_state_bytes(target.arch, tp) * (1 + d) / GIB
     needed_tokens, sequences = peak
-    ratio_flag = rules.state_ratio_flag
-    ratio = float(flag(args, ratio_flag) or SGLANG_STATE_RATIO) if ratio_flag else None
+    ratio = rules.state_ratio(args)
     kv_pool, state_pool = split_pool(pool, per_seq * sequences, ratio if per_seq else None)
     kv_tokens = tokens_that_fit(kv_pool, per_token)
     states_ok = pool > 0 and per_seq * sequences <= state_pool
@@ -298,8 +301,7 @@ def gpu_lines(plan: Plan, host: Any) -> tuple[list[str], float | None, bool]:
     has fewer GPUs than the largest phase needs. `host` is a probed host or None."""
     from collect.hosts import facts
 
-    declared = getattr(plan.host, "gpus", None)
-    gpu_gib = getattr(plan.host, "gpu_memory_gib", None)
+    declared, gpu_gib = plan.host.gpus, plan.host.gpu_memory_gib
     need = max(p.tp for p in plan.all_phases())
     lines = [f"GPUs: declared {declared} ({len(declared)}); phases need up to {need}"
              if declared is not None else
@@ -347,9 +349,9 @@ def check_plan(plan: Plan, probe: bool = False) -> tuple[list[str], bool]:
 
 def _budgets(plan: Plan, host: Any, gpu_gib: float | None) -> list[Budget] | str:
     """Every config's budget, or why none can be computed."""
-    kind = plan.engine.kind
-    if kind not in RULES:
-        return f"{kind} runs on this machine's CPU here"
+    rules = plan.engine.memory
+    if rules is None:
+        return f"{plan.engine.kind} runs on this machine's CPU here"
     if gpu_gib is None:
         return "add host.gpu_memory_gib, or run check --probe"
     target = read_model(plan.engine.model_info, plan.engine.model, host, "engine.model_info")
@@ -359,7 +361,7 @@ def _budgets(plan: Plan, host: Any, gpu_gib: float | None) -> list[Budget] | str
     result = []
     for config in plan_configs(plan):
         index = plan.methods.index(config.method)
-        path = draft_path(kind, service_args(config))
+        path = rules.draft_path(service_args(config))
         draft = None
         if path or config.method.draft:
             draft = read_model(config.method.draft, path, host, f"methods[{index}].draft")

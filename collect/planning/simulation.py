@@ -33,12 +33,12 @@ from collect.planning.schedule import (
 
 def host_gpus(plan: Plan) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(GPUs of the host, GPUs held by blocking services). host.gpus when the plan lists
-    them; else none for llama.cpp (a CPU host) and as many as the largest tp otherwise."""
-    gpus = getattr(plan.host, "gpus", None)
+    them; else none for a CPU engine (llama.cpp) and as many as the largest tp otherwise."""
+    gpus = plan.host.gpus
     if gpus is None:
         widest = max(p.tp for p in plan.all_phases())
-        gpus = [] if plan.engine.kind == "llamacpp" else list(range(widest))
-    held = {g for b in getattr(plan.host, "blocking_services", []) for g in getattr(b, "gpus", [])}
+        gpus = list(range(widest)) if plan.engine.uses_gpus else []
+    held = {g for b in plan.host.blocking_services for g in b.gpus}
     return tuple(gpus), tuple(sorted(held))
 
 

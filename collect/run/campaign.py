@@ -23,7 +23,7 @@ class Campaign:
     plan: Plan
     campaign_id: str
     host: Host
-    engine: engines.Adapter
+    engine: engines.Engine
     log_dir: Path
     progress: CampaignProgress
     stopping: threading.Event = field(default_factory=threading.Event)

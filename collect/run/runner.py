@@ -52,7 +52,7 @@ def run(
         status = "interrupted"
         host = hosts.create(plan.host)
         try:
-            for pid in getattr(host, "reap_orphans", list)():  # remote hosts only
+            for pid in host.reap_orphans():  # remote hosts only; others have none
                 log.warning("stopped a server (pid %s) left running by an interrupted run", pid)
             engine = engines.create(plan.engine)
             engine.prepare(host)
@@ -155,13 +155,13 @@ class _Queue:
     def __init__(self, c: Campaign, phases: list[Phase]):
         self.c = c
         inventory = c.host.gpu_indices()
-        blocking = getattr(c.plan.host, "blocking_services", [])
+        blocking = c.plan.host.blocking_services
         reserved = sorted({g for b in blocking for g in b.gpus} & set(inventory))
         foreign = sorted(c.host.busy_gpus() - set(reserved)) if inventory else []
         if foreign:
             c.progress.note(f"GPUs {foreign} run processes specsweep did not start: not used")
         self.gpus = [g for g in inventory if g not in foreign]
-        self.packed = bool(self.gpus) and getattr(c.plan.host, "pack", False)
+        self.packed = bool(self.gpus) and c.plan.host.pack
         self.scheduler = Scheduler(self.gpus, reserved, packed=self.packed)
         c.progress.eta = Eta(self.gpus, reserved, self.packed)
         self.estimator = Estimator(c.plan, load_measured(c.store, c.plan))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from collect.engines.llamacpp import LlamaCpp
+from collect.engines.base import Engine
 from collect.hosts.base import Host, Process
 from collect.plan.model import ServiceConfig
 from collect.redact import MASK, redact, redact_argv
@@ -43,7 +43,7 @@ class Service:
     """
 
     def __init__(
-        self, host: Host, engine: LlamaCpp, config: ServiceConfig, log_dir: Path,
+        self, host: Host, engine: Engine, config: ServiceConfig, log_dir: Path,
         campaign_id: str, gpus: tuple[int, ...] | None = None, port_offset: int = 0,
         cancel: threading.Event | None = None,
     ):  # fmt: skip

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from collect.engines.llamacpp import LlamaCpp
+from collect.engines.base import Engine
 from collect.http import client
 from collect.plan.model import AgenticWorkload, RequestsWorkload
 from collect.plan.workloads import Prompt, messages, prompts, turn_message
@@ -30,7 +30,7 @@ class Context:
     """What every row of one service's measurements shares."""
 
     http: httpx.AsyncClient
-    engine: LlamaCpp
+    engine: Engine
     base_url: str
     campaign_id: str
     config_id: str

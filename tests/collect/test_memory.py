@@ -20,6 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from collect.__main__ import app
+from collect.engines import sglang, vllm
 from collect.plan.file import parse_plan
 from collect.planning import memory
 
@@ -135,10 +136,13 @@ def test_verdicts() -> None:
 def test_flags_and_fraction_defaults() -> None:
     args = ["--mem-fraction-static", "0.7", "--x", "--mem-fraction-static=0.75"]
     assert memory.flag(args, "--mem-fraction-static") == "0.75"
-    assert memory.mem_fraction("vllm", [], 80, 1) == (0.9, "--gpu-memory-utilization default")
-    assert memory.mem_fraction("sglang", [], 80, 1)[0] == pytest.approx(1 - 10 / 80)
+    assert vllm.MEMORY.fraction([], 80, 1) == (0.9, "--gpu-memory-utilization default")
+    assert sglang.MEMORY.fraction([], 80, 1)[0] == pytest.approx(1 - 10 / 80)
+    assert sglang.MEMORY.fraction(args, 80, 1) == (0.75, "--mem-fraction-static")
     spec = ["--speculative-config", '{"method": "dflash", "model": "/m/draft"}']
-    assert memory.draft_path("vllm", spec) == "/m/draft"
+    assert vllm.MEMORY.draft_path(spec) == "/m/draft"
+    assert sglang.MEMORY.draft_tokens(["--speculative-num-draft-tokens", "4"]) == 4
+    assert sglang.MEMORY.state_ratio([]) == 0.9 and vllm.MEMORY.state_ratio([]) is None
 
 
 def _check(plan: Path, *extra: str) -> Any:

@@ -355,7 +355,7 @@ def test_bad_plan_names_field_and_line(text: str, field: str, lines: set[int]) -
         pytest.param(NOBASE, "baseline 'reference'", id="missing-baseline"),
         pytest.param(DUPMETH, "duplicate method names ['autoregressive']", id="duplicate-methods"),
         pytest.param(DUPWL, "duplicate workload names", id="duplicate-workloads"),
-        pytest.param(TP4, "tp 1 only", id="tp-4"),
+        pytest.param(TP4, "tp up to 1", id="tp-4"),
     ],
 )
 def test_consistency_errors_say_what_is_wrong(text: str, words: str) -> None:

@@ -15,13 +15,13 @@ from collect.engines.sglang import (
     ChatTemplateError,
     FlushRefused,
     SGLang,
+    SGLangEngine,
     chat_template_from_tokenizer_config,
     sglang_stats,
     special_tokens_from_tokenizer_config,
 )
 from collect.http import client
-from collect.plan.components import SGLangEngine
-from collect.plan.model import Method
+from collect.plan.fields import Method
 
 TOL = 0.03  # seconds of delivery noise allowed on a loaded 2-core machine
 CHATML = (

@@ -25,9 +25,8 @@ from typing import Any
 import httpx
 import pytest
 
-from collect.engines.sglang import GenerateStream, SGLang
+from collect.engines.sglang import GenerateStream, SGLang, SGLangEngine
 from collect.http import client
-from collect.plan.components import SGLangEngine
 
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
 

@@ -10,10 +10,9 @@ import httpx
 import pytest
 from shaped_servers import Script, SGLangServer, VLLMServer, serve
 
-from collect.engines.vllm import VLLM, vllm_stats, window_acceptance
+from collect.engines.vllm import VLLM, VLLMEngine, vllm_stats, window_acceptance
 from collect.http import client
-from collect.plan.components import VLLMEngine
-from collect.plan.model import Method
+from collect.plan.fields import Method
 
 TOL = 0.03  # seconds of delivery noise allowed on a loaded 2-core machine
 MESSAGES = [{"role": "user", "content": "Hi"}]
