@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Host(Protocol):
     """Runs a service's server and reports on the machine it runs on (local, SSH, external)."""
 
     name: str
+    cfg: Any  # the host's plan model: every kind answers gpus, gpu_wait_s, pack, ...
 
     def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process: ...
     def alive(self, proc: Process) -> bool: ...

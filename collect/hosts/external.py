@@ -13,7 +13,7 @@ class External:
     """A server someone else runs: nothing to start or stop, no files to read."""
 
     def __init__(self, cfg: ExternalHost):
-        self.name, self.url = cfg.name, cfg.url.rstrip("/")
+        self.cfg, self.name, self.url = cfg, cfg.name, cfg.url.rstrip("/")
 
     def start(self, argv: list[str], env: dict[str, str], log_path: PurePath) -> Process:
         return Process(pid=0, log_path=log_path)

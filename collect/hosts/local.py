@@ -26,7 +26,7 @@ class Local:
     """This machine."""
 
     def __init__(self, cfg: LocalHost):
-        self.name = cfg.name
+        self.cfg, self.name = cfg, cfg.name
 
     def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -119,7 +119,7 @@ class Service:
         if not inventory:
             return
         tp = self.config.tp
-        deadline = time.monotonic() + getattr(getattr(self.host, "cfg", None), "gpu_wait_s", 0)
+        deadline = time.monotonic() + self.host.cfg.gpu_wait_s
         while True:
             busy = self.host.busy_gpus()
             free = [g for g in inventory if g not in busy]
