@@ -2,15 +2,11 @@
 
 A phase runs the methods it names, or the `top` fastest methods of an earlier phase
 (`methods: {best_of: tp1, top: 2}`), always with the baseline. "Fastest" is decided from
-the measurements already in the store, never assumed: for every window (workload,
-max_tokens, concurrency) the earlier phase measured, a method's speedup is its median
-decode tok/s over the baseline's; its score is the median of those speedups.
+the measurements already in the store, with the report's paired speedup and interval:
+collect.planning.ranking says how. This module holds the plan models only.
 """
 
 from __future__ import annotations
-
-import statistics
-from typing import Any
 
 from pydantic import Field
 
@@ -38,28 +34,3 @@ class Phase(Strict):
         description="host.blocking_services to stop before the phase and start again after "
         "it (also after a failure or Ctrl-C).",
     )
-
-
-DECODE_SPEEDS = """
-SELECT method, workload, max_tokens, concurrency,
-       median((output_tokens - 1) / (e2e_s - ttft_s)) AS decode_tps
-FROM requests AS r
-WHERE campaign_id = ? AND tp = ? AND ok AND NOT is_warmup
-  AND output_tokens > 1 AND e2e_s > ttft_s
-  AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
-                  AND u.campaign_id = r.campaign_id AND u.config_id = r.config_id
-                  AND u.workload = r.workload)
-GROUP BY ALL
-"""
-
-
-def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str) -> list[tuple[str, float]]:
-    """(method, score) of every non-baseline method measured at tp, fastest first."""
-    rows = store.execute(DECODE_SPEEDS, [campaign_id, tp])
-    base = {(w, mt, c): tps for m, w, mt, c, tps in rows if m == baseline}
-    ratios: dict[str, list[float]] = {}
-    for method, w, mt, c, tps in rows:
-        if method != baseline and base.get((w, mt, c)):
-            ratios.setdefault(method, []).append(tps / base[(w, mt, c)])
-    scores = [(m, statistics.median(r)) for m, r in ratios.items()]
-    return sorted(scores, key=lambda item: (-item[1], item[0]))

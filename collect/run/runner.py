@@ -19,9 +19,10 @@ from pathlib import Path
 
 from collect import engines, hosts
 from collect.plan.model import Plan, ServiceConfig, Workload
-from collect.plan.phases import BestOf, Phase, rank_methods
+from collect.plan.phases import BestOf, Phase
 from collect.plan.workloads import request_count
 from collect.planning.estimate import Estimator, load_measured
+from collect.planning.ranking import describe, rank_methods
 from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.resources import resolve_model
@@ -296,7 +297,7 @@ def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
         return phase.methods or [m.name for m in c.plan.methods]
     source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
     ranked = rank_methods(c.store, c.campaign_id, source.tp, c.plan.baseline)
-    chosen = [m for m, _ in ranked[: phase.methods.top]]
+    chosen = [r.method for r in ranked[: phase.methods.top]]
     if not announce:
         return chosen
     if not ranked:
@@ -304,7 +305,7 @@ def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
                         "methods from; only the baseline runs")
     else:
         c.progress.note(f"phase {phase.name}: fastest in {source.name}: "
-                        + ", ".join(f"{m} {x:.2f}x" for m, x in ranked) + f"; running {chosen}")
+                        + describe(ranked) + f"; running {chosen}")
     return chosen
 
 

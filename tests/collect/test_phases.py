@@ -1,4 +1,4 @@
-"""Phases: validation, the services each phase starts, and ranking methods from results."""
+"""Phases: validation and the services each phase starts (ranking: test_ranking.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,6 @@ from pathlib import Path
 import pytest
 
 from collect.plan.file import PlanError, parse_plan
-from collect.plan.phases import rank_methods
-from schema.store import Store
-from tests.schema.conftest import request_row
 
 PLAN = """
 name: phased
@@ -76,66 +73,6 @@ def test_tp_args_reach_the_config_id() -> None:
         )
     )
     assert base.configs()[0].config_id != more.configs()[0].config_id
-
-
-def test_rank_methods_from_hand_built_rows(tmp_path: Path) -> None:
-    """decode tok/s = (output_tokens - 1) / (e2e - ttft) = 10 / (e2e - 0.1).
-    baseline: e2e 1.1 -> 10 tok/s in both windows; a: 0.6 -> 20 (2.0x) and 1.1 -> 10 (1.0x),
-    median 1.5; b: 0.35 -> 40 (4.0x) in w1 only; c: 2.1 -> 5 (0.5x)."""
-    rows, i = [], 0
-    for method, workload, e2e in [
-        ("autoregressive", "w1", 1.1),
-        ("autoregressive", "w2", 1.1),
-        ("a", "w1", 0.6),
-        ("a", "w2", 1.1),
-        ("b", "w1", 0.35),
-        ("c", "w1", 2.1),
-        ("c", "w1", 2.1),
-        ("b", "w1", 0.35),
-    ]:
-        rows.append(
-            request_row(
-                i,
-                method=method,
-                workload=workload,
-                ttft_s=0.1,
-                e2e_s=e2e,
-                output_tokens=11,
-                chunk_times_s=[0.1, e2e],
-            )
-        )
-        i += 1
-    rows.append(
-        request_row(
-            i,
-            method="a",
-            workload="w1",
-            tp=4,
-            ttft_s=0.1,
-            e2e_s=0.2,
-            output_tokens=11,
-            chunk_times_s=[0.1, 0.2],
-        )
-    )  # other tp: ignored
-    rows.append(
-        request_row(
-            i + 1,
-            method="c",
-            workload="w2",
-            ok=False,
-            error_kind="http",
-            ttft_s=None,
-            e2e_s=None,
-            output_tokens=None,
-            chunk_times_s=None,
-        )
-    )
-    store = Store(tmp_path / "r.duckdb")
-    assert store.append("requests", rows) == len(rows)
-    ranked = rank_methods(store, "camp", 1, "autoregressive")
-    assert [m for m, _ in ranked] == ["b", "a", "c"]
-    assert [round(x, 6) for _, x in ranked] == [4.0, 1.5, 0.5]
-    assert rank_methods(store, "other-campaign", 1, "autoregressive") == []
 
 
 def test_ct200_plan_passes_check() -> None:
