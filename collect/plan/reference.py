@@ -20,10 +20,14 @@ _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bo
             "null": "null", "object": "mapping"}
 _HEADER = f"""# Plan reference
 
-Generated from the pydantic models in `collect/plan/` by `{REGENERATE}`;
-do not edit by hand (a test fails when this file differs from what the models say). A plan
-is YAML; every model forbids unknown fields. `python -m collect schema` prints the same
-schema as JSON Schema, for editors. A field whose default says *required* must be given.
+Generated from the pydantic models (`collect/plan/`, each engine's in `collect/engines/`);
+do not edit by hand: a test fails when this file differs from what the models say.
+Regenerate it with
+
+    {REGENERATE}
+
+A plan is YAML; every model forbids unknown fields. `python -m collect schema` prints the
+same schema as JSON Schema, for editors. A field whose default says *required* must be given.
 """
 
 
