@@ -15,7 +15,7 @@ import pkgutil
 from types import ModuleType
 from typing import Any
 
-from collect.engines.base import Engine
+from collect.engines.base import Engine, ResultFormat
 
 
 @functools.cache
@@ -37,6 +37,11 @@ def modules() -> dict[str, ModuleType]:
 def config_models() -> list[type[Any]]:
     """The plan models of every engine, for the plan's `engine` union."""
     return [m.Config for m in modules().values()]
+
+
+def result_formats() -> dict[str, ResultFormat]:
+    """The result-file format of every engine whose benchmark tool `collect import` reads."""
+    return {k: m.RESULT_FILE for k, m in modules().items() if "RESULT_FILE" in vars(m)}
 
 
 def create(cfg: Any) -> Engine:

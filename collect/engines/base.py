@@ -1,6 +1,7 @@
 """The `Engine` protocol the runner, the service lifecycle and the measurement windows are typed
 against, the no-op hooks adapters inherit, and `MemoryRules`: what an engine's flags say about
-its GPU memory (read by `collect.planning.memory`'s budget).
+its GPU memory (read by `collect.planning.memory`'s budget) and `ResultFormat`: how its benchmark
+tool's result files differ (read by `collect.importing.files`).
 
 An engine module under collect/engines/ defines `KIND`, a pydantic `Config` (its plan model,
 subclassing `collect.plan.fields.EngineConfig`) and an `Adapter` class that satisfies `Engine`;
@@ -10,7 +11,7 @@ docs/adding-an-engine.md walks through one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
@@ -97,3 +98,19 @@ class MemoryRules:
         if self.state_ratio_flag is None:
             return None
         return float(flag(args, self.state_ratio_flag) or self.state_ratio_default)
+
+
+@dataclass(frozen=True)
+class ResultFormat:
+    """How an engine's own benchmark tool writes a result file that `collect import` reads:
+    the per-request lists (ttfts, itls, output_lens, errors) are common to the tools, which
+    derive from vLLM's; what differs is named here (collect/importing/importer.py documents
+    the formats)."""
+
+    markers: tuple[str, ...] = ()  # keys only this tool writes; () = the format others extend
+    metric_keys: dict[str, str] = field(default_factory=dict)  # metric -> its summary-key name
+
+    def summary_key(self, metric: str, stat: str) -> str:
+        """The file's key for a summary number, e.g. mean_e2el_ms."""
+        return f"{stat}_{self.metric_keys.get(metric, metric)}_ms"
+

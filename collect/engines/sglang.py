@@ -23,7 +23,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import Field
 
-from collect.engines.base import EngineHooks, HookFailed, MemoryRules, flag
+from collect.engines.base import EngineHooks, HookFailed, MemoryRules, ResultFormat, flag
 from collect.engines.llamacpp import parse_prometheus
 from collect.plan.fields import EngineConfig, Method
 
@@ -349,6 +349,12 @@ def _text(value: Any) -> str:
         return ""
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
+
+# `python -m sglang.bench_serving --output-details`: vLLM's lists plus keys of its own
+RESULT_FILE = ResultFormat(
+    markers=("total_output_tokens_retokenized", "mean_e2e_latency_ms"),
+    metric_keys={"e2el": "e2e_latency"},
+)
 
 Config = SGLangEngine
 Adapter = SGLang

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
-from collect.engines.base import EngineHooks, MemoryRules, flag
+from collect.engines.base import EngineHooks, MemoryRules, ResultFormat, flag
 from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
 from collect.plan.fields import EngineConfig, Method
 
@@ -197,6 +197,9 @@ def _labels(labels: Any) -> dict[str, Any]:
         return json.loads(labels) if labels else {}
     return labels or {}
 
+
+# `vllm bench serve --save-result --save-detailed`: the format the other tools extend
+RESULT_FILE = ResultFormat()
 
 Config = VLLMEngine
 Adapter = VLLM

@@ -1,7 +1,8 @@
 """Reading vLLM `bench serve --save-detailed` JSON and SGLang `bench_serving
 --output-details` JSONL result files into runs (one JSON object each), checked for the
 per-request lists `collect.importing.importer` needs; errors name the file, the line and the key.
-The formats and how each tool computes its numbers: collect/importing/importer.py's docstring."""
+The formats and how each tool computes its numbers: collect/importing/importer.py's docstring;
+what tells the tools' files apart is each engine module's `RESULT_FILE`."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collect import engines
+
 DETAIL_KEYS = ("ttfts", "itls", "output_lens", "errors")
-SGLANG_MARKERS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
 
 
 class ImportFileError(ValueError):
@@ -22,7 +24,7 @@ class ImportFileError(ValueError):
 class Run:
     """One benchmark run (one JSON object) of a result file."""
 
-    tool: str  # vllm | sglang
+    tool: str  # the engine whose tool wrote it: a KIND with a RESULT_FILE (vllm, sglang)
     line: int
     data: dict[str, Any]
     workload: str = ""
@@ -36,10 +38,7 @@ class Run:
 
     def summary(self, metric: str, stat: str) -> float | None:
         """The file's own number for metric (ttft|tpot|itl|e2el) and stat, in ms."""
-        key = f"{stat}_{metric}_ms"
-        if metric == "e2el" and self.tool == "sglang":
-            key = f"{stat}_e2e_latency_ms"
-        value = self.data.get(key)
+        value = self.data.get(engines.result_formats()[self.tool].summary_key(metric, stat))
         return float(value) if isinstance(value, (int, float)) else None
 
 
@@ -92,5 +91,12 @@ def _check(path: Path, line: int, obj: Any) -> Run:
         raise ImportFileError(
             f"{where}: {ok} requests have no error but 'completed' is {obj['completed']}"
         )
-    tool = "sglang" if any(k in obj for k in SGLANG_MARKERS) else "vllm"
-    return Run(tool=tool, line=line, data=obj)
+    return Run(tool=_tool(obj), line=line, data=obj)
+
+
+def _tool(obj: dict[str, Any]) -> str:
+    """The engine whose markers the object carries, else the one whose format has none."""
+    formats = engines.result_formats()
+    marked = [k for k, f in formats.items() if any(m in obj for m in f.markers)]
+    plain = [k for k, f in formats.items() if not f.markers]
+    return (marked or plain)[0]
