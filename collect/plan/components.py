@@ -1,8 +1,9 @@
-"""Plan components: the hosts services run on, the engines they run, and the assumed speeds
-of time estimates.
+"""Plan components: the hosts services run on, the union of engines they run, and the assumed
+speeds of time estimates.
 
 Hosts and engines are pydantic models with `kind` as their discriminator; `collect.hosts.create` and
-`collect.engines.create` pick the implementation for a kind.
+`collect.engines.create` pick the implementation for a kind. Each engine's model is its module's
+`Config` under collect/engines/; the `Engine` union here is built from the modules found there.
 """
 
 from __future__ import annotations
