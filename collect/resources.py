@@ -3,7 +3,7 @@
 Everything lives under the cache folder (`$SPECSWEEP_CACHE`, default
 `~/.cache/specsweep`), keyed by version, so later runs and CI reuse it:
 
-- `llama-server-<version>-<flags hash>/bin/llama-server`: built with CMake from `vendor/llama.cpp` in
+- `llama-server-<version>-<flags>/bin/llama-server`: built with CMake from `vendor/llama.cpp` in
   the PyPI sdist of llama-cpp-python==LLAMA_CPP_PYTHON_VERSION (target llama-server
   only, static, no network: the web UI download and OpenSSL are off).
 - `prompts/mtbench-<version>/question.jsonl`: MT-Bench's 80 questions, extracted from

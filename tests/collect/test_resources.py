@@ -34,4 +34,7 @@ def test_plain_paths_pass_through() -> None:
 
 def test_build_cache_is_keyed_by_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SPECSWEEP_CACHE", str(tmp_path))
-    assert llama_server_path("9.9.9") == tmp_path / "llama-server-9.9.9" / "bin" / "llama-server"
+    path = llama_server_path("9.9.9")
+    assert path.parent.parent.parent == tmp_path and path.name == "llama-server"
+    assert path.parent.parent.name.startswith("llama-server-9.9.9-")  # then the flags' hash
+    assert llama_server_path("9.9.8") != path
