@@ -23,7 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ DDL = Path(__file__).with_name("ddl.sql")
 
 def utcnow() -> datetime:
     """Naive UTC timestamp, the form every TIMESTAMP column holds."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Store:
