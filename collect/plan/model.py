@@ -22,7 +22,6 @@ from pydantic import (
     field_validator,
 )
 
-from collect.engines.llamacpp import LlamaCppEngine  # noqa: F401 - re-exported for older imports
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     Engine,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from collect.engines import create
+from collect.engines.llamacpp import LlamaCppEngine
 from collect.hosts.local import Local
-from collect.plan.model import LlamaCppEngine, LocalHost, Method, ServiceConfig
+from collect.plan.model import LocalHost, Method, ServiceConfig
 from collect.run.service import Service, ServiceFailed
 
 

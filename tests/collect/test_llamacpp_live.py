@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from collect.engines import create
-from collect.engines.llamacpp import llamacpp_stats
+from collect.engines.llamacpp import LlamaCppEngine, llamacpp_stats
 from collect.hosts.local import Local
 from collect.http import client
-from collect.plan.model import LlamaCppEngine, LocalHost, Method, ServiceConfig
+from collect.plan.model import LocalHost, Method, ServiceConfig
 from collect.run.service import Service, ServiceFailed
 
 ARGS = ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
