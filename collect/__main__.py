@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import signal
@@ -51,6 +52,8 @@ def run(
         raise typer.Exit(2) from None
     # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # `kill -USR1 PID` prints every thread's stack to stderr: where a run that seems stuck is
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         campaign = runner.run(
             parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None,

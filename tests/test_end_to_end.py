@@ -225,7 +225,14 @@ def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str
         pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
         time.sleep(2)  # mid-workload
         act(proc, pid)
-        _, err = proc.communicate(timeout=timeout_s)
+        try:
+            _, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)  # the CLI prints its threads' stacks
+            time.sleep(1)
+            proc.kill()
+            raise AssertionError(f"still running after {timeout_s} s:\n"
+                                 f"{proc.communicate()[1][-6000:]}") from None
     finally:
         proc.kill()
     return proc, err, db

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
+from raw_server import raw_server
 
 from collect.engines.llamacpp import ChatStream
 from collect.http import client
@@ -50,24 +49,9 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     writer.close()
 
 
-@contextmanager
-def fault_server() -> Iterator[str]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = asyncio.run_coroutine_threadsafe(
-        asyncio.start_server(_handle, "127.0.0.1", 0), loop).result(5)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        loop.call_soon_threadsafe(server.close)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    with fault_server() as url:
+    with raw_server(_handle) as url:
         yield url
 
 
@@ -106,7 +90,7 @@ def test_the_same_server_answers_a_good_stream(base_url: str) -> None:
 
 
 def test_refused_connection() -> None:
-    with fault_server() as url:
+    with raw_server(_handle) as url:
         pass  # closed: nothing listens there any more
     res = _send(url + "/ok")
     assert res.error_kind == "connect"

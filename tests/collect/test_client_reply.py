@@ -4,11 +4,11 @@ repeated header lines keep every value, conflicting Content-Length is refused.""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from raw_server import raw_server
 
 from collect.engines.llamacpp import ChatStream
 from collect.http import client
@@ -51,17 +51,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = asyncio.run_coroutine_threadsafe(
-        asyncio.start_server(_handle, "127.0.0.1", 0), loop).result(5)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        loop.call_soon_threadsafe(server.close)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with raw_server(_handle) as url:
+        yield url
 
 
 @pytest.mark.parametrize("path", ["/apart", "/together"])
