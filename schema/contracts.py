@@ -68,6 +68,7 @@ class ServicesSchema(_Base):
     state: Series[str] = pa.Field(isin=["ready", "failed", "stopped"])
     error: Series[str] = pa.Field(nullable=True)
     log_tail: Series[str] = pa.Field(nullable=True)
+    transport: Series[str] = pa.Field(isin=["direct", "paramiko-tunnel", "ssh-tunnel"])
 
 
 class UnitsSchema(_Base):
@@ -186,6 +187,25 @@ class EndpointErrorsSchema(_Base):
     failed_at: Series[pd.Timestamp]
 
 
+class GpuSamplesSchema(_Base):
+    campaign_id: Series[str]
+    service_id: Series[str]
+    config_id: Series[str]
+    workload: Series[str]
+    window_id: Series[str]
+    gpu_index: Series[int] = pa.Field(ge=0)
+    t_s: Series[float]
+    power_w: Series[float] = pa.Field(nullable=True, ge=0)
+    energy_j: Series[float] = pa.Field(nullable=True, ge=0)
+    sm_clock_mhz: Series[float] = pa.Field(nullable=True, ge=0)
+    mem_clock_mhz: Series[float] = pa.Field(nullable=True, ge=0)
+    util_gpu_pct: Series[float] = pa.Field(nullable=True, ge=0, le=100)
+    util_mem_pct: Series[float] = pa.Field(nullable=True, ge=0, le=100)
+    memory_used_mib: Series[float] = pa.Field(nullable=True, ge=0)
+    temperature_c: Series[float] = pa.Field(nullable=True)
+    throttle_reasons: Series[str]
+
+
 class QuarantineSchema(_Base):
     table_name: Series[str]
     row_json: Series[str]
@@ -201,5 +221,6 @@ CONTRACTS: dict[str, type[_Base]] = {
     "requests": RequestsSchema,
     "server_metrics": ServerMetricsSchema,
     "endpoint_errors": EndpointErrorsSchema,
+    "gpu_samples": GpuSamplesSchema,
     "quarantine": QuarantineSchema,
 }

@@ -1,5 +1,5 @@
--- specsweep raw layer, schema version 4 (v1 had no units.complete, v2 no units.colocated_with,
--- v3 no endpoint_errors; see schema/store.py).
+-- specsweep raw layer, schema version 5 (v1 had no units.complete, v2 no units.colocated_with,
+-- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -49,7 +49,12 @@ CREATE TABLE IF NOT EXISTS services (
     startup_s       DOUBLE,             -- perf_counter from launch to first healthy answer
     state           VARCHAR NOT NULL,   -- ready | failed | stopped
     error           VARCHAR,
-    log_tail        VARCHAR
+    log_tail        VARCHAR,
+    transport       VARCHAR NOT NULL DEFAULT 'direct'
+                                        -- how the client reached it: direct | paramiko-tunnel |
+                                        -- ssh-tunnel (an OpenSSH `ssh -L` process); through a
+                                        -- tunnel, receive stamps are taken when the forward
+                                        -- wrote the bytes to loopback
 );
 
 CREATE TABLE IF NOT EXISTS units (
@@ -135,6 +140,31 @@ CREATE TABLE IF NOT EXISTS endpoint_errors (
     status       INTEGER,               -- HTTP status of that request's reply; NULL if none came
     error        VARCHAR NOT NULL,      -- the exception's type and message
     failed_at    TIMESTAMP NOT NULL     -- UTC
+);
+
+-- GPU telemetry: one row per GPU the service holds per sample, sampled every
+-- plan.telemetry.period_s while a window runs (NVML on a local host, `nvidia-smi --query-gpu
+-- ... -lms` over SSH). Lands in the unit's transaction, like its requests.
+CREATE TABLE IF NOT EXISTS gpu_samples (
+    campaign_id       VARCHAR NOT NULL,
+    service_id        VARCHAR NOT NULL,
+    config_id         VARCHAR NOT NULL,
+    workload          VARCHAR NOT NULL,
+    window_id         VARCHAR NOT NULL,  -- the window (requests.window_id) it was taken in
+    gpu_index         INTEGER NOT NULL,  -- the host's index (as nvidia-smi numbers it)
+    t_s               DOUBLE NOT NULL,   -- perf_counter offset from the window start, the
+                                         -- same clock as requests.start_s
+    power_w           DOUBLE,            -- board power draw (W); NULL if not reported
+    energy_j          DOUBLE,            -- NVML total energy counter (J) since driver load;
+                                         -- NULL where not available (nvidia-smi path)
+    sm_clock_mhz      DOUBLE,
+    mem_clock_mhz     DOUBLE,
+    util_gpu_pct      DOUBLE,            -- 0..100
+    util_mem_pct      DOUBLE,            -- 0..100
+    memory_used_mib   DOUBLE,
+    temperature_c     DOUBLE,
+    throttle_reasons  VARCHAR NOT NULL   -- comma-separated active clock-event reasons other
+                                         -- than idle ('' none), e.g. 'sw_power_cap,hw_slowdown'
 );
 
 -- Rows a pandera contract rejected (schema/contracts.py), kept with the reason; no analysis

@@ -34,7 +34,7 @@ import pandera.pandas as pa
 from schema import metrics
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -317,5 +317,13 @@ def migrate_to_4(con: duckdb.DuckDBPyConnection) -> None:
     has already created it; an older file recorded no such failures, so nothing moves."""
 
 
+def migrate_to_5(con: duckdb.DuckDBPyConnection) -> None:
+    """v5: gpu_samples (GPU telemetry; the DDL created it) and services.transport. Every
+    service of an older file was recorded without saying; no tunnel existed before v3's SSH
+    hosts and those were not recorded either, so older rows say 'unknown'."""
+    con.execute("ALTER TABLE services ADD COLUMN transport VARCHAR DEFAULT 'unknown'").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
-MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4}
+MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4,
+                               5: migrate_to_5}

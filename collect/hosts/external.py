@@ -33,6 +33,10 @@ class External:
     def endpoint(self, address: str, port: int) -> str:
         return self.url
 
+    def transport(self, address: str) -> str:
+        """How the client reaches a server bound to address: straight to its socket."""
+        return "direct"
+
     def log_dir(self, default: Path) -> Path:
         return default
 

@@ -62,6 +62,10 @@ class Local:
         """Base URL the client uses for a server bound to address:port on this host."""
         return f"http://{address}:{port}"
 
+    def transport(self, address: str) -> str:
+        """How the client reaches a server bound to address: straight to its socket."""
+        return "direct"
+
     def log_dir(self, default: Path) -> Path:
         return default
 

@@ -268,6 +268,12 @@ class SSH:
             return f"http://127.0.0.1:{self.forward(port, remote)}"
         return f"http://{self.hostname if address in WILDCARD else address}:{port}"
 
+    def transport(self, address: str) -> str:
+        """'paramiko-tunnel' where `endpoint` forwards through the SSH connection, else
+        'direct'. Through the forward, receive stamps are taken when its thread wrote the
+        bytes to loopback, not when they crossed the network."""
+        return "paramiko-tunnel" if self.cfg.tunnel or address in LOOPBACK else "direct"
+
     def alive(self, proc: Process) -> bool:
         return self.manager.alive(proc)
 

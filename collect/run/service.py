@@ -78,6 +78,7 @@ class Service:
             "state": "failed",
             "error": None,
             "log_tail": None,
+            "transport": host.transport(address),
         }
 
     def __enter__(self) -> Service:

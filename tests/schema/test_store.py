@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from old_schemas import ddl_as_of
 
 from schema.contracts import CONTRACTS
 from schema.store import SCHEMA_VERSION, NotAResultsDatabase, Store, connect, migrate
@@ -348,15 +349,10 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
     """Schema 1 had no units.complete (v2) nor units.colocated_with (v3). Such a file
     opens, gains both (true: v1 units landed whole; '': they ran alone), records versions 2
     and 3, and the analysis builds on it."""
-    import re
-
     from analyze import build
-    from schema.store import DDL
 
     path = tmp_path / "v1.duckdb"
-    v1_ddl = re.sub(r"\n    complete     BOOLEAN NOT NULL,[^\n]*\n[^\n]*\n", "\n",
-                    DDL.read_text())
-    v1_ddl = re.sub(r"\n    colocated_with VARCHAR[^\n]*\n[^\n]*\n[^\n]*\n", "\n", v1_ddl)
+    v1_ddl = ddl_as_of(1)
     units_v1 = v1_ddl.split("CREATE TABLE IF NOT EXISTS units")[1].split(");")[0]
     assert "complete" not in units_v1 and "colocated" not in units_v1
     with duckdb.connect(str(path)) as con:
@@ -379,10 +375,8 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
 
 def _v3_file(path: Path) -> None:
     """A file as schema 3 wrote it: no endpoint_errors table, versions 1..3 recorded."""
-    from schema.store import DDL
-
     with duckdb.connect(str(path)) as con:
-        con.execute(DDL.read_text().split("-- One row per failed call")[0])
+        con.execute(ddl_as_of(3))
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
 
 

@@ -1,13 +1,15 @@
-"""Schema v4's endpoint_errors: a v3 file gains the table on open, and its contract
-quarantines rows that name no known hook or phase."""
+"""Schema migrations v3->v5: a v3 file gains endpoint_errors on open, a v4 file gains
+gpu_samples and services.transport; the endpoint_errors contract quarantines rows that name
+no known hook or phase."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
+from old_schemas import ddl_as_of
 
-from schema.store import DDL, SCHEMA_VERSION, Store, utcnow
+from schema.store import SCHEMA_VERSION, Store, utcnow
 
 
 def _row(**changes: object) -> dict[str, object]:
@@ -17,19 +19,36 @@ def _row(**changes: object) -> dict[str, object]:
     return {**row, **changes}
 
 
+def test_a_v4_file_gains_gpu_samples_and_says_its_services_transport_is_unknown(
+        tmp_path: Path) -> None:
+    path = tmp_path / "v4.duckdb"
+    v4_ddl = ddl_as_of(4)
+    with duckdb.connect(str(path)) as con:
+        con.execute(v4_ddl)
+        con.execute("INSERT INTO schema_version VALUES (4, now()::TIMESTAMP)")
+        con.execute("INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+                    "tp, gpus, host, launch_command, requested_at, state) VALUES ('s', 'c', "
+                    "'k', 'llamacpp', 'autoregressive', 1, '', 'local', 'x', now(), 'stopped')")
+    Store(path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT transport FROM services").fetchall() == [("unknown",)]
+        assert con.execute("SELECT count(*) FROM gpu_samples").fetchone() == (0,)
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (5,)
+
+
 def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     path = tmp_path / "v3.duckdb"
-    v3_ddl = DDL.read_text().split("-- One row per failed call")[0]
+    v3_ddl = ddl_as_of(3)
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,)]
+    assert versions == [(3,), (4,), (5,)]
     assert statuses == [(200,), (None,)]
 
 

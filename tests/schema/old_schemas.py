@@ -1,0 +1,29 @@
+"""Results files as older specsweep versions wrote them, for the migration tests."""
+
+from __future__ import annotations
+
+import re
+
+from schema.store import DDL
+
+
+def ddl_as_of(version: int) -> str:
+    """The raw-layer DDL as schema `version` wrote it, cut from today's: v5 added
+    gpu_samples and services.transport, v4 endpoint_errors, v3 units.colocated_with, v2
+    units.complete."""
+    ddl = DDL.read_text()
+    cuts = {
+        4: [("-- GPU telemetry", None), (r",\n    transport .*?\n\);", "\n);")],
+        3: [("-- One row per failed call", None)],
+        2: [(r"\n    colocated_with VARCHAR[^\n]*\n[^\n]*\n[^\n]*\n", "\n")],
+        1: [(r"\n    complete     BOOLEAN NOT NULL,[^\n]*\n[^\n]*\n", "\n")],
+    }
+    for v in range(4, version - 1, -1):
+        for pattern, repl in cuts[v]:
+            if repl is None:  # a table added at the end: drop it and what follows
+                ddl = ddl.split(pattern)[0]
+            else:
+                cut = re.sub(pattern, repl, ddl, count=1, flags=re.S)
+                assert cut != ddl, f"schema v{v + 1}'s change not found in the DDL"
+                ddl = cut
+    return ddl
