@@ -17,6 +17,7 @@ from collect.plan.file import PlanError, load_plan
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
 DEFAULT_DB = Path("results/specsweep.duckdb")
+UNREACHABLE = 4  # exit code: the host cannot be reached (2: bad plan, 3: does not fit)
 
 
 def _plan_or_exit(path: Path):  # noqa: ANN202 - returns Plan
@@ -38,7 +39,12 @@ def run(
         None, help="Run only this configuration, METHOD or METHOD/TP (repeatable; the "
         "baseline too only if named)."),
 ) -> None:
-    """Run or resume the plan's campaign."""
+    """Run or resume the plan's campaign.
+
+    Exit codes: 0 done; 2 bad plan or missing resource; 4 host cannot be
+    reached (one line names the host, user@host:port and why; the campaign
+    is marked unreachable); 130 interrupted (rerun to resume)."""
+    from collect.hosts.base import HostUnreachable
     from collect.resources import ResourceError
     from collect.run import runner
 
@@ -62,6 +68,9 @@ def run(
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except HostUnreachable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(UNREACHABLE) from None
     except KeyboardInterrupt:
         typer.echo("interrupted: completed units are saved; rerun to resume", err=True)
         raise typer.Exit(130) from None
@@ -79,7 +88,12 @@ def check(
     ),
 ) -> None:
     """Validate a plan, list the services and requests it would run and check that each
-    fits its GPUs' memory (exit 3 when one does not)."""
+    fits its GPUs' memory.
+
+    Exit codes: 0 valid and fits; 2 bad plan; 3 a service does not fit its
+    GPUs' memory; 4 (with --probe) host cannot be reached (one line names
+    the host, user@host:port and why)."""
+    from collect.hosts.base import HostUnreachable
     from collect.plan.phases import BestOf
     from collect.plan.workloads import request_count
 
@@ -103,7 +117,11 @@ def check(
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
     from collect.planning.memory import check_plan
 
-    memory_lines, too_big = check_plan(parsed, probe=probe)
+    try:
+        memory_lines, too_big = check_plan(parsed, probe=probe)
+    except HostUnreachable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(UNREACHABLE) from None
     typer.echo("\n".join(memory_lines))
     if too_big:
         raise typer.Exit(3)

@@ -38,7 +38,10 @@ class CampaignsSchema(_Base):
     baseline: Series[str]
     started_at: Series[pd.Timestamp]
     finished_at: Series[pd.Timestamp] = pa.Field(nullable=True)
-    status: Series[str] = pa.Field(isin=["running", "complete", "partial", "interrupted"])
+    # unreachable: the host could not be reached (environment key host.last_error says why)
+    status: Series[str] = pa.Field(
+        isin=["running", "complete", "partial", "interrupted", "unreachable"]
+    )
 
 
 class EnvironmentSchema(_Base):

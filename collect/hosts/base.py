@@ -18,6 +18,17 @@ class Process:
     popen: subprocess.Popen[bytes] | None = None
 
 
+class HostUnreachable(RuntimeError):
+    """The host cannot be reached: `host` (the plan's name), `address` (user@host:port) and
+    `reason` (one line: name not resolved, refused, timed out, host key, authentication).
+    `python -m collect` prints it as one line and exits 4."""
+
+    def __init__(self, host: str, address: str, reason: str, retry: bool = False):
+        self.host, self.address, self.retry = host, address, retry
+        self.reason = " ".join(reason.split())
+        super().__init__(f"host {host} ({address}) cannot be reached: {self.reason}")
+
+
 class Host(Protocol):
     """Runs a service's server and reports on the machine it runs on (local, SSH, external)."""
 

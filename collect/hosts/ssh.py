@@ -4,13 +4,16 @@ Every command goes out as one line built with `shlex.join`, so each argument rea
 remote program literally; the remote login shell must be POSIX-like (sh, dash, bash, zsh).
 Host keys are checked against known_hosts and unknown keys rejected unless the plan says
 otherwise. A dropped link is reconnected with exponential backoff (0.5 s, doubling) and the
-interrupted call is retried once. Servers run under a manager (`collect.hosts.managers`).
+interrupted call is retried once; a host that cannot be reached raises `HostUnreachable`
+with a one-line reason (`collect.hosts.reach`). Servers run under a manager
+(`collect.hosts.managers`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import os
 import select
 import shlex
@@ -23,13 +26,17 @@ from typing import Any, TypeVar
 
 import paramiko
 
-from collect.hosts import facts
-from collect.hosts.base import Process
+from collect.hosts import facts, reach
+from collect.hosts.base import HostUnreachable, Process
 from collect.hosts.managers import ProcessManager, SystemdManager
 from collect.hosts.tunnel import Tunnel
 from collect.plan.components import SSHHost
 
 T = TypeVar("T")
+# paramiko's transport thread logs each failure (with a traceback) that connect() or the
+# next call raises anyway, and that this module turns into one line: keep it quiet
+TRANSPORT_LOG = "specsweep.ssh.transport"
+logging.getLogger(TRANSPORT_LOG).setLevel(logging.CRITICAL)
 SSH_CONFIG = "~/.ssh/config"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WILDCARD = {"0.0.0.0", "::", ""}
@@ -44,24 +51,8 @@ class SSHError(RuntimeError):
     """The SSH host cannot do what was asked (configuration, link, authentication)."""
 
 
-class HostKeyRejected(SSHError):
-    """The server's host key is not in known_hosts and accepting unknown keys is off."""
-
-
 class CommandTimeout(SSHError):
     """A remote command ran longer than its timeout (the link itself is fine)."""
-
-
-class _RejectUnknown(paramiko.MissingHostKeyPolicy):
-    def __init__(self, known_hosts: Path):
-        self.known_hosts = known_hosts
-
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
-        raise HostKeyRejected(
-            f"host key of {hostname} ({key.get_name()} {key.fingerprint}) is not in "
-            f"{self.known_hosts}; check it and add it (e.g. ssh-keyscan), or set "
-            "accept_unknown_host_key: true in the plan"
-        )
 
 
 class SSH:
@@ -118,8 +109,21 @@ class SSH:
             raise SSHError(f"{self.name}: password_env names {name}, which is not set")
         return os.environ[name]
 
+    def _address(self, target: dict[str, Any] | None = None) -> str:
+        """user@host:port as connect() is given them (the plan's values before ssh_config's)."""
+        t = target or {}
+        user = t.get("username") or self.cfg.user or getpass.getuser()
+        return f"{user}@{t.get('hostname', self.cfg.address)}:{t.get('port', self.cfg.port or 22)}"
+
     def _connect_once(self) -> paramiko.SSHClient:
+        """A connected client, or HostUnreachable saying why in one line."""
+        try:
+            target = self._target()
+            password = self._password()
+        except SSHError as exc:
+            raise HostUnreachable(self.name, self._address(), str(exc)) from None
         client = paramiko.SSHClient()
+        client.set_log_channel(TRANSPORT_LOG)
         known = Path(os.path.expanduser(self.cfg.known_hosts_file or "~/.ssh/known_hosts"))
         if not known.exists() and self.cfg.accept_unknown_host_key:
             known.parent.mkdir(parents=True, exist_ok=True)
@@ -128,27 +132,45 @@ class SSH:
             client.load_host_keys(str(known))  # also where AutoAddPolicy remembers new keys
         accept = self.cfg.accept_unknown_host_key
         client.set_missing_host_key_policy(
-            paramiko.AutoAddPolicy() if accept else _RejectUnknown(known)
+            paramiko.AutoAddPolicy() if accept else reach.RejectUnknown(known)
         )
-        t, target = self.cfg.connect_timeout_s, self._target()
+        t = self.cfg.connect_timeout_s
         self.hostname = target["hostname"]
         try:
             client.connect(
-                **target, password=self._password(), timeout=t, banner_timeout=t,
+                **target, password=password, timeout=t, banner_timeout=t,
                 auth_timeout=t, channel_timeout=t, allow_agent=True,
             )  # fmt: skip
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            banner = client.get_transport() is not None and bool(
+                client.get_transport().remote_version)  # type: ignore[union-attr]
+            client.close()
+            why, retry = reach.why(exc, t, banner, self._tried(target, password), known)
+            raise HostUnreachable(self.name, self._address(target), why, retry) from exc
         except BaseException:
             client.close()
             raise
         client.get_transport().set_keepalive(15)  # type: ignore[union-attr]
         return client
 
+    def _tried(self, target: dict[str, Any], password: str | None) -> list[str]:
+        """The authentication methods connect() tries, by name (never a secret)."""
+        methods = [f"publickey ({target['key_filename']})"] if target["key_filename"] else []
+        if os.environ.get("SSH_AUTH_SOCK"):
+            methods.append("publickey (ssh-agent)")
+        if target["look_for_keys"]:
+            methods.append("publickey (~/.ssh/id_*)")
+        if password is not None:
+            methods.append(f"password (${self.cfg.password_env})")
+        return methods
+
     def _active(self) -> bool:
         transport = self._client.get_transport() if self._client else None
         return transport is not None and transport.is_active()
 
     def _reconnect(self, stale: paramiko.SSHClient | None, attempts: int | None = None) -> None:
-        """Replace the client `stale` (unless another thread already has), with backoff."""
+        """Replace the client `stale` (unless another thread already has), with backoff;
+        HostUnreachable when no attempt connects (at once for host key and authentication)."""
         with self._lock:
             if self._client is not stale and self._active():
                 return
@@ -156,20 +178,22 @@ class SSH:
                 self._client.close()
                 self._client = None
             attempts = self.cfg.reconnect_attempts if attempts is None else attempts
-            error: Exception | None = None
+            if attempts == 0:
+                why = "link lost and reconnect_attempts is 0"
+                raise HostUnreachable(self.name, self._address(), why)
             for i in range(attempts):
                 if i:
                     time.sleep(0.5 * 2 ** (i - 1))
                 try:
                     self._client = self._connect_once()
                     return
-                except (paramiko.AuthenticationException, paramiko.BadHostKeyException):
-                    raise
-                except (OSError, EOFError, paramiko.SSHException) as exc:
-                    error = exc
-            if error is None:
-                raise SSHError(f"{self.name}: link lost and reconnect_attempts is 0")
-            raise SSHError(f"{self.name}: cannot connect ({attempts} attempts): {error}") from error
+                except HostUnreachable as exc:
+                    if exc.retry and i < attempts - 1:
+                        continue
+                    if not i:
+                        raise
+                    reason = f"{exc.reason} ({i + 1} attempts)"
+                    raise HostUnreachable(exc.host, exc.address, reason) from exc.__cause__
 
     def _transport(self) -> paramiko.Transport:
         if not self._active():
@@ -177,7 +201,7 @@ class SSH:
         return self._client.get_transport()  # type: ignore[union-attr,return-value]
 
     def _is_link_error(self, exc: Exception) -> bool:
-        if isinstance(exc, (SSHError, paramiko.AuthenticationException)):
+        if isinstance(exc, (SSHError, HostUnreachable, paramiko.AuthenticationException)):
             return False
         if isinstance(exc, (EOFError, ConnectionError, socket.timeout, paramiko.SSHException)):
             return True

@@ -18,6 +18,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from collect import engines, hosts
+from collect.hosts.base import HostUnreachable
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.plan.workloads import request_count
@@ -50,9 +51,9 @@ def run(
     chosen = select_configs(plan, only)
     with Store(db_path) as store:
         _begin(store, plan, plan_text, campaign_id)
-        status = "interrupted"
-        host = hosts.create(plan.host)
+        status, host = "interrupted", None
         try:
+            host = hosts.create(plan.host)
             for pid in host.reap_orphans():  # remote hosts only; others have none
                 log.warning("stopped a server (pid %s) left running by an interrupted run", pid)
             engine = engines.create(plan.engine)
@@ -63,8 +64,13 @@ def run(
                              progress, only=chosen)
                 _run_phases(c, selected)
                 status = _status(c)
+        except HostUnreachable as exc:  # at the start, or a dropped link that stayed down
+            status = "unreachable"
+            serve.put_environment(store, campaign_id, exc.host, {"host.last_error": str(exc)})
+            raise
         finally:
-            host.close()
+            if host is not None:
+                host.close()
             _finish(store, campaign_id, status)
     return campaign_id
 

@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import paramiko
 import pytest
 
 from collect.hosts import facts
-from collect.hosts.base import Process
+from collect.hosts.base import HostUnreachable, Process
 from collect.hosts.facts import parse_fingerprint
 from collect.hosts.managers import systemd_unit
-from collect.hosts.ssh import SSH, HostKeyRejected, SSHError
+from collect.hosts.ssh import SSH
 from collect.plan.components import SSHHost
 from tests.hosts.conftest import Sshd, free_port
 
@@ -109,7 +108,7 @@ def test_read_file(host: SSH, tmp_path: Path) -> None:
 def test_unknown_host_key_is_rejected_by_default(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    with pytest.raises(HostKeyRejected, match="accept_unknown_host_key"):
+    with pytest.raises(HostUnreachable, match="key is unknown.*accept_unknown_host_key"):
         SSH(SSHHost(**{**ssh_cfg, "known_hosts_file": str(empty)}))
 
 
@@ -128,7 +127,7 @@ def test_changed_host_key_is_rejected(ssh_cfg: dict[str, Any], sshd: Sshd, tmp_p
     other_key = " ".join((sshd.folder / "user_key.pub").read_text().split()[:2])
     wrong.write_text(f"[127.0.0.1]:{sshd.port} {other_key}\n")
     cfg = {**ssh_cfg, "known_hosts_file": str(wrong), "accept_unknown_host_key": True}
-    with pytest.raises(paramiko.BadHostKeyException):
+    with pytest.raises(HostUnreachable, match="host key rejected: the key changed"):
         SSH(SSHHost(**cfg))
 
 
@@ -150,7 +149,7 @@ def test_ssh_config_alias(
 
 def test_password_env_must_be_set(ssh_cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPECSWEEP_TEST_PASSWORD", raising=False)
-    with pytest.raises(SSHError, match="SPECSWEEP_TEST_PASSWORD"):
+    with pytest.raises(HostUnreachable, match="SPECSWEEP_TEST_PASSWORD"):
         SSH(SSHHost(**{**ssh_cfg, "password_env": "SPECSWEEP_TEST_PASSWORD"}))
 
 
