@@ -349,6 +349,17 @@ class SSH:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def stream(self, cmd: list[str]) -> paramiko.Channel:
+        """Start a long-running command (e.g. nvidia-smi -lms) on its own channel, stderr
+        merged into stdout: read it with recv() as it comes; close() ends it."""
+        def open_channel() -> paramiko.Channel:
+            chan = self._transport().open_session(timeout=self.cfg.connect_timeout_s)
+            chan.set_combine_stderr(True)
+            chan.exec_command(shlex.join(cmd))
+            return chan
+
+        return self._call(open_channel)
+
 
 def _drain(chan: paramiko.Channel, timeout_s: float, line: str) -> tuple[bytes, bytes]:
     """Read stdout and stderr together (neither can fill its window) until the exit."""
