@@ -169,13 +169,21 @@ def schema(
 
 
 @app.command()
-def provision() -> None:
+def provision(
+    cuda: bool = typer.Option(False, help="Build the CUDA flavour of llama-server (needs nvcc); "
+                              "plans ask for it with engine.binary: auto-cuda."),
+    cuda_arch: str = typer.Option(None, help="CUDA architectures, e.g. 90 (implies --cuda); "
+                                  "default: nvidia-smi's compute_cap, else CMake's native."),
+    source: Path = typer.Option(None, help="Build from this local llama.cpp tree, unpacked "
+                                "llama-cpp-python sdist or .tar.gz of either, with no network "
+                                "(default: $SPECSWEEP_LLAMA_SOURCE, else the sdist from PyPI)."),
+) -> None:
     """Build the cached llama-server and fetch the prompt sets."""
     from collect.resources import ResourceError
     from collect.resources import provision as do_provision
 
     try:
-        do_provision()
+        do_provision(cuda=cuda, cuda_arch=cuda_arch, source=source)
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
