@@ -1,5 +1,8 @@
 """The local host: this machine runs commands and server processes.
 
+Its GPUs are read as the SSH host reads them (`collect.hosts.facts`, nvidia-smi through
+`run`): no nvidia-smi, no driver or no GPU is a normal case, a CPU-only machine.
+
 A host starts a server as its own process group with output to a log file, and stops it
 with SIGTERM to the group, then SIGKILL after a grace period, so no child (a llama.cpp
 worker, a Python engine's tensor-parallel ranks) outlives the service.
@@ -18,6 +21,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from collect.hosts import facts
 from collect.hosts.base import Process
 from collect.plan.components import LocalHost
 
@@ -80,11 +84,16 @@ class Local:
         """Nothing to release for this machine."""
 
     def gpu_indices(self) -> list[int]:
-        """GPUs services may use; local runs are CPU-only."""
-        return []
+        """GPUs services may use: the plan's list, else what nvidia-smi lists ([] without)."""
+        return list(self.cfg.gpus) if self.cfg.gpus is not None else facts.gpu_indices(self)
 
     def busy_gpus(self) -> set[int]:
-        return set()
+        """GPUs running at least one compute process (a service's own included)."""
+        return facts.busy_gpus(self)
+
+    def gpu_processes(self) -> list[dict[str, str]]:
+        """Compute processes on the GPUs (gpu_uuid, pid, used_memory); [] without nvidia-smi."""
+        return facts.gpu_processes(self)
 
     def alive(self, proc: Process) -> bool:
         return proc.popen is not None and proc.popen.poll() is None
@@ -115,16 +124,18 @@ class Local:
         return []
 
     def fingerprint(self) -> dict[str, str]:
-        """Hardware and OS facts stored in `environment`."""
-        facts = {
+        """Hardware and OS facts stored in `environment`; the GPU keys are the SSH host's
+        (gpus, gpu.<i>.name, gpu.<i>.memory_total_mib, gpu.<i>.memory_used_mib, gpu.driver,
+        cuda.version), gpus 'none' on a machine without them."""
+        return {
             "os": platform.platform(),
+            "hostname": platform.node(),
             "python": platform.python_version(),
             "cpu.count": str(os.cpu_count()),
             "cpu.model": _cpu_model(),
             "memory.total_gb": _mem_total_gb(),
-            "gpus": "none",
+            **facts.gpu_facts(self),
         }
-        return facts
 
 
 @functools.cache

@@ -1,5 +1,5 @@
-"""Plan components: the hosts services run on, the union of engines they run, and the assumed
-speeds of time estimates.
+"""Plan components: the hosts services run on, the union of engines they run, GPU telemetry
+and the assumed speeds of time estimates.
 
 Hosts and engines are pydantic models with `kind` as their discriminator; `collect.hosts.create` and
 `collect.engines.create` pick the implementation for a kind. Each engine's model is its module's
@@ -59,9 +59,27 @@ class _NoGPUList:
         return False
 
 
-class LocalHost(_NoGPUList, Strict):
+class LocalHost(Strict):
     kind: Literal["local"] = Field(description="Run services as processes on this machine.")
     name: str = Field("localhost", description="Label stored with every row from this host.")
+    gpus: list[int] | None = Field(
+        None, description="GPU indices services may use; default: what nvidia-smi lists "
+        "(none without nvidia-smi or its driver: a CPU-only machine)."
+    )
+    gpu_memory_gib: float | None = Field(
+        None, gt=0, description="Memory of each GPU in GiB (nvidia-smi's memory.total / 1024), "
+        "for `check`'s memory budget; `check --probe` reads it from this machine instead."
+    )
+    gpu_wait_s: float = Field(
+        0, ge=0, description="How long a service waits for busy GPUs to free up before its "
+        "configuration is skipped (0: skip at once)."
+    )
+    pack: bool = Field(
+        True,
+        description="With GPUs: run configurations side by side on disjoint GPU sets (as on "
+        "an SSH host). Without GPUs configurations always run one at a time. Set false for a "
+        "CPU engine on a machine that has GPUs.",
+    )
     blocking_services: list[BlockingService] = Field(
         default_factory=list, description="Services phases may stop (see Phase.stop_services)."
     )
@@ -145,6 +163,21 @@ Host = Annotated[LocalHost | SSHHost | ExternalHost, Field(discriminator="kind")
 
 # One plan model per engine module under collect/engines/ (its `Config`), found by discovery.
 Engine = Annotated[Union[tuple(config_models())], Field(discriminator="kind")]  # noqa: UP007
+
+
+# --- GPU telemetry ------------------------------------------------------------------------
+
+
+class Telemetry(Strict):
+    """GPU sampling while each measured window runs (table gpu_samples): NVML on a local
+    host (nvidia-smi where libnvidia-ml cannot be loaded), `nvidia-smi -lms` over SSH."""
+
+    enabled: bool = Field(
+        True, description="Sample the GPUs a service holds (nothing happens without GPUs)."
+    )
+    period_s: float = Field(
+        0.1, ge=0.02, le=60, description="Seconds between samples of each GPU."
+    )
 
 
 # --- assumed speeds -----------------------------------------------------------------------

@@ -31,6 +31,7 @@ from collect.plan.components import (  # noqa: F401 - re-exported: plans import 
     ModelInfo,
     Name,
     Strict,
+    Telemetry,
 )
 from collect.plan.fields import Method
 from collect.plan.phases import BestOf, Phase
@@ -176,6 +177,14 @@ class Plan(Strict):
         description="Assumed speeds for time estimates (ETA, `check`, `simulate`); measured "
         "figures from the store replace them as they exist.",
     )
+    telemetry: Telemetry = Field(
+        Telemetry(), description="GPU power, clocks, utilisation and memory sampled while "
+        "each window runs (table gpu_samples)."
+    )
+    gpu_hour_usd: float | None = Field(
+        None, gt=0, description="Price of one GPU-hour (USD), for cost per million output "
+        "tokens; stored in `environment` as price.gpu_hour_usd."
+    )
 
     @field_validator("methods")
     @classmethod
@@ -304,8 +313,9 @@ class Plan(Strict):
     def sha256(self) -> str:
         """Hash of what is measured: the plan's fields that differ from their defaults (so
         that a field added to specsweep with a default leaves existing plans' campaign_id,
-        and resume, alone), without `estimates` (assumed speeds change no measurement)."""
-        text = self.model_dump_json(exclude_defaults=True, exclude={"estimates"})
+        and resume, alone), without `estimates` and `gpu_hour_usd` (assumed speeds and a
+        price change no measurement)."""
+        text = self.model_dump_json(exclude_defaults=True, exclude={"estimates", "gpu_hour_usd"})
         return hashlib.sha256(text.encode()).hexdigest()
 
     def campaign_id(self) -> str:

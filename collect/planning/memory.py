@@ -351,7 +351,8 @@ def _budgets(plan: Plan, host: Any, gpu_gib: float | None) -> list[Budget] | str
     """Every config's budget, or why none can be computed."""
     rules = plan.engine.memory
     if rules is None:
-        return f"{plan.engine.kind} runs on this machine's CPU here"
+        return (f"{plan.engine.kind} has no memory rules: its server allocates what its flags "
+                "ask at start-up, and one that does not fit fails and is skipped")
     if gpu_gib is None:
         return "add host.gpu_memory_gib, or run check --probe"
     target = read_model(plan.engine.model_info, plan.engine.model, host, "engine.model_info")
