@@ -22,7 +22,7 @@ from pydantic import Field
 
 from collect.engines.base import EngineHooks
 from collect.plan.fields import EngineConfig, Method
-from collect.resources import llama_server_binary, resolve_model
+from collect.resources import resolve_llama_server, resolve_model
 
 
 class ChatStream:
@@ -103,8 +103,9 @@ class LlamaCppEngine(EngineConfig):
     kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
     binary: str = Field(
         "auto",
-        description="Path of llama-server, or 'auto' for the build cached under "
-        "~/.cache/specsweep (see `python -m collect provision`).",
+        description="Path of llama-server, 'auto' for the CPU build cached under "
+        "~/.cache/specsweep (`python -m collect provision`), or 'auto-cuda' for the cached "
+        "CUDA build (`python -m collect provision --cuda`, `make engine CUDA=1`).",
     )
     model: str = Field(
         description="GGUF path, or package://<python package>/<file> for a file shipped "
@@ -137,7 +138,7 @@ class LlamaCpp(EngineHooks):
 
     def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
         """argv and extra environment of one service; {model} in flags expands."""
-        binary = llama_server_binary() if self.cfg.binary == "auto" else self.cfg.binary
+        binary = resolve_llama_server(self.cfg.binary)
         model = resolve_model(self.cfg.model)
         flags = [a.replace("{model}", model) for a in [*self.cfg.args, *method.args]]
         argv = [binary, "-m", model, "--host", self.cfg.host_address, "--port", str(port), *flags]
