@@ -114,6 +114,14 @@ class SSHHost(Strict):
     tunnel: bool = Field(
         False, description="Reach service ports through an SSH port-forward (port not exposed)."
     )
+    forward: Literal["auto", "openssh", "paramiko"] = Field(
+        "auto",
+        description="How a port-forward is made: 'openssh' (an `ssh -N -L` process with the "
+        "same host-key policy; bytes are copied outside specsweep's process: lower timing "
+        "error, docs/measurements/2026-12-03-tunnel-timing.md), 'paramiko' (threads in "
+        "specsweep's process), 'auto' (openssh where an `ssh` client exists and no "
+        "password_env is set, else paramiko). services.transport records which one ran.",
+    )
     gpus: list[int] | None = Field(
         None, description="GPU indices of the host; default: what nvidia-smi lists."
     )
