@@ -5,6 +5,9 @@
 #   make test      the test suite (what .ci/run calls)
 #   make sql       a DuckDB prompt on DB
 #   make bench     the client benchmarks in tests/bench/ (printed figures, not tests)
+#   make engine    build the cached llama-server (CPU); CUDA=1 builds the CUDA flavour, for
+#                  CUDA_ARCH (e.g. 90; default: nvidia-smi's compute_cap, else CMake's native);
+#                  LLAMA_SOURCE=PATH builds from a local llama.cpp tree or sdist (no network)
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -13,6 +16,9 @@ DB      ?= results/specsweep.duckdb
 PDF     ?= reports/report.pdf
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+CUDA    ?=
+CUDA_ARCH ?=
+LLAMA_SOURCE ?=
 
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.specsweep-installed
@@ -43,8 +49,11 @@ system:
 	  echo "[specsweep] missing Debian packages (install them as root):" $$missing; \
 	fi
 
+ENGINE_ARGS := $(if $(filter-out 0 no false,$(CUDA)),--cuda) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)') \
+               $(if $(LLAMA_SOURCE),--source '$(LLAMA_SOURCE)')
+
 engine: $(STAMP) system
-	$(PY) -m collect provision
+	$(PY) -m collect provision $(ENGINE_ARGS)
 
 check: $(STAMP)
 	$(PY) -m collect check $(PLAN)
