@@ -1,12 +1,14 @@
 """Build the analysis layer of a specsweep DuckDB file (contract: analyze/VIEWS.md).
 
-Order: analysis_params (the bound baseline name), 01 request_metrics, 02 config_summary,
-03 speedup_pairs, the `speedup` table (analyze.stats), 04 best_config (reads speedup),
-05-10 the per-window views, 11-13 the campaign, environment and service summaries (the only
-way `report` sees the raw tables), 14 import_check (imported files' printed figures beside
-ours). The raw layer is schema's: `connect` migrates the file before anything here runs.
-Everything is CREATE OR REPLACE inside one transaction, so a failed build
-leaves the previous analysis layer in place.
+Order: analysis_params (the bound baseline name), campaign_plan (each plan's description,
+read from its YAML), 01 request_metrics, 02 config_summary, 03 speedup_pairs, the `speedup`
+table (analyze.stats), 04 best_config (reads speedup), 05-10 the per-window views, 11-13 the
+campaign, environment and service summaries (the only way `report` sees the raw tables), 14
+import_check (imported files' printed figures beside ours), 15-17 GPU energy (segments,
+windows, requests), 18 host_summary, then the `energy_ratio` table (analyze.energy). The raw
+layer is schema's: `connect` migrates the file before anything here runs. Everything is
+CREATE OR REPLACE inside one transaction, so a failed build leaves the previous analysis layer
+in place.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from importlib import resources
 from pathlib import Path
 
 import duckdb
+import yaml
 
-from analyze import stats
+from analyze import energy, stats
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
 
@@ -37,6 +40,10 @@ AFTER_SPEEDUP = (
     "12_environment_summary.sql",
     "13_service_summary.sql",
     "14_import_check.sql",
+    "15_energy_segments.sql",
+    "16_window_energy.sql",
+    "17_request_energy.sql",
+    "18_host_summary.sql",
 )
 OBJECTS = (
     "request_metrics",
@@ -54,6 +61,12 @@ OBJECTS = (
     "environment_summary",
     "service_summary",
     "import_check",
+    "energy_segments",
+    "window_energy",
+    "request_energy",
+    "host_summary",
+    "energy_ratio",
+    "campaign_plan",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
@@ -66,6 +79,13 @@ CREATE OR REPLACE TABLE analysis_params (
 )
 """
 PARAMS_INSERT = "INSERT INTO analysis_params VALUES (?, ?, ?, current_timestamp)"
+
+PLAN_DDL = """
+CREATE OR REPLACE TABLE campaign_plan (
+    campaign_id  VARCHAR PRIMARY KEY,
+    description  VARCHAR NOT NULL     -- the plan's `description` ('' when it has none)
+)
+"""
 
 
 def read_sql(name: str) -> str:
@@ -92,6 +112,7 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
     """Create the analysis objects on an open connection, in dependency order."""
     con.execute(PARAMS_DDL)
     con.execute(PARAMS_INSERT, [baseline, stats.N_BOOT, stats.SEED])
+    build_campaign_plan(con)
     for name in BEFORE_SPEEDUP:
         log.info("building %s", name)
         con.execute(read_sql(name))
@@ -100,6 +121,27 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
     for name in AFTER_SPEEDUP:
         log.info("building %s", name)
         con.execute(read_sql(name))
+    log.info("bootstrapping energy ratios against %s", baseline)
+    energy.build_energy_ratio(con)
+
+
+def plan_description(plan_yaml: str) -> str:
+    """The plan's `description` as one line ('' when missing or the text is not YAML)."""
+    try:
+        plan = yaml.safe_load(plan_yaml)
+    except yaml.YAMLError:
+        return ""
+    text = plan.get("description") if isinstance(plan, dict) else None
+    return " ".join(str(text).split()) if text else ""
+
+
+def build_campaign_plan(con: duckdb.DuckDBPyConnection) -> None:
+    """campaign_plan: each campaign's plan description (YAML is parsed here, not in SQL)."""
+    con.execute(PLAN_DDL)
+    rows = con.execute("SELECT campaign_id, plan_yaml FROM campaigns").fetchall()
+    if rows:
+        con.executemany("INSERT INTO campaign_plan VALUES (?, ?)",
+                        [(cid, plan_description(text or "")) for cid, text in rows])
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:

@@ -2,6 +2,8 @@
 -- grain: campaign; key: campaign_id. Every campaign in `campaigns` has a row, measured or not.
 -- Columns: every column of `campaigns` (plan_name, plan_sha256, plan_yaml, baseline,
 -- started_at, finished_at, status) plus counts over the raw and measured rows:
+--   description         = the plan's `description`, folded to one line ('' when none): table
+--                         campaign_plan, which analyze fills by parsing plan_yaml
 --   duration_s          = epoch(finished_at - started_at); NULL while unfinished
 --   n_services          = services rows of the campaign
 --   n_services_failed   = those with state = 'failed' (never became ready)
@@ -60,6 +62,7 @@ measured_counts AS (
 final AS (
     SELECT
         c.*,
+        coalesce(d.description, '') AS description,
         epoch(c.finished_at - c.started_at) AS duration_s,
         coalesce(s.n_services, 0) AS n_services,
         coalesce(s.n_services_failed, 0) AS n_services_failed,
@@ -77,6 +80,7 @@ final AS (
     LEFT JOIN unit_counts AS u USING (campaign_id)
     LEFT JOIN request_counts AS r USING (campaign_id)
     LEFT JOIN measured_counts AS m USING (campaign_id)
+    LEFT JOIN campaign_plan AS d USING (campaign_id)
 )
 
 SELECT * FROM final

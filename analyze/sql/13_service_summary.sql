@@ -7,6 +7,16 @@
 --   n_warmup           = its requests rows with is_warmup
 --   n_measured         = its request_metrics rows (not warm-up, not in an incomplete unit)
 --   n_ok               = those with ok; n_failed = n_measured - n_ok
+--   n_gpus             = GPUs in `gpus` (0 on CPU)
+--   transport          = services.transport: direct | paramiko-tunnel | ssh-tunnel | unknown
+--   own_flags          = the launch command's flags that not every service of the campaign
+--                        shares, in command order, ' '-separated ('' when none). The command
+--                        is split on blanks; a token starting with '-' (and not a negative
+--                        number) opens a flag, the tokens after it up to the next flag are its
+--                        value; tokens before the first flag (binary, env) are left out, and
+--                        so are --port and --host (they differ between services by design).
+--                        A flag counts as shared when the same flag with the same value is in
+--                        every service's command of the campaign.
 -- Speeds and latencies are per window (config_summary), not per service.
 
 CREATE OR REPLACE VIEW service_summary AS
@@ -42,9 +52,50 @@ measured AS (
     GROUP BY service_id
 ),
 
+tokens AS (
+    SELECT service_id, campaign_id, t.tok, t.pos
+    FROM services_raw,
+         LATERAL (SELECT unnest(regexp_split_to_array(trim(launch_command), '\s+')) AS tok,
+                         generate_subscripts(regexp_split_to_array(trim(launch_command), '\s+'), 1)
+                             AS pos) AS t
+),
+
+flag_ids AS (
+    SELECT *,
+           sum(CASE WHEN tok LIKE '-%' AND NOT regexp_matches(tok, '^-[0-9.]') THEN 1 ELSE 0 END)
+               OVER (PARTITION BY service_id ORDER BY pos) AS flag_no
+    FROM tokens
+),
+
+flags AS (
+    SELECT service_id, campaign_id, flag_no, min(pos) AS pos,
+           string_agg(tok, ' ' ORDER BY pos) AS flag, arg_min(tok, pos) AS name
+    FROM flag_ids
+    WHERE flag_no > 0
+    GROUP BY service_id, campaign_id, flag_no
+),
+
+shared AS (
+    SELECT f.campaign_id, f.flag
+    FROM flags AS f
+    GROUP BY f.campaign_id, f.flag
+    HAVING count(DISTINCT f.service_id) = (
+        SELECT count(*) FROM services_raw AS s WHERE s.campaign_id = f.campaign_id)
+),
+
+own AS (
+    SELECT f.service_id, string_agg(f.flag, ' ' ORDER BY f.pos) AS own_flags
+    FROM flags AS f
+    ANTI JOIN shared AS h USING (campaign_id, flag)
+    WHERE f.name NOT IN ('--port', '--host')
+    GROUP BY f.service_id
+),
+
 final AS (
     SELECT
         s.*,
+        CASE WHEN s.gpus = '' THEN 0 ELSE len(string_split(s.gpus, ',')) END AS n_gpus,
+        coalesce(o.own_flags, '') AS own_flags,
         coalesce(u.n_units, 0) AS n_units,
         coalesce(u.n_units_incomplete, 0) AS n_units_incomplete,
         coalesce(w.n_warmup, 0) AS n_warmup,
@@ -55,6 +106,7 @@ final AS (
     LEFT JOIN unit_counts AS u USING (service_id)
     LEFT JOIN warmup_counts AS w USING (service_id)
     LEFT JOIN measured AS m USING (service_id)
+    LEFT JOIN own AS o USING (service_id)
 )
 
 SELECT * FROM final

@@ -13,7 +13,8 @@ import duckdb
 
 DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
 # the raw tables analyze reads
-TABLES_READ = ("campaigns", "requests", "services", "server_metrics", "units")
+TABLES_READ = ("campaigns", "requests", "services", "server_metrics", "units", "gpu_samples",
+               "environment")
 CREATE_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(.*?\n\);", re.DOTALL)
 
 COLUMNS = (
@@ -92,3 +93,43 @@ def one(path: Path, sql: str, params: list[Any] | None = None) -> dict[str, Any]
     rows = fetch(path, sql, params)
     assert len(rows) == 1, rows
     return rows[0]
+
+
+SAMPLE_COLUMNS = (
+    "campaign_id", "service_id", "config_id", "workload", "window_id", "gpu_index", "t_s",
+    "power_w", "energy_j", "sm_clock_mhz", "mem_clock_mhz", "util_gpu_pct", "util_mem_pct",
+    "memory_used_mib", "temperature_c", "throttle_reasons",
+)  # fmt: skip
+
+
+def gpu_sample(t_s: float, power_w: float | None, **overrides: Any) -> dict[str, Any]:
+    """One gpu_samples row of GPU 0 of req()'s autoregressive window ('w-autoregressive'):
+    busy (util 90 %), SM clock 1980 MHz, no throttle reason, unless overridden."""
+    method = overrides.pop("method", "autoregressive")
+    row = {
+        "campaign_id": "c1", "service_id": f"svc-{method}", "config_id": f"cfg-{method}",
+        "workload": "chat", "window_id": f"w-{method}", "gpu_index": 0, "t_s": t_s,
+        "power_w": power_w, "energy_j": None, "sm_clock_mhz": 1980.0, "mem_clock_mhz": 2619.0,
+        "util_gpu_pct": 90.0, "util_mem_pct": 40.0, "memory_used_mib": 1000.0,
+        "temperature_c": 50.0, "throttle_reasons": "",
+    }  # fmt: skip
+    unknown = overrides.keys() - row.keys()
+    assert not unknown, f"not a gpu_samples column: {unknown}"
+    row.update(overrides)
+    return row
+
+
+def power_trace(times: list[float], watts: float | list[float], **overrides: Any
+                ) -> list[dict[str, Any]]:
+    """gpu_sample rows at `times`, at a constant power or one power per time."""
+    powers = watts if isinstance(watts, list) else [watts] * len(times)
+    return [gpu_sample(t, w, **overrides) for t, w in zip(times, powers)]
+
+
+def insert_rows(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
+    """Append dict rows to a raw table of the file (columns by name; table is a constant)."""
+    with duckdb.connect(str(path)) as con:
+        for row in rows:
+            names = ", ".join(row)
+            marks = ", ".join("?" for _ in row)
+            con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))
