@@ -22,6 +22,7 @@ from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, warmup_rows, workload_rows
+from collect.telemetry import sampling
 from schema.store import Store, utcnow
 
 log = logging.getLogger("specsweep.collect")
@@ -94,7 +95,8 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     calls = Endpoints(store, campaign_id, service.service_id, config.config_id)
     async with http_client(limits=limits, timeout=None, headers=headers,
-                           event_hooks=calls.hooks()) as http:
+                           event_hooks=calls.hooks()) as http, \
+            sampling(c.host, service.row["gpus"], c.plan.telemetry) as sampler:
         ctx = Context(
             http,
             service.engine,
@@ -105,6 +107,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             config.method.name,
             config.tp,
             lambda: progress.request_done(key),
+            telemetry=sampler,
         )
         await _record_fingerprint(store, ctx, service, calls)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
@@ -119,34 +122,39 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
                 service.fail(str(exc) or type(exc).__name__)
             before = await _scrape(ctx, calls, w.name, "before")
             ctx.sink.clear()
+            ctx.gpu_sink.clear()
             try:
                 rows = await workload_rows(ctx, w)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
-                commit_unit(c, service, w.name, warm + ctx.sink, before, started, False)
+                commit_unit(c, service, w.name, warm + ctx.sink, before, started, False,
+                            ctx.gpu_sink)
                 raise
             after = await _scrape(ctx, calls, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")
-            commit_unit(c, service, w.name, warm + rows, before + after, started, True)
+            commit_unit(c, service, w.name, warm + rows, before + after, started, True,
+                        ctx.gpu_sink)
             warm = []
 
 
 def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[str, Any]],
-                 metrics: list[dict[str, Any]], started: Any, complete: bool) -> None:
+                 metrics: list[dict[str, Any]], started: Any, complete: bool,
+                 gpu_samples: list[dict[str, Any]] | None = None) -> None:
     """One transaction: drop what an interrupted earlier try left of this unit, then land
-    its requests, server metrics and `units` row."""
+    its requests, server metrics, GPU samples and `units` row."""
     key = [c.campaign_id, service.config.config_id, workload]
     now = utcnow()
     shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
                     if sid != service.service_id and launched < now
                     and (stopped is None or stopped > started))
     with c.store.transaction():
-        for table in ("requests", "server_metrics", "units"):  # fixed names
+        for table in ("requests", "server_metrics", "gpu_samples", "units"):  # fixed names
             c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
                             "AND workload = ?", key)
         c.store.append("requests", rows)
         c.store.append("server_metrics", metrics)
+        c.store.append("gpu_samples", gpu_samples or [])
         c.store.append("units", [{
             "campaign_id": c.campaign_id, "config_id": service.config.config_id,
             "workload": workload, "service_id": service.service_id,
@@ -184,6 +192,10 @@ async def _record_fingerprint(store: Store, ctx: Context, service: Service,
     facts = {f"{prefix}.{k}": v for k, v in facts.items()}
     facts[f"{prefix}.launch_command"] = service.row["launch_command"]
     facts[f"{prefix}.startup_s"] = f"{service.row['startup_s']:.2f}"
+    if service.row["gpus"]:  # where its gpu_samples come from (nvml has the energy counter)
+        sampler = ctx.telemetry
+        facts[f"{prefix}.telemetry"] = (
+            f"{sampler.name} every {sampler.period_s:g} s" if sampler else "off")
     put_environment(store, ctx.campaign_id, service.host.name, facts)
 
 

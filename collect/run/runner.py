@@ -342,6 +342,8 @@ def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: 
     facts["specsweep.version"] = _version()
     if hasattr(host, "gpu_processes"):  # what else runs on the GPUs as the campaign starts
         facts["gpu.processes"] = json.dumps(host.gpu_processes(), sort_keys=True)
+    if plan.gpu_hour_usd is not None:  # for cost per million output tokens (analyze)
+        facts["price.gpu_hour_usd"] = repr(plan.gpu_hour_usd)
     serve.put_environment(store, campaign_id, host.name, facts)
 
 

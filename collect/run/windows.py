@@ -5,7 +5,9 @@ A window is one (config, workload, max_tokens, concurrency): every prompt x repe
 request at a time, on connections opened before the window starts. Workers take items
 in rep-major order, so repetitions of a prompt are not back to back. Every row carries
 `start_s`, its t0 as a perf_counter offset from the window start, so a window's
-throughput is sum(output_tokens) / (max(start_s + e2e_s) - min(start_s)).
+throughput is sum(output_tokens) / (max(start_s + e2e_s) - min(start_s)). Where the
+service holds GPUs, the samples the telemetry sampler took of them during the window
+(with one before and one after it) become gpu_samples rows, t_s on the same clock.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collect.engines.base import Engine
 from collect.http import client
 from collect.plan.model import AgenticWorkload, RequestsWorkload
 from collect.plan.workloads import Prompt, messages, prompts, turn_message
+from collect.telemetry import Sampler
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Context:
     tp: int
     on_done: Callable[[], None] = lambda: None
     sink: list[dict[str, Any]] = field(default_factory=list)  # rows as they are made
+    telemetry: Sampler | None = None  # the service's GPU sampler (None: no GPUs, off)
+    gpu_sink: list[dict[str, Any]] = field(default_factory=list)  # gpu_samples rows
 
 
 def request_id(*key: object) -> str:
@@ -152,7 +157,35 @@ async def requests_window(
         ctx.sink.append(made)
         return [made]
 
-    return await run_workers(work_items, concurrency, one)
+    return await sampled(ctx, key, t_start, run_workers(work_items, concurrency, one))
+
+
+async def sampled(ctx: Context, key: dict[str, Any], t_start: float,
+                  work: Awaitable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Await a window's work, then put its GPU samples in ctx.gpu_sink: after waiting (a
+    few periods at most) for each GPU's first sample past the end; when interrupted, what
+    was sampled so far, at once."""
+    if ctx.telemetry is None:
+        return await work
+    try:
+        rows = await work
+    except BaseException:
+        ctx.gpu_sink += gpu_rows(ctx, key, t_start, time.perf_counter())
+        raise
+    t_end = time.perf_counter()
+    await ctx.telemetry.wait_past(t_end)
+    ctx.gpu_sink += gpu_rows(ctx, key, t_start, t_end)
+    return rows
+
+
+def gpu_rows(ctx: Context, key: dict[str, Any], t_start: float,
+             t_end: float) -> list[dict[str, Any]]:
+    """gpu_samples rows of the window [t_start, t_end] (perf_counter)."""
+    assert ctx.telemetry is not None
+    return [{"campaign_id": ctx.campaign_id, "service_id": ctx.service_id,
+             "config_id": ctx.config_id, "workload": key["workload"],
+             "window_id": key["window_id"], "gpu_index": s.gpu, "t_s": s.t - t_start,
+             **s.values} for s in ctx.telemetry.take(t_start, t_end)]
 
 
 async def agentic_window(
@@ -179,7 +212,8 @@ async def agentic_window(
             history.append({"role": "assistant", "content": res.text})
         return rows
 
-    return await run_workers(list(range(w.repetitions)), concurrency, session)
+    return await sampled(ctx, key, t_start,
+                         run_workers(list(range(w.repetitions)), concurrency, session))
 
 
 async def workload_rows(
