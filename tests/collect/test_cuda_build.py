@@ -225,3 +225,19 @@ def test_provision_cuda_without_nvcc_says_so(cache: Path, tmp_path: Path) -> Non
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "nvcc not found" in done.stderr
+
+
+def test_gpu_plan_offloads_target_and_draft_to_the_cuda_build() -> None:
+    from collect.plan.file import load_plan
+
+    plan = load_plan(ROOT / "plans" / "gpu-llamacpp.yaml")
+    local = load_plan(ROOT / "plans" / "local.yaml")
+    assert plan.engine.binary == "auto-cuda" and plan.engine.model == local.engine.model
+    args = plan.engine.args
+    assert args[args.index("-ngl") + 1] == "99"
+    drafts = [m for m in plan.methods if "-md" in m.args]
+    assert drafts and all(m.args[m.args.index("-ngld") + 1] == "99" for m in drafts)
+    slots = int(args[args.index("-np") + 1])
+    assert max(c for w in plan.workloads for c in w.concurrency) <= slots
+    assert {w.name for w in plan.workloads} == {w.name for w in local.workloads}
+    assert {m.name for m in local.methods} <= {m.name for m in plan.methods}
