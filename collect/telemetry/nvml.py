@@ -68,7 +68,7 @@ class Nvml:
         """One GPU's gpu_samples values."""
         n = self.nvml
         util = self._get(n.nvmlDeviceGetUtilizationRates, handle)
-        memory = self._get(n.nvmlDeviceGetMemoryInfo, handle)
+        memory = self._memory(handle)
         power = self._get(n.nvmlDeviceGetPowerUsage, handle)  # mW
         energy = self._get(n.nvmlDeviceGetTotalEnergyConsumption, handle)  # mJ
         reasons = self._get(_reasons_call(n), handle)
@@ -85,6 +85,13 @@ class Nvml:
                                               n.NVML_TEMPERATURE_GPU)),
             "throttle_reasons": reason_names(reasons) if reasons is not None else "",
         }
+
+    def _memory(self, handle: Any) -> Any:
+        """Memory info as nvidia-smi's memory.used counts it (v2: without the driver's
+        reserved memory, about 600 MiB on an H200), else the v1 figure."""
+        v2 = getattr(self.nvml, "nvmlMemory_v2", None)
+        info = self._get(self.nvml.nvmlDeviceGetMemoryInfo, handle, v2) if v2 else None
+        return info if info is not None else self._get(self.nvml.nvmlDeviceGetMemoryInfo, handle)
 
     def _get(self, call: Callable[..., Any], *args: Any) -> Any:
         """call(*args), or None where the GPU does not support it."""
