@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from collect.telemetry.sampler import Sample
@@ -31,13 +31,16 @@ REASONS = {0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slo
            0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
            0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
 IDLE = 0x1
+OLD_REASONS = "clocks_throttle_reasons.active"  # the reasons field's name before R535
 # exec stdbuf -oL where the host has it (line-buffered pipe), else nvidia-smi itself
 _WRAPPER = 'if command -v stdbuf >/dev/null 2>&1; then exec stdbuf -oL "$@"; fi; exec "$@"'
 
 
-def command(gpus: list[int], period_s: float) -> list[str]:
-    """The sampling command (argv) for these GPUs (the host's indices)."""
-    return ["sh", "-c", _WRAPPER, "sh", NVIDIA_SMI, f"--query-gpu={','.join(FIELDS)}",
+def command(gpus: list[int], period_s: float, reasons: str | None = None) -> list[str]:
+    """The sampling command (argv) for these GPUs (the host's indices); `reasons` names the
+    reasons field where the driver calls it otherwise."""
+    fields = [*FIELDS[:-1], reasons or FIELDS[-1]]
+    return ["sh", "-c", _WRAPPER, "sh", NVIDIA_SMI, f"--query-gpu={','.join(fields)}",
             "--format=csv,noheader,nounits", "-lms", str(max(1, round(period_s * 1000))),
             "-i", ",".join(map(str, gpus))]
 
@@ -92,44 +95,66 @@ def stamped_lines(chunks: Iterator[bytes]) -> Iterator[tuple[float, str]]:
 
 
 class _Stream:
-    """Samples from a stream of nvidia-smi lines; other lines are kept to explain a failure."""
+    """Samples from a stream of nvidia-smi lines; other lines are kept to explain a failure.
+    A driver older than R535 knows the reasons field by its old name: when the first
+    stream ends refusing the field, the stream starts once more with that name."""
 
     name = "nvidia-smi"
 
-    def __init__(self, chunks: Callable[[], Iterator[bytes]]):
-        self._chunks = chunks
+    def __init__(self, gpus: list[int], period_s: float):
+        self.gpus, self.period_s = gpus, period_s
         self.other: list[str] = []
+        self._closed = threading.Event()
+        self._open(command(gpus, period_s))
 
     def samples(self) -> Iterator[Sample]:
-        for t, line in stamped_lines(self._chunks()):
-            parsed = parse_line(line)
-            if parsed is None:
-                self.other = [*self.other[-4:], line] if line else self.other
-                continue
-            yield Sample(t, parsed[0], parsed[1])
+        retry = [OLD_REASONS]
+        while True:
+            sampled = False
+            for t, line in stamped_lines(self._chunks()):
+                parsed = parse_line(line)
+                if parsed is None:
+                    self.other = [*self.other[-4:], line] if line else self.other
+                    continue
+                sampled = True
+                yield Sample(t, parsed[0], parsed[1])
+            refused = any(FIELDS[-1] in line and "not a valid field" in line
+                          for line in self.other)
+            if sampled or not retry or not refused or self._closed.is_set():
+                break
+            self.other = []
+            self._open(command(self.gpus, self.period_s, retry.pop()))
+            if self._closed.is_set():  # close() ran while it started
+                self.close()
         if self.other:
             raise RuntimeError(f"nvidia-smi ended: {' | '.join(self.other)}")
+
+    def _open(self, argv: list[str]) -> None:
+        raise NotImplementedError
+
+    def _chunks(self) -> Iterator[bytes]:
+        raise NotImplementedError
 
 
 class LocalSmi(_Stream):
     """nvidia-smi as a subprocess in a session of its own (it ends on SIGPIPE should
     specsweep die without closing it)."""
 
-    def __init__(self, gpus: list[int], period_s: float):
-        self.proc = subprocess.Popen(command(gpus, period_s), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        super().__init__(self._read)
+    def _open(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
 
-    def _read(self) -> Iterator[bytes]:
+    def _chunks(self) -> Iterator[bytes]:
         out = self.proc.stdout
         assert out is not None
         with out:
             while chunk := out.read1(65536):
                 yield chunk
+        self.proc.wait()
 
     def close(self) -> None:
         """SIGTERM the process group, SIGKILL it after 2 s; the reader then sees EOF."""
+        self._closed.set()
         if self.proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -147,13 +172,16 @@ class RemoteSmi(_Stream):
     closing the channel ends the remote process at its next write (SIGPIPE)."""
 
     def __init__(self, host: Any, gpus: list[int], period_s: float):
-        self.chan = host.stream(command(gpus, period_s))
-        self._closed = threading.Event()
-        super().__init__(self._read)
+        self.host = host
+        super().__init__(gpus, period_s)
 
-    def _read(self) -> Iterator[bytes]:
+    def _open(self, argv: list[str]) -> None:
+        self.chan = self.host.stream(argv)
+
+    def _chunks(self) -> Iterator[bytes]:
         while not self._closed.is_set() and (chunk := self.chan.recv(65536)):
             yield chunk
+        self.chan.close()
 
     def close(self) -> None:
         self._closed.set()

@@ -157,6 +157,25 @@ def test_the_local_stream_samples_each_gpu_every_period(fake_smi: Path) -> None:
     assert not _running(fake_smi), "nvidia-smi outlived its sampler"
 
 
+def test_a_driver_before_r535_is_asked_for_the_old_reasons_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = fake_gpus.install(tmp_path / "bin", count=3, old_driver=True)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
+    sampler = Sampler(smi.LocalSmi([2], 0.1), [2], 0.1).start()
+    try:
+        t0 = time.perf_counter()
+        time.sleep(0.6)
+        taken = sampler.take(t0, time.perf_counter())
+    finally:
+        sampler.stop()
+    assert len(taken) >= 3 and {s.gpu for s in taken} == {2}
+    assert {s.values["throttle_reasons"] for s in taken} == {"hw_slowdown,hw_thermal_slowdown"}
+    calls = (script.parent / "calls.log").read_text().splitlines()
+    assert [c.split()[0].split(",")[-1] for c in calls] == [
+        "clocks_event_reasons.active", "clocks_throttle_reasons.active"]
+
+
 def test_a_stream_that_fails_warns_and_stores_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -40,7 +40,13 @@ case "$1" in
     done
     ;;
   --query-gpu=index,power.draw,clocks.sm,clocks.mem,utilization.gpu,utilization.memory,\
-memory.used,temperature.gpu,clocks_event_reasons.active)
+memory.used,temperature.gpu,clocks_event_reasons.active|\
+--query-gpu=index,power.draw,clocks.sm,clocks.mem,utilization.gpu,utilization.memory,\
+memory.used,temperature.gpu,clocks_throttle_reasons.active)
+    if [ {old_driver} = 1 ] && [ "${{1%clocks_event_reasons.active}}" != "$1" ]; then
+      echo 'Field "clocks_event_reasons.active" is not a valid field to query.'
+      exit 2
+    fi
     ms=100 ids=0
     while [ $# -gt 0 ]; do
       case "$1" in -lms) ms=$2; shift ;; -i) ids=$2; shift ;; esac
@@ -72,13 +78,15 @@ exit 9
 
 
 def install(folder: Path, count: int = 2, busy: tuple[int, ...] = (), memory_mib: int = 143771,
-            limit: int = 600) -> Path:
+            limit: int = 600, old_driver: bool = False) -> Path:
     """Write folder/nvidia-smi for `count` GPUs of which `busy` run a compute process;
-    returns the script's path (put `folder` first on PATH)."""
+    returns the script's path (put `folder` first on PATH). `old_driver`: like drivers
+    before R535, refuse clocks_event_reasons.active and know clocks_throttle_reasons.active."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
     script.write_text(_SCRIPT.format(log=folder / "calls.log", count=count, limit=limit,
-                                     busy=" ".join(map(str, busy)), memory=memory_mib))
+                                     busy=" ".join(map(str, busy)), memory=memory_mib,
+                                     old_driver=int(old_driver)))
     script.chmod(0o755)
     return script
 
