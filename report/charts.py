@@ -100,6 +100,16 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
     return ax
 
 
+def plot_energy_ratio_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+    """Energy per output token over the baseline's (energy_ratio table) per workload and
+    method, 95% CI bars, drawn as the speedup chart (filled: significant); below 1 = less."""
+    if frame.empty:
+        return _empty(ax, "no energy comparison")
+    plot_speedup_by_workload(ax, frame.rename(columns={"energy_ratio": "speedup"}), palette)
+    ax.set_ylabel("J/token vs baseline")
+    return ax
+
+
 def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
     """Token-weighted acceptance length per workload and method (mean over windows)."""
     data = frame.dropna(subset=["accept_length_tw"])

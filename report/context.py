@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report import findings
+from report import findings, sections
 from report.data import ReportData
-from report.latex import literal_block, texttt
+from report.latex import literal_block
 from report.tables import Col, build_table, ci, num, speedup_table, text, yes_no
 
 
@@ -31,32 +31,15 @@ def campaign_table(c: dict[str, Any]) -> NoEscape:
 
 
 def env_table(env: pd.DataFrame) -> NoEscape | None:
-    """Environment facts as a long key/value table, host column only if several hosts."""
+    """Every recorded fact as a long key/value table (the appendix), host column only if
+    several hosts; launch commands have their own appendix and are left out here."""
+    env = env[~env["key"].str.endswith(".launch_command")] if not env.empty else env
     if env.empty:
         return None
     cols = [Col("key", text("key")), Col("value", text("value"), "p{0.55\\linewidth}")]
     if env["host"].nunique() > 1:
         cols.insert(0, Col("host", text("host")))
     return build_table(env, cols, long=True)
-
-
-def services_table(svc: pd.DataFrame) -> NoEscape:
-    """One row per service: method, engine, tp, GPUs, start-up time, state."""
-    cols = [Col("method", text("method")), Col("engine", text("engine")),
-            Col("tp", text("tp"), "r"), Col("gpus", text("gpus")),
-            Col("startup (s)", num("startup_s", ".1f"), "r"), Col("state", text("state"))]
-    return build_table(svc, cols)
-
-
-def commands(svc: pd.DataFrame) -> list[dict[str, Any]]:
-    """Launch command (and error, if any) per service, typeset literally."""
-    out = []
-    for _, r in svc.iterrows():
-        cmd = texttt(r["launch_command"])
-        if isinstance(r.get("error"), str) and r["error"]:
-            cmd = NoEscape(f"{cmd}\\\\ \\emph{{error:}} {texttt(r['error'])}")
-        out.append({"label": f"{r['method']} ({r['engine']}, TP{r['tp']})", "command": cmd})
-    return out
 
 
 def workload_columns() -> list[Col]:
@@ -232,7 +215,12 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "campaign": c, "baseline": data.baseline,
         "findings": findings.summary(data), "validity": findings.validity_notes(data),
         "campaign_table": campaign_table(c), "env_table": env_table(data.environment),
-        "services_table": services_table(data.services), "commands": commands(data.services),
+        "host_table": sections.host_table(data.hosts),
+        "host_lines": sections.host_lines(data.hosts) if not data.hosts.empty else [],
+        "services_table": sections.services_table(data.services),
+        "shared_flags_note": sections.shared_flags_note(data.services),
+        "commands": sections.launch_commands(data.services),
+        "energy": sections.energy_section(data.window_energy, data.energy_ratio),
         "figures": {k: (v.name if v else None) for k, v in figs.items() if ":" not in k},
         "workloads": workloads(data, figs), "best_table": best_table(data.best_config),
         "accept_table": accept_table(data.config_summary),

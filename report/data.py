@@ -4,7 +4,8 @@
 ``read_only=True`` and every value is bound with ``?``. It reads only the objects that
 ``python -m analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
 the campaign, its hosts and its services come from ``campaign_summary``,
-``environment_summary`` and ``service_summary``. A file that analyze has not (re)built
+``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
+``window_energy`` and ``energy_ratio``. A file that analyze has not (re)built
 lacks them, and the report says to run ``python -m analyze``.
 """
 
@@ -26,7 +27,8 @@ class ReportError(RuntimeError):
 
 REQUIRED = ("campaign_summary", "environment_summary", "service_summary", "request_metrics",
             "config_summary", "speedup")
-OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation")
+OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation",
+            "host_summary", "window_energy", "energy_ratio")
 REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
                    "prompt_id", "ttft_s", "decode_tps", "ok")
 
@@ -46,6 +48,9 @@ class ReportData:
     lossless: pd.DataFrame = field(default_factory=pd.DataFrame)
     crossover: pd.DataFrame | None = None  # None: the database predates the crossover view
     colocation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    hosts: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: analysed before it
+    window_energy: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: no telemetry
+    energy_ratio: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -99,6 +104,11 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
         "lossless": opt("lossless", "engine, tp, workload, max_tokens, concurrency, method"),
         "colocation": opt("colocation", "engine, tp, workload, max_tokens, concurrency, method"),
+        "hosts": opt("host_summary", "campaign_id, host"),
+        "window_energy": opt("window_energy",
+                             "engine, tp, workload, max_tokens, concurrency, method, window_id"),
+        "energy_ratio": opt("energy_ratio",
+                            "engine, tp, workload, max_tokens, concurrency, method"),
         "crossover": (_by_campaign(con, "crossover", cid,
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),

@@ -116,7 +116,8 @@ def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
     charts.set_theme()
     pal = data.palette
     figs: dict[str, Path | None] = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"])
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic",
+         "energy"])
     sp, cs, rm, ag = data.speedup, data.config_summary, data.request_metrics, data.agentic
     if not sp.empty:
         figs["speedup"] = draw(outdir / "speedup.pdf",
@@ -140,6 +141,9 @@ def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
     sweeps = sweep_frame(sp, data.crossover)
     if not sweeps.empty:
         figs["crossover"] = draw_sweeps(outdir / "crossover.pdf", sweeps, pal)
+    if not data.energy_ratio.empty:
+        figs["energy"] = draw(outdir / "energy.pdf",
+                              [(charts.plot_energy_ratio_by_workload, data.energy_ratio)], pal)
     if not ag.empty:
         figs["agentic"] = draw(outdir / "agentic.pdf",
                                [(charts.plot_ttft_by_turn, ag),

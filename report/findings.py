@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from pylatex.utils import NoEscape
 
+from report import sections
 from report.data import ReportData
 from report.latex import escape_latex as e
 from report.latex import fmt_num
@@ -130,15 +131,18 @@ def summary(data: ReportData) -> list[NoEscape]:
         for workload, sub in sp.groupby("workload", sort=True):
             lines.append(_workload_sentence(str(workload), sub, multi))
         lines += _slowdowns(sp) + _throughput(sp) + _crossover(data.crossover)
-    lines += _acceptance(data.config_summary)
+    lines += _acceptance(data.config_summary) + sections.energy_finding(data.energy_ratio)
     return [NoEscape(s) for s in lines]
 
 
 def _host_notes(data: ReportData) -> list[str]:
-    env, svc = data.environment, data.services
-    gpu_keys = env[env["key"].str.contains("gpu", case=False)] if not env.empty else env
+    env, svc, hosts = data.environment, data.services, data.hosts
+    if not hosts.empty:
+        host_gpus = int(hosts["n_gpus"].fillna(0).sum())
+    else:  # analysed before host_summary: the gpu.<i>.name facts ('gpus: none' is no GPU)
+        host_gpus = int(env["key"].str.match(r"gpu\.\d+\.name$").sum()) if not env.empty else 0
     no_gpus = svc.empty or (svc["gpus"].fillna("") == "").all()
-    if no_gpus and gpu_keys.empty:
+    if no_gpus and not host_gpus:
         return [("The services ran without GPUs (CPU only). CPU timings on a shared host are "
                 "noisy and speculative decoding behaves differently than on GPUs; treat "
                 "these numbers as a functional check, not a performance result.")]
@@ -192,5 +196,5 @@ def _failure_notes(data: ReportData) -> list[str]:
 def validity_notes(data: ReportData) -> list[NoEscape]:
     """Data-driven threats to validity (appended to the template's fixed text)."""
     notes = (_host_notes(data) + _sample_notes(data) + _cache_notes(data)
-             + _failure_notes(data))
+             + _failure_notes(data) + sections.transport_notes(data.services))
     return [NoEscape(s) for s in notes]

@@ -43,6 +43,9 @@ AT_LOAD = {("ddtree_b8", "chat", 4): 1.0}
 WINDOWS = [("chat", 64, 1), ("chat", 64, 4), ("code_gen", 128, 1), ("summ", 32, 1)]
 N_PROMPTS, REPS, N_TURNS = 6, 2, 3
 T0 = datetime(2026, 1, 2, 12, 0, 0)
+# how the client reached each service (services.transport); the rest: direct
+TRANSPORT = {"dflash": "paramiko-tunnel"}
+DESCRIPTION = "A hostile description: 100% # $x$ \\input{/etc/passwd} {unbalanced"
 
 
 def _request(rng: np.random.Generator, method: str, workload: str, mt: int, conc: int,
@@ -252,9 +255,9 @@ def _meta(con: duckdb.DuckDBPyConnection) -> None:
         cmd = (f"llama-server --model /models/SmolLM2_135M.gguf --port 0 --spec {method} "
                + HOSTILE[1] + " " + HOSTILE[2])
         con.execute("INSERT INTO services VALUES (?, ?, ?, 'llama.cpp', ?, 1, '', 'localhost', ?,"
-                    " ?, ?, ?, ?, 'stopped', NULL, ?)",
+                    " ?, ?, ?, ?, 'stopped', NULL, ?, ?)",
                     [f"svc-{method}", CAMPAIGN, f"cfg-{method}", method, cmd, T0, T0, T0,
-                     1.5 + i, "log: " + HOSTILE[3]])
+                     1.5 + i, "log: " + HOSTILE[3], TRANSPORT.get(method, "direct")])
 
 
 def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
@@ -277,6 +280,7 @@ def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
     camp["n_in_incomplete"] = camp["n_requests"] - camp["n_warmup"] - camp["n_measured"]
     camp["n_ok"] = camp["campaign_id"].map(by_rm["ok"].sum()).fillna(0)
     camp["n_failed"] = camp["n_measured"] - camp["n_ok"]
+    camp["description"] = camp["campaign_id"].map({CAMPAIGN: DESCRIPTION}).fillna("")
     env["topic"] = env["key"].str.split(".").str[0]
     env["n_hosts"] = env.groupby("campaign_id")["host"].transform("nunique")
     svc = svc.drop(columns=["log_tail"])
@@ -285,11 +289,78 @@ def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
         svc[col] = svc["service_id"].map(rows.groupby("service_id").size()).fillna(0)
     svc["n_units"] = svc["n_units_incomplete"] = 0
     svc["n_failed"] = svc["n_measured"] - svc["n_ok"]
-    return {"campaign_summary": camp, "environment_summary": env, "service_summary": svc}
+    svc["n_gpus"] = 0
+    svc["own_flags"] = "--spec " + svc["method"] + " " + HOSTILE[4]
+    return {"campaign_summary": camp, "environment_summary": env, "service_summary": svc,
+            "host_summary": host_summary()}
 
 
-def populate(path: Path, agentic: bool = True, windows: list = WINDOWS) -> Path:
-    """Create the DuckDB file: raw tables from the DDL plus analysis tables."""
+def host_summary() -> pd.DataFrame:
+    """The host_summary view of _meta's facts (a CPU host, no GPUs)."""
+    return pd.DataFrame([{
+        "campaign_id": CAMPAIGN, "host": "localhost", "os": "Linux 6.1", "cpu_model":
+        "AMD EPYC # 64-core", "cpu_count": "2", "memory_gb": "7.8", "n_gpus": 0,
+        "gpu_models": None, "gpu_memory_gib": None, "driver": None, "cuda": None,
+        "engine_kind": "llamacpp", "engine_model": "/models/SmolLM2_135M.gguf",
+        "engine_build": "b4500 (commit 1a2b_3c)", "python": "3.11.2",
+        "specsweep_version": "0.1", "gpu_hour_usd": None, "n_services": 3}])
+
+
+ENERGY_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency", "method"]
+
+
+def energy_objects(cs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """window_energy and energy_ratio (VIEWS.md columns) for every config_summary window:
+    J/token 2.0 for the baseline, 1.5 for dflash, 2.5 for ddtree_b8; dflash's chat window at
+    concurrency 4 throttled (sw_power_cap) and its code_gen window sparse; price 3 USD per
+    GPU-hour."""
+    jpt = {"autoregressive": 2.0, "dflash": 1.5, "ddtree_b8": 2.5}
+    we = cs[ENERGY_KEY + ["output_tokens_sum"]].copy()
+    we["service_id"] = "svc-" + we["method"]
+    we["window_id"] = we["method"] + "-" + we["workload"] + "-" + we["max_tokens"].astype(str)
+    we["energy_j"] = we["method"].map(jpt) * we["output_tokens_sum"]
+    we["busy_s"] = 10.0
+    we["gpu_hour_usd"], we["n_gpus"] = 3.0, 1
+    we["cost_per_mtok_usd"] = 3.0 * 10.0 / 3600 / we["output_tokens_sum"] * 1e6
+    throttled = (we["method"] == "dflash") & (we["workload"] == "chat") & (we["concurrency"] == 4)
+    sparse = (we["method"] == "dflash") & (we["workload"] == "code_gen")
+    we["throttled"], we["sparse"] = throttled, sparse
+    we["throttle_reasons"] = np.where(throttled, "sw_power_cap", "")
+    we["clock_drop"] = False
+    we["sm_clock_min_mhz"], we["sm_clock_median_mhz"] = 1980.0, 1980.0
+    we["min_samples_per_gpu"] = np.where(sparse, 1, 50)
+    we["max_gap_s"] = np.where(sparse, 5.0, 0.1)
+    we["j_per_token"] = (we["energy_j"] / we["output_tokens_sum"]).where(~sparse)
+    we["tokens_per_j"] = 1 / we["j_per_token"]
+    rows = []
+    for _, r in we[(we["method"] != "autoregressive") & ~sparse].iterrows():
+        ratio = jpt[r["method"]] / 2.0
+        rows.append({**{k: r[k] for k in ENERGY_KEY}, "baseline": "autoregressive",
+                     "energy_ratio": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05,
+                     "significant": True, "n": 12, "n_prompts": 6})
+    return {"window_energy": we, "energy_ratio": pd.DataFrame(rows)}
+
+
+def gpu_samples(req: pd.DataFrame, watts: float = 250.0) -> pd.DataFrame:
+    """Raw gpu_samples for every window of `req`: GPU 0 at a constant power, every 0.1 s
+    from 0 to past the window's last response."""
+    rows = []
+    keys = ["campaign_id", "service_id", "config_id", "workload", "window_id"]
+    for key, win in req.groupby(keys):
+        end = float((win["start_s"] + win["e2e_s"]).max())
+        for i in range(int(end * 10) + 2):
+            rows.append({**dict(zip(keys, key)), "gpu_index": 0, "t_s": i / 10,
+                         "power_w": watts, "energy_j": None, "sm_clock_mhz": 1980.0,
+                         "mem_clock_mhz": 2619.0, "util_gpu_pct": 90.0, "util_mem_pct": 30.0,
+                         "memory_used_mib": 1000.0, "temperature_c": 50.0,
+                         "throttle_reasons": ""})
+    return pd.DataFrame(rows)
+
+
+def populate(path: Path, agentic: bool = True, windows: list = WINDOWS,
+             energy: bool = False) -> Path:
+    """Create the DuckDB file: raw tables from the DDL plus analysis tables (with GPU energy
+    objects when `energy`)."""
     req = raw_requests(agentic, windows)
     rm = request_metrics(req)
     cs = config_summary(rm)
@@ -297,6 +368,8 @@ def populate(path: Path, agentic: bool = True, windows: list = WINDOWS) -> Path:
     objects = {"request_metrics": rm, "config_summary": cs, "speedup": sp,
                "best_config": best_config(cs, sp), "agentic_turns": agentic_turns(rm),
                "crossover": crossover(sp)}
+    if energy:
+        objects |= energy_objects(cs)
     with duckdb.connect(str(path)) as con:
         con.execute(DDL.read_text())
         _meta(con)
@@ -327,6 +400,12 @@ def report_db_no_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A populated results file where every workload ran at a single concurrency."""
     windows = [w for w in WINDOWS if w[2] == 1]
     return populate(tmp_path_factory.mktemp("db3") / "specsweep.duckdb", False, windows)
+
+
+@pytest.fixture(scope="session")
+def report_db_energy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A populated results file with GPU energy objects."""
+    return populate(tmp_path_factory.mktemp("db4") / "specsweep.duckdb", False, energy=True)
 
 
 needs_latex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed")

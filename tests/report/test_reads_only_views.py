@@ -20,7 +20,7 @@ from report.context import build_context
 from report.data import ReportError, load
 from report.figures import make_figures
 from schema.store import DDL
-from tests.report.conftest import CAMPAIGN, _meta, raw_requests
+from tests.report.conftest import CAMPAIGN, _meta, gpu_samples, raw_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 SQL_NAME = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_][\w.]*)")  # the SQL here is upper case
@@ -102,8 +102,11 @@ def analysed_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with duckdb.connect(str(raw)) as con:
         con.execute(DDL.read_text())
         _meta(con)
-        con.register("req_df", raw_requests(agentic=True))
+        req = raw_requests(agentic=True)
+        con.register("req_df", req)
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
+        con.register("gpu_df", gpu_samples(req[~req["is_warmup"]]))
+        con.execute("INSERT INTO gpu_samples BY NAME SELECT * FROM gpu_df")
     analyze_build.run(raw)
     with duckdb.connect(str(raw), read_only=True) as src, duckdb.connect(str(only)) as con:
         for name in analyze_build.OBJECTS:  # names are analyze's constants
@@ -121,3 +124,8 @@ def test_the_report_reads_what_analyze_builds(analysed_copy: Path, tmp_path: Pat
     assert "status is \\emph{interrupted}" in tex
     assert list(data.services["method"]) == ["autoregressive", "ddtree_b8", "dflash"]
     assert "Prompt-cache settings as recorded" in " ".join(tex.split())
+    # GPU telemetry at a constant 250 W through the real energy views and energy_ratio
+    assert not data.window_energy.empty and not data.energy_ratio.empty
+    assert (data.window_energy["mean_power_w"].round(6) == 250).all()
+    assert "No GPU telemetry" not in tex and "Throttling and clocks" in tex
+    assert data.campaign["description"] == "" and not data.hosts.empty

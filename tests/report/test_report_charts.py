@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from matplotlib.collections import PathCollection
 
 from report import charts
 from report.figures import save_figure, slug, sweep_frame, sweeps_figure
@@ -161,3 +162,20 @@ def test_sweeps_figure_has_a_panel_per_tp_and_one_legend(palette: dict, tmp_path
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "ddtree_b8", "dflash", "crossover"]
     assert save_figure(fig, tmp_path / "crossover.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_energy_ratio_chart_draws_the_ratios_and_names_its_axis(palette: dict,
+                                                                 tmp_path: Path) -> None:
+    """energy_ratio rows drawn like the speedup chart: one marker per row at its ratio."""
+    frame = _speedup().rename(columns={"speedup": "energy_ratio"})
+    fig, ax = plt.subplots()
+    charts.plot_energy_ratio_by_workload(ax, frame, palette)
+    assert ax.get_ylabel() == "J/token vs baseline"
+    drawn = sorted(float(y) for c in ax.collections if isinstance(c, PathCollection)
+                   for _, y in c.get_offsets())
+    assert drawn == sorted(frame["energy_ratio"])
+    assert save_figure(fig, tmp_path / "energy.pdf").stat().st_size > 0
+    fig, ax = plt.subplots()
+    charts.plot_energy_ratio_by_workload(ax, frame.head(0), palette)
+    assert ax.texts[0].get_text() == "no energy comparison"
+    plt.close(fig)

@@ -1,0 +1,234 @@
+"""The setup section (host table, one row per service) and the energy section.
+
+Reads the frames of ``report.data`` (views host_summary, service_summary, window_energy and
+the energy_ratio table; analyze/VIEWS.md) and returns raw LaTeX built from escaped cells
+(``NoEscape``) or plain values the template escapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pylatex.utils import NoEscape
+
+from report.latex import escape_latex as e
+from report.latex import fmt_num, texttt
+from report.tables import Col, build_table, ci, num, text, yes_no
+
+# --- setup --------------------------------------------------------------------------------
+
+
+def _or_dash(v: Any) -> str:
+    return "--" if v is None or (not isinstance(v, str) and pd.isna(v)) or v == "" else str(v)
+
+
+def _cpu(r: pd.Series) -> str:
+    count = "" if pd.isna(r["cpu_count"]) else f" ({r['cpu_count']} cores)"
+    return _or_dash(r["cpu_model"]) + count
+
+
+def _gpus(r: pd.Series) -> str:
+    if not r["n_gpus"] or pd.isna(r["n_gpus"]):
+        return "none"
+    models = _or_dash(r["gpu_models"]) if not pd.isna(r["gpu_models"]) else f"{r['n_gpus']}"
+    mem = "" if pd.isna(r["gpu_memory_gib"]) else f", {r['gpu_memory_gib']:.0f} GiB each"
+    return models + mem
+
+
+def _engine(r: pd.Series) -> str:
+    build = "" if pd.isna(r["engine_build"]) or not r["engine_build"] else f" {r['engine_build']}"
+    return _or_dash(r["engine_kind"]) + build
+
+
+def host_table(hosts: pd.DataFrame) -> NoEscape | None:
+    """One row per host: CPU, memory, GPUs, driver, CUDA, engine build."""
+    if hosts.empty:
+        return None
+    cols = [Col("CPU", _cpu, "p{0.26\\linewidth}"),
+            Col("memory (GB)", lambda r: _or_dash(r["memory_gb"]), "r"),
+            Col("GPUs", _gpus, "p{0.22\\linewidth}"),
+            Col("driver", lambda r: _or_dash(r["driver"])),
+            Col("CUDA", lambda r: _or_dash(r["cuda"])),
+            Col("engine build", _engine, "p{0.24\\linewidth}")]
+    if len(hosts) > 1:
+        cols.insert(0, Col("host", text("host")))
+    return build_table(hosts, cols)
+
+
+def host_lines(hosts: pd.DataFrame) -> list[str]:
+    """Per host, what the table has no column for: model, OS, versions, price (plain text)."""
+    out = []
+    for _, r in hosts.iterrows():
+        parts = [f"model {_or_dash(r['engine_model'])}", f"OS {_or_dash(r['os'])}",
+                 f"Python {_or_dash(r['python'])}", f"specsweep {_or_dash(r['specsweep_version'])}"]
+        if not pd.isna(r["gpu_hour_usd"]):
+            parts.append(f"price {r['gpu_hour_usd']:g} USD per GPU-hour")
+        who = f"{r['host']}: " if len(hosts) > 1 else ""
+        out.append(who + "; ".join(parts) + ".")
+    return out
+
+
+def _flags(r: pd.Series) -> str:
+    flags = r.get("own_flags")
+    return "" if flags is None or pd.isna(flags) else str(flags)
+
+
+def services_table(svc: pd.DataFrame) -> NoEscape:
+    """One row per service: method, tp, GPUs, its own flags, start-up time, transport."""
+    cols = [Col("method", text("method")), Col("tp", text("tp"), "r"),
+            Col("GPUs", lambda r: r["gpus"] or "--"),
+            Col("flags (not shared by all)", _flags, "p{0.36\\linewidth}"),
+            Col("start-up (s)", num("startup_s", ".1f"), "r")]
+    if "transport" in svc:
+        cols.append(Col("transport", text("transport")))
+    cols.append(Col("state", text("state")))
+    if svc["engine"].nunique() > 1:
+        cols.insert(1, Col("engine", text("engine")))
+    return build_table(svc, cols)
+
+
+def shared_flags_note(svc: pd.DataFrame) -> str:
+    """Where the flags every service shares can be read."""
+    if "own_flags" not in svc:
+        return ""
+    return ("Flags that every service shares (model, context, threads, ...) are left out of "
+            "the table; the full launch commands are in the appendix.")
+
+
+def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
+    """A threats sentence for services measured through a tunnel (or not known not to be)."""
+    if svc.empty or "transport" not in svc:
+        return []
+    notes = []
+    tunnels = svc[~svc["transport"].isin(["direct", "unknown"])]
+    if not tunnels.empty:
+        names = ", ".join(f"{e(r['method'])} TP{e(r['tp'])} ({e(r['transport'])})"
+                          for _, r in tunnels.iterrows())
+        notes.append(NoEscape(
+            f"The receive stamps of {names} were taken after an SSH tunnel: they mark when "
+            "the forward wrote the bytes to loopback, so TTFT and inter-token gaps include "
+            "the tunnel's delay and batching."))
+    unknown = svc[svc["transport"] == "unknown"]
+    if not unknown.empty:
+        names = ", ".join(sorted({f"{e(m)}" for m in unknown["method"]}))
+        notes.append(NoEscape(
+            f"How {names} was reached was not recorded (an older specsweep): if through an "
+            "SSH tunnel, its receive stamps were taken after the tunnel."))
+    return notes
+
+
+# --- energy -------------------------------------------------------------------------------
+
+ENERGY_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
+
+
+def energy_rows(we: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
+    """Per method and load point: J/token, tokens/J and cost over its usable windows, with
+    the energy_ratio row (empty ratio cells for the baseline)."""
+    usable = we[~we["sparse"].astype(bool)]
+    if usable.empty:
+        return pd.DataFrame()
+    usable = usable.assign(cost_x_tokens=usable["cost_per_mtok_usd"] * usable["output_tokens_sum"])
+    agg = usable.groupby(ENERGY_KEY, as_index=False).agg(
+        energy_j=("energy_j", "sum"), tokens=("output_tokens_sum", "sum"),
+        cost_x_tokens=("cost_x_tokens", "sum"), priced=("gpu_hour_usd", "count"))
+    agg["j_per_token"] = agg["energy_j"] / agg["tokens"]
+    agg["tokens_per_j"] = agg["tokens"] / agg["energy_j"]
+    agg["cost_per_mtok_usd"] = (agg["cost_x_tokens"] / agg["tokens"]).where(agg["priced"] > 0)
+    if not er.empty:
+        agg = agg.merge(er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
+                        on=ENERGY_KEY, how="left")
+    else:
+        agg = agg.assign(energy_ratio=float("nan"), ci_low=float("nan"), ci_high=float("nan"),
+                         significant=None)
+    return agg.sort_values(["workload", "max_tokens", "concurrency", "method"])
+
+
+def _ratio_ci(r: pd.Series) -> str:
+    return "" if pd.isna(r["energy_ratio"]) else ci()(r)
+
+
+def energy_table(rows: pd.DataFrame, priced: bool) -> NoEscape:
+    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
+            Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
+            Col("J/token", num("j_per_token", ".3g"), "r"),
+            Col("tokens/J", num("tokens_per_j", ".3g"), "r"),
+            Col("energy ratio", lambda r: "" if pd.isna(r["energy_ratio"])
+                else fmt_num(r["energy_ratio"]), "r"),
+            Col("95% CI", _ratio_ci, "c"),
+            Col("sig.", lambda r: "" if pd.isna(r["energy_ratio"])
+                else yes_no("significant")(r), "c")]
+    if priced:
+        cols.append(Col("USD / 1M tok", num("cost_per_mtok_usd", ".3g"), "r"))
+    if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:
+        cols.insert(3, Col("tp", text("tp"), "r"))
+    return build_table(rows, cols, long=True)
+
+
+def _window_flags(r: pd.Series) -> str:
+    flags = []
+    if r["sparse"]:
+        flags.append(f"sparse ({int(r['min_samples_per_gpu'] or 0)} samples/GPU, "
+                     f"gap {fmt_num(r['max_gap_s'])} s)")
+    if r["throttled"]:
+        flags.append(f"throttled: {r['throttle_reasons']}")
+    if r["clock_drop"]:
+        flags.append(f"SM clock {fmt_num(r['sm_clock_min_mhz'], '.0f')} MHz, median "
+                     f"{fmt_num(r['sm_clock_median_mhz'], '.0f')}")
+    return "; ".join(flags)
+
+
+def flagged_table(we: pd.DataFrame) -> NoEscape | None:
+    """The windows that were throttled, lost SM clock or were sampled too sparsely."""
+    bad = we[we["sparse"].astype(bool) | we["throttled"].astype(bool)
+             | we["clock_drop"].astype(bool)]
+    if bad.empty:
+        return None
+    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
+            Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
+            Col("tp", text("tp"), "r"), Col("flags", _window_flags, "p{0.45\\linewidth}")]
+    return build_table(bad.sort_values(["workload", "max_tokens", "concurrency", "method"]),
+                       cols)
+
+
+def energy_section(we: pd.DataFrame, er: pd.DataFrame) -> dict[str, Any]:
+    """What the template's energy section shows; ``available`` false without telemetry."""
+    if we.empty:
+        return {"available": False}
+    rows = energy_rows(we, er)
+    priced = bool(we["gpu_hour_usd"].notna().any())
+    return {
+        "available": True, "priced": priced,
+        "table": energy_table(rows, priced) if not rows.empty else None,
+        "n_windows": len(we), "n_sparse": int(we["sparse"].astype(bool).sum()),
+        "n_throttled": int(we["throttled"].astype(bool).sum()),
+        "n_clock_drop": int(we["clock_drop"].astype(bool).sum()),
+        "flagged": flagged_table(we),
+    }
+
+
+def energy_finding(er: pd.DataFrame) -> list[str]:
+    """One summary sentence on the paired energy ratios (raw LaTeX)."""
+    if er.empty:
+        return []
+    sig = er["significant"].fillna(False).astype(bool)
+    less = int((sig & (er["energy_ratio"] < 1)).sum())
+    more = int((sig & (er["energy_ratio"] > 1)).sum())
+    best = er.loc[er["energy_ratio"].idxmin()]
+    return [(f"Energy per output token (GPU board power): {less} of {len(er)} comparisons use "
+             f"significantly less than the baseline and {more} significantly more; the lowest "
+             f"ratio is {e(best['method'])} on {e(best['workload'])} at "
+             f"{fmt_num(best['energy_ratio'])}$\\times$ (95\\% CI "
+             f"{fmt_num(best['ci_low'])}--{fmt_num(best['ci_high'])}).")]
+
+
+def launch_commands(svc: pd.DataFrame) -> list[dict[str, Any]]:
+    """Launch command (and error, if any) per service, typeset literally (the appendix)."""
+    out = []
+    for _, r in svc.iterrows():
+        cmd = texttt(r["launch_command"])
+        if isinstance(r.get("error"), str) and r["error"]:
+            cmd = NoEscape(f"{cmd}\\\\ \\emph{{error:}} {texttt(r['error'])}")
+        out.append({"label": f"{r['method']} ({r['engine']}, TP{r['tp']})", "command": cmd})
+    return out
