@@ -196,3 +196,20 @@ def test_gpu_sample_builder_defaults() -> None:
     row = gpu_sample(0.5, 250.0)
     assert (row["t_s"], row["power_w"], row["window_id"], row["throttle_reasons"]) == (
         0.5, 250.0, "w-autoregressive", "")
+
+
+def test_nvml_counter_cross_checks_the_trapezoid(tmp_path: Path) -> None:
+    """GPU 0 at 300 W with its energy counter at 1000 + 300 t J, sampled every 0.1 s from
+    t = -0.05 (so the span ends fall between samples): span [0, 2], counter E(2) - E(0) =
+    (1000 + 600) - 1000 = 600 J, the trapezoid's 600 J. GPU 1 without a counter makes the
+    window's counter_energy_j NULL (not every GPU reported it)."""
+    times = [round(-0.05 + i / 10, 6) for i in range(22)]
+    samples = [gpu_sample(t, 300.0, energy_j=1000 + 300 * t) for t in times]
+    path = analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples)
+    w = one(path, "SELECT energy_j, counter_energy_j FROM window_energy")
+    assert (w["energy_j"], w["counter_energy_j"]) == pytest.approx((600, 600))
+    path.unlink()
+    samples += power_trace(times, 100.0, gpu_index=1)
+    w = one(analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples),
+            "SELECT energy_j, counter_energy_j FROM window_energy")
+    assert w["energy_j"] == pytest.approx(800) and w["counter_energy_j"] is None
