@@ -71,7 +71,7 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
 
 def _flags(r: pd.Series) -> str:
     flags = r.get("own_flags")
-    return "" if flags is None or pd.isna(flags) else str(flags)
+    return "--" if flags is None or pd.isna(flags) or flags == "" else str(flags)
 
 
 def services_table(svc: pd.DataFrame) -> NoEscape:
@@ -192,7 +192,16 @@ def flagged_table(we: pd.DataFrame) -> NoEscape | None:
                        cols)
 
 
-def energy_section(we: pd.DataFrame, er: pd.DataFrame) -> dict[str, Any]:
+def telemetry_sources(env: pd.DataFrame) -> str:
+    """How the GPUs were sampled, as the services recorded it (service.*.telemetry facts)."""
+    if env.empty:
+        return ""
+    values = env.loc[env["key"].str.endswith(".telemetry"), "value"]
+    return "; ".join(sorted(set(values)))
+
+
+def energy_section(we: pd.DataFrame, er: pd.DataFrame,
+                   env: pd.DataFrame | None = None) -> dict[str, Any]:
     """What the template's energy section shows; ``available`` false without telemetry."""
     if we.empty:
         return {"available": False}
@@ -205,6 +214,7 @@ def energy_section(we: pd.DataFrame, er: pd.DataFrame) -> dict[str, Any]:
         "n_throttled": int(we["throttled"].astype(bool).sum()),
         "n_clock_drop": int(we["clock_drop"].astype(bool).sum()),
         "flagged": flagged_table(we),
+        "sampling": telemetry_sources(env if env is not None else pd.DataFrame()),
     }
 
 

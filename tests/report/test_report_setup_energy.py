@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from report.build import run
-from report.sections import energy_rows, transport_notes
+from report.sections import energy_rows, telemetry_sources, transport_notes
 from tests.report.conftest import needs_latex
 
 
@@ -110,3 +110,12 @@ def test_transport_notes() -> None:
     assert notes[0].startswith("The receive stamps of b TP2 (ssh-tunnel) were taken after")
     assert notes[1].startswith("How c was reached was not recorded")
     assert transport_notes(svc.head(1)) == []
+
+
+def test_telemetry_sources_are_the_distinct_recorded_ones() -> None:
+    env = pd.DataFrame({"key": ["service.a.tp1.telemetry", "service.b.tp1.telemetry",
+                                "service.c.tp2.telemetry", "cpu.model"],
+                        "value": ["nvml every 0.1 s", "nvml every 0.1 s",
+                                  "nvidia-smi every 0.1 s", "x"]})
+    assert telemetry_sources(env) == "nvidia-smi every 0.1 s; nvml every 0.1 s"
+    assert telemetry_sources(env.tail(1)) == "" and telemetry_sources(pd.DataFrame()) == ""
