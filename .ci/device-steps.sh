@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What each call to a GPU machine with no network runs, from the root of the repo copy there,
 # with the pieces of .ci/device-pieces carried under device/ (device/RUNBOOK.md chains the
-# calls). `.ci/device-pieces` copies this file to device/remote/steps.sh. One step per call:
+# calls: `bash .ci/device-steps.sh STEP`). One step per call:
 #
 #   setup    (carry device/remote, device/llama-src, device/wheels-cpXY-core [, -sci, -scipy,
 #            -plot]) prints the machine, installs specsweep's Python dependencies from the wheels
