@@ -44,10 +44,13 @@ setup() {
 deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
 print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     say "pip install --no-index ${links[*]}: ${reqs[*]} nvidia-ml-py"
-    if ! python3 -m pip install -q --no-index --no-cache-dir "${links[@]}" "${reqs[@]}" nvidia-ml-py
+    # (PIP_BREAK_SYSTEM_PACKAGES: a throwaway machine whose python3 may be the system one)
+    if ! PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-cache-dir \
+        "${links[@]}" "${reqs[@]}" nvidia-ml-py
     then
-        say "pip could not install from the carried wheels: carry the group it names " \
-            "(device/wheels-$tag-sci, -scipy, -plot) with the core one and call setup again"
+        say "pip could not install from the carried wheels: install the group that has what" \
+            "it names (device/wheels-$tag-sci, -scipy or -plot) in a call of its own" \
+            "(device/RUNBOOK.md), then call setup again"
         exit 2
     fi
     python3 -m collect --help >/dev/null || { say "python3 -m collect does not start"; exit 2; }
