@@ -208,11 +208,18 @@ class SystemdManager:
         self.runner.write_file(str(self.unit_dir / unit), text)
         for args in (("daemon-reload",), ("start", unit)):
             rc, _, err = self._systemctl(*args)
+            if rc != 0 and args[0] == "start" and self._failed(unit):
+                # systemd ran the unit and it failed at once (e.g. its binary cannot be
+                # executed): a server that exited during start-up, the reason in the journal
+                return Process(pid=0, log_path=log)  # type: ignore[arg-type]
             if rc != 0:
                 raise RuntimeError(f"systemctl {' '.join(args)} failed (rc {rc}): {err.strip()}")
         _, out, _ = self._systemctl("show", "--property=MainPID", "--value", unit)
         pid = int(out.strip()) if out.strip().isdigit() else 0
         return Process(pid=pid, log_path=log)  # type: ignore[arg-type]
+
+    def _failed(self, unit: str) -> bool:
+        return self._systemctl("is-failed", "--quiet", unit)[0] == 0
 
     def alive(self, proc: Process) -> bool:
         rc, _, _ = self._systemctl("is-active", "--quiet", unit_name(proc.log_path))
