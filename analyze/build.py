@@ -5,10 +5,10 @@ read from its YAML), 01 request_metrics, 02 config_summary, 03 speedup_pairs, th
 table (analyze.stats), 04 best_config (reads speedup), 05-10 the per-window views, 11-13 the
 campaign, environment and service summaries (the only way `report` sees the raw tables), 14
 import_check (imported files' printed figures beside ours), 15-17 GPU energy (segments,
-windows, requests), 18 host_summary, then the `energy_ratio` table (analyze.energy). The raw
-layer is schema's: `connect` migrates the file before anything here runs. Everything is
-CREATE OR REPLACE inside one transaction, so a failed build leaves the previous analysis layer
-in place.
+windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio` table
+(analyze.energy). The raw layer is schema's: `connect` migrates the file before anything here
+runs. Everything is CREATE OR REPLACE inside one transaction, so a failed build leaves the
+previous analysis layer in place.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ AFTER_SPEEDUP = (
     "16_window_energy.sql",
     "17_request_energy.sql",
     "18_host_summary.sql",
+    "19_energy_summary.sql",
 )
 OBJECTS = (
     "request_metrics",
@@ -65,6 +66,7 @@ OBJECTS = (
     "window_energy",
     "request_energy",
     "host_summary",
+    "energy_summary",
     "energy_ratio",
     "campaign_plan",
 )

@@ -10,9 +10,9 @@ the baseline's window share, every rep of such a prompt) that have an attributed
     ci_low, ci_high    = the same paired prompt bootstrap as `speedup` (schema.paired:
                          B = 2000, seed 20260101, 95% percentile interval)
     significant        = ci_low > 1 or ci_high < 1 (below 1: M spends less energy per token)
-    window_energy_ratio = window_energy.j_per_token(M) / window_energy.j_per_token(baseline)
+    window_energy_ratio = energy_summary.j_per_token(M) / energy_summary.j_per_token(baseline)
                          (whole-window joules per token, idle pieces included; no interval)
-    cost_ratio         = window_energy.cost_per_mtok_usd(M) / the baseline's (= the inverse
+    cost_ratio         = energy_summary.cost_per_mtok_usd(M) / the baseline's (= the inverse
                          throughput ratio times the GPU-count ratio; NULL without a price)
 
 A ratio above 1 means M spends more energy per output token than the baseline. The bootstrap
@@ -67,13 +67,9 @@ WHERE e.j_per_token IS NOT NULL
 """
 
 WINDOWS_SQL = """
-SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method,
-       sum(energy_j) / nullif(sum(output_tokens_sum), 0) AS j_per_token,
-       sum(cost_per_mtok_usd * output_tokens_sum) / nullif(sum(output_tokens_sum), 0)
-           AS cost_per_mtok_usd
-FROM window_energy
-WHERE NOT sparse
-GROUP BY ALL
+SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method, j_per_token,
+       cost_per_mtok_usd
+FROM energy_summary
 """
 
 
@@ -127,7 +123,7 @@ def attach_window_ratios(ratios: pd.DataFrame, windows: pd.DataFrame) -> pd.Data
 
 def build_energy_ratio(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT,
                        seed: int = SEED) -> int:
-    """Read speedup_pairs, request_energy and window_energy, bootstrap, write `energy_ratio`;
+    """Read speedup_pairs, request_energy and energy_summary, bootstrap, write `energy_ratio`;
     return its row count."""
     con.execute(ENERGY_RATIO_DDL)
     frame = energy_ratios(con.execute(PAIRS_SQL).df(), n_boot, seed)

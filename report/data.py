@@ -5,7 +5,7 @@
 ``python -m analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
 the campaign, its hosts and its services come from ``campaign_summary``,
 ``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
-``window_energy`` and ``energy_ratio``. A file that analyze has not (re)built
+``window_energy``, ``energy_summary`` and ``energy_ratio``. A file that analyze has not (re)built
 lacks them, and the report says to run ``python -m analyze``.
 """
 
@@ -28,7 +28,7 @@ class ReportError(RuntimeError):
 REQUIRED = ("campaign_summary", "environment_summary", "service_summary", "request_metrics",
             "config_summary", "speedup")
 OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation",
-            "host_summary", "window_energy", "energy_ratio")
+            "host_summary", "window_energy", "energy_summary", "energy_ratio")
 REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
                    "prompt_id", "ttft_s", "decode_tps", "ok")
 
@@ -50,6 +50,7 @@ class ReportData:
     colocation: pd.DataFrame = field(default_factory=pd.DataFrame)
     hosts: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: analysed before it
     window_energy: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: no telemetry
+    energy_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     energy_ratio: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
@@ -107,6 +108,8 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "hosts": opt("host_summary", "campaign_id, host"),
         "window_energy": opt("window_energy",
                              "engine, tp, workload, max_tokens, concurrency, method, window_id"),
+        "energy_summary": opt("energy_summary",
+                              "engine, tp, workload, max_tokens, concurrency, method"),
         "energy_ratio": opt("energy_ratio",
                             "engine, tp, workload, max_tokens, concurrency, method"),
         "crossover": (_by_campaign(con, "crossover", cid,

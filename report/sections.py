@@ -123,26 +123,19 @@ def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
 ENERGY_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
 
 
-def energy_rows(we: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
-    """Per method and load point: J/token, tokens/J and cost over its usable windows, with
-    the energy_ratio row (empty ratio cells for the baseline)."""
-    usable = we[~we["sparse"].astype(bool)]
-    if usable.empty:
+def energy_rows(es: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
+    """energy_summary rows (J/token, tokens/J, cost per method and load point) with their
+    energy_ratio row (empty ratio cells for the baseline)."""
+    rows = es.dropna(subset=["j_per_token"])
+    if rows.empty:
         return pd.DataFrame()
-    usable = usable.assign(cost_x_tokens=usable["cost_per_mtok_usd"] * usable["output_tokens_sum"])
-    agg = usable.groupby(ENERGY_KEY, as_index=False).agg(
-        energy_j=("energy_j", "sum"), tokens=("output_tokens_sum", "sum"),
-        cost_x_tokens=("cost_x_tokens", "sum"), priced=("gpu_hour_usd", "count"))
-    agg["j_per_token"] = agg["energy_j"] / agg["tokens"]
-    agg["tokens_per_j"] = agg["tokens"] / agg["energy_j"]
-    agg["cost_per_mtok_usd"] = (agg["cost_x_tokens"] / agg["tokens"]).where(agg["priced"] > 0)
     if not er.empty:
-        agg = agg.merge(er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
-                        on=ENERGY_KEY, how="left")
+        rows = rows.merge(er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
+                          on=ENERGY_KEY, how="left")
     else:
-        agg = agg.assign(energy_ratio=float("nan"), ci_low=float("nan"), ci_high=float("nan"),
-                         significant=None)
-    return agg.sort_values(["workload", "max_tokens", "concurrency", "method"])
+        rows = rows.assign(energy_ratio=float("nan"), ci_low=float("nan"),
+                           ci_high=float("nan"), significant=None)
+    return rows.sort_values(["workload", "max_tokens", "concurrency", "method"])
 
 
 def _ratio_ci(r: pd.Series) -> str:
@@ -200,12 +193,12 @@ def telemetry_sources(env: pd.DataFrame) -> str:
     return "; ".join(sorted(set(values)))
 
 
-def energy_section(we: pd.DataFrame, er: pd.DataFrame,
+def energy_section(we: pd.DataFrame, es: pd.DataFrame, er: pd.DataFrame,
                    env: pd.DataFrame | None = None) -> dict[str, Any]:
     """What the template's energy section shows; ``available`` false without telemetry."""
     if we.empty:
         return {"available": False}
-    rows = energy_rows(we, er)
+    rows = energy_rows(es, er) if not es.empty else pd.DataFrame()
     priced = bool(we["gpu_hour_usd"].notna().any())
     return {
         "available": True, "priced": priced,

@@ -213,3 +213,24 @@ def test_nvml_counter_cross_checks_the_trapezoid(tmp_path: Path) -> None:
     w = one(analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples),
             "SELECT energy_j, counter_energy_j FROM window_energy")
     assert w["energy_j"] == pytest.approx(800) and w["counter_energy_j"] is None
+
+
+def test_energy_summary_sums_usable_windows_of_a_setting(tmp_path: Path) -> None:
+    """Three windows of one setting, each one request [0, 1] of 50 tokens: w1 at 100 W
+    (100 J), w2 at 300 W (300 J), w3 with a single sample (sparse, left out).
+    j_per_token = (100 + 300) / (50 + 50) = 4; tokens_per_j = 0.25; mean power 400 J / 2 s =
+    200 W. Price 1 USD per GPU-hour, 1 GPU, busy 1 s, 50 tokens: each window 1 * 1 * 1 /
+    3600 / 50 * 1e6 = 5.555... USD per 1M tokens, so the token-weighted cost is the same."""
+    requests = [req(start_s=0, e2e_s=1, ttft_s=0.1, output_tokens=50, window_id=w)
+                for w in ("w1", "w2", "w3")]
+    samples = (power_trace(tenths(0, 1), 100.0, window_id="w1")
+               + power_trace(tenths(0, 1), 300.0, window_id="w2")
+               + power_trace([0.5], 300.0, window_id="w3"))
+    path = analysed(tmp_path, requests, samples,
+                    env=[{"campaign_id": "c1", "host": "h", "key": "price.gpu_hour_usd",
+                          "value": "1"}])
+    s = one(path, "SELECT * FROM energy_summary")
+    assert (s["n_windows"], s["n_sparse"], s["output_tokens_sum"]) == (3, 1, 100)
+    assert (s["energy_j"], s["j_per_token"], s["tokens_per_j"], s["mean_power_w"]) == (
+        pytest.approx(400), pytest.approx(4), pytest.approx(0.25), pytest.approx(200))
+    assert s["cost_per_mtok_usd"] == pytest.approx(1e6 / 3600 / 50)

@@ -338,7 +338,13 @@ def energy_objects(cs: pd.DataFrame) -> dict[str, pd.DataFrame]:
         rows.append({**{k: r[k] for k in ENERGY_KEY}, "baseline": "autoregressive",
                      "energy_ratio": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05,
                      "significant": True, "n": 12, "n_prompts": 6})
-    return {"window_energy": we, "energy_ratio": pd.DataFrame(rows)}
+    usable = we[~sparse]
+    es = usable.groupby(ENERGY_KEY, as_index=False).agg(
+        energy_j=("energy_j", "sum"), output_tokens_sum=("output_tokens_sum", "sum"),
+        cost_per_mtok_usd=("cost_per_mtok_usd", "mean"))
+    es["j_per_token"] = es["energy_j"] / es["output_tokens_sum"]
+    es["tokens_per_j"] = 1 / es["j_per_token"]
+    return {"window_energy": we, "energy_summary": es, "energy_ratio": pd.DataFrame(rows)}
 
 
 def gpu_samples(req: pd.DataFrame, watts: float = 250.0) -> pd.DataFrame:

@@ -88,18 +88,18 @@ def test_energy_section_tabulates_charts_and_flags(energy_pdf: Path) -> None:
     assert "chat&64&1&dflash&1.5&0.667&0.75&{[}0.70, 0.80{]}&yes&" in tex
 
 
-def test_energy_rows_sum_energy_and_tokens_over_usable_windows() -> None:
-    """Two usable windows of one setting: (100 J, 50 tok) and (300 J, 50 tok) -> 400 / 100 =
-    4 J/token; a sparse one (1000 J) is left out. Cost weighted by tokens: (10 * 50 + 30 *
-    50) / 100 = 20."""
-    key = {"engine": "e", "tp": 1, "workload": "w", "max_tokens": 8, "concurrency": 1,
-           "method": "m"}
-    we = pd.DataFrame([{**key, "energy_j": j, "output_tokens_sum": 50, "sparse": sp,
-                        "cost_per_mtok_usd": c, "gpu_hour_usd": 1.0}
-                       for j, sp, c in ((100.0, False, 10.0), (300.0, False, 30.0),
-                                        (1000.0, True, 99.0))])
-    row = energy_rows(we, pd.DataFrame()).iloc[0]
-    assert (row["j_per_token"], row["tokens_per_j"], row["cost_per_mtok_usd"]) == (4, 0.25, 20)
+def test_energy_rows_join_the_ratio_and_leave_the_baselines_ratio_empty() -> None:
+    """energy_summary rows of a baseline and a method, energy_ratio only for the method;
+    a setting without usable windows (j_per_token NULL) is not a row."""
+    key = {"engine": "e", "tp": 1, "workload": "w", "max_tokens": 8, "concurrency": 1}
+    es = pd.DataFrame([{**key, "method": m, "j_per_token": j}
+                       for m, j in (("autoregressive", 2.0), ("m", 1.0), ("x", None))])
+    er = pd.DataFrame([{**key, "method": "m", "energy_ratio": 0.5, "ci_low": 0.4,
+                        "ci_high": 0.6, "significant": True}])
+    rows = energy_rows(es, er)
+    assert list(rows["method"]) == ["autoregressive", "m"]
+    assert rows["energy_ratio"].isna().tolist() == [True, False]
+    assert energy_rows(es, pd.DataFrame())["energy_ratio"].isna().all()
 
 
 def test_transport_notes() -> None:
