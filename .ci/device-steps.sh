@@ -14,6 +14,7 @@
 #            plans/gpu-llamacpp.yaml` in the background once, waits for it, then runs
 #            `analyze` (and `report` where latexmk exists) and puts the results in $OUT. It
 #            stops waiting after BUDGET seconds (default 530) and says to call it again.
+#   cuda-hints  only says where cuBLAS and libcuda.so are (setup does this before the build).
 #
 # State lives in /tmp/specsweep-device, which lasts while the machine stays warm; a step that
 # finds it missing says the machine is a fresh one (exit 3): start again at setup.
@@ -59,6 +60,7 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
     cp device/llama-src/*.tar.gz "$S/llama-src.tar.gz" || { say "carry device/llama-src"; exit 2; }
     if [ -f "$S/build.started" ]; then say "build already started"; return; fi
+    cuda_hints
     touch "$S/build.started"
     setsid bash -c "python3 -m collect provision --cuda ${CUDA_ARCH:+--cuda-arch $CUDA_ARCH} \
         --source '$S/llama-src.tar.gz' > '$S/build.log' 2>&1; echo \$? > '$S/build.rc'" \
@@ -66,6 +68,32 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     say "CUDA build started in the background (log $S/build.log)"
     sleep 40
     tail -5 "$S/build.log"
+}
+
+cuda_hints() {  # where the CUDA toolkit lacks cuBLAS or libcuda.so, point CMake at the copies
+    # that pip packages (PyTorch's nvidia-cublas) and the driver have (untried: issue 11's trial
+    # found a complete toolkit; this CPU machine's /usr/local/cuda has nvcc but no cuBLAS)
+    local root links=$S/cuda-links name found
+    echo > "$S/probe.cu"  # the toolkit's root as nvcc (and CMake) sees it
+    root=$(readlink -f "$(nvcc -dryrun -c "$S/probe.cu" -o "$S/probe.o" 2>&1 \
+                          | sed -n 's/^#\$ TOP=//p' | head -1)")
+    [ -d "$root" ] || { say "cannot find the CUDA toolkit's root through nvcc"; return; }
+    mkdir -p "$links"
+    for name in cublas cublasLt cuda; do
+        if find "$root"/ -name "lib$name.so" 2>/dev/null | grep -q .; then continue; fi
+        found=$( { python3 -c 'import nvidia, sys; print("\n".join(nvidia.__path__))' 2>/dev/null
+                   echo /usr/local/nvidia; echo /usr/lib/x86_64-linux-gnu; } \
+                 | while read -r d; do find "$d" -name "lib$name.so.*" 2>/dev/null; done \
+                 | sort | head -1)
+        if [ -z "$found" ]; then say "lib$name.so: not in $root, nor found elsewhere"; continue; fi
+        ln -sf "$found" "$links/lib$name.so" && ln -sf "$found" "$links/$(basename "$found")"
+        say "lib$name.so: not in $root; using $found"
+        export CMAKE_LIBRARY_PATH=$links LD_LIBRARY_PATH=$links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        if [ "$name" = cublas ] && ! find "$root"/ -name cublas_v2.h | grep -q .; then
+            found=$(find "$(dirname "$(dirname "$found")")" -name cublas_v2.h | head -1)
+            [ -n "$found" ] && export CPATH=$(dirname "$found") && say "cublas_v2.h: using $CPATH"
+        fi
+    done
 }
 
 model_part() {
@@ -112,6 +140,7 @@ finish() {
             < /dev/null > /dev/null 2>&1 &
         say "campaign started (log $S/run.log)"
     fi
+    [ -d "$S/cuda-links" ] && export LD_LIBRARY_PATH=$S/cuda-links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     if ! wait_for "$S/run.rc"; then
         tail -5 "$S/run.log"; say "campaign still running: call finish again now"; exit 0
     fi
@@ -144,5 +173,6 @@ case ${1:-} in
     model-a) model_part model-a ;;
     model-b) model_join; finish ;;
     finish) finish ;;
-    *) echo "usage: $0 setup|model-a|model-b|finish" >&2; exit 2 ;;
+    cuda-hints) mkdir -p "$S"; cuda_hints; env | grep -E '^(CMAKE_LIBRARY_PATH|CPATH)=' ;;
+    *) echo "usage: $0 setup|model-a|model-b|finish|cuda-hints" >&2; exit 2 ;;
 esac
