@@ -13,8 +13,11 @@
 --                        shares, in command order, ' '-separated ('' when none). The command
 --                        is split on blanks; a token starting with '-' (and not a negative
 --                        number) opens a flag, the tokens after it up to the next flag are its
---                        value; tokens before the first flag (binary, env) are left out, and
---                        so are --port and --host (they differ between services by design).
+--                        value; an environment assignment (NAME=value) before the first flag
+--                        is a unit of its own; the other tokens before the first flag (the
+--                        binary) are left out, and so are --port, --host and
+--                        CUDA_VISIBLE_DEVICES (they differ between services by design; the
+--                        GPUs have their own column).
 --                        A flag counts as shared when the same flag with the same value is in
 --                        every service's command of the campaign.
 -- Speeds and latencies are per window (config_summary), not per service.
@@ -60,18 +63,39 @@ tokens AS (
                              AS pos) AS t
 ),
 
-flag_ids AS (
-    SELECT *,
-           sum(CASE WHEN tok LIKE '-%' AND NOT regexp_matches(tok, '^-[0-9.]') THEN 1 ELSE 0 END)
-               OVER (PARTITION BY service_id ORDER BY pos) AS flag_no
+kinds AS (
+    SELECT *, tok LIKE '-%' AND NOT regexp_matches(tok, '^-[0-9.]') AS is_flag
     FROM tokens
 ),
 
-flags AS (
-    SELECT service_id, campaign_id, flag_no, min(pos) AS pos,
-           string_agg(tok, ' ' ORDER BY pos) AS flag, arg_min(tok, pos) AS name
+kinds_env AS (
+    SELECT *,
+           regexp_matches(tok, '^[A-Za-z_][A-Za-z0-9_]*=')
+               AND pos < coalesce(min(pos) FILTER (WHERE is_flag)
+                                      OVER (PARTITION BY service_id), 1e9) AS is_env
+    FROM kinds
+),
+
+flag_ids AS (
+    SELECT *,
+           sum(CASE WHEN is_flag OR is_env THEN 1 ELSE 0 END)
+               OVER (PARTITION BY service_id ORDER BY pos) AS flag_no
+    FROM kinds_env
+),
+
+units AS (
+    SELECT *,
+           first_value(is_env) OVER (PARTITION BY service_id, flag_no ORDER BY pos) AS env_unit
     FROM flag_ids
-    WHERE flag_no > 0
+),
+
+flags AS (
+    -- an env assignment is a unit of its own: the binary after it is not its value
+    SELECT service_id, campaign_id, flag_no, min(pos) AS pos,
+           string_agg(tok, ' ' ORDER BY pos) AS flag,
+           split_part(arg_min(tok, pos), '=', 1) AS name
+    FROM units
+    WHERE flag_no > 0 AND (NOT env_unit OR is_env)
     GROUP BY service_id, campaign_id, flag_no
 ),
 
@@ -87,7 +111,7 @@ own AS (
     SELECT f.service_id, string_agg(f.flag, ' ' ORDER BY f.pos) AS own_flags
     FROM flags AS f
     ANTI JOIN shared AS h USING (campaign_id, flag)
-    WHERE f.name NOT IN ('--port', '--host')
+    WHERE f.name NOT IN ('--port', '--host', 'CUDA_VISIBLE_DEVICES')
     GROUP BY f.service_id
 ),
 

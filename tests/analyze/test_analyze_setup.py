@@ -28,8 +28,8 @@ FACTS = {
 }
 COMMANDS = {
     "autoregressive": "llama-server -m /m.gguf --port 8001 -ngl 99 --spec-type none",
-    "ngram": "CUDA_VISIBLE_DEVICES=1 llama-server -m /m.gguf --port 8002 -ngl 99 "
-             "--spec-type ngram-map-k --draft-min -1",
+    "ngram": "CUDA_VISIBLE_DEVICES=1 LLAMA_ARG_X=1 llama-server -m /m.gguf --port 8002 "
+             "-ngl 99 --spec-type ngram-map-k --draft-min -1",
 }
 
 
@@ -63,14 +63,15 @@ def test_host_summary_pivots_the_facts(tmp_path: Path) -> None:
 
 
 def test_service_flags_that_not_every_service_shares(tmp_path: Path) -> None:
-    """Shared by both: -m /m.gguf, -ngl 99. --port differs by design and is left out, and
-    so are the binary and the env assignment before the first flag; '-1' is a value."""
+    """Shared by both: -m /m.gguf, -ngl 99. --port and CUDA_VISIBLE_DEVICES differ by design
+    and are left out, and so is the binary; the env assignment LLAMA_ARG_X=1 is a unit of
+    its own (not followed by the binary); '-1' is a value."""
     rows = fetch(_database(tmp_path), "SELECT method, own_flags, n_gpus, transport "
                                       "FROM service_summary ORDER BY method")
     assert rows == [
         {"method": "autoregressive", "own_flags": "--spec-type none", "n_gpus": 1,
          "transport": "direct"},
-        {"method": "ngram", "own_flags": "--spec-type ngram-map-k --draft-min -1",
+        {"method": "ngram", "own_flags": "LLAMA_ARG_X=1 --spec-type ngram-map-k --draft-min -1",
          "n_gpus": 1, "transport": "paramiko-tunnel"},
     ]
 
