@@ -19,6 +19,11 @@ from report.tables import Col, build_table, ci, num, text, yes_no
 # --- setup --------------------------------------------------------------------------------
 
 
+def ragged(width: float) -> str:
+    """A wrapping column of `width` times the line width, set ragged right (not justified)."""
+    return f">{{\\raggedright\\arraybackslash}}p{{{width}\\linewidth}}"
+
+
 def _or_dash(v: Any) -> str:
     return "--" if v is None or (not isinstance(v, str) and pd.isna(v)) or v == "" else str(v)
 
@@ -45,12 +50,12 @@ def host_table(hosts: pd.DataFrame) -> NoEscape | None:
     """One row per host: CPU, memory, GPUs, driver, CUDA, engine build."""
     if hosts.empty:
         return None
-    cols = [Col("CPU", _cpu, "p{0.26\\linewidth}"),
+    cols = [Col("CPU", _cpu, ragged(0.26)),
             Col("memory (GB)", lambda r: _or_dash(r["memory_gb"]), "r"),
-            Col("GPUs", _gpus, "p{0.22\\linewidth}"),
+            Col("GPUs", _gpus, ragged(0.22)),
             Col("driver", lambda r: _or_dash(r["driver"])),
             Col("CUDA", lambda r: _or_dash(r["cuda"])),
-            Col("engine build", _engine, "p{0.24\\linewidth}")]
+            Col("engine build", _engine, ragged(0.24))]
     if len(hosts) > 1:
         cols.insert(0, Col("host", text("host")))
     return build_table(hosts, cols)
@@ -78,7 +83,7 @@ def services_table(svc: pd.DataFrame) -> NoEscape:
     """One row per service: method, tp, GPUs, its own flags, start-up time, transport."""
     cols = [Col("method", text("method")), Col("tp", text("tp"), "r"),
             Col("GPUs", lambda r: r["gpus"] or "--"),
-            Col("flags (not shared by all)", _flags, "p{0.36\\linewidth}"),
+            Col("flags (not shared by all)", _flags, ragged(0.36)),
             Col("start-up (s)", num("startup_s", ".1f"), "r")]
     if "transport" in svc:
         cols.append(Col("transport", text("transport")))
@@ -180,7 +185,7 @@ def flagged_table(we: pd.DataFrame) -> NoEscape | None:
         return None
     cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
             Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
-            Col("tp", text("tp"), "r"), Col("flags", _window_flags, "p{0.45\\linewidth}")]
+            Col("tp", text("tp"), "r"), Col("flags", _window_flags, ragged(0.45))]
     return build_table(bad.sort_values(["workload", "max_tokens", "concurrency", "method"]),
                        cols)
 
