@@ -4,13 +4,17 @@ fixture files of conftest.py; real latexmk where the PDF is read."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pytest
 
-from report.build import run
+from report.build import render_tex, run
+from report.context import build_context
+from report.data import load
 from report.sections import energy_rows, telemetry_sources, transport_notes
 from tests.report.conftest import needs_latex
 
@@ -119,3 +123,21 @@ def test_telemetry_sources_are_the_distinct_recorded_ones() -> None:
                                   "nvidia-smi every 0.1 s", "x"]})
     assert telemetry_sources(env) == "nvidia-smi every 0.1 s; nvml every 0.1 s"
     assert telemetry_sources(env.tail(1)) == "" and telemetry_sources(pd.DataFrame()) == ""
+
+
+def test_a_file_analysed_before_the_setup_views_still_renders(report_db: Path,
+                                                              tmp_path: Path) -> None:
+    """Without host_summary, campaign_summary.description and service_summary's own_flags
+    and transport (an older analyze), the setup section says to run analyze again."""
+    old = tmp_path / "old.duckdb"
+    shutil.copyfile(report_db, old)
+    with duckdb.connect(str(old)) as con:
+        con.execute("DROP TABLE host_summary")
+        con.execute("ALTER TABLE campaign_summary DROP COLUMN description")
+        con.execute("ALTER TABLE service_summary DROP COLUMN own_flags")
+        con.execute("ALTER TABLE service_summary DROP COLUMN transport")
+    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
+                             "crossover", "agentic"])
+    tex = " ".join(render_tex(build_context(load(old), figures)).split())
+    assert "analysed before the host summary existed" in tex
+    assert "A hostile description" not in tex and "paramiko" not in tex
