@@ -1,4 +1,5 @@
-"""The SSH host: commands, servers, files and port forwards on a remote machine (paramiko).
+"""The SSH host: commands, servers, files and port forwards on a remote machine (paramiko;
+forwards through an OpenSSH `ssh -L` process where one can run, `collect.hosts.tunnel`).
 
 Every command goes out as one line built with `shlex.join`, so each argument reaches the
 remote program literally; the remote login shell must be POSIX-like (sh, dash, bash, zsh).
@@ -29,7 +30,7 @@ import paramiko
 from collect.hosts import facts, reach
 from collect.hosts.base import HostUnreachable, Process
 from collect.hosts.managers import ProcessManager, SystemdManager
-from collect.hosts.tunnel import Tunnel
+from collect.hosts.tunnel import OpenSSHTunnel, Tunnel, forward_kind, known_hosts, open_forward
 from collect.plan.components import SSHHost
 
 T = TypeVar("T")
@@ -63,7 +64,8 @@ class SSH:
         self.name = cfg.name or cfg.address
         self._lock = threading.Lock()
         self._client: paramiko.SSHClient | None = None
-        self._tunnels: dict[tuple[str, int], Tunnel] = {}
+        self._tunnels: dict[tuple[str, int], Tunnel | OpenSSHTunnel] = {}
+        self._forwarder = forward_kind(cfg)  # paramiko's after an 'auto' ssh -L failed
         self._tunnels_lock = threading.Lock()  # services packed side by side open tunnels
         self.hostname = cfg.address
         self._reconnect(stale=None, attempts=1)
@@ -124,7 +126,7 @@ class SSH:
             raise HostUnreachable(self.name, self._address(), str(exc)) from None
         client = paramiko.SSHClient()
         client.set_log_channel(TRANSPORT_LOG)
-        known = Path(os.path.expanduser(self.cfg.known_hosts_file or "~/.ssh/known_hosts"))
+        known = known_hosts(self.cfg)
         if not known.exists() and self.cfg.accept_unknown_host_key:
             known.parent.mkdir(parents=True, exist_ok=True)
             known.touch()
@@ -142,8 +144,8 @@ class SSH:
                 auth_timeout=t, channel_timeout=t, allow_agent=True,
             )  # fmt: skip
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            banner = client.get_transport() is not None and bool(
-                client.get_transport().remote_version)  # type: ignore[union-attr]
+            link = client.get_transport()
+            banner = link is not None and bool(link.remote_version)
             client.close()
             why, retry = reach.why(exc, t, banner, self._tried(target, password), known)
             raise HostUnreachable(self.name, self._address(target), why, retry) from exc
@@ -293,10 +295,11 @@ class SSH:
         return f"http://{self.hostname if address in WILDCARD else address}:{port}"
 
     def transport(self, address: str) -> str:
-        """'paramiko-tunnel' where `endpoint` forwards through the SSH connection, else
-        'direct'. Through the forward, receive stamps are taken when its thread wrote the
-        bytes to loopback, not when they crossed the network."""
-        return "paramiko-tunnel" if self.cfg.tunnel or address in LOOPBACK else "direct"
+        """Where `endpoint` forwards, the forward's kind ('ssh-tunnel': an OpenSSH process;
+        'paramiko-tunnel': threads in this process), else 'direct'. Through a forward,
+        receive stamps are taken when it wrote the bytes to loopback, not when they
+        crossed the network."""
+        return self._forwarder if self.cfg.tunnel or address in LOOPBACK else "direct"
 
     def alive(self, proc: Process) -> bool:
         return self.manager.alive(proc)
@@ -328,7 +331,8 @@ class SSH:
         key = (remote_host, remote_port)
         with self._tunnels_lock:
             if key not in self._tunnels:
-                self._tunnels[key] = Tunnel(self._transport, key)
+                tunnel = open_forward(self._forwarder, self.cfg, self._target, self._transport, key)
+                self._tunnels[key], self._forwarder = tunnel, tunnel.kind
             return self._tunnels[key].port
 
     def describe(self, command: str) -> str:

@@ -1,19 +1,36 @@
 """SSH port forwards: a local listener on 127.0.0.1 whose connections reach a remote
-(host, port) through direct-tcpip channels of a paramiko transport, a thread per link."""
+(host, port), either through direct-tcpip channels of a paramiko transport, a thread per
+link in this process (`Tunnel`), or through an OpenSSH `ssh -N -L` process
+(`OpenSSHTunnel`, where an `ssh` client exists)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
+import os
 import select
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import paramiko
+
+from collect.plan.components import SSHHost
+
+log = logging.getLogger("specsweep.collect")
 
 
 class Tunnel:
     """127.0.0.1:<free port> -> direct-tcpip channel -> remote (host, port); thread per link."""
+
+    kind = "paramiko-tunnel"  # services.transport
 
     def __init__(self, transport: Callable[[], paramiko.Transport], remote: tuple[str, int]):
         self._transport, self.remote = transport, remote
@@ -69,3 +86,142 @@ def _pump(conn: socket.socket, chan: paramiko.Channel, closed: threading.Event) 
                 if not data:
                     return
                 dst.sendall(data)
+
+
+class OpenSSHTunnel:
+    """127.0.0.1:<free port> -> an `ssh -L` process -> remote (host, port): the bytes are
+    copied by OpenSSH in its own process, off this one's GIL. `ssh` is the command up to its
+    destination (options: host-key policy, key, port; see `ssh_command`).
+
+    With `pty` (the default) the process also holds a session with a terminal running
+    `sleep` (`-tt`), not `-N`: sshd turns off Nagle's algorithm (TCP_NODELAY) on its
+    connection only for a session with a terminal, and without it a small chunk waits for
+    the client's delayed ACK (measured: p99 error ~45 ms at 16 and 64 streams; see
+    docs/measurements/2026-12-03-tunnel-timing.md). The process dies with this one
+    (PR_SET_PDEATHSIG) and is stopped by close(); one that exits (a dropped link) is started
+    again on the same port, up to `restarts` times in a row."""
+
+    kind = "ssh-tunnel"  # services.transport
+
+    def __init__(self, ssh: list[str], remote: tuple[str, int], timeout_s: float,
+                 restarts: int = 5, pty: bool = True):
+        self.remote, self._ssh, self._timeout_s, self._pty = remote, ssh, timeout_s, pty
+        with socket.socket() as s:  # free now; ssh binds it moments later
+            s.bind(("127.0.0.1", 0))
+            self.port: int = s.getsockname()[1]
+        self._closed = threading.Event()
+        self.proc = self._start()
+        threading.Thread(target=self._watch, args=(restarts,), daemon=True,
+                         name=f"ssh-tunnel-{self.port}").start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        from collect.hosts.local import _die_with_parent, _spawner  # the long-lived forker
+
+        *options, destination = self._ssh
+        forward = f"127.0.0.1:{self.port}:{self.remote[0]}:{self.remote[1]}"
+        session = ["-tt", destination, "sleep", "2147483647"] if self._pty else ["-N", destination]
+        argv = [*options, "-L", forward, *session]
+        with tempfile.TemporaryFile() as err:  # the child keeps its own descriptor
+            proc = _spawner().submit(
+                subprocess.Popen, argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=err, start_new_session=True,
+                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+            ).result()  # fmt: skip
+            deadline = time.monotonic() + self._timeout_s + 5
+            while proc.poll() is None and time.monotonic() < deadline:
+                with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", self.port), timeout=1
+                ):
+                    return proc
+                time.sleep(0.02)
+            _stop(proc)
+            err.seek(0)
+            why = " ".join(err.read().decode("utf-8", "replace").split()) or "no output"
+        raise OSError(f"ssh -L {forward} did not start listening: {why}")
+
+    def _watch(self, restarts: int) -> None:
+        failures = 0
+        while not self._closed.is_set():
+            self.proc.wait()
+            while not self._closed.is_set() and failures < restarts:
+                if failures:  # the first restart at once, then 0.5 s, doubling
+                    time.sleep(0.5 * 2 ** (failures - 1))
+                try:
+                    self.proc = self._start()
+                except OSError:
+                    failures += 1
+                    continue
+                failures = 0
+                if self._closed.is_set():  # close() ran while this one started
+                    _stop(self.proc)
+                break
+            else:
+                return
+
+    def close(self) -> None:
+        self._closed.set()
+        _stop(self.proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def ssh_command(target: dict[str, Any], destination: str, known_hosts: Path,
+                accept_unknown: bool, use_ssh_config: bool, timeout_s: float) -> list[str]:
+    """The OpenSSH client command that reaches the host as paramiko does (`target`: the
+    connect() arguments; destination: the plan's address, so ~/.ssh/config applies to it),
+    with the same host-key policy: known_hosts only, an unknown key rejected (accepted
+    and remembered with accept_unknown), a changed key always rejected; never a prompt."""
+    argv = ["ssh", "-e", "none", *(["-F", "none"] if not use_ssh_config else [])]
+    options = {
+        "HostName": target["hostname"], "Port": target["port"], "User": target["username"],
+        "UserKnownHostsFile": known_hosts, "GlobalKnownHostsFile": "/dev/null",
+        "StrictHostKeyChecking": "accept-new" if accept_unknown else "yes",
+        "BatchMode": "yes", "ExitOnForwardFailure": "yes",
+        "ConnectTimeout": max(1, round(timeout_s)),
+        "ServerAliveInterval": 15, "ServerAliveCountMax": 3, "LogLevel": "ERROR",
+    }  # fmt: skip
+    if target.get("key_filename"):
+        options["IdentityFile"] = target["key_filename"]
+    for key, value in options.items():
+        argv += ["-o", f"{key}={value}"]
+    return [*argv, destination]
+
+
+def forward_kind(cfg: SSHHost) -> str:
+    """The forward a host opens: 'ssh-tunnel' (OpenSSH) or 'paramiko-tunnel'. 'auto' takes
+    OpenSSH where an ssh client exists and no password is needed (ssh runs in batch mode)."""
+    if cfg.forward == "openssh":
+        return "ssh-tunnel"
+    usable = shutil.which("ssh") is not None and cfg.password_env is None
+    return "ssh-tunnel" if cfg.forward == "auto" and usable else "paramiko-tunnel"
+
+
+def open_forward(
+    kind: str, cfg: SSHHost, target: Callable[[], dict[str, Any]],
+    transport: Callable[[], paramiko.Transport], remote: tuple[str, int],
+) -> Tunnel | OpenSSHTunnel:
+    """A forward of `kind` to remote; with forward 'auto', paramiko's where ssh fails."""
+    if kind == "ssh-tunnel":
+        command = ssh_command(target(), cfg.address, known_hosts(cfg),
+                             cfg.accept_unknown_host_key, cfg.use_ssh_config,
+                             cfg.connect_timeout_s)  # fmt: skip
+        try:
+            return OpenSSHTunnel(command, remote, cfg.connect_timeout_s, cfg.reconnect_attempts)
+        except OSError as exc:
+            if cfg.forward == "openssh":
+                raise
+            log.warning("ssh -L failed (%s); forwarding through paramiko instead", exc)
+    return Tunnel(transport, remote)
+
+
+def known_hosts(cfg: SSHHost) -> Path:
+    """The known_hosts file both clients check host keys against."""
+    return Path(os.path.expanduser(cfg.known_hosts_file or "~/.ssh/known_hosts"))

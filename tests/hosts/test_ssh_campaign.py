@@ -1,6 +1,7 @@
 """A whole campaign over SSH to the test sshd on 127.0.0.1: llama-server started through
-the `process` manager, requests through the SSH tunnel, rows in DuckDB, server stopped;
-then the same with the link dropped mid-campaign."""
+the `process` manager, requests through each SSH tunnel kind (services.transport says
+which), rows in DuckDB, server stopped; then the same with the link dropped mid-campaign
+(through the default forward, OpenSSH's ssh -L, which comes back on its port)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 import yaml
 
 from collect.plan.file import parse_plan
 from collect.run import runner
 
 
-def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int) -> str:
+def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int,
+          forward: str = "auto") -> str:
     plan = {
         "name": "ssh-loopback",
-        "host": {**ssh_cfg, "tunnel": True},
+        "host": {**ssh_cfg, "tunnel": True, "forward": forward},
         "engine": {
             "kind": "llamacpp",
             "binary": llama_server,
@@ -57,9 +60,18 @@ def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int) -> 
     return yaml.safe_dump(plan, sort_keys=False)
 
 
-def _servers(binary: str) -> list[str]:
+def _servers(binary: str, workdir: str) -> list[str]:
+    """llama-server processes this test's host started (their folder is its workdir), not
+    those of other test runs on the machine."""
     out = subprocess.run(["pgrep", "-f", binary], capture_output=True, text=True, check=False)
-    return out.stdout.split()
+    return [pid for pid in out.stdout.split() if _cwd(pid) == Path(workdir).resolve()]
+
+
+def _cwd(pid: str) -> Path | None:
+    try:
+        return Path(f"/proc/{pid}/cwd").resolve(strict=True)
+    except OSError:
+        return None
 
 
 def _run(text: str, tmp_path: Path) -> Path:
@@ -68,26 +80,30 @@ def _run(text: str, tmp_path: Path) -> Path:
     return db
 
 
+@pytest.mark.parametrize(("forward", "transport"),
+                         [("auto", "ssh-tunnel"), ("paramiko", "paramiko-tunnel")])
 def test_campaign_over_ssh_process_manager(
-    ssh_cfg: dict[str, Any], llama_server: str, smollm_model: str, tmp_path: Path
+    forward: str, transport: str, ssh_cfg: dict[str, Any], llama_server: str,
+    smollm_model: str, tmp_path: Path,
 ) -> None:
-    before = _servers(llama_server)
-    db = _run(_plan(ssh_cfg, llama_server, smollm_model, reps=2), tmp_path)
+    """Through each forward (auto: OpenSSH's ssh -L, the ssh client exists here)."""
+    before = _servers(llama_server, ssh_cfg["workdir"])
+    db = _run(_plan(ssh_cfg, llama_server, smollm_model, reps=2, forward=forward), tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         ok, failed = con.execute(
             "SELECT count(*) FILTER (ok), count(*) FILTER (NOT ok) "
             "FROM requests WHERE NOT is_warmup"
         ).fetchone()
-        states = con.execute("SELECT DISTINCT state, host FROM services").fetchall()
+        states = con.execute("SELECT DISTINCT state, host, transport FROM services").fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         commands = [r[0] for r in con.execute("SELECT launch_command FROM services").fetchall()]
     # 2 methods x (2 prompts x 2 reps + 1 prompt x 2 reps)
     assert (ok, failed) == (12, 0) and status == "complete"
-    assert states == [("stopped", "test-sshd")]
+    assert states == [("stopped", "test-sshd", transport)]
     assert all("llama-server" in c for c in commands)
     logs = list((Path(ssh_cfg["workdir"]) / "logs").rglob("*.log"))
     assert len(logs) == 2 and all("listening on" in p.read_text() for p in logs)
-    assert _servers(llama_server) == before
+    assert _servers(llama_server, ssh_cfg["workdir"]) == before
 
 
 def test_campaign_survives_a_dropped_link(
@@ -96,7 +112,7 @@ def test_campaign_survives_a_dropped_link(
     """The campaign runs as the CLI in its own process; the link is cut (every sshd session
     killed) once the first unit has landed; the host reconnects, the campaign completes,
     and no server is left running."""
-    before = _servers(llama_server)
+    before = _servers(llama_server, ssh_cfg["workdir"])
     db, plan = tmp_path / "results.duckdb", tmp_path / "plan.yaml"
     plan.write_text(_plan(ssh_cfg, llama_server, smollm_model, reps=3))
     proc = subprocess.Popen(
@@ -128,7 +144,7 @@ def test_campaign_survives_a_dropped_link(
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         states = con.execute("SELECT DISTINCT state FROM services").fetchall()
     assert units == 4 and status == "complete" and states == [("stopped",)]
-    assert _servers(llama_server) == before
+    assert _servers(llama_server, ssh_cfg["workdir"]) == before
 
 
 def _cut_after_first_unit(
