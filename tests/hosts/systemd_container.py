@@ -31,19 +31,24 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from collect.resources import cache_dir
 
-# python3: the SSH host picks free ports with it (collect/hosts/ssh.py); libgomp1: llama-server
-PACKAGES = ["systemd", "systemd-sysv", "dbus", "openssh-server", "python3-minimal", "libgomp1",
-            "procps"]
+# python3: the SSH host picks free ports with it (collect/hosts/ssh.py); libgomp1: llama-server;
+# libpam-systemd: an SSH login of a non-root user gets its user manager (systemctl --user)
+PACKAGES = ["systemd", "systemd-sysv", "dbus", "libpam-systemd", "openssh-server",
+            "python3-minimal", "libgomp1", "procps"]
 # units a test container does not need (timers that would wake up mid-test, the console login)
 MASKED = [
     "apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer", "e2scrub_all.timer",
     "fstrim.timer", "e2scrub_reap.service", "console-getty.service", "getty@tty1.service",
     "systemd-pstore.service",
+    # root logins need no user manager (specsweep as root runs system units), and on cgroup
+    # v1 stopping root's held the container's halt for 30 s and more
+    "user@0.service",
 ]
-RECIPE = "2"  # bump when PACKAGES, MASKED or the tree's set-up change: a new cache folder
+RECIPE = "4"  # bump when PACKAGES, MASKED or the tree's set-up change: a new cache folder
 PR_SET_PDEATHSIG = 1
 DEFAULT_MIRROR, DEFAULT_SUITE = "http://deb.debian.org/debian", "bookworm"
 
@@ -150,6 +155,7 @@ class Container:
     known_hosts: Path
     proc: subprocess.Popen[bytes]
     console: Path
+    _namespace: str = ""
 
     def ssh(self, command: str, timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
         """Run one shell command in the container as root (OpenSSH's client)."""
@@ -157,6 +163,33 @@ class Container:
                 "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=5", "-i",
                 str(self.key_file), "-p", str(self.port), "root@127.0.0.1", command]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+
+    def host_cfg(self, workdir: str, user: str = "root") -> dict[str, Any]:
+        """A plan's `host:` for specsweep's SSH host on this container, manager systemd."""
+        return {
+            "kind": "ssh", "name": "nspawn", "address": "127.0.0.1", "port": self.port,
+            "user": user, "key_file": str(self.key_file),
+            "known_hosts_file": str(self.known_hosts), "use_ssh_config": False,
+            "manager": "systemd", "workdir": workdir, "connect_timeout_s": 5,
+        }
+
+    def units(self, state: str) -> list[str]:
+        """The container's specsweep units in a state (active, failed, ...)."""
+        done = self.ssh(f"systemctl list-units --all --state={state} --plain --no-legend "
+                        "'specsweep-*' | cut -d' ' -f1")
+        return done.stdout.split()
+
+    @property
+    def pid_namespace(self) -> str:
+        """The container's pid namespace (its init's /proc/PID/ns/pid link), '' if none."""
+        if not self._namespace:
+            for pid in descendants(self.proc.pid):
+                with contextlib.suppress(OSError):
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    if re.search(r"^NSpid:\s+\d+\s+1$", status, re.M):
+                        self._namespace = os.readlink(f"/proc/{pid}/ns/pid")
+                        break
+        return self._namespace
 
     def console_tail(self, lines: int = 30) -> str:
         text = self.console.read_text(errors="replace") if self.console.exists() else ""
@@ -217,6 +250,8 @@ def booted(image: Path, binds: Sequence[Path] = (), unified: bool = True,
         box = Container(name, port, key, known, proc, console)
         try:
             _wait_booted(box, timeout_s)
+            if not box.pid_namespace:
+                raise ContainerError("booted, but no container init below systemd-nspawn")
             yield box
         finally:
             _halt(box)
@@ -261,8 +296,26 @@ def _halt(box: Container, grace_s: float = 30) -> None:
                     os.kill(pid, signal.SIGKILL)
             box.proc.kill()
             box.proc.wait(timeout=30)
+    _wait_gone(box.pid_namespace, timeout_s=10)
     with contextlib.suppress(OSError):
         Path(f"/run/systemd/nspawn/propagate/{box.name}").rmdir()
+
+
+def namespace_members(namespace: str) -> list[int]:
+    """pids of the processes in a pid namespace (given as its /proc/PID/ns/pid link)."""
+    found = []
+    for link in Path("/proc").glob("[0-9]*/ns/pid"):
+        with contextlib.suppress(OSError):
+            if os.readlink(link) == namespace:
+                found.append(int(link.parent.parent.name))
+    return found
+
+
+def _wait_gone(namespace: str, timeout_s: float) -> None:
+    """The kernel tears a pid namespace down after its init died: wait for that."""
+    deadline = time.monotonic() + timeout_s
+    while namespace and namespace_members(namespace) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def descendants(root: int) -> list[int]:

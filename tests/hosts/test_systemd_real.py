@@ -32,8 +32,8 @@ from tests.hosts.systemd_container import (
     Container,
     ContainerError,
     booted,
-    descendants,
     ensure_image,
+    namespace_members,
     running_containers,
 )
 
@@ -77,30 +77,12 @@ def box(image: Path, paths: tuple[str, str]) -> Iterator[Container]:
     assert container.proc.returncode is not None
 
 
-def _cfg(box: Container, workdir: str) -> dict[str, Any]:
-    return {
-        "kind": "ssh", "name": "nspawn", "address": "127.0.0.1", "port": box.port,
-        "user": "root", "key_file": str(box.key_file),
-        "known_hosts_file": str(box.known_hosts), "use_ssh_config": False,
-        "manager": "systemd", "workdir": workdir, "connect_timeout_s": 5,
-    }
-
-
 @pytest.fixture
 def host(box: Container, request: pytest.FixtureRequest) -> Iterator[SSH]:
     """The SSH host (manager systemd) on the container; stops what a failed test left."""
-    with SSH(SSHHost(**_cfg(box, f"/var/tmp/specsweep/{request.node.name}"))) as h:
-        started: list[Process] = []
-        start = h.start
-
-        def tracked(argv: list[str], env: dict[str, str], log_path: Path) -> Process:
-            started.append(start(argv, env, log_path))
-            return started[-1]
-
-        h.start = tracked  # type: ignore[method-assign]
+    with SSH(SSHHost(**box.host_cfg(f"/var/tmp/specsweep/{request.node.name}"))) as h:
         yield h
-        for proc in started:
-            h.stop(proc, grace_s=1)
+        h.run(["systemctl", "stop", "specsweep-*"])
 
 
 def wait_for(check: Callable[[], bool], timeout_s: float) -> bool:
@@ -117,6 +99,13 @@ def _healthy(url: str) -> bool:
         return httpx.get(url + "/health", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _tail_with(host: SSH, proc: Process, *needles: str) -> str:
+    """The log tail once it holds every needle, or after 5 s (journald writes what it got
+    a moment after `systemctl` returned: a line was missing once on a loaded machine)."""
+    wait_for(lambda: all(n in host.log_tail(proc) for n in needles), 5)
+    return host.log_tail(proc)
 
 
 def _out(host: SSH, *cmd: str) -> str:
@@ -145,20 +134,20 @@ def test_cgroup_v1_layout_and_halting_leaves_no_process(
 ) -> None:
     """The older layout (systemd on a cgroup v1 name=systemd hierarchy) starts and stops a
     unit too; halting the container leaves none of its processes behind."""
+    t0 = time.monotonic()
     with _boot(image, paths, unified=False) as other:
-        inside = descendants(other.proc.pid)  # the container's init and everything below
-        assert len(inside) > 3 and other.proc.pid in running_containers()
-        with SSH(SSHHost(**_cfg(other, "/var/tmp/specsweep/v1"))) as h:
+        namespace = other.pid_namespace
+        assert len(namespace_members(namespace)) > 3 and other.proc.pid in running_containers()
+        with SSH(SSHHost(**other.host_cfg("/var/tmp/specsweep/v1"))) as h:
             assert _out(h, "stat", "-fc", "%T", "/sys/fs/cgroup") == "tmpfs"
             proc = h.start(["/bin/sleep", "1000"], {}, Path("logs/sleep.log"))
             assert h.alive(proc) and "name=systemd:/system.slice/" in _out(
                 h, "cat", f"/proc/{proc.pid}/cgroup")
             h.stop(proc)
             assert not h.alive(proc) and h.run(["kill", "-0", str(proc.pid)])[0] != 0
-            inside = descendants(other.proc.pid)
-    assert other.proc.returncode is not None
-    assert other.proc.pid not in running_containers()
-    assert not [p for p in inside if Path(f"/proc/{p}").exists()]
+    assert other.proc.returncode == 0  # halted, not killed
+    assert other.proc.pid not in running_containers() and not namespace_members(namespace)
+    assert time.monotonic() - t0 < 20
 
 
 # --- units ----------------------------------------------------------------------------------
@@ -210,21 +199,80 @@ def test_a_failing_unit_shows_its_journal(host: SSH, paths: tuple[str, str]) -> 
     argv = _server_argv(paths, free_port(), model="/nonexistent/model.gguf")
     proc = host.start(argv, {}, Path("logs/bad-model.log"))
     assert wait_for(lambda: not host.alive(proc), 30)
-    tail = host.log_tail(proc)
+    tail = _tail_with(host, proc, "/nonexistent/model.gguf", "status=1/FAILURE", "exit-code")
     assert "/nonexistent/model.gguf" in tail  # llama-server's own words, from its log file
     assert "status=1/FAILURE" in tail and "exit-code" in tail  # systemd's, from the journal
     unit = unit_name(proc.log_path)
     assert _out(host, "systemctl", "show", "-p", "ActiveState", "--value", unit) == "failed"
 
 
-def test_a_binary_systemd_cannot_execute_is_a_failed_start(host: SSH) -> None:
-    """`systemctl start` fails at once (status 203/EXEC): the server exited during start-up,
-    the journal says why (before the fix: a RuntimeError that ended the campaign)."""
-    proc = host.start(["/nonexistent/llama-server"], {}, Path("logs/no-binary.log"))
-    assert not host.alive(proc)
-    tail = host.log_tail(proc)
-    assert "Failed to locate executable /nonexistent/llama-server" in tail
-    assert "status=203/EXEC" in tail
+# --- user units (a non-root login: systemctl --user) ----------------------------------------
+
+LOGIND_FAST = "[Login]\nUserStopDelaySec=1\n"  # logind's default: 10 s
+
+
+@pytest.fixture(scope="module")
+def bench_cfg(box: Container) -> dict[str, Any]:
+    """A non-root user `bench` with the test key; logind stops a user's manager 1 s (not
+    10 s) after the last session, to keep the lingering test short."""
+    setup = (
+        "id bench >/dev/null 2>&1 || useradd -m bench && "
+        "install -d -o bench -m 700 /home/bench/.ssh && "
+        "install -o bench -m 600 /root/.ssh/authorized_keys /home/bench/.ssh/ && "
+        "mkdir -p /etc/systemd/logind.conf.d && "
+        f"printf '{LOGIND_FAST}' > /etc/systemd/logind.conf.d/specsweep.conf && "
+        "systemctl restart systemd-logind"
+    )
+    done = box.ssh(setup)
+    assert done.returncode == 0, done.stderr
+    return {**box.host_cfg("/home/bench/specsweep"), "user": "bench"}
+
+
+def test_user_units_start_stop_and_show_their_journal(bench_cfg: dict[str, Any]) -> None:
+    with SSH(SSHHost(**bench_cfg)) as h:
+        proc = h.start(["/bin/sleep", "1000"], {}, Path("logs/sleep.log"))
+        assert h.alive(proc)
+        assert unit_name(proc.log_path) in _out(h, "ls", "/home/bench/.config/systemd/user")
+        assert "/user@1000.service/" in _out(h, "cat", f"/proc/{proc.pid}/cgroup")
+        h.stop(proc)
+        assert not h.alive(proc) and h.run(["kill", "-0", str(proc.pid)])[0] != 0
+        bad = h.start(["/bin/false"], {}, Path("logs/false.log"))
+        assert wait_for(lambda: not h.alive(bad), 10)
+        assert "status=1/FAILURE" in _tail_with(h, bad, "status=1/FAILURE")
+        missing = h.start(["/nonexistent/server"], {}, Path("logs/missing.log"))
+        assert not h.alive(missing)
+        assert "status=203/EXEC" in _tail_with(h, missing, "status=203/EXEC")
+
+
+def _user_manager_gone(box: Container) -> bool:
+    return box.ssh("systemctl is-active --quiet user@1000.service").returncode != 0
+
+
+def test_user_units_outlive_the_ssh_session_only_when_lingering(
+    box: Container, bench_cfg: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without lingering, logind stops the user's manager (and every unit) once the last
+    session ends: specsweep warns. With `loginctl enable-linger`, the server survives."""
+    assert box.ssh("loginctl disable-linger bench").returncode == 0
+    with SSH(SSHHost(**bench_cfg)) as h:
+        proc = h.start(["/bin/sleep", "1000"], {}, Path("logs/no-linger.log"))
+        assert h.alive(proc)
+    assert "loginctl enable-linger" in caplog.text
+    assert wait_for(lambda: _user_manager_gone(box), 15)
+    with SSH(SSHHost(**bench_cfg)) as h:
+        assert not h.alive(proc)  # the dropped session took the server with it
+    caplog.clear()
+    assert box.ssh("loginctl enable-linger bench").returncode == 0
+    try:
+        with SSH(SSHHost(**bench_cfg)) as h:
+            proc = h.start(["/bin/sleep", "1000"], {}, Path("logs/linger.log"))
+        assert "enable-linger" not in caplog.text
+        time.sleep(3)  # three times UserStopDelaySec
+        with SSH(SSHHost(**bench_cfg)) as h:
+            assert h.alive(proc)
+            h.stop(proc)
+    finally:
+        box.ssh("loginctl disable-linger bench")
 
 
 # --- campaigns ------------------------------------------------------------------------------
@@ -234,28 +282,23 @@ def _plan(box: Container, paths: tuple[str, str], workdir: str, reps: int,
           **extra: Any) -> dict[str, Any]:
     return {
         "name": "nspawn-systemd",
-        "host": _cfg(box, workdir),
+        "host": box.host_cfg(workdir),
         "engine": {"kind": "llamacpp", "binary": paths[0], "model": paths[1],
                    "args": ["-t", "1", "-c", "2048", "-np", "1"],  # -t 1: fast on a busy CPU
                    "startup_timeout_s": 60, "request_timeout_s": 60},
         "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]}],
-        "workloads": [{
-            "name": "rewrite",
-            "prompts": {"kind": "inline", "texts": [
-                "Repeat exactly: def add(a, b): return a + b",
-                "Repeat exactly: for i in range(3): print(i)",
-                "Repeat exactly: while True: break",
-            ]},
-            "max_tokens": [16], "repetitions": reps,
-        }],
+        "workloads": [{"name": "rewrite", "max_tokens": [16], "repetitions": reps,
+                       "prompts": {"kind": "inline", "texts": [f"Repeat exactly: {code}" for code
+                                   in ("def f(a): return a", "print(1)", "while True: break")]}}],
         **extra,
     }
 
 
-def _units(box: Container, state: str) -> list[str]:
-    done = box.ssh(f"systemctl list-units --all --state={state} --plain --no-legend "
-                   "'specsweep-*' | cut -d' ' -f1")
-    return done.stdout.split()
+def _run_plan(plan: dict[str, Any], tmp_path: Path) -> Path:
+    text = yaml.safe_dump(plan)
+    runner.run(parse_plan(text), text, tmp_path / "results.duckdb", Path("logs"),
+               show_progress=False)
+    return tmp_path / "results.duckdb"
 
 
 def _server_pid_mid_workload(box: Container, workdir: str, timeout_s: float) -> int:
@@ -266,7 +309,7 @@ def _server_pid_mid_workload(box: Container, workdir: str, timeout_s: float) -> 
     while time.monotonic() < deadline:
         done = box.ssh(count).stdout.strip()
         if done.isdigit() and int(done) >= 2:
-            for unit in _units(box, "active"):
+            for unit in box.units("active"):
                 pid = box.ssh(f"systemctl show -p MainPID --value {unit}").stdout.strip()
                 if pid.isdigit() and pid != "0":
                     return int(pid)
@@ -301,7 +344,7 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
     assert [s[0] for s in services] == ["failed", "stopped"] and "died" in services[0][1]
     assert "status=9/KILL" in services[0][2]  # the journal's account of the kill
     assert status == "complete" and failed == 0 and measured == 3 * 4
-    assert _units(box, "active") == [] and box.ssh("pgrep -x llama-server").returncode == 1
+    assert box.units("active") == [] and box.ssh("pgrep -x llama-server").returncode == 1
 
 
 BLOCKER = """[Unit]
@@ -324,9 +367,7 @@ def test_a_blocking_unit_is_stopped_around_the_phase(
     plan = _plan(box, paths, "/var/tmp/specsweep/blocking", reps=1,
                  phases=[{"name": "p1", "tp": 1, "stop_services": ["blocker"]}])
     plan["host"]["blocking_services"] = blocking
-    text = yaml.safe_dump(plan)
-    db = tmp_path / "results.duckdb"
-    runner.run(parse_plan(text), text, db, Path("logs"), show_progress=False)
+    db = _run_plan(plan, tmp_path)
     events = [line.split() for line in host.read_file("/var/tmp/blocker.events").splitlines()]
     assert [e[0] for e in events] == ["start", "stop", "start"]
     assert _out(host, "systemctl", "is-active", "blocker.service") == "active"
@@ -337,3 +378,18 @@ def test_a_blocking_unit_is_stopped_around_the_phase(
     assert state == "stopped" and status == "complete"
     # the container shares this machine's clock: the blocker was down while the server ran
     assert float(events[1][1]) <= requested and stopped <= float(events[2][1])
+
+
+def test_a_campaign_records_a_binary_systemd_cannot_execute(
+    box: Container, paths: tuple[str, str], tmp_path: Path
+) -> None:
+    """The configuration fails (exited during start-up, the journal's reason in log_tail)
+    and the campaign ends `partial` instead of stopping with a traceback."""
+    plan = _plan(box, paths, "/var/tmp/specsweep/no-binary", reps=1)
+    plan["engine"]["binary"] = "/nonexistent/llama-server"
+    db = _run_plan(plan, tmp_path)
+    with duckdb.connect(str(db), read_only=True) as con:
+        state, error, tail = con.execute("SELECT state, error, log_tail FROM services").fetchone()
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+    assert (state, error, status) == ("failed", "server exited during start-up", "partial")
+    assert "Failed to locate executable /nonexistent/llama-server" in tail
