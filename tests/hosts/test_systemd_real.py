@@ -73,6 +73,9 @@ def _boot(image: Path, paths: tuple[str, str], unified: bool = True) -> Iterator
 def box(image: Path, paths: tuple[str, str]) -> Iterator[Container]:
     """One container for the module, its systemd on cgroup v2 (the current layout)."""
     with _boot(image, paths) as container:
+        done = container.ssh(f"{paths[0]} --version")  # built here: this libc, that tree's?
+        if done.returncode != 0:
+            pytest.skip(f"llama-server does not run in {image.name}: {done.stderr[-300:]}")
         yield container
     assert container.proc.returncode is not None
 
@@ -392,4 +395,5 @@ def test_a_campaign_records_a_binary_systemd_cannot_execute(
         state, error, tail = con.execute("SELECT state, error, log_tail FROM services").fetchone()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
     assert (state, error, status) == ("failed", "server exited during start-up", "partial")
-    assert "Failed to locate executable /nonexistent/llama-server" in tail
+    # systemd 252: "Failed to locate executable /nonexistent/llama-server: No such file ..."
+    assert "status=203/EXEC" in tail and "locate executable" in tail and "/nonexistent/" in tail
