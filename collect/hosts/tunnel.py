@@ -93,11 +93,12 @@ class OpenSSHTunnel:
     copied by OpenSSH in its own process, off this one's GIL. `ssh` is the command up to its
     destination (options: host-key policy, key, port; see `ssh_command`).
 
-    With `pty` (the default) the process also holds a session with a terminal running
-    `sleep` (`-tt`), not `-N`: sshd turns off Nagle's algorithm (TCP_NODELAY) on its
-    connection only for a session with a terminal, and without it a small chunk waits for
-    the client's delayed ACK (measured: p99 error ~45 ms at 16 and 64 streams; see
-    docs/measurements/2026-12-03-tunnel-timing.md). The process dies with this one
+    With `pty` (the default) the process also holds a session running `sleep`, not `-N`:
+    sshd turns off Nagle's algorithm (TCP_NODELAY, in ssh_packet_set_interactive) only when
+    a session starts, and without it a small chunk waits for the client's delayed ACK
+    (measured: p99 error ~45 ms at 16 and 64 streams; see
+    docs/measurements/2026-12-03-tunnel-timing.md). The session has a terminal (`-tt`) so
+    that the remote `sleep` gets SIGHUP and ends with the connection. The process dies with this one
     (PR_SET_PDEATHSIG) and is stopped by close(); one that exits (a dropped link) is started
     again on the same port, up to `restarts` times in a row."""
 
