@@ -212,8 +212,9 @@ def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
 
 def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str], int], None],
                   timeout_s: float) -> tuple[subprocess.Popen[str], str, Path]:
-    """Run the CLI on PLAN with `reps` repetitions; 2 s into its first server's life call
-    act(process, server_pid); return the finished process, its stderr and the database."""
+    """Run the CLI on PLAN with `reps` repetitions; once its first server has answered 3
+    requests, call act(process, server_pid); return the finished process, its stderr and
+    the database."""
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(PLAN.replace("repetitions: 2", f"repetitions: {reps}"))
     proc = subprocess.Popen(
@@ -223,7 +224,7 @@ def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str
     )
     try:
         pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
-        time.sleep(2)  # mid-workload
+        _wait_for_replies(tmp_path / "logs", 3, timeout_s=60)  # the warm-up + 2: mid-workload
         act(proc, pid)
         try:
             _, err = proc.communicate(timeout=timeout_s)
@@ -283,6 +284,17 @@ def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
                     return pids[0]
         time.sleep(0.2)
     raise AssertionError("no llama-server came up")
+
+
+def _wait_for_replies(logs: Path, n: int, timeout_s: float) -> None:
+    """Until the server's log has timed n finished requests (a load-independent 'mid-run')."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sum(log.read_text(errors="replace").count("total time =")
+               for log in logs.glob("*/*.log")) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the server did not finish {n} requests in {timeout_s} s")
 
 
 def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:

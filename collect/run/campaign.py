@@ -3,7 +3,10 @@ run: the store, the plan, the host and engine, the progress display and the stop
 
 from __future__ import annotations
 
+import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,3 +33,53 @@ class Campaign:
     # service_id -> (launched, stopped or None): who shared the host during a unit
     spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
     only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
+
+    @contextmanager
+    def signals_stop(self) -> Iterator[Stop]:
+        """While the workers run: SIGINT and SIGTERM only set `stopping` (and record which
+        came); the runner's loop calls `Stop.check()` between waits, which raises
+        KeyboardInterrupt, or runs the SIGTERM handler the CLI installed, there and not at
+        whatever line the main thread was on. (An exception raised inside
+        concurrent.futures.wait can leave a future's lock held, and the worker that then
+        finishes blocks on it for good.) Further signals change nothing: the workers are
+        already stopping their servers (at most STOP_WAIT_S each); `kill -9` of specsweep
+        ends its local servers too (collect.hosts.local). Outside the main thread this does
+        nothing: Python delivers signals to the main thread only."""
+        stop = Stop(self.stopping)
+        if threading.current_thread() is not threading.main_thread():
+            yield stop
+            return
+        previous = {s: signal.signal(s, stop.handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        stop.previous = previous
+        try:
+            yield stop
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+
+@dataclass
+class Stop:
+    """The signal that asked the campaign to stop, raised where the runner checks it."""
+
+    stopping: threading.Event
+    received: int | None = None
+    previous: dict[int, object] = field(default_factory=dict)
+
+    def handle(self, signum: int, frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+        self.stopping.set()
+
+    def check(self) -> None:
+        """Raise what the first signal would have raised, if one came."""
+        signum = self.received
+        if signum is None:
+            return
+        handler = self.previous.get(signum)
+        if callable(handler):
+            handler(signum, None)  # the CLI's SIGTERM -> SystemExit(143), or Python's
+            # default SIGINT handler -> KeyboardInterrupt
+        if signum == signal.SIGTERM:
+            raise SystemExit(128 + signal.SIGTERM)
+        raise KeyboardInterrupt

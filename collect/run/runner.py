@@ -118,7 +118,7 @@ def _run_phases(c: Campaign, phases: list[Phase]) -> None:
         how = "packed on GPUs " + ",".join(map(str, queue.gpus)) if queue.packed else "serial"
         c.progress.note(f"{len(queue.jobs)} configuration(s) to run ({how}), estimated "
                         f"{eta_text(c.progress.eta.seconds_left())}")
-    with ThreadPoolExecutor(max_workers=max(1, len(queue.gpus))) as pool:
+    with c.signals_stop() as stop, ThreadPoolExecutor(max_workers=max(1, len(queue.gpus))) as pool:
         running: dict[Future[None], str] = {}
         try:
             while True:
@@ -133,7 +133,8 @@ def _run_phases(c: Campaign, phases: list[Phase]) -> None:
                     if queue.expand():
                         continue
                     break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                finished, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                stop.check()  # Ctrl-C / SIGTERM raise here (Campaign.signals_stop says why)
                 for future in finished:
                     key = running.pop(future)
                     queue.finish(key)

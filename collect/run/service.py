@@ -20,6 +20,9 @@ from collect.plan.model import ServiceConfig
 from collect.redact import MASK, redact, redact_argv
 from schema.store import utcnow
 
+STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL at the end of a configuration
+INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTERM)
+
 
 class ServiceFailed(RuntimeError):
     """The server exited or never became healthy; carries the log tail."""
@@ -162,9 +165,13 @@ class Service:
         return self._scrub(self.host.log_tail(self.proc)) if self.proc else ""
 
     def stop(self) -> None:
+        """SIGTERM, then SIGKILL after STOP_GRACE_S, or after INTERRUPT_GRACE_S when the
+        campaign is stopping: a user who pressed Ctrl-C waits for no graceful shutdown, and
+        llama-server can take many seconds to honour SIGTERM while a batch is in its
+        decode loop (llama.cpp PR 18292 added --shutdown-timeout for that)."""
         if self.proc is None:
             return
-        self.host.stop(self.proc)
+        self.host.stop(self.proc, INTERRUPT_GRACE_S if self.cancel.is_set() else STOP_GRACE_S)
         if self.row["state"] == "ready":
             self.row.update(state="stopped")
         self.row["stopped_at"] = utcnow()
