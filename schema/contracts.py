@@ -71,7 +71,7 @@ class ServicesSchema(_Base):
     state: Series[str] = pa.Field(isin=["ready", "failed", "stopped"])
     error: Series[str] = pa.Field(nullable=True)
     log_tail: Series[str] = pa.Field(nullable=True)
-    transport: Series[str] = pa.Field(isin=["direct", "paramiko-tunnel", "ssh-tunnel"])
+    transport: Series[str] = pa.Field(isin=["direct", "paramiko-tunnel", "ssh-tunnel", "unknown"])
 
 
 class UnitsSchema(_Base):

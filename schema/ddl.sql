@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS services (
     log_tail        VARCHAR,
     transport       VARCHAR NOT NULL DEFAULT 'direct'
                                         -- how the client reached it: direct | paramiko-tunnel |
-                                        -- ssh-tunnel (an OpenSSH `ssh -L` process); through a
+                                        -- ssh-tunnel (an OpenSSH `ssh -L` process) | unknown
+                                        -- (imported results, rows older than v5); through a
                                         -- tunnel, receive stamps are taken when the forward
                                         -- wrote the bytes to loopback
 );

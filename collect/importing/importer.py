@@ -171,6 +171,7 @@ def build_rows(path: Path, sha256: str, runs: list[Run], options: ImportOptions
         "host": "imported", "launch_command": "", "requested_at": now, "ready_at": None,
         "stopped_at": None, "startup_s": None, "state": "stopped", "error": None,
         "log_tail": None,
+        "transport": "unknown",  # the file does not say how its client reached the server
     }]  # fmt: skip
     rows["environment"] = _environment(cid, path, sha256, runs)
     return rows

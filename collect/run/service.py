@@ -135,7 +135,10 @@ class Service:
             if self.cancel.wait(10):
                 raise Cancelled(f"{self.config.method.name} (tp {self.config.tp}): cancelled")
         gpus = ",".join(map(str, free[:tp]))
-        self.env["CUDA_VISIBLE_DEVICES"] = gpus
+        # nvidia-smi and NVML number GPUs in PCI bus order, CUDA fastest first: without
+        # PCI_BUS_ID, on a host of mixed GPUs the server could run on another GPU than the
+        # one specsweep claimed, checked for other processes and samples
+        self.env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=gpus)
         self.row.update(gpus=gpus, launch_command=self._command())
 
     def _command(self) -> str:
