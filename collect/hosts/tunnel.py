@@ -119,7 +119,8 @@ class OpenSSHTunnel:
         from collect.hosts.local import _die_with_parent, _spawner  # the long-lived forker
 
         *options, destination = self._ssh
-        forward = f"127.0.0.1:{self.port}:{self.remote[0]}:{self.remote[1]}"
+        host = f"[{self.remote[0]}]" if ":" in self.remote[0] else self.remote[0]  # IPv6
+        forward = f"127.0.0.1:{self.port}:{host}:{self.remote[1]}"
         session = ["-tt", destination, "sleep", "2147483647"] if self._pty else ["-N", destination]
         argv = [*options, "-L", forward, *session]
         with tempfile.TemporaryFile() as err:  # the child keeps its own descriptor
