@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,11 @@ import duckdb
 import pytest
 import yaml
 
+from collect.hosts.base import HostUnreachable
+from collect.hosts.ssh import SSH
+from collect.plan.components import SSHHost
 from tests.hosts.conftest import Sshd, free_port
+from tests.hosts.sshd import running_sshd
 
 SECRET = "hunter2-not-printed"
 
@@ -101,3 +106,21 @@ def test_unreachable_host_one_line_exit_4_and_stored(
     probe = _cli(tmp_path, host, "check", "--probe")
     assert (probe.returncode, probe.stderr.count("\n")) == (4, 1), probe.stderr
     assert probe.stderr.startswith(line), probe.stderr
+
+
+def test_a_link_that_stays_down_ends_in_one_line(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:
+    """An sshd of its own, stopped while the host is connected: the next call reconnects
+    reconnect_attempts times (backoff 0.5 s, 1 s) and raises HostUnreachable, refused."""
+    (tmp_path / "own").mkdir()
+    with running_sshd(tmp_path / "own") as own:
+        cfg = {**ssh_cfg, "port": own.port, "key_file": str(own.key_file),
+               "known_hosts_file": str(own.known_hosts), "reconnect_attempts": 3}
+        host = SSH(SSHHost(**cfg))
+        assert host.run(["echo", "up"])[1] == "up\n"
+    started = time.monotonic()
+    with host, pytest.raises(HostUnreachable) as caught:
+        host.run(["echo", "down"])
+    assert 1.4 < time.monotonic() - started < 10
+    assert str(caught.value) == (f"host test-sshd ({cfg['user']}@127.0.0.1:{own.port}) cannot be "
+                                 "reached: connection refused (nothing listens on that port) "
+                                 "(3 attempts)")
