@@ -246,6 +246,15 @@ class SystemdManager:
         """systemctl stop: SIGTERM to the unit's cgroup, SIGKILL after TimeoutStopSec."""
         self._systemctl("stop", unit_name(proc.log_path), timeout_s=grace_s + 60)
 
+    def reap(self, workdir: PurePosixPath) -> list[int]:
+        """Stop units an earlier run left running (its specsweep was killed: systemd keeps
+        them): every active specsweep unit whose WorkingDirectory is workdir; their pids."""
+        _, out, _ = self.runner.run(["sh", "-c", _UNITS_IN, "sh", str(workdir), *self.user])
+        found = [line.split() for line in out.splitlines() if len(line.split()) == 2]
+        for unit, _pid in found:
+            self._systemctl("stop", unit)
+        return [int(pid) for _, pid in found if pid.isdigit()]
+
     def log_tail(self, proc: Process, lines: int = 40) -> str:
         """The server's log file, then systemd's own lines (exec failures, OOM kills)."""
         _, out, _ = self.runner.run(["tail", "-n", str(lines), str(proc.log_path)])
@@ -253,6 +262,17 @@ class SystemdManager:
         journal = ["journalctl", *self.user, "-u", unit, "-n", str(lines), "--no-pager"]
         _, jout, _ = self.runner.run(journal)
         return "\n".join(part.rstrip("\n") for part in (out, jout) if part.strip())
+
+
+# $1 workdir, then systemctl's scope (--user or nothing): "unit mainpid" per active unit.
+_UNITS_IN = r"""wd=$1; shift
+for u in $(systemctl "$@" list-units --state=active --plain --no-legend 'specsweep-*.service' |
+           cut -d' ' -f1); do
+  [ "$(systemctl "$@" show -p WorkingDirectory --value "$u")" = "$wd" ] &&
+    echo "$u $(systemctl "$@" show -p MainPID --value "$u")"
+done
+exit 0
+"""
 
 
 # --- machine facts ---------------------------------------------------------------------------

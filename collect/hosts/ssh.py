@@ -273,7 +273,7 @@ class SSH:
         return self.manager.start(argv, env, self.workdir / log, self.workdir)
 
     def reap_orphans(self) -> list[int]:
-        return self.manager.reap(self.workdir) if isinstance(self.manager, ProcessManager) else []
+        return self.manager.reap(self.workdir)
 
     def log_dir(self, default: Path) -> PurePosixPath:
         """Where service logs go on the remote machine (not the local default)."""

@@ -179,6 +179,21 @@ class Container:
                         "'specsweep-*' | cut -d' ' -f1")
         return done.stdout.split()
 
+    def server_pid_mid_workload(self, workdir: str, timeout_s: float) -> int:
+        """MainPID of the running specsweep unit once the llama-server logs under workdir
+        show two answered requests (the warm-up and the first measured one)."""
+        deadline = time.monotonic() + timeout_s
+        count = f"cat $(find {workdir}/logs -name '*.log') | grep -c 'print_timing.*total time'"
+        while time.monotonic() < deadline:
+            done = self.ssh(count).stdout.strip()
+            if done.isdigit() and int(done) >= 2:
+                for unit in self.units("active"):
+                    pid = self.ssh(f"systemctl show -p MainPID --value {unit}").stdout.strip()
+                    if pid.isdigit() and pid != "0":
+                        return int(pid)
+            time.sleep(0.1)
+        raise AssertionError(f"no llama-server unit answered twice in {timeout_s} s")
+
     @property
     def pid_namespace(self) -> str:
         """The container's pid namespace (its init's /proc/PID/ns/pid link), '' if none."""

@@ -105,8 +105,7 @@ def _healthy(url: str) -> bool:
 
 
 def _tail_with(host: SSH, proc: Process, *needles: str) -> str:
-    """The log tail once it holds every needle, or after 5 s (journald writes what it got
-    a moment after `systemctl` returned: a line was missing once on a loaded machine)."""
+    """The log tail once it holds every needle, or after 5 s (journald lags a moment)."""
     wait_for(lambda: all(n in host.log_tail(proc) for n in needles), 5)
     return host.log_tail(proc)
 
@@ -304,22 +303,6 @@ def _run_plan(plan: dict[str, Any], tmp_path: Path) -> Path:
     return tmp_path / "results.duckdb"
 
 
-def _server_pid_mid_workload(box: Container, workdir: str, timeout_s: float) -> int:
-    """MainPID of the running unit once its log shows two answered requests (the warm-up
-    and the first measured one)."""
-    deadline = time.monotonic() + timeout_s
-    count = f"cat $(find {workdir}/logs -name '*.log') | grep -c 'print_timing.*total time'"
-    while time.monotonic() < deadline:
-        done = box.ssh(count).stdout.strip()
-        if done.isdigit() and int(done) >= 2:
-            for unit in box.units("active"):
-                pid = box.ssh(f"systemctl show -p MainPID --value {unit}").stdout.strip()
-                if pid.isdigit() and pid != "0":
-                    return int(pid)
-        time.sleep(0.1)
-    raise AssertionError(f"no llama-server unit answered twice in {timeout_s} s")
-
-
 def test_a_server_killed_mid_campaign_is_restarted_once(
     box: Container, paths: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -332,7 +315,7 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        pid = _server_pid_mid_workload(box, workdir, timeout_s=90)
+        pid = box.server_pid_mid_workload(workdir, timeout_s=90)
         assert box.ssh(f"kill -9 {pid}").returncode == 0
         _, err = proc.communicate(timeout=240)
     finally:
@@ -350,9 +333,27 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
     assert box.units("active") == [] and box.ssh("pgrep -x llama-server").returncode == 1
 
 
-BLOCKER = """[Unit]
-Description=a service holding what a phase needs
-[Service]
+def test_a_unit_left_by_a_killed_run_is_stopped_by_the_next(
+    box: Container, paths: tuple[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """specsweep killed with SIGKILL: systemd keeps its unit serving; the rerun stops it
+    (reap_orphans) before it starts its own, and completes."""
+    workdir = "/var/tmp/specsweep/orphan"
+    plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
+    plan.write_text(yaml.safe_dump(_plan(box, paths, workdir, reps=4)))
+    cmd = [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--no-progress"]
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        orphan = box.server_pid_mid_workload(workdir, timeout_s=90)
+        proc.kill()
+    assert box.units("active") and box.ssh(f"kill -0 {orphan}").returncode == 0
+    _run_plan(yaml.safe_load(plan.read_text()), tmp_path)
+    assert f"stopped a server (pid {orphan})" in caplog.text
+    assert box.units("active") == [] and box.ssh(f"kill -0 {orphan}").returncode != 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT status FROM campaigns").fetchone()[0] == "complete"
+
+
+BLOCKER = """[Service]
 ExecStartPre=/bin/sh -c 'echo start $$(date +%%s.%%N) >> /var/tmp/blocker.events'
 ExecStart=/bin/sleep infinity
 ExecStopPost=/bin/sh -c 'echo stop $$(date +%%s.%%N) >> /var/tmp/blocker.events'
