@@ -25,7 +25,7 @@ STAMP   := $(VENV)/.specsweep-installed
 # Debian packages the targets need; installed only when run as root and missing.
 DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils \
-           openssh-server systemd
+           openssh-server systemd systemd-container debootstrap
 
 .PHONY: all collect analyze report test sql engine system check clean bench
 
