@@ -15,11 +15,19 @@ MASK = "***"
 
 _PATTERNS = [
     (re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]+"), f"Bearer {MASK}"),
-    # KEY=value and --key value / --key=value where the name looks secret
-    # NAME=value, NAME = value, NAME: value, "NAME": "value", --name value
+    # where the name looks secret: NAME=value, NAME = value, NAME: value, "NAME": "value"
     (
         re.compile(
-            rf"(?i)\b([A-Z0-9_.-]*{_NAME}[A-Z0-9_.-]*[\"']?)(\s*[=:]\s*|\s+)"
+            rf"(?i)\b([A-Z0-9_.-]*{_NAME}[A-Z0-9_.-]*[\"']?)(\s*[=:]\s*)"
+            rf"(\"[^\"]*\"|'[^']*'|[^\s,;}}]+)"
+        ),
+        rf"\1\2{MASK}",
+    ),
+    # and a flag followed by its value: --api-key value, -token value (a dash before the
+    # name: prose such as "a 256-token reply" is no flag)
+    (
+        re.compile(
+            rf"(?i)(?<![\w-])(--?[A-Z0-9_.-]*{_NAME}[A-Z0-9_.-]*)(\s+)"
             rf"(\"[^\"]*\"|'[^']*'|[^\s,;}}]+)"
         ),
         rf"\1\2{MASK}",
