@@ -6,7 +6,14 @@
 --   d_drafts       = delta spec_decode_num_drafts
 --   d_draft_tokens = delta spec_decode_num_draft_tokens
 --   d_accepted     = delta spec_decode_num_accepted_tokens
---   accept_length_window = 1 + d_accepted / d_drafts        (vLLM's definition)
+--   accept_length_window = 1 + d_accepted / d_drafts        (vLLM's definition: tokens
+--                          per drafting step; equal to tokens per target step only when
+--                          every step drafts, as in vLLM. llama.cpp's n-gram drafters
+--                          draft on some steps only, and there it is far larger)
+--   accept_length_steps  = d_generated / (d_generated - d_accepted)  (tokens per target
+--                          step, every step counted: the counters' twin of the per-request
+--                          figure below; NULL where the server counts no generated tokens;
+--                          foreign tokens, if any, are in it)
 --   accept_rate_window   = d_accepted / d_draft_tokens
 -- Per request (requests of the same service and workload, warm-ups excluded, ok only):
 --   accept_length_requests = sum(output_tokens) / sum(spec_verify_ct)  (token-weighted)
@@ -76,6 +83,7 @@ final AS (
         w.campaign_id, s.engine, s.tp, s.method, w.workload, w.service_id, w.config_id,
         w.d_drafts, w.d_draft_tokens, w.d_accepted,
         1 + w.d_accepted / nullif(w.d_drafts, 0) AS accept_length_window,
+        w.d_generated / nullif(w.d_generated - w.d_accepted, 0) AS accept_length_steps,
         w.d_accepted / nullif(w.d_draft_tokens, 0) AS accept_rate_window,
         r.accept_length_requests,
         1 + w.d_accepted / nullif(w.d_drafts, 0) - r.accept_length_requests

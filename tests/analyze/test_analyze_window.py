@@ -22,7 +22,8 @@ def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
     (80), accepted 150 -> 190 (40) summed over two engines' label sets (30 + 10).
     accept_length_window = 1 + 40 / 20 = 3.0; accept_rate_window = 40 / 80 = 0.5.
     Requests: 30 + 50 tokens in 10 + 30 verify steps -> 80 / 40 = 2.0 token-weighted, so
-    the diff is 1.0. Generated-token counter delta 90 vs 80 measured -> 10 foreign tokens."""
+    the diff is 1.0. Generated-token counter delta 90 vs 80 measured -> 10 foreign tokens;
+    accept_length_steps = 90 / (90 - 40) = 1.8 tokens per target step."""
     metrics = [
         _metric("svc", "before", "vllm:spec_decode_num_drafts_total", 100),
         _metric("svc", "after", "vllm:spec_decode_num_drafts_total", 120),
@@ -57,6 +58,7 @@ def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
     assert w["accept_length_window"] == 3.0 and w["accept_rate_window"] == 0.5
     assert w["accept_length_requests"] == 2.0 and w["accept_length_diff"] == 1.0
     assert w["foreign_tokens"] == 10 and (w["method"], w["tp"]) == ("m", 4)
+    assert w["accept_length_steps"] == 1.8
 
 
 def test_no_drafts_gives_null_not_a_division_error(tmp_path: Path) -> None:
@@ -73,7 +75,7 @@ def test_no_drafts_gives_null_not_a_division_error(tmp_path: Path) -> None:
     build.run(path, baseline="autoregressive")
     w = one(path, "SELECT * FROM window_acceptance")
     assert w["d_draft_tokens"] == 0 and w["accept_rate_window"] is None
-    assert w["accept_length_window"] is None
+    assert w["accept_length_window"] is None and w["accept_length_steps"] is None
 
 
 def test_rows_of_an_incomplete_unit_are_left_out(tmp_path: Path) -> None:
