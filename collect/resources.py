@@ -143,6 +143,21 @@ def cuda_builds(version: str = LLAMA_CPP_PYTHON_VERSION) -> dict[str, Path]:
     return found
 
 
+def build_label(binary: str) -> str:
+    """How a llama-server of specsweep's cache was built, from its build.json, e.g.
+    'llama.cpp of llama-cpp-python 0.3.36 (cuda90)' ('' for any other binary): an sdist
+    build reports build_info 'b0-unknown' itself, having no git history."""
+    try:
+        meta = json.loads((Path(binary).parent.parent / "build.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(meta, dict) or Path(binary).parent.parent.parent != cache_dir():
+        return ""
+    arch = meta.get("cuda_arch")
+    return (f"llama.cpp of llama-cpp-python {meta.get('version', '?')} "
+            f"({'cuda' + str(arch) if arch else 'cpu'})")
+
+
 def resolve_llama_server(spec: str) -> str:
     """A plan's engine.binary: 'auto' (the CPU build), 'auto-cuda' (the CUDA build), or a path."""
     if spec == "auto":

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from collect.engines.base import EngineHooks
 from collect.plan.fields import EngineConfig, Method
-from collect.resources import resolve_llama_server, resolve_model
+from collect.resources import build_label, resolve_llama_server, resolve_model
 
 
 class ChatStream:
@@ -159,7 +159,10 @@ class LlamaCpp(EngineHooks):
         except (httpx.HTTPError, ValueError):
             return {}
         settings = props.get("default_generation_settings") or {}
+        built = build_label(resolve_llama_server(self.cfg.binary)) if self.cfg.binary in (
+            "auto", "auto-cuda") else ""
         return {
+            **({"engine.version": built} if built else {}),
             "engine.build_info": str(props.get("build_info", "")),
             "engine.model_path": str(props.get("model_path", "")),
             "engine.total_slots": str(props.get("total_slots", "")),

@@ -20,6 +20,7 @@ from collect.resources import (
     CMAKE_FLAGS,
     LLAMA_CPP_PYTHON_VERSION,
     ResourceError,
+    build_label,
     cmake_flags,
     cuda_builds,
     detect_cuda_arch,
@@ -111,6 +112,18 @@ def test_auto_cuda_finds_the_cuda_build(
     assert resolve_llama_server("auto-cuda") == str(h200)
     assert resolve_llama_server("auto") == str(llama_server_path())
     assert resolve_llama_server("/opt/llama-server") == "/opt/llama-server"
+
+
+def test_a_cached_build_says_how_it_was_built(cache: Path, tmp_path: Path) -> None:
+    """The fingerprint's engine.version for an sdist build (its own build_info is
+    'b0-unknown'); nothing for a binary outside the cache, even with a build.json."""
+    assert build_label(str(fake_build(cache, "90"))) == (
+        f"llama.cpp of llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} (cuda90)")
+    assert build_label(str(fake_build(cache, None))).endswith("(cpu)")
+    elsewhere = tmp_path / "opt" / "bin" / "llama-server"
+    elsewhere.parent.mkdir(parents=True)
+    (tmp_path / "opt" / "build.json").write_text(json.dumps({"version": "x"}))
+    assert build_label(str(elsewhere)) == "" and build_label("/no/such/llama-server") == ""
 
 
 def test_stale_and_ambiguous_cuda_builds(
