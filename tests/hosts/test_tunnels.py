@@ -5,6 +5,7 @@ comes back after a dropped link, and 'auto' falls back to paramiko where ssh fai
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ import pytest
 
 from collect.hosts.ssh import SSH
 from collect.plan.components import SSHHost
-from tests.hosts.conftest import Sshd, free_port
+from tests.hosts.conftest import Sshd, children, free_port
 
 TEXT = "through the tunnel"
 
@@ -74,6 +75,18 @@ def ssh_pids(local_port: int) -> list[int]:
     return found
 
 
+def remote_sleeps(sshd: Sshd) -> int:
+    """How many `sleep` commands of ssh -tt sessions run under the test sshd."""
+    def tree(pid: int) -> list[int]:
+        return [pid, *(p for c in children(pid) for p in tree(c))]
+
+    count = 0
+    for pid in tree(sshd.proc.pid):
+        with contextlib.suppress(OSError):
+            count += Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x002147483647\x00"
+    return count
+
+
 @pytest.mark.parametrize(("forward", "kind"),
                          [("openssh", "ssh-tunnel"), ("paramiko", "paramiko-tunnel")])
 def test_each_forward_reaches_the_server_and_says_its_kind(
@@ -124,6 +137,9 @@ def test_ssh_forward_comes_back_after_the_link_drops(
         url = f"http://127.0.0.1:{local}/hello.txt"
         before = ssh_pids(local)
         assert _get(url) == TEXT and len(before) == 1
+        # the session's shell has run its rc files (killed inside pyenv's rehash, the
+        # machine's .bashrc would leave its lock behind) and runs the remote sleep
+        assert wait_for(lambda: remote_sleeps(sshd) == 1)
         assert sshd.kill_sessions() >= 2  # paramiko's link and ssh's
         assert wait_for(lambda: _get(url) == TEXT and ssh_pids(local) not in ([], before))
         assert h.run(["echo", "ok"])[1] == "ok\n"
