@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
-from matplotlib.ticker import ScalarFormatter
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullLocator, ScalarFormatter
 
 matplotlib.use("Agg")  # files only, never a window
 
@@ -44,15 +45,13 @@ def _order(palette: Palette, present: Iterable[str]) -> list[str]:
 
 
 def _config_labels(frame: pd.DataFrame) -> pd.Series:
-    """A category label per row from whichever of workload/max_tokens/concurrency vary."""
+    """A category label per row: workload, engine, TP and max_tokens where they vary, then
+    the concurrency (always, so that a panel of one workload still names its points)."""
     parts = []
-    if frame["workload"].nunique() > 1:
-        parts.append(frame["workload"].astype(str))
-    for col, tag in (("max_tokens", "mt="), ("concurrency", "c=")):
-        if frame[col].nunique() > 1:
-            parts.append(tag + frame[col].astype(str))
-    if not parts:
-        return frame["workload"].astype(str)
+    for col, tag in (("workload", ""), ("engine", ""), ("tp", "TP"), ("max_tokens", "mt=")):
+        if col in frame and frame[col].nunique() > 1:
+            parts.append(tag + frame[col].astype(str).map(plain))
+    parts.append("c=" + frame["concurrency"].astype(str))
     label = parts[0]
     for p in parts[1:]:
         label = label + "\n" + p
@@ -71,15 +70,15 @@ def _empty(ax: Axes, message: str) -> Axes:
 
 
 def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
-    """Speedup over the baseline per workload (and config) and method, 95% CI bars.
-
-    Filled markers are significant (CI excludes 1), hollow ones are not.
-    """
+    """Speedup over the baseline per workload (and config) and method, 95% CI bars, on a
+    log-2 ratio axis (:func:`ratio_axis`). Filled markers are significant (CI excludes 1),
+    hollow ones are not; :func:`ratio_legend` explains both. No legend is drawn here: the
+    figure puts one below its panels."""
     if frame.empty:
         return _empty(ax, "no speedup rows")
     frame = frame.assign(label=_config_labels(frame))
-    labels = list(dict.fromkeys(frame.sort_values(["workload", "max_tokens",
-                                                   "concurrency"])["label"]))
+    keys = [c for c in ("workload", "engine", "tp", "max_tokens", "concurrency") if c in frame]
+    labels = list(dict.fromkeys(frame.sort_values(keys)["label"]))
     methods = _order(palette, frame["method"])
     width = 0.8 / max(len(methods), 1)
     for i, method in enumerate(methods):
@@ -90,19 +89,56 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
         colour = palette[method]
         ax.errorbar(x, y, yerr=np.abs(err), fmt="none", ecolor=colour, capsize=3, lw=1.2)
         sig = sub["significant"].fillna(False).astype(bool).to_numpy()
-        ax.scatter(x[sig], y[sig], color=colour, s=36, zorder=3, label=method)
+        ax.scatter(x[sig], y[sig], color=colour, s=36, zorder=3, label=plain(method))
         ax.scatter(x[~sig], y[~sig], facecolor="white", edgecolor=colour, s=36, zorder=3,
-                   label=None if sig.any() else method)
+                   label=None if sig.any() else plain(method))
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ratio_axis(ax, frame[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
     ax.set_ylabel("speedup (decode tok/s vs baseline)")
-    ax.legend(title="method", fontsize="small")
     return ax
+
+
+def ratio_axis(ax: Axes, values: Iterable[float]) -> None:
+    """A log-2 y axis symmetric around 1, so that a ratio r and 1/r lie equally far from the
+    1x line and one wide interval cannot squash the rest; ticks at powers of two labelled
+    ``0.5×``, ``1×``, ``2×``, plus 0.667/1.5 (and 0.8/1.25 under 2x) below 3x either way."""
+    v = np.asarray(list(values), float)
+    v = v[np.isfinite(v) & (v > 0)]
+    extent = float(np.abs(np.log2(v)).max()) if v.size else 0.0
+    half = max(extent * 1.05 + 0.08, 0.45)  # in doublings; at least 1.37x either way
+    ax.set_yscale("log", base=2)
+    ax.set_ylim(2 ** -half, 2 ** half)
+    step = 2 if half > 5 else 1  # beyond 32x label every other doubling
+    ticks = [2.0 ** k for k in range(-int(half), int(half) + 1) if k % step == 0]
+    if half < 1.6:  # under 3x either way powers of two alone leave the axis almost bare
+        extra = (2 / 3, 0.8, 1.25, 1.5) if half < 1 else (2 / 3, 1.5)
+        ticks += [t for t in extra if abs(np.log2(t)) < half]
+    ticks = sorted(ticks)
+    ax.set_yticks(ticks, [f"{t:.3g}\u00d7" for t in ticks])
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+def ratio_legend(palette: Palette, methods: Iterable[str]) -> list[tuple[Line2D, str]]:
+    """Legend entries for a ratio chart: one dot per method present, in its colour (what
+    filled and hollow mean is :func:`significance_legend`)."""
+    return [(Line2D([], [], ls="none", marker="o", ms=6, color=palette[m]), plain(m))
+            for m in _order(palette, methods)]
+
+
+def significance_legend() -> list[tuple[Line2D, str]]:
+    """Grey proxy markers: filled = 95% CI excludes 1 (significant), hollow = it does not."""
+    return [(Line2D([], [], ls="none", marker="o", ms=6, color="0.35"),
+             "filled: significant (95% CI excludes 1)"),
+            (Line2D([], [], ls="none", marker="o", ms=6, mfc="white", mec="0.35"),
+             "hollow: not significant")]
 
 
 def plot_energy_ratio_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
     """Energy per output token over the baseline's (energy_ratio table) per workload and
-    method, 95% CI bars, drawn as the speedup chart (filled: significant); below 1 = less."""
+    method, 95% CI bars, drawn as the speedup chart (filled: significant, log-2 ratio
+    axis); below 1 = less energy per token."""
     if frame.empty:
         return _empty(ax, "no energy comparison")
     plot_speedup_by_workload(ax, frame.rename(columns={"energy_ratio": "speedup"}), palette)
@@ -120,6 +156,7 @@ def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palet
                 palette=palette, errorbar=None, ax=ax)
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     ax.set_ylabel("acceptance length (tokens / verify step)")
+    _slant_if_crowded(ax, data["workload"].nunique(), room=6)
     return ax
 
 
@@ -144,7 +181,16 @@ def _box_strip(ax: Axes, frame: pd.DataFrame, y: str, ylabel: str, palette: Pale
                   alpha=0.4, jitter=0.25, ax=ax)
     ax.set_ylabel(ylabel)
     ax.set_xlabel("")
+    _slant_if_crowded(ax, len(order))
     return ax
+
+
+def _slant_if_crowded(ax: Axes, n: int, room: int = 5) -> None:
+    """Tilt the x tick labels when more than ``room`` categories share the axis."""
+    if n > room:
+        ax.tick_params(axis="x", labelrotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
 
 
 def plot_ttft_by_turn(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
@@ -185,6 +231,7 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
     ax.set_xticks(sorted(data["concurrency"].unique()))
     ax.get_xaxis().set_major_formatter(ScalarFormatter())
     ax.set_ylabel("throughput (output tok/s)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the lines
     return ax
 
 
@@ -197,8 +244,9 @@ def plot_speedup_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette)
     """Speedup versus concurrency for one setting (engine, tp, workload, max_tokens).
 
     One line per method with its 95% CI as error bars, methods shifted sideways by a few
-    percent of a doubling so the bars do not hide each other. Filled markers are significant,
-    hollow ones are not; the crossover level (rows with ``is_crossover``) is ringed in black.
+    percent of a doubling so the bars do not hide each other; log-2 ratio axis
+    (:func:`ratio_axis`). Filled markers are significant, hollow ones are not; the crossover
+    level (rows with ``is_crossover``) is ringed in black.
     """
     if frame.empty:
         return _empty(ax, "no speedup rows")
@@ -213,6 +261,7 @@ def plot_speedup_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette)
         ax.scatter(cross["x"], cross["speedup"], marker="o", s=90, facecolor="none",
                    edgecolor="black", linewidths=1.1, zorder=5, label="crossover")
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
+    ratio_axis(ax, frame[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
     levels = sorted(frame["concurrency"].unique())
     ax.set_xscale("log", base=2)
     ax.set_xticks(levels)

@@ -8,12 +8,13 @@ skipped (``None`` in the result) so the template can say so instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from report import charts
 from report.data import ReportData
@@ -30,13 +31,78 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
 
 
 def draw(path: Path, plots: list[tuple[Plot, pd.DataFrame]], palette: charts.Palette,
-         size: tuple[float, float] = (6.4, 3.2)) -> Path:
-    """One figure with a panel per ``(plot function, frame)``, saved to ``path``."""
+         size: tuple[float, float] = (6.4, 3.2), shared_legend: bool = False) -> Path:
+    """One figure with a panel per ``(plot function, frame)``, saved to ``path``; with
+    ``shared_legend`` the panels' legends become one below them."""
     fig, axes = plt.subplots(1, len(plots), figsize=size, squeeze=False)
     for ax, (plot, frame) in zip(axes[0], plots):
         plot(ax, frame, palette)
+    if shared_legend:
+        for ax in axes.flat:
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+        _shared_legend(fig, axes, [charts.plain(m) for m in palette])
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+PANEL_ROW = 12  # load points per row of a ratio figure (6.4 in) before it wraps
+
+
+def ratio_figure(frame: pd.DataFrame, plot: Plot, palette: charts.Palette,
+                 value: str = "speedup") -> plt.Figure:
+    """A ratio chart (speedup, energy ratio) with one panel per workload and max_tokens,
+    each as wide as its load points, wrapped into rows of about :data:`PANEL_ROW` points;
+    every panel shares one log-2 y axis symmetric around 1, and one legend below names the
+    methods and what filled and hollow markers mean."""
+    groups = list(frame.groupby(["workload", "max_tokens"], sort=True))
+    spans = [max(2, sub["concurrency"].nunique()) for _, sub in groups]
+    rows: list[list[int]] = [[]]
+    for i, span in enumerate(spans):  # greedy: a panel moves down when its row is full
+        if rows[-1] and sum(spans[j] for j in rows[-1]) + span > PANEL_ROW:
+            rows.append([])
+        rows[-1].append(i)
+    ncols = max(sum(spans[j] for j in row) for row in rows)
+    width = max(4.0, min(6.4, 1.6 + 0.6 * ncols))
+    fig = plt.figure(figsize=(width, 0.5 + 2.4 * len(rows)), layout="constrained")
+    fig.get_layout_engine().set(wspace=0.0, w_pad=0.02)
+    grid = fig.add_gridspec(len(rows), ncols)
+    axes: list = []
+    for r, row in enumerate(rows):
+        start = 0
+        for n, j in enumerate(row):
+            ax = fig.add_subplot(grid[r, start:start + spans[j]],
+                                 sharey=axes[0] if axes else None)
+            start += spans[j]
+            (workload, mt), sub = groups[j]
+            plot(ax, sub, palette)
+            several = frame.loc[frame["workload"] == workload, "max_tokens"].nunique() > 1
+            title = charts.plain(workload) + (f"\nmax_tokens {mt}" if several else "")
+            ax.set_title(title, fontsize="small")
+            if n:
+                ax.tick_params(labelleft=False)
+                ax.set_ylabel("")
+            axes.append(ax)
+    values = frame[[value, "ci_low", "ci_high"]].to_numpy(float).ravel()
+    for ax in axes:
+        charts.ratio_axis(ax, values)
+    methods = charts.ratio_legend(palette, frame["method"])
+    ncol = max(2, min(len(methods), 4 if width >= 5 else 3))
+    entries = _row_major([methods, charts.significance_legend()], ncol)
+    fig.legend(*zip(*entries), loc="outside lower center", fontsize="small", frameon=False,
+               ncol=ncol)
+    return fig
+
+
+def _row_major(groups: list[list[tuple[object, str]]], ncol: int) -> list[tuple[object, str]]:
+    """Legend entries reordered so that matplotlib, which fills a legend column by column,
+    shows them row by row, each group starting a new row (blank entries pad the rows)."""
+    rows: list[list[tuple[object, str]]] = []
+    for group in groups:
+        rows += [group[i:i + ncol] for i in range(0, len(group), ncol)]
+    blank = (Line2D([], [], alpha=0), "")
+    rows = [row + [blank] * (ncol - len(row)) for row in rows]
+    return [rows[r][c] for c in range(ncol) for r in range(len(rows))]
 
 
 def slug(text: str) -> str:
@@ -87,28 +153,34 @@ def sweeps_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
                           & (frame["engine"] == engine) & (frame["tp"] == tp)]
             charts.plot_speedup_by_concurrency(ax, panel, palette)
             ax.set_title(_facet_title(workload, mt, engine, tp, frame), fontsize="small")
+        row = frame[(frame["workload"] == workload) & (frame["max_tokens"] == mt)]
+        for ax in ax_row:  # one symmetric log axis for the row's shared y
+            charts.ratio_axis(ax, row[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
     for (i, j), ax in np.ndenumerate(axes):  # axis titles once per row and column
         ax.set_xlabel(ax.get_xlabel() if i == len(rows) - 1 else "")
         ax.set_ylabel(ax.get_ylabel() if j == 0 else "")
-    _shared_legend(fig, axes, [charts.plain(m) for m in palette] + ["crossover"])
+    _shared_legend(fig, axes, [charts.plain(m) for m in palette] + ["crossover"],
+                   extra=charts.significance_legend())
     fig.tight_layout()
     return fig
 
 
-def _shared_legend(fig: plt.Figure, axes: np.ndarray, order: list[str]) -> None:
-    """One legend below the panels with every label any panel drew, in ``order``."""
+def _shared_legend(fig: plt.Figure, axes: np.ndarray, order: list[str],
+                   extra: Sequence[tuple[object, str]] = ()) -> None:
+    """One legend below the panels with every label any panel drew, in ``order``, then
+    the ``extra`` entries."""
     handles: dict[str, object] = {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
     labels = sorted(handles, key=lambda lb: order.index(lb) if lb in order else len(order))
-    fig.legend([handles[lb] for lb in labels], labels, loc="upper center",
-               ncol=min(len(labels), 5), bbox_to_anchor=(0.5, 0.0), fontsize="small",
-               frameon=False)
-
-
-def _wide(n_categories: int) -> tuple[float, float]:
-    return (min(6.4, 2.5 + 0.9 * n_categories), 3.0)
+    ncol = min(len(labels), 5)
+    entries = [(handles[lb], lb) for lb in labels]
+    if extra:  # the extra entries on a row of their own
+        ncol = max(2, min(len(labels), 4 if fig.get_figwidth() >= 5 else 3))
+        entries = _row_major([entries, list(extra)], ncol)
+    fig.legend(*zip(*entries), loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 0.0),
+               fontsize="small", frameon=False)
 
 
 def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
@@ -120,13 +192,12 @@ def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
          "energy"])
     sp, cs, rm, ag = data.speedup, data.config_summary, data.request_metrics, data.agentic
     if not sp.empty:
-        figs["speedup"] = draw(outdir / "speedup.pdf",
-                               [(charts.plot_speedup_by_workload, sp)], pal)
+        figs["speedup"] = save_figure(ratio_figure(sp, charts.plot_speedup_by_workload, pal),
+                                      outdir / "speedup.pdf")
         for i, (workload, sub) in enumerate(sp.groupby("workload", sort=True)):
-            n = len(sub[["max_tokens", "concurrency"]].drop_duplicates())
-            figs[f"speedup:{workload}"] = draw(
-                outdir / f"speedup-{i}-{slug(workload)}.pdf",
-                [(charts.plot_speedup_by_workload, sub)], pal, size=_wide(n))
+            figs[f"speedup:{workload}"] = save_figure(
+                ratio_figure(sub, charts.plot_speedup_by_workload, pal),
+                outdir / f"speedup-{i}-{slug(workload)}.pdf")
     if cs["accept_length_tw"].notna().any():
         figs["accept"] = draw(outdir / "accept.pdf",
                               [(charts.plot_accept_length_by_workload, cs)], pal)
@@ -142,10 +213,12 @@ def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
     if not sweeps.empty:
         figs["crossover"] = draw_sweeps(outdir / "crossover.pdf", sweeps, pal)
     if not data.energy_ratio.empty:
-        figs["energy"] = draw(outdir / "energy.pdf",
-                              [(charts.plot_energy_ratio_by_workload, data.energy_ratio)], pal)
+        figs["energy"] = save_figure(
+            ratio_figure(data.energy_ratio, charts.plot_energy_ratio_by_workload, pal,
+                         value="energy_ratio"), outdir / "energy.pdf")
     if not ag.empty:
         figs["agentic"] = draw(outdir / "agentic.pdf",
                                [(charts.plot_ttft_by_turn, ag),
-                                (charts.plot_context_by_turn, ag)], pal, size=(6.4, 2.8))
+                                (charts.plot_context_by_turn, ag)], pal, size=(6.4, 2.8),
+                               shared_legend=True)
     return figs

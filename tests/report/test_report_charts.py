@@ -10,7 +10,7 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from report import charts
-from report.figures import save_figure, slug, sweep_frame, sweeps_figure
+from report.figures import PANEL_ROW, ratio_figure, save_figure, slug, sweep_frame, sweeps_figure
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
 
@@ -100,11 +100,114 @@ def test_palette_baseline_first_and_stable() -> None:
 def test_speedup_colours_follow_palette(palette: dict) -> None:
     fig, ax = plt.subplots()
     charts.plot_speedup_by_workload(ax, _speedup(), palette)
-    legend = {t.get_text(): h for t, h in zip(ax.get_legend().get_texts(),
-                                              ax.get_legend().legend_handles)}
-    assert tuple(legend["dflash"].get_facecolor()[0][:3]) == pytest.approx(palette["dflash"])
+    drawn = dict(zip(*reversed(ax.get_legend_handles_labels())))
+    assert tuple(drawn["dflash"].get_facecolor()[0][:3]) == pytest.approx(palette["dflash"])
     assert any(line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0
                for line in ax.get_lines())
+    # two workloads at one load point each: the workload names the points apart
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["chat\nc=1", "code\nc=1"]
+    plt.close(fig)
+
+
+def _ticks(ax) -> dict[str, float]:
+    return {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+
+
+def test_ratio_axis_is_log2_and_symmetric_around_one() -> None:
+    """A 10x interval and a 0.3x point: one log-2 axis from 1/m to m, powers of two labelled."""
+    fig, ax = plt.subplots()
+    charts.ratio_axis(ax, [0.3, 1.1, 10.4, float("nan"), 0.0])
+    low, high = ax.get_ylim()
+    assert ax.get_yscale() == "log" and low * high == pytest.approx(1.0)
+    assert 10.4 < high < 16
+    assert _ticks(ax) == {"0.125×": 0.125, "0.25×": 0.25, "0.5×": 0.5, "1×": 1.0, "2×": 2.0,
+                          "4×": 4.0, "8×": 8.0}
+    # a narrow range (0.9x to 1.2x) gets in-between ticks so the axis is not bare
+    charts.ratio_axis(ax, [0.9, 1.2])
+    assert set(_ticks(ax)) == {"0.8×", "1×", "1.25×"}
+    charts.ratio_axis(ax, [0.7, 1.4])  # under 2x either way
+    assert set(_ticks(ax)) == {"0.667×", "0.8×", "1×", "1.25×", "1.5×"}
+    charts.ratio_axis(ax, [])  # nothing finite: a small axis around 1, no error
+    assert ax.get_ylim()[0] * ax.get_ylim()[1] == pytest.approx(1.0)
+    plt.close(fig)
+
+
+def _campaign_like() -> pd.DataFrame:
+    """The H200 campaign's shape: 4 workloads, rewrite at 2 max_tokens x 3 concurrencies,
+    four methods, one interval up to 10x."""
+    points = [("agentic", 128, 1), ("agentic", 128, 4), ("chat", 256, 1), ("chat", 256, 16)]
+    points += [("rewrite", mt, c) for mt in (64, 256) for c in (1, 4, 16)]
+    points += [("summarize", 128, 1), ("summarize", 128, 4)]
+    rows = [(w, mt, c, m, 1.0 + 0.1 * i, 0.9, 10.0 if m == "dflash" else 1.3, i % 2 == 0)
+            for w, mt, c in points for i, m in enumerate(["dflash", "ddtree_b8", "x", "y"])]
+    return pd.DataFrame(rows, columns=["workload", "max_tokens", "concurrency", "method",
+                                       "speedup", "ci_low", "ci_high", "significant"])
+
+
+def _overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of x tick labels of one panel whose drawn boxes intersect."""
+    fig.canvas.draw()
+    out = []
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        boxes = [t.get_window_extent() for t in labels]
+        out += [(labels[i].get_text(), labels[j].get_text())
+                for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+                if boxes[i].overlaps(boxes[j])]
+    return out
+
+
+def _legend_rows(fig) -> list[list[str]]:
+    """The figure legend's labels as a reader sees them: rows top to bottom, left to right."""
+    fig.canvas.draw()
+    spots = {t.get_text(): t.get_window_extent() for t in fig.legends[0].get_texts()
+             if t.get_text()}
+    rows: list[list[str]] = []
+    last = None
+    for y, lb in sorted(((-(b.y0 + b.y1) / 2, lb) for lb, b in spots.items())):
+        if last is None or y - last > 4:  # a new row: more than 4 px lower
+            rows.append([])
+        rows[-1].append(lb)
+        last = y
+    return [sorted(row, key=lambda lb: spots[lb].x0) for row in rows]
+
+
+def test_ratio_figure_panels_per_workload_without_label_overlap(tmp_path: Path) -> None:
+    pal = charts.method_palette(["autoregressive", "dflash", "ddtree_b8", "x", "y"])
+    fig = ratio_figure(_campaign_like(), charts.plot_speedup_by_workload, pal)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "agentic", "chat", "rewrite\nmax_tokens 64", "rewrite\nmax_tokens 256", "summarize"]
+    assert [t.get_text() for t in fig.axes[2].get_xticklabels()] == ["c=1", "c=4", "c=16"]
+    assert _overlaps(fig) == []
+    # one y axis for all panels, log-2, symmetric around 1, labelled only on the first
+    assert {ax.get_ylim() for ax in fig.axes} == {fig.axes[0].get_ylim()}
+    assert fig.axes[0].get_ylim()[0] * fig.axes[0].get_ylim()[1] == pytest.approx(1.0)
+    assert fig.axes[0].get_ylabel() and not fig.axes[1].get_ylabel()
+    # the legend as read, row by row: the methods, then a row saying what the markers mean
+    assert _legend_rows(fig) == [
+        ["ddtree_b8", "dflash", "x", "y"],
+        ["filled: significant (95% CI excludes 1)", "hollow: not significant"]]
+    assert save_figure(fig, tmp_path / "speedup.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_ratio_figure_wraps_rows_past_panel_row(palette: dict) -> None:
+    """Nine workloads at three load points each do not fit one row of PANEL_ROW points."""
+    rows = [(f"w{w}", 64, c, "dflash", 1.2, 1.1, 1.3, True) for w in range(9) for c in (1, 2, 4)]
+    frame = pd.DataFrame(rows, columns=["workload", "max_tokens", "concurrency", "method",
+                                        "speedup", "ci_low", "ci_high", "significant"])
+    fig = ratio_figure(frame, charts.plot_speedup_by_workload, palette)
+    tops = sorted({round(ax.get_position().y1, 3) for ax in fig.axes})
+    assert len(tops) == -(-9 * 3 // PANEL_ROW)
+    assert _overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_the_old_single_axis_layout_did_overlap() -> None:
+    """The check above can fail: all 12 load points on one 6.4 in axis overlap."""
+    pal = charts.method_palette(["dflash", "ddtree_b8", "x", "y"])
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    charts.plot_speedup_by_workload(ax, _campaign_like(), pal)
+    assert _overlaps(fig)
     plt.close(fig)
 
 
@@ -159,8 +262,10 @@ def test_sweep_frame_keeps_swept_settings_and_marks_crossovers() -> None:
 def test_sweeps_figure_has_a_panel_per_tp_and_one_legend(palette: dict, tmp_path: Path) -> None:
     fig = sweeps_figure(_facetted(), palette)
     assert [ax.get_title() for ax in fig.axes] == [r"chat \$x\$ | TP1", r"chat \$x\$ | TP4"]
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
-        "ddtree_b8", "dflash", "crossover"]
+    assert _legend_rows(fig) == [["ddtree_b8", "dflash", "crossover"],
+                                 ["filled: significant (95% CI excludes 1)",
+                                  "hollow: not significant"]]
+    assert all(ax.get_yscale() == "log" for ax in fig.axes)
     assert save_figure(fig, tmp_path / "crossover.pdf").read_bytes().startswith(b"%PDF")
 
 
