@@ -116,26 +116,24 @@ class OpenSSHTunnel:
                          name=f"ssh-tunnel-{self.port}").start()
 
     def _start(self) -> subprocess.Popen[bytes]:
+        """A running ssh that listens on self.port; with pty, once the remote shell has
+        read its rc files and runs `sleep` (so a prompt close() never cuts them short)."""
         from collect.hosts.local import _die_with_parent, _spawner  # the long-lived forker
 
         *options, destination = self._ssh
         host = f"[{self.remote[0]}]" if ":" in self.remote[0] else self.remote[0]  # IPv6
         forward = f"127.0.0.1:{self.port}:{host}:{self.remote[1]}"
-        session = ["-tt", destination, "sleep", "2147483647"] if self._pty else ["-N", destination]
+        session = ["-tt", destination, _REMOTE] if self._pty else ["-N", destination]
         argv = [*options, "-L", forward, *session]
         with tempfile.TemporaryFile() as err:  # the child keeps its own descriptor
             proc = _spawner().submit(
-                subprocess.Popen, argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=err, start_new_session=True,
+                subprocess.Popen, argv, stdin=subprocess.DEVNULL, stderr=err,
+                stdout=subprocess.PIPE if self._pty else subprocess.DEVNULL,
+                start_new_session=True,
                 preexec_fn=functools.partial(_die_with_parent, os.getpid()),
             ).result()  # fmt: skip
-            deadline = time.monotonic() + self._timeout_s + 5
-            while proc.poll() is None and time.monotonic() < deadline:
-                with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", self.port), timeout=1
-                ):
-                    return proc
-                time.sleep(0.02)
+            if _ready(proc, self.port, time.monotonic() + self._timeout_s + 5):
+                return proc
             _stop(proc)
             err.seek(0)
             why = " ".join(err.read().decode("utf-8", "replace").split()) or "no output"
@@ -163,6 +161,32 @@ class OpenSSHTunnel:
     def close(self) -> None:
         self._closed.set()
         _stop(self.proc)
+
+
+_READY = "specsweep-forward-ready"
+_REMOTE = f"echo {_READY}; exec sleep 2147483647"  # run by the remote login shell
+
+
+def _ready(proc: subprocess.Popen[bytes], port: int, deadline: float) -> bool:
+    """Whether ssh printed the remote shell's _READY (when its stdout is a pipe) and
+    accepts connections on port, before deadline; its stdout is closed either way."""
+    seen = b"" if proc.stdout else _READY.encode()
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if _READY.encode() not in seen:
+                if select.select([proc.stdout], [], [], 0.05)[0]:
+                    data = os.read(proc.stdout.fileno(), 4096)  # type: ignore[union-attr]
+                    if not data:  # end of file: ssh is exiting
+                        time.sleep(0.05)
+                    seen += data
+                continue
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

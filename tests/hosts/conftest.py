@@ -8,6 +8,7 @@ Missing tools fail the tests with the install command (they are never skipped).
 from __future__ import annotations
 
 import getpass
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,21 @@ import pytest
 
 from tests.hosts.sshd import Sshd, SshdError, children, free_port, running_sshd
 
-__all__ = ["Sshd", "children", "free_port"]
+__all__ = ["Sshd", "children", "free_port", "servers_in"]
+
+
+def servers_in(binary: str, workdir: str) -> list[str]:
+    """Pids of `binary` processes running in workdir: the servers a test's host started
+    (the process manager runs them there), not those of other test runs on the machine."""
+    out = subprocess.run(["pgrep", "-f", binary], capture_output=True, text=True, check=False)
+    return [pid for pid in out.stdout.split() if _cwd(pid) == Path(workdir).resolve()]
+
+
+def _cwd(pid: str) -> Path | None:
+    try:
+        return Path(f"/proc/{pid}/cwd").resolve(strict=True)
+    except OSError:
+        return None
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ import yaml
 
 from collect.plan.file import parse_plan
 from collect.run import runner
+from tests.hosts.conftest import servers_in
 
 
 def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int,
@@ -60,20 +61,6 @@ def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int,
     return yaml.safe_dump(plan, sort_keys=False)
 
 
-def _servers(binary: str, workdir: str) -> list[str]:
-    """llama-server processes this test's host started (their folder is its workdir), not
-    those of other test runs on the machine."""
-    out = subprocess.run(["pgrep", "-f", binary], capture_output=True, text=True, check=False)
-    return [pid for pid in out.stdout.split() if _cwd(pid) == Path(workdir).resolve()]
-
-
-def _cwd(pid: str) -> Path | None:
-    try:
-        return Path(f"/proc/{pid}/cwd").resolve(strict=True)
-    except OSError:
-        return None
-
-
 def _run(text: str, tmp_path: Path) -> Path:
     db = tmp_path / "results.duckdb"
     runner.run(parse_plan(text), text, db, Path("logs"), show_progress=False)
@@ -87,7 +74,7 @@ def test_campaign_over_ssh_process_manager(
     smollm_model: str, tmp_path: Path,
 ) -> None:
     """Through each forward (auto: OpenSSH's ssh -L, the ssh client exists here)."""
-    before = _servers(llama_server, ssh_cfg["workdir"])
+    before = servers_in(llama_server, ssh_cfg["workdir"])
     db = _run(_plan(ssh_cfg, llama_server, smollm_model, reps=2, forward=forward), tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         ok, failed = con.execute(
@@ -103,7 +90,7 @@ def test_campaign_over_ssh_process_manager(
     assert all("llama-server" in c for c in commands)
     logs = list((Path(ssh_cfg["workdir"]) / "logs").rglob("*.log"))
     assert len(logs) == 2 and all("listening on" in p.read_text() for p in logs)
-    assert _servers(llama_server, ssh_cfg["workdir"]) == before
+    assert servers_in(llama_server, ssh_cfg["workdir"]) == before
 
 
 def test_campaign_survives_a_dropped_link(
@@ -112,7 +99,7 @@ def test_campaign_survives_a_dropped_link(
     """The campaign runs as the CLI in its own process; the link is cut (every sshd session
     killed) once the first unit has landed; the host reconnects, the campaign completes,
     and no server is left running."""
-    before = _servers(llama_server, ssh_cfg["workdir"])
+    before = servers_in(llama_server, ssh_cfg["workdir"])
     db, plan = tmp_path / "results.duckdb", tmp_path / "plan.yaml"
     plan.write_text(_plan(ssh_cfg, llama_server, smollm_model, reps=3))
     proc = subprocess.Popen(
@@ -144,7 +131,7 @@ def test_campaign_survives_a_dropped_link(
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         states = con.execute("SELECT DISTINCT state FROM services").fetchall()
     assert units == 4 and status == "complete" and states == [("stopped",)]
-    assert _servers(llama_server, ssh_cfg["workdir"]) == before
+    assert servers_in(llama_server, ssh_cfg["workdir"]) == before
 
 
 def _cut_after_first_unit(

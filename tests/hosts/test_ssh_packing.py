@@ -5,7 +5,6 @@ plan runs one configuration at a time and records none."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import yaml
 
 from collect.plan.file import parse_plan
 from collect.run import runner
+from tests.hosts.conftest import servers_in
 
 
 def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, pack: bool) -> str:
@@ -42,15 +42,10 @@ def _run(ssh_cfg: dict[str, Any], llama_server: str, model: str, pack: bool,
     return duckdb.connect(str(db), read_only=True)
 
 
-def _servers(binary: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-f", binary], capture_output=True, text=True, check=False)
-    return out.stdout.split()
-
-
 def test_two_configs_run_side_by_side_on_disjoint_gpus(
     ssh_cfg: dict[str, Any], llama_server: str, smollm_model: str, tmp_path: Path
 ) -> None:
-    before = _servers(llama_server)
+    before = servers_in(llama_server, ssh_cfg["workdir"])
     with _run(ssh_cfg, llama_server, smollm_model, True, tmp_path) as con:
         services = con.execute(
             "SELECT service_id, gpus, launch_command, requested_at, stopped_at, state "
@@ -67,7 +62,7 @@ def test_two_configs_run_side_by_side_on_disjoint_gpus(
     assert start_a < stop_b and start_b < stop_a, "the two services never ran at once"
     assert units == {a: b, b: a}
     assert ok == (6, 6) and colocated == [(True,)]
-    assert _servers(llama_server) == before
+    assert servers_in(llama_server, ssh_cfg["workdir"]) == before
 
 
 def test_pack_false_runs_one_config_at_a_time(
