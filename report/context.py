@@ -16,7 +16,7 @@ from pylatex.utils import NoEscape
 from report import findings, sections
 from report.data import ReportData
 from report.latex import literal_block
-from report.tables import Col, build_table, ci, num, speedup_table, text, yes_no
+from report.tables import Col, build_table, ci, fit_table, num, speedup_table, text, yes_no
 
 
 def _kv_table(pairs: list[tuple[str, object]]) -> NoEscape:
@@ -47,9 +47,10 @@ def workload_columns() -> list[Col]:
     return [Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
             Col("method", text("method")), Col("speedup", num("speedup"), "r"),
             Col("95% CI", ci(), "c"), Col("sig.", yes_no("significant"), "c"),
-            Col("n", text("n"), "r"), Col("tput ratio", num("throughput_speedup"), "r"),
-            Col("TTFT ratio", num("ttft_ratio"), "r"),
-            Col("accept len", num("accept_length_tw"), "r")]
+            Col("n", text("n"), "r"),
+            Col("tput ratio", num("throughput_speedup"), "r", optional=True),
+            Col("TTFT ratio", num("ttft_ratio"), "r", optional=True),
+            Col("accept len", num("accept_length_tw"), "r", optional=True)]
 
 
 def _present(frame: pd.DataFrame, cols: list[Col]) -> list[Col]:
@@ -72,7 +73,7 @@ def workloads(data: ReportData, figs: dict[str, Path | None]) -> list[dict[str, 
         sub = sub.sort_values(["max_tokens", "concurrency", "method"])
         fig = figs.get(f"speedup:{workload}")
         out.append({"name": str(workload), "figure": fig.name if fig else None,
-                    "table": build_table(sub, _present(sub, workload_columns()))})
+                    "table": fit_table(sub, _present(sub, workload_columns()))})
     return out
 
 
@@ -84,7 +85,7 @@ def best_table(best: pd.DataFrame) -> NoEscape | None:
             Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
             Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
             Col("speedup", num("speedup"), "r"), Col("sig.", yes_no("significant"), "c")]
-    return build_table(best, _present(best, cols))
+    return fit_table(best, _present(best, cols))
 
 
 def accept_table(cs: pd.DataFrame) -> NoEscape:
@@ -94,8 +95,8 @@ def accept_table(cs: pd.DataFrame) -> NoEscape:
             Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
             Col("accept len (tw)", num("accept_length_tw"), "r"),
             Col("accept len (rw)", num("accept_length_rw"), "r"),
-            Col("accept rate", num("accept_rate"), "r")]
-    return build_table(acc, _present(acc, cols))
+            Col("accept rate", num("accept_rate"), "r", optional=True)]
+    return fit_table(acc, _present(acc, cols))
 
 
 def throughput_table(cs: pd.DataFrame) -> NoEscape:
@@ -106,7 +107,7 @@ def throughput_table(cs: pd.DataFrame) -> NoEscape:
             Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
             Col("TTFT p99 (s)", num("ttft_p99_s", ".3f"), "r"),
             Col("errors", num("error_rate", ".1%"), "r")]
-    return build_table(cs, _present(cs, cols))
+    return fit_table(cs, _present(cs, cols))
 
 
 def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
@@ -116,10 +117,10 @@ def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
     cols = [Col("workload", text("workload")), Col("method", text("method")),
             Col("turn", text("turn"), "r"), Col("n", text("n"), "r"),
             Col("prompt tok", num("prompt_tokens_p50", ".0f"), "r"),
-            Col("cached tok", num("cached_tokens_p50", ".0f"), "r"),
+            Col("cached tok", num("cached_tokens_p50", ".0f"), "r", optional=True),
             Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
             Col("decode tok/s", num("decode_tps_p50", ".1f"), "r")]
-    return build_table(ag, _present(ag, cols))
+    return fit_table(ag, _present(ag, cols))
 
 
 def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
@@ -131,7 +132,7 @@ def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
             Col("pairs", text("n_pairs"), "r"),
             Col("identical", num("share_identical", ".0%"), "r"),
             Col("baseline vs itself", num("baseline_self_identical", ".0%"), "r")]
-    return build_table(ll, _present(ll, cols))
+    return fit_table(ll, _present(ll, cols))
 
 
 def colocation_section(co: pd.DataFrame) -> dict[str, Any]:
@@ -194,7 +195,15 @@ def crossover_section(cx: pd.DataFrame | None) -> dict[str, Any]:
     if swept["engine"].nunique() > 1:
         cols.insert(2, Col("engine", text("engine")))
     swept = swept.sort_values(["workload", "max_tokens", "engine", "tp", "method"])
-    return {"available": True, "table": build_table(swept, cols), "n_single": n_single}
+    return {"available": True, "table": fit_table(swept, cols),
+            "n_single": n_single}
+
+
+def crossover_figures(figs: dict[str, Path | None]) -> list[str]:
+    """File names of the crossover figure and its continuations, in order."""
+    keys = ["crossover"] + sorted((k for k in figs if k.startswith("crossover:")),
+                                  key=lambda k: int(k.split(":")[1]))
+    return [figs[k].name for k in keys if figs.get(k)]
 
 
 def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
@@ -228,7 +237,7 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "throughput_table": throughput_table(data.config_summary),
         "agentic_table": agentic_table(data.agentic),
         "lossless_table": lossless_table(data.lossless),
-        "crossover": crossover_section(data.crossover),
+        "crossover": crossover_section(data.crossover) | {"figures": crossover_figures(figs)},
         "colocation": colocation_section(data.colocation),
         "speedup_tables": speedup_tables(data.speedup),
         "plan": literal_block(str(c.get("plan_yaml") or "")),

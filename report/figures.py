@@ -135,31 +135,74 @@ def _facet_title(workload: str, max_tokens: int, engine: str, tp: int,
     return f"{title} | {setup}"
 
 
+SWEEP_PANELS = 6  # panels per crossover figure: 3 rows of 2 (about 8 in) fit on a page
+SWEEP_COLS = 2  # panels per row when a single (engine, tp) is measured
+
+
+def sweep_parts(frame: pd.DataFrame) -> list[pd.DataFrame]:
+    """``frame`` cut into parts of at most :data:`SWEEP_PANELS` panels each, whole
+    (workload, max_tokens) settings per part and parts of about equal size, so that every
+    crossover figure fits on a page."""
+    if frame.empty:
+        return []
+    settings = sorted(frame[["workload", "max_tokens"]].drop_duplicates().itertuples(index=False))
+    per_setting = max(1, len(frame[["engine", "tp"]].drop_duplicates()))
+    n_parts = -(-len(settings) * per_setting // SWEEP_PANELS) if settings else 0
+    size = -(-len(settings) // n_parts) if n_parts else 0
+    parts = []
+    for start in range(0, len(settings), size or 1):
+        chunk = set(settings[start:start + size])
+        keep = [(w, m) in chunk for w, m in zip(frame["workload"], frame["max_tokens"])]
+        parts.append(frame[keep])
+    return parts
+
+
 def draw_sweeps(path: Path, frame: pd.DataFrame, palette: charts.Palette) -> Path:
     """The speedup-versus-concurrency figure (:func:`sweeps_figure`) saved to ``path``."""
     return save_figure(sweeps_figure(frame, palette), path)
 
 
-def sweeps_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
-    """Speedup versus concurrency: a row of panels per (workload, max_tokens), a column per
-    (engine, tp), one shared legend below; panels share the y axis along a row."""
+def _sweep_grid(frame: pd.DataFrame) -> list[list[tuple | None]]:
+    """Panels as rows of (workload, max_tokens, engine, tp): a row per setting and a column
+    per (engine, tp) when several were measured, else the settings wrapped
+    :data:`SWEEP_COLS` to a row (None pads the last row)."""
     rows = sorted(frame[["workload", "max_tokens"]].drop_duplicates().itertuples(index=False))
     cols = sorted(frame[["engine", "tp"]].drop_duplicates().itertuples(index=False))
-    size = (min(6.4, 1.4 + 2.6 * len(cols)), 0.4 + 2.5 * len(rows))
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=size, squeeze=False, sharey="row")
-    for (workload, mt), ax_row in zip(rows, axes):
-        for (engine, tp), ax in zip(cols, ax_row):
-            panel = frame[(frame["workload"] == workload) & (frame["max_tokens"] == mt)
-                          & (frame["engine"] == engine) & (frame["tp"] == tp)]
-            charts.plot_speedup_by_concurrency(ax, panel, palette)
-            ax.set_title(_facet_title(workload, mt, engine, tp, frame), fontsize="small")
-        row = frame[(frame["workload"] == workload) & (frame["max_tokens"] == mt)]
-        for ax in ax_row:  # one symmetric log axis for the row's shared y
-            charts.ratio_axis(ax, row[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
-    for (i, j), ax in np.ndenumerate(axes):  # axis titles once per row and column
-        ax.set_xlabel(ax.get_xlabel() if i == len(rows) - 1 else "")
+    if len(cols) > 1:
+        return [[(w, m, e, t) for e, t in cols] for w, m in rows]
+    ncol = min(SWEEP_COLS, len(rows))
+    flat: list[tuple | None] = [(w, m, *cols[0]) for w, m in rows]
+    flat += [None] * (-len(flat) % ncol)
+    return [flat[i:i + ncol] for i in range(0, len(flat), ncol)]
+
+
+def sweeps_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
+    """Speedup versus concurrency: a panel per (workload, max_tokens) and (engine, tp) laid
+    out by :func:`_sweep_grid`, one shared legend below; the panels of one setting share
+    their y axis (one symmetric log axis over the setting's rows)."""
+    grid = _sweep_grid(frame)
+    several = frame[["engine", "tp"]].drop_duplicates().shape[0] > 1
+    ncol = len(grid[0])
+    size = (min(6.4, 1.4 + 2.6 * ncol), 0.4 + 2.5 * len(grid))
+    fig, axes = plt.subplots(len(grid), ncol, figsize=size, squeeze=False,
+                             sharey="row" if several else False)
+    for (i, j), ax in np.ndenumerate(axes):
+        panel_key = grid[i][j]
+        if panel_key is None:
+            ax.remove()
+            continue
+        workload, mt, engine, tp = panel_key
+        setting = frame[(frame["workload"] == workload) & (frame["max_tokens"] == mt)]
+        panel = setting[(setting["engine"] == engine) & (setting["tp"] == tp)]
+        charts.plot_speedup_by_concurrency(ax, panel, palette)
+        ax.set_title(_facet_title(workload, mt, engine, tp, frame), fontsize="small")
+        shared = setting if several else panel  # one symmetric log axis per shared y
+        charts.ratio_axis(ax, shared[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
+        below = i + 1 < len(grid) and grid[i + 1][j] is not None
+        ax.set_xlabel("" if below else ax.get_xlabel())
         ax.set_ylabel(ax.get_ylabel() if j == 0 else "")
-    _shared_legend(fig, axes, [charts.plain(m) for m in palette] + ["crossover"],
+    live = np.array([ax for ax in axes.flat if ax in fig.axes])
+    _shared_legend(fig, live, [charts.plain(m) for m in palette] + ["crossover"],
                    extra=charts.significance_legend())
     fig.tight_layout()
     return fig
@@ -181,6 +224,19 @@ def _shared_legend(fig: plt.Figure, axes: np.ndarray, order: list[str],
         entries = _row_major([entries, list(extra)], ncol)
     fig.legend(*zip(*entries), loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 0.0),
                fontsize="small", frameon=False)
+
+
+def throughput_lines(cs: pd.DataFrame) -> pd.DataFrame:
+    """config_summary rows with ``workload`` naming a line of the throughput chart: the
+    workload plus its max_tokens where the workload ran several, plus engine and TP where
+    several were measured, so that the chart (which averages rows of one workload, method
+    and concurrency) never averages different settings into one line."""
+    label = cs["workload"].astype(str)
+    several_mt = cs.groupby("workload")["max_tokens"].transform("nunique") > 1
+    label = label.where(~several_mt, label + " mt=" + cs["max_tokens"].astype(str))
+    if len(cs[["engine", "tp"]].drop_duplicates()) > 1:
+        label = label + " " + cs["engine"].astype(str) + " TP" + cs["tp"].astype(str)
+    return cs.assign(workload=label)
 
 
 def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
@@ -208,10 +264,13 @@ def make_figures(data: ReportData, outdir: Path) -> dict[str, Path | None]:
         figs["ttft"] = draw(outdir / "ttft.pdf", [(charts.plot_ttft_by_method, rm)], pal)
     if cs["throughput_tps"].notna().any():
         figs["throughput"] = draw(outdir / "throughput.pdf",
-                                  [(charts.plot_throughput_by_concurrency, cs)], pal)
-    sweeps = sweep_frame(sp, data.crossover)
-    if not sweeps.empty:
-        figs["crossover"] = draw_sweeps(outdir / "crossover.pdf", sweeps, pal)
+                                  [(charts.plot_throughput_by_concurrency,
+                                    throughput_lines(cs))], pal)
+    for i, part in enumerate(sweep_parts(sweep_frame(sp, data.crossover))):
+        # crossover.pdf, then crossover-2.pdf, ... (keys 'crossover', 'crossover:2', ...)
+        key, name = ("crossover", "crossover") if i == 0 else (f"crossover:{i + 1}",
+                                                               f"crossover-{i + 1}")
+        figs[key] = draw_sweeps(outdir / f"{name}.pdf", part, pal)
     if not data.energy_ratio.empty:
         figs["energy"] = save_figure(
             ratio_figure(data.energy_ratio, charts.plot_energy_ratio_by_workload, pal,

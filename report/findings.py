@@ -2,6 +2,8 @@
 
 Each sentence is raw LaTeX (``NoEscape``) assembled from escaped data values.
 Claims follow the project rule: a speedup is a win only when its 95% CI excludes 1.
+Each workload's headline (:func:`headline`) is its win with the largest CI lower bound,
+the most certain gain, skipping load points where the baseline slows under load.
 """
 
 from __future__ import annotations
@@ -31,13 +33,61 @@ def _where(row: pd.Series, multi_setup: bool) -> str:
             f"concurrency {e(row['concurrency'])}")
 
 
-def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
+SETTING = ["engine", "tp", "workload", "max_tokens"]
+
+
+def baseline_slows(sp: pd.DataFrame) -> pd.Series:
+    """Per speedup row: the baseline's aggregate throughput there is below its throughput at
+    the lowest concurrency of the same setting (engine, tp, workload, max_tokens), i.e. the
+    baseline slows under load and the ratio partly measures that. False where not known."""
+    if "baseline_throughput_tps" not in sp or sp.empty:
+        return pd.Series(False, index=sp.index)
+    lowest = sp.groupby(SETTING)["concurrency"].transform("min")
+    at_lowest = (sp[sp["concurrency"] == lowest].groupby(SETTING)["baseline_throughput_tps"]
+                 .first().rename("lowest_tps"))
+    ref = sp.join(at_lowest, on=SETTING)["lowest_tps"]
+    return (sp["baseline_throughput_tps"] < ref).fillna(False).astype(bool)
+
+
+def headline(sub: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None]:
+    """The headline win of one workload's speedup rows and the win it set aside, if any.
+
+    Rule: among significant speedups (95% CI above 1), the largest CI lower bound (the
+    most certain gain, not the largest point estimate: a wide interval can carry a large
+    estimate); ties go to the lower concurrency. Load points where the baseline slows
+    under load (:func:`baseline_slows`) are passed over while another win exists; the
+    passed-over win with a larger lower bound is returned second so the text can name it.
+    """
     wins = sub[sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)]
-    if not wins.empty:
-        best = wins.loc[wins["speedup"].idxmax()]
-        return (f"On \\emph{{{e(workload)}}} the best method is \\textbf{{{e(best['method'])}}} "
-                f"with a significant speedup of {_x(best['speedup'])} ({_ci(best)}; "
-                f"{_where(best, multi)}; {len(wins)} of {len(sub)} comparisons significant).")
+    if wins.empty:
+        return None, None
+    wins = wins.sort_values(["ci_low", "concurrency"], ascending=[False, True], kind="stable")
+    slows = baseline_slows(sub).reindex(wins.index)
+    clean = wins[~slows]
+    best = clean.iloc[0] if not clean.empty else wins.iloc[0]
+    aside = wins[slows & (wins["ci_low"] > best["ci_low"])]
+    return best, (aside.iloc[0] if not aside.empty else None)
+
+
+def _set_aside(row: pd.Series, sub: pd.DataFrame) -> str:
+    same = sub[(sub[SETTING] == row[SETTING]).all(axis=1)]
+    low = same.loc[same["concurrency"].idxmin()]
+    return (f" {e(row['method'])}'s {_x(row['speedup'])} at concurrency {e(row['concurrency'])} "
+            f"(max\\_tokens {e(row['max_tokens'])}, {_ci(row)}) has a larger lower bound "
+            f"but is set aside: there the baseline's throughput "
+            f"({fmt_num(row['baseline_throughput_tps'], '.0f')} tok/s) is below its "
+            f"{fmt_num(low['baseline_throughput_tps'], '.0f')} tok/s at concurrency "
+            f"{e(low['concurrency'])}, so the baseline slows under load.")
+
+
+def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
+    best, aside = headline(sub)
+    if best is not None:
+        n_wins = int((sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)).sum())
+        return (f"On \\emph{{{e(workload)}}} the most certain gain is "
+                f"\\textbf{{{e(best['method'])}}} at {_x(best['speedup'])} ({_ci(best)}; "
+                f"{_where(best, multi)}; {n_wins} of {len(sub)} comparisons significantly "
+                f"faster).") + (_set_aside(aside, sub) if aside is not None else "")
     top = sub.loc[sub["speedup"].idxmax()]
     return (f"On \\emph{{{e(workload)}}} \\textbf{{no significant speedup}}: the highest point "
             f"estimate is {e(top['method'])} at {_x(top['speedup'])} ({_ci(top)}; "
@@ -116,13 +166,19 @@ def _crossover(cx: pd.DataFrame | None) -> list[str]:
     return [head + (f"; of the others, {', '.join(others)}." if others else ".")]
 
 
+HEADLINE_RULE = ("Each workload's headline is its most certain gain: the largest lower "
+                 "bound of the 95\\% CI among significant speedups (ties: the lower "
+                 "concurrency), passing over load points where the baseline's own throughput "
+                 "falls below its throughput at the lowest concurrency.")
+
+
 def summary(data: ReportData) -> list[NoEscape]:
     """The summary-of-findings bullet points."""
     sp, rm = data.speedup, data.request_metrics
     methods = ", ".join(e(m) for m in data.palette) or "none"
     lines = [(f"{len(rm)} measured requests, methods: {methods}; baseline: "
              f"\\emph{{{e(data.baseline)}}}. Speedup is the ratio of median per-request "
-             "decode tok/s on the same prompts.")]
+             "decode tok/s on the same prompts. " + HEADLINE_RULE)]
     if sp.empty:
         lines.append("No speedup could be computed: the campaign has no baseline windows "
                      "matching the other methods.")

@@ -24,6 +24,7 @@ __all__ = [
     "NoEscape",
     "escape_latex",
     "fmt_num",
+    "fmt_sig",
     "literal_block",
     "make_environment",
     "raw",
@@ -125,6 +126,20 @@ def fmt_num(x: Any, spec: str = ".2f", missing: str = "--") -> str:
         return format(x, spec)
     except (TypeError, ValueError):
         return str(x)
+
+
+def fmt_sig(x: Any, digits: int = 3, missing: str = "--") -> str:
+    """``x`` with ``digits`` significant digits, trailing zeros kept and never in exponent
+    form (0.0746, 0.116, 8.60, 49.4, 1234), so a column reads with one precision."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return missing
+    if x == 0 or not math.isfinite(x):
+        return format(x, f".{digits - 1}f") if x == 0 else str(x)
+    places = digits - 1 - math.floor(math.log10(abs(x)))
+    rounded = round(x, places)  # 9.996 -> 10.0: one digit more before the point, one less after
+    if rounded and math.floor(math.log10(abs(rounded))) > math.floor(math.log10(abs(x))):
+        places -= 1
+    return format(x, f".{max(0, places)}f")
 
 
 _BREAK_AFTER = re.compile(r"(/|=|,|\\_)")

@@ -7,6 +7,8 @@ the energy_ratio table; analyze/VIEWS.md) and returns raw LaTeX built from escap
 
 from __future__ import annotations
 
+import re
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import pandas as pd
@@ -14,7 +16,7 @@ from pylatex.utils import NoEscape
 
 from report.latex import escape_latex as e
 from report.latex import fmt_num, texttt
-from report.tables import Col, build_table, ci, num, text, yes_no
+from report.tables import Col, build_table, ci, fit_table, num, sig, text, yes_no
 
 # --- setup --------------------------------------------------------------------------------
 
@@ -41,9 +43,25 @@ def _gpus(r: pd.Series) -> str:
     return models + mem
 
 
+UNKNOWN_BUILDS = {"", "unknown", "b0-unknown"}  # what a build without version metadata reports
+
+
 def _engine(r: pd.Series) -> str:
-    build = "" if pd.isna(r["engine_build"]) or not r["engine_build"] else f" {r['engine_build']}"
-    return _or_dash(r["engine_kind"]) + build
+    b = r["engine_build"]
+    build = "" if pd.isna(b) or str(b).strip() in UNKNOWN_BUILDS else f" {b}"
+    return _or_dash(r["engine_kind"]) + (build or " (build not reported)")
+
+
+def _specsweep(recorded: Any) -> str:
+    """The specsweep version the campaign recorded; if none, the version building this
+    report, labelled as such (importlib.metadata)."""
+    if not pd.isna(recorded) and str(recorded) not in ("", "unknown"):
+        return str(recorded)
+    try:
+        here = version("specsweep")
+    except PackageNotFoundError:
+        return "not recorded"
+    return f"not recorded (this report: {here})"
 
 
 def host_table(hosts: pd.DataFrame) -> NoEscape | None:
@@ -66,7 +84,8 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
     out = []
     for _, r in hosts.iterrows():
         parts = [f"model {_or_dash(r['engine_model'])}", f"OS {_or_dash(r['os'])}",
-                 f"Python {_or_dash(r['python'])}", f"specsweep {_or_dash(r['specsweep_version'])}"]
+                 f"Python {_or_dash(r['python'])}",
+                 f"specsweep {_specsweep(r['specsweep_version'])}"]
         if not pd.isna(r["gpu_hour_usd"]):
             parts.append(f"price {r['gpu_hour_usd']:g} USD per GPU-hour")
         who = f"{r['host']}: " if len(hosts) > 1 else ""
@@ -74,9 +93,18 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
     return out
 
 
+_PATH = re.compile(r"(?<![^\s=])[^\s=]*/([^\s/=]+)")  # a word or key=value with a '/'
+
+
+def short_paths(flags: str) -> str:
+    """``flags`` with every path cut to its basename (``-md /a/b/m.gguf`` -> ``-md m.gguf``,
+    ``--x=/a/b`` -> ``--x=b``); the full command is in the appendix."""
+    return _PATH.sub(r"\1", flags)
+
+
 def _flags(r: pd.Series) -> str:
     flags = r.get("own_flags")
-    return "--" if flags is None or pd.isna(flags) or flags == "" else str(flags)
+    return "--" if flags is None or pd.isna(flags) or flags == "" else short_paths(str(flags))
 
 
 def services_table(svc: pd.DataFrame) -> NoEscape:
@@ -150,18 +178,17 @@ def _ratio_ci(r: pd.Series) -> str:
 def energy_table(rows: pd.DataFrame, priced: bool) -> NoEscape:
     cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
             Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
-            Col("J/token", num("j_per_token", ".3g"), "r"),
-            Col("tokens/J", num("tokens_per_j", ".3g"), "r"),
+            Col("J/token", sig("j_per_token"), "r"), Col("tokens/J", sig("tokens_per_j"), "r"),
             Col("energy ratio", lambda r: "" if pd.isna(r["energy_ratio"])
                 else fmt_num(r["energy_ratio"]), "r"),
             Col("95% CI", _ratio_ci, "c"),
             Col("sig.", lambda r: "" if pd.isna(r["energy_ratio"])
                 else yes_no("significant")(r), "c")]
     if priced:
-        cols.append(Col("USD / 1M tok", num("cost_per_mtok_usd", ".3g"), "r"))
+        cols.append(Col("USD/Mtok", sig("cost_per_mtok_usd"), "r"))
     if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:
         cols.insert(3, Col("tp", text("tp"), "r"))
-    return build_table(rows, cols, long=True)
+    return fit_table(rows, cols)
 
 
 def _window_flags(r: pd.Series) -> str:
@@ -186,8 +213,8 @@ def flagged_table(we: pd.DataFrame) -> NoEscape | None:
     cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
             Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
             Col("tp", text("tp"), "r"), Col("flags", _window_flags, ragged(0.45))]
-    return build_table(bad.sort_values(["workload", "max_tokens", "concurrency", "method"]),
-                       cols)
+    return fit_table(bad.sort_values(["workload", "max_tokens", "concurrency", "method"]),
+                     cols)
 
 
 def telemetry_sources(env: pd.DataFrame) -> str:

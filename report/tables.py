@@ -17,7 +17,7 @@ import pandas as pd
 from pylatex import LongTable, MultiColumn, Tabular
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex, fmt_num
+from report.latex import escape_latex, fmt_num, fmt_sig
 
 SPEEDUP_MARKER = "% specsweep-speedup-table"
 SPEEDUP_HEADERS = ("workload", "max_tokens", "concurrency", "method", "speedup", "95% CI", "n",
@@ -31,6 +31,18 @@ class Col:
     header: str
     cell: Callable[[pd.Series], str]
     align: str = "l"
+    optional: bool = False  # left out when every cell is empty, '--' or zero
+
+
+def _blank(cell: str) -> bool:
+    """An empty, '--' or zero cell (0, 0.00, 0%): what an optional column may be all of."""
+    text = cell.strip().rstrip("%")
+    if text in ("", "--"):
+        return True
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
 
 
 def text(name: str) -> Callable[[pd.Series], str]:
@@ -49,6 +61,11 @@ def _as_text(v: Any) -> str:
 def num(name: str, spec: str = ".2f") -> Callable[[pd.Series], str]:
     """Cell: the column's value formatted with ``spec``."""
     return lambda r: fmt_num(None if pd.isna(r[name]) else r[name], spec)
+
+
+def sig(name: str, digits: int = 3) -> Callable[[pd.Series], str]:
+    """Cell: the column's value with ``digits`` significant digits (:func:`fmt_sig`)."""
+    return lambda r: fmt_sig(None if pd.isna(r[name]) else r[name], digits)
 
 
 def ci(low: str = "ci_low", high: str = "ci_high") -> Callable[[pd.Series], str]:
@@ -70,18 +87,38 @@ def _cells(values: Sequence[str]) -> list[NoEscape]:
 
 
 def build_table(frame: pd.DataFrame, cols: Sequence[Col], long: bool = False) -> NoEscape:
-    """A booktabs table of ``frame`` with the given columns (longtable when ``long``)."""
+    """A booktabs table of ``frame`` with the given columns (longtable when ``long``);
+    an ``optional`` column whose every cell is empty, '--' or zero is left out."""
+    rows = [[c.cell(row) for c in cols] for _, row in frame.iterrows()]
+    keep = [i for i, c in enumerate(cols)
+            if not (c.optional and rows and all(_blank(r[i]) for r in rows))]
+    cols = [cols[i] for i in keep]
     spec = "".join(c.align for c in cols)
     table = LongTable(spec, booktabs=True) if long else Tabular(spec, booktabs=True)
     table.add_row(_cells([c.header for c in cols]))
     table.add_hline()
     if long:
         table.end_table_header()
-    for _, row in frame.iterrows():
-        table.add_row(_cells([c.cell(row) for c in cols]))
+    for row in rows:
+        table.add_row(_cells([row[i] for i in keep]))
     if frame.empty:
         table.add_row([MultiColumn(len(cols), align="l", data=NoEscape(r"\emph{no rows}"))])
     return NoEscape(table.dumps())
+
+
+LONG_ROWS = 40  # more rows than fit on a page beside a heading: a longtable instead
+
+
+def fit_table(frame: pd.DataFrame, cols: Sequence[Col]) -> NoEscape:
+    """A table placed as it fits: up to :data:`LONG_ROWS` rows a centred tabular shrunk to
+    the line width if wider (``\\fitwidth``, preamble); longer, a longtable in small type
+    (``widetable``) that breaks across pages. A longtable cannot be shrunk, and floats
+    queued while it runs wait until it ends, so short tables stay plain tabulars."""
+    if len(frame) > LONG_ROWS:
+        body = build_table(frame, cols, long=True)
+        return NoEscape(f"\\begin{{widetable}}\n{body}\n\\end{{widetable}}")
+    body = build_table(frame, cols)
+    return NoEscape(f"\\begin{{center}}\n\\fitwidth{{{body}}}\n\\end{{center}}")
 
 
 def speedup_columns() -> list[Col]:

@@ -81,7 +81,8 @@ def test_speedup_table_matches_raw_requests(built: tuple[Path, str], report_db: 
 @needs_latex
 def test_report_text_is_honest_and_literal(built: tuple[Path, str]) -> None:
     text = _pdf_text(built[0])
-    assert "On code_gen the best method is dflash with a significant speedup" in text
+    assert "On code_gen the most certain gain is dflash at" in text
+    assert "the largest lower bound of the 95% CI among significant speedups" in text
     assert "On summ no significant speedup" in text
     assert "\\input{/etc/passwd}" in text and "\\write18{rm -rf ~}" in text
     assert "\\end{verbatim}" in text
@@ -100,7 +101,7 @@ def test_crossover_section_charts_and_tabulates_the_sweep(built: tuple[Path, str
     assert ("Speculation stops paying (its speedup CI no longer lies above 1, after lying above"
             " it at lower concurrency) in 1 of 2 swept setting(s): ddtree_b8 on chat at "
             "concurrency 4; of the others, 1 never pays.") in text
-    assert "\\fitwidth{\\includegraphics{crossover.pdf}}" in tex
+    assert "\\fitfigure{crossover.pdf}" in tex
     assert "4 setting(s) measured at a single concurrency level are left out" in text
     rows = re.findall(r"chat&64&1&(\S+?)&1, 4&([a-z ]+)&([^&]+)&([^&]*)&([^&]*)&", tex)
     assert rows == [("ddtree\\_b8", "crosses", "4", "1.06", "{[}0.92, 1.17{]}"),

@@ -88,8 +88,8 @@ def test_energy_section_tabulates_charts_and_flags(energy_pdf: Path) -> None:
     assert "1 of 12 window(s) were sampled too sparsely" in text
     assert "1 of 12 window(s) were throttled and 0 showed a clock drop" in text
     assert "throttled: sw_power_cap" in text and "sparse (1 samples/GPU, gap 5.00 s)" in text
-    assert "Cost per million output tokens" in text and "USD / 1M tok" in text
-    assert "chat&64&1&dflash&1.5&0.667&0.75&{[}0.70, 0.80{]}&yes&" in tex
+    assert "Cost per million output tokens (USD/Mtok)" in text and "USD/Mtok" in tex
+    assert "chat&64&1&dflash&1.50&0.667&0.75&{[}0.70, 0.80{]}&yes&" in tex  # 3 s.f.
 
 
 def test_energy_rows_join_the_ratio_and_leave_the_baselines_ratio_empty() -> None:
