@@ -21,6 +21,8 @@ CREATE TABLE IF NOT EXISTS campaigns (
     started_at   TIMESTAMP NOT NULL,    -- UTC
     finished_at  TIMESTAMP,             -- UTC, set when every unit is complete
     status       VARCHAR NOT NULL       -- running | complete | partial (phases left) | interrupted
+                                        -- | unreachable (the host could not be reached;
+                                        -- environment host.last_error says why)
 );
 
 CREATE TABLE IF NOT EXISTS environment (
