@@ -56,8 +56,11 @@ def run(
     except ValueError as exc:
         typer.echo(f"error: {plan}: {exc}", err=True)
         raise typer.Exit(2) from None
-    # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out
+    # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out; and
+    # Ctrl-C is Ctrl-C even where SIGINT came ignored (a job started in the background by a
+    # non-interactive shell inherits SIG_IGN, and Python keeps it)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # `kill -USR1 PID` prints every thread's stack to stderr: where a run that seems stuck is
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:

@@ -87,7 +87,7 @@ def _service_row(config_id: str, startup_s: float) -> dict:
             "engine": "sglang", "method": "autoregressive", "tp": 1, "gpus": "1",
             "host": "h", "launch_command": "x", "requested_at": datetime(2024, 5, 1),
             "ready_at": datetime(2024, 5, 1), "stopped_at": None, "startup_s": startup_s,
-            "state": "stopped", "error": None, "log_tail": None}
+            "state": "stopped", "error": None, "log_tail": None, "transport": "direct"}
 
 
 def _store(tmp_path: Path, rows: list[dict], services: list[dict] = ()) -> Store:

@@ -68,12 +68,20 @@ def _keygen(path: Path) -> None:
 
 def _config(folder: Path, port: int) -> Path:
     config = folder / "sshd_config"
+    (folder / "home").mkdir(exist_ok=True)
     config.write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder / 'host_key'}\n"
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"
         "StrictModes no\nUsePAM no\nPermitRootLogin yes\nPubkeyAuthentication yes\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "Subsystem sftp internal-sftp\nMaxStartups 100\nLogLevel INFO\n"
+        # The sessions run root's login shell, and bash started by sshd reads $HOME/.bashrc.
+        # Where that runs `pyenv init -` (this project's machine image does), every session
+        # takes pyenv's rehash lock, and a session killed while holding it (the link-drop
+        # tests kill sessions) leaves a stale lock that makes every later session wait 60 s
+        # or print pyenv's complaint. A home of the test's own keeps the sessions off the
+        # machine's rc files.
+        f"SetEnv HOME={folder / 'home'}\n"
     )
     return config
 
