@@ -26,10 +26,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from analyze.stats import GROUP_KEY, WINDOW_KEY
 from schema.paired import N_BOOT, SEED, paired_speedup
-
-WINDOW_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
-GROUP_KEY = [*WINDOW_KEY, "method"]
 
 ENERGY_RATIO_DDL = """
 CREATE OR REPLACE TABLE energy_ratio (

@@ -59,16 +59,16 @@ class _NoGPUList:
         return False
 
 
-class LocalHost(Strict):
-    kind: Literal["local"] = Field(description="Run services as processes on this machine.")
-    name: str = Field("localhost", description="Label stored with every row from this host.")
+class _GPUHost(Strict):
+    """The GPU fields a local and an SSH host share (one definition, one meaning)."""
+
     gpus: list[int] | None = Field(
         None, description="GPU indices services may use; default: what nvidia-smi lists "
         "(none without nvidia-smi or its driver: a CPU-only machine)."
     )
     gpu_memory_gib: float | None = Field(
         None, gt=0, description="Memory of each GPU in GiB (nvidia-smi's memory.total / 1024), "
-        "for `check`'s memory budget; `check --probe` reads it from this machine instead."
+        "for `check`'s memory budget; `check --probe` reads it from the host instead."
     )
     gpu_wait_s: float = Field(
         0, ge=0, description="How long a service waits for busy GPUs to free up before its "
@@ -76,17 +76,23 @@ class LocalHost(Strict):
     )
     pack: bool = Field(
         True,
-        description="With GPUs: run configurations side by side on disjoint GPU sets (as on "
-        "an SSH host). Without GPUs configurations always run one at a time. Set false for a "
-        "CPU engine on a machine that has GPUs.",
+        description="With GPUs: run configurations side by side on disjoint GPU sets (each "
+        "keeps its GPUs for all its workloads; units record who shared the host in "
+        "units.colocated_with). Without GPUs configurations always run one at a time. false: "
+        "one at a time (e.g. a CPU engine on a machine that has GPUs).",
     )
     blocking_services: list[BlockingService] = Field(
         default_factory=list, description="Services phases may stop (see Phase.stop_services)."
     )
 
 
-class SSHHost(Strict):
-    kind: Literal["ssh"] = Field(description="A machine reached over SSH (paramiko).")
+class LocalHost(_GPUHost):
+    kind: Literal["local"] = Field(description="Run services as processes on this machine.")
+    name: str = Field("localhost", description="Label stored with every row from this host.")
+
+
+class SSHHost(_GPUHost):
+    kind: Literal["ssh"] = Field(description="A machine reached over SSH.")
     name: str | None = Field(None, description="Label stored with every row; default: address.")
     address: str = Field(description="Host name or address (an ~/.ssh/config Host alias works).")
     port: int | None = Field(None, ge=1, le=65535, description="SSH port; default 22 or config.")
@@ -116,35 +122,16 @@ class SSHHost(Strict):
     )
     forward: Literal["auto", "openssh", "paramiko"] = Field(
         "auto",
-        description="How a port-forward is made: 'openssh' (an `ssh -N -L` process with the "
-        "same host-key policy; bytes are copied outside specsweep's process: lower timing "
+        description="How a port-forward is made: 'openssh' (an `ssh -tt -L` process holding "
+        "a session, so that sshd turns Nagle off, with the same host-key policy; bytes are "
+        "copied outside specsweep's process: lower timing "
         "error, docs/measurements/2026-12-03-tunnel-timing.md), 'paramiko' (threads in "
         "specsweep's process), 'auto' (openssh where an `ssh` client exists and no "
         "password_env is set, else paramiko). services.transport records which one ran.",
     )
-    gpus: list[int] | None = Field(
-        None, description="GPU indices of the host; default: what nvidia-smi lists."
-    )
-    gpu_memory_gib: float | None = Field(
-        None, gt=0, description="Memory of each GPU in GiB (nvidia-smi's memory.total / 1024), "
-        "for `check`'s memory budget; `check --probe` reads it from the host instead."
-    )
-    gpu_wait_s: float = Field(
-        0, ge=0, description="How long a service waits for busy GPUs to free up before its "
-        "configuration is skipped (0: skip at once)."
-    )
-    pack: bool = Field(
-        True,
-        description="Run configurations side by side on disjoint GPU sets (each keeps its "
-        "GPUs for all its workloads; units record who shared the host in "
-        "units.colocated_with). false: one configuration at a time.",
-    )
     connect_timeout_s: float = Field(15, gt=0, description="Seconds per connection attempt.")
     reconnect_attempts: int = Field(
         5, ge=0, le=50, description="Reconnects (with exponential backoff) after a dropped link."
-    )
-    blocking_services: list[BlockingService] = Field(
-        default_factory=list, description="Services phases may stop (see Phase.stop_services)."
     )
 
 
