@@ -3,7 +3,7 @@ prints figures, asserts nothing).
 
     .venv/bin/python tests/bench/bench_scale.py [--sizes 10000,100000,1000000]
         [--workdir /tmp/specsweep-scale] [--keep] [--seed 7] [--batch 50000] [--limit-s 600]
-        [--views]
+        [--max-rss-gb 16] [--views]
 
 For each size N it writes a synthetic campaign of N measured requests through the real
 contracts and store (`schema.store.Store.append`: every batch validated by pandera, as
@@ -11,8 +11,8 @@ contracts and store (`schema.store.Store.append`: every batch validated by pande
 --out X.pdf` as child processes and prints, per size: the generation time, the DuckDB file
 size, and each stage's wall time and peak resident memory. Peak memory is the child's own
 `ru_maxrss` from `os.wait4` on its pid (Linux folds in the descendants it waited for, as a
-maximum, not a sum: for `report` that is the largest of python, latexmk and pdflatex). A
-stage still running after --limit-s seconds is killed and printed as such.
+maximum, not a sum: for `report` the largest of python, latexmk and pdflatex). A stage past
+--limit-s seconds or --max-rss-gb resident (polled: no OOM killer on a shared box) is killed.
 
 The campaign's shape (fixed seed): one SGLang-shaped engine, the autoregressive baseline and
 three speculative methods (eagle3, dflash, ngram) at tp 1; five workloads, one of them
@@ -22,10 +22,9 @@ many repetitions as N needs (the last one cut at N). Output length is a property
 (temperature 0: every method writes the same text), acceptance depends on method, workload
 and prompt, and so speedups differ by method, workload and load. Each request carries one
 chunk per verify step (speculative) or per token (baseline): chunk_times_s and chunk_tokens
-lists of about output_tokens / acceptance entries. Files live under --workdir and are
-deleted at the end unless --keep. --views also prints how long `SELECT count(*)` of each
-analysis object takes once analyze has built them (the views are not materialised: each
-read recomputes the views under it), which says where the time goes.
+lists of about output_tokens / acceptance entries. Files live under --workdir, deleted at the
+end unless --keep. --views also times `SELECT count(*)` of each analysis object after analyze
+(a view is not materialised: each read recomputes the views under it).
 """
 
 from __future__ import annotations
@@ -261,8 +260,7 @@ def generate(db: Path, n: int, seed: int, batch: int) -> int:
     for table, rows in campaign_rows().items():
         store.append(table, rows)
     rng = np.random.default_rng(seed)
-    landed, pending = 0, []
-    units: dict[tuple[str, str, str], int] = {}
+    landed, pending, units = 0, [], {}  # units: (config_id, workload, service_id) -> requests
     for row in requests(rng, n):
         pending.append(row)
         key = (row["config_id"], row["workload"], row["service_id"])
@@ -284,11 +282,13 @@ class Stage:
 
     wall_s: float
     peak_mib: float
-    rc: int | None  # None: killed at the limit
+    rc: int | None  # None: killed at a limit
+    killed: str = ""
 
 
-def timed(cmd: list[str], limit_s: float, log: Path) -> Stage:
-    """Run cmd; its wall time and the peak RSS of its process tree (largest process)."""
+def timed(cmd: list[str], limit_s: float, max_rss_mib: float, log: Path) -> Stage:
+    """Run cmd; its wall time and the peak RSS of its process tree (largest process). Killed
+    past limit_s seconds or when its own RSS passes max_rss_mib (rc None: see `killed`)."""
     started = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
@@ -298,12 +298,24 @@ def timed(cmd: list[str], limit_s: float, log: Path) -> Stage:
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return Stage(time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode)
-        if time.perf_counter() - started > limit_s:
+        elapsed = time.perf_counter() - started
+        rss = _rss_mib(proc.pid)
+        if elapsed > limit_s or rss > max_rss_mib:
             os.killpg(proc.pid, signal.SIGKILL)
             _, _, usage = os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            return Stage(time.perf_counter() - started, usage.ru_maxrss / 1024, None)
+            why = (f"KILLED after {_clock(elapsed)}" if elapsed > limit_s else
+                   f"KILLED at {rss:,.0f} MiB resident after {_clock(elapsed)}")
+            return Stage(elapsed, usage.ru_maxrss / 1024, None, why)
         time.sleep(0.05)
+
+
+def _rss_mib(pid: int) -> float:
+    """Resident memory of a live process (0 once it is gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return 0.0
+    return next((int(x.split()[1]) / 1024 for x in lines if x.startswith("VmRSS:")), 0.0)
 
 
 def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -314,11 +326,11 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     landed = generate(db, n, args.seed, args.batch)
     gen_s = time.perf_counter() - started
-    py = sys.executable
-    analyze = timed([py, "-m", "analyze", "--db", str(db)], args.limit_s,
+    py, cap = sys.executable, args.max_rss_gb * 1024
+    analyze = timed([py, "-m", "analyze", "--db", str(db)], args.limit_s, cap,
                     folder / "analyze.log")
     report = (timed([py, "-m", "report", "--db", str(db), "--out", str(folder / "scale.pdf")],
-                    args.limit_s, folder / "report.log") if analyze.rc == 0 else None)
+                    args.limit_s, cap, folder / "report.log") if analyze.rc == 0 else None)
     return {"n": landed, "gen_s": gen_s, "mib": db.stat().st_size / 2**20,
             "analyze": analyze, "report": report, "folder": folder,
             "views": view_times(db) if args.views and analyze.rc == 0 else []}
@@ -339,29 +351,25 @@ def view_times(db: Path) -> list[tuple[str, int, float]]:
     return sorted(out, key=lambda t: -t[2])
 
 
-def stage_line(name: str, stage: Stage | None, log: Path, limit_s: float) -> str:
+def stage_line(name: str, stage: Stage | None, log: Path) -> str:
     if stage is None:
-        return f"  {name:<8} not run (analyze failed)"
-    if stage.rc is None:
-        what = f"KILLED after {limit_s:.0f} s"
-    elif stage.rc:
-        what = f"FAILED rc={stage.rc}: {log.read_text()[-300:].strip()}"
-    else:
-        what = "ok"
+        return f"  {name:<8} not run (analyze did not finish)"
+    what = (stage.killed if stage.rc is None else "ok" if stage.rc == 0
+            else f"FAILED rc={stage.rc}: {log.read_text()[-300:].strip()}")
     return f"  {name:<8} {_clock(stage.wall_s):>10} {stage.peak_mib:>10,.0f}   {what}"
 
 
-def _clock(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+def _clock(s: float) -> str:
+    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
 
 
-def show(r: dict[str, Any], limit_s: float) -> None:
+def show(r: dict[str, Any]) -> None:
     folder = r["folder"]
     print(f"N = {r['n']:,} measured requests ({len(windows())} windows): generated in "
           f"{_clock(r['gen_s'])} through Store.append, DuckDB file {r['mib']:,.0f} MiB")
     print(f"  {'stage':<8} {'wall':>10} {'peak MiB':>10}")
-    print(stage_line("analyze", r["analyze"], folder / "analyze.log", limit_s))
-    print(stage_line("report", r["report"], folder / "report.log", limit_s))
+    print(stage_line("analyze", r["analyze"], folder / "analyze.log"))
+    print(stage_line("report", r["report"], folder / "report.log"))
     for name, rows, seconds in r["views"]:
         print(f"    count(*) of {name:<20} {rows:>10,} rows {seconds:8.2f} s")
     sys.stdout.flush()
@@ -375,15 +383,14 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--batch", type=int, default=50000, help="rows per Store.append")
-    parser.add_argument("--limit-s", type=float, default=600.0,
-                        help="kill a stage that runs longer than this")
-    parser.add_argument("--views", action="store_true",
-                        help="also time SELECT count(*) of every analysis object")
+    parser.add_argument("--limit-s", type=float, default=600.0, help="kill a stage after this")
+    parser.add_argument("--max-rss-gb", type=float, default=16.0, help="or at this RSS (GiB)")
+    parser.add_argument("--views", action="store_true", help="time count(*) of every view")
     args = parser.parse_args()
     print(f"scale benchmark, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M %Z')}")
     try:
         for n in (int(s) for s in args.sizes.split(",")):
-            show(measure(n, args), args.limit_s)
+            show(measure(n, args))
     finally:
         if not args.keep:
             shutil.rmtree(args.workdir, ignore_errors=True)
