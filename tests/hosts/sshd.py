@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,3 +131,13 @@ def running_sshd(folder: Path) -> Iterator[Sshd]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def wait_for(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    """Poll check every 50 ms until it is true (True) or timeout_s passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False

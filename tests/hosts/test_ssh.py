@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sshd import wait_for
 
 from collect.hosts import facts
 from collect.hosts.base import HostUnreachable, Process
@@ -38,14 +39,6 @@ def host(ssh_cfg: dict[str, Any]) -> Iterator[SSH]:
         for proc in started:
             h.stop(proc, grace_s=1)
 
-
-def wait_for(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def pid_exists(host: SSH, pid: int) -> bool:

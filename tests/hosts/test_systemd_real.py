@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import duckdb
 import httpx
 import pytest
 import yaml
+from sshd import wait_for
 
 from collect.hosts.base import Process
 from collect.hosts.managers import unit_name
@@ -87,14 +88,6 @@ def host(box: Container, request: pytest.FixtureRequest) -> Iterator[SSH]:
         yield h
         h.run(["systemctl", "stop", "specsweep-*"])
 
-
-def wait_for(check: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _healthy(url: str) -> bool:

@@ -11,13 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sshd import wait_for
 
 from collect.hosts.ssh import SSH
 from collect.plan.components import SSHHost
@@ -42,14 +42,6 @@ def site(tmp_path: Path) -> Iterator[int]:
         proc.kill()
         proc.wait()
 
-
-def wait_for(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _get(url: str) -> str | None:
