@@ -45,6 +45,7 @@ AFTER_SPEEDUP = (
     "17_request_energy.sql",
     "18_host_summary.sql",
     "19_energy_summary.sql",
+    "20_request_distribution.sql",
 )
 OBJECTS = (
     "request_metrics",
@@ -67,6 +68,7 @@ OBJECTS = (
     "request_energy",
     "host_summary",
     "energy_summary",
+    "request_distribution",
     "energy_ratio",
     "campaign_plan",
 )
