@@ -1,14 +1,22 @@
 """Build the analysis layer of a specsweep DuckDB file (contract: analyze/VIEWS.md).
 
-Order: analysis_params (the bound baseline name), campaign_plan (each plan's description,
-read from its YAML), 01 request_metrics, 02 config_summary, 03 speedup_pairs, the `speedup`
-table (analyze.stats), 04 best_config (reads speedup), 05-10 the per-window views, 11-13 the
-campaign, environment and service summaries (the only way `report` sees the raw tables), 14
-import_check (imported files' printed figures beside ours), 15-17 GPU energy (segments,
-windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio` table
-(analyze.energy). The raw layer is schema's: `connect` migrates the file before anything here
-runs. Everything is CREATE OR REPLACE inside one transaction, so a failed build leaves the
+Order: analysis_params (the bound baseline name), campaign_plan (each plan's description, read
+from its YAML), 00 measured_requests (a TEMP view), the per-request and per-window inter-token
+latencies (analyze.itl, TEMP tables), 01 request_metrics, 02 config_summary, 03 speedup_pairs,
+the `speedup` table (analyze.stats), 04 best_config (reads speedup), 05-10 the per-window
+views, 11-13 the campaign, environment and service summaries (the only way `report` sees the
+raw tables), 14 import_check (imported files' printed figures beside ours), 15-17 GPU energy
+(segments, windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio`
+table (analyze.energy). The raw layer is schema's: `connect` migrates the file before anything
+here runs. Everything is CREATE OR REPLACE inside one transaction, so a failed build leaves the
 previous analysis layer in place.
+
+Every analysis object is a TABLE (a snapshot of the raw tables as of analysis_params.built_at)
+except speedup_pairs, a view over the request_metrics table: a view is recomputed by every
+read, and a dozen objects read request_metrics, so views made each `count(*)` re-derive every
+request (3 minutes and 7.5 GB for 100k requests; docs/measurements/2026-12-03-scale-*.md). A
+full rebuild is what `python -m analyze` does after every collect: rebuilding 1M requests takes
+seconds, so nothing is rebuilt incrementally.
 """
 
 from __future__ import annotations
@@ -20,13 +28,14 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from analyze import energy, stats
+from analyze import energy, itl, stats
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
 
 log = logging.getLogger(__name__)
 
 
+MEASURED = "00_measured_requests.sql"
 BEFORE_SPEEDUP = ("01_request_metrics.sql", "02_config_summary.sql", "03_speedup_pairs.sql")
 AFTER_SPEEDUP = (
     "04_best_config.sql",
@@ -116,7 +125,11 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
     """Create the analysis objects on an open connection, in dependency order."""
     con.execute(PARAMS_DDL)
     con.execute(PARAMS_INSERT, [baseline, stats.N_BOOT, stats.SEED])
+    drop_views(con)
     build_campaign_plan(con)
+    con.execute(read_sql(MEASURED))
+    log.info("inter-token latencies from every chunk list")
+    itl.build(con)
     for name in BEFORE_SPEEDUP:
         log.info("building %s", name)
         con.execute(read_sql(name))
@@ -127,6 +140,16 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
         con.execute(read_sql(name))
     log.info("bootstrapping energy ratios against %s", baseline)
     energy.build_energy_ratio(con)
+
+
+def drop_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop analysis objects an older build made as views (CREATE OR REPLACE TABLE cannot
+    replace a view); speedup_pairs stays a view."""
+    rows = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                       "AND schema_name = 'main'").fetchall()
+    for (name,) in rows:
+        if name in OBJECTS and name != "speedup_pairs":
+            con.execute(f'DROP VIEW "{name}"')  # names from OBJECTS, constants of this module
 
 
 def plan_description(plan_yaml: str) -> str:

@@ -13,7 +13,7 @@
 --   accept_rate      = sum(accepted_tokens) / sum(draft_tokens)
 -- accept_length_tw and accept_rate are schema/metrics.sql's macros of the same names.
 
-CREATE OR REPLACE VIEW config_summary AS
+CREATE OR REPLACE TABLE config_summary AS
 
 WITH
 

@@ -6,7 +6,7 @@
 --   the baseline itself gets speedup = 1.0, significant = false, NULL CI.
 -- Baseline name: analysis_params.baseline (bound by analyze.build.run).
 
-CREATE OR REPLACE VIEW best_config AS
+CREATE OR REPLACE TABLE best_config AS
 
 WITH
 

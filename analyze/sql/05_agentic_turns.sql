@@ -3,7 +3,7 @@
 -- Rows: measured requests with session_id NOT NULL. n counts them all; the medians
 -- (quantile_cont(x, 0.5)) use ok requests only. prompt_tokens_p50 is the context length.
 
-CREATE OR REPLACE VIEW agentic_turns AS
+CREATE OR REPLACE TABLE agentic_turns AS
 
 WITH
 

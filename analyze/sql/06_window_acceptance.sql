@@ -23,7 +23,7 @@
 -- measured requests, when the server counts generated tokens (> 0 means foreign traffic).
 -- server_avg_accept_length: SGLang's cumulative average at the end of the window.
 
-CREATE OR REPLACE VIEW window_acceptance AS
+CREATE OR REPLACE TABLE window_acceptance AS
 
 WITH
 

@@ -10,7 +10,7 @@
 --   deterministic here (batch composition and kernel choice change float rounding, e.g.
 --   at concurrency > 1), so a method cannot be expected to match more often than that.
 
-CREATE OR REPLACE VIEW lossless AS
+CREATE OR REPLACE TABLE lossless AS
 
 WITH
 

@@ -13,12 +13,14 @@
 --                  (chunk_tokens[i+1]), pooled; only requests whose chunk_tokens is known
 --                  and has one entry per chunk. A server that sends k tokens per chunk
 --                  (speculative decoding) makes itl_ms ~k times itl_token_ms.
+--                  Both pooled lists are window_itl's (analyze/itl.py: one numpy pass over
+--                  every chunk list; exact quantiles, the same definitions as below).
 --   e2el_ms      = e2e_s * 1000
 -- For each: _mean, _median (= quantile_cont 0.5, numpy's median), _std (population, numpy's
 -- np.std), _p90, _p95, _p99 (quantile_cont = numpy's default linear percentile).
 -- A statistic over no values is NULL (the tools print 0 there: np.mean(x or 0)).
 
-CREATE OR REPLACE VIEW latency_conventions AS
+CREATE OR REPLACE TABLE latency_conventions AS
 
 WITH
 
@@ -33,24 +35,6 @@ per_request AS (
         tpot_s * 1000 AS tpot_ms,
         e2e_s * 1000 AS e2el_ms
     FROM ok_requests
-),
-
-chunk_gaps AS (
-    SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
-        unnest(itl_chunk_gaps_s) * 1000 AS itl_ms
-    FROM ok_requests
-),
-
-token_gaps AS (
-    SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
-        -- lambda index i is 1-based over the gaps; gap i ends at chunk i + 1
-        unnest(list_transform(
-            itl_chunk_gaps_s, lambda gap, i: gap / chunk_tokens[i + 1]
-        )) * 1000 AS itl_token_ms
-    FROM ok_requests
-    WHERE chunk_tokens IS NOT NULL AND len(chunk_tokens) = len(chunk_times_s)
 ),
 
 requests_stats AS (
@@ -81,34 +65,6 @@ requests_stats AS (
     GROUP BY ALL
 ),
 
-itl_stats AS (
-    SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
-        count(*) AS n_itl,
-        avg(itl_ms) AS itl_ms_mean,
-        quantile_cont(itl_ms, 0.5) AS itl_ms_median,
-        stddev_pop(itl_ms) AS itl_ms_std,
-        quantile_cont(itl_ms, 0.9) AS itl_ms_p90,
-        quantile_cont(itl_ms, 0.95) AS itl_ms_p95,
-        quantile_cont(itl_ms, 0.99) AS itl_ms_p99
-    FROM chunk_gaps
-    GROUP BY ALL
-),
-
-itl_token_stats AS (
-    SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
-        count(*) AS n_itl_token,
-        avg(itl_token_ms) AS itl_token_ms_mean,
-        quantile_cont(itl_token_ms, 0.5) AS itl_token_ms_median,
-        stddev_pop(itl_token_ms) AS itl_token_ms_std,
-        quantile_cont(itl_token_ms, 0.9) AS itl_token_ms_p90,
-        quantile_cont(itl_token_ms, 0.95) AS itl_token_ms_p95,
-        quantile_cont(itl_token_ms, 0.99) AS itl_token_ms_p99
-    FROM token_gaps
-    GROUP BY ALL
-),
-
 windows AS (
     SELECT
         campaign_id, engine, tp, method, workload, max_tokens, concurrency,
@@ -126,16 +82,16 @@ final AS (
         r.* EXCLUDE (campaign_id, engine, tp, method, workload, max_tokens, concurrency,
                      window_id, n_ok),
         coalesce(i.n_itl, 0) AS n_itl,
-        i.* EXCLUDE (campaign_id, engine, tp, method, workload, max_tokens, concurrency, n_itl),
-        coalesce(t.n_itl_token, 0) AS n_itl_token,
-        t.* EXCLUDE (campaign_id, engine, tp, method, workload, max_tokens, concurrency,
-                     n_itl_token)
+        i.* EXCLUDE (campaign_id, engine, tp, method, workload, max_tokens, concurrency, n_itl,
+                     n_itl_token, itl_token_ms_mean, itl_token_ms_median, itl_token_ms_std,
+                     itl_token_ms_p90, itl_token_ms_p95, itl_token_ms_p99),
+        coalesce(i.n_itl_token, 0) AS n_itl_token,
+        i.itl_token_ms_mean, i.itl_token_ms_median, i.itl_token_ms_std,
+        i.itl_token_ms_p90, i.itl_token_ms_p95, i.itl_token_ms_p99
     FROM windows AS w
     LEFT JOIN requests_stats AS r
         USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
-    LEFT JOIN itl_stats AS i
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
-    LEFT JOIN itl_token_stats AS t
+    LEFT JOIN window_itl AS i
         USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
 )
 

@@ -20,7 +20,7 @@
 --   'slows down'; paid_up_to = the highest level below it (all pay). first_slower_concurrency
 --   = the lowest level whose CI lies below 1, whatever the status.
 
-CREATE OR REPLACE VIEW crossover AS
+CREATE OR REPLACE TABLE crossover AS
 
 WITH
 

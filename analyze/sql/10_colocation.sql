@@ -11,7 +11,7 @@
 -- A packed campaign usually measures a window one way only; then compare a configuration
 -- with itself across campaigns, or rerun it with --only on an empty host.
 
-CREATE OR REPLACE VIEW colocation AS
+CREATE OR REPLACE TABLE colocation AS
 
 WITH
 

@@ -15,7 +15,7 @@
 --                         units, kept in `requests` but left out until resume redoes them
 --   n_ok                = request_metrics rows with ok; n_failed = n_measured - n_ok
 
-CREATE OR REPLACE VIEW campaign_summary AS
+CREATE OR REPLACE TABLE campaign_summary AS
 
 WITH
 

@@ -9,7 +9,7 @@
 -- No formula: this view exists so that the report reads the analysis layer only, and the
 -- raw table may change under it.
 
-CREATE OR REPLACE VIEW environment_summary AS
+CREATE OR REPLACE TABLE environment_summary AS
 
 WITH
 

@@ -22,7 +22,7 @@
 --                        every service's command of the campaign.
 -- Speeds and latencies are per window (config_summary), not per service.
 
-CREATE OR REPLACE VIEW service_summary AS
+CREATE OR REPLACE TABLE service_summary AS
 
 WITH
 

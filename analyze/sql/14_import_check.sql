@@ -13,7 +13,7 @@
 --                  a missing value prints 0.00, as the tools print a statistic over nothing
 --   match        = file_printed = specsweep_printed (equal to the printed digit)
 
-CREATE OR REPLACE VIEW import_check AS
+CREATE OR REPLACE TABLE import_check AS
 
 WITH
 

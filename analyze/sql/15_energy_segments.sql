@@ -20,7 +20,7 @@
 -- Board power only (NVML / nvidia-smi power.draw): CPU, host memory, network, fans and
 -- power-supply losses are not in it.
 
-CREATE OR REPLACE VIEW energy_segments AS
+CREATE OR REPLACE TABLE energy_segments AS
 
 WITH
 

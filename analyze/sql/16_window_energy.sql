@@ -36,7 +36,7 @@
 --                      util_gpu_pct > 0 (an idle GPU lowers its clock by design: not a drop)
 --   clock_drop       = sm_clock_min_mhz < 0.9 * sm_clock_median_mhz
 
-CREATE OR REPLACE VIEW window_energy AS
+CREATE OR REPLACE TABLE window_energy AS
 
 WITH
 

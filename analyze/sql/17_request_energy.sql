@@ -10,7 +10,7 @@
 -- A window's attributed_j sum to its window_energy.energy_j - idle_energy_j (the pieces with
 -- no request in flight are nobody's). Board power only, as energy_segments.
 
-CREATE OR REPLACE VIEW request_energy AS
+CREATE OR REPLACE TABLE request_energy AS
 
 WITH
 

@@ -14,7 +14,7 @@
 --                  .engine.version), '; '-separated
 --   n_services   = `services` rows of the campaign on this host
 
-CREATE OR REPLACE VIEW host_summary AS
+CREATE OR REPLACE TABLE host_summary AS
 
 WITH
 

@@ -12,7 +12,7 @@
 -- analyze/energy.py reads j_per_token and cost_per_mtok_usd from here for energy_ratio's
 -- window_energy_ratio and cost_ratio; the report's energy table reads it.
 
-CREATE OR REPLACE VIEW energy_summary AS
+CREATE OR REPLACE TABLE energy_summary AS
 
 WITH
 

@@ -77,3 +77,20 @@ def test_module_entry_point(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("analyze: built request_metrics (0 rows)")
+
+
+def test_views_of_an_older_build_become_tables(tmp_path):
+    # files analysed before issue 12 hold the analysis objects as views; a rebuild replaces
+    # them with tables (CREATE OR REPLACE TABLE alone would refuse to replace a view)
+    path = tmp_path / "old.duckdb"
+    write_db(path, [decode_req(4.0), decode_req(8.0, method="ngram")])
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE VIEW request_metrics AS SELECT * FROM requests")
+        con.execute("CREATE VIEW config_summary AS SELECT 1 AS stale")
+    build.run(path, baseline="autoregressive")
+    with duckdb.connect(str(path), read_only=True) as con:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() "
+                                           "WHERE NOT internal").fetchall()}
+        n = con.execute("SELECT count(*) FROM config_summary").fetchone()[0]
+    assert views == {"speedup_pairs"}
+    assert n == 2

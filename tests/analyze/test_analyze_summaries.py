@@ -111,8 +111,9 @@ def test_environment_summary_adds_topic_and_host_count(tmp_path: Path) -> None:
 
 
 def test_the_summaries_are_analysis_objects(campaign_db: Path) -> None:
+    # analysis objects are tables (snapshots built by analyze), not views over the raw tables
     for name in ("campaign_summary", "environment_summary", "service_summary"):
         assert name in build.OBJECTS
     with duckdb.connect(str(campaign_db), read_only=True) as con:
-        kinds = dict(con.execute("SELECT view_name, 'view' FROM duckdb_views()").fetchall())
-    assert {"campaign_summary", "environment_summary", "service_summary"} <= kinds.keys()
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert {"campaign_summary", "environment_summary", "service_summary"} <= tables

@@ -1,0 +1,26 @@
+-- measured_requests: the requests every analysis object measures (TEMP view, gone when
+-- `python -m analyze` ends; the persistent result is request_metrics).
+-- grain: request; key: rid (= requests.rowid, stable within the build's transaction), request_id.
+-- Left out: warm-up requests (is_warmup) and rows of a unit marked incomplete (units.complete =
+-- false: the run was interrupted in it) until resume redoes the unit.
+
+CREATE OR REPLACE TEMP VIEW measured_requests AS
+
+WITH
+
+incomplete AS (
+    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+),
+
+final AS (
+    SELECT r.rowid AS rid, r.*
+    FROM requests AS r
+    WHERE NOT r.is_warmup
+      AND NOT EXISTS (
+          SELECT 1 FROM incomplete AS i
+          WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id
+            AND i.workload = r.workload
+      )
+)
+
+SELECT * FROM final

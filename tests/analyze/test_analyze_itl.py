@@ -1,0 +1,91 @@
+"""analyze/itl.py (the one pass over every chunk list) against a plain per-request numpy
+reference on random hand-built rows, with blocks, spills and window interleaving forced small
+so that every path runs: a request cut by a block boundary, gaps spilled to files and read
+back, windows sorted apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from analyze_rows import fetch, req
+
+from analyze import itl
+
+WINDOWS = [("autoregressive", "chat", 1), ("autoregressive", "code", 4), ("ngram", "chat", 1)]
+
+
+def random_rows(seed: int = 3, n: int = 300) -> list[dict]:
+    """Requests of three windows, interleaved one by one, with uneven chunk lists: some
+    without chunk_tokens, some with a 0-token chunk, some of one chunk, some failed."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        method, workload, concurrency = WINDOWS[i % len(WINDOWS)]
+        chunks = int(rng.integers(1, 40))
+        times = np.cumsum(rng.lognormal(-3, 0.7, chunks)).round(6).tolist()
+        tokens = rng.integers(1, 5, chunks).tolist()
+        if i % 7 == 0:
+            tokens[-1] = 0
+        rows.append(req(
+            request_id=f"q{i:03d}", method=method, workload=workload, concurrency=concurrency,
+            window_id=f"{method}/{workload}/{concurrency}", config_id=f"cfg-{method}",
+            service_id=f"svc-{method}", prompt_id=f"p{i % 5}", chunk_times_s=times,
+            chunk_tokens=None if i % 5 == 0 else tokens, ttft_s=times[0],
+            e2e_s=times[-1] + 0.01, ok=i % 11 != 0,
+        ))  # fmt: skip
+    return rows
+
+
+def reference(rows: list[dict]) -> tuple[dict, dict]:
+    """Per request (mean, max, token mean) and per window pooled (itl_ms, itl_token_ms)."""
+    per_request, pooled = {}, {}
+    for r in rows:
+        times = np.asarray(r["chunk_times_s"])
+        if not r["ok"] or len(times) < 2:
+            continue
+        gaps = np.diff(times)
+        tokens = np.asarray(r["chunk_tokens"] or [1] * len(times))[1:]
+        per_request[r["request_id"]] = (gaps.mean(), gaps.max(),
+                                        (gaps / np.where(tokens > 0, tokens, 1)).mean())
+        chunk_ms, token_ms = pooled.setdefault((r["method"], r["workload"]), ([], []))
+        chunk_ms.extend(gaps * 1000)
+        if r["chunk_tokens"] is not None:
+            token_ms.extend(gaps[tokens > 0] / tokens[tokens > 0] * 1000)
+    return per_request, pooled
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_itl_equals_a_per_request_reference(analyzed, monkeypatch, small: bool) -> None:
+    if small:  # blocks of 2048 chunk rows (a request cut at the boundary), a spill after
+        # every block, every block sorted by window
+        monkeypatch.setattr(itl, "VECTORS_PER_BLOCK", 1)
+        monkeypatch.setattr(itl, "SPILL_BYTES", 2000)
+        monkeypatch.setattr(itl, "MAX_RUNS", 1)
+    rows = random_rows()
+    path = analyzed(rows)
+    per_request, pooled = reference(rows)
+    got = {r["request_id"]: r for r in fetch(path, "SELECT * FROM request_metrics")}
+    for rid, (mean, peak, token_mean) in per_request.items():
+        assert got[rid]["itl_chunk_mean_s"] == pytest.approx(mean, rel=1e-12)
+        assert got[rid]["itl_chunk_max_s"] == pytest.approx(peak, rel=1e-12)
+        assert got[rid]["itl_token_mean_s"] == pytest.approx(token_mean, rel=1e-12)
+    without = [rid for rid, r in got.items() if rid not in per_request]
+    assert without and all(got[rid]["itl_chunk_mean_s"] is None for rid in without)
+    windows = fetch(path, "SELECT * FROM latency_conventions")
+    assert len(windows) == len(WINDOWS)
+    for w in windows:
+        chunk_ms, token_ms = (np.asarray(v) for v in pooled[w["method"], w["workload"]])
+        for name, values in (("itl", chunk_ms), ("itl_token", token_ms)):
+            assert w[f"n_{name}"] == len(values)
+            q50, q90, q95, q99 = np.quantile(values, [0.5, 0.9, 0.95, 0.99])
+            expected = (values.mean(), q50, values.std(), q90, q95, q99)
+            for stat, value in zip(itl.STATS, expected):
+                assert w[f"{name}_ms_{stat}"] == pytest.approx(value, rel=1e-12)
+
+
+def test_a_window_without_gaps_has_null_itl(analyzed) -> None:
+    # one-chunk replies have no gap: n_itl 0 and NULL statistics, as before
+    path = analyzed([req(chunk_times_s=[0.5], chunk_tokens=[9])])
+    (w,) = fetch(path, "SELECT * FROM latency_conventions")
+    assert (w["n_itl"], w["itl_ms_median"], w["n_itl_token"], w["itl_token_ms_p99"]) == (
+        0, None, 0, None)
