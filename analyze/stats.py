@@ -13,8 +13,12 @@ on the prompts that M's window and the baseline's window share (view `speedup_pa
 
 Each comparison starts a fresh `numpy.random.default_rng(SEED)`, so a CI depends only on its
 own data, not on which other comparisons the database holds or the order they are built in.
-The speedup, its interval and `significant` come from schema.paired.paired_speedup, the one
-definition collect's best-of ranking uses too.
+The speedup, its interval and `significant` come from schema.paired (flat_ratio_of_medians,
+the array form of paired_speedup, the one definition collect's best-of ranking uses too).
+speedup_pairs is read once as numbers (comparison and prompt ordinals, decode_tps, ttft_s),
+sorted in DuckDB and split with numpy; the comparison keys are read once (PAIRS_SQL and
+COMPARISONS_SQL). Prompt ordinals follow prompt_id's sort order, as paired_speedup's do, so
+a prompt gets the same draws either way.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from schema.paired import (  # noqa: F401  (re-exported: analyze.stats.* is the 
     LEVEL,
     N_BOOT,
     SEED,
+    Speedup,
     bootstrap_ratio_of_medians,
+    flat_ratio_of_medians,
     paired_speedup,
     resample_counts,
     resampled_medians,
@@ -68,41 +74,112 @@ CREATE OR REPLACE TABLE speedup (
 """
 
 
-def _by_prompt(side: pd.DataFrame) -> dict[str, np.ndarray]:
-    """decode_tps values of one side, keyed by prompt_id."""
-    return {p: g.to_numpy(dtype=float) for p, g in side.groupby("prompt_id")["decode_tps"]}
+# one row per request of speedup_pairs, numbers only: comparison and prompt as ordinals in
+# the sort order of GROUP_KEY and of prompt_id (the order paired_speedup sorts prompts in),
+# joined from the small key lists (cheaper than two window sorts over every row)
+_KEY = ", ".join(GROUP_KEY)
+PAIRS_SQL = f"""
+WITH pairs AS (
+    SELECT {_KEY}, role, prompt_id, decode_tps, ttft_s FROM speedup_pairs
+),
+comparisons AS (
+    SELECT {_KEY}, row_number() OVER (ORDER BY {_KEY}) - 1 AS comparison
+    FROM (SELECT DISTINCT {_KEY} FROM pairs)
+),
+prompts AS (
+    SELECT {_KEY}, prompt_id,
+           row_number() OVER (PARTITION BY {_KEY} ORDER BY prompt_id) - 1 AS prompt
+    FROM (SELECT DISTINCT {_KEY}, prompt_id FROM pairs)
+)
+SELECT comparison, (role = 'baseline')::INTEGER AS side, prompt, decode_tps, ttft_s
+FROM pairs
+JOIN comparisons USING ({_KEY})
+JOIN prompts USING ({_KEY}, prompt_id)
+ORDER BY comparison, side, prompt
+"""
+COMPARISONS_SQL = f"""
+SELECT {_KEY}, any_value(baseline) AS baseline
+FROM speedup_pairs
+GROUP BY ALL
+ORDER BY {_KEY}
+"""
 
 
-def compare_group(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> dict:
-    """Speedup statistics of one comparison from its `speedup_pairs` rows."""
-    method = rows[rows["role"] == "method"]
-    base = rows[rows["role"] == "baseline"]
-    result = paired_speedup(_by_prompt(method), _by_prompt(base), n_boot, seed)
-    if result is None:
-        raise ValueError("a speedup_pairs group with no prompt on both sides")
+def _median(values: np.ndarray) -> float:
+    """np.median of the non-missing values (pandas' Series.median); NaN when there is none."""
+    present = values[~np.isnan(values)]
+    return float(np.median(present)) if present.size else float("nan")
+
+
+def _statistics(
+    method: dict[str, np.ndarray], base: dict[str, np.ndarray], n_boot: int, seed: int
+) -> dict:
+    """Speedup statistics of one comparison; a side is {"decode_tps", "ttft_s", "prompt"}
+    arrays, prompt an ordinal 0..n_prompts-1 present on both sides."""
+    point, lo, hi = flat_ratio_of_medians(
+        method["decode_tps"], method["prompt"], base["decode_tps"], base["prompt"], n_boot, seed
+    )
+    result = Speedup(point, lo, hi, int(method["prompt"].max()) + 1)
     return {
-        "baseline": rows["baseline"].iat[0],
         "speedup": result.speedup,
         "ci_low": result.ci_low,
         "ci_high": result.ci_high,
         "significant": result.significant,
-        "n": len(method),
-        "n_baseline": len(base),
+        "n": len(method["prompt"]),
+        "n_baseline": len(base["prompt"]),
         "n_prompts": result.n_prompts,
-        "ttft_ratio": method["ttft_s"].median() / base["ttft_s"].median(),
-        "method_decode_tps_p50": method["decode_tps"].median(),
-        "baseline_decode_tps_p50": base["decode_tps"].median(),
+        "ttft_ratio": _median(method["ttft_s"]) / _median(base["ttft_s"]),
+        "method_decode_tps_p50": _median(method["decode_tps"]),
+        "baseline_decode_tps_p50": _median(base["decode_tps"]),
         "n_boot": n_boot,
         "seed": seed,
     }
 
 
-def bootstrap_speedups(pairs: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
-    """One row per comparison (GROUP_KEY) in `pairs` (rows of the speedup_pairs view)."""
-    records = [
-        {**dict(zip(GROUP_KEY, key)), **compare_group(rows, n_boot, seed)}
-        for key, rows in pairs.groupby(GROUP_KEY, sort=True)
-    ]
+def compare_group(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> dict:
+    """Speedup statistics of one comparison from its `speedup_pairs` rows (role, prompt_id,
+    decode_tps, ttft_s, baseline); only the prompts both roles have count."""
+    shared = sorted(set(rows.loc[rows["role"] == "method", "prompt_id"])
+                    & set(rows.loc[rows["role"] == "baseline", "prompt_id"]))  # fmt: skip
+    if not shared:
+        raise ValueError("a speedup_pairs group with no prompt on both sides")
+    rows = rows[rows["prompt_id"].isin(shared)]
+    ordinal = rows["prompt_id"].map({p: i for i, p in enumerate(shared)}).to_numpy()
+    sides = {
+        role: {"decode_tps": rows["decode_tps"].to_numpy(dtype=float)[mask],
+               "ttft_s": rows["ttft_s"].to_numpy(dtype=float)[mask], "prompt": ordinal[mask]}
+        for role in ("method", "baseline")
+        for mask in [(rows["role"] == role).to_numpy()]
+    }  # fmt: skip
+    return {
+        "baseline": rows["baseline"].iat[0],
+        **_statistics(sides["method"], sides["baseline"], n_boot, seed),
+    }
+
+
+def _column(frame: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """A fetched numeric column as float, SQL NULL as NaN."""
+    return np.ma.filled(np.ma.asarray(frame[name], dtype=float), np.nan)
+
+
+def bootstrap_speedups(
+    con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED
+) -> pd.DataFrame:
+    """One row per comparison (GROUP_KEY) of the speedup_pairs view, read as numbers."""
+    keys = con.execute(COMPARISONS_SQL).df()
+    rows = con.execute(PAIRS_SQL).fetchnumpy()
+    columns = {"decode_tps": _column(rows, "decode_tps"), "ttft_s": _column(rows, "ttft_s"),
+               "prompt": np.asarray(rows["prompt"], dtype=np.int64)}  # fmt: skip
+    # rows are sorted by (comparison, side): segment 2c is M's rows of comparison c, 2c+1 B's
+    segment = np.asarray(rows["comparison"], dtype=np.int64) * 2 + np.asarray(rows["side"])
+    bounds = np.searchsorted(segment, np.arange(2 * len(keys) + 1))
+    records = []
+    for c, key in enumerate(keys.itertuples(index=False)):
+        method, base = (
+            {name: col[bounds[s] : bounds[s + 1]] for name, col in columns.items()}
+            for s in (2 * c, 2 * c + 1)
+        )
+        records.append({**key._asdict(), **_statistics(method, base, n_boot, seed)})
     return pd.DataFrame.from_records(records)
 
 
@@ -137,8 +214,7 @@ def write_speedup(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
 
 def build_speedup(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED) -> int:
     """Read speedup_pairs and config_summary, bootstrap, write `speedup`; return its row count."""
-    pairs = con.execute("SELECT * FROM speedup_pairs").df()
-    frame = bootstrap_speedups(pairs, n_boot, seed)
+    frame = bootstrap_speedups(con, n_boot, seed)
     if not frame.empty:
         summary = con.execute("SELECT * FROM config_summary").df()
         frame = attach_window_ratios(frame, summary)

@@ -12,7 +12,10 @@ On the prompts that the method's window and the baseline's window share:
     significant     = ci_low > 1 or ci_high < 1
 
 Each call starts a fresh `numpy.random.default_rng(seed)`, so an interval depends only on its
-own data, never on how many other comparisons were made before it. numpy only: schema is the
+own data, never on how many other comparisons were made before it. What is resampled is the
+prompts: one (n_boot, n_prompts) matrix of draw counts; a resample's median is found in rank
+space (resampled_medians), so the cost is O(n_boot * n_prompts * log(n_values)) whatever the
+number of reps per prompt, never an (n_boot x n_values) array. numpy only: schema is the
 data contract every stage may import.
 """
 
@@ -55,24 +58,63 @@ def resample_counts(rng: np.random.Generator, n_prompts: int, n_boot: int) -> np
 
 
 def resampled_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Median of every resample, without building the resamples.
+    """Median of every resample, without building the resamples, in rank space.
 
     Value j appears counts[b, prompt_idx[j]] times in resample b, a multiset of N_b values.
-    With the values sorted once, the median (as np.median) is the mean of the elements at
-    0-based ranks floor((N_b - 1) / 2) and floor(N_b / 2), found on the cumulative weights.
+    Its median (as np.median) is the mean of the elements at 0-based positions
+    floor((N_b - 1) / 2) and floor(N_b / 2). With the distinct values u_0 < u_1 < ... ranked,
+    position k holds u_r for the least r with F_b(r) > k, where
+    F_b(r) = sum_p counts[b, p] * #(values of prompt p with rank <= r); r is found by a binary
+    search run for all resamples at once. Cost O(n_boot * n_prompts * log(n_values)) (times
+    log(n_values) again past DENSE_LIMIT), whatever the number of reps per prompt.
     """
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    cumulative = np.cumsum(counts[:, prompt_idx[order]], axis=1)
-    total = cumulative[:, -1]
-    lower = _position_of_rank(cumulative, (total - 1) // 2)
-    upper = _position_of_rank(cumulative, total // 2)
-    return (sorted_values[lower] + sorted_values[upper]) / 2
+    distinct, rank = np.unique(values, return_inverse=True)
+    draws = _Draws(counts, prompt_idx.astype(np.int64), rank.ravel(), distinct.size)
+    total = counts @ np.bincount(prompt_idx, minlength=counts.shape[1])
+    lower = draws.rank_at((total - 1) // 2)
+    upper = draws.rank_at(total // 2)
+    return (distinct[lower] + distinct[upper]) / 2
 
 
-def _position_of_rank(cumulative: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Index of the sorted value holding 0-based `rank`: the first j with cumulative[j] > rank."""
-    return (cumulative <= rank[:, None]).sum(axis=1)
+# held(p, r) = #(values of prompt p with rank <= r) is a lookup in a (n_prompts x n_ranks)
+# table up to this many cells (16 MiB of int32), else a binary search in the sorted keys
+DENSE_LIMIT = 1 << 22
+
+
+class _Draws:
+    """A count matrix and one side's (prompt, rank) pairs, for counting below a rank."""
+
+    def __init__(self, counts: np.ndarray, prompt: np.ndarray, rank: np.ndarray, n_ranks: int):
+        n_prompts = counts.shape[1]
+        self.counts, self.n_ranks = counts, n_ranks
+        self.offset = np.arange(n_prompts, dtype=np.int64) * n_ranks  # row p of the table
+        keys = prompt * n_ranks + rank  # (prompt, rank) flattened
+        if n_prompts * n_ranks <= DENSE_LIMIT:
+            hist = np.bincount(keys, minlength=n_prompts * n_ranks).reshape(n_prompts, n_ranks)
+            self.table: np.ndarray | None = np.cumsum(hist, axis=1, dtype=np.int32).ravel()
+        else:
+            self.table, self.keys = None, np.sort(keys)
+            self.start = np.searchsorted(self.keys, self.offset)
+
+    def below(self, rank: np.ndarray) -> np.ndarray:
+        """F_b(rank[b]): how many elements of resample b have a rank <= rank[b]."""
+        key = self.offset + rank[:, None]  # (n_boot, n_prompts)
+        if self.table is not None:
+            held = self.table[key]
+        else:
+            held = np.searchsorted(self.keys, key, side="right") - self.start
+        return (self.counts * held).sum(axis=1)
+
+    def rank_at(self, position: np.ndarray) -> np.ndarray:
+        """Per resample b, the rank of the element at 0-based `position[b]` (binary search)."""
+        lo = np.zeros(position.size, dtype=np.int64)
+        hi = np.full(position.size, self.n_ranks - 1, dtype=np.int64)
+        while (open_ := lo < hi).any():
+            mid = (lo + hi) // 2
+            above = self.below(mid) > position
+            hi = np.where(open_ & above, mid, hi)
+            lo = np.where(open_ & ~above, mid + 1, lo)
+        return lo
 
 
 def _flatten(by_prompt: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -101,9 +143,30 @@ def bootstrap_ratio_of_medians(
         raise ValueError("method and baseline must cover the same prompts")
     m_values, m_idx = _flatten(m_by_prompt)
     b_values, b_idx = _flatten(b_by_prompt)
+    return flat_ratio_of_medians(m_values, m_idx, b_values, b_idx, n_boot, seed, level)
+
+
+def flat_ratio_of_medians(
+    m_values: np.ndarray,
+    m_prompt: np.ndarray,
+    b_values: np.ndarray,
+    b_prompt: np.ndarray,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> tuple[float, float, float]:
+    """bootstrap_ratio_of_medians on flat arrays: value j of a side belongs to prompt
+    m_prompt[j] (b_prompt[j]), an ordinal 0..n_prompts-1 in the prompts' order; every
+    ordinal must occur on both sides."""
+    n_prompts = int(max(m_prompt.max(initial=-1), b_prompt.max(initial=-1))) + 1
+    for prompt in (m_prompt, b_prompt):
+        if n_prompts == 0 or not np.bincount(prompt, minlength=n_prompts).all():
+            raise ValueError("every prompt needs at least one value on both sides")
     point = np.median(m_values) / np.median(b_values)
-    counts = resample_counts(np.random.default_rng(seed), len(m_by_prompt), n_boot)
-    ratios = resampled_medians(m_values, m_idx, counts) / resampled_medians(b_values, b_idx, counts)
+    counts = resample_counts(np.random.default_rng(seed), n_prompts, n_boot)
+    ratios = resampled_medians(m_values, m_prompt, counts) / resampled_medians(
+        b_values, b_prompt, counts
+    )
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(ratios, [tail, 100 - tail])
     return float(point), float(lo), float(hi)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 from analyze_rows import decode_req, fetch, one
 
 from analyze import stats
+from schema.paired import paired_speedup
 
 
 def _naive_medians(by_prompt: list[np.ndarray], counts: np.ndarray) -> np.ndarray:
@@ -175,3 +178,50 @@ def test_baseline_is_a_bound_parameter(analyzed):
     assert (row["method"], row["baseline"]) == ("autoregressive", "dflash")
     assert row["speedup"] == pytest.approx(0.5)
     assert one(path, "SELECT baseline FROM analysis_params")["baseline"] == "dflash"
+
+
+def _pandas_speedups(pairs: pd.DataFrame) -> dict[tuple, dict]:
+    """The oracle: build_speedup before issue 12, the whole speedup_pairs view grouped in
+    pandas, per prompt_id lists for paired_speedup, pandas medians for the rest."""
+    out = {}
+    for key, rows in pairs.groupby(stats.GROUP_KEY, sort=True):
+        method, base = rows[rows["role"] == "method"], rows[rows["role"] == "baseline"]
+        by_prompt = [{p: g.to_numpy(dtype=float) for p, g in s.groupby("prompt_id")["decode_tps"]}
+                     for s in (method, base)]  # fmt: skip
+        result = paired_speedup(*by_prompt)
+        assert result is not None
+        out[key] = {
+            "baseline": rows["baseline"].iat[0], "speedup": result.speedup,
+            "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "significant": result.significant, "n": len(method), "n_baseline": len(base),
+            "n_prompts": result.n_prompts,
+            "ttft_ratio": method["ttft_s"].median() / base["ttft_s"].median(),
+            "method_decode_tps_p50": method["decode_tps"].median(),
+            "baseline_decode_tps_p50": base["decode_tps"].median(),
+        }  # fmt: skip
+    return out
+
+
+def test_speedup_table_equals_the_pandas_path(analyzed):
+    # 2 methods x 2 tp against the baseline, 7 prompts, 1 to 4 reps each (uneven), speeds
+    # rounded to whole tok/s (ties), ttft varied; p7 only the baseline ran at tp 2, p8 only
+    # dflash ran: both are left out. Every column equals the old pandas path's exactly.
+    rng = np.random.default_rng(4)
+    extra = {("autoregressive", 2): ["p7"], ("dflash", 1): ["p8"], ("dflash", 2): ["p8"]}
+    rows = []
+    for tp in (1, 2):
+        for method in ("autoregressive", "dflash", "eagle3"):
+            prompts = [f"p{i}" for i in range(7)] + extra.get((method, tp), [])
+            rows += [decode_req(float(rng.integers(8, 40)), method=method, prompt_id=p, rep=r,
+                                tp=tp, window_id=f"w-{method}-{tp}",
+                                ttft_s=float(rng.uniform(0.1, 0.9)))
+                     for p in prompts for r in range(int(rng.integers(1, 5)))]  # fmt: skip
+    path = analyzed(rows)
+    with duckdb.connect(str(path), read_only=True) as con:
+        want = _pandas_speedups(con.execute("SELECT * FROM speedup_pairs").df())
+    got = fetch(path, "SELECT * FROM speedup ORDER BY ALL")
+    assert len(got) == len(want) == 4
+    for row in got:
+        expected = want[tuple(row[k] for k in stats.GROUP_KEY)]
+        assert {k: row[k] for k in expected} == expected
+        assert (row["n_boot"], row["seed"]) == (stats.N_BOOT, stats.SEED)

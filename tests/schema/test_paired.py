@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from schema import paired
 from schema.paired import Speedup, paired_speedup
 
 
@@ -27,3 +29,91 @@ def test_significant_when_the_interval_excludes_one() -> None:
     assert Speedup(1.2, 1.01, 1.4, 5).significant
     assert Speedup(0.8, 0.7, 0.99, 5).significant
     assert not Speedup(1.2, 0.95, 1.4, 5).significant
+
+
+def _cumsum_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The oracle: resampled_medians before issue 12, cumulative counts over every sorted
+    value (an n_boot x n_values matrix): value j's weight in resample b is
+    counts[b, prompt_idx[j]]; the median takes the sorted values holding positions
+    floor((N_b - 1) / 2) and floor(N_b / 2)."""
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    cumulative = np.cumsum(counts[:, prompt_idx[order]], axis=1)
+    total = cumulative[:, -1]
+    lower = (cumulative <= ((total - 1) // 2)[:, None]).sum(axis=1)
+    upper = (cumulative <= (total // 2)[:, None]).sum(axis=1)
+    return (sorted_values[lower] + sorted_values[upper]) / 2
+
+
+def _cumsum_bootstrap(m: list[np.ndarray], b: list[np.ndarray], seed: int) -> tuple:
+    """The oracle: bootstrap_ratio_of_medians before issue 12."""
+    counts = paired.resample_counts(np.random.default_rng(seed), len(m), paired.N_BOOT)
+    idx = [np.repeat(np.arange(len(s)), [len(v) for v in s]) for s in (m, b)]
+    ratios = _cumsum_medians(np.concatenate(m), idx[0], counts) / _cumsum_medians(
+        np.concatenate(b), idx[1], counts)  # fmt: skip
+    point = np.median(np.concatenate(m)) / np.median(np.concatenate(b))
+    tail = (1 - paired.LEVEL) / 2 * 100  # 2.4999999999999978, as the code before
+    return (float(point), *(float(x) for x in np.percentile(ratios, [tail, 100 - tail])))
+
+
+def _side(rng: np.random.Generator, n_prompts: int) -> list[np.ndarray]:
+    """Uneven reps (1 to 6 per prompt), values rounded to 0-2 decimals so that ties occur."""
+    decimals = int(rng.integers(0, 3))
+    return [np.round(rng.normal(20, 4, size=rng.integers(1, 7)), decimals)
+            for _ in range(n_prompts)]  # fmt: skip
+
+
+@pytest.fixture(params=["table", "sorted keys"])
+def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with both ways of counting values below a rank."""
+    if request.param == "sorted keys":
+        monkeypatch.setattr(paired, "DENSE_LIMIT", 0)
+    return request.param
+
+
+def test_rank_space_medians_equal_the_cumsum_medians(counting: str) -> None:
+    """Bit for bit, on 300 random cases: 1 to 9 prompts (1 included), uneven reps, ties,
+    1 to 60 resamples."""
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        by_prompt = _side(rng, int(rng.integers(1, 10)))
+        values = np.concatenate(by_prompt)
+        prompt_idx = np.repeat(np.arange(len(by_prompt)), [len(v) for v in by_prompt])
+        counts = paired.resample_counts(rng, len(by_prompt), int(rng.integers(1, 61)))
+        got = paired.resampled_medians(values, prompt_idx, counts)
+        assert np.array_equal(got, _cumsum_medians(values, prompt_idx, counts))
+
+
+def test_rank_space_medians_by_hand(counting: str) -> None:
+    """Prompt 0 holds 1, 5, 5; prompt 1 holds 2. Resample (0, 0): 1 1 5 5 5 5 -> 5;
+    (0, 1): 1 2 5 5 -> 3.5; (1, 1): 2 2 -> 2. One prompt of reps 3, 1, 2: every resample is
+    that prompt, median 2. All values equal: that value."""
+    values, prompt_idx = np.array([5.0, 1.0, 2.0, 5.0]), np.array([0, 0, 1, 0])
+    counts = np.array([[2, 0], [1, 1], [0, 2]])
+    assert paired.resampled_medians(values, prompt_idx, counts).tolist() == [5.0, 3.5, 2.0]
+    one = paired.resampled_medians(
+        np.array([3.0, 1.0, 2.0]), np.zeros(3, int), np.ones((4, 1), int)
+    )
+    assert one.tolist() == [2.0] * 4
+    flat = paired.resampled_medians(
+        np.full(5, 7.0), np.array([0, 0, 1, 2, 2]), counts[:, [0, 1, 1]]
+    )
+    assert flat.tolist() == [7.0] * 3
+
+
+def test_bootstrap_equals_the_cumsum_bootstrap(counting: str) -> None:
+    """point, ci_low, ci_high identical to the algorithm before issue 12 (same seed), on 40
+    random paired cases including single-prompt ones."""
+    rng = np.random.default_rng(21)
+    for case in range(40):
+        n_prompts = 1 if case % 8 == 0 else int(rng.integers(2, 16))
+        m, b = _side(rng, n_prompts), _side(rng, n_prompts)
+        seed = int(rng.integers(0, 2**31))
+        assert paired.bootstrap_ratio_of_medians(m, b, seed=seed) == _cumsum_bootstrap(m, b, seed)
+
+
+def test_flat_form_needs_every_prompt_on_both_sides() -> None:
+    """Prompt 1 has no baseline value: not a paired comparison."""
+    with pytest.raises(ValueError):
+        paired.flat_ratio_of_medians(np.array([1.0, 2.0]), np.array([0, 1]),
+                                     np.array([1.0]), np.array([0]))  # fmt: skip
