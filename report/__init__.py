@@ -1,6 +1,6 @@
 """The report stage: read one campaign's analysis views from DuckDB and render a PDF.
 
-``report`` only reads the database. Charts (matplotlib/seaborn) are drawn by
+``report`` only reads the database. Charts (matplotlib) are drawn by
 ``report.charts``, tables and escaping live in ``report.tables`` and
 ``report.latex``, templates in ``latex/``, and ``report.build.run`` ties them
 together with latexmk. Entry point: ``python -m report``.

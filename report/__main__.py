@@ -13,6 +13,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
     parser.add_argument("--out", default="reports/report.pdf", help="output PDF path")
     parser.add_argument("--campaign", default=None, help="campaign id (default: latest)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes drawing the figures (default: the CPUs available, "
+                             "at most 4; 1 draws them in this process)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("report").setLevel(logging.INFO)
@@ -20,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     from report.data import ReportError
 
     try:
-        pdf = run(args.db, args.out, args.campaign)
+        pdf = run(args.db, args.out, args.campaign, workers=args.workers)
     except ReportError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 1

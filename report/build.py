@@ -70,10 +70,11 @@ def render_tex(context: dict, template: str = "report.tex.j2") -> str:
 
 def run(db_path: Path | str = "results/specsweep.duckdb",
         out_pdf: Path | str = "reports/report.pdf",
-        campaign: str | None = None) -> Path:
+        campaign: str | None = None, workers: int | None = None) -> Path:
     """Build the report for ``campaign`` (default: latest) and return the PDF path.
 
-    Also writes the rendered ``.tex`` next to the PDF (same stem).
+    Also writes the rendered ``.tex`` next to the PDF (same stem). ``workers``: processes
+    drawing the figures (default: report.figures.figure_workers()).
     """
     from report.context import build_context
     from report.figures import make_figures
@@ -83,7 +84,10 @@ def run(db_path: Path | str = "results/specsweep.duckdb",
     out_pdf = Path(out_pdf)
     with tempfile.TemporaryDirectory(prefix="specsweep-report-") as tmp:
         work = Path(tmp)
-        figs = make_figures(data, work / "figures")
+        started = time.perf_counter()
+        figs = make_figures(data, work / "figures", workers)
+        log.info("%d figures drawn in %.1fs", sum(1 for f in figs.values() if f),
+                 time.perf_counter() - started)
         tex = work / "report.tex"
         tex.write_text(render_tex(build_context(data, figs)), encoding="utf-8")
         out_pdf.parent.mkdir(parents=True, exist_ok=True)

@@ -9,12 +9,13 @@ figure consistent.
 
 from __future__ import annotations
 
+import colorsys
 from collections.abc import Iterable, Mapping
 
 import matplotlib
 import numpy as np
 import pandas as pd
-import seaborn as sns
+from matplotlib import colors as mcolors
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator, ScalarFormatter
@@ -25,18 +26,50 @@ BASELINE = "autoregressive"
 Palette = Mapping[str, tuple[float, float, float]]
 
 
+# seaborn's "paper" context at font_scale 0.95 and "whitegrid" style (what the report drew
+# with before it stopped importing seaborn: 1-2 s of every run, scipy included), plus Type 3
+# fonts: DejaVu Sans embedded as glyph outlines, subset, text still extractable; Type 42
+# (fontTools subsetting per figure) took a third of the report's drawing time.
+THEME = {
+    "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True, "axes.labelcolor": ".15",
+    "axes.labelsize": 9.12, "axes.linewidth": 1.0, "axes.titlesize": 9.12,
+    "axes.titleweight": "bold", "figure.dpi": 100, "font.size": 9.12,
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans",
+                        "sans-serif"],
+    "grid.color": ".8", "legend.fontsize": 8.36, "legend.title_fontsize": 9.12,
+    "lines.linewidth": 1.2, "lines.markersize": 4.8, "lines.solid_capstyle": "round",
+    "patch.edgecolor": "w", "patch.force_edgecolor": True, "patch.linewidth": 0.8,
+    "pdf.fonttype": 3, "text.color": ".15",
+    "xtick.bottom": False, "xtick.color": ".15", "xtick.labelsize": 8.36,
+    "xtick.major.size": 4.8, "xtick.major.width": 1.0, "xtick.minor.size": 3.2,
+    "xtick.minor.width": 0.8,
+    "ytick.left": False, "ytick.color": ".15", "ytick.labelsize": 8.36,
+    "ytick.major.size": 4.8, "ytick.major.width": 1.0, "ytick.minor.size": 3.2,
+    "ytick.minor.width": 0.8,
+}
+# seaborn's "colorblind" palette (Okabe-Ito-like, 10 colours)
+COLORBLIND = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
+              "#949494", "#ece133", "#56b4e9")
+FILL_SATURATION = 0.75  # bars and boxes are filled a little greyer than lines (as seaborn)
+
+
 def set_theme() -> None:
-    """The report's single seaborn theme (call once before drawing)."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.95,
-                  rc={"pdf.fonttype": 42, "axes.titleweight": "bold", "figure.dpi": 100})
+    """The report's single theme (call once before drawing)."""
+    matplotlib.rcParams.update(THEME)
 
 
 def method_palette(methods: Iterable[str], baseline: str = BASELINE) -> dict[str, tuple]:
     """Map each method to one colour-blind-safe colour, baseline first then sorted."""
     unique = sorted({str(m) for m in methods if pd.notna(m)})
     ordered = ([baseline] if baseline in unique else []) + [m for m in unique if m != baseline]
-    base = sns.color_palette("colorblind", 10)
+    base = [mcolors.to_rgb(c) for c in COLORBLIND]
     return {m: tuple(base[i % len(base)]) for i, m in enumerate(ordered)}
+
+
+def fill(colour: tuple[float, float, float]) -> tuple[float, float, float]:
+    """A method's colour for a filled area: its HLS saturation times FILL_SATURATION."""
+    h, lum, sat = colorsys.rgb_to_hls(*colour)
+    return colorsys.hls_to_rgb(h, lum, sat * FILL_SATURATION)
 
 
 def _order(palette: Palette, present: Iterable[str]) -> list[str]:
@@ -151,9 +184,17 @@ def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palet
     data = frame.dropna(subset=["accept_length_tw"])
     if data.empty:
         return _empty(ax, "no acceptance-length data")
+    means = data.groupby(["workload", "method"], sort=False)["accept_length_tw"].mean()
+    workloads = list(pd.unique(data["workload"]))
     order = _order(palette, data["method"])
-    sns.barplot(data=data, x="workload", y="accept_length_tw", hue="method", hue_order=order,
-                palette=palette, errorbar=None, ax=ax)
+    width = 0.8 / len(order)
+    for i, method in enumerate(order):
+        x = np.arange(len(workloads)) - 0.4 + width * (i + 0.5)
+        y = [means.get((w, method), np.nan) for w in workloads]
+        ax.bar(x, y, width, color=fill(palette[method]), label=plain(method))
+    ax.set_xticks(range(len(workloads)), [plain(w) for w in workloads])
+    _categorical(ax, len(workloads), "workload")
+    ax.legend(title="method")
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     ax.set_ylabel("acceptance length (tokens / verify step)")
     _slant_if_crowded(ax, data["workload"].nunique(), room=6)
@@ -161,28 +202,54 @@ def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palet
 
 
 def plot_decode_tps_by_method(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
-    """Distribution of per-request decode tok/s per method (box plus points)."""
-    return _box_strip(ax, frame, "decode_tps", "decode tok/s per request", palette)
+    """Distribution of per-request decode tok/s per method: a box per method drawn from
+    request_distribution's statistics (no per-request points)."""
+    return _boxes(ax, frame, "decode_tps", "decode tok/s per request", palette)
 
 
 def plot_ttft_by_method(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
-    """Distribution of time to first token per method."""
-    return _box_strip(ax, frame, "ttft_s", "TTFT (s)", palette)
+    """Distribution of time to first token per method (request_distribution's boxes)."""
+    return _boxes(ax, frame, "ttft_s", "TTFT (s)", palette)
 
 
-def _box_strip(ax: Axes, frame: pd.DataFrame, y: str, ylabel: str, palette: Palette) -> Axes:
-    data = frame.dropna(subset=[y])
-    if data.empty:
-        return _empty(ax, f"no {y} data")
-    order = _order(palette, data["method"])
-    sns.boxplot(data=data, x="method", y=y, hue="method", order=order, hue_order=order,
-                palette=palette, showfliers=False, legend=False, ax=ax, width=0.6)
-    sns.stripplot(data=data, x="method", y=y, order=order, color="0.15", size=2,
-                  alpha=0.4, jitter=0.25, ax=ax)
+BOX_EDGE = "0.25"  # outline, whiskers and median of every box
+
+
+def box_stats(frame: pd.DataFrame, metric: str, palette: Palette) -> list[dict]:
+    """``Axes.bxp`` input from request_distribution rows of ``metric``, in palette order:
+    box p25..p75, median p50, whiskers whislo..whishi (matplotlib's 1.5-IQR rule, computed
+    in DuckDB)."""
+    if frame.empty or "metric" not in frame:
+        return []
+    rows = frame[(frame["metric"] == metric) & frame["p50"].notna()]
+    by_method = {str(r.method): r for r in rows.itertuples(index=False)}
+    return [{"label": plain(m), "med": float(r.p50), "q1": float(r.p25), "q3": float(r.p75),
+             "whislo": float(r.whislo), "whishi": float(r.whishi), "method": m}
+            for m in _order(palette, by_method) for r in [by_method[m]]]
+
+
+def _boxes(ax: Axes, frame: pd.DataFrame, metric: str, ylabel: str, palette: Palette) -> Axes:
+    stats = box_stats(frame, metric, palette)
+    if not stats:
+        return _empty(ax, f"no {metric} data")
+    line = {"color": BOX_EDGE, "linewidth": 1.0}
+    drawn = ax.bxp([{k: v for k, v in s.items() if k != "method"} for s in stats],
+                   positions=range(len(stats)), widths=0.6, showfliers=False,
+                   patch_artist=True, boxprops={"edgecolor": BOX_EDGE, "linewidth": 1.0},
+                   whiskerprops=line, capprops=line, medianprops=line)
+    for box, s in zip(drawn["boxes"], stats):
+        box.set_facecolor(fill(palette[s["method"]]))
+    _categorical(ax, len(stats), "")
     ax.set_ylabel(ylabel)
-    ax.set_xlabel("")
-    _slant_if_crowded(ax, len(order))
+    _slant_if_crowded(ax, len(stats))
     return ax
+
+
+def _categorical(ax: Axes, n: int, label: str) -> None:
+    """A categorical x axis of n slots: no grid across it, half a slot of margin."""
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.grid(axis="x", visible=False)
+    ax.set_xlabel(label)
 
 
 def _slant_if_crowded(ax: Axes, n: int, room: int = 5) -> None:
@@ -203,13 +270,19 @@ def plot_context_by_turn(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axe
     return _by_turn(ax, frame, "prompt_tokens_p50", "median prompt tokens", palette)
 
 
+LINE_MARKER = {"marker": "o", "markeredgewidth": 0.75, "markeredgecolor": "w"}  # as seaborn
+
+
 def _by_turn(ax: Axes, frame: pd.DataFrame, y: str, ylabel: str, palette: Palette) -> Axes:
     data = frame.dropna(subset=[y])
     if data.empty:
         return _empty(ax, "no agentic turns")
-    order = _order(palette, data["method"])
-    sns.lineplot(data=data, x="turn", y=y, hue="method", hue_order=order, palette=palette,
-                 marker="o", errorbar=None, ax=ax)
+    for method in _order(palette, data["method"]):
+        line = data[data["method"] == method].groupby("turn")[y].mean()
+        ax.plot(line.index, line.to_numpy(float), color=palette[method], label=plain(method),
+                **LINE_MARKER)
+    ax.legend(title="method")
+    ax.set_xlabel("turn")
     ax.set_ylabel(ylabel)
     ax.xaxis.get_major_locator().set_params(integer=True)
     return ax
@@ -223,16 +296,42 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
     data = data.groupby(["method", "workload", "concurrency"], as_index=False)[
         "throughput_tps"].mean()
     order = _order(palette, data["method"])
-    style = "workload" if data["workload"].nunique() > 1 else None
-    sns.lineplot(data=data, x="concurrency", y="throughput_tps", hue="method", hue_order=order,
-                 style=style, palette=palette, marker="o", errorbar=None, ax=ax)
+    workloads = list(pd.unique(data["workload"])) if data["workload"].nunique() > 1 else []
+    dashes = dict(zip(workloads, DASHES * len(workloads)))
+    for (method, workload), line in data.groupby(["method", "workload"], sort=False):
+        if method in palette:
+            line = line.sort_values("concurrency")
+            ax.plot(line["concurrency"], line["throughput_tps"], color=palette[method],
+                    dashes=dashes.get(workload, ()), **LINE_MARKER)
+    ax.set_xlabel("concurrency")
     if data["concurrency"].nunique() > 1 and data["concurrency"].min() > 0:
         ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(data["concurrency"].unique()))
     ax.get_xaxis().set_major_formatter(ScalarFormatter())
     ax.set_ylabel("throughput (output tok/s)")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the lines
+    ax.legend(*zip(*_line_legend(palette, order, dashes)), fontsize="small", loc="upper left",
+              bbox_to_anchor=(1.01, 1))  # beside the lines
     return ax
+
+
+# dash patterns per workload of the throughput chart, seaborn's first ten ("" = solid)
+DASHES = ((), (4, 1.5), (1, 1), (3, 1.25, 1.5, 1.25), (5, 1, 1, 1),
+          (3, 1.25, 1.25, 1.25, 1.25, 1.25), (4, 1, 4, 1, 1, 1), (3, 1.25, 3, 1.25, 1.25, 1.25),
+          (4, 1, 1, 1, 1, 1), (3, 1.25, 1.25, 1.25, 1.25, 1.25, 1.25, 1.25))
+
+
+def _line_legend(palette: Palette, methods: list[str],
+                 dashes: Mapping[str, tuple]) -> list[tuple[Line2D, str]]:
+    """Legend of the throughput chart: a "method" heading and a line per method in its
+    colour, then (when several) a "workload" heading and a grey line per dash pattern."""
+    heading = Line2D([], [], alpha=0)
+    rows = [(heading, "method")] + [
+        (Line2D([], [], color=palette[m], **LINE_MARKER), plain(m)) for m in methods]
+    if dashes:
+        rows += [(heading, "workload")] + [
+            (Line2D([], [], color=".2", dashes=d, **LINE_MARKER), plain(w))
+            for w, d in dashes.items()]
+    return rows
 
 
 # One marker shape per method (by palette position) so that eight lines stay apart in grey.

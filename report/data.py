@@ -7,6 +7,12 @@ the campaign, its hosts and its services come from ``campaign_summary``,
 ``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
 ``window_energy``, ``energy_summary`` and ``energy_ratio``. A file that analyze has not (re)built
 lacks them, and the report says to run ``python -m analyze``.
+
+Only aggregates are read, never a table with a row per request: the distribution charts come
+from ``request_distribution`` (box-plot statistics per method, computed in DuckDB) and the
+number of measured requests from ``campaign_summary.n_measured``, so the report's time and
+memory do not grow with the number of requests. ``request_distribution`` is REQUIRED like the
+other objects: a file analysed before it existed gets the same "run python -m analyze".
 """
 
 from __future__ import annotations
@@ -25,12 +31,10 @@ class ReportError(RuntimeError):
     """The report cannot be built (missing data, missing tool, LaTeX failure)."""
 
 
-REQUIRED = ("campaign_summary", "environment_summary", "service_summary", "request_metrics",
-            "config_summary", "speedup")
+REQUIRED = ("campaign_summary", "environment_summary", "service_summary",
+            "request_distribution", "config_summary", "speedup")
 OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation",
             "host_summary", "window_energy", "energy_summary", "energy_ratio")
-REQUEST_COLUMNS = ("engine", "tp", "method", "workload", "max_tokens", "concurrency",
-                   "prompt_id", "ttft_s", "decode_tps", "ok")
 
 
 @dataclass
@@ -40,7 +44,7 @@ class ReportData:
     campaign: dict[str, Any]
     environment: pd.DataFrame
     services: pd.DataFrame
-    request_metrics: pd.DataFrame
+    distribution: pd.DataFrame  # request_distribution: box statistics per method and metric
     config_summary: pd.DataFrame
     speedup: pd.DataFrame
     best_config: pd.DataFrame
@@ -95,8 +99,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "environment": _by_campaign(con, "environment_summary", cid, "host, key, value",
                                     "host, key"),
         "services": _by_campaign(con, "service_summary", cid, order="method, tp, requested_at"),
-        "request_metrics": _by_campaign(con, "request_metrics", cid,
-                                        ", ".join(REQUEST_COLUMNS)),
+        "distribution": _by_campaign(con, "request_distribution", cid, order="method, metric"),
         "config_summary": _by_campaign(con, "config_summary", cid,
                                        order="workload, method, max_tokens, concurrency"),
         "speedup": _by_campaign(con, "speedup", cid,

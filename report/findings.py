@@ -174,9 +174,9 @@ HEADLINE_RULE = ("Each workload's headline is its most certain gain: the largest
 
 def summary(data: ReportData) -> list[NoEscape]:
     """The summary-of-findings bullet points."""
-    sp, rm = data.speedup, data.request_metrics
+    sp, n_measured = data.speedup, int(data.campaign["n_measured"])
     methods = ", ".join(e(m) for m in data.palette) or "none"
-    lines = [(f"{len(rm)} measured requests, methods: {methods}; baseline: "
+    lines = [(f"{n_measured} measured requests, methods: {methods}; baseline: "
              f"\\emph{{{e(data.baseline)}}}. Speedup is the ratio of median per-request "
              "decode tok/s on the same prompts. " + HEADLINE_RULE)]
     if sp.empty:

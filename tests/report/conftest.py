@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib import cbook
 
 ROOT = Path(__file__).resolve().parents[2]
 DDL = ROOT / "schema" / "ddl.sql"
@@ -106,6 +107,23 @@ def request_metrics(req: pd.DataFrame) -> pd.DataFrame:
     rm["n_chunks"] = rm["chunk_times_s"].map(lambda c: 0 if c is None else len(c))
     rm["end_s"] = rm["start_s"] + rm["e2e_s"]
     return rm
+
+
+def request_distribution(rm: pd.DataFrame) -> pd.DataFrame:
+    """The request_distribution table (VIEWS.md): matplotlib's box statistics of each
+    method's non-NULL decode_tps and ttft_s."""
+    rows = []
+    for (cid, method), g in rm.groupby(["campaign_id", "method"]):
+        for metric in ("decode_tps", "ttft_s"):
+            values = g[metric].dropna().to_numpy(float)
+            if len(values):
+                st = cbook.boxplot_stats(values)[0]
+                rows.append({"campaign_id": cid, "method": method, "metric": metric,
+                             "n": len(values), "mean": st["mean"], "p25": st["q1"],
+                             "p50": st["med"], "p75": st["q3"], "iqr": st["iqr"],
+                             "whislo": st["whislo"], "whishi": st["whishi"],
+                             "min": values.min(), "max": values.max()})
+    return pd.DataFrame(rows)
 
 
 KEYS = ["campaign_id", "engine", "tp", "method", "workload", "max_tokens", "concurrency"]
@@ -371,7 +389,8 @@ def populate(path: Path, agentic: bool = True, windows: list = WINDOWS,
     rm = request_metrics(req)
     cs = config_summary(rm)
     sp = speedup(rm, cs)
-    objects = {"request_metrics": rm, "config_summary": cs, "speedup": sp,
+    objects = {"request_metrics": rm, "request_distribution": request_distribution(rm),
+               "config_summary": cs, "speedup": sp,
                "best_config": best_config(cs, sp), "agentic_turns": agentic_turns(rm),
                "crossover": crossover(sp)}
     if energy:

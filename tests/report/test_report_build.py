@@ -188,3 +188,18 @@ def test_colocated_measurements_are_counted_and_tabulated(report_db: Path,
     tex = render_tex(build_context(load(packed), figures))
     assert "30 of 52 measured requests ran" in " ".join(tex.split())
     assert "0.90" in tex and "beside / alone" in tex
+
+
+def test_figures_drawn_by_forked_workers_equal_those_drawn_in_process(
+        report_db: Path, tmp_path: Path) -> None:
+    from report.figures import make_figures
+
+    data = load(report_db)
+    serial = make_figures(data, tmp_path / "serial", workers=1)
+    forked = make_figures(data, tmp_path / "forked", workers=3)
+    assert list(serial) == list(forked) and serial["decode_tps"] and serial["crossover"]
+    for key, path in serial.items():
+        assert (path is None) == (forked[key] is None), key
+        if path is not None:  # no CreationDate: the same figure, the same bytes
+            assert path.read_bytes() == forked[key].read_bytes(), key
+            assert forked[key].parent == tmp_path / "forked"

@@ -38,9 +38,14 @@ def _summary() -> pd.DataFrame:
 
 
 def _requests() -> pd.DataFrame:
-    rows = [(m, 10.0 + i + 5 * (m == "dflash"), 0.1 + i / 100) for m in METHODS
-            for i in range(8)]
-    return pd.DataFrame(rows, columns=["method", "decode_tps", "ttft_s"])
+    """request_distribution rows: box statistics per method and metric."""
+    rows = []
+    for m in METHODS:
+        for metric, b in (("decode_tps", 10.0 + 5 * (m == "dflash")), ("ttft_s", 0.1)):
+            rows.append({"method": m, "metric": metric, "n": 8, "mean": b + 3, "min": b,
+                         "whislo": b + 1, "p25": b + 2, "p50": b + 3, "p75": b + 4,
+                         "iqr": 2.0, "whishi": b + 6, "max": b + 9})
+    return pd.DataFrame(rows)
 
 
 def _turns() -> pd.DataFrame:
@@ -283,4 +288,23 @@ def test_energy_ratio_chart_draws_the_ratios_and_names_its_axis(palette: dict,
     fig, ax = plt.subplots()
     charts.plot_energy_ratio_by_workload(ax, frame.head(0), palette)
     assert ax.texts[0].get_text() == "no energy comparison"
+    plt.close(fig)
+
+
+def test_boxes_are_drawn_from_the_distribution_rows(palette: dict) -> None:
+    """One box per method in palette order and colour: box p25..p75, median p50, whiskers
+    whislo..whishi; no point per request (the frame has none)."""
+    fig, ax = plt.subplots()
+    charts.plot_decode_tps_by_method(ax, _requests(), palette)
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(palette)
+    boxes = [p for p in ax.patches]
+    fills = [charts.fill(palette[m]) for m in palette]  # seaborn's fill saturation
+    assert [tuple(b.get_facecolor()[:3]) for b in boxes] == fills
+    dflash = list(palette).index("dflash")
+    ys = boxes[dflash].get_path().vertices[:, 1]
+    assert (ys.min(), ys.max()) == (17.0, 19.0)
+    ends = sorted({round(y, 9) for line in ax.lines for y in line.get_ydata()
+                   if abs(line.get_xdata()[0] - dflash) < 0.5})
+    assert ends == [16.0, 17.0, 18.0, 19.0, 21.0]  # whislo, box, median, box, whishi
+    assert not ax.collections  # no strip of points
     plt.close(fig)
