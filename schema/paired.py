@@ -65,14 +65,17 @@ def resampled_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.nda
     floor((N_b - 1) / 2) and floor(N_b / 2). With the distinct values u_0 < u_1 < ... ranked,
     position k holds u_r for the least r with F_b(r) > k, where
     F_b(r) = sum_p counts[b, p] * #(values of prompt p with rank <= r); r is found by a binary
-    search run for all resamples at once. Cost O(n_boot * n_prompts * log(n_values)) (times
-    log(n_values) again past DENSE_LIMIT), whatever the number of reps per prompt.
+    search run for all resamples at once. The upper position holds the same rank when
+    F_b(r) > floor(N_b / 2), else the next rank any drawn prompt holds. Cost
+    O(n_boot * n_prompts * log(n_values)) (times log(n_values) again past DENSE_LIMIT),
+    whatever the number of reps per prompt.
     """
     distinct, rank = np.unique(values, return_inverse=True)
     draws = _Draws(counts, prompt_idx.astype(np.int64), rank.ravel(), distinct.size)
-    total = counts @ np.bincount(prompt_idx, minlength=counts.shape[1])
+    total = counts @ draws.size
     lower = draws.rank_at((total - 1) // 2)
-    upper = draws.rank_at(total // 2)
+    held = draws.held(lower)
+    upper = np.where(draws.below(held) > total // 2, lower, draws.next_rank(held))
     return (distinct[lower] + distinct[upper]) / 2
 
 
@@ -87,23 +90,33 @@ class _Draws:
     def __init__(self, counts: np.ndarray, prompt: np.ndarray, rank: np.ndarray, n_ranks: int):
         n_prompts = counts.shape[1]
         self.counts, self.n_ranks = counts, n_ranks
+        self.size = np.bincount(prompt, minlength=n_prompts)  # values per prompt
         self.offset = np.arange(n_prompts, dtype=np.int64) * n_ranks  # row p of the table
-        keys = prompt * n_ranks + rank  # (prompt, rank) flattened
+        self.keys = np.sort(prompt * n_ranks + rank)  # (prompt, rank) flattened, sorted
+        self.start = np.searchsorted(self.keys, self.offset)  # prompt p's first key
+        self.table: np.ndarray | None = None
         if n_prompts * n_ranks <= DENSE_LIMIT:
-            hist = np.bincount(keys, minlength=n_prompts * n_ranks).reshape(n_prompts, n_ranks)
-            self.table: np.ndarray | None = np.cumsum(hist, axis=1, dtype=np.int32).ravel()
-        else:
-            self.table, self.keys = None, np.sort(keys)
-            self.start = np.searchsorted(self.keys, self.offset)
+            hist = np.bincount(self.keys, minlength=n_prompts * n_ranks)
+            self.table = np.cumsum(hist.reshape(n_prompts, n_ranks), axis=1, dtype=np.int32)
+            self.table = self.table.ravel()
 
-    def below(self, rank: np.ndarray) -> np.ndarray:
-        """F_b(rank[b]): how many elements of resample b have a rank <= rank[b]."""
-        key = self.offset + rank[:, None]  # (n_boot, n_prompts)
+    def held(self, rank: np.ndarray) -> np.ndarray:
+        """(n_boot, n_prompts): #(values of prompt p with rank <= rank[b])."""
+        key = self.offset + rank[:, None]
         if self.table is not None:
-            held = self.table[key]
-        else:
-            held = np.searchsorted(self.keys, key, side="right") - self.start
+            return self.table[key]
+        return np.searchsorted(self.keys, key, side="right") - self.start
+
+    def below(self, held: np.ndarray) -> np.ndarray:
+        """F_b: how many elements of resample b have a rank <= the rank `held` was taken at."""
         return (self.counts * held).sum(axis=1)
+
+    def next_rank(self, held: np.ndarray) -> np.ndarray:
+        """Per resample, the least rank above the one `held` was taken at that a drawn prompt
+        holds (n_ranks where none does): prompt p's next is its key number held[b, p]."""
+        more = (held < self.size) & (self.counts > 0)
+        key = self.keys[np.minimum(self.start + held, self.keys.size - 1)]
+        return np.where(more, key - self.offset, self.n_ranks).min(axis=1)
 
     def rank_at(self, position: np.ndarray) -> np.ndarray:
         """Per resample b, the rank of the element at 0-based `position[b]` (binary search)."""
@@ -111,7 +124,7 @@ class _Draws:
         hi = np.full(position.size, self.n_ranks - 1, dtype=np.int64)
         while (open_ := lo < hi).any():
             mid = (lo + hi) // 2
-            above = self.below(mid) > position
+            above = self.below(self.held(mid)) > position
             hi = np.where(open_ & above, mid, hi)
             lo = np.where(open_ & ~above, mid + 1, lo)
         return lo
