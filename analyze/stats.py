@@ -76,10 +76,11 @@ CREATE OR REPLACE TABLE speedup (
 
 # one row per request of speedup_pairs, numbers only: comparison and prompt as ordinals in
 # the sort order of GROUP_KEY and of prompt_id (the order paired_speedup sorts prompts in),
-# joined from the small key lists (cheaper than two window sorts over every row)
+# joined from the small key lists (cheaper than two window sorts over every row); the view is
+# evaluated once for the three uses (MATERIALIZED)
 _KEY = ", ".join(GROUP_KEY)
 PAIRS_SQL = f"""
-WITH pairs AS (
+WITH pairs AS MATERIALIZED (
     SELECT {_KEY}, role, prompt_id, decode_tps, ttft_s FROM speedup_pairs
 ),
 comparisons AS (
