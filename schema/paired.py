@@ -15,13 +15,13 @@ Each call starts a fresh `numpy.random.default_rng(seed)`, so an interval depend
 own data, never on how many other comparisons were made before it. What is resampled is the
 prompts: one (n_boot, n_prompts) matrix of draw counts; a resample's median is found in rank
 space (resampled_medians), so the cost is O(n_boot * n_prompts * log(n_values)) whatever the
-number of reps per prompt, never an (n_boot x n_values) array. numpy only: schema is the
-data contract every stage may import.
+number of reps per prompt (an n_boot x n_values array only where that is small and cheaper).
+numpy only: schema is the data contract every stage may import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,19 +57,29 @@ def resample_counts(rng: np.random.Generator, n_prompts: int, n_boot: int) -> np
     return np.bincount(flat.ravel(), minlength=n_boot * n_prompts).reshape(n_boot, n_prompts)
 
 
+# few reps per prompt (at most FEW_REPS on average): cumulative counts over every sorted
+# value, O(n_boot * n_values), are cheaper than the binary search in rank space,
+# O(n_boot * n_prompts * log(n_values)); done CUMSUM_CELLS at a time (64 MiB of int64)
+FEW_REPS = 4
+CUMSUM_CELLS = 1 << 23
+
+
 def resampled_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Median of every resample, without building the resamples, in rank space.
+    """Median of every resample, without building the resamples.
 
     Value j appears counts[b, prompt_idx[j]] times in resample b, a multiset of N_b values.
     Its median (as np.median) is the mean of the elements at 0-based positions
     floor((N_b - 1) / 2) and floor(N_b / 2). With the distinct values u_0 < u_1 < ... ranked,
     position k holds u_r for the least r with F_b(r) > k, where
     F_b(r) = sum_p counts[b, p] * #(values of prompt p with rank <= r); r is found by a binary
-    search run for all resamples at once. The upper position holds the same rank when
-    F_b(r) > floor(N_b / 2), else the next rank any drawn prompt holds. Cost
-    O(n_boot * n_prompts * log(n_values)) (times log(n_values) again past DENSE_LIMIT),
-    whatever the number of reps per prompt.
+    search run for all resamples at once (rank space). The upper position holds the same
+    rank when F_b(r) > floor(N_b / 2), else the next rank any drawn prompt holds. Cost
+    O(n_boot * n_prompts * log(n_values)) (a log(n_values) more per step within a grid
+    bucket, only past DENSE_LIMIT), whatever the number of reps per prompt; with few reps,
+    F_b at every value instead (_cumsum_medians). Both give the same floats.
     """
+    if values.size <= FEW_REPS * counts.shape[1]:
+        return _cumsum_medians(values, prompt_idx, counts)
     distinct, rank = np.unique(values, return_inverse=True)
     draws = _Draws(counts, prompt_idx.astype(np.int64), rank.ravel(), distinct.size)
     total = counts @ draws.size
@@ -79,8 +89,25 @@ def resampled_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.nda
     return (distinct[lower] + distinct[upper]) / 2
 
 
-# held(p, r) = #(values of prompt p with rank <= r) is a lookup in a (n_prompts x n_ranks)
-# table up to this many cells (16 MiB of int32), else a binary search in the sorted keys
+def _cumsum_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """resampled_medians by cumulative counts over the sorted values, CUMSUM_CELLS at a time:
+    the sorted value holding position k of resample b is the first j with cumulative[b, j] > k."""
+    order = np.argsort(values, kind="stable")
+    sorted_values, sorted_prompt = values[order], prompt_idx[order]
+    rows = max(1, CUMSUM_CELLS // values.size)
+    out = np.empty(counts.shape[0])
+    for first in range(0, counts.shape[0], rows):
+        cumulative = np.cumsum(counts[first : first + rows, sorted_prompt], axis=1)
+        total = cumulative[:, -1]
+        lower = (cumulative <= ((total - 1) // 2)[:, None]).sum(axis=1)
+        upper = (cumulative <= (total // 2)[:, None]).sum(axis=1)
+        out[first : first + rows] = (sorted_values[lower] + sorted_values[upper]) / 2
+    return out
+
+
+# held(p, r) = #(values of prompt p with rank <= r) is looked up in a (n_prompts x n_grid)
+# table of at most this many cells (16 MiB of int32) at every step-th rank, the grid; between
+# grid ranks (step > 1: many prompts x many distinct values) a binary search in sorted keys
 DENSE_LIMIT = 1 << 22
 
 
@@ -91,20 +118,22 @@ class _Draws:
         n_prompts = counts.shape[1]
         self.counts, self.n_ranks = counts, n_ranks
         self.size = np.bincount(prompt, minlength=n_prompts)  # values per prompt
-        self.offset = np.arange(n_prompts, dtype=np.int64) * n_ranks  # row p of the table
+        self.offset = np.arange(n_prompts, dtype=np.int64) * n_ranks
         self.keys = np.sort(prompt * n_ranks + rank)  # (prompt, rank) flattened, sorted
         self.start = np.searchsorted(self.keys, self.offset)  # prompt p's first key
-        self.table: np.ndarray | None = None
-        if n_prompts * n_ranks <= DENSE_LIMIT:
-            hist = np.bincount(self.keys, minlength=n_prompts * n_ranks)
-            self.table = np.cumsum(hist.reshape(n_prompts, n_ranks), axis=1, dtype=np.int32)
-            self.table = self.table.ravel()
+        self.step = -(-n_prompts * n_ranks // max(DENSE_LIMIT, n_prompts))  # ceil
+        n_grid = -(-n_ranks // self.step)
+        # grid point g: rank min((g + 1) * step - 1, n_ranks - 1), the last rank of bucket g
+        self.grid = np.minimum(np.arange(1, n_grid + 1) * self.step - 1, n_ranks - 1)
+        hist = np.bincount(prompt * n_grid + rank // self.step, minlength=n_prompts * n_grid)
+        self.table = np.cumsum(hist.reshape(n_prompts, n_grid), axis=1, dtype=np.int32).ravel()
+        self.grid_offset = np.arange(n_prompts, dtype=np.int64) * n_grid
 
     def held(self, rank: np.ndarray) -> np.ndarray:
         """(n_boot, n_prompts): #(values of prompt p with rank <= rank[b])."""
+        if self.step == 1:  # every rank is a grid point
+            return self.table[self.grid_offset + rank[:, None]]
         key = self.offset + rank[:, None]
-        if self.table is not None:
-            return self.table[key]
         return np.searchsorted(self.keys, key, side="right") - self.start
 
     def below(self, held: np.ndarray) -> np.ndarray:
@@ -119,15 +148,23 @@ class _Draws:
         return np.where(more, key - self.offset, self.n_ranks).min(axis=1)
 
     def rank_at(self, position: np.ndarray) -> np.ndarray:
-        """Per resample b, the rank of the element at 0-based `position[b]` (binary search)."""
-        lo = np.zeros(position.size, dtype=np.int64)
-        hi = np.full(position.size, self.n_ranks - 1, dtype=np.int64)
-        while (open_ := lo < hi).any():
-            mid = (lo + hi) // 2
-            above = self.below(self.held(mid)) > position
-            hi = np.where(open_ & above, mid, hi)
-            lo = np.where(open_ & ~above, mid + 1, lo)
-        return lo
+        """Per resample b, the rank of the element at 0-based `position[b]`: the least rank r
+        with F_b(r) > position[b], by binary search over the grid, then within the bucket."""
+        zero = np.zeros(position.size, dtype=np.int64)
+        bucket = _least(zero, zero + self.grid.size - 1, lambda g: self.below(
+            self.table[self.grid_offset + g[:, None]]) > position)  # fmt: skip
+        return _least(bucket * self.step, self.grid[bucket],
+                      lambda r: self.below(self.held(r)) > position)  # fmt: skip
+
+
+def _least(lo: np.ndarray, hi: np.ndarray, above: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Per row, the least x in [lo, hi] with above(x) true (true at hi, monotone in x)."""
+    while (open_ := lo < hi).any():
+        mid = (lo + hi) // 2
+        yes = above(mid)
+        hi = np.where(open_ & yes, mid, hi)
+        lo = np.where(open_ & ~yes, mid + 1, lo)
+    return lo
 
 
 def _flatten(by_prompt: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:

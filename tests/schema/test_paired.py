@@ -63,15 +63,24 @@ def _side(rng: np.random.Generator, n_prompts: int) -> list[np.ndarray]:
             for _ in range(n_prompts)]  # fmt: skip
 
 
-@pytest.fixture(params=["table", "sorted keys"])
-def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test with both ways of counting values below a rank."""
-    if request.param == "sorted keys":
-        monkeypatch.setattr(paired, "DENSE_LIMIT", 0)
+@pytest.fixture(
+    params=[(10**9, 7, 0), (0, 0, paired.DENSE_LIMIT), (0, 0, 24), (0, 0, 0)],
+    ids=["cumsum", "table", "grid", "sorted keys"],
+)
+def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    """Run a test with each way of finding a resample's median: cumulative counts over every
+    value (few reps), 7 cells at a time (several chunks of resamples); in rank space with a
+    table of every rank; with a table of every step-th rank (24 cells: steps of several
+    ranks, several buckets) and a binary search between; with a binary search in the sorted
+    keys only (0 cells: one bucket)."""
+    few_reps, cumsum_cells, dense_cells = request.param
+    monkeypatch.setattr(paired, "FEW_REPS", few_reps)
+    monkeypatch.setattr(paired, "CUMSUM_CELLS", cumsum_cells)
+    monkeypatch.setattr(paired, "DENSE_LIMIT", dense_cells)
     return request.param
 
 
-def test_rank_space_medians_equal_the_cumsum_medians(counting: str) -> None:
+def test_rank_space_medians_equal_the_cumsum_medians(counting: tuple) -> None:
     """Bit for bit, on 300 random cases: 1 to 9 prompts (1 included), uneven reps, ties,
     1 to 60 resamples."""
     rng = np.random.default_rng(12)
@@ -84,7 +93,7 @@ def test_rank_space_medians_equal_the_cumsum_medians(counting: str) -> None:
         assert np.array_equal(got, _cumsum_medians(values, prompt_idx, counts))
 
 
-def test_rank_space_medians_by_hand(counting: str) -> None:
+def test_rank_space_medians_by_hand(counting: tuple) -> None:
     """Prompt 0 holds 1, 5, 5; prompt 1 holds 2. Resample (0, 0): 1 1 5 5 5 5 -> 5;
     (0, 1): 1 2 5 5 -> 3.5; (1, 1): 2 2 -> 2. One prompt of reps 3, 1, 2: every resample is
     that prompt, median 2. All values equal: that value."""
@@ -101,7 +110,7 @@ def test_rank_space_medians_by_hand(counting: str) -> None:
     assert flat.tolist() == [7.0] * 3
 
 
-def test_bootstrap_equals_the_cumsum_bootstrap(counting: str) -> None:
+def test_bootstrap_equals_the_cumsum_bootstrap(counting: tuple) -> None:
     """point, ci_low, ci_high identical to the algorithm before issue 12 (same seed), on 40
     random paired cases including single-prompt ones."""
     rng = np.random.default_rng(21)
