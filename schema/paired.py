@@ -15,8 +15,9 @@ Each call starts a fresh `numpy.random.default_rng(seed)`, so an interval depend
 own data, never on how many other comparisons were made before it. What is resampled is the
 prompts: one (n_boot, n_prompts) matrix of draw counts; a resample's median is found in rank
 space (resampled_medians), so the cost is O(n_boot * n_prompts * log(n_values)) whatever the
-number of reps per prompt (an n_boot x n_values array only where that is small and cheaper).
-numpy only: schema is the data contract every stage may import.
+number of reps per prompt (with at most FEW_REPS reps per prompt on average, cumulative counts
+over every value, O(n_boot * n_values), in chunks of bounded size: cheaper there). numpy
+only: schema is the data contract every stage may import.
 """
 
 from __future__ import annotations
