@@ -106,10 +106,11 @@ ORDER BY {_KEY}
 """
 
 
-def _median(values: np.ndarray) -> float:
-    """np.median of the non-missing values (pandas' Series.median); NaN when there is none."""
+def _median(values: np.ndarray) -> np.float64:
+    """np.median of the non-missing values (pandas' Series.median); NaN when there is none.
+    A numpy float, so that a ratio over a zero median is inf or NaN, as pandas' was."""
     present = values[~np.isnan(values)]
-    return float(np.median(present)) if present.size else float("nan")
+    return np.median(present) if present.size else np.float64("nan")
 
 
 def _statistics(
