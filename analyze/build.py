@@ -35,6 +35,9 @@ from schema.store import connect
 log = logging.getLogger(__name__)
 
 
+# DuckDB's buffer pool would otherwise cache up to 80% of RAM of a file read once; past this
+# it evicts pages and spills intermediates to a temporary folder (a 1M-request file is 4.5 GB)
+MEMORY_LIMIT = "1GB"
 MEASURED = "00_measured_requests.sql"
 BEFORE_SPEEDUP = ("01_request_metrics.sql", "02_config_summary.sql", "03_speedup_pairs.sql")
 AFTER_SPEEDUP = (
@@ -111,6 +114,7 @@ def run(db_path: str | Path, baseline: str | None = None) -> None:
     `baseline` (default: the baseline the campaigns' plans name)."""
     # schema's connect refuses a missing or foreign file and migrates an older one
     with connect(db_path) as con:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         baseline = baseline or plan_baseline(con)
         con.begin()
         try:

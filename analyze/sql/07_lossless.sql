@@ -4,7 +4,9 @@
 -- Pairs: a method's ok request and the baseline's ok request with the same prompt_id and
 --   rep in the same (campaign, engine, tp, workload, max_tokens, concurrency); agentic
 --   turns after the first are left out (their context holds each method's own replies).
--- share_identical = n_identical / n_pairs (output_text equal byte for byte).
+-- share_identical = n_identical / n_pairs (output_text equal byte for byte; compared by
+--   their 64-bit DuckDB hash, so that joins carry 8 bytes instead of every text: a false
+--   "identical" needs a hash collision, about 1 in 10^19 per pair).
 -- baseline_self_identical: share of the baseline's own repetitions (rep > 0) whose text
 --   equals its rep 0 for the same prompt: the noise floor. Below 1 the engine itself is not
 --   deterministic here (batch composition and kernel choice change float rounding, e.g.
@@ -21,14 +23,9 @@ params AS (
 texts AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id, rep,
-        output_text
-    FROM requests AS r
-    WHERE ok AND NOT is_warmup AND (turn IS NULL OR turn = 0)
-      AND NOT EXISTS (
-          SELECT 1 FROM units AS u
-          WHERE NOT u.complete AND u.campaign_id = r.campaign_id
-            AND u.config_id = r.config_id AND u.workload = r.workload
-      )
+        CASE WHEN output_text IS NOT NULL THEN hash(output_text) END AS output_text
+    FROM measured_requests
+    WHERE ok AND (turn IS NULL OR turn = 0)
 ),
 
 baseline AS (

@@ -16,7 +16,8 @@ WINDOWS = [("autoregressive", "chat", 1), ("autoregressive", "code", 4), ("ngram
 
 def random_rows(seed: int = 3, n: int = 300) -> list[dict]:
     """Requests of three windows, interleaved one by one, with uneven chunk lists: some
-    without chunk_tokens, some with a 0-token chunk, some of one chunk, some failed."""
+    without chunk_tokens or with one entry too few, some with a 0-token chunk, some of one
+    chunk, some failed, some warm-up requests (never measured)."""
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(n):
@@ -26,12 +27,14 @@ def random_rows(seed: int = 3, n: int = 300) -> list[dict]:
         tokens = rng.integers(1, 5, chunks).tolist()
         if i % 7 == 0:
             tokens[-1] = 0
+        if i % 17 == 2:  # one entry short: counts as unknown (1 token a chunk, not pooled)
+            tokens = tokens[:-1]
         rows.append(req(
             request_id=f"q{i:03d}", method=method, workload=workload, concurrency=concurrency,
             window_id=f"{method}/{workload}/{concurrency}", config_id=f"cfg-{method}",
             service_id=f"svc-{method}", prompt_id=f"p{i % 5}", chunk_times_s=times,
             chunk_tokens=None if i % 5 == 0 else tokens, ttft_s=times[0],
-            e2e_s=times[-1] + 0.01, ok=i % 11 != 0,
+            e2e_s=times[-1] + 0.01, ok=i % 11 != 0, is_warmup=i % 13 == 1,
         ))  # fmt: skip
     return rows
 
@@ -41,26 +44,25 @@ def reference(rows: list[dict]) -> tuple[dict, dict]:
     per_request, pooled = {}, {}
     for r in rows:
         times = np.asarray(r["chunk_times_s"])
-        if not r["ok"] or len(times) < 2:
+        if not r["ok"] or r["is_warmup"] or len(times) < 2:
             continue
         gaps = np.diff(times)
-        tokens = np.asarray(r["chunk_tokens"] or [1] * len(times))[1:]
+        known = r["chunk_tokens"] is not None and len(r["chunk_tokens"]) == len(times)
+        tokens = np.asarray(r["chunk_tokens"] if known else [1] * len(times))[1:]
         per_request[r["request_id"]] = (gaps.mean(), gaps.max(),
                                         (gaps / np.where(tokens > 0, tokens, 1)).mean())
         chunk_ms, token_ms = pooled.setdefault((r["method"], r["workload"]), ([], []))
         chunk_ms.extend(gaps * 1000)
-        if r["chunk_tokens"] is not None:
+        if known:
             token_ms.extend(gaps[tokens > 0] / tokens[tokens > 0] * 1000)
     return per_request, pooled
 
 
 @pytest.mark.parametrize("small", [False, True])
 def test_itl_equals_a_per_request_reference(analyzed, monkeypatch, small: bool) -> None:
-    if small:  # blocks of 2048 chunk rows (a request cut at the boundary), a spill after
-        # every block, every block sorted by window
-        monkeypatch.setattr(itl, "VECTORS_PER_BLOCK", 1)
+    if small:  # blocks of ~25 requests, a spill after every block
+        monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
         monkeypatch.setattr(itl, "SPILL_BYTES", 2000)
-        monkeypatch.setattr(itl, "MAX_RUNS", 1)
     rows = random_rows()
     path = analyzed(rows)
     per_request, pooled = reference(rows)
