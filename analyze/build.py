@@ -114,26 +114,28 @@ def run(db_path: str | Path, baseline: str | None = None) -> None:
     `baseline` (default: the baseline the campaigns' plans name)."""
     # schema's connect refuses a missing or foreign file and migrates an older one
     with connect(db_path) as con:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         baseline = baseline or plan_baseline(con)
+    log.info("inter-token latencies from every chunk list")
+    latencies = itl.compute(db_path)  # read-only, in worker processes: before the write lock
+    with connect(db_path) as con:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         con.begin()
         try:
-            build(con, baseline)
+            build(con, baseline, latencies)
         except BaseException:
             con.rollback()
             raise
         con.commit()
 
 
-def build(con: duckdb.DuckDBPyConnection, baseline: str) -> None:
+def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencies) -> None:
     """Create the analysis objects on an open connection, in dependency order."""
     con.execute(PARAMS_DDL)
     con.execute(PARAMS_INSERT, [baseline, stats.N_BOOT, stats.SEED])
     drop_views(con)
     build_campaign_plan(con)
     con.execute(read_sql(MEASURED))
-    log.info("inter-token latencies from every chunk list")
-    itl.build(con)
+    itl.write(con, latencies)
     for name in BEFORE_SPEEDUP:
         log.info("building %s", name)
         con.execute(read_sql(name))

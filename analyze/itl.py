@@ -3,8 +3,12 @@
 The chunk lists are most of a results file: a campaign of 1M requests holds about 240M chunk
 times. SQL list lambdas cost tens of nanoseconds per element and exact pooled quantiles in SQL
 hold every gap of every window at once, so this module streams (request, chunk time, chunk
-tokens) out of DuckDB once, in blocks, and works on them with numpy. It fills two TEMP tables
-that analyze/sql/01_request_metrics.sql and 08_latency_conventions.sql join:
+tokens) out of DuckDB once, a range of rowids at a time, and works on them with numpy. Past
+PARALLEL_CHUNKS chunks the ranges are shared by one worker process per core (DuckDB's
+conversion to numpy holds the GIL, so threads would not help), each with its own read-only
+connection: `compute` therefore runs before analyze opens the file for writing. `write` puts
+the result into two TEMP tables that analyze/sql/01_request_metrics.sql and
+08_latency_conventions.sql join:
 
 request_itl, per ok measured request with at least two chunks (key rid = requests.rowid):
     itl_chunk_mean_s  = mean gap chunk_times_s[i+1] - chunk_times_s[i]
@@ -18,9 +22,9 @@ in milliseconds over the gaps of every ok request pooled (vLLM's and SGLang's IT
     itl_token_ms_*  every gap / chunk_tokens[i+1] * 1000, for requests whose chunk_tokens has
                     one entry per chunk (entries of 0 tokens are left out)
     each with n, mean, median, std (population, np.std), p90, p95, p99 (np.quantile, linear:
-    DuckDB's quantile_cont). Exact, not sketched: a window's gaps are held whole while its
-    statistics are computed; gaps of other windows wait in a spill file once the buffers pass
-    SPILL_BYTES, so memory stays near SPILL_BYTES plus the largest window's gaps (8 bytes a gap).
+    DuckDB's quantile_cont). Exact, not sketched: the gaps wait in spill files (past
+    SPILL_BYTES held per process) and each window's are read back whole for its statistics,
+    so memory stays near SPILL_BYTES plus the largest window's gaps (8 bytes a gap).
 
 Per-request gap quantiles (p50/p99 over one reply's few hundred gaps) are not computed: they
 need a sort of every gap and say little that the pooled window quantiles and the per-request
@@ -29,9 +33,9 @@ maximum do not.
 
 from __future__ import annotations
 
-import queue
+import multiprocessing
+import os
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +47,8 @@ import pandas as pd
 WINDOW_KEY = ("campaign_id", "engine", "tp", "method", "workload", "max_tokens", "concurrency")
 SPILL_BYTES = 64 * 2**20  # pooled gaps held in memory before they go to spill files
 BLOCK_CHUNKS = 2_000_000  # chunks fetched at once (20 bytes each as numpy arrays)
+PARALLEL_CHUNKS = 20_000_000  # below this, worker processes cost more than they save
+WORKER_MEMORY = "256MB"  # DuckDB memory_limit of each worker's read-only connection
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 STATS = ("mean", "median", "std", "p90", "p95", "p99")
 
@@ -80,10 +86,12 @@ CREATE OR REPLACE TEMP TABLE request_itl (
 
 @dataclass
 class Pool:
-    """Every gap (seconds) of each window, held in memory up to SPILL_BYTES, the rest in
-    spill files."""
+    """Gaps (seconds) per window: buffered up to SPILL_BYTES, then appended to one file per
+    window, kind and process (`tag`)."""
 
     folder: Path
+    kind: str
+    tag: str
     buffers: dict[int, list[np.ndarray]] = field(default_factory=dict)
     held: int = 0
 
@@ -97,16 +105,15 @@ class Pool:
 
     def spill(self) -> None:
         for w, parts in self.buffers.items():
-            with (self.folder / f"{w}.f64").open("ab") as out:
+            with (self.folder / f"{self.kind}-{w}-{self.tag}.f64").open("ab") as out:
                 np.concatenate(parts).tofile(out)
         self.buffers, self.held = {}, 0
 
-    def take(self, w: int) -> np.ndarray:
-        """All values of window w (and forget them)."""
-        path = self.folder / f"{w}.f64"
-        parts = [np.fromfile(path)] if path.exists() else []
-        parts += self.buffers.pop(w, [])
-        return np.concatenate(parts) if parts else np.empty(0)
+
+def pooled(folder: Path, kind: str, w: int) -> np.ndarray:
+    """Every spilled gap of window w (all processes)."""
+    parts = [np.fromfile(f) for f in sorted(folder.glob(f"{kind}-{w}-*.f64"))]
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 @dataclass
@@ -173,33 +180,108 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
 
 
-def build(con: duckdb.DuckDBPyConnection) -> None:
-    """Fill the TEMP tables request_itl and window_itl (needs the measured_requests view)."""
-    window_of = _request_index(con)
-    requests = Requests()
-    with tempfile.TemporaryDirectory(prefix="specsweep-itl-") as folder:
-        chunk_pool, token_pool = Pool(Path(folder) / "chunk"), Pool(Path(folder) / "token")
-        chunk_pool.folder.mkdir()
-        token_pool.folder.mkdir()
-        for rid, t, k in prefetched(blocks(con)):
-            b = Block.of(rid, t, k)
-            window = window_of[b.rid]
-            if window.min(initial=0) < 0:  # warm-up requests, incomplete units
-                b = b.keep(window >= 0)
-                window = window[window >= 0]
-            requests.add(b)
-            _pool(chunk_pool, window, b.ends, b.g)
-            if b.token_ok is None:  # the common case: every chunk's tokens are known
-                _pool(token_pool, window, b.ends, b.per_token)
-            else:
-                # every request has a gap (CHUNKS_SQL), so no reduceat slice is empty
-                kept = np.add.reduceat(b.token_ok.astype(np.int64),
-                                       np.concatenate(([0], b.ends[:-1])))
-                _pool(token_pool, window, np.cumsum(kept), b.per_token[b.token_ok])
+@dataclass
+class Latencies:
+    """What `compute` found: request_itl's rows and window_itl's rows."""
+
+    per_request: pd.DataFrame
+    windows: pd.DataFrame
+
+
+def compute(db_path: str | Path, workers: int | None = None) -> Latencies:
+    """Scan every chunk list of the file at db_path (opened read-only here and in the worker
+    processes). workers: processes to share the scan (default: one per core when the file
+    holds more than PARALLEL_CHUNKS chunks, else none)."""
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
+        con.execute(_measured_sql())
+        window_of, ranges, chunks = _plan(con)
         windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
-        stats = [window_stats(chunk_pool.take(w), token_pool.take(w))
-                 for w in windows["window_index"]]
-    _write(con, requests.frame(), windows, stats)
+        if workers is None:
+            workers = (os.cpu_count() or 1) if chunks > PARALLEL_CHUNKS else 1
+        with tempfile.TemporaryDirectory(prefix="specsweep-itl-") as tmp:
+            folder, index = Path(tmp), windows["window_index"].tolist()
+            if workers <= 1:
+                parts = [_scan_on(con, window_of, ranges, folder, "0")]
+                stats = [_pooled_stats(folder, w) for w in index]
+            else:
+                con.close()  # the workers open their own connections
+                parts, stats = _in_workers(db_path, window_of, ranges, folder, index, workers)
+    return Latencies(_concat(parts), _window_frame(windows, stats))
+
+
+def _measured_sql() -> str:
+    from importlib import resources  # the view analyze.build runs too, read the same way
+
+    return resources.files("analyze").joinpath("sql", "00_measured_requests.sql").read_text(
+        encoding="utf-8")
+
+
+def _plan(con: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, list[tuple[int, int]], int]:
+    """The window index of each measured ok request by requests.rowid (-1 for every other
+    row), the rowid ranges of about BLOCK_CHUNKS chunks each, and the chunks in all."""
+    last, chunks = con.execute(
+        "SELECT max(rowid), coalesce(sum(len(chunk_times_s)), 0) FROM requests").fetchone()
+    con.execute(WINDOWS_SQL)
+    index = con.execute(REQUESTS_SQL).fetchnumpy()
+    window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
+    window_of[index["rid"]] = index["window_index"]
+    if last is None:
+        return window_of, [], 0
+    step = max(1, int(BLOCK_CHUNKS * (last + 1) / max(chunks, 1)))
+    return window_of, [(a, a + step) for a in range(0, last + 1, step)], int(chunks)
+
+
+def _in_workers(db_path: str | Path, window_of: np.ndarray, ranges: list[tuple[int, int]],
+                folder: Path, windows: list[int], workers: int
+                ) -> tuple[list[pd.DataFrame], list[dict]]:
+    """The scan's ranges dealt round-robin to worker processes, then the windows' statistics
+    (spawned: the parent holds DuckDB's threads, which fork would copy half-locked)."""
+    shares = [ranges[i::workers] for i in range(workers)]
+    jobs = [(str(db_path), window_of, share, folder, str(i)) for i, share in enumerate(shares)]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        parts = pool.starmap(_scan_file, jobs)
+        stats = pool.starmap(_pooled_stats, [(folder, w) for w in windows])
+    return parts, stats
+
+
+def _pooled_stats(folder: Path, w: int) -> dict[str, float | int | None]:
+    return window_stats(pooled(folder, "chunk", w), pooled(folder, "token", w))
+
+
+def _scan_file(db_path: str, window_of: np.ndarray, ranges: list[tuple[int, int]],
+               folder: Path, tag: str) -> pd.DataFrame:
+    with duckdb.connect(db_path, read_only=True) as con:
+        con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
+        con.execute("SET threads = 1")  # the other cores run the other workers
+        return _scan_on(con, window_of, ranges, folder, tag)
+
+
+def _scan_on(con: duckdb.DuckDBPyConnection, window_of: np.ndarray,
+             ranges: list[tuple[int, int]], folder: Path, tag: str) -> pd.DataFrame:
+    """Per-request figures of the given rowid ranges; their gaps go to the spill files."""
+    requests = Requests()
+    chunk_pool, token_pool = Pool(folder, "chunk", tag), Pool(folder, "token", tag)
+    for rid, t, k in blocks(con, ranges):
+        b = Block.of(rid, t, k)
+        window = window_of[b.rid]
+        if window.min(initial=0) < 0:  # warm-up requests, incomplete units
+            b = b.keep(window >= 0)
+            window = window[window >= 0]
+            if not len(window):
+                continue
+        requests.add(b)
+        _pool(chunk_pool, window, b.ends, b.g)
+        if b.token_ok is None:  # the common case: every chunk's tokens are known
+            _pool(token_pool, window, b.ends, b.per_token)
+        else:
+            # every request has a gap (CHUNKS_SQL), so no reduceat slice is empty
+            kept = np.add.reduceat(b.token_ok.astype(np.int64),
+                                   np.concatenate(([0], b.ends[:-1])))
+            _pool(token_pool, window, np.cumsum(kept), b.per_token[b.token_ok])
+    chunk_pool.spill()
+    token_pool.spill()
+    return requests.frame()
 
 
 def _pool(pool: Pool, window: np.ndarray, ends: np.ndarray, values: np.ndarray) -> None:
@@ -210,31 +292,15 @@ def _pool(pool: Pool, window: np.ndarray, ends: np.ndarray, values: np.ndarray) 
     pool.add(window[runs], ends[run_ends], values)
 
 
-def _request_index(con: duckdb.DuckDBPyConnection) -> np.ndarray:
-    """The window index of each measured ok request, indexed by requests.rowid (-1 for
-    every other row)."""
-    last = con.execute("SELECT max(rowid) FROM requests").fetchone()[0]
-    con.execute(WINDOWS_SQL)
-    index = con.execute(REQUESTS_SQL).fetchnumpy()
-    window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
-    window_of[index["rid"]] = index["window_index"]
-    return window_of
-
-
-def blocks(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[np.ndarray, ...]]:
-    """(rid, t, k) arrays of the chunks of whole requests, a range of rowids at a time.
+def blocks(con: duckdb.DuckDBPyConnection, ranges: list[tuple[int, int]]
+           ) -> Iterator[tuple[np.ndarray, ...]]:
+    """(rid, t, k) arrays of the chunks of whole requests, one rowid range at a time.
 
     DuckDB prunes a scan to the row groups a rowid range touches, so each range costs its own
-    rows only; the range holds about BLOCK_CHUNKS chunks. Each request's chunks arrive in
-    order; two row groups scanned on two threads may interleave their requests, which a
-    stable sort by rid undoes."""
-    last, chunks = con.execute(
-        "SELECT max(rowid), sum(len(chunk_times_s)) FROM requests").fetchone()
-    if last is None:
-        return
-    step = max(1, int(BLOCK_CHUNKS * (last + 1) / max(chunks or 0, 1)))
-    for start in range(0, last + 1, step):
-        got = con.execute(CHUNKS_SQL, [start, start + step]).fetchnumpy()
+    rows only. Each request's chunks arrive in order; two row groups scanned on two threads
+    may interleave their requests, which a stable sort by rid undoes."""
+    for start, stop in ranges:
+        got = con.execute(CHUNKS_SQL, [start, stop]).fetchnumpy()
         rid, t, k = (np.asarray(got[c]) for c in ("rid", "t", "k"))
         if np.any(rid[1:] < rid[:-1]):
             order = np.argsort(rid, kind="stable")
@@ -243,45 +309,8 @@ def blocks(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[np.ndarray, ...]]:
             yield rid, t, k
 
 
-_END = object()
-
-
-def prefetched(items: Iterator, depth: int = 2) -> Iterator:
-    """The items, produced on a second thread while the caller works on the previous ones
-    (DuckDB's fetch and numpy release the GIL, so the two cores share the pass). When the
-    caller stops early (an error, Ctrl-C) the producer stops too before this returns, so the
-    connection is never used by two threads at once."""
-    box: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
-
-    def put(item: object) -> None:
-        while not stop.is_set():
-            try:
-                box.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                put(item)
-            put(_END)
-        except BaseException as exc:  # handed to the caller, raised there
-            put(exc)
-
-    worker = threading.Thread(target=produce, name="itl-fetch", daemon=True)
-    worker.start()
-    try:
-        while (item := box.get()) is not _END:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join()
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts, ignore_index=True) if parts else Requests().frame()
 
 
 def window_stats(itl_s: np.ndarray, itl_token_s: np.ndarray) -> dict[str, float | int | None]:
@@ -301,17 +330,20 @@ def window_stats(itl_s: np.ndarray, itl_token_s: np.ndarray) -> dict[str, float 
     return out
 
 
-def _write(con: duckdb.DuckDBPyConnection, per_request: pd.DataFrame, windows: pd.DataFrame,
-           stats: list[dict]) -> None:
+def _window_frame(windows: pd.DataFrame, stats: list[dict]) -> pd.DataFrame:
+    return pd.concat([windows.drop(columns="window_index").reset_index(drop=True),
+                      pd.DataFrame.from_records(stats, index=range(len(windows)),
+                                                columns=_stat_columns())], axis=1)
+
+
+def write(con: duckdb.DuckDBPyConnection, found: Latencies) -> None:
+    """The TEMP tables request_itl and window_itl on the build's connection."""
     con.execute(REQUEST_DDL)
-    if len(per_request):
-        con.register("request_itl_frame", per_request)
+    if len(found.per_request):
+        con.register("request_itl_frame", found.per_request)
         con.execute("INSERT INTO request_itl BY NAME SELECT * FROM request_itl_frame")
         con.unregister("request_itl_frame")
-    pooled = pd.concat([windows.drop(columns="window_index").reset_index(drop=True),
-                        pd.DataFrame.from_records(stats, index=range(len(windows)),
-                                                  columns=_stat_columns())], axis=1)
-    con.register("window_itl_frame", pooled)
+    con.register("window_itl_frame", found.windows)
     con.execute(f"CREATE OR REPLACE TEMP TABLE window_itl AS SELECT {WINDOW_COLUMNS} "
                 "FROM window_itl_frame")
     con.unregister("window_itl_frame")

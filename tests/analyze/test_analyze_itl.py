@@ -91,3 +91,22 @@ def test_a_window_without_gaps_has_null_itl(analyzed) -> None:
     (w,) = fetch(path, "SELECT * FROM latency_conventions")
     assert (w["n_itl"], w["itl_ms_median"], w["n_itl_token"], w["itl_token_ms_p99"]) == (
         0, None, 0, None)
+
+
+def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> None:
+    # the ranges are cut in the parent (small here, so both workers get several); spawned
+    # workers spill to the same folder, the parent pools their files per window
+    from analyze_rows import write_db
+
+    monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
+    path = tmp_path / "w.duckdb"
+    write_db(path, random_rows(seed=5))
+    alone, shared = itl.compute(path, workers=1), itl.compute(path, workers=2)
+    by_rid = [f.sort_values("rid").reset_index(drop=True) for f in (alone.per_request,
+                                                                   shared.per_request)]
+    assert len(by_rid[0]) > 200
+    assert by_rid[0].equals(by_rid[1])
+    assert alone.windows.drop(columns=[c for c in alone.windows if "_ms_" in c]).equals(
+        shared.windows.drop(columns=[c for c in shared.windows if "_ms_" in c]))
+    for c in (c for c in alone.windows if "_ms_" in c):  # pooled in another order: ulps
+        assert list(shared.windows[c]) == pytest.approx(list(alone.windows[c]), rel=1e-12)
