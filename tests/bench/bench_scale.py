@@ -11,7 +11,8 @@ contracts and store (`schema.store.Store.append`: every batch validated by pande
 ~/.cache/specsweep/bench-scale/, keyed by the text of scale_campaign.py and schema/ddl.sql, and
 copied for each run: --no-cache writes it anew), then times `python -m analyze --db FILE` and
 `python -m report --db FILE --out X.pdf` as child processes and prints, per size: the
-generation time, the DuckDB file size, and each stage's wall time and peak resident memory.
+generation time, the DuckDB file size, and each stage's wall time and peak resident memory,
+and the most its processes held together (polled every 50 ms).
 Peak memory is the child's own `ru_maxrss` from `os.wait4` on its pid (Linux folds in the
 descendants it waited for, as a maximum, not a sum: for `report` the largest of python, latexmk
 and pdflatex). A stage past --limit-s seconds or --max-rss-gb resident (polled: no OOM killer
@@ -46,25 +47,30 @@ class Stage:
     """One child process's figures."""
 
     wall_s: float
-    peak_mib: float
+    peak_mib: float  # the largest process's own peak (ru_maxrss)
     rc: int | None  # None: killed at a limit
     killed: str = ""
+    group_mib: float = 0.0  # the most its processes held together (polled every 50 ms)
 
 
 def timed(cmd: list[str], limit_s: float, max_rss_mib: float, log: Path) -> Stage:
-    """Run cmd; its wall time and the peak RSS of its process tree (largest process). Killed
-    past limit_s seconds or when its own RSS passes max_rss_mib (rc None: see `killed`)."""
+    """Run cmd; its wall time, the peak RSS of its largest process and the most its process
+    group held at once (analyze's chunk-list pass runs worker processes). Killed past limit_s
+    seconds or when the group's RSS passes max_rss_mib (rc None: see `killed`)."""
     started = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+    group = 0.0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return Stage(time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode)
+            return Stage(time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode,
+                         group_mib=group)
         elapsed = time.perf_counter() - started
-        rss = _rss_mib(proc.pid)
+        rss = _group_rss_mib(proc.pid)
+        group = max(group, rss)
         if elapsed > limit_s or rss > max_rss_mib:
             os.killpg(proc.pid, signal.SIGKILL)
             _, _, usage = os.wait4(proc.pid, 0)
@@ -72,6 +78,19 @@ def timed(cmd: list[str], limit_s: float, max_rss_mib: float, log: Path) -> Stag
                    f"KILLED at {rss:,.0f} MiB resident after {_clock(elapsed)}")
             return Stage(elapsed, usage.ru_maxrss / 1024, None, why)
         time.sleep(0.05)
+
+
+def _group_rss_mib(pgid: int) -> float:
+    """Resident memory of every live process of process group pgid, summed."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:  # fields after "(comm)": state, ppid, pgrp, ...
+            total += _rss_mib(int(stat.parent.name))
+    return total
 
 
 def _rss_mib(pid: int) -> float:
@@ -140,7 +159,8 @@ def stage_line(name: str, stage: Stage | None, log: Path) -> str:
         return f"  {name:<8} not run (analyze did not finish)"
     what = (stage.killed if stage.rc is None else "ok" if stage.rc == 0
             else f"FAILED rc={stage.rc}: {log.read_text()[-300:].strip()}")
-    return f"  {name:<8} {_clock(stage.wall_s):>10} {stage.peak_mib:>10,.0f}   {what}"
+    return (f"  {name:<8} {_clock(stage.wall_s):>10} {stage.peak_mib:>10,.0f} "
+            f"{stage.group_mib:>10,.0f}   {what}")
 
 
 def _clock(s: float) -> str:
@@ -153,7 +173,7 @@ def show(r: dict[str, Any]) -> None:
             else f"generated in {_clock(r['gen_s'])} through Store.append")
     print(f"N = {r['n']:,} measured requests ({len(windows())} windows): {made}, DuckDB file "
           f"{r['mib']:,.0f} MiB")
-    print(f"  {'stage':<8} {'wall':>10} {'peak MiB':>10}")
+    print(f"  {'stage':<8} {'wall':>10} {'peak MiB':>10} {'all MiB':>10}")
     print(stage_line("analyze", r["analyze"], folder / "analyze.log"))
     print(stage_line("report", r["report"], folder / "report.log"))
     for name, rows, seconds in r["views"]:
