@@ -36,16 +36,9 @@ import pandas as pd
 from analyze import stats
 from schema import paired
 
-
-def old_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """resampled_medians before issue 12: cumsum over every sorted value, per resample."""
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    cumulative = np.cumsum(counts[:, prompt_idx[order]], axis=1)
-    total = cumulative[:, -1]
-    lower = (cumulative <= ((total - 1) // 2)[:, None]).sum(axis=1)
-    upper = (cumulative <= (total // 2)[:, None]).sum(axis=1)
-    return (sorted_values[lower] + sorted_values[upper]) / 2
+# the old algorithm is the oracle of tests/schema/test_paired.py; timed here against the new
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schema"))
+from test_paired import _cumsum_medians as old_medians  # noqa: E402
 
 
 def old_bootstrap(m: list[np.ndarray], b: list[np.ndarray]) -> tuple[float, float, float]:
