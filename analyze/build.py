@@ -116,7 +116,8 @@ def run(db_path: str | Path, baseline: str | None = None) -> None:
     with connect(db_path) as con:
         baseline = baseline or plan_baseline(con)
     log.info("inter-token latencies from every chunk list")
-    latencies = itl.compute(db_path)  # read-only, in worker processes: before the write lock
+    # read-only, in worker processes: before this process takes the write lock
+    latencies = itl.compute(db_path, read_sql(MEASURED))
     with connect(db_path) as con:
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         con.begin()

@@ -188,13 +188,14 @@ class Latencies:
     windows: pd.DataFrame
 
 
-def compute(db_path: str | Path, workers: int | None = None) -> Latencies:
+def compute(db_path: str | Path, measured_sql: str, workers: int | None = None) -> Latencies:
     """Scan every chunk list of the file at db_path (opened read-only here and in the worker
-    processes). workers: processes to share the scan (default: one per core when the file
-    holds more than PARALLEL_CHUNKS chunks, else none)."""
+    processes). measured_sql: the text of analyze/sql/00_measured_requests.sql (the view the
+    build uses too). workers: processes to share the scan (default: one per core when the
+    file holds more than PARALLEL_CHUNKS chunks, else none)."""
     with duckdb.connect(str(db_path), read_only=True) as con:
         con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
-        con.execute(_measured_sql())
+        con.execute(measured_sql)
         window_of, ranges, chunks = _plan(con)
         windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
         if workers is None:
@@ -208,13 +209,6 @@ def compute(db_path: str | Path, workers: int | None = None) -> Latencies:
                 con.close()  # the workers open their own connections
                 parts, stats = _in_workers(db_path, window_of, ranges, folder, index, workers)
     return Latencies(_concat(parts), _window_frame(windows, stats))
-
-
-def _measured_sql() -> str:
-    from importlib import resources  # the view analyze.build runs too, read the same way
-
-    return resources.files("analyze").joinpath("sql", "00_measured_requests.sql").read_text(
-        encoding="utf-8")
 
 
 def _plan(con: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, list[tuple[int, int]], int]:

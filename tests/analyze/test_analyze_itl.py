@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from analyze_rows import fetch, req
 
-from analyze import itl
+from analyze import build, itl
 
 WINDOWS = [("autoregressive", "chat", 1), ("autoregressive", "code", 4), ("ngram", "chat", 1)]
 
@@ -101,7 +101,9 @@ def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> 
     monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
     path = tmp_path / "w.duckdb"
     write_db(path, random_rows(seed=5))
-    alone, shared = itl.compute(path, workers=1), itl.compute(path, workers=2)
+    measured = build.read_sql(build.MEASURED)
+    alone = itl.compute(path, measured, workers=1)
+    shared = itl.compute(path, measured, workers=2)
     by_rid = [f.sort_values("rid").reset_index(drop=True) for f in (alone.per_request,
                                                                    shared.per_request)]
     assert len(by_rid[0]) > 200
