@@ -102,7 +102,7 @@ class RequestsSchema(_Base):
     prompt_id: Series[str]
     max_tokens: Series[int] = pa.Field(ge=1)
     rep: Series[int] = pa.Field(ge=0)
-    concurrency: Series[int] = pa.Field(ge=1)
+    concurrency: Series[int] = pa.Field(ge=0)  # 0: an uncapped open-loop window
     session_id: Series[str] = pa.Field(nullable=True)
     turn: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
     is_warmup: Series[bool]
@@ -125,6 +125,7 @@ class RequestsSchema(_Base):
     ok: Series[bool]
     error_kind: Series[str] = pa.Field(nullable=True, isin=ERROR_KINDS)
     error_message: Series[str] = pa.Field(nullable=True)
+    scheduled_s: Series[float] | None = pa.Field(nullable=True, ge=0)  # absent: closed loop
 
     @pa.check("chunk_times_s", name="chunk times are non-decreasing offsets")
     def _chunk_times(cls, s: Series[object]) -> Series[bool]:
@@ -143,6 +144,11 @@ class RequestsSchema(_Base):
             | df["output_tokens"].isna()
         )
         return ~bad
+
+    @pa.dataframe_check(name="closed-loop rows have concurrency >= 1")
+    def _concurrency(cls, df: pd.DataFrame) -> Series[bool]:
+        scheduled = df["scheduled_s"] if "scheduled_s" in df else pd.Series(None, index=df.index)
+        return scheduled.notna() | (df["concurrency"] >= 1)
 
     @pa.dataframe_check(name="failed rows carry an error_kind")
     def _failed_rows(cls, df: pd.DataFrame) -> Series[bool]:
@@ -164,6 +170,41 @@ def _is_sorted_offsets(v: object) -> bool:
     return all(not math.isnan(x) and x >= 0 for x in xs) and all(a <= b for a, b in zip(xs, xs[1:]))
 
 
+LOADS = ["closed", "poisson", "gamma", "constant", "trace"]
+CACHE_RESETS = ["flush_cache", "reset_prefix_cache", "slots_erase", "cache_prompt_off", "kept",
+                "unsupported", "failed"]
+
+
+class WindowsSchema(_Base):
+    campaign_id: Series[str]
+    service_id: Series[str]
+    config_id: Series[str]
+    workload: Series[str]
+    window_id: Series[str]
+    max_tokens: Series[int] = pa.Field(ge=1)
+    load: Series[str] = pa.Field(isin=LOADS)
+    rate: Series[float] = pa.Field(nullable=True, gt=0)
+    ramp: Series[str] = pa.Field(nullable=True, isin=["linear", "exponential"])
+    ramp_start_rate: Series[float] = pa.Field(nullable=True, gt=0)
+    ramp_end_rate: Series[float] = pa.Field(nullable=True, gt=0)
+    burstiness: Series[float] = pa.Field(nullable=True, gt=0)
+    seed: Series[pd.Int64Dtype] = pa.Field(nullable=True)
+    max_concurrency: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=1)
+    n_scheduled: Series[int] = pa.Field(ge=0)
+    schedule_span_s: Series[float] = pa.Field(nullable=True, ge=0)
+    cache_reset: Series[str] = pa.Field(isin=CACHE_RESETS)
+    started_at: Series[pd.Timestamp]
+    elapsed_s: Series[float] = pa.Field(ge=0)
+
+    class Config:
+        unique = ["campaign_id", "window_id"]
+
+    @pa.dataframe_check(name="open-loop windows have a schedule span and seed")
+    def _open(cls, df: pd.DataFrame) -> Series[bool]:
+        closed = df["load"] == "closed"
+        return closed | (df["schedule_span_s"].notna())
+
+
 class ServerMetricsSchema(_Base):
     campaign_id: Series[str]
     service_id: Series[str]
@@ -182,7 +223,8 @@ class EndpointErrorsSchema(_Base):
     service_id: Series[str]
     config_id: Series[str]
     workload: Series[str]
-    hook: Series[str] = pa.Field(isin=["fingerprint", "before_workload", "scrape"])
+    hook: Series[str] = pa.Field(
+        isin=["fingerprint", "before_workload", "scrape", "reset_cache"])
     phase: Series[str] = pa.Field(isin=["start", "before", "after"])
     endpoint: Series[str]
     status: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=100, le=599)
@@ -222,6 +264,7 @@ CONTRACTS: dict[str, type[_Base]] = {
     "services": ServicesSchema,
     "units": UnitsSchema,
     "requests": RequestsSchema,
+    "windows": WindowsSchema,
     "server_metrics": ServerMetricsSchema,
     "endpoint_errors": EndpointErrorsSchema,
     "gpu_samples": GpuSamplesSchema,

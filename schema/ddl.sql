@@ -1,5 +1,6 @@
--- specsweep raw layer, schema version 5 (v1 had no units.complete, v2 no units.colocated_with,
--- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; see schema/store.py).
+-- specsweep raw layer, schema version 6 (v1 had no units.complete, v2 no units.colocated_with,
+-- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
+-- requests.scheduled_s; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -89,12 +90,14 @@ CREATE TABLE IF NOT EXISTS requests (
     prompt_id        VARCHAR NOT NULL,
     max_tokens       INTEGER NOT NULL,
     rep              INTEGER NOT NULL,
-    concurrency      INTEGER NOT NULL,
+    concurrency      INTEGER NOT NULL,     -- closed loop: requests in flight; open loop: the
+                                           -- window's max_concurrency cap, 0 = uncapped
     session_id       VARCHAR,              -- agentic sessions only
     turn             INTEGER,              -- agentic sessions only, 0-based
     is_warmup        BOOLEAN NOT NULL,
     sent_at          TIMESTAMP NOT NULL,   -- UTC wall clock, never used for durations
-    start_s          DOUBLE NOT NULL,      -- perf_counter offset of t0 from the window start
+    start_s          DOUBLE NOT NULL,      -- perf_counter offset of t0 (the actual send) from
+                                           -- the window start
     ttft_s           DOUBLE,
     e2e_s            DOUBLE,
     chunk_times_s    DOUBLE[],             -- arrival offsets (from t0) of chunks carrying tokens
@@ -112,7 +115,42 @@ CREATE TABLE IF NOT EXISTS requests (
     server_stats     VARCHAR,              -- the engine's final stats object as JSON (timings, meta_info, usage)
     ok               BOOLEAN NOT NULL,
     error_kind       VARCHAR,              -- http | timeout | connect | protocol | empty | server_died | cancelled
-    error_message    VARCHAR
+    error_message    VARCHAR,
+    scheduled_s      DOUBLE                -- open-loop windows only: the send time the arrival
+                                           -- schedule asked for, same clock as start_s (lag =
+                                           -- start_s - scheduled_s; with a max_concurrency cap
+                                           -- it includes the wait for a free slot); NULL in
+                                           -- closed-loop windows
+);
+
+-- One row per measured window, closed- and open-loop: how its load was made and what was done
+-- to the server's prefix cache before it. Lands in the unit's transaction, like its requests.
+CREATE TABLE IF NOT EXISTS windows (
+    campaign_id      VARCHAR NOT NULL,
+    service_id       VARCHAR NOT NULL,
+    config_id        VARCHAR NOT NULL,
+    workload         VARCHAR NOT NULL,
+    window_id        VARCHAR NOT NULL,     -- requests.window_id
+    max_tokens       INTEGER NOT NULL,
+    load             VARCHAR NOT NULL,     -- closed | poisson | gamma | constant | trace
+    rate             DOUBLE,               -- offered requests/s; NULL for closed, trace and ramps
+    ramp             VARCHAR,              -- NULL | linear | exponential (vLLM's ramp-up strategies)
+    ramp_start_rate  DOUBLE,               -- a ramp's first and last rate (requests/s)
+    ramp_end_rate    DOUBLE,
+    burstiness       DOUBLE,               -- gamma shape (1 = poisson); NULL otherwise
+    seed             BIGINT,               -- the arrival schedule's seed; NULL closed-loop
+    max_concurrency  INTEGER,              -- open loop: the cap (NULL none); closed: the concurrency
+    n_scheduled      INTEGER NOT NULL,     -- requests the window's schedule holds
+    schedule_span_s  DOUBLE,               -- the last scheduled send offset; NULL closed-loop
+    cache_reset      VARCHAR NOT NULL,     -- what was done to the prefix cache before the window:
+                                           -- flush_cache (SGLang) | reset_prefix_cache (vLLM) |
+                                           -- slots_erase (llama.cpp) | cache_prompt_off (llama.cpp
+                                           -- requests ask for no caching: nothing to reset) |
+                                           -- kept (plan prefix_cache: keep) | unsupported |
+                                           -- failed (an endpoint_errors row says why)
+    started_at       TIMESTAMP NOT NULL,   -- UTC
+    elapsed_s        DOUBLE NOT NULL,      -- perf_counter, window start to the last reply's end
+    PRIMARY KEY (campaign_id, window_id)
 );
 
 CREATE TABLE IF NOT EXISTS server_metrics (
@@ -136,7 +174,7 @@ CREATE TABLE IF NOT EXISTS endpoint_errors (
     service_id   VARCHAR NOT NULL,
     config_id    VARCHAR NOT NULL,
     workload     VARCHAR NOT NULL,      -- '' for the fingerprint (taken before any workload)
-    hook         VARCHAR NOT NULL,      -- fingerprint | before_workload | scrape
+    hook         VARCHAR NOT NULL,      -- fingerprint | before_workload | scrape | reset_cache
     phase        VARCHAR NOT NULL,      -- start (fingerprint) | before | after (the workload)
     endpoint     VARCHAR NOT NULL,      -- the last request the hook sent, e.g. 'GET /metrics';
                                         -- '' when it sent none

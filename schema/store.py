@@ -34,7 +34,7 @@ import pandera.pandas as pa
 from schema import metrics
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -324,6 +324,12 @@ def migrate_to_5(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE services ADD COLUMN transport VARCHAR DEFAULT 'unknown'").fetchall()
 
 
+def migrate_to_6(con: duckdb.DuckDBPyConnection) -> None:
+    """v6: windows (the DDL created it) and requests.scheduled_s (open-loop load). Every
+    request of an older file was sent closed-loop: NULL is right."""
+    con.execute("ALTER TABLE requests ADD COLUMN scheduled_s DOUBLE").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4,
-                               5: migrate_to_5}
+                               5: migrate_to_5, 6: migrate_to_6}

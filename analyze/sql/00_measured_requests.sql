@@ -2,7 +2,9 @@
 -- `python -m analyze` ends; the persistent result is request_metrics).
 -- grain: request; key: rid (= requests.rowid, stable within the build's transaction), request_id.
 -- Left out: warm-up requests (is_warmup) and rows of a unit marked incomplete (units.complete =
--- false: the run was interrupted in it) until resume redoes the unit.
+-- false: the run was interrupted in it) until resume redoes the unit, and open-loop requests
+-- (scheduled_s set): those are open_requests' (21_open_requests.sql), and every closed-loop
+-- object groups by concurrency, which an open-loop window does not have.
 
 CREATE OR REPLACE TEMP VIEW measured_requests AS
 
@@ -16,6 +18,7 @@ final AS (
     SELECT r.rowid AS rid, r.*
     FROM requests AS r
     WHERE NOT r.is_warmup
+      AND r.scheduled_s IS NULL
       AND NOT EXISTS (
           SELECT 1 FROM incomplete AS i
           WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id

@@ -1,5 +1,5 @@
-"""Schema migrations v3->v5: a v3 file gains endpoint_errors on open, a v4 file gains
-gpu_samples and services.transport; the endpoint_errors contract quarantines rows that name
+"""Schema migrations v3->v6: a v3 file gains endpoint_errors on open, a v4 file gains
+gpu_samples and services.transport, a v5 file windows and requests.scheduled_s; the endpoint_errors contract quarantines rows that name
 no known hook or phase."""
 
 from __future__ import annotations
@@ -33,7 +33,22 @@ def test_a_v4_file_gains_gpu_samples_and_says_its_services_transport_is_unknown(
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT transport FROM services").fetchall() == [("unknown",)]
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchone() == (0,)
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (5,)
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (6,)
+
+
+def test_a_v5_file_gains_windows_and_its_requests_were_sent_closed_loop(tmp_path: Path) -> None:
+    path = tmp_path / "v5.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(5))
+        con.execute("INSERT INTO schema_version VALUES (5, now()::TIMESTAMP)")
+        assert "scheduled_s" not in [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
+        assert con.execute("SELECT count(*) FROM duckdb_tables() "
+                           "WHERE table_name = 'windows'").fetchone() == (0,)
+    Store(path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
+        assert columns[-1] == "scheduled_s"
+        assert con.execute("SELECT count(*) FROM windows").fetchone() == (0,)
 
 
 def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
@@ -42,13 +57,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,)]
+    assert versions == [(3,), (4,), (5,), (6,)]
     assert statuses == [(200,), (None,)]
 
 
