@@ -18,9 +18,11 @@ import httpx
 
 
 class HookFailed(RuntimeError):
-    """A hook could not do its job (e.g. the server refused to flush its cache): the
-    service is treated as failed, which restarts it once (a fresh server has a clean
-    cache), then skips the configuration."""
+    """A hook could not do its job (e.g. the server refused to empty its prefix cache, or
+    does not offer a way to). Its message says why and what to change (a flag, an
+    environment variable); the caller records it in `endpoint_errors`: a failed
+    `reset_cache` marks the window's `cache_reset` 'failed', a failed `before_workload`
+    fails the service."""
 
 
 class StreamParser(Protocol):
@@ -48,6 +50,11 @@ class Engine(Protocol):
     async def scrape(self, client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]: ...
     def prepare(self, host: Any) -> None: ...
     async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None: ...
+    async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str: ...
+
+
+CACHE_RESETS = ("flush_cache", "reset_prefix_cache", "slots_erase", "cache_prompt_off",
+                "unsupported")  # what reset_cache may return (windows.cache_reset values)
 
 
 class EngineHooks:
@@ -57,7 +64,18 @@ class EngineHooks:
         """Once per campaign before any service starts (e.g. read a chat template)."""
 
     async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None:
-        """Before each workload on a running service (e.g. flush a prefix cache)."""
+        """Before each workload on a running service (nothing by default; the prefix cache
+        is emptied per window by `reset_cache`)."""
+
+    async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str:
+        """Empty the server's prefix cache before a measured window; return how, one of
+        `CACHE_RESETS` (the values of `windows.cache_reset`): flush_cache | reset_prefix_cache
+        | slots_erase | cache_prompt_off | unsupported. Raise HookFailed (or let the
+        request's exception out) when the server refused or failed: the caller records an
+        `endpoint_errors` row (hook 'reset_cache') and marks the window 'failed'.
+
+        The default: the engine has no way, "unsupported" (nothing is sent)."""
+        return "unsupported"
 
 
 def flag(args: list[str], name: str) -> str | None:

@@ -20,7 +20,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import Field
 
-from collect.engines.base import EngineHooks
+from collect.engines.base import EngineHooks, HookFailed, flag
 from collect.plan.fields import EngineConfig, Method
 from collect.resources import build_label, resolve_llama_server, resolve_model
 
@@ -178,6 +178,62 @@ class LlamaCpp(EngineHooks):
         if reply.status_code != 200:
             return []
         return parse_prometheus(reply.text)
+
+    async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str:
+        """Empty llama-server's prompt cache before a measured window.
+
+        With `cache_prompt: false` in request_extra (the default) no request reuses a
+        cached prompt (timings.cache_n stays 0), so nothing is sent: "cache_prompt_off".
+        Otherwise (llama-server caches prompts unless a request says not to) every slot
+        is erased, `POST /slots/{id}?action=erase` for ids 0 .. /props total_slots - 1:
+        "slots_erase". Two server settings must allow it (tools/server/server-context.cpp):
+        - slot actions answer 501 "This server does not support slots action. Start it
+          with `--slot-save-path`" unless it has one: HookFailed naming the flag;
+        - prompts also live in a host-memory prompt cache (`--cache-ram N`, 8192 MiB by
+          default) that no endpoint empties and that serves an erased slot's prompt again
+          (seen here: cache_n 87 of 88 tokens after an erase), so the plan's engine.args
+          (or engine.env LLAMA_ARG_CACHE_RAM) must say `--cache-ram 0`: HookFailed
+          otherwise, before any request."""
+        if self.cfg.request_extra.get("cache_prompt", True) is False:
+            return "cache_prompt_off"
+        if not _no_cache_ram(self.cfg.args, self.cfg.env):
+            raise HookFailed(
+                "llama-server keeps prompts in a host-memory prompt cache (--cache-ram, "
+                "8192 MiB by default) that no endpoint empties: a slot erase would leave "
+                "cached prompts served; start it with `--cache-ram 0` (engine.args) and "
+                "`--slot-save-path DIR`, or set request_extra cache_prompt: false")
+        props = await client.get(f"{base_url}/props", timeout=10)
+        total = props.json().get("total_slots") if props.status_code == 200 else None
+        if not isinstance(total, int) or total < 1:
+            raise HookFailed(f"llama-server's /props gave no total_slots (HTTP "
+                             f"{props.status_code}: {props.text.strip()[:200]!r})")
+        for slot in range(total):
+            reply = await client.post(f"{base_url}/slots/{slot}?action=erase",
+                                      timeout=self.cfg.request_timeout_s)
+            if reply.status_code == 501:
+                raise HookFailed(
+                    "llama-server refused to erase its slots (HTTP 501: "
+                    f"{_error_message(reply)}): start it with `--slot-save-path DIR` "
+                    "(engine.args), or set request_extra cache_prompt: false")
+            if reply.status_code != 200:
+                raise HookFailed(f"llama-server did not erase slot {slot} (HTTP "
+                                 f"{reply.status_code}: {_error_message(reply)})")
+        return "slots_erase"
+
+
+def _no_cache_ram(args: list[str], env: dict[str, str]) -> bool:
+    """Whether the launch flags (or LLAMA_ARG_CACHE_RAM) turn the host prompt cache off."""
+    value = flag(args, "--cache-ram") or flag(args, "-cram") or env.get("LLAMA_ARG_CACHE_RAM")
+    return value is not None and value.strip() == "0"
+
+
+def _error_message(reply: httpx.Response) -> str:
+    """llama-server's {"error": {"message": ...}}, else the body's start."""
+    try:
+        message = reply.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = reply.text.strip()[:300]
+    return repr(message)
 
 
 def parse_prometheus(text: str) -> list[dict[str, Any]]:

@@ -41,7 +41,8 @@ class ChatTemplateError(ValueError):
 
 
 class FlushRefused(HookFailed):
-    """SGLang did not flush its cache (it refuses while requests run)."""
+    """SGLang did not flush its radix (prefix) cache: it refuses while requests run or
+    wait."""
 
 
 # --- chat template -----------------------------------------------------------------------
@@ -199,9 +200,6 @@ class SGLangEngine(EngineConfig):
         description="Jinja2 chat template for /generate prompts; default: `chat_template` of "
         "the model's tokenizer_config.json, read over the host.",
     )
-    flush_cache: bool = Field(
-        True, description="POST /flush_cache between workloads (checked in the reply body)."
-    )
 
     memory: ClassVar[MemoryRules | None] = MEMORY
 
@@ -248,10 +246,6 @@ class SGLang(EngineHooks):
         self.set_chat_template(
             chat_template_from_tokenizer_config(text), **special_tokens_from_tokenizer_config(text)
         )
-
-    async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None:
-        if self.cfg.flush_cache:
-            await self.flush_cache(client, base_url)
 
     def set_chat_template(
         self, template: str, bos_token: str | None = None, eos_token: str | None = None
@@ -300,6 +294,12 @@ class SGLang(EngineHooks):
         if reply.status_code == 200:
             samples += parse_prometheus(reply.text)
         return samples
+
+    async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str:
+        """Before each measured window (plan `prefix_cache: reset`): POST /flush_cache,
+        "flush_cache"; FlushRefused (a HookFailed) when SGLang did not flush."""
+        await self.flush_cache(client, base_url)
+        return "flush_cache"
 
     async def flush_cache(self, client: httpx.AsyncClient, base_url: str) -> None:
         """POST /flush_cache; raise FlushRefused unless SGLang says it flushed.

@@ -14,6 +14,7 @@ both spellings are read, and samples of several engines (label sets) are summed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import defaultdict
 from typing import Any, ClassVar, Literal
@@ -21,13 +22,14 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
-from collect.engines.base import EngineHooks, MemoryRules, ResultFormat, flag
+from collect.engines.base import EngineHooks, HookFailed, MemoryRules, ResultFormat, flag
 from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
 from collect.plan.fields import EngineConfig, Method
 
 PREFIX = "vllm:spec_decode_"
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 PER_POS = "num_accepted_tokens_per_pos"
+RESET_TRIES, RESET_WAIT_S = 5, 0.2  # {"success": false} is retried: blocks may still be held
 
 
 class VLLMChatStream(ChatStream):
@@ -135,6 +137,56 @@ class VLLM(EngineHooks):
         except httpx.HTTPError:
             return []
         return parse_prometheus(reply.text) if reply.status_code == 200 else []
+
+    async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str:
+        """POST /reset_prefix_cache before a measured window: "reset_prefix_cache".
+
+        What vLLM does (read in its source, late 2026):
+        - The route exists only with `VLLM_SERVER_DEV_MODE=1` in the server's environment
+          (`vllm/entrypoints/serve/cache/api_router.py`: `attach_router` returns early
+          without it), so without it the server answers 404: HookFailed naming the variable
+          (set it in the plan's engine.env). `vllm bench sweep` sets it for the same reason
+          (`vllm/benchmarks/sweep/server.py`) and posts the same path between runs.
+        - Older builds answer an empty 200 whether or not the cache was reset ("we
+          currently do not check"); newer ones (`vllm/frontend/entrypoints/serve/dev/cache/
+          api_router.py`) answer `{"success": bool}`, false while blocks are still held
+          (running requests, async KV offload transfers), "callers may retry": retried
+          RESET_TRIES times RESET_WAIT_S apart, then HookFailed.
+        - Query flags are left at their defaults: `reset_running_requests=true` would
+          preempt requests still running (none should be, before a window), and
+          `reset_external=true` makes the scheduler answer false when no KV connector is
+          configured (`Scheduler.reset_connector_cache`). A connector's own tier (CPU
+          offload, LMCache) is therefore not emptied (vllm-project/vllm#57727).
+        """
+        url = f"{base_url}/reset_prefix_cache"
+        for attempt in range(RESET_TRIES):
+            if attempt:
+                await asyncio.sleep(RESET_WAIT_S)
+            reply = await client.post(url, timeout=30)
+            if reply.status_code == 404:
+                raise HookFailed(
+                    "vLLM does not offer POST /reset_prefix_cache (HTTP 404): it serves it only "
+                    "when started with VLLM_SERVER_DEV_MODE=1 in its environment (engine.env)")
+            if reply.status_code != 200:
+                raise HookFailed(f"vLLM did not reset its prefix cache (HTTP "
+                                 f"{reply.status_code}: {reply.text.strip()[:300]!r})")
+            if _reset_succeeded(reply.text):
+                return "reset_prefix_cache"
+        raise HookFailed(
+            f"vLLM did not reset its prefix cache: {RESET_TRIES} tries answered "
+            f"{reply.text.strip()[:300]!r} (blocks still held by running requests or KV "
+            "transfers)")
+
+
+def _reset_succeeded(body: str) -> bool:
+    """An empty 200 (older vLLM: success not checked) or `{"success": true}`."""
+    if not body.strip():
+        return True
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and answer.get("success") is True
 
 
 async def _get_json(client: httpx.AsyncClient, url: str) -> dict[str, Any]:

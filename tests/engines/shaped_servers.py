@@ -14,6 +14,7 @@ import asyncio
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,9 @@ class Script:
     flush_always_busy: bool = False  # SGLang: /flush_cache answers as if requests were running
     stamp: bool = False  # put perf_counter() at send time into each event as "t_sent"
     total_suffix: bool = True  # vLLM: counters exposed as *_total (typed) or bare (untyped)
+    dev_mode: bool = True  # vLLM: VLLM_SERVER_DEV_MODE=1, else /reset_prefix_cache is a 404
+    reset_reply: str = "success"  # vLLM: "success" ({"success": bool}) or "empty" (older: bare 200)
+    reset_refusals: int = 0  # vLLM: answer {"success": false} to the first N resets
 
     @property
     def tokens(self) -> int:
@@ -109,6 +113,7 @@ class ShapedServer:
         self.script = script
         self.busy = 0
         self.bodies: list[dict[str, Any]] = []
+        self.calls: Counter[str] = Counter()  # "POST /flush_cache" -> times asked
 
     async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -118,6 +123,7 @@ class ShapedServer:
                 method, target, _ = line.split(" ", 2)
                 headers = dict(f.lower().split(": ", 1) for f in fields if ": " in f)
                 body = await reader.readexactly(int(headers.get("content-length", 0)))
+                self.calls[f"{method} {urlsplit(target).path}"] += 1
                 await self.route(Request(method, urlsplit(target).path, body), Reply(writer))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -239,7 +245,8 @@ class SGLangServer(ShapedServer):
 
 
 class VLLMServer(ShapedServer):
-    """/health, /v1/chat/completions (OpenAI chunks), /metrics (spec_decode counters)."""
+    """/health, /v1/chat/completions (OpenAI chunks), /metrics (spec_decode counters),
+    /reset_prefix_cache (only in dev mode, as vLLM)."""
 
     def __init__(self, script: Script):
         super().__init__(script)
@@ -254,6 +261,8 @@ class VLLMServer(ShapedServer):
             await self.chat(req, reply)
         elif req.path == "/metrics":
             await reply.send(200, self.metrics(), "text/plain; version=0.0.4")
+        elif req.path == "/reset_prefix_cache" and self.script.dev_mode:
+            await self.reset(reply)
         elif req.path == "/version":
             await reply.send(200, {"version": "0.0.shaped"})
         elif req.path == "/v1/models":
@@ -266,20 +275,32 @@ class VLLMServer(ShapedServer):
         body = req.json()
         self.bodies.append(body)
         ids = bool(body.get("return_token_ids"))
-        await reply.start_stream()
-        await reply.event(_chunk({"role": "assistant", "content": ""}))
+        self.busy += 1
+        try:
+            await reply.start_stream()
+            await reply.event(_chunk({"role": "assistant", "content": ""}))
 
-        def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
-            extra = {"token_ids": list(range(sent, sent + n))} if ids else {}
-            return _chunk({"content": self.script.words(sent, n)}, **extra)
+            def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
+                extra = {"token_ids": list(range(sent, sent + n))} if ids else {}
+                return _chunk({"content": self.script.words(sent, n)}, **extra)
 
-        await self.play(reply, chunk)
-        self.advance()
-        await asyncio.sleep(self.script.tail_s)
-        await reply.event(_chunk({}, finish_reason="length"))
-        if (body.get("stream_options") or {}).get("include_usage"):
-            await reply.event(_event([], usage=self.usage()))
-        await reply.end_stream()
+            await self.play(reply, chunk)
+            self.advance()
+            await asyncio.sleep(self.script.tail_s)
+            await reply.event(_chunk({}, finish_reason="length"))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                await reply.event(_event([], usage=self.usage()))
+            await reply.end_stream()
+        finally:
+            self.busy -= 1
+
+    async def reset(self, reply: Reply) -> None:
+        """Newer vLLM: {"success": bool}, false while blocks are held; older: an empty 200."""
+        if self.script.reset_reply == "empty":
+            await reply.send(200, "", "text/plain")
+            return
+        refused = self.calls["POST /reset_prefix_cache"] <= self.script.reset_refusals
+        await reply.send(200, {"success": not refused and not self.busy})
 
     def advance(self) -> None:
         """Counters after one request: each chunk is one draft of drafts_per_step tokens."""

@@ -17,7 +17,7 @@ def _plan(url: str) -> str:
     return yaml.safe_dump({
         "name": "external-sglang",
         "host": {"kind": "external", "url": url, "name": "shaped"},
-        "engine": {"kind": "sglang", "model": "/models/m", "flush_cache": True,
+        "engine": {"kind": "sglang", "model": "/models/m",
                    "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"},
         "methods": [{"name": "dflash"}],
         "baseline": "dflash",
@@ -48,17 +48,20 @@ def test_external_server_is_measured_not_managed(tmp_path: Path) -> None:
     assert metrics == 2  # scraped before and after the workload
 
 
-def test_a_refused_cache_flush_fails_the_service_not_the_campaign(tmp_path: Path) -> None:
+def test_a_refused_cache_flush_marks_the_windows_not_the_service(tmp_path: Path) -> None:
     script = Script(flush_always_busy=True)
     with serve(SGLangServer(script)) as url:
         text = _plan(url)
         db = tmp_path / "r.duckdb"
         runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
-        services = con.execute("SELECT state, error FROM services").fetchall()
-        requests = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+        services = con.execute("SELECT state FROM services").fetchall()
+        windows = con.execute("SELECT cache_reset FROM windows").fetchall()
+        errors = con.execute("SELECT hook, error FROM endpoint_errors").fetchall()
+        requests = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
-    # started, refused, restarted once, refused again: skipped, nothing measured
-    assert [s[0] for s in services] == ["failed", "failed"]
-    assert all("did not flush" in s[1] for s in services)
-    assert requests == 0 and status == "partial"
+    # refused before each of the 2 windows: recorded and flagged, the windows still measured
+    assert services == [("stopped",)] and windows == [("failed",), ("failed",)]
+    assert [e[0] for e in errors] == ["reset_cache"] * 2
+    assert all("did not flush" in e[1] for e in errors)
+    assert requests == 8 and status == "complete"

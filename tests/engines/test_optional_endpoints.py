@@ -1,7 +1,8 @@
 """A failing optional endpoint never ends the campaign: it lands in `endpoint_errors` (which
 hook, which request, its status, why) and the measurement goes on. Engine-shaped servers
 answer /metrics with an HTML page (as an OpenAI-compatible proxy does for unknown paths),
-/v1/models with a shape the adapter does not expect, /flush_cache by hanging up."""
+/v1/models with a shape the adapter does not expect, /flush_cache (the prefix-cache reset
+before each measured window) by hanging up."""
 
 from __future__ import annotations
 
@@ -76,13 +77,19 @@ def test_metrics_answered_with_html_is_recorded_and_the_campaign_completes(
     assert any(k.endswith(".launch_command") for k in facts)
 
 
-def test_a_flush_that_hangs_up_fails_the_service_not_the_campaign(tmp_path: Path) -> None:
-    engine = {"kind": "sglang", "model": "/models/m", "flush_cache": True,
+def test_a_cache_reset_that_hangs_up_marks_the_window_not_the_campaign(tmp_path: Path) -> None:
+    engine = {"kind": "sglang", "model": "/models/m",
               "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"}
-    with serve(HangingUpSGLang(FAST)) as url:
+    server = HangingUpSGLang(FAST)
+    with serve(server) as url:
         db = _run(tmp_path, url, engine)
-    assert _rows(db, "SELECT status FROM campaigns") == [("partial",)]
-    assert [s[0] for s in _rows(db, "SELECT state FROM services")] == ["failed", "failed"]
-    errors = _rows(db, "SELECT hook, phase, endpoint, status, error FROM endpoint_errors")
-    assert [e[:4] for e in errors] == [("before_workload", "before", "POST /flush_cache", None)] * 2
-    assert all(e[4].startswith("RemoteProtocolError") for e in errors)
+    assert server.calls["POST /flush_cache"] == 1  # one window, one reset before it
+    errors = _rows(db, "SELECT hook, workload, phase, endpoint, status, error "
+                       "FROM endpoint_errors")
+    assert [e[:5] for e in errors] == [("reset_cache", "w", "before", "POST /flush_cache", None)]
+    assert errors[0][5].startswith("RemoteProtocolError")
+    assert _rows(db, "SELECT cache_reset FROM windows") == [("failed",)]
+    # the window is still measured (its cache state is what is flagged)
+    assert _rows(db, "SELECT count(*), bool_and(ok) FROM requests WHERE NOT is_warmup") == [
+        (2, True)]
+    assert _rows(db, "SELECT status FROM campaigns") == [("complete",)]
