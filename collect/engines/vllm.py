@@ -98,7 +98,10 @@ class VLLM(EngineHooks):
         self.cfg = cfg
 
     def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
-        """argv and extra environment of one service; {model} in flags expands."""
+        """argv and extra environment of one service; {model} in flags expands. The server
+        runs with VLLM_SERVER_DEV_MODE=1 (unless the plan's env sets it), as `vllm bench
+        sweep` starts its servers: without it /reset_prefix_cache, the reset before every
+        window, is not served."""
         flags = [a.replace("{model}", self.cfg.model) for a in [*self.cfg.args, *method.args]]
         argv = [
             self.cfg.executable, "serve", self.cfg.model,
@@ -107,7 +110,7 @@ class VLLM(EngineHooks):
             "--port", str(port),
             *flags,
         ]  # fmt: skip
-        return argv, {**self.cfg.env, **method.env}
+        return argv, {"VLLM_SERVER_DEV_MODE": "1", **self.cfg.env, **method.env}
 
     def request(
         self, messages: list[dict[str, str]], max_tokens: int

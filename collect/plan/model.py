@@ -20,6 +20,7 @@ from pydantic import (
     Tag,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
@@ -34,6 +35,7 @@ from collect.plan.components import (  # noqa: F401 - re-exported: plans import 
     Telemetry,
 )
 from collect.plan.fields import Method
+from collect.plan.load import OpenLoad, Slo, TraceWorkload
 from collect.plan.phases import BestOf, Phase
 
 # --- methods -----------------------------------------------------------------------------
@@ -100,6 +102,19 @@ class RequestsWorkload(_Windowed):
         default_factory=dict,
         description="Fewer prompts for some max_tokens, e.g. {2048: 2}: the first N prompts.",
     )
+    load: OpenLoad | None = Field(
+        None,
+        description="Open-loop arrivals (rates, a ramp) instead of `concurrency` workers: "
+        "requests are sent on a schedule whether or not earlier ones finished.",
+    )
+
+    @model_validator(mode="after")
+    def _closed_or_open(self) -> RequestsWorkload:
+        if self.load is not None and {"concurrency", "repetitions"} & self.model_fields_set:
+            raise ValueError("an open-loop workload (load:) takes no concurrency or "
+                             "repetitions: load.requests or load.duration_s sets its size, "
+                             "load.max_concurrency caps what is in flight")
+        return self
 
     def prompt_limit(self, max_tokens: int) -> int | None:
         return self.max_prompts.get(max_tokens)
@@ -134,7 +149,9 @@ def _workload_kind(value: Any) -> str:
 
 
 Workload = Annotated[
-    Annotated[RequestsWorkload, Tag("requests")] | Annotated[AgenticWorkload, Tag("agentic")],
+    Annotated[RequestsWorkload, Tag("requests")]
+    | Annotated[AgenticWorkload, Tag("agentic")]
+    | Annotated[TraceWorkload, Tag("trace")],
     Discriminator(_workload_kind),
 ]
 
@@ -180,6 +197,14 @@ class Plan(Strict):
     telemetry: Telemetry = Field(
         Telemetry(), description="GPU power, clocks, utilisation and memory sampled while "
         "each window runs (table gpu_samples)."
+    )
+    slo: Slo | None = Field(
+        None, description="Latency objectives for goodput and the highest rate that meets them "
+        "(open-loop windows); analysis only, not part of the plan's hash."
+    )
+    prefix_cache: Literal["reset", "keep"] = Field(
+        "reset", description="Empty the server's prefix cache before every measured window "
+        "(how, per engine: README 'Prefix cache'), or keep it warm across windows."
     )
     gpu_hour_usd: float | None = Field(
         None, gt=0, description="Price of one GPU-hour (USD), for cost per million output "
@@ -313,9 +338,10 @@ class Plan(Strict):
     def sha256(self) -> str:
         """Hash of what is measured: the plan's fields that differ from their defaults (so
         that a field added to specsweep with a default leaves existing plans' campaign_id,
-        and resume, alone), without `estimates` and `gpu_hour_usd` (assumed speeds and a
-        price change no measurement)."""
-        text = self.model_dump_json(exclude_defaults=True, exclude={"estimates", "gpu_hour_usd"})
+        and resume, alone), without `estimates`, `gpu_hour_usd` and `slo` (assumed speeds, a
+        price and latency objectives change no measurement)."""
+        text = self.model_dump_json(exclude_defaults=True,
+                                    exclude={"estimates", "gpu_hour_usd", "slo"})
         return hashlib.sha256(text.encode()).hexdigest()
 
     def campaign_id(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collect.plan.load import TraceWorkload
 from collect.plan.model import (
     AgenticWorkload,
     HumanEvalPrompts,
@@ -72,8 +73,13 @@ def turn_message(turn: Turn) -> dict[str, str]:
     return {"role": "user", "content": prefix + turn.content}
 
 
-def request_count(workload: RequestsWorkload | AgenticWorkload) -> int:
+def request_count(workload: RequestsWorkload | AgenticWorkload | TraceWorkload) -> int:
     """Measured requests a workload sends on one service."""
+    if isinstance(workload, TraceWorkload):
+        return len(workload.items())
+    if isinstance(workload, RequestsWorkload) and workload.load is not None:
+        return len(workload.max_tokens) * sum(workload.load.window_requests(r)
+                                              for r in workload.load.windows())
     windows = len(workload.max_tokens) * len(workload.concurrency)
     if isinstance(workload, AgenticWorkload):
         return windows * workload.repetitions * len(workload.turns)

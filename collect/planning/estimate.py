@@ -41,6 +41,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from collect.plan.load import OpenLoad, TraceWorkload
+from collect.plan.load import ramp_rates as openloop_rates
 from collect.plan.model import AgenticWorkload, Plan, RequestsWorkload, ServiceConfig, Workload
 from collect.plan.workloads import prompts
 
@@ -179,7 +181,16 @@ class Estimator:
         return self.ttft_s(m, tp, workload, c, prompt_tokens) + max(out - 1, 0) / decode
 
     def workload_s(self, config: ServiceConfig, w: Workload) -> float:
-        """Every measured window of one workload on one running service."""
+        """Every measured window of one workload on one running service. An open-loop
+        window lasts its schedule's expected span plus one request (the last one's reply)."""
+        if isinstance(w, TraceWorkload):
+            items = w.items()
+            return items[-1].t_s + self.request_s(config, w.name, 1, w.max_tokens[0],
+                                                  _trace_prompt_tokens(w))
+        if isinstance(w, RequestsWorkload) and w.load is not None:
+            spans = [sum(1 / r for r in _rates(w.load, rate)) for rate in w.load.windows()]
+            return sum(span + self.request_s(config, w.name, 1, mt, _window_prompts(w, mt)[1])
+                       for mt in w.max_tokens for span in spans)
         total = 0.0
         for max_tokens in w.max_tokens:
             for c in w.concurrency:
@@ -197,6 +208,8 @@ class Estimator:
     def warmup_s(self, config: ServiceConfig, first: Workload) -> float:
         if isinstance(first, AgenticWorkload):
             tokens = agentic_prompt_tokens(first, 0)[0]
+        elif isinstance(first, TraceWorkload):
+            tokens = _trace_prompt_tokens(first)
         else:
             tokens = _window_prompts(first, min(first.max_tokens))[1]
         one = self.request_s(config, first.name, 1, min(first.max_tokens), tokens)
@@ -221,6 +234,19 @@ class Estimator:
 
 def tokens(text: str | None) -> float:
     return len(text or "") / CHARS_PER_TOKEN
+
+
+def _rates(load: OpenLoad, rate: float | None) -> list[float]:
+    """The rate of each gap of a window's schedule (a ramp's change request by request)."""
+    n = load.window_requests(rate)
+    if rate is not None:
+        return [rate] * (n - 1)
+    assert load.ramp is not None
+    return [float(r) for r in openloop_rates(load.ramp, n)[1:]]
+
+
+def _trace_prompt_tokens(w: TraceWorkload) -> float:
+    return statistics.fmean(sum(tokens(m["content"]) for m in i.messages) for i in w.items())
 
 
 def _window_prompts(w: RequestsWorkload, max_tokens: int) -> tuple[int, float]:

@@ -42,6 +42,7 @@ from typing import Any
 
 from collect.engines.base import MemoryRules, flag
 from collect.plan.fields import EngineConfig, ModelInfo
+from collect.plan.load import TraceWorkload
 from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
 from collect.plan.workloads import prompts
 
@@ -190,6 +191,9 @@ def workload_peak(workload: Any) -> tuple[int, int]:
     if isinstance(workload, AgenticWorkload):
         context = system + sum(prompt_tokens(t.content) for t in workload.turns)
         per_seq = [context + mt * len(workload.turns) for mt in workload.max_tokens]
+    elif isinstance(workload, TraceWorkload):
+        per_seq = [max(sum(prompt_tokens(m["content"]) for m in i.messages) + i.max_tokens
+                       for i in workload.items())]
     else:
         longest = system + max(prompt_tokens(p.text) for p in prompts(workload.prompts))
         per_seq = [longest + mt for mt in workload.max_tokens]

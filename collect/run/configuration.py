@@ -108,6 +108,8 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             config.tp,
             lambda: progress.request_done(key),
             telemetry=sampler,
+            calls=calls,
+            prefix_cache=c.plan.prefix_cache,
         )
         await _record_fingerprint(store, ctx, service, calls)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
@@ -123,36 +125,40 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             before = await _scrape(ctx, calls, w.name, "before")
             ctx.sink.clear()
             ctx.gpu_sink.clear()
+            ctx.window_sink.clear()
             try:
                 rows = await workload_rows(ctx, w)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
                 commit_unit(c, service, w.name, warm + ctx.sink, before, started, False,
-                            ctx.gpu_sink)
+                            ctx.gpu_sink, ctx.window_sink)
                 raise
             after = await _scrape(ctx, calls, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")
             commit_unit(c, service, w.name, warm + rows, before + after, started, True,
-                        ctx.gpu_sink)
+                        ctx.gpu_sink, ctx.window_sink)
             warm = []
 
 
 def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[str, Any]],
                  metrics: list[dict[str, Any]], started: Any, complete: bool,
-                 gpu_samples: list[dict[str, Any]] | None = None) -> None:
+                 gpu_samples: list[dict[str, Any]] | None = None,
+                 windows: list[dict[str, Any]] | None = None) -> None:
     """One transaction: drop what an interrupted earlier try left of this unit, then land
-    its requests, server metrics, GPU samples and `units` row."""
+    its requests, windows, server metrics, GPU samples and `units` row."""
     key = [c.campaign_id, service.config.config_id, workload]
     now = utcnow()
     shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
                     if sid != service.service_id and launched < now
                     and (stopped is None or stopped > started))
     with c.store.transaction():
-        for table in ("requests", "server_metrics", "gpu_samples", "units"):  # fixed names
+        for table in ("requests", "windows", "server_metrics", "gpu_samples",
+                      "units"):  # fixed names
             c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
                             "AND workload = ?", key)
         c.store.append("requests", rows)
+        c.store.append("windows", windows or [])
         c.store.append("server_metrics", metrics)
         c.store.append("gpu_samples", gpu_samples or [])
         c.store.append("units", [{

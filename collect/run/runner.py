@@ -346,6 +346,11 @@ def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: 
     if plan.gpu_hour_usd is not None:  # for cost per million output tokens (analyze)
         facts["price.gpu_hour_usd"] = repr(plan.gpu_hour_usd)
     serve.put_environment(store, campaign_id, host.name, facts)
+    # the latency objectives analysis reads (not measurements: a resume may change them)
+    store.execute("DELETE FROM environment WHERE campaign_id = ? AND host = 'campaign' "
+                  "AND key LIKE 'slo.%'", [campaign_id])
+    if plan.slo is not None:
+        serve.put_environment(store, campaign_id, "campaign", plan.slo.environment())
 
 
 def _version() -> str:

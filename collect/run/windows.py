@@ -23,9 +23,13 @@ import httpx
 
 from collect.engines.base import Engine
 from collect.http import client
-from collect.plan.model import AgenticWorkload, RequestsWorkload
+from collect.plan.load import TraceWorkload
+from collect.plan.model import AgenticWorkload, RequestsWorkload, Workload
 from collect.plan.workloads import Prompt, messages, prompts, turn_message
+from collect.run import openloop
+from collect.run.endpoints import Endpoints
 from collect.telemetry import Sampler
+from schema.store import utcnow
 
 
 @dataclass
@@ -44,6 +48,9 @@ class Context:
     sink: list[dict[str, Any]] = field(default_factory=list)  # rows as they are made
     telemetry: Sampler | None = None  # the service's GPU sampler (None: no GPUs, off)
     gpu_sink: list[dict[str, Any]] = field(default_factory=list)  # gpu_samples rows
+    calls: Endpoints | None = None  # records a failed cache reset (None: not recorded)
+    prefix_cache: str = "reset"  # the plan's prefix_cache: reset | keep
+    window_sink: list[dict[str, Any]] = field(default_factory=list)  # windows rows
 
 
 def request_id(*key: object) -> str:
@@ -84,6 +91,7 @@ def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> di
         "tp": ctx.tp,
         "session_id": None,
         "turn": None,
+        "scheduled_s": None,
         **key,
         "sent_at": res.sent_at,
         "start_s": max(0.0, res.t0 - window_start),
@@ -146,6 +154,7 @@ async def requests_window(
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
     key = _window_key(w.name, wid, max_tokens, concurrency)
+    opened = await open_window(ctx, key, len(work_items), max_concurrency=concurrency)
     await client.prewarm(ctx.http, ctx.base_url, min(concurrency, len(work_items)))
     t_start = time.perf_counter()
 
@@ -157,7 +166,9 @@ async def requests_window(
         ctx.sink.append(made)
         return [made]
 
-    return await sampled(ctx, key, t_start, run_workers(work_items, concurrency, one))
+    rows = await sampled(ctx, key, t_start, run_workers(work_items, concurrency, one))
+    close_window(ctx, opened, t_start)
+    return rows
 
 
 async def sampled(ctx: Context, key: dict[str, Any], t_start: float,
@@ -194,6 +205,8 @@ async def agentic_window(
     """Sessions (one per repetition); each turn sends the whole history so far."""
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     key = _window_key(w.name, wid, max_tokens, concurrency)
+    opened = await open_window(ctx, key, w.repetitions * len(w.turns),
+                               max_concurrency=concurrency)
     await client.prewarm(ctx.http, ctx.base_url, min(concurrency, w.repetitions))
     t_start = time.perf_counter()
 
@@ -212,17 +225,28 @@ async def agentic_window(
             history.append({"role": "assistant", "content": res.text})
         return rows
 
-    return await sampled(ctx, key, t_start,
+    rows = await sampled(ctx, key, t_start,
                          run_workers(list(range(w.repetitions)), concurrency, session))
+    close_window(ctx, opened, t_start)
+    return rows
 
 
-async def workload_rows(
-    ctx: Context, w: RequestsWorkload | AgenticWorkload
-) -> list[dict[str, Any]]:
+async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:
     """Every measured window of a workload, in plan order."""
+    if isinstance(w, TraceWorkload):
+        return await open_loop_window(ctx, w.name, openloop.trace_schedule(w), "trace",
+                                      w.max_concurrency, {})
     rows: list[dict[str, Any]] = []
     items = prompts(w.prompts) if isinstance(w, RequestsWorkload) else []
     for max_tokens in w.max_tokens:
+        if isinstance(w, RequestsWorkload) and w.load is not None:
+            subset = items[: w.prompt_limit(max_tokens)]
+            for rate in w.load.windows():
+                arrivals = openloop.schedule(w.load, rate, subset, w.system, max_tokens)
+                rows += await open_loop_window(ctx, w.name, arrivals, w.load.arrival,
+                                               w.load.max_concurrency,
+                                               load_fields(w, rate), rate)
+            continue
         for concurrency in w.concurrency:
             if isinstance(w, AgenticWorkload):
                 rows += await agentic_window(ctx, w, max_tokens, concurrency)
@@ -232,6 +256,87 @@ async def workload_rows(
     return rows
 
 
+def load_fields(w: RequestsWorkload, rate: float | None) -> dict[str, Any]:
+    """The windows row's description of an open-loop window's schedule."""
+    load = w.load
+    assert load is not None
+    ramp = load.ramp if rate is None else None
+    return {"rate": rate, "ramp": ramp.strategy if ramp else None,
+            "ramp_start_rate": ramp.start_rate if ramp else None,
+            "ramp_end_rate": ramp.end_rate if ramp else None,
+            "burstiness": load.burstiness if load.arrival == "gamma" else None,
+            "seed": load.seed}
+
+
+def open_window_id(ctx: Context, workload: str, max_tokens: int | None, rate: float | None,
+                   fields: dict[str, Any], cap: int | None) -> str:
+    """e.g. <config>/chat/64/r2 (rate 2/s), .../64/ramp-linear-1-8, .../trace; /cN: a cap."""
+    if fields.get("ramp"):
+        shape = f"ramp-{fields['ramp']}-{fields['ramp_start_rate']:g}-{fields['ramp_end_rate']:g}"
+    else:
+        shape = "trace" if rate is None else f"r{rate:g}"
+    where = f"{ctx.config_id}/{workload}" + (f"/{max_tokens}" if max_tokens else "")
+    return f"{where}/{shape}" + (f"/c{cap}" if cap else "")
+
+
+async def open_loop_window(ctx: Context, workload: str, arrivals: list[openloop.Arrival],
+                           load: str, cap: int | None, fields: dict[str, Any],
+                           rate: float | None = None) -> list[dict[str, Any]]:
+    """One open-loop window: the schedule sent on time, one row per arrival."""
+    max_tokens = max(a.max_tokens for a in arrivals)
+    same = len({a.max_tokens for a in arrivals}) == 1
+    wid = open_window_id(ctx, workload, max_tokens if same else None, rate, fields, cap)
+    key = {**_window_key(workload, wid, max_tokens, cap or 0), "load": load, **fields,
+           "schedule_span_s": arrivals[-1].t_s}
+    opened = await open_window(ctx, key, len(arrivals), max_concurrency=cap)
+    bodies = await openloop.prepare(ctx, arrivals, cap)
+    rows: list[dict[str, Any]] = []
+    t_start = time.perf_counter()
+
+    def done(a: openloop.Arrival, res: client.Result) -> None:
+        ctx.on_done()
+        rows.append(row(ctx, res, t_start, **_window_key(workload, wid, a.max_tokens, cap or 0),
+                        prompt_id=a.prompt_id, rep=a.rep, scheduled_s=a.t_s))
+        ctx.sink.append(rows[-1])
+
+    await sampled(ctx, key, t_start,
+                  _returning(rows, openloop.send_schedule(ctx, arrivals, bodies, cap,
+                                                          t_start, done)))
+    close_window(ctx, opened, t_start)
+    return sorted(rows, key=lambda r: r["scheduled_s"])
+
+
+async def _returning(rows: list[dict[str, Any]], work: Awaitable[None]) -> list[dict[str, Any]]:
+    await work
+    return rows
+
+
+async def open_window(ctx: Context, key: dict[str, Any], n_scheduled: int,
+                      max_concurrency: int | None) -> dict[str, Any]:
+    """Before a window: reset the prefix cache (unless the plan keeps it); the window's
+    `windows` row so far (close_window completes it)."""
+    if ctx.prefix_cache == "keep":
+        how = "kept"
+    elif ctx.calls is None:
+        how = await ctx.engine.reset_cache(ctx.http, ctx.base_url)
+    else:
+        how = await ctx.calls.call("reset_cache", key["workload"], "before",
+                                   ctx.engine.reset_cache(ctx.http, ctx.base_url), "failed")
+    window = {"campaign_id": ctx.campaign_id, "service_id": ctx.service_id,
+              "config_id": ctx.config_id, "workload": key["workload"],
+              "window_id": key["window_id"], "max_tokens": key["max_tokens"],
+              "load": key.get("load", "closed"), "rate": None, "ramp": None,
+              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None,
+              "seed": None, "max_concurrency": max_concurrency, "n_scheduled": n_scheduled,
+              "schedule_span_s": None, "cache_reset": how, "started_at": utcnow()}
+    return {**window, **{k: v for k, v in key.items() if k in window and k != "max_tokens"
+                         and k not in ("workload", "window_id")}}
+
+
+def close_window(ctx: Context, window: dict[str, Any], t_start: float) -> None:
+    ctx.window_sink.append({**window, "elapsed_s": time.perf_counter() - t_start})
+
+
 async def warmup_rows(
     ctx: Context, w: RequestsWorkload | AgenticWorkload, n: int
 ) -> list[dict[str, Any]]:
@@ -239,6 +344,9 @@ async def warmup_rows(
     if isinstance(w, RequestsWorkload):
         p = prompts(w.prompts)[0]
         msgs, pid = messages(w.system, p.text), p.prompt_id
+    elif isinstance(w, TraceWorkload):
+        first = w.items()[0]
+        msgs, pid = first.messages, first.prompt_id
     else:
         msgs, pid = [turn_message(w.turns[0])], f"{w.name}/turn0"
     rows = []

@@ -97,6 +97,7 @@ def test_local_plan_workloads_have_the_expected_kinds() -> None:
         "rewrite": RequestsWorkload,
         "chat": RequestsWorkload,
         "summarize": RequestsWorkload,
+        "chat-open": RequestsWorkload,
         "agentic": AgenticWorkload,
     }
 

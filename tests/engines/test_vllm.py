@@ -179,5 +179,8 @@ def test_launch_argv_and_environment() -> None:
         "--host", "127.0.0.1", "--port", "8001", "--max-model-len", "8192",
         "--speculative-config", spec,
     ]  # fmt: skip
-    assert env == {"A": "1", "B": "2"}
+    # dev mode serves /reset_prefix_cache (the reset before every window); a plan may turn it off
+    assert env == {"VLLM_SERVER_DEV_MODE": "1", "A": "1", "B": "2"}
+    off = _adapter(env={"VLLM_SERVER_DEV_MODE": "0"}).launch(Method(name="m"), 1, 8001)[1]
+    assert off == {"VLLM_SERVER_DEV_MODE": "0"}
     assert (adapter.kind, adapter.health_path) == ("vllm", "/health")

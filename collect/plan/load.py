@@ -1,0 +1,195 @@
+"""Open-loop load in a plan: arrival processes, rate ramps, trace replay and latency SLOs.
+
+A closed-loop window keeps N requests in flight and sends the next when one ends; an open-loop
+window sends each request at the time its arrival schedule says, whether or not earlier ones
+have finished, so queueing shows. `OpenLoad` is a requests workload's `load:` block (one window
+per rate, or one ramp window), `TraceWorkload` replays a JSONL trace on its own clock, and
+`Slo` is the plan's latency objectives (analysis only: they never change what is measured).
+collect/run/arrivals.py turns these into schedules; the analysis definitions (steady state,
+saturation, goodput) are in analyze/VIEWS.md.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from collect.plan.fields import Name, Strict
+
+if TYPE_CHECKING:
+    from collect.plan.traces import TraceItem
+
+
+class Ramp(Strict):
+    """A rate that changes within one window, as vLLM's `--ramp-up-strategy`: request i of n is
+    sent at the rate start + (end - start) * i/(n-1) (linear) or start * (end/start)^(i/(n-1))
+    (exponential), its gap drawn from the window's arrival process at that rate."""
+
+    strategy: Literal["linear", "exponential"] = Field(description="How the rate moves.")
+    start_rate: float = Field(gt=0, description="Rate of the first request (requests/s).")
+    end_rate: float = Field(gt=0, description="Rate of the last request (requests/s).")
+
+
+def ramp_rates(ramp: Ramp, n: int) -> np.ndarray:
+    """The rate at each of n requests of a ramp window (vLLM's formulas, by request index)."""
+    progress = np.arange(n) / max(n - 1, 1)
+    if ramp.strategy == "linear":
+        return ramp.start_rate + (ramp.end_rate - ramp.start_rate) * progress
+    return ramp.start_rate * (ramp.end_rate / ramp.start_rate) ** progress
+
+
+class OpenLoad(Strict):
+    """Open-loop arrivals for a requests workload: one measured window per rate (or one ramp
+    window) per max_tokens. The prompts are sent in order, cycling (request i takes prompt
+    i mod n, repetition i div n), so every method gets the same prompts at the same times."""
+
+    arrival: Literal["poisson", "gamma", "constant"] = Field(
+        "poisson",
+        description="Gaps between sends: exponential (poisson), gamma with shape `burstiness` "
+        "(vLLM's --burstiness: < 1 burstier, > 1 smoother than poisson), or constant.",
+    )
+    rate: list[float] = Field(
+        default_factory=list, description="Offered request rates (requests/s), one window each."
+    )
+    ramp: Ramp | None = Field(None, description="Instead of `rate`: one window whose rate ramps.")
+    burstiness: float = Field(1.0, gt=0, description="Gamma shape (arrival: gamma only).")
+    requests: int | None = Field(
+        None, ge=2, le=100_000, description="Requests per window (or give duration_s)."
+    )
+    duration_s: float | None = Field(
+        None, gt=0, description="Seconds of sending per window: requests = ceil(rate x duration)."
+    )
+    max_concurrency: int | None = Field(
+        None, ge=1,
+        description="At most this many requests in flight: a request whose time has come waits "
+        "for a free slot (vLLM's and AIPerf's sleep-then-gate, no catch-up); the wait counts "
+        "as schedule lag.",
+    )
+    seed: int = Field(0, ge=0, description="Seed of the arrival schedule (same for every method).")
+
+    @field_validator("rate")
+    @classmethod
+    def _rates(cls, rates: list[float]) -> list[float]:
+        if any(r <= 0 for r in rates):
+            raise ValueError(f"rates must be > 0 requests/s, got {rates}")
+        if len(set(rates)) != len(rates):
+            raise ValueError(f"duplicate rates in {rates}")
+        return rates
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> OpenLoad:
+        if bool(self.rate) == (self.ramp is not None):
+            raise ValueError("give either `rate` (a list of rates) or `ramp`, not both or none")
+        if (self.requests is None) == (self.duration_s is None):
+            raise ValueError("give either `requests` or `duration_s` per window")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError(f"burstiness applies to arrival: gamma, not {self.arrival}")
+        if self.ramp is not None and self.duration_s is not None:
+            raise ValueError("a ramp window takes `requests`, not `duration_s`")
+        return self
+
+    def window_requests(self, rate: float | None) -> int:
+        """Requests in the window at `rate` (None: the ramp window)."""
+        if self.requests is not None:
+            return self.requests
+        assert self.duration_s is not None and rate is not None
+        return max(2, round(rate * self.duration_s))
+
+    def windows(self) -> list[float | None]:
+        """Each window's rate; None stands for the ramp window."""
+        return list(self.rate) if self.rate else [None]
+
+
+class TraceWorkload(Strict):
+    kind: Literal["trace"] = Field(
+        description="Replay a JSONL trace on its own clock: each line's request is sent at its "
+        "timestamp (times time_scale) after the window starts, with its own prompt and output "
+        "length (formats: collect/plan/traces.py and the README)."
+    )
+    name: Name = Field(description="Workload label.")
+    path: Path = Field(description="The trace file (JSONL); relative paths are relative to "
+                       "the directory `collect` runs in.")
+    format: Literal["specsweep", "mooncake"] = Field(
+        "specsweep", description="Line layout: specsweep's own, or Mooncake's (SGLang's "
+        "bench_serving --dataset-name mooncake)."
+    )
+    time_scale: float = Field(
+        1.0, gt=0, description="Multiplies every timestamp (2 = half the rate; SGLang's "
+        "--mooncake-slowdown-factor)."
+    )
+    limit: int | None = Field(None, ge=1, description="Replay only the first N requests.")
+    max_input_tokens: int | None = Field(
+        None, ge=1, description="Clip synthesised prompts (input_length lines) to this length."
+    )
+    max_concurrency: int | None = Field(None, ge=1, description="As in `load:`.")
+    system: str | None = Field(None, description="Optional system message.")
+
+    @model_validator(mode="after")
+    def _readable(self) -> TraceWorkload:
+        self.items()  # a bad trace fails the plan, naming its file and line
+        return self
+
+    def items(self) -> list[TraceItem]:
+        """The trace's requests, read once per process."""
+        return _read(self.path, self.format, self.name, self.time_scale, self.limit,
+                     self.max_input_tokens, self.system)
+
+    @property
+    def max_tokens(self) -> list[int]:
+        """The longest output the trace asks for (estimates, memory budget, warm-up)."""
+        return [max(i.max_tokens for i in self.items())]
+
+    @property
+    def concurrency(self) -> list[int]:
+        """What the estimates and the memory budget assume in flight: the cap, else 1."""
+        return [self.max_concurrency or 1]
+
+    @property
+    def repetitions(self) -> int:
+        return 1
+
+
+@lru_cache(maxsize=16)
+def _read(path: Path, fmt: str, name: str, time_scale: float, limit: int | None,
+          clip: int | None, system: str | None) -> list[TraceItem]:
+    from collect.plan.traces import read_trace  # only plans with a trace read one
+
+    try:
+        return read_trace(path, fmt, name=name, time_scale=time_scale, limit=limit,  # type: ignore[arg-type]
+                          max_input_tokens=clip, system=system)
+    except OSError as exc:
+        raise ValueError(f"trace {path}: {exc.strerror or exc}") from exc
+
+
+class Slo(Strict):
+    """Latency objectives for goodput (vLLM's --goodput): a request is good when it meets every
+    objective given. Changing them changes no measurement (they are not in the plan's hash);
+    `python -m analyze` reads them from the campaign's environment rows."""
+
+    ttft_ms: float | None = Field(None, gt=0, description="Time to first token, ms.")
+    tpot_ms: float | None = Field(None, gt=0, description="Time per output token, ms.")
+    e2e_ms: float | None = Field(None, gt=0, description="Whole request, ms.")
+    target: float = Field(
+        0.99, gt=0, le=1, description="Attainment a rate must reach to count as sustained."
+    )
+    trim: float = Field(
+        0.1, ge=0, lt=0.5,
+        description="Steady state: requests scheduled in the first and last `trim` of a "
+        "window's sending span are warm-up and cool-down.",
+    )
+
+    @model_validator(mode="after")
+    def _some_objective(self) -> Slo:
+        if self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None:
+            raise ValueError("an slo needs at least one of ttft_ms, tpot_ms, e2e_ms")
+        return self
+
+    def environment(self) -> dict[str, str]:
+        """The campaign's environment rows (host 'campaign') analysis reads."""
+        given = {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms,
+                 "target": self.target, "trim": self.trim}
+        return {f"slo.{k}": repr(float(v)) for k, v in given.items() if v is not None}

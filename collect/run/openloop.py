@@ -1,0 +1,128 @@
+"""Open-loop windows: send requests at the times an arrival schedule says, whatever is in flight.
+
+The schedule is built before the window starts (`schedule`, `trace_schedule`), and so are the
+request bodies (a chat template rendered at send time would delay the send): during the window
+the sender only sleeps until each arrival's time and starts its request as a task. Each row
+records `scheduled_s` (the schedule's time) next to `start_s` (its t0, the actual send), both
+offsets from the window start, so the lag start_s - scheduled_s is measured per request.
+
+Keeping time: asyncio's selector sleeps in whole milliseconds, rounded up (epoll), so a plain
+sleep wakes up to 1 ms late. The sender sleeps until `SPIN_S` before the arrival, then yields
+to the event loop (other streams' replies are read meanwhile) until the time has come. The
+spin costs CPU: up to SPIN_S per request (at 100 requests/s up to 10% of a core).
+tests/bench/bench_schedule.py measures the lag with and without it.
+
+With `max_concurrency`, a request whose time has come waits for a free slot (sleep then gate,
+as vLLM's and AIPerf's senders; the schedule never catches up), and that wait counts as lag.
+The first request is scheduled at 0 and each later one after a gap drawn from the arrival
+process. Unlike vLLM (`get_request`, which rescales the whole schedule so that n requests span
+exactly n / rate seconds), gaps are not rescaled: the schedule is a true Poisson (gamma,
+constant) process, and windows record the realised span (windows.schedule_span_s) so that the
+analysis reports the rate the schedule really offered next to the one asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from collect.http import client
+from collect.plan.load import OpenLoad, TraceWorkload, ramp_rates
+from collect.plan.workloads import Prompt, messages
+
+SPIN_S = 0.002  # the last stretch before an arrival is spent yielding, not sleeping
+PREWARM = 32  # connections opened before an uncapped window; more open on demand (in TTFT)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One request of an open-loop window."""
+
+    t_s: float  # scheduled send, offset from the window start
+    prompt_id: str
+    rep: int
+    messages: list[dict[str, str]]
+    max_tokens: int
+
+
+def offsets(load: OpenLoad, rate: float | None, n: int) -> np.ndarray:
+    """Scheduled send offsets of n requests at `rate` (None: the load's ramp), seeded."""
+    if rate is not None:
+        rates = np.full(n, float(rate))
+    else:
+        assert load.ramp is not None
+        rates = ramp_rates(load.ramp, n)
+    rng = np.random.default_rng(load.seed)
+    if load.arrival == "poisson":
+        gaps = rng.exponential(1.0 / rates)
+    elif load.arrival == "gamma":  # mean 1/rate, coefficient of variation 1/sqrt(shape)
+        gaps = rng.gamma(load.burstiness, 1.0 / (rates * load.burstiness))
+    else:
+        gaps = 1.0 / rates
+    gaps[0] = 0.0  # the first request opens the window
+    return np.cumsum(gaps)
+
+
+def schedule(load: OpenLoad, rate: float | None, items: list[Prompt], system: str | None,
+             max_tokens: int) -> list[Arrival]:
+    """The window's arrivals: prompts in order, cycling (request i: prompt i mod n, rep i div n)."""
+    n = load.window_requests(rate)
+    times = offsets(load, rate, n)
+    return [Arrival(float(t), items[i % len(items)].prompt_id, i // len(items),
+                    messages(system, items[i % len(items)].text), max_tokens)
+            for i, t in enumerate(times)]
+
+
+async def sleep_until(deadline: float, spin_s: float = SPIN_S) -> None:
+    """Return at perf_counter() >= deadline: sleep most of the way, yield the rest."""
+    while (left := deadline - time.perf_counter()) > 0:
+        await asyncio.sleep(left - spin_s if left > spin_s else 0)
+
+
+async def prepare(ctx: Any, arrivals: list[Arrival],
+                  cap: int | None) -> list[tuple[str, dict[str, Any]]]:
+    """Before the window: every request's (path, body), and connections opened for it."""
+    bodies = [ctx.engine.request(a.messages, a.max_tokens) for a in arrivals]
+    await client.prewarm(ctx.http, ctx.base_url, min(len(arrivals), cap or PREWARM))
+    return bodies
+
+
+async def send_schedule(ctx: Any, arrivals: list[Arrival], bodies: list[tuple[str, dict]],
+                        cap: int | None, t_start: float,
+                        done: Callable[[Arrival, client.Result], None],
+                        spin_s: float = SPIN_S) -> None:
+    """Send arrival i at t_start + its t_s (perf_counter); `done(arrival, result)` as each
+    ends (the caller makes its row at once, so an interrupted window keeps what finished)."""
+    gate = asyncio.Semaphore(cap) if cap else None
+    timeout, url = ctx.engine.cfg.request_timeout_s, ctx.base_url
+
+    async def one(a: Arrival, path: str, body: dict[str, Any]) -> None:
+        if gate is None:
+            res = await client.stream(ctx.http, url + path, body, ctx.engine.parser(), timeout)
+        else:
+            async with gate:
+                res = await client.stream(ctx.http, url + path, body, ctx.engine.parser(),
+                                          timeout)
+        done(a, res)
+
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        for a, (path, body) in zip(arrivals, bodies, strict=True):
+            await sleep_until(t_start + a.t_s, spin_s)
+            tasks.append(asyncio.create_task(one(a, path, body)))
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def trace_schedule(w: TraceWorkload) -> list[Arrival]:
+    """A trace's requests as arrivals on the trace's own clock (collect/plan/traces.py)."""
+    return [Arrival(i.t_s, i.prompt_id, 0, i.messages, i.max_tokens) for i in w.items()]
