@@ -13,15 +13,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from collect.plan.fields import Name, Strict
-
-if TYPE_CHECKING:
-    from collect.plan.traces import TraceItem
+from collect.plan.traces import TraceItem, read_trace
 
 
 class Ramp(Strict):
@@ -156,8 +154,6 @@ class TraceWorkload(Strict):
 @lru_cache(maxsize=16)
 def _read(path: Path, fmt: str, name: str, time_scale: float, limit: int | None,
           clip: int | None, system: str | None) -> list[TraceItem]:
-    from collect.plan.traces import read_trace  # only plans with a trace read one
-
     try:
         return read_trace(path, fmt, name=name, time_scale=time_scale, limit=limit,  # type: ignore[arg-type]
                           max_input_tokens=clip, system=system)

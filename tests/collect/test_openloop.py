@@ -17,6 +17,7 @@ from test_plan import BASE, edit, line_of, problems
 
 from collect.plan.file import PlanError, parse_plan
 from collect.plan.load import OpenLoad, Ramp
+from collect.plan.traces import read_trace
 from collect.plan.workloads import Prompt, request_count
 from collect.run import openloop, runner
 
@@ -151,6 +152,9 @@ def test_slo_and_defaults_leave_the_campaign_id_alone() -> None:
 # --- a campaign on schedule ---------------------------------------------------------------
 
 
+TRACE = Path(__file__).resolve().parents[2] / "plans" / "traces" / "example.jsonl"
+
+
 def _plan(url: str) -> str:
     return yaml.safe_dump({
         "name": "open-loop",
@@ -166,6 +170,7 @@ def _plan(url: str) -> str:
                       "max_concurrency": 8}},
             {"name": "closed", "prompts": {"kind": "inline", "texts": ["a"]},
              "max_tokens": [16], "concurrency": [2], "repetitions": 2},
+            {"name": "replay", "kind": "trace", "path": str(TRACE), "time_scale": 0.25},
         ],
     })
 
@@ -184,13 +189,18 @@ def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) ->
             "SELECT w.rate, r.scheduled_s, r.start_s, r.concurrency, r.ok, r.prompt_id, r.rep "
             "FROM requests r JOIN windows w USING (campaign_id, window_id) "
             "WHERE w.load = 'poisson' ORDER BY w.rate, r.scheduled_s").fetchall()
+        replay = con.execute("SELECT prompt_id, max_tokens, scheduled_s, start_s FROM requests "
+                             "WHERE workload = 'replay' ORDER BY scheduled_s").fetchall()
         closed = con.execute("SELECT count(*) FROM requests WHERE workload = 'closed' "
                              "AND scheduled_s IS NULL").fetchone()[0]
         slo = dict(con.execute("SELECT key, value FROM environment "
                                "WHERE host = 'campaign'").fetchall())
+    items = read_trace(TRACE, "specsweep", name="replay", time_scale=0.25)
     assert [w[:5] for w in windows] == [("closed", "closed", None, 2, 2),
                                         ("open", "poisson", 20.0, 8, 12),
-                                        ("open", "poisson", 40.0, 8, 12)]
+                                        ("open", "poisson", 40.0, 8, 12),
+                                        ("replay", "trace", None, None, len(items))]
+    assert windows[3][5] == pytest.approx(items[-1].t_s)
     assert windows[0][5] is None and windows[1][6] == 4
     assert {w[7] for w in windows} == {"reset_prefix_cache"}
     for rate in (20.0, 40.0):
@@ -204,4 +214,7 @@ def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) ->
                                                     ("inline/2", 0), ("inline/0", 1)]
     assert windows[1][5] == pytest.approx(max(r[1] for r in rows if r[0] == 20.0))
     assert closed == 2
+    assert [(r[0], r[1]) for r in replay] == [(i.prompt_id, i.max_tokens) for i in items]
+    assert [r[2] for r in replay] == pytest.approx([i.t_s for i in items])
+    assert all(0 <= r[3] - r[2] < 0.05 for r in replay)
     assert slo == {"slo.ttft_ms": "500.0", "slo.target": "0.99", "slo.trim": "0.1"}
