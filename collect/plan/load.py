@@ -68,6 +68,13 @@ class OpenLoad(Strict):
         "as schedule lag.",
     )
     seed: int = Field(0, ge=0, description="Seed of the arrival schedule (same for every method).")
+    search: Literal["max_rate_under_slo"] | None = Field(
+        None,
+        description="After the swept rates, bisect between the highest rate whose attainment "
+        "meets the plan's slo.target (it and every lower rate) and the next swept rate, which "
+        "misses it: `search_steps` more windows per max_tokens, each method on its own.",
+    )
+    search_steps: int = Field(3, ge=1, le=10, description="Bisection windows (search only).")
 
     @field_validator("rate")
     @classmethod
@@ -88,6 +95,8 @@ class OpenLoad(Strict):
             raise ValueError(f"burstiness applies to arrival: gamma, not {self.arrival}")
         if self.ramp is not None and self.duration_s is not None:
             raise ValueError("a ramp window takes `requests`, not `duration_s`")
+        if self.search and len(self.rate) < 2:
+            raise ValueError("search: max_rate_under_slo needs at least two swept rates")
         return self
 
     def window_requests(self, rate: float | None) -> int:
@@ -183,6 +192,24 @@ class Slo(Strict):
         if self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None:
             raise ValueError("an slo needs at least one of ttft_ms, tpot_ms, e2e_ms")
         return self
+
+    def met(self, ok: bool, ttft_s: float | None, e2e_s: float | None,
+            output_tokens: int | None) -> bool:
+        """Whether one request meets every objective given (vLLM's goodput rule): failed
+        requests never do; TPOT = (e2e - ttft) / (output_tokens - 1), and a request of fewer
+        than two tokens has none, which meets a TPOT objective. analyze/sql computes the same
+        in SQL (tests/analyze/test_analyze_openloop.py checks they agree)."""
+        if not ok or ttft_s is None or e2e_s is None:
+            return False
+        tpot = (e2e_s - ttft_s) / (output_tokens - 1) if (output_tokens or 0) > 1 else None
+        return ((self.ttft_ms is None or ttft_s * 1000 <= self.ttft_ms)
+                and (self.tpot_ms is None or tpot is None or tpot * 1000 <= self.tpot_ms)
+                and (self.e2e_ms is None or e2e_s * 1000 <= self.e2e_ms))
+
+    def attainment(self, rows: list[dict]) -> float:
+        """Share of a window's requests (rows of `requests`) that meet every objective."""
+        good = sum(self.met(r["ok"], r["ttft_s"], r["e2e_s"], r["output_tokens"]) for r in rows)
+        return good / len(rows) if rows else 0.0
 
     def environment(self) -> dict[str, str]:
         """The campaign's environment rows (host 'campaign') analysis reads."""

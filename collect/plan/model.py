@@ -199,8 +199,9 @@ class Plan(Strict):
         "each window runs (table gpu_samples)."
     )
     slo: Slo | None = Field(
-        None, description="Latency objectives for goodput and the highest rate that meets them "
-        "(open-loop windows); analysis only, not part of the plan's hash."
+        None, validate_default=True,
+        description="Latency objectives for goodput and the highest rate that meets them "
+        "(open-loop windows); analysis only (and a load's search), not part of the plan's hash."
     )
     prefix_cache: Literal["reset", "keep"] = Field(
         "reset", description="Empty the server's prefix cache before every measured window "
@@ -278,6 +279,16 @@ class Plan(Strict):
                 )
             seen.append(p.name)
         return phases
+
+    @field_validator("slo")
+    @classmethod
+    def _searches_need_an_slo(cls, slo: Slo | None, info: ValidationInfo) -> Slo | None:
+        searching = [w.name for w in info.data.get("workloads") or []
+                     if getattr(w, "load", None) is not None and w.load.search]
+        if searching and slo is None:
+            raise ValueError(f"workloads {searching} search for the max rate under the slo, "
+                             "but the plan has no slo")
+        return slo
 
     @field_validator("estimates")
     @classmethod

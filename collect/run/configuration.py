@@ -110,6 +110,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             telemetry=sampler,
             calls=calls,
             prefix_cache=c.plan.prefix_cache,
+            slo=c.plan.slo,
         )
         await _record_fingerprint(store, ctx, service, calls)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)

@@ -23,7 +23,7 @@ import httpx
 
 from collect.engines.base import Engine
 from collect.http import client
-from collect.plan.load import TraceWorkload
+from collect.plan.load import Slo, TraceWorkload
 from collect.plan.model import AgenticWorkload, RequestsWorkload, Workload
 from collect.plan.workloads import Prompt, messages, prompts, turn_message
 from collect.run import openloop
@@ -50,6 +50,7 @@ class Context:
     gpu_sink: list[dict[str, Any]] = field(default_factory=list)  # gpu_samples rows
     calls: Endpoints | None = None  # records a failed cache reset (None: not recorded)
     prefix_cache: str = "reset"  # the plan's prefix_cache: reset | keep
+    slo: Slo | None = None  # the plan's latency objectives (a load's search reads them)
     window_sink: list[dict[str, Any]] = field(default_factory=list)  # windows rows
 
 
@@ -240,12 +241,7 @@ async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:
     items = prompts(w.prompts) if isinstance(w, RequestsWorkload) else []
     for max_tokens in w.max_tokens:
         if isinstance(w, RequestsWorkload) and w.load is not None:
-            subset = items[: w.prompt_limit(max_tokens)]
-            for rate in w.load.windows():
-                arrivals = openloop.schedule(w.load, rate, subset, w.system, max_tokens)
-                rows += await open_loop_window(ctx, w.name, arrivals, w.load.arrival,
-                                               w.load.max_concurrency,
-                                               load_fields(w, rate), rate)
+            rows += await rate_sweep(ctx, w, items[: w.prompt_limit(max_tokens)], max_tokens)
             continue
         for concurrency in w.concurrency:
             if isinstance(w, AgenticWorkload):
@@ -254,6 +250,37 @@ async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:
                 subset = items[: w.prompt_limit(max_tokens)]
                 rows += await requests_window(ctx, w, subset, max_tokens, concurrency)
     return rows
+
+
+async def rate_sweep(ctx: Context, w: RequestsWorkload, items: list[Prompt],
+                     max_tokens: int) -> list[dict[str, Any]]:
+    """An open-loop workload's windows at one max_tokens: each swept rate (or the ramp), then,
+    with `search: max_rate_under_slo`, bisection windows between the highest rate meeting the
+    SLO target (with every lower rate) and the next swept rate (ctx.slo.attainment)."""
+    load = w.load
+    assert load is not None
+    by_rate: dict[float | None, list[dict[str, Any]]] = {}
+
+    async def window(rate: float | None) -> None:
+        arrivals = openloop.schedule(load, rate, items, w.system, max_tokens)
+        by_rate[rate] = await open_loop_window(ctx, w.name, arrivals, load.arrival,
+                                               load.max_concurrency, load_fields(w, rate), rate)
+
+    for rate in load.windows():
+        await window(rate)
+    if load.search and ctx.slo is not None:
+        slo = ctx.slo
+        passing = [slo.attainment(by_rate[r]) >= slo.target for r in load.rate]
+        below = passing.index(False) if False in passing else len(passing)
+        if 0 < below < len(passing):  # else: every rate passes, or the lowest already misses
+            lo, hi = load.rate[below - 1], load.rate[below]
+            for _ in range(load.search_steps):
+                mid = float(f"{(lo + hi) / 2:.3g}")
+                if mid in (lo, hi) or mid in by_rate:
+                    break
+                await window(mid)
+                lo, hi = (mid, hi) if slo.attainment(by_rate[mid]) >= slo.target else (lo, mid)
+    return [r for rows in by_rate.values() for r in rows]
 
 
 def load_fields(w: RequestsWorkload, rate: float | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import yaml
 from test_plan import BASE, edit, line_of, problems
 
 from collect.plan.file import PlanError, parse_plan
-from collect.plan.load import OpenLoad, Ramp
+from collect.plan.load import OpenLoad, Ramp, Slo
 from collect.plan.traces import read_trace
 from collect.plan.workloads import Prompt, request_count
 from collect.run import openloop, runner
@@ -218,3 +218,60 @@ def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) ->
     assert [r[2] for r in replay] == pytest.approx([i.t_s for i in items])
     assert all(0 <= r[3] - r[2] < 0.05 for r in replay)
     assert slo == {"slo.ttft_ms": "500.0", "slo.target": "0.99", "slo.trim": "0.1"}
+
+
+def test_the_max_rate_search_bisects_by_measured_attainment(tmp_path: Path) -> None:
+    """A server that serves one request at a time (about 0.1 s each): at 2 requests/s
+    nothing waits long, at 40 the tenth request waits most of a second. With a TTFT
+    objective, the search runs two more windows between the swept rates, each half-way
+    between the last passing and the first failing rate, as the measured attainment says."""
+    plan = {
+        "name": "search", "host": {"kind": "external", "url": "", "name": "shaped"},
+        "engine": {"kind": "vllm", "model": "m"}, "methods": [{"name": "autoregressive"}],
+        "warmup_requests": 0, "slo": {"ttft_ms": 250, "target": 0.9},
+        "workloads": [{"name": "open", "prompts": {"kind": "inline", "texts": ["a"]},
+                       "max_tokens": [8],
+                       "load": {"arrival": "constant", "rate": [2, 40], "requests": 10,
+                                "search": "max_rate_under_slo", "search_steps": 2}}],
+    }
+    script = Script(ttft_s=0.02, gap_s=0.02, chunk_tokens=(1,) * 4, serial=True)
+    with serve(VLLMServer(script)) as url:
+        plan["host"]["url"] = url
+        text = yaml.safe_dump(plan)
+        db = tmp_path / "r.duckdb"
+        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    slo = parse_plan(text).slo
+    assert slo is not None
+    with duckdb.connect(str(db), read_only=True) as con:
+        rates = [r[0] for r in con.execute(
+            "SELECT rate FROM windows ORDER BY started_at").fetchall()]
+        rows = con.execute("SELECT w.rate, r.ok, r.ttft_s, r.e2e_s, r.output_tokens "
+                           "FROM requests r JOIN windows w USING (campaign_id, window_id)"
+                           ).fetchall()
+    passed = {rate: slo.attainment([{"ok": r[1], "ttft_s": r[2], "e2e_s": r[3],
+                                     "output_tokens": r[4]} for r in rows if r[0] == rate])
+              >= slo.target for rate in rates}
+    assert rates[:3] == [2.0, 40.0, 21.0] and len(rates) == 4
+    assert passed[2.0] and not passed[40.0]
+    assert rates[3] == (11.5 if not passed[21.0] else 30.5)
+
+
+def test_a_search_without_an_slo_is_refused() -> None:
+    text = edit("max_tokens: [64]", "max_tokens: [64]\n    load: {rate: [1, 2], requests: 4, "
+                "search: max_rate_under_slo}")
+    with pytest.raises(PlanError, match="search for the max rate under the slo"):
+        parse_plan(text, "bad.yaml")
+
+
+def test_a_request_meets_the_slo_only_when_it_meets_every_objective() -> None:
+    slo = Slo(ttft_ms=100, tpot_ms=10)
+    assert slo.met(True, 0.1, 0.1 + 9 * 0.01, 10)          # exactly on both limits
+    assert not slo.met(True, 0.101, 0.15, 10)              # TTFT over
+    assert not slo.met(True, 0.05, 0.05 + 9 * 0.0101, 10)  # TPOT over
+    assert slo.met(True, 0.05, 9.0, 1)                     # one token: no TPOT to miss
+    assert not slo.met(False, 0.01, 0.02, 10)              # a failed request never meets it
+    assert Slo(e2e_ms=500).attainment([
+        {"ok": True, "ttft_s": 0.1, "e2e_s": 0.4, "output_tokens": 5},
+        {"ok": True, "ttft_s": 0.1, "e2e_s": 0.6, "output_tokens": 5},
+        {"ok": False, "ttft_s": None, "e2e_s": None, "output_tokens": None},
+        {"ok": True, "ttft_s": 0.2, "e2e_s": 0.5, "output_tokens": 5}]) == 0.5

@@ -11,6 +11,7 @@ sum(chunk_tokens) / len(chunk_tokens).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -40,6 +41,7 @@ class Script:
     flush_refusal_body: str | None = None  # SGLang: refuse with 200 and this body
     flush_always_busy: bool = False  # SGLang: /flush_cache answers as if requests were running
     stamp: bool = False  # put perf_counter() at send time into each event as "t_sent"
+    serial: bool = False  # vLLM: one chat at a time, the rest wait (a server at capacity)
     total_suffix: bool = True  # vLLM: counters exposed as *_total (typed) or bare (untyped)
     dev_mode: bool = True  # vLLM: VLLM_SERVER_DEV_MODE=1, else /reset_prefix_cache is a 404
     reset_reply: str = "success"  # vLLM: "success" ({"success": bool}) or "empty" (older: bare 200)
@@ -114,6 +116,7 @@ class ShapedServer:
         self.busy = 0
         self.bodies: list[dict[str, Any]] = []
         self.calls: Counter[str] = Counter()  # "POST /flush_cache" -> times asked
+        self.one_at_a_time = asyncio.Lock()  # Script.serial
 
     async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -277,22 +280,26 @@ class VLLMServer(ShapedServer):
         ids = bool(body.get("return_token_ids"))
         self.busy += 1
         try:
-            await reply.start_stream()
-            await reply.event(_chunk({"role": "assistant", "content": ""}))
-
-            def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
-                extra = {"token_ids": list(range(sent, sent + n))} if ids else {}
-                return _chunk({"content": self.script.words(sent, n)}, **extra)
-
-            await self.play(reply, chunk)
-            self.advance()
-            await asyncio.sleep(self.script.tail_s)
-            await reply.event(_chunk({}, finish_reason="length"))
-            if (body.get("stream_options") or {}).get("include_usage"):
-                await reply.event(_event([], usage=self.usage()))
-            await reply.end_stream()
+            async with self.one_at_a_time if self.script.serial else contextlib.nullcontext():
+                await self._chat(body, ids, reply)
         finally:
             self.busy -= 1
+
+    async def _chat(self, body: dict[str, Any], ids: bool, reply: Reply) -> None:
+        await reply.start_stream()
+        await reply.event(_chunk({"role": "assistant", "content": ""}))
+
+        def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
+            extra = {"token_ids": list(range(sent, sent + n))} if ids else {}
+            return _chunk({"content": self.script.words(sent, n)}, **extra)
+
+        await self.play(reply, chunk)
+        self.advance()
+        await asyncio.sleep(self.script.tail_s)
+        await reply.event(_chunk({}, finish_reason="length"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            await reply.event(_event([], usage=self.usage()))
+        await reply.end_stream()
 
     async def reset(self, reply: Reply) -> None:
         """Newer vLLM: {"success": bool}, false while blocks are held; older: an empty 200."""
