@@ -48,6 +48,13 @@ workloads:
       - {role: user, content: "Now add type hints."}
     max_tokens: [16]
     repetitions: 1
+  - name: open
+    prompts:
+      kind: inline
+      texts: ["Name three colours.", "Count to five.", "Say hello in French."]
+    max_tokens: [16]
+    load: {arrival: poisson, rate: [2, 8], requests: 6, seed: 1}
+slo: {ttft_ms: 1000, tpot_ms: 100, target: 0.9}
 """
 
 
@@ -99,10 +106,26 @@ def test_campaign_lands_every_request(campaign: Path) -> None:
         turns = con.execute(
             "SELECT max(turn) FROM requests WHERE session_id IS NOT NULL"
         ).fetchone()[0]
-    # per method: rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns = 15
-    assert measured == 2 * 15 and ok == measured and warm == 2
+    # per method: rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns + open 2 x 6
+    assert measured == 2 * 27 and ok == measured and warm == 2
     assert status == "complete" and states == [("stopped",)]
     assert turns == 2
+
+
+def test_open_loop_windows_are_sent_on_schedule(campaign: Path) -> None:
+    """The llama-server's open-loop windows: every request sent at its scheduled time (the
+    machine is busy: 50 ms of slack), every window recorded with how its cache was left."""
+    with duckdb.connect(str(campaign / "results.duckdb"), read_only=True) as con:
+        lags = con.execute("SELECT start_s - scheduled_s FROM requests "
+                           "WHERE scheduled_s IS NOT NULL").fetchall()
+        windows = con.execute("SELECT load, rate, n_scheduled, cache_reset FROM windows "
+                              "WHERE workload = 'open' ORDER BY rate").fetchall()
+        kinds = con.execute("SELECT DISTINCT load, cache_reset FROM windows "
+                            "WHERE workload <> 'open'").fetchall()
+    assert len(lags) == 2 * 12 and all(0 <= lag < 0.05 for (lag,) in lags)
+    assert windows == [("poisson", 2.0, 6, "cache_prompt_off")] * 2 + [
+        ("poisson", 8.0, 6, "cache_prompt_off")] * 2
+    assert kinds == [("closed", "cache_prompt_off")]
 
 
 def test_agentic_context_grows(campaign: Path) -> None:
@@ -144,6 +167,7 @@ def _recompute(db: Path) -> dict[tuple[str, int, int, str], float]:
         rows = con.execute(
             "SELECT workload, max_tokens, concurrency, method, prompt_id, output_tokens,"
             " e2e_s - ttft_s FROM requests WHERE ok AND NOT is_warmup AND output_tokens > 1"
+            " AND scheduled_s IS NULL"  # open-loop windows have their own rate-space speedup
         ).fetchall()
     speeds: dict[tuple, dict[str, list[float]]] = {}
     for w, mt, c, m, p, n, decode_s in rows:
@@ -267,8 +291,9 @@ def test_interrupt_stops_the_server_and_keeps_what_was_measured(tmp_path: Path) 
     with duckdb.connect(str(db), read_only=True) as con:
         done = con.execute("SELECT count(*) FILTER (complete), count(*) FROM units").fetchone()
         measured = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
-    # 2 methods x (3 prompts x 20 reps x 2 concurrencies + 3 agentic turns x 1 session)
-    assert done == (4, 4) and measured == 2 * (3 * 20 * 2 + 3)
+    # 2 methods x (3 prompts x 20 reps x 2 concurrencies + 3 agentic turns x 1 session
+    # + 2 open-loop windows of 6)
+    assert done == (6, 6) and measured == 2 * (3 * 20 * 2 + 3 + 12)
 
 
 def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
@@ -342,10 +367,14 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path,
         per_unit = con.execute(
             "SELECT count(*) FROM (SELECT config_id, workload, count(*) AS n FROM requests "
             "WHERE NOT is_warmup GROUP BY ALL HAVING n != CASE workload WHEN 'rewrite' "
-            "THEN 3 * 3 * 2 ELSE 3 END)").fetchone()[0]
+            "THEN 3 * 3 * 2 WHEN 'open' THEN 2 * 6 ELSE 3 END)").fetchone()[0]
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        windows = con.execute("SELECT count(*), count(DISTINCT window_id) FROM windows "
+                              ).fetchone()
     # per method: rewrite 3 prompts x 3 reps x 2 concurrencies + agentic 3 turns x 1 session
-    assert (units, measured, per_unit, status) == (4, 2 * (18 + 3), 0, "complete")
+    # + 2 open-loop windows of 6 requests; windows: 2 rewrite + 1 agentic + 2 open
+    assert (units, measured, per_unit, status) == (6, 2 * (18 + 3 + 12), 0, "complete")
+    assert windows == (2 * 5, 2 * 5)
 
 
 def _servers_of(binary: str, tmp_path: Path) -> list[str]:
