@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report import findings, sections
+from report import findings, openloop, sections
 from report.data import ReportData
 from report.latex import literal_block
 from report.tables import Col, build_table, ci, fit_table, num, speedup_table, text, yes_no
@@ -240,5 +240,6 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "crossover": crossover_section(data.crossover) | {"figures": crossover_figures(figs)},
         "colocation": colocation_section(data.colocation),
         "speedup_tables": speedup_tables(data.speedup),
+        "openloop": openloop.section(data, figs),
         "plan": literal_block(str(c.get("plan_yaml") or "")),
     }

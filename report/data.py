@@ -5,7 +5,9 @@
 ``python -m analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
 the campaign, its hosts and its services come from ``campaign_summary``,
 ``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
-``window_energy``, ``energy_summary`` and ``energy_ratio``. A file that analyze has not (re)built
+``window_energy``, ``energy_summary`` and ``energy_ratio``; open-loop load from
+``open_windows``, ``rate_speedup``, ``rate_limits``, ``slo_targets`` and ``cache_hygiene``
+(optional: without them no open-loop section). A file that analyze has not (re)built
 lacks them, and the report says to run ``python -m analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
@@ -34,7 +36,8 @@ class ReportError(RuntimeError):
 REQUIRED = ("campaign_summary", "environment_summary", "service_summary",
             "request_distribution", "config_summary", "speedup")
 OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation",
-            "host_summary", "window_energy", "energy_summary", "energy_ratio")
+            "host_summary", "window_energy", "energy_summary", "energy_ratio",
+            "open_windows", "rate_speedup", "rate_limits", "slo_targets", "cache_hygiene")
 
 
 @dataclass
@@ -56,6 +59,12 @@ class ReportData:
     window_energy: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: no telemetry
     energy_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     energy_ratio: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # open-loop load (report.openloop); empty: closed-loop only, or analysed before them
+    open_windows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rate_speedup: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rate_limits: pd.DataFrame = field(default_factory=pd.DataFrame)
+    slo_targets: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cache_hygiene: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -115,6 +124,11 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
                               "engine, tp, workload, max_tokens, concurrency, method"),
         "energy_ratio": opt("energy_ratio",
                             "engine, tp, workload, max_tokens, concurrency, method"),
+        "open_windows": opt("open_windows", "tp, workload, max_tokens, method, rate, window_id"),
+        "rate_speedup": opt("rate_speedup", "tp, workload, max_tokens, method, rate"),
+        "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
+        "slo_targets": opt("slo_targets", "campaign_id"),
+        "cache_hygiene": opt("cache_hygiene", "tp, workload, max_tokens, method, window_id"),
         "crossover": (_by_campaign(con, "crossover", cid,
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),
@@ -139,6 +153,7 @@ def load(db_path: Path | str, campaign: str | None = None,
     data = ReportData(campaign=info, n_warmup=int(info["n_warmup"]), baseline=baseline,
                       **frames)
     methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
-                         data.config_summary.get("method", pd.Series(dtype=str))])
+                         data.config_summary.get("method", pd.Series(dtype=str)),
+                         data.open_windows.get("method", pd.Series(dtype=str))])
     data.palette = method_palette(methods, baseline)
     return data

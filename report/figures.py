@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from report import charts
+from report import charts, openloop
 from report.data import ReportData
 
 Plot = Callable[..., object]
@@ -290,7 +290,7 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
             [(charts.plot_decode_tps_by_method, dist)], pal)
     if (dist["metric"] == "ttft_s").any():
         add("ttft", draw, outdir / "ttft.pdf", [(charts.plot_ttft_by_method, dist)], pal)
-    return jobs
+    return jobs + openloop.figure_jobs(data, outdir, save_figure)
 
 
 def figure_workers() -> int:

@@ -1,0 +1,245 @@
+"""The report's open-loop part (report/openloop.py) on hand-built analysis tables.
+
+The tables open_windows, rate_speedup, rate_limits, slo_targets and cache_hygiene are made
+here with the columns of the issue-13 contract and added to the report fixture's file, so
+these tests do not depend on analyze/. One workload name carries LaTeX specials.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from report import charts, openloop
+from report.build import render_tex, run
+from report.context import build_context
+from report.data import load
+from report.figures import make_figures
+from tests.report.conftest import CAMPAIGN, needs_latex
+
+RAG = "rag_2k #1 & 50%"  # escaped: rag\_2k \#1 \& 50\%
+RAG_TEX = r"rag\_2k \#1 \& 50\%"
+RATES = [1.0, 2.0, 4.0, 8.0]
+# (workload, method) -> per swept rate: attainment, saturated, behind_schedule, lag p99 (s)
+SWEEPS = {
+    (RAG, "autoregressive"): ([1.0, 0.995, 0.9, 0.5], [0, 0, 0, 1], [0, 0, 0, 0],
+                              [0.0003, 0.0004, 0.0005, 0.0009]),
+    (RAG, "dflash"): ([1.0, 1.0, 0.995, 0.7], [0, 0, 0, 0], [0, 0, 0, 1],
+                      [0.0003, 0.0004, 0.0006, 0.0203]),
+    ("chat", "autoregressive"): ([0.8, 0.6], [0, 0], [0, 0], [0.0002, 0.0003]),
+    ("chat", "ddtree_b8"): ([0.95, 0.9], [0, 0], [0, 0], [0.0002, 0.0003]),
+}
+
+
+def _window(workload: str, method: str, rate: float | None, att: float, sat: int,
+            behind: int, lag99: float, slo: bool, sched: float | None = None) -> dict:
+    sched = rate if sched is None else sched
+    n, elapsed = int(60 * sched), 60.0 + 2 * sat
+    good = att * n / elapsed
+    return {
+        "campaign_id": CAMPAIGN, "config_id": f"cfg-{method}",
+        "window_id": f"{method}-{workload}-{rate}", "method": method, "tp": 1,
+        "workload": workload, "max_tokens": 64, "load": "poisson", "rate": rate,
+        "ramp": None if rate else "linear", "ramp_start_rate": None if rate else 1.0,
+        "ramp_end_rate": None if rate else 5.0, "burstiness": 1.0, "max_concurrency": None,
+        "n_scheduled": n, "n_ok": n, "n_steady": int(0.8 * n), "scheduled_rps": sched,
+        "achieved_rps": n / elapsed, "elapsed_s": elapsed, "lag_p50_s": lag99 / 3,
+        "lag_p99_s": lag99, "lag_max_s": 2 * lag99, "behind_schedule": bool(behind),
+        "ttft_p50_s": 0.05 * sched, "ttft_p99_s": 0.2 * sched + sat,
+        "tpot_p50_s": 0.02 + 0.002 * sched, "tpot_p99_s": 0.03 + 0.004 * sched,
+        "e2e_p50_s": 1.5, "e2e_p99_s": 3.0, "output_tps": 64 * n / elapsed,
+        "saturated": bool(sat), "saturation_reason": "completion" if sat else None,
+        "goodput_rps": good if slo else None, "goodput_lo": good * 0.95 if slo else None,
+        "goodput_hi": min(good * 1.02, n / elapsed) if slo else None,
+        "attainment": att if slo else None, "attainment_lo": att - 0.03 if slo else None,
+        "attainment_hi": min(att + 0.01, 1.0) if slo else None,
+        "attainment_steady": att if slo else None,
+        "attainment_steady_lo": att - 0.04 if slo else None,
+        "attainment_steady_hi": min(att + 0.01, 1.0) if slo else None,
+        "cache_reset": "slots_erase", "cached_share": 0.0}
+
+
+def _limits(workload: str, method: str, max_rate: float | None, strict: float | None,
+            sat: float | None, stops: float | None, slo: bool) -> dict:
+    return {"campaign_id": CAMPAIGN, "tp": 1, "method": method, "workload": workload,
+            "max_tokens": 64, "target": 0.99 if slo else None,
+            "max_rate_under_slo": max_rate if slo else None,
+            "max_rate_under_slo_strict": strict if slo else None, "saturation_rate": sat,
+            "stops_paying_rate": stops}
+
+
+def _speedup(workload: str, method: str, rate: float, s: float, lo: float,
+             hi: float) -> dict:
+    return {"campaign_id": CAMPAIGN, "tp": 1, "method": method, "workload": workload,
+            "max_tokens": 64, "rate": rate, "n_pairs": 40, "tpot_speedup": s,
+            "tpot_speedup_lo": lo, "tpot_speedup_hi": hi, "significant": lo > 1 or hi < 1,
+            "goodput_ratio": 1.1, "baseline_saturated": False, "method_saturated": False,
+            "cache_mismatch": False}
+
+
+def open_tables(slo: bool = True) -> dict[str, pd.DataFrame]:
+    """Hand-built open-loop tables: on RAG, dflash stops paying at 4 req/s and meets the SLO
+    up to 4, the baseline up to 2 and saturates at 8, dflash falls behind schedule at 8;
+    on chat, both miss the SLO at the lowest rate and ddtree_b8 pays at both rates."""
+    ow = [_window(w, m, r, *vals, slo=slo)
+          for (w, m), cols in SWEEPS.items() for r, *vals in zip(RATES, *cols)]
+    ow.append(_window(RAG, "autoregressive", None, 0.98, 0, 0, 0.0004, slo, sched=3.0))
+    limits = [_limits(RAG, "autoregressive", 2.0, 1.0, 8.0, None, slo),
+              _limits(RAG, "dflash", 4.0, 2.0, None, 4.0, slo),
+              _limits("chat", "autoregressive", None, None, None, None, slo),
+              _limits("chat", "ddtree_b8", None, None, None, None, slo)]
+    speedups = [_speedup(RAG, "dflash", r, s, lo, hi) for r, s, lo, hi in
+                [(1.0, 1.5, 1.3, 1.7), (2.0, 1.4, 1.2, 1.6), (4.0, 1.1, 0.95, 1.25),
+                 (8.0, 0.9, 0.8, 1.0)]]
+    speedups += [_speedup("chat", "ddtree_b8", 1.0, 1.3, 1.1, 1.5),
+                 _speedup("chat", "ddtree_b8", 2.0, 1.2, 1.05, 1.4)]
+    slo_row = {"campaign_id": CAMPAIGN, "ttft_ms": 500.0 if slo else None,
+               "tpot_ms": 50.0 if slo else None, "e2e_ms": None,
+               "target": 0.99 if slo else None, "trim": 0.1}
+    hyg = [{"campaign_id": CAMPAIGN, "window_id": w, "method": m, "tp": 1, "workload": wl,
+            "max_tokens": 64, "load": load, "concurrency": c, "rate": r, "cache_reset": reset,
+            "cached_share": share, "cache_mismatch": mismatch, "baseline_cached_share": base}
+           for w, m, wl, load, c, r, reset, share, mismatch, base in [
+               ("w1", "dflash", RAG, "poisson", 0, 4.0, "slots_erase", 0.42, True, 0.05),
+               ("w2", "ddtree_b8", "chat", "poisson", 0, 2.0, "failed", None, False, 0.3),
+               ("w3", "autoregressive", "chat", "closed", 1, None, "kept", 0.3, None, None),
+               ("w4", "autoregressive", RAG, "poisson", 0, 4.0, "slots_erase", 0.05, None,
+                None)]]
+    return {"open_windows": pd.DataFrame(ow), "rate_limits": pd.DataFrame(limits),
+            "rate_speedup": pd.DataFrame(speedups), "slo_targets": pd.DataFrame([slo_row]),
+            "cache_hygiene": pd.DataFrame(hyg)}
+
+
+def with_tables(src: Path, dst: Path, tables: dict[str, pd.DataFrame],
+                empty: bool = False) -> Path:
+    """A copy of the report fixture's file plus ``tables`` (with no rows when ``empty``)."""
+    shutil.copyfile(src, dst)
+    with duckdb.connect(str(dst)) as con:
+        for name, frame in tables.items():
+            con.register("frame", frame)
+            where = " WHERE false" if empty else ""
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame{where}")  # our names
+            con.unregister("frame")
+    return dst
+
+
+@pytest.fixture(scope="module")
+def open_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return with_tables(report_db, tmp_path_factory.mktemp("open") / "o.duckdb", open_tables())
+
+
+NO_FIGS = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
+                         "crossover", "agentic"])
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_findings_name_the_rates_of_the_rows(open_db: Path) -> None:
+    section = openloop.section(load(open_db), NO_FIGS)
+    assert section["available"] and section["n_windows"] == 13
+    assert section["findings"] == [
+        "Open loop on chat: ddtree\\_b8 pays at every rate up to 2 req/s; autoregressive "
+        "misses the SLO already at 1 req/s; ddtree\\_b8 misses the SLO already at 1 req/s.",
+        f"Open loop on {RAG_TEX}: dflash stops paying at 4 req/s; autoregressive meets the "
+        "SLO up to 2 req/s; dflash meets the SLO up to 4 req/s; autoregressive saturates at "
+        "8 req/s."]
+    assert section["slo"] == "TTFT $\\le$ 500 ms, TPOT $\\le$ 50 ms; attainment target 99\\%"
+
+
+def test_threats_name_late_and_cache_flagged_windows(open_db: Path) -> None:
+    lag, mismatch, failed, kept = openloop.section(load(open_db), NO_FIGS)["threats"]
+    assert ("1 of 13 window(s) fell behind their schedule (p99 lag above max(1 ms, 0.1 / "
+            f"rate)), so the server saw less than the rate offered: dflash on {RAG_TEX} at "
+            "8 req/s (p99 lag 20.3 ms).") in lag
+    assert "Figure~\\ref" not in lag  # no lag figure drawn here, so none referenced
+    assert ("1 window(s) met the prefix cache differently" in mismatch
+            and f"dflash on {RAG_TEX} at 4 req/s (cached share 42\\% vs the baseline's 5\\%, "
+                "reset slots\\_erase)"
+            in mismatch)
+    assert failed == ("In 1 window(s) the prefix-cache reset failed before the window: "
+                      "ddtree\\_b8 on chat at 2 req/s.")
+    assert kept.endswith("autoregressive on chat at concurrency 1.")
+
+
+def test_limits_table_says_what_a_null_means(open_db: Path) -> None:
+    tex = openloop.section(load(open_db), NO_FIGS)["table"]
+    rows = [line.split("\\\\")[0].strip() for line in tex.splitlines() if "&" in line]
+    assert rows[1:] == [
+        "chat&64&autoregressive&\\textless{} 1&\\textless{} 1&none&baseline",
+        "chat&64&ddtree\\_b8&\\textless{} 1&\\textless{} 1&none&pays at all",
+        f"{RAG_TEX}&64&autoregressive&2&1&8&baseline",
+        f"{RAG_TEX}&64&dflash&4&2&none&4"]
+
+
+def test_no_slo_leaves_out_goodput(report_db: Path, tmp_path: Path) -> None:
+    db = with_tables(report_db, tmp_path / "noslo.duckdb", open_tables(slo=False))
+    data = load(db)
+    figs = make_figures(data, tmp_path / "figs", workers=1)
+    assert not [k for k in figs if k.startswith("openloop-goodput")]
+    section = openloop.section(data, figs)
+    assert section["slo"] is None and "max rate under SLO" not in section["table"]
+    assert all("SLO" not in line for line in section["findings"])
+    assert "The plan gave no SLO" in render_tex(build_context(data, figs))
+
+
+def test_figures_are_drawn_per_setting_with_type3_fonts(open_db: Path, tmp_path: Path) -> None:
+    figs = make_figures(load(open_db), tmp_path / "figs", workers=2)
+    keys = sorted(k for k in figs if k.startswith("openloop"))
+    assert keys == ["openloop-goodput:0", "openloop-goodput:1", "openloop-lag:0",
+                    "openloop-latency:0", "openloop-latency:1", "openloop-speedup:0",
+                    "openloop-speedup:1"]
+    for key in keys:
+        body = figs[key].read_bytes()
+        assert body.startswith(b"%PDF") and b"/Type3" in body, key
+
+
+def test_saturated_points_are_hollow_and_late_ones_crossed() -> None:
+    ow = openloop.windows(open_tables()["open_windows"])
+    rag = ow[ow["workload"] == RAG]
+    palette = charts.method_palette(rag["method"])
+    fig, ax = plt.subplots()
+    openloop.plot_by_rate(ax, rag, "ttft_p99_s", palette, 1000.0)
+    white = [c for c in ax.collections if len(c.get_offsets())
+             and np.allclose(c.get_facecolor()[0][:3], 1.0)]
+    assert [tuple(c.get_offsets()[0]) for c in white] == [(8.0, 1000 * (0.2 * 8 + 1))]
+    crosses = [c for c in ax.collections if len(c.get_offsets())
+               and np.allclose(c.get_facecolor()[0][:3], 0.0)]
+    assert [tuple(c.get_offsets()[0]) for c in crosses] == [(8.0, 1000 * 0.2 * 8)]
+    ramp = [ln for ln in ax.lines if ln.get_linestyle() == "None" and len(ln.get_xdata())]
+    assert [list(ln.get_xdata()) for ln in ramp] == [[3.0]]  # the ramp: a lone point
+    plt.close(fig)
+
+
+def test_a_file_with_empty_open_loop_tables_renders_as_without(report_db: Path,
+                                                               tmp_path: Path) -> None:
+    empty = with_tables(report_db, tmp_path / "empty.duckdb", open_tables(), empty=True)
+    before = render_tex(build_context(load(report_db), NO_FIGS))
+    after = render_tex(build_context(load(empty), NO_FIGS))
+    assert after == before and "Open-loop" not in after and "open loop" not in after.lower()
+    assert not [k for k in make_figures(load(empty), tmp_path / "f", 1) if "openloop" in k]
+
+
+@needs_latex
+def test_the_report_renders_the_open_loop_section(open_db: Path, tmp_path: Path) -> None:
+    pdf = run(open_db, tmp_path / "r.pdf")
+    tex = pdf.with_suffix(".tex").read_text(encoding="utf-8")
+    text = _flat(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                                check=True).stdout)
+    assert "Open-loop load" in text and "Rate limits" in text
+    assert ("Open loop on rag_2k #1 & 50%: dflash stops paying at 4 req/s; autoregressive "
+            "meets the SLO up to 2 req/s") in text
+    assert RAG not in tex and f"\\caption{{{RAG_TEX}: TTFT and TPOT" in tex
+    for name in ("openloop-latency-1.pdf", "openloop-goodput-1.pdf", "openloop-speedup-1.pdf",
+                 "openloop-lag-0.pdf"):
+        assert f"{{{name}}}" in tex
+    assert "TTFT ≤ 500 ms, TPOT ≤ 50 ms; attainment target 99%" in text
+    assert "fell behind their schedule" in text and "reset failed before" in text
