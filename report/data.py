@@ -127,7 +127,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "open_windows": opt("open_windows", "tp, workload, max_tokens, method, rate, window_id"),
         "rate_speedup": opt("rate_speedup", "tp, workload, max_tokens, method, rate"),
         "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
-        "slo_targets": opt("slo_targets", "campaign_id"),
+        "slo_targets": opt("slo_targets", "campaign_id, target"),
         "cache_hygiene": opt("cache_hygiene", "tp, workload, max_tokens, method, window_id"),
         "crossover": (_by_campaign(con, "crossover", cid,
                                    order="workload, max_tokens, engine, tp, method")

@@ -305,7 +305,8 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
         elif r["method"] != baseline and r["compared"] and pd.notna(r["highest"]):
             stops.append(f"{m} pays at every rate up to {_rate(r['highest'])}")
         if has_slo and pd.notna(r["max_rate_under_slo"]):
-            meets.append(f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}")
+            every = " (every rate measured)" if r["max_rate_under_slo"] == r["highest"] else ""
+            meets.append(f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}{every}")
         elif has_slo and pd.notna(r["lowest"]):
             meets.append(f"{m} misses the SLO already at {_rate(r['lowest'])}")
         if pd.notna(r["saturation_rate"]):
