@@ -66,13 +66,15 @@ class Measured:
     startup_s: dict[tuple[str, int], float] = field(default_factory=dict)  # (method, tp)
 
 
-# decode_tps: the macro of schema/metrics.sql, the definition the views and the ranking use
+# decode_tps: the macro of schema/metrics.sql, the definition the views and the ranking use;
+# closed-loop windows only (an open-loop window's load is its rate: its estimate assumes one
+# request at a time, the nearest closed-loop figure)
 REQUEST_FIGURES = """
 SELECT config_id, workload, concurrency,
        median(decode_tps(output_tokens, e2e_s, ttft_s)), median(ttft_s)
 FROM requests
 WHERE ok AND NOT is_warmup AND output_tokens > 1 AND e2e_s > ttft_s
-  AND list_contains(?, config_id)
+  AND scheduled_s IS NULL AND list_contains(?, config_id)
 GROUP BY ALL
 """
 OUTPUT_TOKENS = """

@@ -31,6 +31,7 @@ SELECT method, workload, max_tokens, concurrency, prompt_id,
        decode_tps(output_tokens, e2e_s, ttft_s) AS decode_tps
 FROM requests AS r
 WHERE campaign_id = ? AND tp = ? AND ok AND NOT is_warmup
+  AND scheduled_s IS NULL  -- closed-loop windows: open-loop ones differ by rate, not concurrency
   AND decode_tps(output_tokens, e2e_s, ttft_s) IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
                   AND u.campaign_id = r.campaign_id AND u.config_id = r.config_id
