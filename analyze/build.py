@@ -7,9 +7,9 @@ the `speedup` table (analyze.stats), 04 best_config (reads speedup), 05-10 the p
 views, 11-13 the campaign, environment and service summaries (the only way `report` sees the
 raw tables), 14 import_check (imported files' printed figures beside ours), 15-17 GPU energy
 (segments, windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio`
-table (analyze.energy). The raw layer is schema's: `connect` migrates the file before anything
-here runs. Everything is CREATE OR REPLACE inside one transaction, so a failed build leaves the
-previous analysis layer in place.
+table (analyze.energy), then the open-loop objects 21-27 (analyze.openloop). The raw layer is
+schema's: `connect` migrates the file before anything here runs. Everything is CREATE OR
+REPLACE inside one transaction, so a failed build leaves the previous analysis layer in place.
 
 Every analysis object is a TABLE (a snapshot of the raw tables as of analysis_params.built_at)
 except speedup_pairs, a view over the request_metrics table: a view is recomputed by every
@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from analyze import energy, itl, stats
+from analyze import energy, itl, openloop, stats
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
 
@@ -83,6 +83,7 @@ OBJECTS = (
     "request_distribution",
     "energy_ratio",
     "campaign_plan",
+    *openloop.OBJECTS,
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
@@ -147,6 +148,8 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
         con.execute(read_sql(name))
     log.info("bootstrapping energy ratios against %s", baseline)
     energy.build_energy_ratio(con)
+    log.info("open-loop objects")
+    openloop.build(con, read_sql)
 
 
 def drop_views(con: duckdb.DuckDBPyConnection) -> None:

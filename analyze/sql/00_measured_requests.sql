@@ -3,7 +3,7 @@
 -- grain: request; key: rid (= requests.rowid, stable within the build's transaction), request_id.
 -- Left out: warm-up requests (is_warmup) and rows of a unit marked incomplete (units.complete =
 -- false: the run was interrupted in it) until resume redoes the unit, and open-loop requests
--- (scheduled_s set): those are open_requests' (21_open_requests.sql), and every closed-loop
+-- (scheduled_s set): those are open_requests' (23_open_requests.sql), and every closed-loop
 -- object groups by concurrency, which an open-loop window does not have.
 
 CREATE OR REPLACE TEMP VIEW measured_requests AS

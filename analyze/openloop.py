@@ -1,0 +1,155 @@
+"""The open-loop analysis objects (contract: analyze/VIEWS.md, "Open-loop load").
+
+Built after the closed-loop objects, inside the same transaction (analyze.build): the Wilson
+interval macros (21), slo_targets (22), open_requests (23), cache_hygiene (24), open_windows
+(25), then the paired TPOT bootstraps of rate space into the TEMP table `rate_tpot` (here),
+rate_speedup (26), which reads it, and rate_limits (27). On a file without open-loop windows
+or SLO rows every one of them is an empty table.
+
+rate_tpot, one row per (campaign_id, tp, workload, max_tokens, rate, method M != baseline)
+with steady ok TPOTs on prompts both M and the baseline measured at that rate:
+
+    tpot_speedup     = median(baseline's steady TPOT) / median(M's steady TPOT)
+    tpot_speedup_lo, tpot_speedup_hi = the 2.5th / 97.5th percentiles of that ratio over
+                       B = 2000 paired bootstrap resamples of the prompts
+
+from schema.paired's flat_ratio_of_medians (the closed-loop `speedup`'s definition, with the
+baseline on the numerator side: TPOT is a time, decode speed its reciprocal), a fresh
+default_rng(SEED) per comparison. Pair rows are read once as numbers, sorted in DuckDB.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from analyze.stats import N_BOOT, SEED, flat_ratio_of_medians
+
+BEFORE_BOOTSTRAP = (
+    "21_wilson.sql",
+    "22_slo_targets.sql",
+    "23_open_requests.sql",
+    "24_cache_hygiene.sql",
+    "25_open_windows.sql",
+)
+AFTER_BOOTSTRAP = ("26_rate_speedup.sql", "27_rate_limits.sql")
+OBJECTS = ("slo_targets", "open_requests", "cache_hygiene", "open_windows", "rate_speedup",
+           "rate_limits")  # fmt: skip
+
+KEY = ["campaign_id", "tp", "workload", "max_tokens", "rate", "method"]
+_KEY = ", ".join(KEY)
+_SETTING = "campaign_id, tp, workload, max_tokens, rate"
+
+RATE_TPOT_DDL = """
+CREATE OR REPLACE TEMP TABLE rate_tpot (
+    campaign_id      VARCHAR NOT NULL,
+    tp               INTEGER NOT NULL,
+    workload         VARCHAR NOT NULL,
+    max_tokens       INTEGER NOT NULL,
+    rate             DOUBLE NOT NULL,
+    method           VARCHAR NOT NULL,
+    n_pairs          INTEGER NOT NULL,   -- prompts both sides measured
+    n_method         INTEGER NOT NULL,   -- M's requests used
+    n_baseline       INTEGER NOT NULL,   -- the baseline's requests used
+    tpot_speedup     DOUBLE,
+    tpot_speedup_lo  DOUBLE,
+    tpot_speedup_hi  DOUBLE
+)
+"""
+
+# steady ok requests with a TPOT at a swept rate; side 0 = the baseline (numerator), 1 = M;
+# the baseline's rows repeated once per M; prompts as ordinals in prompt_id order
+PAIRS_SQL = f"""
+WITH
+params AS (SELECT baseline FROM analysis_params),
+usable AS (
+    SELECT {_KEY}, prompt_id, tpot_s FROM open_requests
+    WHERE steady AND ok AND tpot_s IS NOT NULL AND rate IS NOT NULL
+),
+base AS (SELECT u.* EXCLUDE (method) FROM usable AS u JOIN params AS p ON u.method = p.baseline),
+meth AS (SELECT u.* FROM usable AS u JOIN params AS p ON u.method <> p.baseline),
+shared AS (
+    SELECT DISTINCT {_KEY}, prompt_id FROM meth
+    SEMI JOIN base USING ({_SETTING}, prompt_id)
+),
+comparisons AS (
+    SELECT {_KEY}, row_number() OVER (ORDER BY {_KEY}) - 1 AS comparison
+    FROM (SELECT DISTINCT {_KEY} FROM shared)
+),
+prompts AS (
+    SELECT {_KEY}, prompt_id,
+           row_number() OVER (PARTITION BY {_KEY} ORDER BY prompt_id) - 1 AS prompt
+    FROM shared
+),
+sides AS (
+    SELECT s.*, 0 AS side, b.tpot_s FROM prompts AS s JOIN base AS b USING ({_SETTING}, prompt_id)
+    UNION ALL
+    SELECT s.*, 1 AS side, m.tpot_s FROM prompts AS s JOIN meth AS m USING ({_KEY}, prompt_id)
+)
+SELECT comparison, side, prompt, tpot_s
+FROM sides JOIN comparisons USING ({_KEY})
+ORDER BY comparison, side, prompt
+"""
+COMPARISONS_SQL = f"""
+WITH
+params AS (SELECT baseline FROM analysis_params),
+usable AS (
+    SELECT {_KEY}, prompt_id FROM open_requests
+    WHERE steady AND ok AND tpot_s IS NOT NULL AND rate IS NOT NULL
+),
+base AS (SELECT u.* EXCLUDE (method) FROM usable AS u JOIN params AS p ON u.method = p.baseline),
+meth AS (SELECT u.* FROM usable AS u JOIN params AS p ON u.method <> p.baseline)
+SELECT DISTINCT {_KEY} FROM meth SEMI JOIN base USING ({_SETTING}, prompt_id)
+ORDER BY {_KEY}
+"""
+
+
+def build(con: duckdb.DuckDBPyConnection, read_sql, n_boot: int = N_BOOT, seed: int = SEED
+          ) -> None:
+    """Create the open-loop objects on con (inside the caller's transaction); read_sql(name)
+    gives the text of analyze/sql/<name>."""
+    for name in BEFORE_BOOTSTRAP:
+        con.execute(read_sql(name))
+    build_rate_tpot(con, n_boot, seed)
+    for name in AFTER_BOOTSTRAP:
+        con.execute(read_sql(name))
+
+
+def build_rate_tpot(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED
+                    ) -> int:
+    """Bootstrap every rate-space TPOT comparison into the TEMP table rate_tpot; return its
+    row count."""
+    frame = tpot_speedups(con, n_boot, seed)
+    con.execute(RATE_TPOT_DDL)
+    if frame.empty:
+        return 0
+    con.register("rate_tpot_frame", frame)
+    try:
+        con.execute("INSERT INTO rate_tpot BY NAME SELECT * FROM rate_tpot_frame")
+    finally:
+        con.unregister("rate_tpot_frame")
+    return len(frame)
+
+
+def tpot_speedups(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED
+                  ) -> pd.DataFrame:
+    """One row per comparison: KEY, n_pairs, n_method, n_baseline, tpot_speedup and its
+    interval (baseline's median TPOT over M's, on the prompts both measured)."""
+    keys = con.execute(COMPARISONS_SQL).df()
+    rows = con.execute(PAIRS_SQL).fetchnumpy()
+    tpot = np.asarray(rows["tpot_s"], dtype=float)
+    prompt = np.asarray(rows["prompt"], dtype=np.int64)
+    # rows sorted by (comparison, side): segment 2c is the baseline's rows of comparison c
+    segment = np.asarray(rows["comparison"], dtype=np.int64) * 2 + np.asarray(rows["side"])
+    bounds = np.searchsorted(segment, np.arange(2 * len(keys) + 1))
+    records = []
+    for c, key in enumerate(keys.itertuples(index=False)):
+        base, meth = (slice(bounds[s], bounds[s + 1]) for s in (2 * c, 2 * c + 1))
+        point, lo, hi = flat_ratio_of_medians(tpot[base], prompt[base], tpot[meth],
+                                              prompt[meth], n_boot, seed)
+        records.append({**key._asdict(), "n_pairs": int(prompt[meth].max()) + 1,
+                        "n_method": meth.stop - meth.start,
+                        "n_baseline": base.stop - base.start,
+                        "tpot_speedup": point, "tpot_speedup_lo": lo, "tpot_speedup_hi": hi})
+    return pd.DataFrame.from_records(records)

@@ -1,0 +1,86 @@
+-- open_requests: one row per measured open-loop request: requests with scheduled_s set,
+-- not warm-up, not in a unit marked incomplete (the exclusions of 00_measured_requests.sql),
+-- joined with their window (windows, on campaign_id and window_id) and the campaign's
+-- slo_targets. A TABLE, rebuilt by every `python -m analyze`.
+-- grain: request; key: request_id.
+-- Columns: campaign_id, config_id, service_id, window_id, request_id, engine, method, tp,
+-- workload, max_tokens, load, rate, ramp, max_concurrency, prompt_id, rep, scheduled_s,
+-- start_s, ttft_s, e2e_s, output_tokens, prompt_tokens, cached_tokens, ok, error_kind as in
+-- requests / windows, plus
+--   lag_s     = start_s - scheduled_s (schedule lag: how late the actual send was; with a
+--               max_concurrency cap it includes the wait for a free slot)
+--   tpot_s    = (e2e_s - ttft_s) / (output_tokens - 1) when ok and output_tokens >= 2, else
+--               NULL (vLLM's TPOT; schema/metrics.sql's tpot_s macro)
+--   end_s     = start_s + e2e_s (offset of the last token from the window start)
+--   steady    = scheduled_s in [trim * S, (1 - trim) * S], S = windows.schedule_span_s,
+--               trim = slo_targets.trim (0.1 by default). A rule on the send time, not on
+--               the whole life: requiring the whole life inside the centre would drop exactly
+--               the requests queueing made slow, and hide saturation. Requests are followed
+--               to completion.
+--   meets_slo = the request meets every objective given (vLLM's goodput rule): ok, and
+--               ttft_s * 1000 <= ttft_ms, tpot_s * 1000 <= tpot_ms (a request without a TPOT,
+--               fewer than 2 tokens, meets it), e2e_s * 1000 <= e2e_ms; failed requests never
+--               do. NULL when the campaign has no SLO (slo_targets.has_slo false or no row).
+--               collect's Slo.met (collect/plan/load.py) is the same rule.
+
+CREATE OR REPLACE TABLE open_requests AS
+
+WITH
+
+incomplete AS (
+    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+),
+
+sent AS (
+    SELECT r.*
+    FROM requests AS r
+    WHERE NOT r.is_warmup
+      AND r.scheduled_s IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM incomplete AS i
+          WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id
+            AND i.workload = r.workload
+      )
+),
+
+schedules AS (
+    SELECT campaign_id, window_id, load, rate, ramp, max_concurrency, schedule_span_s
+    FROM windows
+),
+
+targets AS (
+    SELECT * FROM slo_targets
+),
+
+measured AS (
+    SELECT
+        s.campaign_id, s.config_id, s.service_id, s.window_id, s.request_id, s.engine,
+        s.method, s.tp, s.workload, s.max_tokens, w.load, w.rate, w.ramp, w.max_concurrency,
+        s.prompt_id, s.rep, s.scheduled_s, s.start_s,
+        s.start_s - s.scheduled_s AS lag_s,
+        s.ttft_s,
+        CASE WHEN s.ok THEN tpot_s(s.output_tokens, s.e2e_s, s.ttft_s) END AS tpot_s,
+        s.e2e_s,
+        s.start_s + s.e2e_s AS end_s,
+        s.output_tokens, s.prompt_tokens, s.cached_tokens, s.ok, s.error_kind,
+        s.scheduled_s BETWEEN coalesce(t.trim, 0.1) * w.schedule_span_s
+                          AND (1 - coalesce(t.trim, 0.1)) * w.schedule_span_s AS steady,
+        t.has_slo, t.ttft_ms, t.tpot_ms, t.e2e_ms
+    FROM sent AS s
+    JOIN schedules AS w USING (campaign_id, window_id)
+    LEFT JOIN targets AS t USING (campaign_id)
+),
+
+final AS (
+    SELECT
+        * EXCLUDE (has_slo, ttft_ms, tpot_ms, e2e_ms),
+        CASE WHEN has_slo THEN
+            ok AND ttft_s IS NOT NULL AND e2e_s IS NOT NULL
+            AND (ttft_ms IS NULL OR ttft_s * 1000 <= ttft_ms)
+            AND (tpot_ms IS NULL OR tpot_s IS NULL OR tpot_s * 1000 <= tpot_ms)
+            AND (e2e_ms IS NULL OR e2e_s * 1000 <= e2e_ms)
+        END AS meets_slo
+    FROM measured
+)
+
+SELECT * FROM final

@@ -1,0 +1,175 @@
+-- open_windows: one row per measured open-loop window (windows.load <> 'closed'; a unit
+-- marked incomplete is left out), from its open_requests rows.
+-- grain: window; key: (campaign_id, window_id).
+-- Percentiles are DuckDB's quantile_cont (linear interpolation), as config_summary's.
+-- S = schedule_span_s, trim = slo_targets.trim (0.1 by default); steady: see open_requests.
+-- Columns: campaign_id, config_id, window_id, engine, method, tp, workload, max_tokens, load,
+-- rate (offered), ramp, ramp_start_rate, ramp_end_rate, burstiness, max_concurrency,
+-- n_scheduled, elapsed_s, schedule_span_s, cache_reset (windows), plus
+--   n_sent, n_ok, n_steady  = requests sent, ok, steady (ok or not)
+--   scheduled_rps  = (n_scheduled - 1) / S                 (NULL when S = 0)
+--   achieved_rps   = n_ok / elapsed_s
+--   lag_p50_s, lag_p99_s, lag_max_s = of lag_s over every sent request
+--   behind_schedule = lag_p99_s > max(1 ms, 0.1 / scheduled_rps): the client fell behind its
+--                    schedule (with a max_concurrency cap: the cap bound the load)
+--   ttft_p50_s, ttft_p99_s, tpot_p50_s, tpot_p99_s, e2e_p50_s, e2e_p99_s = over steady ok
+--                    requests
+--   output_tps     = sum(output_tokens of ok requests) / elapsed_s
+--   completion_ratio = ok requests ending (end_s) in [trim*S, (1-trim)*S] / requests sent
+--                    (start_s) in it; NULL when none was sent in it
+--   ttft_first_third_s, ttft_last_third_s = median ttft_s of ok requests among the first and
+--                    the last floor(n/3) of the window's n steady requests, ordered by
+--                    scheduled_s (then request_id); NULL when n < 3
+--   saturated      = the server did not keep up: completion_ratio < 0.9 (reason 'completion')
+--                    or ttft_last_third_s > 2 * ttft_first_third_s and the difference > 50 ms
+--                    (reason 'ttft_growth'); saturation_reason: NULL | completion |
+--                    ttft_growth | both
+--   n_good, n_good_steady = requests (steady requests) with meets_slo
+--   goodput_rps    = n_good / elapsed_s (vLLM's goodput: every request of the window over its
+--                    duration)
+--   attainment     = n_good / n_scheduled; attainment_lo, attainment_hi: its 95% Wilson
+--                    interval (21_wilson.sql)
+--   goodput_lo, goodput_hi = (n_scheduled / elapsed_s) * attainment_lo, attainment_hi
+--   attainment_steady = n_good_steady / n_steady, with attainment_steady_lo, _hi (Wilson)
+--                    (every n_good .. attainment_steady_hi column NULL without an SLO)
+--   has_slo        = the campaign has an SLO (slo_targets.has_slo)
+--   cached_share   = cache_hygiene's (sum cached_tokens / sum prompt_tokens, ok requests)
+
+CREATE OR REPLACE TABLE open_windows AS
+
+WITH
+
+incomplete AS (
+    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+),
+
+targets AS (
+    SELECT campaign_id, trim, has_slo FROM slo_targets
+),
+
+open_windows_ AS (
+    SELECT
+        w.*,
+        coalesce(t.trim, 0.1) * w.schedule_span_s AS steady_from_s,
+        (1 - coalesce(t.trim, 0.1)) * w.schedule_span_s AS steady_to_s,
+        coalesce(t.has_slo, false) AS has_slo
+    FROM windows AS w
+    LEFT JOIN targets AS t USING (campaign_id)
+    WHERE w.load <> 'closed'
+      AND NOT EXISTS (
+          SELECT 1 FROM incomplete AS i
+          WHERE i.campaign_id = w.campaign_id AND i.config_id = w.config_id
+            AND i.workload = w.workload
+      )
+),
+
+measured AS (
+    SELECT
+        r.*,
+        w.steady_from_s, w.steady_to_s,
+        count(*) FILTER (WHERE r.steady)
+            OVER (PARTITION BY r.campaign_id, r.window_id) AS n_steady_all,
+        CASE WHEN r.steady THEN row_number() OVER (
+            PARTITION BY r.campaign_id, r.window_id, r.steady
+            ORDER BY r.scheduled_s, r.request_id) END AS steady_pos
+    FROM open_requests AS r
+    JOIN open_windows_ AS w USING (campaign_id, window_id)
+),
+
+thirds AS (
+    SELECT
+        *,
+        CASE WHEN steady_pos <= n_steady_all // 3 THEN 'first'
+             WHEN steady_pos > n_steady_all - n_steady_all // 3 THEN 'last' END AS third
+    FROM measured
+),
+
+per_window AS (
+    SELECT
+        campaign_id, window_id,
+        any_value(engine) AS engine,
+        any_value(method) AS method,
+        any_value(tp) AS tp,
+        count(*) AS n_sent,
+        count(*) FILTER (WHERE ok) AS n_ok,
+        count(*) FILTER (WHERE steady) AS n_steady,
+        quantile_cont(lag_s, 0.5) AS lag_p50_s,
+        quantile_cont(lag_s, 0.99) AS lag_p99_s,
+        max(lag_s) AS lag_max_s,
+        quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND steady) AS ttft_p50_s,
+        quantile_cont(ttft_s, 0.99) FILTER (WHERE ok AND steady) AS ttft_p99_s,
+        quantile_cont(tpot_s, 0.5) FILTER (WHERE ok AND steady) AS tpot_p50_s,
+        quantile_cont(tpot_s, 0.99) FILTER (WHERE ok AND steady) AS tpot_p99_s,
+        quantile_cont(e2e_s, 0.5) FILTER (WHERE ok AND steady) AS e2e_p50_s,
+        quantile_cont(e2e_s, 0.99) FILTER (WHERE ok AND steady) AS e2e_p99_s,
+        coalesce(sum(output_tokens) FILTER (WHERE ok), 0) AS ok_output_tokens,
+        count(*) FILTER (WHERE ok AND end_s BETWEEN steady_from_s AND steady_to_s)
+            AS n_completed_steady,
+        count(*) FILTER (WHERE start_s BETWEEN steady_from_s AND steady_to_s)
+            AS n_sent_steady,
+        quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'first') AS ttft_first_third_s,
+        quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'last') AS ttft_last_third_s,
+        count(*) FILTER (WHERE meets_slo) AS n_good,
+        count(*) FILTER (WHERE meets_slo AND steady) AS n_good_steady
+    FROM thirds
+    GROUP BY campaign_id, window_id
+),
+
+described AS (
+    SELECT
+        w.campaign_id, w.config_id, w.window_id,
+        coalesce(p.engine, s.engine) AS engine,
+        coalesce(p.method, s.method) AS method,
+        coalesce(p.tp, s.tp) AS tp,
+        w.workload, w.max_tokens, w.load, w.rate, w.ramp, w.ramp_start_rate, w.ramp_end_rate,
+        w.burstiness, w.max_concurrency, w.n_scheduled, w.schedule_span_s, w.elapsed_s,
+        w.cache_reset, w.has_slo,
+        coalesce(p.n_sent, 0) AS n_sent,
+        coalesce(p.n_ok, 0) AS n_ok,
+        coalesce(p.n_steady, 0) AS n_steady,
+        p.* EXCLUDE (campaign_id, window_id, engine, method, tp, n_sent, n_ok, n_steady,
+                     n_good, n_good_steady),
+        CASE WHEN w.has_slo THEN coalesce(p.n_good, 0) END AS n_good,
+        CASE WHEN w.has_slo THEN coalesce(p.n_good_steady, 0) END AS n_good_steady
+    FROM open_windows_ AS w
+    LEFT JOIN per_window AS p USING (campaign_id, window_id)
+    LEFT JOIN services AS s USING (service_id)
+),
+
+rates AS (
+    SELECT
+        *,
+        (n_scheduled - 1) / nullif(schedule_span_s, 0) AS scheduled_rps,
+        n_ok / nullif(elapsed_s, 0) AS achieved_rps,
+        coalesce(ok_output_tokens, 0) / nullif(elapsed_s, 0) AS output_tps,
+        n_completed_steady / nullif(n_sent_steady, 0) AS completion_ratio,
+        coalesce(n_completed_steady / nullif(n_sent_steady, 0) < 0.9, false) AS by_completion,
+        coalesce(ttft_last_third_s > 2 * ttft_first_third_s
+                 AND ttft_last_third_s - ttft_first_third_s > 0.05, false) AS by_ttft_growth
+    FROM described
+),
+
+final AS (
+    SELECT
+        r.* EXCLUDE (ok_output_tokens, n_completed_steady, n_sent_steady, by_completion,
+                     by_ttft_growth),
+        lag_p99_s > greatest(0.001, coalesce(0.1 / scheduled_rps, 0)) AS behind_schedule,
+        by_completion OR by_ttft_growth AS saturated,
+        CASE WHEN by_completion AND by_ttft_growth THEN 'both'
+             WHEN by_completion THEN 'completion'
+             WHEN by_ttft_growth THEN 'ttft_growth' END AS saturation_reason,
+        n_good / nullif(elapsed_s, 0) AS goodput_rps,
+        n_scheduled / nullif(elapsed_s, 0) * wilson_lo(n_good, n_scheduled) AS goodput_lo,
+        n_scheduled / nullif(elapsed_s, 0) * wilson_hi(n_good, n_scheduled) AS goodput_hi,
+        n_good / nullif(n_scheduled, 0) AS attainment,
+        wilson_lo(n_good, n_scheduled) AS attainment_lo,
+        wilson_hi(n_good, n_scheduled) AS attainment_hi,
+        n_good_steady / nullif(n_steady, 0) AS attainment_steady,
+        wilson_lo(n_good_steady, n_steady) AS attainment_steady_lo,
+        wilson_hi(n_good_steady, n_steady) AS attainment_steady_hi,
+        c.cached_share
+    FROM rates AS r
+    LEFT JOIN cache_hygiene AS c USING (campaign_id, window_id)
+)
+
+SELECT * FROM final

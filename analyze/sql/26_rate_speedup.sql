@@ -1,0 +1,84 @@
+-- rate_speedup: speculation against the baseline in rate space, one row per method M that is
+-- not the baseline (analysis_params.baseline) and swept rate at which both M and the baseline
+-- ran open-loop windows.
+-- grain: (campaign_id, tp, workload, max_tokens, rate, method); key: the same columns. Windows
+-- without a single rate (ramps, trace replays) have none. Several windows at a key (they
+-- should not happen) are pooled.
+-- Columns:
+--   baseline          = the baseline method's name
+--   n_pairs           = prompts both sides measured with a steady ok TPOT (open_requests:
+--                       steady, ok, tpot_s not NULL); n_method, n_baseline = their requests
+--   tpot_speedup      = median(baseline's steady TPOT) / median(M's steady TPOT) over those
+--                       prompts (> 1: M's tokens come faster)
+--   tpot_speedup_lo, tpot_speedup_hi = its 95% paired percentile bootstrap interval over the
+--                       prompts (B = 2000, numpy default_rng(20260101): schema/paired.py's
+--                       flat_ratio_of_medians, the one the closed-loop speedup uses; computed
+--                       by analyze/openloop.py into the TEMP table rate_tpot)
+--   significant       = tpot_speedup_lo > 1 or tpot_speedup_hi < 1 (NULL without pairs)
+--   method_goodput_rps, baseline_goodput_rps = sum(n_good) / sum(elapsed_s) of the key's
+--                       windows (one window: its goodput_rps)
+--   goodput_ratio     = method_goodput_rps / baseline_goodput_rps (NULL without an SLO or
+--                       when the baseline's goodput is 0)
+--   baseline_saturated, method_saturated = a window of that side at the key is saturated
+--   cache_mismatch    = a window of M at the key has cache_hygiene.cache_mismatch
+
+CREATE OR REPLACE TABLE rate_speedup AS
+
+WITH
+
+params AS (
+    SELECT baseline FROM analysis_params
+),
+
+per_key AS (
+    SELECT
+        campaign_id, tp, workload, max_tokens, rate, method,
+        bool_or(saturated) AS saturated,
+        bool_and(has_slo) AS has_slo,
+        sum(n_good) / nullif(sum(elapsed_s), 0) AS goodput_rps
+    FROM open_windows
+    WHERE rate IS NOT NULL
+    GROUP BY ALL
+),
+
+cache AS (
+    SELECT campaign_id, tp, workload, max_tokens, rate, method,
+           bool_or(cache_mismatch) AS cache_mismatch
+    FROM cache_hygiene
+    WHERE load <> 'closed' AND rate IS NOT NULL
+    GROUP BY ALL
+),
+
+compared AS (
+    SELECT
+        m.campaign_id, m.tp, m.workload, m.max_tokens, m.rate, m.method, p.baseline,
+        m.saturated AS method_saturated,
+        b.saturated AS baseline_saturated,
+        CASE WHEN m.has_slo THEN m.goodput_rps END AS method_goodput_rps,
+        CASE WHEN b.has_slo THEN b.goodput_rps END AS baseline_goodput_rps
+    FROM per_key AS m
+    JOIN params AS p ON m.method <> p.baseline
+    JOIN per_key AS b
+        ON b.method = p.baseline
+       AND b.campaign_id = m.campaign_id AND b.tp = m.tp AND b.workload = m.workload
+       AND b.max_tokens = m.max_tokens AND b.rate = m.rate
+),
+
+final AS (
+    SELECT
+        c.campaign_id, c.tp, c.workload, c.max_tokens, c.rate, c.method, c.baseline,
+        coalesce(t.n_pairs, 0) AS n_pairs,
+        coalesce(t.n_method, 0) AS n_method,
+        coalesce(t.n_baseline, 0) AS n_baseline,
+        t.tpot_speedup, t.tpot_speedup_lo, t.tpot_speedup_hi,
+        t.tpot_speedup_lo > 1 OR t.tpot_speedup_hi < 1 AS significant,
+        c.method_goodput_rps, c.baseline_goodput_rps,
+        c.method_goodput_rps / nullif(c.baseline_goodput_rps, 0) AS goodput_ratio,
+        c.baseline_saturated, c.method_saturated,
+        k.cache_mismatch
+    FROM compared AS c
+    LEFT JOIN rate_tpot AS t USING (campaign_id, tp, workload, max_tokens, rate, method)
+    LEFT JOIN cache AS k USING (campaign_id, tp, workload, max_tokens, rate, method)
+)
+
+SELECT * FROM final

@@ -1,0 +1,106 @@
+-- rate_limits: per method and setting, the highest rate that keeps the SLO, the first rate
+-- that saturates and the rate where speculation stops paying.
+-- grain: (campaign_id, tp, method, workload, max_tokens) with open-loop windows; key: the same.
+-- "Swept rates" are the rates of the setting's windows with a single offered rate (a sweep's
+-- and a max_rate_under_slo search's; ramps and trace replays have none); several windows at
+-- one rate are pooled (attainment = sum(n_good) / sum(n_scheduled)).
+-- Columns:
+--   n_rates     = swept rates (0: ramps or trace replays only, every rate column NULL)
+--   target      = slo_targets.target (0.99 by default)
+--   max_rate_under_slo = the highest swept rate r with attainment >= target at r and at every
+--                 lower swept rate (a pass above a failing rate does not count); NULL when the
+--                 lowest swept rate misses, or without an SLO
+--   max_rate_under_slo_strict = the same rule on attainment's 95% Wilson lower bound
+--   saturation_rate = the lowest swept rate with a saturated window (NULL: none)
+--   stops_paying_rate = the lowest swept rate whose rate_speedup.tpot_speedup_lo <= 1 (NULL
+--                 for the baseline and for a method that pays at every swept rate it was
+--                 compared at)
+
+CREATE OR REPLACE TABLE rate_limits AS
+
+WITH
+
+params AS (
+    SELECT baseline FROM analysis_params
+),
+
+settings AS (
+    SELECT DISTINCT campaign_id, tp, method, workload, max_tokens FROM open_windows
+),
+
+per_rate AS (
+    SELECT
+        campaign_id, tp, method, workload, max_tokens, rate,
+        bool_and(has_slo) AS has_slo,
+        bool_or(saturated) AS saturated,
+        sum(n_good) AS n_good,
+        sum(n_scheduled) AS n_scheduled
+    FROM open_windows
+    WHERE rate IS NOT NULL
+    GROUP BY ALL
+),
+
+judged AS (
+    SELECT
+        r.*,
+        coalesce(t.target, 0.99) AS target,
+        coalesce(r.n_good / nullif(r.n_scheduled, 0) >= coalesce(t.target, 0.99), false)
+            AS passes,
+        coalesce(wilson_lo(r.n_good, r.n_scheduled) >= coalesce(t.target, 0.99), false)
+            AS passes_strict
+    FROM per_rate AS r
+    LEFT JOIN slo_targets AS t USING (campaign_id)
+),
+
+first_miss AS (
+    SELECT
+        campaign_id, tp, method, workload, max_tokens,
+        count(*) AS n_rates,
+        bool_and(has_slo) AS has_slo,
+        min(rate) FILTER (WHERE NOT passes) AS miss,
+        min(rate) FILTER (WHERE NOT passes_strict) AS miss_strict,
+        min(rate) FILTER (WHERE saturated) AS saturation_rate
+    FROM judged
+    GROUP BY ALL
+),
+
+limits AS (
+    SELECT
+        f.campaign_id, f.tp, f.method, f.workload, f.max_tokens, f.n_rates,
+        f.saturation_rate,
+        CASE WHEN f.has_slo THEN
+            max(j.rate) FILTER (WHERE f.miss IS NULL OR j.rate < f.miss) END
+            AS max_rate_under_slo,
+        CASE WHEN f.has_slo THEN
+            max(j.rate) FILTER (WHERE f.miss_strict IS NULL OR j.rate < f.miss_strict) END
+            AS max_rate_under_slo_strict
+    FROM first_miss AS f
+    JOIN judged AS j USING (campaign_id, tp, method, workload, max_tokens)
+    GROUP BY f.campaign_id, f.tp, f.method, f.workload, f.max_tokens, f.n_rates,
+             f.saturation_rate, f.has_slo
+),
+
+stops AS (
+    SELECT campaign_id, tp, method, workload, max_tokens,
+           min(rate) FILTER (WHERE tpot_speedup_lo <= 1) AS stops_paying_rate
+    FROM rate_speedup
+    GROUP BY ALL
+),
+
+final AS (
+    SELECT
+        s.campaign_id, s.tp, s.method, s.workload, s.max_tokens,
+        coalesce(l.n_rates, 0) AS n_rates,
+        coalesce(t.target, 0.99) AS target,
+        l.max_rate_under_slo,
+        l.max_rate_under_slo_strict,
+        l.saturation_rate,
+        CASE WHEN s.method <> p.baseline THEN x.stops_paying_rate END AS stops_paying_rate
+    FROM settings AS s
+    CROSS JOIN params AS p
+    LEFT JOIN limits AS l USING (campaign_id, tp, method, workload, max_tokens)
+    LEFT JOIN stops AS x USING (campaign_id, tp, method, workload, max_tokens)
+    LEFT JOIN slo_targets AS t USING (campaign_id)
+)
+
+SELECT * FROM final
