@@ -10,10 +10,12 @@
 --   n_units             = units rows; n_units_incomplete = those with complete = false
 --   n_requests          = every requests row of the campaign (warm-up and interrupted included)
 --   n_warmup            = requests rows with is_warmup (left out of every metric)
---   n_measured          = request_metrics rows (not warm-up, not in an incomplete unit)
+--   n_measured          = request_metrics rows (not warm-up, not in an incomplete unit) plus
+--                         the open-loop requests measured the same way (n_measured_open:
+--                         requests with scheduled_s, which open_requests holds)
 --   n_in_incomplete     = n_requests - n_warmup - n_measured: measured rows of interrupted
 --                         units, kept in `requests` but left out until resume redoes them
---   n_ok                = request_metrics rows with ok; n_failed = n_measured - n_ok
+--   n_ok                = measured rows with ok; n_failed = n_measured - n_ok
 
 CREATE OR REPLACE TABLE campaign_summary AS
 
@@ -50,12 +52,25 @@ request_counts AS (
     GROUP BY campaign_id
 ),
 
+open_loop AS (
+    SELECT r.campaign_id, r.ok, true AS is_open
+    FROM requests AS r
+    WHERE r.scheduled_s IS NOT NULL AND NOT r.is_warmup
+      AND NOT EXISTS (
+          SELECT 1 FROM units AS u
+          WHERE NOT u.complete AND u.campaign_id = r.campaign_id
+            AND u.config_id = r.config_id AND u.workload = r.workload
+      )
+),
+
 measured_counts AS (
     SELECT
         campaign_id,
         count(*) AS n_measured,
-        count(*) FILTER (WHERE ok) AS n_ok
-    FROM request_metrics
+        count(*) FILTER (WHERE ok) AS n_ok,
+        count(*) FILTER (WHERE is_open) AS n_measured_open
+    FROM (SELECT campaign_id, ok, false AS is_open FROM request_metrics
+          UNION ALL SELECT * FROM open_loop)
     GROUP BY campaign_id
 ),
 
@@ -71,6 +86,7 @@ final AS (
         coalesce(r.n_requests, 0) AS n_requests,
         coalesce(r.n_warmup, 0) AS n_warmup,
         coalesce(m.n_measured, 0) AS n_measured,
+        coalesce(m.n_measured_open, 0) AS n_measured_open,
         coalesce(r.n_requests, 0) - coalesce(r.n_warmup, 0) - coalesce(m.n_measured, 0)
             AS n_in_incomplete,
         coalesce(m.n_ok, 0) AS n_ok,

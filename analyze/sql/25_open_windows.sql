@@ -15,12 +15,22 @@
 --   ttft_p50_s, ttft_p99_s, tpot_p50_s, tpot_p99_s, e2e_p50_s, e2e_p99_s = over steady ok
 --                    requests
 --   output_tps     = sum(output_tokens of ok requests) / elapsed_s
---   completion_ratio = ok requests ending (end_s) in [trim*S, (1-trim)*S] / requests sent
---                    (start_s) in it; NULL when none was sent in it
+--   completion_ratio = ok requests ending (end_s) in [trim*S + d, (1-trim)*S + d] / requests
+--                    sent (start_s) in [trim*S, (1-trim)*S], d = e2e_p50_s (the steady
+--                    requests' median E2E): completions lag their sends by about d, so a
+--                    server that keeps up completes as many in the shifted interval as were
+--                    sent in the unshifted one (unshifted, a request longer than trim*S made
+--                    the ratio fall below 1 with no queueing at all: the completions that
+--                    should open the interval belong to sends before the window); one that
+--                    does not keep up completes at its own rate below the offered rate in
+--                    any interval while it is busy. NULL when none was sent in it
 --   ttft_first_third_s, ttft_last_third_s = median ttft_s of ok requests among the first and
 --                    the last floor(n/3) of the window's n steady requests, ordered by
 --                    scheduled_s (then request_id); NULL when n < 3
---   saturated      = the server did not keep up: completion_ratio < 0.9 (reason 'completion')
+--   saturated      = the server did not keep up: completion_ratio < 0.9 with at least 3
+--                    requests short (reason 'completion': one request can fall out at each
+--                    edge of the shifted interval by chance, which in a small window alone
+--                    moves the ratio by more than 10%)
 --                    or ttft_last_third_s > 2 * ttft_first_third_s and the difference > 50 ms
 --                    (reason 'ttft_growth'); saturation_reason: NULL | completion |
 --                    ttft_growth | both
@@ -103,8 +113,6 @@ per_window AS (
         quantile_cont(e2e_s, 0.5) FILTER (WHERE ok AND steady) AS e2e_p50_s,
         quantile_cont(e2e_s, 0.99) FILTER (WHERE ok AND steady) AS e2e_p99_s,
         coalesce(sum(output_tokens) FILTER (WHERE ok), 0) AS ok_output_tokens,
-        count(*) FILTER (WHERE ok AND end_s BETWEEN steady_from_s AND steady_to_s)
-            AS n_completed_steady,
         count(*) FILTER (WHERE start_s BETWEEN steady_from_s AND steady_to_s)
             AS n_sent_steady,
         quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'first') AS ttft_first_third_s,
@@ -113,6 +121,17 @@ per_window AS (
         count(*) FILTER (WHERE meets_slo AND steady) AS n_good_steady
     FROM thirds
     GROUP BY campaign_id, window_id
+),
+
+completions AS (
+    SELECT
+        t.campaign_id, t.window_id,
+        count(*) FILTER (WHERE t.ok AND t.end_s BETWEEN t.steady_from_s + p.e2e_p50_s
+                                                   AND t.steady_to_s + p.e2e_p50_s)
+            AS n_completed_steady
+    FROM thirds AS t
+    JOIN per_window AS p USING (campaign_id, window_id)
+    GROUP BY t.campaign_id, t.window_id
 ),
 
 described AS (
@@ -129,10 +148,12 @@ described AS (
         coalesce(p.n_steady, 0) AS n_steady,
         p.* EXCLUDE (campaign_id, window_id, engine, method, tp, n_sent, n_ok, n_steady,
                      n_good, n_good_steady),
+        c.n_completed_steady,
         CASE WHEN w.has_slo THEN coalesce(p.n_good, 0) END AS n_good,
         CASE WHEN w.has_slo THEN coalesce(p.n_good_steady, 0) END AS n_good_steady
     FROM open_windows_ AS w
     LEFT JOIN per_window AS p USING (campaign_id, window_id)
+    LEFT JOIN completions AS c USING (campaign_id, window_id)
     LEFT JOIN services AS s USING (service_id)
 ),
 
@@ -143,7 +164,8 @@ rates AS (
         n_ok / nullif(elapsed_s, 0) AS achieved_rps,
         coalesce(ok_output_tokens, 0) / nullif(elapsed_s, 0) AS output_tps,
         n_completed_steady / nullif(n_sent_steady, 0) AS completion_ratio,
-        coalesce(n_completed_steady / nullif(n_sent_steady, 0) < 0.9, false) AS by_completion,
+        coalesce(n_completed_steady / nullif(n_sent_steady, 0) < 0.9
+                 AND n_sent_steady - n_completed_steady >= 3, false) AS by_completion,
         coalesce(ttft_last_third_s > 2 * ttft_first_third_s
                  AND ttft_last_third_s - ttft_first_third_s > 0.05, false) AS by_ttft_growth
     FROM described

@@ -13,9 +13,13 @@ c1 (SLO ttft 500 ms, tpot 100 ms; target and trim by default: 0.99, 0.1), one wi
   1.7, 1.9: p50 1.1, p99 1.886; TTFT: seven 0.1 and one 0.6: p50 0.1, p99 0.1 + 0.93 * 0.5.
   Good (ok, ttft <= 0.5, tpot <= 0.1 or none): requests 0, 2, 3, 4, 10 -> 5 of 11; steady good
   2, 3, 4 -> 3 of 9. elapsed 12 s: goodput 5/12, achieved 10/12, output_tps (9*11 + 1)/12.
-  Completion: sent in [1, 9]: requests 1..9 (9); ok ending in it: 1, 2, 3, 4, 6, 7 (6; 8 ends at
-  9.701) -> 6/9 < 0.9: saturated, 'completion'. Cached 50 of 100 on even requests: 300/1000.
-c2 (no SLO): saturation cases over S = 20 (steady [2, 18], 17 steady requests, thirds of 5),
+  Completion: sent in [1, 9]: requests 1..9 (9); ok ending in it shifted by the steady median
+  E2E 1.1, [2.1, 10.1]: 2 (2.507), 3, 4, 6, 7, 8 (9.701; 9 ends at 10.9, 10 at 10.11) -> 6/9 < 0.9
+  and 3 short: saturated, 'completion'. Cached 50 of 100 on even requests: 300/1000.
+c2 (no SLO): saturation cases over S = 20 (steady [2, 18], 17 steady requests, thirds of 5;
+  completions counted in [2, 18] shifted by the median steady E2E, which is the middle third's:
+  growth 0.11, small 0.03, so request 2 (ends 2.06 / 2.02) and 18 (18.21 / 18.06) fall out:
+  15 of 17, 2 short, not saturated by completion),
   schedule lag, warm-up and an interrupted unit.
 c3 (SLO ttft 500 ms, target 0.9, trim 0.2): autoregressive and dflash at 1, 2, 4, 8 req/s, 40
   requests each at 0..39 s (steady [7.8, 31.2]: 8..31); dflash's TPOT is half the baseline's
@@ -123,6 +127,9 @@ def c2_rows() -> tuple[list[dict], list[dict]]:
              for i in range(11)]
     rows += [open_req(float(i), campaign_id="c2", window_id="c2-cut", workload="cut",
                       prompt_id=f"p{i}") for i in range(3)]
+    rows += [open_req(i * 0.5, ttft=1.79, tpot=0.01, tokens=2, campaign_id="c2",
+                      window_id="c2-long", workload="long", prompt_id=f"p{i}")
+             for i in range(11)]
     rows += [open_req(s, campaign_id="c2", window_id="c2-ramp", workload="ramp",
                       prompt_id=f"p{i}") for i, s in enumerate((0.0, 2.0, 3.0, 3.5, 4.0))]
     wins = [window("c2", w, rate=r, n=21, span=20.0, elapsed=21.0)
@@ -131,6 +138,7 @@ def c2_rows() -> tuple[list[dict], list[dict]]:
     wins += [window("c2", "c2-behind", rate=100.0, n=11, span=0.1, elapsed=0.2,
                     max_concurrency=4),
              window("c2", "c2-cut", rate=5.0, n=3, span=2.0, elapsed=3.0, workload="cut"),
+             window("c2", "c2-long", rate=2.0, n=11, span=5.0, elapsed=6.8, workload="long"),
              window("c2", "c2-ramp", rate=None, n=5, span=4.0, elapsed=5.0, workload="ramp",
                     ramp="linear", ramp_start_rate=0.5, ramp_end_rate=2.0)]
     return rows, wins
@@ -183,7 +191,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
               "finished_at": req()["sent_at"]}]
     environment = (env("c1", ttft_ms="500.0", tpot_ms="100.0")
                    + env("c3", ttft_ms="500.0", target="0.9", trim="0.2"))
-    store_rows(path, requests=requests, windows=windows, units=units, environment=environment)
+    campaigns = [{"campaign_id": "c2", "plan_name": "c2", "plan_sha256": "ab" * 32,
+                  "plan_yaml": "name: c2\n", "baseline": AR, "started_at": req()["sent_at"],
+                  "finished_at": None, "status": "running"}]
+    store_rows(path, requests=requests, windows=windows, units=units, environment=environment,
+               campaigns=campaigns)
     build.run(path, baseline=AR)
     return path
 
@@ -268,7 +280,7 @@ def test_goodput_and_attainment_with_wilson_intervals(db: Path) -> None:
 
 
 @pytest.mark.parametrize(("window_id", "reason", "first", "last"), [
-    ("c2-growth", "ttft_growth", 0.05, 0.2),   # 4x and 150 ms; 16 of 17 complete
+    ("c2-growth", "ttft_growth", 0.05, 0.2),   # 4x and 150 ms; 15 of 17 complete
     ("c2-small", None, 0.01, 0.05),            # 5x but only 40 ms
     ("c2-completion", "completion", 0.1, None),  # 8 of 17 complete; no ok late request
     ("c2-both", "both", 0.05, 0.5),            # 13 of 17 complete, and 10x
@@ -279,9 +291,17 @@ def test_saturation(db: Path, window_id: str, reason: str | None, first: float,
     assert (w["saturation_reason"], w["saturated"]) == (reason, reason is not None)
     assert w["ttft_first_third_s"] == pytest.approx(first)
     assert w["ttft_last_third_s"] == (None if last is None else pytest.approx(last))
-    ratio = {"c2-growth": 16 / 17, "c2-small": 16 / 17, "c2-completion": 8 / 17,
+    ratio = {"c2-growth": 15 / 17, "c2-small": 15 / 17, "c2-completion": 8 / 17,
              "c2-both": 13 / 17}[window_id]
     assert w["completion_ratio"] == pytest.approx(ratio)
+
+
+def test_requests_longer_than_the_trim_do_not_look_like_saturation(db: Path) -> None:
+    """11 requests every 0.5 s (S = 5, steady [0.5, 4.5]: 9 sent), each 1.8 s long, no
+    queueing. Completions in the unshifted interval would be the sends at 0..2.5 (ratio 6/9);
+    shifted by the median E2E 1.8, [2.3, 6.3] holds every steady send's end: 9/9."""
+    w = win(db, "c2-long")
+    assert (w["completion_ratio"], w["saturated"]) == (pytest.approx(1.0), False)
 
 
 def test_behind_schedule_at_100_per_second(db: Path) -> None:
@@ -297,7 +317,11 @@ def test_no_slo_leaves_goodput_columns_null_and_warmup_and_cut_units_out(db: Pat
             "attainment_hi", "attainment_steady", "attainment_steady_lo", "attainment_steady_hi"]
     assert all(w[c] is None for c in cols)
     assert one(db, "SELECT count(*) AS n, count(meets_slo) AS met FROM open_requests "
-                   "WHERE campaign_id = 'c2'") == {"n": 21 * 4 + 11 + 5, "met": 0}
+                   "WHERE campaign_id = 'c2'") == {"n": 21 * 4 + 11 + 5 + 11, "met": 0}
+    # the campaign's counts hold them too; the interrupted unit's 3 rows wait for resume
+    assert one(db, "SELECT n_measured, n_measured_open, n_in_incomplete, n_warmup "
+                   "FROM campaign_summary WHERE campaign_id = 'c2'") == {
+        "n_measured": 111, "n_measured_open": 111, "n_in_incomplete": 3, "n_warmup": 1}
     assert w["n_sent"] == 21  # the warm-up request is not one of them
     assert fetch(db, "SELECT * FROM open_windows WHERE window_id = 'c2-cut'") == []
     assert fetch(db, "SELECT * FROM cache_hygiene WHERE window_id = 'c2-cut'") == []

@@ -79,7 +79,7 @@ def test_campaign_summary_counts_services_units_and_requests(campaign_db: Path) 
 def test_a_campaign_with_nothing_measured_has_a_row_of_zeros(campaign_db: Path) -> None:
     c2 = one(campaign_db, "SELECT * FROM campaign_summary WHERE campaign_id = 'c2'")
     counts = {k: v for k, v in c2.items() if k.startswith("n_")}
-    assert set(counts.values()) == {0} and len(counts) == 10
+    assert set(counts.values()) == {0} and len(counts) == 11
     assert c2["duration_s"] is None and c2["status"] == "running"
 
 
