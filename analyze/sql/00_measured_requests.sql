@@ -1,12 +1,14 @@
--- measured_requests: the requests every analysis object measures (TEMP view, gone when
--- `python -m analyze` ends; the persistent result is request_metrics).
+-- kept_requests: the requests every analysis object measures, closed- and open-loop (TEMP
+-- view); measured_requests: its closed-loop rows (TEMP view; the persistent result is
+-- request_metrics). Both are gone when `python -m analyze` ends.
 -- grain: request; key: rid (= requests.rowid, stable within the build's transaction), request_id.
--- Left out: warm-up requests (is_warmup) and rows of a unit marked incomplete (units.complete =
--- false: the run was interrupted in it) until resume redoes the unit, and open-loop requests
--- (scheduled_s set): those are open_requests' (23_open_requests.sql), and every closed-loop
--- object groups by concurrency, which an open-loop window does not have.
+-- Left out of both: warm-up requests (is_warmup) and rows of a unit marked incomplete
+-- (units.complete = false: the run was interrupted in it) until resume redoes the unit. Left
+-- out of measured_requests: open-loop requests (scheduled_s set), which are open_requests'
+-- (23_open_requests.sql): every closed-loop object groups by concurrency, which an open-loop
+-- window does not have.
 
-CREATE OR REPLACE TEMP VIEW measured_requests AS
+CREATE OR REPLACE TEMP VIEW kept_requests AS
 
 WITH
 
@@ -18,7 +20,6 @@ final AS (
     SELECT r.rowid AS rid, r.*
     FROM requests AS r
     WHERE NOT r.is_warmup
-      AND r.scheduled_s IS NULL
       AND NOT EXISTS (
           SELECT 1 FROM incomplete AS i
           WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id
@@ -27,3 +28,7 @@ final AS (
 )
 
 SELECT * FROM final
+;
+
+CREATE OR REPLACE TEMP VIEW measured_requests AS
+SELECT * FROM kept_requests WHERE scheduled_s IS NULL

@@ -53,14 +53,7 @@ request_counts AS (
 ),
 
 open_loop AS (
-    SELECT r.campaign_id, r.ok, true AS is_open
-    FROM requests AS r
-    WHERE r.scheduled_s IS NOT NULL AND NOT r.is_warmup
-      AND NOT EXISTS (
-          SELECT 1 FROM units AS u
-          WHERE NOT u.complete AND u.campaign_id = r.campaign_id
-            AND u.config_id = r.config_id AND u.workload = r.workload
-      )
+    SELECT campaign_id, ok, true AS is_open FROM kept_requests WHERE scheduled_s IS NOT NULL
 ),
 
 measured_counts AS (

@@ -1,5 +1,5 @@
 -- open_requests: one row per measured open-loop request: requests with scheduled_s set,
--- not warm-up, not in a unit marked incomplete (the exclusions of 00_measured_requests.sql),
+-- not warm-up, not in a unit marked incomplete (kept_requests, 00_measured_requests.sql),
 -- joined with their window (windows, on campaign_id and window_id) and the campaign's
 -- slo_targets. A TABLE, rebuilt by every `python -m analyze`.
 -- grain: request; key: request_id.
@@ -27,20 +27,8 @@ CREATE OR REPLACE TABLE open_requests AS
 
 WITH
 
-incomplete AS (
-    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
-),
-
 sent AS (
-    SELECT r.*
-    FROM requests AS r
-    WHERE NOT r.is_warmup
-      AND r.scheduled_s IS NOT NULL
-      AND NOT EXISTS (
-          SELECT 1 FROM incomplete AS i
-          WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id
-            AND i.workload = r.workload
-      )
+    SELECT * FROM kept_requests WHERE scheduled_s IS NOT NULL
 ),
 
 schedules AS (
