@@ -186,7 +186,8 @@ def prompt_tokens(text: str) -> int:
 def workload_peak(workload: Any) -> tuple[int, int]:
     """(most tokens cached at once, most sequences at once) over the workload's windows:
     concurrency x (longest prompt + max_tokens); an agentic session's last turn holds every
-    earlier message and reply."""
+    earlier message and reply; an open-loop window holds at most its max_concurrency, and
+    without one possibly every request it schedules (the only bound the plan gives)."""
     system = prompt_tokens(workload.system) if workload.system else 0
     if isinstance(workload, AgenticWorkload):
         context = system + sum(prompt_tokens(t.content) for t in workload.turns)
@@ -198,6 +199,9 @@ def workload_peak(workload: Any) -> tuple[int, int]:
         longest = system + max(prompt_tokens(p.text) for p in prompts(workload.prompts))
         per_seq = [longest + mt for mt in workload.max_tokens]
     most = max(workload.concurrency)
+    load = getattr(workload, "load", None)
+    if load is not None:  # open loop: its cap, else every request a window schedules at once
+        most = load.max_concurrency or max(load.window_requests(r) for r in load.windows())
     return most * max(per_seq), most
 
 
