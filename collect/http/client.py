@@ -97,11 +97,13 @@ def http_client(**options: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(trust_env=False, **options)
 
 
-async def prewarm(client: httpx.AsyncClient, base_url: str, n: int) -> None:
+async def prewarm(client: httpx.AsyncClient, base_url: str, n: int,
+                  probe: str | None = None) -> None:
     """Before a window of n concurrent streams: hold n open connections to the server in
-    `client`'s pool (see http1.prewarm); a failure here is left to the requests to report."""
+    `client`'s pool, each having answered `GET probe` if given (see http1.prewarm); a failure
+    here is left to the requests to report."""
     with contextlib.suppress(http1.ConnectFailed, OSError):
-        await http1.prewarm(client, base_url, n)
+        await http1.prewarm(client, base_url, n, probe)
 
 
 async def stream(

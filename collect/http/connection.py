@@ -79,13 +79,46 @@ def _pool_key(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
-async def prewarm(owner: object, url: str, n: int) -> None:
+PROBE_TIMEOUT_S = 2.0  # a probe unanswered this long: the server is not reading that connection
+
+
+async def prewarm(owner: object, url: str, n: int, probe: str | None = None) -> None:
     """Open connections to url's server until the owner's pool holds n idle ones, so that a
     window of n streams does not open them all at once as its first requests go out (at
-    hundreds of streams that held the loop for tens of ms while first chunks arrived)."""
+    hundreds of streams that held the loop for tens of ms while first chunks arrived).
+
+    With `probe` (a GET path, e.g. /health), each new connection must answer one request
+    before the next is opened, and one that does not within PROBE_TIMEOUT_S is closed and
+    another opened in its place (at most 2n opens in all).
+    llama-server's HTTP workers (cpp-httplib) stay bound to a keep-alive connection until it
+    has been idle 5 s, and a burst of accepted connections can leave some without a worker:
+    in the default campaign's 2 req/s windows (2026-12-03), the first five requests sat
+    unread for 5-9 s on connections opened together before the window, while later ones
+    were served at once, which read as TTFTs of 11 s. A probed connection has a worker."""
     key, idle = _pool_key(url), _idle(owner)
-    for _ in range(n - idle.count(key)):
-        idle.give(key, await Connection.open(*key))
+    missing = n - idle.count(key)
+    for _ in range(2 * missing):
+        if missing <= 0:
+            return
+        conn = await Connection.open(*key)
+        if probe is None or await _answers(conn, url, probe):
+            idle.give(key, conn)
+            missing -= 1
+        else:
+            conn.close()
+
+
+async def _answers(conn: Connection, url: str, path: str) -> bool:
+    """Whether conn answers `GET path` (any status, the whole reply read) in time."""
+    host = urlsplit(url).netloc.rpartition("@")[2]
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode("latin-1")
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            await conn.exchange(request, Reply(lambda _t, _data: False, 0.0))
+    except (TimeoutError, ConnectionBroke, OSError):
+        return False
+    conn.read_rest()
+    return conn.reusable()
 
 
 async def post(owner: object, url: str, headers: dict[str, str], body: bytes, sink: Sink,

@@ -88,7 +88,8 @@ async def prepare(ctx: Any, arrivals: list[Arrival],
                   cap: int | None) -> list[tuple[str, dict[str, Any]]]:
     """Before the window: every request's (path, body), and connections opened for it."""
     bodies = [ctx.engine.request(a.messages, a.max_tokens) for a in arrivals]
-    await client.prewarm(ctx.http, ctx.base_url, min(len(arrivals), cap or PREWARM))
+    await client.prewarm(ctx.http, ctx.base_url, min(len(arrivals), cap or PREWARM),
+                         ctx.engine.health_path)
     return bodies
 
 

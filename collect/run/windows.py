@@ -156,7 +156,8 @@ async def requests_window(
     work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
     key = _window_key(w.name, wid, max_tokens, concurrency)
     opened = await open_window(ctx, key, len(work_items), max_concurrency=concurrency)
-    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, len(work_items)))
+    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, len(work_items)),
+                         ctx.engine.health_path)
     t_start = time.perf_counter()
 
     async def one(item: tuple[int, Prompt]) -> list[dict[str, Any]]:
@@ -208,7 +209,8 @@ async def agentic_window(
     key = _window_key(w.name, wid, max_tokens, concurrency)
     opened = await open_window(ctx, key, w.repetitions * len(w.turns),
                                max_concurrency=concurrency)
-    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, w.repetitions))
+    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, w.repetitions),
+                         ctx.engine.health_path)
     t_start = time.perf_counter()
 
     async def session(rep: int) -> list[dict[str, Any]]:

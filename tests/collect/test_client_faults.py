@@ -14,6 +14,7 @@ from raw_server import raw_server
 
 from collect.engines.llamacpp import ChatStream
 from collect.http import client
+from collect.http import connection as http1
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
@@ -193,3 +194,40 @@ def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
 
     before, after, results = asyncio.run(go())
     assert (before, after) == (6, 6) and all(r.ok for r in results)
+
+
+def test_a_prewarmed_connection_the_server_does_not_read_is_not_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that leaves every second connection unread (as llama-server's HTTP workers
+    can after a burst of accepts): prewarm with a probe keeps only connections that answered
+    GET /health, so a window's first request never waits on an unread one."""
+    monkeypatch.setattr(http1, "PROBE_TIMEOUT_S", 0.2)
+
+    async def go() -> tuple[int, int, list[int]]:
+        opened, answered = 0, []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal opened
+            opened += 1
+            mine = opened
+            if mine % 2 == 0:  # never read: no worker for this connection
+                await asyncio.sleep(5)
+                writer.close()
+                return
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while head := await reader.readuntil(b"\r\n\r\n"):
+                    assert head.startswith(b"GET /health ")
+                    answered.append(mine)
+                    writer.write(KEEP_ALIVE_OK)
+                    await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        async with server, httpx.AsyncClient() as http:
+            await client.prewarm(http, url, 3, "/health")
+            kept = http1._idle(http).count(http1._pool_key(url))
+            return opened, kept, answered
+
+    opened, kept, answered = asyncio.run(go())
+    assert (opened, kept, answered) == (5, 3, [1, 3, 5])
