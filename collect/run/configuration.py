@@ -17,11 +17,14 @@ from typing import Any
 import httpx
 
 from collect.http.client import http_client
-from collect.plan.model import ServiceConfig, Workload
+from collect.plan.load import TraceWorkload
+from collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
+from collect.plan.workloads import prompts
+from collect.run import openloop
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
 from collect.run.service import Cancelled, Service, ServiceFailed
-from collect.run.windows import Context, warmup_rows, workload_rows
+from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
 from collect.telemetry import sampling
 from schema.store import Store, utcnow
 
@@ -221,3 +224,25 @@ def put_environment(store: Store, campaign_id: str, host: str, facts: dict[str, 
                 for k, v in facts.items()
             ],
         )
+
+
+async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:
+    """Every measured window of a workload, in plan order: closed-loop windows
+    (collect/run/windows.py) or open-loop ones (collect/run/openloop.py)."""
+    if isinstance(w, TraceWorkload):
+        return await openloop.open_loop_window(ctx, w.name, openloop.trace_schedule(w),
+                                               "trace", w.max_concurrency, {})
+    rows: list[dict[str, Any]] = []
+    items = prompts(w.prompts) if isinstance(w, RequestsWorkload) else []
+    for max_tokens in w.max_tokens:
+        if isinstance(w, RequestsWorkload) and w.load is not None:
+            subset = items[: w.prompt_limit(max_tokens)]
+            rows += await openloop.rate_sweep(ctx, w, subset, max_tokens)
+            continue
+        for concurrency in w.concurrency:
+            if isinstance(w, AgenticWorkload):
+                rows += await agentic_window(ctx, w, max_tokens, concurrency)
+            else:
+                subset = items[: w.prompt_limit(max_tokens)]
+                rows += await requests_window(ctx, w, subset, max_tokens, concurrency)
+    return rows

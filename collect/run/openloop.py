@@ -1,5 +1,9 @@
 """Open-loop windows: send requests at the times an arrival schedule says, whatever is in flight.
 
+`rate_sweep` runs a requests workload's `load:` windows (each rate, a ramp, the optional
+search for the max rate under the SLO), `open_loop_window` one window, a trace's included;
+the rows and the `windows` row are made as collect/run/windows.py makes them.
+
 The schedule is built before the window starts (`schedule`, `trace_schedule`), and so are the
 request bodies (a chat template rendered at send time would delay the send): during the window
 the sender only sleeps until each arrival's time and starts its request as a task. Each row
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +37,9 @@ import numpy as np
 
 from collect.http import client
 from collect.plan.load import OpenLoad, TraceWorkload, ramp_rates
+from collect.plan.model import RequestsWorkload
 from collect.plan.workloads import Prompt, messages
+from collect.run.windows import Context, close_window, open_window, row, sampled, window_key
 
 SPIN_S = 0.002  # the last stretch before an arrival is spent yielding, not sleeping
 PREWARM = 32  # connections opened before an uncapped window; more open on demand (in TTFT)
@@ -127,3 +133,92 @@ async def send_schedule(ctx: Any, arrivals: list[Arrival], bodies: list[tuple[st
 def trace_schedule(w: TraceWorkload) -> list[Arrival]:
     """A trace's requests as arrivals on the trace's own clock (collect/plan/traces.py)."""
     return [Arrival(i.t_s, i.prompt_id, 0, i.messages, i.max_tokens) for i in w.items()]
+
+
+# --- open-loop windows ----------------------------------------------------------------
+
+
+async def rate_sweep(ctx: Context, w: RequestsWorkload, items: list[Prompt],
+                     max_tokens: int) -> list[dict[str, Any]]:
+    """An open-loop workload's windows at one max_tokens: each swept rate (or the ramp), then,
+    with `search: max_rate_under_slo`, bisection windows between the highest rate meeting the
+    SLO target (with every lower rate) and the next swept rate (ctx.slo.attainment)."""
+    load = w.load
+    assert load is not None
+    by_rate: dict[float | None, list[dict[str, Any]]] = {}
+
+    async def window(rate: float | None) -> None:
+        arrivals = schedule(load, rate, items, w.system, max_tokens)
+        by_rate[rate] = await open_loop_window(ctx, w.name, arrivals, load.arrival,
+                                               load.max_concurrency, load_fields(w, rate), rate)
+
+    for rate in load.windows():
+        await window(rate)
+    if load.search and ctx.slo is not None:
+        slo = ctx.slo
+        passing = [slo.attainment(by_rate[r]) >= slo.target for r in load.rate]
+        below = passing.index(False) if False in passing else len(passing)
+        if 0 < below < len(passing):  # else: every rate passes, or the lowest already misses
+            lo, hi = load.rate[below - 1], load.rate[below]
+            for _ in range(load.search_steps):
+                mid = float(f"{(lo + hi) / 2:.3g}")
+                if mid in (lo, hi) or mid in by_rate:
+                    break
+                await window(mid)
+                lo, hi = (mid, hi) if slo.attainment(by_rate[mid]) >= slo.target else (lo, mid)
+    return [r for rows in by_rate.values() for r in rows]
+
+
+def load_fields(w: RequestsWorkload, rate: float | None) -> dict[str, Any]:
+    """The windows row's description of an open-loop window's schedule."""
+    load = w.load
+    assert load is not None
+    ramp = load.ramp if rate is None else None
+    return {"rate": rate, "ramp": ramp.strategy if ramp else None,
+            "ramp_start_rate": ramp.start_rate if ramp else None,
+            "ramp_end_rate": ramp.end_rate if ramp else None,
+            "burstiness": load.burstiness if load.arrival == "gamma" else None,
+            "seed": load.seed}
+
+
+def open_window_id(ctx: Context, workload: str, max_tokens: int | None, rate: float | None,
+                   fields: dict[str, Any], cap: int | None) -> str:
+    """e.g. <config>/chat/64/r2 (rate 2/s), .../64/ramp-linear-1-8, .../trace; /cN: a cap."""
+    if fields.get("ramp"):
+        shape = f"ramp-{fields['ramp']}-{fields['ramp_start_rate']:g}-{fields['ramp_end_rate']:g}"
+    else:
+        shape = "trace" if rate is None else f"r{rate:g}"
+    where = f"{ctx.config_id}/{workload}" + (f"/{max_tokens}" if max_tokens else "")
+    return f"{where}/{shape}" + (f"/c{cap}" if cap else "")
+
+
+async def open_loop_window(ctx: Context, workload: str, arrivals: list[Arrival],
+                           load: str, cap: int | None, fields: dict[str, Any],
+                           rate: float | None = None) -> list[dict[str, Any]]:
+    """One open-loop window: the schedule sent on time, one row per arrival."""
+    max_tokens = max(a.max_tokens for a in arrivals)
+    same = len({a.max_tokens for a in arrivals}) == 1
+    wid = open_window_id(ctx, workload, max_tokens if same else None, rate, fields, cap)
+    key = {**window_key(workload, wid, max_tokens, cap or 0), "load": load, **fields,
+           "schedule_span_s": arrivals[-1].t_s}
+    opened = await open_window(ctx, key, len(arrivals), max_concurrency=cap)
+    bodies = await prepare(ctx, arrivals, cap)
+    rows: list[dict[str, Any]] = []
+    t_start = time.perf_counter()
+
+    def done(a: Arrival, res: client.Result) -> None:
+        ctx.on_done()
+        rows.append(row(ctx, res, t_start, **window_key(workload, wid, a.max_tokens, cap or 0),
+                        prompt_id=a.prompt_id, rep=a.rep, scheduled_s=a.t_s))
+        ctx.sink.append(rows[-1])
+
+    await sampled(ctx, key, t_start,
+                  _returning(rows, send_schedule(ctx, arrivals, bodies, cap,
+                                                          t_start, done)))
+    close_window(ctx, opened, t_start)
+    return sorted(rows, key=lambda r: r["scheduled_s"])
+
+
+async def _returning(rows: list[dict[str, Any]], work: Awaitable[None]) -> list[dict[str, Any]]:
+    await work
+    return rows

@@ -1,6 +1,10 @@
 """Measured windows: send a workload's requests to one running service, build request rows.
 
-A window is one (config, workload, max_tokens, concurrency): every prompt x repetition
+What every window shares lives here: the Context, the requests row, the `windows` row with
+the prefix-cache reset before it (open_window / close_window) and GPU samples. The windows
+below are closed-loop; open-loop ones (arrival schedules) are collect/run/openloop.py's.
+
+A closed-loop window is one (config, workload, max_tokens, concurrency): every prompt x repetition
 (or every agentic session) runs through `concurrency` workers that each send one
 request at a time, on connections opened before the window starts. Workers take items
 in rep-major order, so repetitions of a prompt are not back to back. Every row carries
@@ -24,9 +28,8 @@ import httpx
 from collect.engines.base import Engine
 from collect.http import client
 from collect.plan.load import Slo, TraceWorkload
-from collect.plan.model import AgenticWorkload, RequestsWorkload, Workload
+from collect.plan.model import AgenticWorkload, RequestsWorkload
 from collect.plan.workloads import Prompt, messages, prompts, turn_message
-from collect.run import openloop
 from collect.run.endpoints import Endpoints
 from collect.telemetry import Sampler
 from schema.store import utcnow
@@ -139,7 +142,7 @@ async def run_workers(
     return [r for rs in results for r in rs]
 
 
-def _window_key(workload: str, wid: str, max_tokens: int, concurrency: int) -> dict[str, Any]:
+def window_key(workload: str, wid: str, max_tokens: int, concurrency: int) -> dict[str, Any]:
     """The row fields every request of a measured window shares."""
     return {"workload": workload, "window_id": wid, "max_tokens": max_tokens,
             "concurrency": concurrency, "is_warmup": False}
@@ -154,7 +157,7 @@ async def requests_window(
 ) -> list[dict[str, Any]]:
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
-    key = _window_key(w.name, wid, max_tokens, concurrency)
+    key = window_key(w.name, wid, max_tokens, concurrency)
     opened = await open_window(ctx, key, len(work_items), max_concurrency=concurrency)
     await client.prewarm(ctx.http, ctx.base_url, min(concurrency, len(work_items)),
                          ctx.engine.health_path)
@@ -206,7 +209,7 @@ async def agentic_window(
 ) -> list[dict[str, Any]]:
     """Sessions (one per repetition); each turn sends the whole history so far."""
     wid = window_id(ctx, w.name, max_tokens, concurrency)
-    key = _window_key(w.name, wid, max_tokens, concurrency)
+    key = window_key(w.name, wid, max_tokens, concurrency)
     opened = await open_window(ctx, key, w.repetitions * len(w.turns),
                                max_concurrency=concurrency)
     await client.prewarm(ctx.http, ctx.base_url, min(concurrency, w.repetitions),
@@ -231,112 +234,6 @@ async def agentic_window(
     rows = await sampled(ctx, key, t_start,
                          run_workers(list(range(w.repetitions)), concurrency, session))
     close_window(ctx, opened, t_start)
-    return rows
-
-
-async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:
-    """Every measured window of a workload, in plan order."""
-    if isinstance(w, TraceWorkload):
-        return await open_loop_window(ctx, w.name, openloop.trace_schedule(w), "trace",
-                                      w.max_concurrency, {})
-    rows: list[dict[str, Any]] = []
-    items = prompts(w.prompts) if isinstance(w, RequestsWorkload) else []
-    for max_tokens in w.max_tokens:
-        if isinstance(w, RequestsWorkload) and w.load is not None:
-            rows += await rate_sweep(ctx, w, items[: w.prompt_limit(max_tokens)], max_tokens)
-            continue
-        for concurrency in w.concurrency:
-            if isinstance(w, AgenticWorkload):
-                rows += await agentic_window(ctx, w, max_tokens, concurrency)
-            else:
-                subset = items[: w.prompt_limit(max_tokens)]
-                rows += await requests_window(ctx, w, subset, max_tokens, concurrency)
-    return rows
-
-
-async def rate_sweep(ctx: Context, w: RequestsWorkload, items: list[Prompt],
-                     max_tokens: int) -> list[dict[str, Any]]:
-    """An open-loop workload's windows at one max_tokens: each swept rate (or the ramp), then,
-    with `search: max_rate_under_slo`, bisection windows between the highest rate meeting the
-    SLO target (with every lower rate) and the next swept rate (ctx.slo.attainment)."""
-    load = w.load
-    assert load is not None
-    by_rate: dict[float | None, list[dict[str, Any]]] = {}
-
-    async def window(rate: float | None) -> None:
-        arrivals = openloop.schedule(load, rate, items, w.system, max_tokens)
-        by_rate[rate] = await open_loop_window(ctx, w.name, arrivals, load.arrival,
-                                               load.max_concurrency, load_fields(w, rate), rate)
-
-    for rate in load.windows():
-        await window(rate)
-    if load.search and ctx.slo is not None:
-        slo = ctx.slo
-        passing = [slo.attainment(by_rate[r]) >= slo.target for r in load.rate]
-        below = passing.index(False) if False in passing else len(passing)
-        if 0 < below < len(passing):  # else: every rate passes, or the lowest already misses
-            lo, hi = load.rate[below - 1], load.rate[below]
-            for _ in range(load.search_steps):
-                mid = float(f"{(lo + hi) / 2:.3g}")
-                if mid in (lo, hi) or mid in by_rate:
-                    break
-                await window(mid)
-                lo, hi = (mid, hi) if slo.attainment(by_rate[mid]) >= slo.target else (lo, mid)
-    return [r for rows in by_rate.values() for r in rows]
-
-
-def load_fields(w: RequestsWorkload, rate: float | None) -> dict[str, Any]:
-    """The windows row's description of an open-loop window's schedule."""
-    load = w.load
-    assert load is not None
-    ramp = load.ramp if rate is None else None
-    return {"rate": rate, "ramp": ramp.strategy if ramp else None,
-            "ramp_start_rate": ramp.start_rate if ramp else None,
-            "ramp_end_rate": ramp.end_rate if ramp else None,
-            "burstiness": load.burstiness if load.arrival == "gamma" else None,
-            "seed": load.seed}
-
-
-def open_window_id(ctx: Context, workload: str, max_tokens: int | None, rate: float | None,
-                   fields: dict[str, Any], cap: int | None) -> str:
-    """e.g. <config>/chat/64/r2 (rate 2/s), .../64/ramp-linear-1-8, .../trace; /cN: a cap."""
-    if fields.get("ramp"):
-        shape = f"ramp-{fields['ramp']}-{fields['ramp_start_rate']:g}-{fields['ramp_end_rate']:g}"
-    else:
-        shape = "trace" if rate is None else f"r{rate:g}"
-    where = f"{ctx.config_id}/{workload}" + (f"/{max_tokens}" if max_tokens else "")
-    return f"{where}/{shape}" + (f"/c{cap}" if cap else "")
-
-
-async def open_loop_window(ctx: Context, workload: str, arrivals: list[openloop.Arrival],
-                           load: str, cap: int | None, fields: dict[str, Any],
-                           rate: float | None = None) -> list[dict[str, Any]]:
-    """One open-loop window: the schedule sent on time, one row per arrival."""
-    max_tokens = max(a.max_tokens for a in arrivals)
-    same = len({a.max_tokens for a in arrivals}) == 1
-    wid = open_window_id(ctx, workload, max_tokens if same else None, rate, fields, cap)
-    key = {**_window_key(workload, wid, max_tokens, cap or 0), "load": load, **fields,
-           "schedule_span_s": arrivals[-1].t_s}
-    opened = await open_window(ctx, key, len(arrivals), max_concurrency=cap)
-    bodies = await openloop.prepare(ctx, arrivals, cap)
-    rows: list[dict[str, Any]] = []
-    t_start = time.perf_counter()
-
-    def done(a: openloop.Arrival, res: client.Result) -> None:
-        ctx.on_done()
-        rows.append(row(ctx, res, t_start, **_window_key(workload, wid, a.max_tokens, cap or 0),
-                        prompt_id=a.prompt_id, rep=a.rep, scheduled_s=a.t_s))
-        ctx.sink.append(rows[-1])
-
-    await sampled(ctx, key, t_start,
-                  _returning(rows, openloop.send_schedule(ctx, arrivals, bodies, cap,
-                                                          t_start, done)))
-    close_window(ctx, opened, t_start)
-    return sorted(rows, key=lambda r: r["scheduled_s"])
-
-
-async def _returning(rows: list[dict[str, Any]], work: Awaitable[None]) -> list[dict[str, Any]]:
-    await work
     return rows
 
 
@@ -382,7 +279,7 @@ async def warmup_rows(
     t_start = time.perf_counter()
     for i in range(n):
         res = await send(ctx, msgs, min(w.max_tokens))
-        key = {**_window_key(w.name, f"{ctx.service_id}/warmup", min(w.max_tokens), 1),
+        key = {**window_key(w.name, f"{ctx.service_id}/warmup", min(w.max_tokens), 1),
                "is_warmup": True}
         rows.append(row(ctx, res, t_start, **key, prompt_id=pid, rep=i))
     return rows
