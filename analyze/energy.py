@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import GROUP_KEY, WINDOW_KEY
+from analyze.stats import GROUP_KEY, WINDOW_KEY, insert_frame
 from schema.paired import N_BOOT, SEED, paired_speedup
 
 ENERGY_RATIO_DDL = """
@@ -128,9 +128,4 @@ def build_energy_ratio(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT,
     if frame.empty:
         return 0
     frame = attach_window_ratios(frame, con.execute(WINDOWS_SQL).df())
-    con.register("energy_ratio_frame", frame)
-    try:
-        con.execute("INSERT INTO energy_ratio BY NAME SELECT * FROM energy_ratio_frame")
-    finally:
-        con.unregister("energy_ratio_frame")
-    return len(frame)
+    return insert_frame(con, "energy_ratio", frame)

@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import N_BOOT, SEED, flat_ratio_of_medians
+from analyze.stats import N_BOOT, SEED, flat_ratio_of_medians, insert_frame
 
 BEFORE_BOOTSTRAP = (
     "21_wilson.sql",
@@ -122,14 +122,7 @@ def build_rate_tpot(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: 
     row count."""
     frame = tpot_speedups(con, n_boot, seed)
     con.execute(RATE_TPOT_DDL)
-    if frame.empty:
-        return 0
-    con.register("rate_tpot_frame", frame)
-    try:
-        con.execute("INSERT INTO rate_tpot BY NAME SELECT * FROM rate_tpot_frame")
-    finally:
-        con.unregister("rate_tpot_frame")
-    return len(frame)
+    return insert_frame(con, "rate_tpot", frame)
 
 
 def tpot_speedups(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED

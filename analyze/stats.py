@@ -205,13 +205,20 @@ def attach_window_ratios(speedups: pd.DataFrame, summary: pd.DataFrame) -> pd.Da
 def write_speedup(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
     """(Re)create the speedup table with its fixed schema and insert `frame` by column name."""
     con.execute(SPEEDUP_DDL)
+    insert_frame(con, "speedup", frame)
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
+    """Insert a pandas frame's rows into `table` (one of analyze's own tables, never user
+    input) by column name; returns the row count."""
     if frame.empty:
-        return
-    con.register("speedup_frame", frame)
+        return 0
+    con.register(f"{table}_frame", frame)
     try:
-        con.execute("INSERT INTO speedup BY NAME SELECT * FROM speedup_frame")
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {table}_frame")
     finally:
-        con.unregister("speedup_frame")
+        con.unregister(f"{table}_frame")
+    return len(frame)
 
 
 def build_speedup(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED) -> int:
