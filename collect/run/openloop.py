@@ -199,9 +199,9 @@ async def open_loop_window(ctx: Context, workload: str, arrivals: list[Arrival],
     max_tokens = max(a.max_tokens for a in arrivals)
     same = len({a.max_tokens for a in arrivals}) == 1
     wid = open_window_id(ctx, workload, max_tokens if same else None, rate, fields, cap)
-    key = {**window_key(workload, wid, max_tokens, cap or 0), "load": load, **fields,
-           "schedule_span_s": arrivals[-1].t_s}
-    opened = await open_window(ctx, key, len(arrivals), max_concurrency=cap)
+    key = window_key(workload, wid, max_tokens, cap or 0)
+    opened = await open_window(ctx, key, len(arrivals), cap,
+                               {"load": load, **fields, "schedule_span_s": arrivals[-1].t_s})
     bodies = await prepare(ctx, arrivals, cap)
     rows: list[dict[str, Any]] = []
     t_start = time.perf_counter()

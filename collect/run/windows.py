@@ -237,10 +237,18 @@ async def agentic_window(
     return rows
 
 
+# a closed-loop window's description in `windows`; an open-loop one overrides it
+CLOSED_LOOP = {"load": "closed", "rate": None, "ramp": None, "ramp_start_rate": None,
+               "ramp_end_rate": None, "burstiness": None, "seed": None,
+               "schedule_span_s": None}
+
+
 async def open_window(ctx: Context, key: dict[str, Any], n_scheduled: int,
-                      max_concurrency: int | None) -> dict[str, Any]:
+                      max_concurrency: int | None,
+                      schedule: dict[str, Any] | None = None) -> dict[str, Any]:
     """Before a window: reset the prefix cache (unless the plan keeps it); the window's
-    `windows` row so far (close_window completes it)."""
+    `windows` row so far (close_window completes it); `schedule`: an open-loop window's
+    load, rate, ramp, burstiness, seed and schedule span."""
     if ctx.prefix_cache == "keep":
         how = "kept"
     elif ctx.calls is None:
@@ -248,15 +256,11 @@ async def open_window(ctx: Context, key: dict[str, Any], n_scheduled: int,
     else:
         how = await ctx.calls.call("reset_cache", key["workload"], "before",
                                    ctx.engine.reset_cache(ctx.http, ctx.base_url), "failed")
-    window = {"campaign_id": ctx.campaign_id, "service_id": ctx.service_id,
-              "config_id": ctx.config_id, "workload": key["workload"],
-              "window_id": key["window_id"], "max_tokens": key["max_tokens"],
-              "load": key.get("load", "closed"), "rate": None, "ramp": None,
-              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None,
-              "seed": None, "max_concurrency": max_concurrency, "n_scheduled": n_scheduled,
-              "schedule_span_s": None, "cache_reset": how, "started_at": utcnow()}
-    return {**window, **{k: v for k, v in key.items() if k in window and k != "max_tokens"
-                         and k not in ("workload", "window_id")}}
+    return {"campaign_id": ctx.campaign_id, "service_id": ctx.service_id,
+            "config_id": ctx.config_id, "workload": key["workload"],
+            "window_id": key["window_id"], "max_tokens": key["max_tokens"],
+            **CLOSED_LOOP, **(schedule or {}), "max_concurrency": max_concurrency,
+            "n_scheduled": n_scheduled, "cache_reset": how, "started_at": utcnow()}
 
 
 def close_window(ctx: Context, window: dict[str, Any], t_start: float) -> None:
