@@ -64,14 +64,12 @@ def slo(st: pd.DataFrame) -> dict[str, float] | None:
 
 def slo_text(s: dict[str, float]) -> NoEscape:
     """``TTFT $\\le$ 500 ms, TPOT $\\le$ 50 ms; attainment target 99\\%``."""
-    limits = ", ".join(f"{name} $\\le$ {e(fmt_num(s[k], 'g'))} ms" for k, name in SLO_KEYS
-                       if k in s)
+    limits = ", ".join(f"{n} $\\le$ {e(fmt_num(s[k], 'g'))} ms" for k, n in SLO_KEYS if k in s)
     return NoEscape(f"{limits}; attainment target {e(fmt_num(100 * s['target'], 'g'))}\\%")
 
 
 def _rate(r: float) -> str:
     return f"{fmt_num(r, 'g')} req/s"
-
 
 
 def _marker(palette: charts.Palette, method: str) -> str:
@@ -299,9 +297,11 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
     for _, r in sub.iterrows():
         m = e(r["method"])
         if r["method"] != baseline and pd.notna(r["stops_paying_rate"]):
-            never = r["stops_paying_rate"] == r["lowest"]
-            stops.append(f"{m} does not pay even at the lowest rate, {_rate(r['lowest'])}"
-                         if never else f"{m} stops paying at {_rate(r['stops_paying_rate'])}")
+            later, low = r.get("pays_at_rate"), _rate(r["lowest"])
+            stops.append(f"{m} stops paying at {_rate(r['stops_paying_rate'])}"
+                         if r["stops_paying_rate"] != r["lowest"]
+                         else f"{m} does not pay at {low} but does at {_rate(later)}"
+                         if pd.notna(later) else f"{m} does not pay even at the lowest rate, {low}")
         elif r["method"] != baseline and r["compared"] and pd.notna(r["highest"]):
             stops.append(f"{m} pays at every rate up to {_rate(r['highest'])}")
         if has_slo and pd.notna(r["max_rate_under_slo"]):

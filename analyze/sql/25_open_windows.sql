@@ -16,7 +16,9 @@
 --                    requests
 --   output_tps     = sum(output_tokens of ok requests) / elapsed_s
 --   completion_ratio = ok requests ending (end_s) in [trim*S + d, (1-trim)*S + d] / requests
---                    sent (start_s) in [trim*S, (1-trim)*S], d = e2e_p50_s (the steady
+--                    scheduled in [trim*S, (1-trim)*S] (the offered load: with a
+--                    max_concurrency cap the sends themselves are held back, so counting them
+--                    would hide a server that does not keep up), d = e2e_p50_s (the steady
 --                    requests' median E2E): completions lag their sends by about d, so a
 --                    server that keeps up completes as many in the shifted interval as were
 --                    sent in the unshifted one (unshifted, a request longer than trim*S made
@@ -113,7 +115,7 @@ per_window AS (
         quantile_cont(e2e_s, 0.5) FILTER (WHERE ok AND steady) AS e2e_p50_s,
         quantile_cont(e2e_s, 0.99) FILTER (WHERE ok AND steady) AS e2e_p99_s,
         coalesce(sum(output_tokens) FILTER (WHERE ok), 0) AS ok_output_tokens,
-        count(*) FILTER (WHERE start_s BETWEEN steady_from_s AND steady_to_s)
+        count(*) FILTER (WHERE scheduled_s BETWEEN steady_from_s AND steady_to_s)
             AS n_sent_steady,
         quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'first') AS ttft_first_third_s,
         quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'last') AS ttft_last_third_s,

@@ -15,6 +15,10 @@
 --   stops_paying_rate = the lowest swept rate whose rate_speedup.tpot_speedup_lo <= 1 (NULL
 --                 for the baseline and for a method that pays at every swept rate it was
 --                 compared at)
+--   pays_at_rate  = the lowest swept rate whose tpot_speedup_lo > 1 (NULL: pays at no rate, and
+--                 for the baseline); above stops_paying_rate when a method that does not pay
+--                 at low load pays under more (speculation can win where batching slows the
+--                 baseline's steps)
 
 CREATE OR REPLACE TABLE rate_limits AS
 
@@ -82,7 +86,8 @@ limits AS (
 
 stops AS (
     SELECT campaign_id, tp, method, workload, max_tokens,
-           min(rate) FILTER (WHERE tpot_speedup_lo <= 1) AS stops_paying_rate
+           min(rate) FILTER (WHERE tpot_speedup_lo <= 1) AS stops_paying_rate,
+           min(rate) FILTER (WHERE tpot_speedup_lo > 1) AS pays_at_rate
     FROM rate_speedup
     GROUP BY ALL
 ),
@@ -95,7 +100,8 @@ final AS (
         l.max_rate_under_slo,
         l.max_rate_under_slo_strict,
         l.saturation_rate,
-        CASE WHEN s.method <> p.baseline THEN x.stops_paying_rate END AS stops_paying_rate
+        CASE WHEN s.method <> p.baseline THEN x.stops_paying_rate END AS stops_paying_rate,
+        CASE WHEN s.method <> p.baseline THEN x.pays_at_rate END AS pays_at_rate
     FROM settings AS s
     CROSS JOIN params AS p
     LEFT JOIN limits AS l USING (campaign_id, tp, method, workload, max_tokens)

@@ -130,6 +130,10 @@ def c2_rows() -> tuple[list[dict], list[dict]]:
     rows += [open_req(i * 0.5, ttft=1.79, tpot=0.01, tokens=2, campaign_id="c2",
                       window_id="c2-long", workload="long", prompt_id=f"p{i}")
              for i in range(11)]
+    # a cap of 1 in flight: due every 0.5 s, each takes 1 s, so request i goes out at i s
+    rows += [open_req(i * 0.5, i * 0.5, ttft=0.1, tpot=0.09, tokens=11, campaign_id="c2",
+                      window_id="c2-capped", workload="capped", prompt_id=f"p{i}",
+                      concurrency=1) for i in range(21)]
     rows += [open_req(s, campaign_id="c2", window_id="c2-ramp", workload="ramp",
                       prompt_id=f"p{i}") for i, s in enumerate((0.0, 2.0, 3.0, 3.5, 4.0))]
     wins = [window("c2", w, rate=r, n=21, span=20.0, elapsed=21.0)
@@ -139,6 +143,8 @@ def c2_rows() -> tuple[list[dict], list[dict]]:
                     max_concurrency=4),
              window("c2", "c2-cut", rate=5.0, n=3, span=2.0, elapsed=3.0, workload="cut"),
              window("c2", "c2-long", rate=2.0, n=11, span=5.0, elapsed=6.8, workload="long"),
+             window("c2", "c2-capped", rate=2.0, n=21, span=10.0, elapsed=21.0,
+                    workload="capped", max_concurrency=1),
              window("c2", "c2-ramp", rate=None, n=5, span=4.0, elapsed=5.0, workload="ramp",
                     ramp="linear", ramp_start_rate=0.5, ramp_end_rate=2.0)]
     return rows, wins
@@ -304,6 +310,17 @@ def test_requests_longer_than_the_trim_do_not_look_like_saturation(db: Path) -> 
     assert (w["completion_ratio"], w["saturated"]) == (pytest.approx(1.0), False)
 
 
+def test_a_cap_that_holds_sends_back_is_saturation_not_only_lag(db: Path) -> None:
+    """c2-capped: 21 requests due every 0.5 s (S = 10, steady [1, 9]: 17 due), one in flight
+    at a time, each 1 s long, so request i is sent at i s and ends at i + 1. Completions in
+    [1, 9] shifted by the median E2E 1.0, [2, 10]: requests 1..9 (9 of 17 due, 8 short), so
+    the server did not keep up, though every request it got was fast (TTFT flat, 0.1 s)."""
+    w = win(db, "c2-capped")
+    assert w["completion_ratio"] == pytest.approx(9 / 17)
+    assert (w["saturated"], w["saturation_reason"], w["behind_schedule"]) == (
+        True, "completion", True)
+
+
 def test_behind_schedule_at_100_per_second(db: Path) -> None:
     w = win(db, "c2-behind")  # p99 lag 2 ms > max(1 ms, 0.1 / 100 s)
     assert (w["scheduled_rps"], w["lag_p99_s"], w["behind_schedule"]) == (
@@ -317,11 +334,11 @@ def test_no_slo_leaves_goodput_columns_null_and_warmup_and_cut_units_out(db: Pat
             "attainment_hi", "attainment_steady", "attainment_steady_lo", "attainment_steady_hi"]
     assert all(w[c] is None for c in cols)
     assert one(db, "SELECT count(*) AS n, count(meets_slo) AS met FROM open_requests "
-                   "WHERE campaign_id = 'c2'") == {"n": 21 * 4 + 11 + 5 + 11, "met": 0}
+                   "WHERE campaign_id = 'c2'") == {"n": 21 * 4 + 11 + 5 + 11 + 21, "met": 0}
     # the campaign's counts hold them too; the interrupted unit's 3 rows wait for resume
     assert one(db, "SELECT n_measured, n_measured_open, n_in_incomplete, n_warmup "
                    "FROM campaign_summary WHERE campaign_id = 'c2'") == {
-        "n_measured": 111, "n_measured_open": 111, "n_in_incomplete": 3, "n_warmup": 1}
+        "n_measured": 132, "n_measured_open": 132, "n_in_incomplete": 3, "n_warmup": 1}
     assert w["n_sent"] == 21  # the warm-up request is not one of them
     assert fetch(db, "SELECT * FROM open_windows WHERE window_id = 'c2-cut'") == []
     assert fetch(db, "SELECT * FROM cache_hygiene WHERE window_id = 'c2-cut'") == []
@@ -352,10 +369,12 @@ def test_rate_limits(db: Path) -> None:
     assert rows[AR] | {"campaign_id": None} == {
         "campaign_id": None, "tp": 1, "method": AR, "workload": "chat", "max_tokens": 256,
         "n_rates": 4, "target": 0.9, "max_rate_under_slo": 2.0,
-        "max_rate_under_slo_strict": 1.0, "saturation_rate": 4.0, "stops_paying_rate": None}
+        "max_rate_under_slo_strict": 1.0, "saturation_rate": 4.0, "stops_paying_rate": None,
+        "pays_at_rate": None}
     df = rows[DF]
     assert (df["max_rate_under_slo"], df["max_rate_under_slo_strict"],
-            df["saturation_rate"], df["stops_paying_rate"]) == (None, None, None, 4.0)
+            df["saturation_rate"], df["stops_paying_rate"], df["pays_at_rate"]) == (
+        None, None, None, 4.0, 1.0)
     c2 = one(db, "SELECT * FROM rate_limits WHERE campaign_id = 'c2' AND workload = 'chat'")
     assert (c2["max_rate_under_slo"], c2["saturation_rate"], c2["target"]) == (None, 1.0, 0.99)
     ramp = one(db, "SELECT * FROM rate_limits WHERE workload = 'ramp'")  # no single rate

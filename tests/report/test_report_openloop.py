@@ -302,3 +302,14 @@ def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
         "autoregressive saturates at 4 req/s."]
     assert figs["openloop-goodput:0"] and figs["openloop-speedup:0"] and figs["openloop-lag:0"]
     assert "No window fell behind its schedule" in _flat(render_tex(build_context(data, figs)))
+
+
+def test_a_method_that_pays_only_under_load_is_said_to() -> None:
+    """Not paying at the lowest rate but paying at a higher one (seen on an H200: n-gram
+    drafting lost at 2 req/s and won 1.31x at 8) is not "does not pay even at the lowest"."""
+    row = {"method": "ngram_simple", "stops_paying_rate": 2.0, "lowest": 2.0, "highest": 32.0,
+           "compared": True, "max_rate_under_slo": None, "saturation_rate": None}
+    later = openloop._clauses(pd.DataFrame([{**row, "pays_at_rate": 8.0}]), False, "ar")
+    never = openloop._clauses(pd.DataFrame([{**row, "pays_at_rate": None}]), False, "ar")
+    assert later == ["ngram\\_simple does not pay at 2 req/s but does at 8 req/s"]
+    assert never == ["ngram\\_simple does not pay even at the lowest rate, 2 req/s"]
