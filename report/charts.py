@@ -293,10 +293,12 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
     data = frame.dropna(subset=["throughput_tps"])
     if data.empty:
         return _empty(ax, "no throughput data")
+    # the lines in the order the rows come (max_tokens ascending), not the labels' text order
+    # ("rewrite mt=256" sorts before "rewrite mt=64")
+    workloads = list(pd.unique(data["workload"])) if data["workload"].nunique() > 1 else []
     data = data.groupby(["method", "workload", "concurrency"], as_index=False)[
         "throughput_tps"].mean()
     order = _order(palette, data["method"])
-    workloads = list(pd.unique(data["workload"])) if data["workload"].nunique() > 1 else []
     dashes = dict(zip(workloads, DASHES * len(workloads)))
     for (method, workload), line in data.groupby(["method", "workload"], sort=False):
         if method in palette:

@@ -190,3 +190,16 @@ def test_energy_table_fits_the_page(report_db_energy: Path, tmp_path: Path) -> N
     tex, log = _compile(report_db_energy, tmp_path / "work")
     assert "USD/Mtok" in tex and "\\begin{longtable}" in tex
     assert _overfull(log) == []
+
+
+def test_throughput_legend_lists_max_tokens_in_order() -> None:
+    """The workload lines come in the rows' order (64 before 256), not the labels' text order,
+    where "rw mt=256" sorts before "rw mt=64"."""
+    cs = pd.DataFrame({"engine": "e", "tp": 1, "workload": ["rw", "rw", "rw", "rw"],
+                       "max_tokens": [64, 64, 256, 256], "method": "m",
+                       "concurrency": [1, 4, 1, 4], "throughput_tps": [1.0, 2.0, 3.0, 4.0]})
+    fig, ax = plt.subplots()
+    charts.plot_throughput_by_concurrency(ax, throughput_lines(cs), charts.method_palette(["m"]))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
+    assert labels == ["method", "m", "workload", "rw mt=64", "rw mt=256"]
