@@ -126,6 +126,16 @@ class RequestsSchema(_Base):
     error_kind: Series[str] = pa.Field(nullable=True, isin=ERROR_KINDS)
     error_message: Series[str] = pa.Field(nullable=True)
     scheduled_s: Series[float] | None = pa.Field(nullable=True, ge=0)  # absent: closed loop
+    # acceptance details as the engine reports them (absent: the engine reports none)
+    engine_accept_length: Series[float] | None = pa.Field(nullable=True, ge=0)
+    accept_histogram: Series[object] | None = pa.Field(nullable=True)
+    accepted_per_pos: Series[object] | None = pa.Field(nullable=True)
+    step_accepted: Series[object] | None = pa.Field(nullable=True)
+
+    @pa.check("accept_histogram", "accepted_per_pos", "step_accepted",
+              name="acceptance details are lists of counts >= 0")
+    def _counts(cls, s: Series[object]) -> Series[bool]:
+        return s.map(_is_counts)
 
     @pa.check("chunk_times_s", name="chunk times are non-decreasing offsets")
     def _chunk_times(cls, s: Series[object]) -> Series[bool]:
@@ -158,6 +168,15 @@ class RequestsSchema(_Base):
     def _accepted(cls, df: pd.DataFrame) -> Series[bool]:
         both = df["accepted_tokens"].notna() & df["draft_tokens"].notna()
         return ~both | (df["accepted_tokens"] <= df["draft_tokens"]).fillna(True)
+
+
+def _is_counts(v: object) -> bool:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return True
+    try:
+        return all(int(x) == x and x >= 0 for x in v)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return False
 
 
 def _is_sorted_offsets(v: object) -> bool:
@@ -251,6 +270,18 @@ class GpuSamplesSchema(_Base):
     throttle_reasons: Series[str]
 
 
+class MethodParamsSchema(_Base):
+    campaign_id: Series[str]
+    method: Series[str]
+    family: Series[str] = pa.Field(str_length={"min_value": 1})
+    param: Series[str] = pa.Field(str_length={"min_value": 1})
+    value: Series[str]
+    value_num: Series[float] = pa.Field(nullable=True)
+
+    class Config:
+        unique = ["campaign_id", "method", "param"]
+
+
 class QuarantineSchema(_Base):
     table_name: Series[str]
     row_json: Series[str]
@@ -268,5 +299,6 @@ CONTRACTS: dict[str, type[_Base]] = {
     "server_metrics": ServerMetricsSchema,
     "endpoint_errors": EndpointErrorsSchema,
     "gpu_samples": GpuSamplesSchema,
+    "method_params": MethodParamsSchema,
     "quarantine": QuarantineSchema,
 }

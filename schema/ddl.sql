@@ -1,6 +1,7 @@
--- specsweep raw layer, schema version 6 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 7 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
--- requests.scheduled_s; see schema/store.py).
+-- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
+-- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -107,20 +108,35 @@ CREATE TABLE IF NOT EXISTS requests (
     cached_tokens    INTEGER,
     output_tokens    INTEGER,              -- the server's count, never max_tokens
     finish_reason    VARCHAR,
-    spec_verify_ct   INTEGER,              -- target verify steps (SGLang; llama.cpp derived)
+    spec_verify_ct   INTEGER,              -- target verify (decode) steps after the prefill
+                                           -- (SGLang, vLLM per-request metrics; llama.cpp derived)
     draft_tokens     INTEGER,
     accepted_tokens  INTEGER,
-    accept_length    DOUBLE,               -- tokens per target verify step, bonus token included
+    accept_length    DOUBLE,               -- specsweep's one definition for every engine: tokens
+                                           -- made by decode steps / verify steps =
+                                           -- (output_tokens - 1) / spec_verify_ct (the token
+                                           -- sampled at prefill excluded; vLLM's and the DFlash
+                                           -- paper's tau); 1 for plain decoding
     output_text      VARCHAR,
     server_stats     VARCHAR,              -- the engine's final stats object as JSON (timings, meta_info, usage)
     ok               BOOLEAN NOT NULL,
     error_kind       VARCHAR,              -- http | timeout | connect | protocol | empty | server_died | cancelled
     error_message    VARCHAR,
-    scheduled_s      DOUBLE                -- open-loop windows only: the send time the arrival
+    scheduled_s      DOUBLE,               -- open-loop windows only: the send time the arrival
                                            -- schedule asked for, same clock as start_s (lag =
                                            -- start_s - scheduled_s; with a max_concurrency cap
                                            -- it includes the wait for a free slot); NULL in
                                            -- closed-loop windows
+    engine_accept_length DOUBLE,           -- the engine's own per-request figure, as it reports
+                                           -- it (SGLang spec_accept_length, which counts the
+                                           -- prefill token; vLLM mean_acceptance_length); NULL
+                                           -- where the engine reports none (llama.cpp)
+    accept_histogram BIGINT[],             -- [j] = verify steps that accepted exactly j draft
+                                           -- tokens, j = 0..K, as the engine reports it
+    accepted_per_pos BIGINT[],             -- [k-1] = verify steps whose draft token at position k
+                                           -- was accepted, as the engine reports it
+    step_accepted    INTEGER[]             -- draft tokens accepted at each verify step, in order
+                                           -- (vLLM `detailed`)
 );
 
 -- One row per measured window, closed- and open-loop: how its load was made and what was done
@@ -206,6 +222,19 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
     temperature_c     DOUBLE,
     throttle_reasons  VARCHAR NOT NULL   -- comma-separated active clock-event reasons other
                                          -- than idle ('' none), e.g. 'sw_power_cap,hw_slowdown'
+);
+
+-- One row per parameter of a method (plan `methods[].params`, or one value of a `grid`):
+-- what a method family swept, queryable without parsing method names. A method without
+-- parameters has no rows (its family is its own name). Written when the campaign starts.
+CREATE TABLE IF NOT EXISTS method_params (
+    campaign_id  VARCHAR NOT NULL,
+    method       VARCHAR NOT NULL,      -- the expanded method name (services.method)
+    family       VARCHAR NOT NULL,      -- the family it belongs to (the grid's method name)
+    param        VARCHAR NOT NULL,
+    value        VARCHAR NOT NULL,      -- the value as the plan wrote it
+    value_num    DOUBLE,                -- the same as a number, NULL when it is not one
+    PRIMARY KEY (campaign_id, method, param)
 );
 
 -- Rows a pandera contract rejected (schema/contracts.py), kept with the reason; no analysis

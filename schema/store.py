@@ -34,7 +34,7 @@ import pandera.pandas as pa
 from schema import metrics
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -330,6 +330,16 @@ def migrate_to_6(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE requests ADD COLUMN scheduled_s DOUBLE").fetchall()
 
 
+def migrate_to_7(con: duckdb.DuckDBPyConnection) -> None:
+    """v7: method_params (the DDL created it; older plans had no parameters, so it stays
+    empty for their campaigns) and the requests' acceptance details. Older rows keep their
+    accept_length as it was then defined (llama.cpp's counted the prefill token); the
+    analysis layer recomputes the one definition from output_tokens and spec_verify_ct."""
+    for column, kind in (("engine_accept_length", "DOUBLE"), ("accept_histogram", "BIGINT[]"),
+                         ("accepted_per_pos", "BIGINT[]"), ("step_accepted", "INTEGER[]")):
+        con.execute(f"ALTER TABLE requests ADD COLUMN {column} {kind}").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4,
-                               5: migrate_to_5, 6: migrate_to_6}
+                               5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7}

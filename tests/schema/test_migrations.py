@@ -1,6 +1,7 @@
-"""Schema migrations v3->v6: a v3 file gains endpoint_errors on open, a v4 file gains
-gpu_samples and services.transport, a v5 file windows and requests.scheduled_s; the endpoint_errors contract quarantines rows that name
-no known hook or phase."""
+"""Schema migrations v3->v7: a v3 file gains endpoint_errors on open, a v4 file gains
+gpu_samples and services.transport, a v5 file windows and requests.scheduled_s, a v6 file
+method_params and the requests' acceptance details; the endpoint_errors contract quarantines
+rows that name no known hook or phase."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_a_v4_file_gains_gpu_samples_and_says_its_services_transport_is_unknown(
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT transport FROM services").fetchall() == [("unknown",)]
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchone() == (0,)
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (6,)
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
 
 
 def test_a_v5_file_gains_windows_and_its_requests_were_sent_closed_loop(tmp_path: Path) -> None:
@@ -47,9 +48,28 @@ def test_a_v5_file_gains_windows_and_its_requests_were_sent_closed_loop(tmp_path
     Store(path)
     with duckdb.connect(str(path), read_only=True) as con:
         columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
-        assert columns[-1] == "scheduled_s"
+        assert "scheduled_s" in columns
         assert con.execute("SELECT count(*) FROM windows").fetchone() == (0,)
 
+
+def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) -> None:
+    path = tmp_path / "v6.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(6))
+        con.execute("INSERT INTO schema_version VALUES (6, now()::TIMESTAMP)")
+        assert "accept_histogram" not in [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
+        assert con.execute("SELECT count(*) FROM duckdb_tables() "
+                           "WHERE table_name = 'method_params'").fetchone() == (0,)
+    store = Store(path)
+    row = {"campaign_id": "c", "method": "ngram-k4", "family": "ngram", "param": "k",
+           "value": "4", "value_num": 4.0}
+    assert store.append("method_params", [row, {**row, "method": "ngram-kx", "value": "x",
+                                                "value_num": None}]) == 2
+    with duckdb.connect(str(path), read_only=True) as con:
+        columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
+        assert columns[-4:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
+                                "step_accepted"]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
 
 def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     path = tmp_path / "v3.duckdb"
@@ -57,13 +77,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,)]
     assert statuses == [(200,), (None,)]
 
 
