@@ -7,7 +7,9 @@ the `speedup` table (analyze.stats), 04 best_config (reads speedup), 05-10 the p
 views, 11-13 the campaign, environment and service summaries (the only way `report` sees the
 raw tables), 14 import_check (imported files' printed figures beside ours), 15-17 GPU energy
 (segments, windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio`
-table (analyze.energy), then the open-loop objects 21-27 (analyze.openloop). The raw layer is
+table (analyze.energy), then the open-loop objects 21-27 (analyze.openloop), then the
+speculation objects 28-33 (method_families, param_sweep, speedup_decomposition, best_setting,
+which reads speedup and rate_speedup, position_acceptance, accepted_histogram). The raw layer is
 schema's: `connect` migrates the file before anything here runs. Everything is CREATE OR
 REPLACE inside one transaction, so a failed build leaves the previous analysis layer in place.
 
@@ -59,6 +61,15 @@ AFTER_SPEEDUP = (
     "19_energy_summary.sql",
     "20_request_distribution.sql",
 )
+# after the open-loop objects: best_setting reads rate_speedup
+SPECULATION = (
+    "28_method_families.sql",
+    "29_param_sweep.sql",
+    "30_speedup_decomposition.sql",
+    "31_best_setting.sql",
+    "32_position_acceptance.sql",
+    "33_accepted_histogram.sql",
+)
 OBJECTS = (
     "request_metrics",
     "config_summary",
@@ -84,6 +95,12 @@ OBJECTS = (
     "energy_ratio",
     "campaign_plan",
     *openloop.OBJECTS,
+    "method_families",
+    "param_sweep",
+    "speedup_decomposition",
+    "best_setting",
+    "position_acceptance",
+    "accepted_histogram",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
@@ -150,6 +167,9 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
     energy.build_energy_ratio(con)
     log.info("open-loop objects")
     openloop.build(con, read_sql)
+    for name in SPECULATION:
+        log.info("building %s", name)
+        con.execute(read_sql(name))
 
 
 def drop_views(con: duckdb.DuckDBPyConnection) -> None:

@@ -26,15 +26,25 @@ CREATE OR REPLACE MACRO decode_tps(output_tokens, e2e_s, ttft_s) AS
 CREATE OR REPLACE MACRO e2e_tps(output_tokens, e2e_s) AS
     CASE WHEN e2e_s > 0 THEN output_tokens / e2e_s END;
 
--- accept_length_tw (aggregate): token-weighted mean acceptance length of speculative decoding,
---   sum(output_tokens) / sum(output_tokens / accept_length)      over rows with ok and
---                                                                 accept_length > 0
---   Convention: output_tokens / accept_length is a request's verify steps, so this is
---   total tokens / total verify steps (what a server's own counters give), not the
---   request-weighted avg(accept_length).
-CREATE OR REPLACE MACRO accept_length_tw(ok, output_tokens, accept_length) AS
-    sum(output_tokens) FILTER (WHERE ok AND accept_length > 0)
-        / sum(output_tokens / accept_length) FILTER (WHERE ok AND accept_length > 0);
+-- accept_length: tokens made by decode steps per verify step, specsweep's one definition for
+--   every engine (vLLM's mean_acceptance_length, the DFlash paper's tau; 1 for plain decoding)
+--   (output_tokens - 1) / spec_verify_ct                        when output_tokens > 1
+--                                                                 and spec_verify_ct > 0
+--   Convention: the token sampled at prefill is not made by a verify step, so it is left out
+--   of the numerator, as spec_verify_ct (verify steps after the prefill) leaves it out.
+CREATE OR REPLACE MACRO accept_length_of(output_tokens, spec_verify_ct) AS
+    CASE WHEN output_tokens > 1 AND spec_verify_ct > 0
+        THEN (output_tokens - 1) / spec_verify_ct END;
+
+-- accept_length_tw (aggregate): the same, pooled over rows (token-weighted),
+--   sum(output_tokens - 1) / sum(spec_verify_ct)                 over rows with ok,
+--                                                                 output_tokens > 1 and
+--                                                                 spec_verify_ct > 0
+--   Convention: total decode tokens / total verify steps (what a server's own counters give,
+--   less the prefill tokens), not the request-weighted avg(accept_length_of).
+CREATE OR REPLACE MACRO accept_length_tw(ok, output_tokens, spec_verify_ct) AS
+    sum(output_tokens - 1) FILTER (WHERE ok AND output_tokens > 1 AND spec_verify_ct > 0)
+        / sum(spec_verify_ct) FILTER (WHERE ok AND output_tokens > 1 AND spec_verify_ct > 0);
 
 -- accept_rate: accepted draft tokens / proposed draft tokens      NULL when none proposed
 CREATE OR REPLACE MACRO accept_rate(accepted_tokens, draft_tokens) AS

@@ -1,8 +1,9 @@
 -- request_metrics: one row per measured request (measured_requests, 00: warm-up requests and
 -- rows of incomplete units left out). A TABLE, rebuilt by every `python -m analyze`.
 -- grain: request; key: request_id.
--- Columns: every column of `requests` except output_text, server_stats and the chunk lists
--- (chunk_times_s, chunk_tokens: join `requests` USING (request_id) for them), plus
+-- Columns: every column of `requests` except output_text, server_stats and the per-chunk and
+-- per-step lists (chunk_times_s, chunk_tokens, step_accepted: join `requests` USING
+-- (request_id) for them; position_acceptance and accepted_histogram read step_accepted), plus
 --   tpot_s           = (e2e_s - ttft_s) / (output_tokens - 1)    when ok and output_tokens > 1
 --   decode_tps       = (output_tokens - 1) / (e2e_s - ttft_s)    when ok, output_tokens > 1, e2e_s > ttft_s
 --   e2e_tps          = output_tokens / e2e_s                     when ok and e2e_s > 0
@@ -33,7 +34,8 @@ colocation AS (
 
 final AS (
     SELECT
-        m.* EXCLUDE (rid, output_text, server_stats, chunk_times_s, chunk_tokens),
+        m.* EXCLUDE (rid, output_text, server_stats, chunk_times_s, chunk_tokens,
+                   step_accepted),
         -- tpot_s, decode_tps, e2e_tps: the macros of schema/metrics.sql (defined once)
         CASE WHEN m.ok THEN tpot_s(m.output_tokens, m.e2e_s, m.ttft_s) END AS tpot_s,
         CASE WHEN m.ok THEN decode_tps(m.output_tokens, m.e2e_s, m.ttft_s) END AS decode_tps,

@@ -7,11 +7,16 @@
 --   throughput_tps   = sum(output_tokens) / (max(end_s) - min(start_s)) over ok requests of the
 --                      window (if a group ever spans several windows: summed tokens / summed
 --                      window durations, since start_s offsets are per window)
---   accept_length_tw = sum(output_tokens) / sum(output_tokens / accept_length)  (token-weighted:
---                      total tokens / total verify steps, over rows with accept_length > 0)
---   accept_length_rw = avg(accept_length)  (request-weighted, same rows)
+--   accept_length_tw = sum(output_tokens - 1) / sum(spec_verify_ct)  (the one definition,
+--                      pooled: decode tokens / verify steps over rows with output_tokens > 1
+--                      and spec_verify_ct > 0; the prefill token excluded)
+--   accept_length_rw = avg((output_tokens - 1) / spec_verify_ct)  (request-weighted, same rows;
+--                      recomputed, not the stored requests.accept_length, whose older rows
+--                      counted llama.cpp's prefill token)
+--   engine_accept_length_rw = avg(engine_accept_length)  (the engine's own per-request figure,
+--                      as it reports it: SGLang's counts the prefill token; NULL for llama.cpp)
 --   accept_rate      = sum(accepted_tokens) / sum(draft_tokens)
--- accept_length_tw and accept_rate are schema/metrics.sql's macros of the same names.
+-- accept_length_tw, accept_length_of and accept_rate are schema/metrics.sql's macros.
 
 CREATE OR REPLACE TABLE config_summary AS
 
@@ -56,8 +61,10 @@ per_config AS (
         avg(decode_tps) AS decode_tps_mean,
         sum(output_tokens) FILTER (WHERE ok) AS output_tokens_sum,
         avg(output_tokens) FILTER (WHERE ok) AS output_tokens_mean,
-        accept_length_tw(ok, output_tokens, accept_length) AS accept_length_tw,
-        avg(accept_length) FILTER (WHERE ok AND accept_length > 0) AS accept_length_rw,
+        accept_length_tw(ok, output_tokens, spec_verify_ct) AS accept_length_tw,
+        avg(accept_length_of(output_tokens, spec_verify_ct)) FILTER (WHERE ok)
+            AS accept_length_rw,
+        avg(engine_accept_length) FILTER (WHERE ok) AS engine_accept_length_rw,
         sum(draft_tokens) FILTER (WHERE ok) AS draft_tokens_sum,
         sum(accepted_tokens) FILTER (WHERE ok) AS accepted_tokens_sum
     FROM measured

@@ -11,12 +11,15 @@
 --                          every step drafts, as in vLLM. llama.cpp's n-gram drafters
 --                          draft on some steps only, and there it is far larger)
 --   accept_length_steps  = d_generated / (d_generated - d_accepted)  (tokens per target
---                          step, every step counted: the counters' twin of the per-request
---                          figure below; NULL where the server counts no generated tokens;
+--                          step, every step counted, each request's prefill step too: the
+--                          per-request figure below leaves it out, so the two part on short
+--                          replies; NULL where the server counts no generated tokens;
 --                          foreign tokens, if any, are in it)
 --   accept_rate_window   = d_accepted / d_draft_tokens
 -- Per request (requests of the same service and workload, warm-ups excluded, ok only):
---   accept_length_requests = sum(output_tokens) / sum(spec_verify_ct)  (token-weighted)
+--   accept_length_requests = sum(output_tokens - 1) / sum(spec_verify_ct)  (the one
+--                          definition, pooled: schema/metrics.sql's accept_length_tw; rows
+--                          with output_tokens > 1 and spec_verify_ct > 0)
 --   accept_length_diff     = accept_length_window - accept_length_requests
 -- Counters are server-wide: other traffic in the window (a warm-up, another client) leaks
 -- in; `foreign_tokens` = delta of generated tokens by the counters minus the tokens of the
@@ -70,9 +73,7 @@ per_request AS (
     SELECT
         campaign_id, service_id, workload,
         sum(output_tokens) FILTER (WHERE ok) AS output_tokens,
-        sum(output_tokens) FILTER (WHERE ok AND spec_verify_ct > 0)
-            / nullif(sum(spec_verify_ct) FILTER (WHERE ok AND spec_verify_ct > 0), 0)
-            AS accept_length_requests
+        accept_length_tw(ok, output_tokens, spec_verify_ct) AS accept_length_requests
     FROM requests
     WHERE NOT is_warmup
     GROUP BY ALL

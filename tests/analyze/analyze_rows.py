@@ -14,7 +14,7 @@ import duckdb
 DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
 # the raw tables analyze reads
 TABLES_READ = ("campaigns", "requests", "services", "server_metrics", "units", "gpu_samples",
-               "environment")
+               "environment", "method_params")
 CREATE_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(.*?\n\);", re.DOTALL)
 
 COLUMNS = (
@@ -23,7 +23,8 @@ COLUMNS = (
     "turn", "is_warmup", "sent_at", "start_s", "ttft_s", "e2e_s", "chunk_times_s",
     "chunk_tokens", "prompt_tokens", "cached_tokens", "output_tokens", "finish_reason",
     "spec_verify_ct", "draft_tokens", "accepted_tokens", "accept_length", "output_text",
-    "server_stats", "ok", "error_kind", "error_message",
+    "server_stats", "ok", "error_kind", "error_message", "engine_accept_length",
+    "accept_histogram", "accepted_per_pos", "step_accepted",
 )  # fmt: skip
 
 _ids = itertools.count()
@@ -45,7 +46,8 @@ def req(**overrides: Any) -> dict[str, Any]:
         "cached_tokens": 0, "output_tokens": 9, "finish_reason": "length",
         "spec_verify_ct": None, "draft_tokens": None, "accepted_tokens": None,
         "accept_length": None, "output_text": "text", "server_stats": "{}", "ok": True,
-        "error_kind": None, "error_message": None,
+        "error_kind": None, "error_message": None, "engine_accept_length": None,
+        "accept_histogram": None, "accepted_per_pos": None, "step_accepted": None,
     }  # fmt: skip
     unknown = overrides.keys() - row.keys()
     assert not unknown, f"not a requests column: {unknown}"

@@ -3,7 +3,15 @@
 the analysis built from them before issue 12 rewrote it (request_metrics as a table, the
 chunk-list pass, the rank-space bootstrap): expected_speedup.csv, written by commit 37c26cb's
 `python -m analyze`. Same seed, same data: every figure must come out the same, to the
-printed digit and (floats) to 1e-12."""
+printed digit and (floats) to 1e-12.
+
+Except accept_length_tw, which issue 14 moved to the one definition, sum(output_tokens - 1) /
+sum(spec_verify_ct): the prefill token is no longer counted. The files' llama.cpp rows were
+written by the v6 collect, whose spec_verify_ct (predicted_n - draft_n_accepted) counted the
+prefill as a verify step too; golden_db brings them to v7's meaning (predicted_n - 1 -
+draft_n_accepted, what collect stores now) before analyze runs, and the expected
+accept_length_tw are the new definition's on those rows (draft-simple chat 3.7647 -> 3.9375,
+ngram-map-k chat 1.0 -> 1.0, ngram-simple agentic 1.5706 -> 1.5849)."""
 
 from __future__ import annotations
 
@@ -21,11 +29,21 @@ FLOATS = ("speedup", "ci_low", "ci_high", "throughput_speedup", "ttft_ratio",
           "accept_length_tw", "method_decode_tps_p50", "baseline_decode_tps_p50")
 
 
+# v6 llama.cpp rows: verify steps counted the prefill (spec_verify_ct = output - accepted)
+V7_VERIFY_STEPS = """
+UPDATE requests SET spec_verify_ct = spec_verify_ct - 1,
+    accept_length = (output_tokens - 1) / (spec_verify_ct - 1)
+WHERE engine = 'llamacpp' AND output_tokens > 1
+  AND spec_verify_ct = output_tokens - coalesce(accepted_tokens, 0)
+"""
+
+
 def golden_db(path: Path) -> Path:
     with connect(path, create=True) as con:  # the current schema; the files hold raw rows
         for table in sorted(DATA.glob("*.parquet")):
             con.execute(f"INSERT INTO {table.stem} BY NAME SELECT * FROM read_parquet(?)",
                         [str(table)])
+        con.execute(V7_VERIFY_STEPS)
     return path
 
 

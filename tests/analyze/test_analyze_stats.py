@@ -151,16 +151,18 @@ def test_window_ratios(analyzed):
     # method:   20 tok/s, ttft 0.1, 0.25, 0.7 -> e2e = ttft + 3.0, last end 3.7
     # throughput_speedup = (183 / 3.7) / (183 / 6.6) = 6.6 / 3.7
     # ttft_ratio = median 0.25 / median 0.5 = 0.5 (the means would give 0.35 / 0.5)
-    # method accept_length 3.0 everywhere -> token-weighted 183 / (183 / 3) = 3.0
+    # method: 60 decode tokens in 20, 20, 30 verify steps -> pooled (60 * 3) / 70 = 18 / 7
+    # (the stored accept_length is not read: the one definition is recomputed)
     base = [decode_req(10, prompt_id=f"p{i}", ttft_s=t) for i, t in enumerate((0.4, 0.5, 0.6))]
     method = [
-        decode_req(20, method="dflash", prompt_id=f"p{i}", ttft_s=t, accept_length=3.0)
-        for i, t in enumerate((0.1, 0.25, 0.7))
+        decode_req(20, method="dflash", prompt_id=f"p{i}", ttft_s=t, accept_length=9.0,
+                   spec_verify_ct=steps)
+        for i, (t, steps) in enumerate(((0.1, 20), (0.25, 20), (0.7, 30)))
     ]
     row = one(analyzed([*base, *method]), "SELECT * FROM speedup")
     assert row["throughput_speedup"] == pytest.approx(6.6 / 3.7)
     assert row["ttft_ratio"] == pytest.approx(0.5)
-    assert row["accept_length_tw"] == pytest.approx(3.0)
+    assert row["accept_length_tw"] == pytest.approx(18 / 7)
 
 
 def test_no_row_without_a_baseline_at_the_same_load_point(analyzed):

@@ -15,7 +15,7 @@ CONTRACT = {
         "n_ok", "error_rate", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s",
         "e2e_p50_s", "decode_tps_p50", "decode_tps_mean", "output_tokens_sum",
         "output_tokens_mean", "throughput_tps", "accept_length_tw", "accept_length_rw",
-        "draft_tokens_sum", "accepted_tokens_sum", "accept_rate",
+        "engine_accept_length_rw", "draft_tokens_sum", "accepted_tokens_sum", "accept_rate",
     ],
     "speedup": [
         "campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency", "method",
@@ -33,9 +33,10 @@ CONTRACT = {
     ],
 }  # fmt: skip
 
-# the texts and the chunk lists stay in `requests` (join USING (request_id)): request_metrics is a
-# table, and copying every chunk list would double the file
-RAW_COLUMNS_DROPPED = {"output_text", "server_stats", "chunk_times_s", "chunk_tokens"}
+# the texts, the chunk lists and the per-step acceptance list stay in `requests` (join USING
+# (request_id)): request_metrics is a table, and copying every chunk list would double the file
+RAW_COLUMNS_DROPPED = {"output_text", "server_stats", "chunk_times_s", "chunk_tokens",
+                       "step_accepted"}
 
 
 def _columns(path, name: str) -> list[str]:
@@ -131,21 +132,26 @@ def test_window_throughput_error_rate_and_warmup(analyzed):
 
 
 def test_accept_length_token_and_request_weighted(analyzed):
-    # A: 100 tokens at 4.0 tokens/step = 25 steps; B: 10 tokens at 2.0 = 5 steps
+    # the one definition, (output_tokens - 1) / spec_verify_ct (the prefill token excluded):
+    # A: 101 tokens in 25 verify steps = 100 / 25 = 4.0; B: 11 tokens in 5 steps = 10 / 5 = 2.0
     # token-weighted = (100 + 10) / (25 + 5) = 3.6667; request-weighted = (4 + 2) / 2 = 3.0
+    # (their stored accept_length, 9.0, is not read)
+    # engine_accept_length_rw = avg of the engine's own figures (4.04, 2.2) = 3.12
     # accept_rate = (75 + 5) / (300 + 20) = 0.25
-    # a failed request and a warm-up, both with accept_length 10, are ignored
+    # a failed request, a warm-up (both 50 tokens in 1 step) and a one-token reply are ignored
     rows = [
-        req(method="dflash", output_tokens=100, accept_length=4.0, draft_tokens=300,
-            accepted_tokens=75),
-        req(method="dflash", output_tokens=10, accept_length=2.0, draft_tokens=20,
-            accepted_tokens=5),
-        req(method="dflash", output_tokens=50, accept_length=10.0, ok=False),
-        req(method="dflash", output_tokens=50, accept_length=10.0, is_warmup=True),
+        req(method="dflash", output_tokens=101, spec_verify_ct=25, accept_length=9.0,
+            engine_accept_length=4.04, draft_tokens=300, accepted_tokens=75),
+        req(method="dflash", output_tokens=11, spec_verify_ct=5, accept_length=9.0,
+            engine_accept_length=2.2, draft_tokens=20, accepted_tokens=5),
+        req(method="dflash", output_tokens=50, spec_verify_ct=1, ok=False),
+        req(method="dflash", output_tokens=50, spec_verify_ct=1, is_warmup=True),
+        req(method="dflash", output_tokens=1, spec_verify_ct=0),
     ]  # fmt: skip
     row = one(analyzed(rows), "SELECT * FROM config_summary")
     assert row["accept_length_tw"] == pytest.approx(110 / 30)
     assert row["accept_length_rw"] == pytest.approx(3.0)
+    assert row["engine_accept_length_rw"] == pytest.approx(3.12)
     assert row["accept_rate"] == pytest.approx(0.25)
 
 

@@ -21,8 +21,9 @@ def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
     """vLLM-style counters over the window: drafts 100 -> 120 (20), draft tokens 300 -> 380
     (80), accepted 150 -> 190 (40) summed over two engines' label sets (30 + 10).
     accept_length_window = 1 + 40 / 20 = 3.0; accept_rate_window = 40 / 80 = 0.5.
-    Requests: 30 + 50 tokens in 10 + 30 verify steps -> 80 / 40 = 2.0 token-weighted, so
-    the diff is 1.0. Generated-token counter delta 90 vs 80 measured -> 10 foreign tokens;
+    Requests: 30 + 50 tokens in 13 + 26 verify steps -> (29 + 49) / 39 = 2.0 pooled (the one
+    definition: the prefill token of each request is not a verify step's), so the diff is
+    1.0. Generated-token counter delta 90 vs 80 measured -> 10 foreign tokens;
     accept_length_steps = 90 / (90 - 40) = 1.8 tokens per target step."""
     metrics = [
         _metric("svc", "before", "vllm:spec_decode_num_drafts_total", 100),
@@ -37,8 +38,8 @@ def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
         _metric("svc", "after", "vllm:generation_tokens_total", 1090),
     ]
     rows = [
-        req(service_id="svc", method="m", output_tokens=30, spec_verify_ct=10),
-        req(service_id="svc", method="m", output_tokens=50, spec_verify_ct=30),
+        req(service_id="svc", method="m", output_tokens=30, spec_verify_ct=13),
+        req(service_id="svc", method="m", output_tokens=50, spec_verify_ct=26),
         req(service_id="svc", method="m", output_tokens=99, spec_verify_ct=1, is_warmup=True),
     ]
     path = tmp_path / "r.duckdb"

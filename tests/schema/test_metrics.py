@@ -46,13 +46,17 @@ def test_e2e_speed(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_acceptance(con: duckdb.DuckDBPyConnection) -> None:
-    """Token-weighted: 90 tokens at 3.0 (30 verify steps) + 10 tokens at 1.0 (10 steps) =
-    100 / 40 = 2.5 (the request-weighted mean would be 2.0); a failed row and a row without
-    acceptance (0) are left out. accept_rate: 6 accepted of 8 drafted = 0.75; none drafted:
-    NULL."""
+    """The one definition, (output_tokens - 1) / spec_verify_ct: 91 tokens in 30 verify steps
+    = 3.0; one token or no verify step: undefined. Pooled (token-weighted): 90 decode tokens
+    in 30 steps + 10 in 10 = 100 / 40 = 2.5 (the request-weighted mean would be 2.0); a failed
+    row and a row without verify steps (0) are left out. accept_rate: 6 accepted of 8
+    drafted = 0.75; none drafted: NULL."""
+    assert one(con, "accept_length_of(91, 30)") == pytest.approx(3.0)
+    assert one(con, "accept_length_of(1, 0)") is None
+    assert one(con, "accept_length_of(5, NULL)") is None
     got = con.execute(
-        "SELECT accept_length_tw(ok, n, a) FROM (VALUES (true, 90, 3.0), (true, 10, 1.0), "
-        "(false, 50, 5.0), (true, 40, 0.0)) AS t(ok, n, a)"
+        "SELECT accept_length_tw(ok, n, s) FROM (VALUES (true, 91, 30), (true, 11, 10), "
+        "(false, 50, 5), (true, 40, 0)) AS t(ok, n, s)"
     ).fetchone()[0]
     assert got == pytest.approx(2.5)
     assert one(con, "accept_rate(6, 8)") == pytest.approx(0.75)

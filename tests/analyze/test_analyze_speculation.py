@@ -1,0 +1,350 @@
+"""The speculation objects (method_families, param_sweep, speedup_decomposition, best_setting,
+position_acceptance, accepted_histogram) on hand-built raw rows written through Store.append
+(the raw contracts check them), every figure worked by hand below. Decode speeds: decode_req
+(61 tokens, 60 decode tokens in 60 / speed seconds); the baseline runs at 10 tok/s, so one
+baseline token takes 0.1 s and a method's speedup is its speed / 10.
+
+sw (sglang): family ddtree (param budget: b8, b16, b32) and ngram (no parameters).
+  c1, prompts p1 p2: b8 15 tok/s, 30 steps each (acceptance 60 / 30 = 2.0, speedup 1.5);
+    b16 20 and 15 tok/s in 20 and 30 steps (120 tokens / 50 steps = 2.4; median 17.5: 1.75);
+    b32 12 tok/s, 15 steps (4.0, 1.2); ngram 30 tok/s, 20 steps (3.0, 3.0).
+  c8, p1..p4: b8 12 (2.0, 1.2, every prompt the same: CI [1.2, 1.2]); b16 5, 14, 14, 14 in
+    20 steps (3.0; median 14: 1.4, but resamples drawing p1 twice give 0.95: CI low < 1);
+    b32 4 tok/s, 15 steps (4.0, 0.4).
+  c32, p1 p2: b8 8 (0.8); b16 9 (0.9); b32 4 (0.4); ngram 9 tok/s in 60 steps (1.0, 0.9).
+gr: a 2-parameter grid ddt (budget 8 | 16 x k 2 | 4, and mode = tree held by all), c1:
+  b8-k2 12 (30 steps: 2.0), b16-k2 15 (20: 3.0), b8-k4 16 (24: 2.5), b16-k4 13 (15: 4.0).
+rt (vllm, open loop): ngram-k2, ngram-k4 against the baseline at 2, 8, 32 req/s; 11 requests
+  at 0..10 s (steady 1..9), 11 tokens, baseline TPOT 20 ms; k2 / k4 TPOT 10 / 8 ms at 2 req/s
+  (speedups 2.0 / 2.5), 16 / 40 ms at 8 (1.25 / 0.5), 40 / 40 ms at 32 (0.5 / 0.5).
+ps (vllm): acceptance details, one source per method (see the tests).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from analyze_rows import decode_req, fetch, one, req
+
+from analyze import build
+from schema.store import Store
+
+AR = "autoregressive"
+T = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def service(campaign: str, method: str, engine: str) -> dict[str, Any]:
+    return {"service_id": f"svc-{campaign}-{method}", "campaign_id": campaign,
+            "config_id": f"cfg-{campaign}-{method}", "engine": engine, "method": method,
+            "tp": 1, "gpus": "0", "host": "h", "launch_command": "x", "requested_at": T,
+            "ready_at": None, "stopped_at": None, "startup_s": None, "state": "stopped",
+            "error": None, "log_tail": None, "transport": "direct"}
+
+
+def params(campaign: str, method: str, family: str, **values: Any) -> list[dict[str, Any]]:
+    return [{"campaign_id": campaign, "method": method, "family": family, "param": k,
+             "value": str(v), "value_num": float(v) if isinstance(v, int) else None}
+            for k, v in values.items()]
+
+
+def ident(campaign: str, method: str, engine: str) -> dict[str, Any]:
+    return {"campaign_id": campaign, "method": method, "engine": engine,
+            "service_id": f"svc-{campaign}-{method}", "config_id": f"cfg-{campaign}-{method}"}
+
+
+def closed(campaign: str, method: str, conc: int, speeds: list[float],
+           steps: list[int | None] | None = None, engine: str = "sglang") -> list[dict]:
+    """One closed-loop window: prompt p{i+1} decoded at speeds[i] in steps[i] verify steps."""
+    steps = steps or [None] * len(speeds)
+    return [decode_req(s, **ident(campaign, method, engine), concurrency=conc,
+                       window_id=f"{campaign}-{method}-c{conc}", prompt_id=f"p{i + 1}",
+                       spec_verify_ct=n)
+            for i, (s, n) in enumerate(zip(speeds, steps))]
+
+
+def sw_rows() -> list[dict]:
+    rows = []
+    for conc, n in ((1, 2), (8, 4), (32, 2)):
+        rows += closed("sw", AR, conc, [10] * n)
+    rows += closed("sw", "ddtree-b8", 1, [15, 15], [30, 30])
+    rows += closed("sw", "ddtree-b16", 1, [20, 15], [20, 30])
+    rows += closed("sw", "ddtree-b32", 1, [12, 12], [15, 15])
+    rows += closed("sw", "ngram", 1, [30, 30], [20, 20])
+    rows += closed("sw", "ddtree-b8", 8, [12] * 4, [30] * 4)
+    rows += closed("sw", "ddtree-b16", 8, [5, 14, 14, 14], [20] * 4)
+    rows += closed("sw", "ddtree-b32", 8, [4] * 4, [15] * 4)
+    rows += closed("sw", "ddtree-b8", 32, [8, 8], [30, 30])
+    rows += closed("sw", "ddtree-b16", 32, [9, 9], [20, 20])
+    rows += closed("sw", "ddtree-b32", 32, [4, 4], [15, 15])
+    rows += closed("sw", "ngram", 32, [9, 9], [60, 60])
+    return rows
+
+
+GRID = {"ddt-b8-k2": (8, 2, 12, 30), "ddt-b16-k2": (16, 2, 15, 20),
+        "ddt-b8-k4": (8, 4, 16, 24), "ddt-b16-k4": (16, 4, 13, 15)}
+
+
+def open_window(method: str, rate: float, tpot: float) -> tuple[list[dict], dict]:
+    wid = f"rt-{method}-{rate:g}"
+    rows = [{**req(**ident("rt", method, "vllm"), window_id=wid, prompt_id=f"p{i}",
+                   concurrency=0, start_s=float(i), ttft_s=0.1, e2e_s=0.1 + 10 * tpot,
+                   output_tokens=11), "scheduled_s": float(i)} for i in range(11)]
+    window = {"campaign_id": "rt", "service_id": f"svc-rt-{method}",
+              "config_id": f"cfg-rt-{method}", "workload": "chat", "window_id": wid,
+              "max_tokens": 256, "load": "poisson", "rate": rate, "ramp": None,
+              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None, "seed": 1,
+              "max_concurrency": None, "n_scheduled": 11, "schedule_span_s": 10.0,
+              "cache_reset": "flush_cache", "started_at": T, "elapsed_s": 12.0}
+    return rows, window
+
+
+RATE_TPOT = {2.0: (0.02, 0.01, 0.008), 8.0: (0.02, 0.016, 0.04), 32.0: (0.02, 0.04, 0.04)}
+
+
+def rt_rows() -> tuple[list[dict], list[dict]]:
+    rows, windows = [], []
+    for rate, tpots in RATE_TPOT.items():
+        for method, tpot in zip((AR, "ngram-k2", "ngram-k4"), tpots):
+            got, window = open_window(method, rate, tpot)
+            rows += got
+            windows.append(window)
+    return rows, windows
+
+
+def detail(method: str, i: int, **kw: Any) -> dict[str, Any]:
+    return req(**ident("ps", method, "vllm"), window_id=f"ps-{method}", prompt_id=f"p{i}", **kw)
+
+
+FAILED = {"ok": False, "error_kind": "timeout", "ttft_s": None, "e2e_s": None,
+          "output_tokens": None}
+
+
+def ps_rows() -> list[dict]:
+    return [
+        detail("pp", 1, accepted_per_pos=[8, 5, 2], spec_verify_ct=10),
+        detail("pp", 2, accepted_per_pos=[4, 1], spec_verify_ct=5),
+        detail("pp", 3, accepted_per_pos=[9, 9, 9], spec_verify_ct=10, **FAILED),
+        detail("pp", 4, accepted_per_pos=[9, 9, 9], spec_verify_ct=10, is_warmup=True),
+        detail("hist", 1, accept_histogram=[2, 3, 5]),
+        detail("hist", 2, accept_histogram=[0, 0, 4]),
+        detail("steps", 1, step_accepted=[0, 2, 1, 2]),
+        detail("steps", 2, step_accepted=[3]),
+        detail("both", 1, accepted_per_pos=[3, 1], spec_verify_ct=4,
+               accept_histogram=[1, 2, 1], step_accepted=[1, 0, 2, 1]),
+        detail("none", 1, spec_verify_ct=4),
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("speculation") / "spec.duckdb"
+    requests = sw_rows() + closed("gr", AR, 1, [10, 10]) + ps_rows()
+    services = [service("sw", m, "sglang")
+                for m in (AR, "ddtree-b8", "ddtree-b16", "ddtree-b32", "ngram")]
+    services += [service("gr", m, "sglang") for m in (AR, *GRID, "ngram-k4")]
+    services += [service("rt", m, "vllm") for m in (AR, "ngram-k2", "ngram-k4")]
+    services += [service("ps", m, "vllm") for m in ("pp", "hist", "steps", "both", "none")]
+    method_params = [p for b in (8, 16, 32) for p in params("sw", f"ddtree-b{b}", "ddtree",
+                                                             budget=b)]
+    for method, (budget, k, speed, steps) in GRID.items():
+        method_params += params("gr", method, "ddt", budget=budget, k=k, mode="tree")
+        requests += closed("gr", method, 1, [speed, speed], [steps, steps])
+    method_params += params("gr", "ngram-k4", "ngram-k4", k=4)  # by hand: one value, no sweep
+    method_params += params("gr", "gone", "gone", k=1)  # no services row: not a method here
+    method_params += params("rt", "ngram-k2", "ngram", k=2) + params("rt", "ngram-k4", "ngram", k=4)
+    open_rows, windows = rt_rows()
+    store = Store(path)
+    for table, rows in (("requests", requests + open_rows), ("services", services),
+                        ("method_params", method_params), ("windows", windows)):
+        assert store.append(table, rows) == len(rows), table  # nothing quarantined
+    build.run(path, baseline=AR)
+    return path
+
+
+def by(rows: list[dict], *keys: str) -> dict:
+    return {tuple(r[k] for k in keys) if len(keys) > 1 else r[keys[0]]: r for r in rows}
+
+
+def test_method_families(db: Path) -> None:
+    rows = by(fetch(db, "SELECT * FROM method_families"), "campaign_id", "method")
+    assert len(rows) == 5 + 6 + 3 + 5  # every method with a services row, 'gone' not
+    assert [rows["sw", m][c] for m in (AR, "ddtree-b16") for c in
+            ("family", "params_label", "n_params")] == [AR, "", 0, "ddtree", "budget=16", 1]
+    assert rows["gr", "ddt-b16-k4"]["params_label"] == "budget=16, k=4, mode=tree"
+    assert (rows["gr", "ngram-k4"]["family"], rows["gr", "ngram-k4"]["n_params"]) == (
+        "ngram-k4", 1)
+
+
+def test_param_sweep_peaks_apart(db: Path) -> None:
+    """c1: speedup peaks at budget 16 (1.75), acceptance at 32 (4.0); c8 the same with
+    b16's interval below 1; ngram (no parameters) has no rows."""
+    rows = fetch(db, "SELECT * FROM param_sweep WHERE campaign_id = 'sw' ORDER BY concurrency,"
+                     " value_num")
+    assert {(r["family"], r["param"], r["held"]) for r in rows} == {("ddtree", "budget", "")}
+    c1 = [r for r in rows if r["concurrency"] == 1]
+    assert [r["value"] for r in c1] == ["8", "16", "32"]
+    assert [r["value_num"] for r in c1] == [8.0, 16.0, 32.0]
+    assert [r["speedup"] for r in c1] == pytest.approx([1.5, 1.75, 1.2])
+    assert [r["accept_length"] for r in c1] == pytest.approx([2.0, 2.4, 4.0])
+    assert [r["best_speedup"] for r in c1] == [False, True, False]
+    assert [r["best_acceptance"] for r in c1] == [False, False, True]
+    assert all(r["significant"] and r["n"] == 2 for r in c1)
+    c8 = [r for r in rows if r["concurrency"] == 8]
+    assert [r["best_speedup"] for r in c8] == [False, True, False]  # the point, not the CI
+    assert c8[1]["ci_low"] < 1 and c8[1]["significant"] is False
+    assert len([r for r in rows if r["concurrency"] == 32]) == 3
+
+
+def test_param_sweep_two_parameter_grid_holds_the_other(db: Path) -> None:
+    """budget swept at k=2: 1.2 (b8) < 1.5 (b16); at k=4: 1.6 (b8) > 1.3 (b16); k swept at
+    budget 8: 1.2 < 1.6, at 16: 1.5 > 1.3. mode (one value) is held, never swept."""
+    rows = by(fetch(db, "SELECT * FROM param_sweep WHERE campaign_id = 'gr'"),
+              "param", "held", "method")
+    assert len(rows) == 8
+    best = {key: r["best_speedup"] for key, r in rows.items()}
+    assert best == {
+        ("budget", "k=2, mode=tree", "ddt-b8-k2"): False,
+        ("budget", "k=2, mode=tree", "ddt-b16-k2"): True,
+        ("budget", "k=4, mode=tree", "ddt-b8-k4"): True,
+        ("budget", "k=4, mode=tree", "ddt-b16-k4"): False,
+        ("k", "budget=8, mode=tree", "ddt-b8-k2"): False,
+        ("k", "budget=8, mode=tree", "ddt-b8-k4"): True,
+        ("k", "budget=16, mode=tree", "ddt-b16-k2"): True,
+        ("k", "budget=16, mode=tree", "ddt-b16-k4"): False,
+    }
+    # acceptance 2.0 < 3.0 at k=2 and 2.5 < 4.0 at k=4: budget 16 both times
+    assert rows["budget", "k=4, mode=tree", "ddt-b16-k4"]["best_acceptance"] is True
+    assert rows["budget", "k=4, mode=tree", "ddt-b16-k4"]["accept_length"] == pytest.approx(4.0)
+
+
+def decomposition(db: Path, method: str, conc: int) -> dict[str, Any]:
+    return one(db, "SELECT * FROM speedup_decomposition WHERE campaign_id = 'sw' AND method = ?"
+                   " AND concurrency = ?", [method, conc])
+
+
+def test_decomposition_factors_and_residual(db: Path) -> None:
+    """b16 at c1: 120 decode tokens in 50 steps and 3 + 4 = 7 s: acceptance 2.4, step 0.14 s
+    = 1.4 baseline tokens (0.1 s); predicted 2.4 / 1.4 = 12 / 7 = (120 / 7) / 10; the median
+    ratio is 1.75: residual 1.75 / (12 / 7) - 1 = 1 / 48."""
+    r = decomposition(db, "ddtree-b16", 1)
+    assert (r["n"], r["decode_tokens"], r["verify_steps"]) == (2, 120, 50)
+    assert r["decode_time_s"] == pytest.approx(7.0)
+    assert r["accept_length"] == pytest.approx(2.4)
+    assert r["step_time_s"] == pytest.approx(0.14)
+    assert r["baseline_token_time_s"] == pytest.approx(0.1)
+    assert r["step_cost"] == pytest.approx(1.4)
+    assert r["predicted_speedup"] == pytest.approx(12 / 7)
+    assert r["speedup"] == pytest.approx(1.75)
+    assert r["residual"] == pytest.approx(1 / 48)
+    assert r["limited_by"] is None
+
+
+def test_decomposition_names_what_limits_a_slow_method(db: Path) -> None:
+    """b32 at c8: 4.0 tokens per step but a step takes 15 s / 15 = 1 s = 10 baseline tokens:
+    0.4, step cost. ngram at c32: 1.0 token per step of (60 / 9) / 60 s = 1.11 tokens: 0.9,
+    acceptance."""
+    slow = decomposition(db, "ddtree-b32", 8)
+    assert (slow["accept_length"], slow["step_cost"]) == (pytest.approx(4.0), pytest.approx(10))
+    assert (slow["predicted_speedup"], slow["speedup"]) == (pytest.approx(0.4),
+                                                            pytest.approx(0.4))
+    assert slow["limited_by"] == "step cost" and slow["residual"] == pytest.approx(0, abs=1e-9)
+    flat = decomposition(db, "ngram", 32)
+    assert (flat["accept_length"], flat["step_cost"]) == (pytest.approx(1.0),
+                                                          pytest.approx(10 / 9))
+    assert flat["limited_by"] == "acceptance"
+
+
+def test_decomposition_identity_and_rows(db: Path) -> None:
+    """predicted = acceptance / step cost = the ratio of pooled decode speeds, on every row;
+    one row per non-baseline window with verify counts (sw's 11, gr's 4), none for the
+    baseline; ps's windows have no baseline to compare with: acceptance only, cost NULL."""
+    rows = fetch(db, "SELECT * FROM speedup_decomposition WHERE campaign_id IN ('sw', 'gr')")
+    assert len(rows) == 11 + 4 and AR not in {r["method"] for r in rows}
+    for r in rows:
+        assert r["predicted_speedup"] == pytest.approx(r["accept_length"] / r["step_cost"])
+        assert r["predicted_speedup"] == pytest.approx(
+            r["decode_tps_pooled"] / r["baseline_decode_tps_pooled"])
+    ps = fetch(db, "SELECT * FROM speedup_decomposition WHERE campaign_id = 'ps'")
+    assert {r["method"] for r in ps} == {"pp", "both", "none"}  # spec_verify_ct > 0
+    assert all(r["step_cost"] is None and r["speedup"] is None for r in ps)
+
+
+def best(db: Path, campaign: str, kind: str, load: float, family: str) -> dict[str, Any]:
+    return one(db, "SELECT * FROM best_setting WHERE campaign_id = ? AND load_kind = ? AND "
+                   "load = ? AND family = ?", [campaign, kind, load, family])
+
+
+def test_best_setting_per_concurrency(db: Path) -> None:
+    """c1: ddtree's best paying member is b16 (1.75), any method's ngram (3.0); c8: b16 has
+    the higher speedup (1.4) but its interval reaches below 1, so b8 (1.2); c32: none pays."""
+    c1 = best(db, "sw", "concurrency", 1, "ddtree")
+    assert (c1["method"], c1["params_label"], c1["decision"], c1["n_candidates"]) == (
+        "ddtree-b16", "budget=16", "method", 3)
+    assert c1["speedup"] == pytest.approx(1.75) and c1["ci_low"] > 1
+    assert best(db, "sw", "concurrency", 1, "(any)")["method"] == "ngram"
+    assert best(db, "sw", "concurrency", 1, "ngram")["method"] == "ngram"
+    c8 = best(db, "sw", "concurrency", 8, "ddtree")
+    assert (c8["method"], c8["speedup"]) == ("ddtree-b8", pytest.approx(1.2))
+    for family, n in (("ddtree", 3), ("ngram", 1), ("(any)", 4)):
+        off = best(db, "sw", "concurrency", 32, family)
+        assert (off["decision"], off["method"], off["speedup"], off["n_candidates"]) == (
+            "off", None, None, n)
+    assert best(db, "sw", "concurrency", 8, "(any)")["n_candidates"] == 3
+
+
+def test_best_setting_per_rate(db: Path) -> None:
+    """TPOT speedups: 2 req/s k4 (2.5 > 2.0), 8 req/s k2 (1.25; k4 0.5), 32 req/s off."""
+    picks = {rate: best(db, "rt", "rate", rate, "ngram") for rate in (2.0, 8.0, 32.0)}
+    assert [picks[r]["method"] for r in (2.0, 8.0, 32.0)] == ["ngram-k4", "ngram-k2", None]
+    assert [picks[r]["decision"] for r in (2.0, 8.0, 32.0)] == ["method", "method", "off"]
+    assert picks[2.0]["speedup"] == pytest.approx(2.5) and picks[2.0]["engine"] == "vllm"
+    assert picks[8.0]["params_label"] == "k=2"
+    assert not fetch(db, "SELECT * FROM best_setting WHERE campaign_id = 'rt' AND "
+                         "load_kind = 'concurrency'")
+
+
+def positions(db: Path, method: str) -> list[tuple]:
+    rows = fetch(db, "SELECT * FROM position_acceptance WHERE method = ? ORDER BY position",
+                 [method])
+    return [(r["position"], r["steps"], r["accepted"], r["rate"], r["source"]) for r in rows]
+
+
+def test_position_acceptance_from_each_source(db: Path) -> None:
+    """per_pos: [8, 5, 2] in 10 steps + [4, 1] in 5 (the failed and the warm-up request left
+    out): 12, 6, 2 of 15. histogram [2, 3, 5] + [0, 0, 4]: 14 steps, >= 1 accepted 3 + 5 + 4
+    = 12, >= 2 5 + 4 = 9. steps [0, 2, 1, 2] + [3]: 5 steps, >= 1 4, >= 2 3, >= 3 1 (the
+    first request's 4 steps count at position 3 with none accepted). A request with all
+    three is read from accepted_per_pos; one with none has no rows."""
+    assert positions(db, "pp") == [(1, 15, 12, pytest.approx(0.8), "per_pos"),
+                                   (2, 15, 6, pytest.approx(0.4), "per_pos"),
+                                   (3, 15, 2, pytest.approx(2 / 15), "per_pos")]
+    assert positions(db, "hist") == [(1, 14, 12, pytest.approx(12 / 14), "histogram"),
+                                     (2, 14, 9, pytest.approx(9 / 14), "histogram")]
+    assert positions(db, "steps") == [(1, 5, 4, pytest.approx(0.8), "steps"),
+                                      (2, 5, 3, pytest.approx(0.6), "steps"),
+                                      (3, 5, 1, pytest.approx(0.2), "steps")]
+    assert positions(db, "both") == [(1, 4, 3, 0.75, "per_pos"), (2, 4, 1, 0.25, "per_pos")]
+    assert positions(db, "none") == []
+
+
+def histogram(db: Path, method: str) -> list[tuple]:
+    rows = fetch(db, "SELECT * FROM accepted_histogram WHERE method = ? ORDER BY accepted",
+                 [method])
+    return [(r["accepted"], r["steps"], r["share"], r["source"]) for r in rows]
+
+
+def test_accepted_histogram_shares(db: Path) -> None:
+    """histogram [2, 3, 5] + [0, 0, 4] = 2, 3, 9 of 14; steps [0, 2, 1, 2] + [3]: one step
+    each with 0, 1 and 3 accepted, two with 2, of 5; the request with all three is read from
+    its histogram; accepted_per_pos alone gives none."""
+    assert histogram(db, "hist") == [(0, 2, pytest.approx(2 / 14), "histogram"),
+                                     (1, 3, pytest.approx(3 / 14), "histogram"),
+                                     (2, 9, pytest.approx(9 / 14), "histogram")]
+    assert histogram(db, "steps") == [(0, 1, 0.2, "steps"), (1, 1, 0.2, "steps"),
+                                      (2, 2, 0.4, "steps"), (3, 1, 0.2, "steps")]
+    assert histogram(db, "both") == [(0, 1, 0.25, "histogram"), (1, 2, 0.5, "histogram"),
+                                     (2, 1, 0.25, "histogram")]
+    assert histogram(db, "pp") == [] and histogram(db, "none") == []
