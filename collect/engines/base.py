@@ -67,6 +67,11 @@ class EngineHooks:
         """Before each workload on a running service (nothing by default; the prefix cache
         is emptied per window by `reset_cache`)."""
 
+    def draft_model(self, method: Any) -> str | None:
+        """The draft model a method's launch flags name ({model} expanded), for the
+        service's fingerprint; None when it names none (n-gram drafting, no speculation)."""
+        return None
+
     async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str:
         """Empty the server's prefix cache before a measured window; return how, one of
         `CACHE_RESETS` (the values of `windows.cache_reset`): flush_cache | reset_prefix_cache

@@ -6,9 +6,14 @@ Requests go to the OpenAI-compatible `POST /v1/chat/completions` with `stream: t
 `draft_n`/`draft_n_accepted` only when it drafted something; a request without them ran
 one target step per token (accept length 1).
 
-Acceptance length (tokens per target verify step, bonus token included):
-    spec_verify_ct = predicted_n - draft_n_accepted
-    accept_length  = predicted_n / spec_verify_ct
+Acceptance length, the one definition of collect/engines/acceptance.py (tokens made by
+decode steps per target verify step; the token sampled at prefill excluded):
+    spec_verify_ct = predicted_n - 1 - draft_n_accepted
+    accept_length  = (predicted_n - 1) / spec_verify_ct
+(each decode step yields its accepted drafts plus one token, so predicted_n = 1 +
+steps + accepted). llama.cpp reports no per-request figure of its own, no histogram and
+no per-step counts: engine_accept_length, accept_histogram, accepted_per_pos and
+step_accepted are None.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import Field
 
+from collect.engines.acceptance import accept_length, no_details
 from collect.engines.base import EngineHooks, HookFailed, flag
 from collect.plan.fields import EngineConfig, Method
 from collect.resources import build_label, resolve_llama_server, resolve_model
@@ -67,17 +73,18 @@ def llamacpp_stats(
         "draft_tokens": None,
         "accepted_tokens": None,
         "accept_length": None,
+        **no_details(),
     }
-    if not predicted:
+    if not isinstance(predicted, int) or predicted < 1:
         return out
     drafted = int(timings.get("draft_n") or 0)
     accepted = int(timings.get("draft_n_accepted") or 0)
-    steps = predicted - accepted
+    steps = max(predicted - 1 - accepted, 0)
     out.update(
         draft_tokens=drafted,
         accepted_tokens=accepted,
         spec_verify_ct=steps,
-        accept_length=predicted / steps if steps > 0 else None,
+        accept_length=accept_length(predicted, steps),
     )
     return out
 
@@ -97,6 +104,9 @@ def chat_body(
 
 
 KIND = "llamacpp"
+# llama-server's draft model: a GGUF path, else a hub repo (llama-server --help)
+DRAFT_FLAGS = ("--spec-draft-model", "-md", "--model-draft", "--spec-draft-hf", "-hfd", "-hfrd",
+               "--hf-repo-draft")
 
 
 class LlamaCppEngine(EngineConfig):
@@ -148,6 +158,13 @@ class LlamaCpp(EngineHooks):
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]:
         return self.chat_path, chat_body(messages, max_tokens, self.cfg.request_extra)
+
+    def draft_model(self, method: Method) -> str | None:
+        """The draft GGUF (--spec-draft-model, -md, --model-draft; {model} expanded), else its
+        hub repo (--spec-draft-hf ...)."""
+        args = [*self.cfg.args, *method.args]
+        given = next((v for name in DRAFT_FLAGS if (v := flag(args, name)) is not None), None)
+        return given.replace("{model}", resolve_model(self.cfg.model)) if given else None
 
     def parser(self) -> ChatStream:
         return ChatStream()

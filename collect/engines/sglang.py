@@ -1,15 +1,14 @@
-"""SGLang (`python -m sglang.launch_server`): launch flags, prompts, the native /generate
-stream and its per-request speculative statistics.
+"""SGLang (`python -m sglang.launch_server`): launch flags, prompts, requests and the
+server's own figures.
 
-Per-request speculative counters exist only on the native `POST /generate`, so requests
-go there with the chat rendered by the model's Jinja2 chat template. Streaming chunks
-carry the cumulative `text` and a `meta_info` whose counters are cumulative too; the
-final chunk has `finish_reason` set. Older builds spell the draft counters
-`spec_draft_token_num`/`spec_accept_token_num`; both spellings are read.
-
-Acceptance length (tokens per target verify step, bonus token included):
-    accept_length = completion_tokens / spec_verify_ct      (when spec_verify_ct > 0)
-SGLang's own `spec_accept_length` is used only when a build reports no verify count.
+Requests go to the native `POST /generate` (`api: generate`, the default: every SGLang
+build reports per-request speculative counters there), with the chat rendered by the
+model's Jinja2 chat template, or to the OpenAI `POST /v1/chat/completions` (`api: chat`:
+SGLang applies its own template, and builds with PR #33518 answer
+`"return_spec_tokens_details": true` with `sglext.spec_tokens_details`). The two streams,
+their counters and the acceptance formulas are collect/engines/sglang_streams.py's:
+    accept_length        = (completion_tokens - 1) / spec_verify_ct   (the one definition)
+    engine_accept_length = SGLang's spec_accept_length (completion_tokens / spec_verify_ct)
 """
 
 from __future__ import annotations
@@ -24,7 +23,12 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import Field
 
 from collect.engines.base import EngineHooks, HookFailed, MemoryRules, ResultFormat, flag
-from collect.engines.llamacpp import parse_prometheus
+from collect.engines.llamacpp import chat_body, parse_prometheus
+from collect.engines.sglang_streams import (  # sglang_stats: re-exported for callers
+    GenerateStream,
+    SGLangChatStream,
+    sglang_stats,  # noqa: F401
+)
 from collect.plan.fields import EngineConfig, Method
 
 # server_args fields worth recording besides every `speculative_*` one
@@ -94,80 +98,6 @@ def _raise_template_error(message: str) -> None:
     raise ChatTemplateError(f"the chat template refused the messages: {message}")
 
 
-# --- the /generate stream ----------------------------------------------------------------
-
-
-class GenerateStream:
-    """Parser state of one streaming /generate reply."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.completion_tokens = 0
-        self.meta: dict[str, Any] = {}
-
-    def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
-        """(text added since the last chunk, tokens added = delta of completion_tokens)."""
-        meta = event.get("meta_info")
-        if isinstance(meta, dict):
-            self.meta = meta
-        return self._delta(event.get("text")), self._new_tokens(meta)
-
-    def _delta(self, text: Any) -> str:
-        if not isinstance(text, str):
-            return ""
-        if text.startswith(self.text):
-            delta, self.text = text[len(self.text) :], text
-        else:  # a server run with --incremental-streaming-output sends deltas
-            delta, self.text = text, self.text + text
-        return delta
-
-    def _new_tokens(self, meta: Any) -> int | None:
-        count = meta.get("completion_tokens") if isinstance(meta, dict) else None
-        if not isinstance(count, int):
-            return None
-        new, self.completion_tokens = count - self.completion_tokens, count
-        return new
-
-    def stats(self) -> dict[str, Any]:
-        return sglang_stats(self.meta)
-
-
-def sglang_stats(meta: dict[str, Any]) -> dict[str, Any]:
-    """The requests-table statistics from the last `meta_info` of a /generate reply."""
-    completion, verify = meta.get("completion_tokens"), meta.get("spec_verify_ct")
-    return {
-        "output_tokens": completion,
-        "prompt_tokens": meta.get("prompt_tokens"),
-        "cached_tokens": meta.get("cached_tokens"),
-        "finish_reason": _finish_reason(meta.get("finish_reason")),
-        "spec_verify_ct": verify,
-        "draft_tokens": _first(meta, "spec_num_proposed_drafts", "spec_draft_token_num"),
-        "accepted_tokens": _first(meta, "spec_num_correct_drafts", "spec_accept_token_num"),
-        "accept_length": _accept_length(completion, verify, meta.get("spec_accept_length")),
-        "server_stats": json.dumps(meta, sort_keys=True, default=str),
-    }
-
-
-def _accept_length(completion: Any, verify: Any, reported: Any) -> float | None:
-    """completion_tokens / spec_verify_ct; SGLang's spec_accept_length if no verify count."""
-    if verify is None:
-        return float(reported) if isinstance(reported, (int, float)) else None
-    if verify > 0 and completion:
-        return completion / verify
-    return None
-
-
-def _finish_reason(value: Any) -> str | None:
-    """SGLang sends {"type": "length", "length": N} (older builds: a string)."""
-    if isinstance(value, dict):
-        value = value.get("type")
-    return None if value is None else str(value)
-
-
-def _first(meta: dict[str, Any], *keys: str) -> Any:
-    return next((meta[k] for k in keys if meta.get(k) is not None), None)
-
-
 # --- the adapter -------------------------------------------------------------------------
 
 
@@ -198,7 +128,14 @@ class SGLangEngine(EngineConfig):
     chat_template: str | None = Field(
         None,
         description="Jinja2 chat template for /generate prompts; default: `chat_template` of "
-        "the model's tokenizer_config.json, read over the host.",
+        "the model's tokenizer_config.json, read over the host (api: generate only).",
+    )
+    api: Literal["generate", "chat"] = Field(
+        "generate",
+        description="Where requests go: 'generate' (native /generate, per-request speculative "
+        "counters from every SGLang build) or 'chat' (/v1/chat/completions with "
+        "return_spec_tokens_details: SGLang's own chat template; counters only from builds "
+        "with PR #33518).",
     )
 
     memory: ClassVar[MemoryRules | None] = MEMORY
@@ -210,6 +147,7 @@ class SGLang(EngineHooks):
     kind = KIND
     health_path = "/health"
     generate_path = "/generate"
+    chat_path = "/v1/chat/completions"
 
     def __init__(self, cfg: SGLangEngine):
         self.cfg = cfg
@@ -233,8 +171,8 @@ class SGLang(EngineHooks):
 
     def prepare(self, host: Any) -> None:
         """Read the chat template (and bos/eos) from the model's tokenizer_config.json on
-        the host, unless the plan gives one."""
-        if self._template is not None:
+        the host, unless the plan gives one or requests go to the chat endpoint."""
+        if self._template is not None or self.cfg.api == "chat":
             return
         path = f"{self.cfg.model.rstrip('/')}/tokenizer_config.json"
         try:
@@ -266,6 +204,10 @@ class SGLang(EngineHooks):
     def request(
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]:
+        if self.cfg.api == "chat":
+            extra = {"model": self.cfg.model, "return_spec_tokens_details": True,
+                     **self.cfg.request_extra}
+            return self.chat_path, chat_body(messages, max_tokens, extra)
         body = {
             "text": self.render_prompt(messages),
             "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0},
@@ -274,8 +216,13 @@ class SGLang(EngineHooks):
         }
         return self.generate_path, body
 
-    def parser(self) -> GenerateStream:
-        return GenerateStream()
+    def parser(self) -> GenerateStream | SGLangChatStream:
+        return SGLangChatStream() if self.cfg.api == "chat" else GenerateStream()
+
+    def draft_model(self, method: Method) -> str | None:
+        """--speculative-draft-model-path of the launch flags ({model} expanded)."""
+        given = MEMORY.draft_path([*self.cfg.args, *method.args])
+        return given.replace("{model}", self.cfg.model) if given else None
 
     async def fingerprint(self, client: httpx.AsyncClient, base_url: str) -> dict[str, str]:
         """Version, model and every speculative_* server argument from /server_info."""

@@ -1,8 +1,25 @@
 """vLLM (`vllm serve`): launch flags, OpenAI chat streaming and the speculative counters.
 
-vLLM reports no speculative statistics per request; its Prometheus counters on /metrics
-are cumulative since start, so acceptance is measured over a window from the counters
-scraped before and after it (any other traffic in the window leaks in):
+Per request (vLLM >= 0.29): a speculative service is started with
+`--per-request-spec-decode-metrics <per_request_spec_metrics>` (default detailed; set
+`none` for older vLLM, which refuses the flag), and the final usage chunk then carries
+`metrics.speculative_decoding` (docs/features/speculative_decoding/acceptance_metrics.md):
+`mean_acceptance_length`, `draft_acceptance_rate`, `acceptance_histogram` (dense, [j] =
+steps with exactly j accepted drafts, j = 0..num_spec_tokens), `num_spec_steps`,
+`num_accepted_draft_tokens`, `num_draft_tokens`, `num_spec_tokens`, and with `detailed`
+`per_step_accepted` / `per_step_drafted`. Renamed into the requests row
+(collect/engines/acceptance.py `vllm_details`):
+    spec_verify_ct       = num_spec_steps
+    accept_length        = (completion_tokens - 1) / num_spec_steps   (the one definition;
+                           equals mean_acceptance_length = 1 + accepted / steps when every
+                           decode step yields its accepted drafts plus one)
+    engine_accept_length = mean_acceptance_length, accept_histogram = acceptance_histogram,
+    step_accepted        = per_step_accepted
+Without it the row has no speculative counters.
+
+Per window: the Prometheus counters on /metrics are cumulative since start, so
+acceptance is measured over a window from the counters scraped before and after it (any
+other traffic in the window leaks in):
 
     accept_length  = 1 + d(num_accepted_tokens) / d(num_drafts)
     accept_rate    = d(num_accepted_tokens) / d(num_draft_tokens)
@@ -22,6 +39,7 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
+from collect.engines.acceptance import accept_length, vllm_details, vllm_spec_metrics
 from collect.engines.base import EngineHooks, HookFailed, MemoryRules, ResultFormat, flag
 from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
 from collect.plan.fields import EngineConfig, Method
@@ -29,6 +47,7 @@ from collect.plan.fields import EngineConfig, Method
 PREFIX = "vllm:spec_decode_"
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 PER_POS = "num_accepted_tokens_per_pos"
+SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
 RESET_TRIES, RESET_WAIT_S = 5, 0.2  # {"success": false} is retried: blocks may still be held
 
 
@@ -36,29 +55,37 @@ class VLLMChatStream(ChatStream):
     """OpenAI chat chunks as llama.cpp's parser reads them; tokens per chunk come from
     `token_ids` when the request asked for them (`return_token_ids`), else unknown."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec: dict[str, Any] | None = None
+
     def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
+        self.spec = vllm_spec_metrics(event) or self.spec
         text, _ = super().feed(event)
         choices = event.get("choices") or []
         ids = choices[0].get("token_ids") if choices else None
         return text, len(ids) if isinstance(ids, list) else None
 
     def stats(self) -> dict[str, Any]:
-        return vllm_stats(self.usage, self.finish_reason)
+        return vllm_stats(self.usage, self.finish_reason, self.spec)
 
 
-def vllm_stats(usage: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
-    """The requests-table statistics from the final `usage` (no speculative fields)."""
+def vllm_stats(usage: dict[str, Any], finish_reason: str | None,
+               spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The requests-table statistics from the final `usage` and, when the server sent it,
+    `metrics.speculative_decoding` (else no speculative fields)."""
     details = usage.get("prompt_tokens_details") or {}
+    counters = vllm_details(spec)
+    raw = {"usage": usage, **({"speculative_decoding": spec} if spec else {})}
     return {
         "output_tokens": usage.get("completion_tokens"),
         "prompt_tokens": usage.get("prompt_tokens"),
         "cached_tokens": details.get("cached_tokens"),
         "finish_reason": finish_reason,
-        "server_stats": json.dumps({"usage": usage}, sort_keys=True),
-        "spec_verify_ct": None,
-        "draft_tokens": None,
-        "accepted_tokens": None,
-        "accept_length": None,
+        "server_stats": json.dumps(raw, sort_keys=True),
+        **counters,
+        "accept_length": accept_length(usage.get("completion_tokens"),
+                                       counters["spec_verify_ct"]),
     }
 
 
@@ -83,6 +110,12 @@ class VLLMEngine(EngineConfig):
     kind: Literal["vllm"] = Field(description="vLLM (vllm serve).")
     executable: str = Field("vllm", description="The vllm command on the host.")
     port: int = Field(8000, ge=1, le=65535, description="Server port on the host.")
+    per_request_spec_metrics: Literal["none", "summary", "detailed"] = Field(
+        "detailed",
+        description="--per-request-spec-decode-metrics level added to the launch of speculative "
+        "methods (those with --speculative-config): per-request acceptance on the final usage "
+        "chunk; 'none' adds no flag (vLLM < 0.29 does not know it).",
+    )
 
     memory: ClassVar[MemoryRules | None] = MEMORY
 
@@ -109,8 +142,27 @@ class VLLM(EngineHooks):
             "--host", self.cfg.host_address,
             "--port", str(port),
             *flags,
+            *self._spec_metrics_flag(flags),
         ]  # fmt: skip
         return argv, {"VLLM_SERVER_DEV_MODE": "1", **self.cfg.env, **method.env}
+
+    def _spec_metrics_flag(self, flags: list[str]) -> list[str]:
+        """--per-request-spec-decode-metrics LEVEL for a speculative service, unless the
+        level is none or the plan's flags already say it."""
+        level = self.cfg.per_request_spec_metrics
+        if level == "none" or flag(flags, "--speculative-config") is None:
+            return []
+        if flag(flags, SPEC_METRICS_FLAG) is not None:
+            return []
+        return [SPEC_METRICS_FLAG, level]
+
+    def draft_model(self, method: Method) -> str | None:
+        """The "model" of --speculative-config's JSON ({model} expanded)."""
+        flags = [a.replace("{model}", self.cfg.model) for a in [*self.cfg.args, *method.args]]
+        try:
+            return _draft_path(flags)
+        except (ValueError, AttributeError):  # not a JSON object: the launch will say so
+            return None
 
     def request(
         self, messages: list[dict[str, str]], max_tokens: int

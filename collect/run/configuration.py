@@ -23,6 +23,7 @@ from collect.plan.workloads import prompts
 from collect.run import openloop
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
+from collect.run.fingerprint import draft_facts, request_facts
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
 from collect.telemetry import sampling
@@ -195,9 +196,14 @@ async def _scrape(ctx: Context, calls: Endpoints, workload: str,
 
 async def _record_fingerprint(store: Store, ctx: Context, service: Service,
                               calls: Endpoints) -> None:
-    """What the server says about itself (none if that fails), and how it was launched."""
+    """What the server says about itself (none if that fails; version, build), how it was
+    launched, and what changes acceptance: the request body sent (prompt left out) and the
+    draft model (collect/run/fingerprint.py)."""
     facts = await calls.call("fingerprint", "", "start",
                              ctx.engine.fingerprint(ctx.http, ctx.base_url), {})
+    facts.update(request_facts(ctx.engine))
+    facts.update(await asyncio.to_thread(draft_facts, ctx.engine, service.config.method,
+                                         service.host))
     prefix = f"service.{ctx.method}.tp{ctx.tp}"
     facts = {f"{prefix}.{k}": v for k, v in facts.items()}
     facts[f"{prefix}.launch_command"] = service.row["launch_command"]

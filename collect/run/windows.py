@@ -121,6 +121,10 @@ STAT_COLUMNS = (
     "accepted_tokens",
     "accept_length",
     "server_stats",
+    "engine_accept_length",  # the acceptance details (collect/engines/acceptance.py)
+    "accept_histogram",
+    "accepted_per_pos",
+    "step_accepted",
 )
 
 

@@ -77,9 +77,11 @@ def test_stream_records_what_design_lists(ngram_service: Service) -> None:
     assert stats["output_tokens"] == timings["predicted_n"] <= 48
     assert abs(len(res.chunk_times_s) - stats["output_tokens"]) <= 1
     assert stats["prompt_tokens"] > 20
-    steps = timings["predicted_n"] - timings.get("draft_n_accepted", 0)
+    # the one definition: the token sampled at prefill is no verify step
+    steps = timings["predicted_n"] - 1 - timings.get("draft_n_accepted", 0)
     assert stats["spec_verify_ct"] == steps
-    assert stats["accept_length"] == pytest.approx(timings["predicted_n"] / steps)
+    assert stats["accept_length"] == pytest.approx((timings["predicted_n"] - 1) / steps)
+    assert stats["engine_accept_length"] is None and stats["accept_histogram"] is None
     assert res.text.strip()
 
 
@@ -165,17 +167,21 @@ def test_start_timeout_kills_the_process(tmp_path: Path) -> None:
 
 
 def test_llamacpp_stats_formula() -> None:
-    # 40 tokens, 30 drafted, 24 accepted: 40 - 24 = 16 verify steps, 40 / 16 = 2.5
+    # 41 tokens, 30 drafted, 24 accepted: the first from the prefill, 41 - 1 - 24 = 16
+    # verify steps, (41 - 1) / 16 = 2.5 = 1 + 24 / 16
     s = llamacpp_stats(
-        {"predicted_n": 40, "draft_n": 30, "draft_n_accepted": 24, "cache_n": 3},
+        {"predicted_n": 41, "draft_n": 30, "draft_n_accepted": 24, "cache_n": 3},
         {"prompt_tokens": 100},
         "length",
     )
     assert (s["spec_verify_ct"], s["accept_length"], s["draft_tokens"]) == (16, 2.5, 30)
-    assert (s["output_tokens"], s["prompt_tokens"], s["cached_tokens"]) == (40, 100, 3)
-    # no draft fields: one target step per token
+    assert (s["output_tokens"], s["prompt_tokens"], s["cached_tokens"]) == (41, 100, 3)
+    # no draft fields: one target step per token after the first
     s = llamacpp_stats({"predicted_n": 10}, {"completion_tokens": 10}, "stop")
-    assert (s["spec_verify_ct"], s["accept_length"], s["draft_tokens"]) == (10, 1.0, 0)
+    assert (s["spec_verify_ct"], s["accept_length"], s["draft_tokens"]) == (9, 1.0, 0)
     # usage only (no timings): count from usage.completion_tokens
     s = llamacpp_stats({}, {"completion_tokens": 7, "prompt_tokens": 5}, None)
     assert s["output_tokens"] == 7 and s["accept_length"] == 1.0
+    # one token: no decode step, no acceptance length
+    s = llamacpp_stats({"predicted_n": 1}, {}, "stop")
+    assert (s["spec_verify_ct"], s["accept_length"]) == (0, None)

@@ -4,25 +4,25 @@ A stdlib asyncio HTTP/1.1 server (keep-alive, chunked streaming) runs in a backg
 thread on 127.0.0.1, port 0. A Script fixes when chunks leave (first chunk `ttft_s` after
 the request arrived, then one every `gap_s`, scheduled on absolute times so delays do not
 add up), how many tokens each chunk holds, and the acceptance: every chunk is one target
-verify step yielding its tokens (accepted drafts + 1 bonus), so the true accept length is
-sum(chunk_tokens) / len(chunk_tokens).
+verify step yielding its tokens (accepted drafts + 1 bonus), the first chunk also holding
+the token sampled at prefill (shaped_details.step_accepted); the acceptance details the
+servers send are shaped_details.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
+from shaped_details import sglang_spec, sglext_details, step_accepted, vllm_spec
+from shaped_http import Reply, Request, serve
+
+__all__ = ["Reply", "Request", "Script", "SGLangServer", "ShapedServer", "VLLMServer", "serve"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class Script:
     dev_mode: bool = True  # vLLM: VLLM_SERVER_DEV_MODE=1, else /reset_prefix_cache is a 404
     reset_reply: str = "success"  # vLLM: "success" ({"success": bool}) or "empty" (older: bare 200)
     reset_refusals: int = 0  # vLLM: answer {"success": false} to the first N resets
+    spec_metrics: str = "none"  # vLLM: none | summary | detailed | stats (the earlier form)
+    sglext: bool = True  # SGLang chat: a build with PR #33518 (spec_tokens_details)
 
     @property
     def tokens(self) -> int:
@@ -56,8 +58,13 @@ class Script:
         return len(self.chunk_tokens)
 
     @property
-    def accepted(self) -> int:
-        return self.tokens - self.steps
+    def step_accepted(self) -> list[int]:
+        """Accepted drafts of each verify step (shaped_details.step_accepted)."""
+        return step_accepted(self.chunk_tokens, self.drafts_per_step)
+
+    @property
+    def verify_steps(self) -> int:
+        return len(self.step_accepted)
 
     def words(self, start: int, n: int) -> str:
         return "".join(f"t{i} " for i in range(start, start + n))
@@ -65,47 +72,6 @@ class Script:
     @property
     def text(self) -> str:
         return self.words(0, self.tokens)
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    body: bytes
-
-    def json(self) -> dict[str, Any]:
-        return json.loads(self.body or b"{}")
-
-
-class Reply:
-    """Writes HTTP/1.1 responses: whole bodies or a chunked event stream."""
-
-    def __init__(self, writer: asyncio.StreamWriter):
-        self.writer = writer
-
-    async def send(self, status: int, body: str | dict, ctype: str = "application/json") -> None:
-        data = (json.dumps(body) if isinstance(body, dict) else body).encode()
-        head = f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Type: {ctype}\r\n"
-        self.writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
-        await self.writer.drain()
-
-    async def start_stream(self) -> None:
-        self.writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
-        await self.writer.drain()
-
-    async def event(self, payload: dict | str) -> None:
-        text = payload if isinstance(payload, str) else json.dumps(payload)
-        data = f"data: {text}\n\n".encode()
-        self.writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-        await self.writer.drain()
-
-    async def end_stream(self) -> None:
-        await self.event("[DONE]")
-        self.writer.write(b"0\r\n\r\n")
-        await self.writer.drain()
 
 
 class ShapedServer:
@@ -168,6 +134,8 @@ class SGLangServer(ShapedServer):
             await reply.send(200, "")
         elif req.path == "/generate":
             await self.generate(req, reply)
+        elif req.path == "/v1/chat/completions":
+            await self.chat(req, reply)
         elif req.path == info_path:
             await reply.send(200, self.server_info())
         elif req.path == "/flush_cache":
@@ -190,32 +158,50 @@ class SGLangServer(ShapedServer):
 
             await self.play(reply, chunk)
             self.served_tokens += self.script.tokens
-            self.served_steps += self.script.steps
+            self.served_steps += self.script.verify_steps
             await reply.end_stream()
         finally:
             self.busy -= 1
 
+    async def chat(self, req: Request, reply: Reply) -> None:
+        """OpenAI chunks; sglext.spec_tokens_details in a chunk of its own (empty choices)
+        after the finish chunk when asked, then usage (serving_chat.py's order)."""
+        body = req.json()
+        self.bodies.append(body)
+        await reply.start_stream()
+
+        def chunk(i: int, sent: int, n: int) -> dict[str, Any]:
+            return _chunk({"content": self.script.words(sent, n)})
+
+        await self.play(reply, chunk)
+        await reply.event(_chunk({}, finish_reason="length"))
+        meta = self.meta(self.script.tokens, self.script.steps, True)
+        if body.get("return_spec_tokens_details") and self.script.sglext:
+            await reply.event(_event([], sglext={"spec_tokens_details": sglext_details(meta)}))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            await reply.event(_event([], usage=_usage(self.script)))
+        await reply.end_stream()
+
     def meta(self, tokens: int, steps: int, done: bool) -> dict[str, Any]:
         """Cumulative meta_info after `steps` verify steps that produced `tokens`."""
         s = self.script
-        accepted, proposed = tokens - steps, steps * s.drafts_per_step
         finish = {"type": "length", "length": tokens} if s.finish_as_dict else "length"
-        meta: dict[str, Any] = {
+        spec = sglang_spec(s.chunk_tokens[:steps], s.drafts_per_step)
+        if not s.report_verify_ct:
+            del spec["spec_verify_ct"]
+        if s.old_names:  # older builds: other names, no histogram
+            spec["spec_accept_token_num"] = spec.pop("spec_num_correct_drafts")
+            spec["spec_draft_token_num"] = spec.pop("spec_num_proposed_drafts")
+            del spec["spec_correct_drafts_histogram"]
+        return {
             "id": "req-1",
             "prompt_tokens": s.prompt_tokens,
             "completion_tokens": tokens,
             "cached_tokens": s.cached_tokens,
             "finish_reason": finish if done else None,
             "e2e_latency": s.ttft_s + (steps - 1) * s.gap_s,
-            "spec_accept_length": 99.0,  # deliberately wrong: the adapter must derive its own
-            "spec_accept_rate": accepted / proposed,
+            **spec,
         }
-        if s.report_verify_ct:
-            meta["spec_verify_ct"] = steps
-        names = ("spec_accept_token_num", "spec_draft_token_num") if s.old_names else (
-            "spec_num_correct_drafts", "spec_num_proposed_drafts")  # fmt: skip
-        meta.update({names[0]: accepted, names[1]: proposed})
-        return meta
 
     def server_info(self) -> dict[str, Any]:
         avg = self.served_tokens / self.served_steps if self.served_steps else 0.0
@@ -296,9 +282,16 @@ class VLLMServer(ShapedServer):
         await self.play(reply, chunk)
         self.advance()
         await asyncio.sleep(self.script.tail_s)
-        await reply.event(_chunk({}, finish_reason="length"))
+        s = self.script
+        level = s.spec_metrics
+        stats = vllm_spec(s.chunk_tokens, s.drafts_per_step, "detailed", sparse=True)
+        extra = {"speculative_decoding_stats": stats} if level == "stats" else {}
+        await reply.event(_chunk({}, finish_reason="length", **extra))
         if (body.get("stream_options") or {}).get("include_usage"):
-            await reply.event(_event([], usage=self.usage()))
+            metrics = ({"metrics": {"speculative_decoding": vllm_spec(
+                s.chunk_tokens, s.drafts_per_step, level)}}
+                if level in ("summary", "detailed") else {})
+            await reply.event(_event([], usage=self.usage(), **metrics))
         await reply.end_stream()
 
     async def reset(self, reply: Reply) -> None:
@@ -310,23 +303,17 @@ class VLLMServer(ShapedServer):
         await reply.send(200, {"success": not refused and not self.busy})
 
     def advance(self) -> None:
-        """Counters after one request: each chunk is one draft of drafts_per_step tokens."""
+        """Counters after one request: each verify step is one draft of drafts_per_step tokens."""
         s = self.script
-        self.counters["num_drafts"] += s.steps
-        self.counters["num_draft_tokens"] += s.steps * s.drafts_per_step
-        self.counters["num_accepted_tokens"] += s.accepted
-        for n in s.chunk_tokens:
-            for k in range(n - 1):
+        self.counters["num_drafts"] += s.verify_steps
+        self.counters["num_draft_tokens"] += s.verify_steps * s.drafts_per_step
+        self.counters["num_accepted_tokens"] += sum(s.step_accepted)
+        for accepted in s.step_accepted:
+            for k in range(accepted):
                 self.per_pos[k] += 1
 
     def usage(self) -> dict[str, Any]:
-        s = self.script
-        return {
-            "prompt_tokens": s.prompt_tokens,
-            "completion_tokens": s.tokens,
-            "total_tokens": s.prompt_tokens + s.tokens,
-            "prompt_tokens_details": {"cached_tokens": s.cached_tokens},
-        }
+        return _usage(self.script)
 
     def metrics(self) -> str:
         """Prometheus text: typed counters with `_total` (and `_created`), or bare untyped."""
@@ -348,6 +335,15 @@ class VLLMServer(ShapedServer):
         return "\n".join(lines) + "\n"
 
 
+def _usage(s: Script) -> dict[str, Any]:
+    return {
+        "prompt_tokens": s.prompt_tokens,
+        "completion_tokens": s.tokens,
+        "total_tokens": s.prompt_tokens + s.tokens,
+        "prompt_tokens_details": {"cached_tokens": s.cached_tokens},
+    }
+
+
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason, **extra}
     return _event([choice])
@@ -361,31 +357,3 @@ def _event(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         "choices": choices,
         **extra,
     }
-
-
-# --- running one -------------------------------------------------------------------------
-
-
-@contextmanager
-def serve(server: ShapedServer) -> Iterator[str]:
-    """Run `server` on 127.0.0.1:0 in a background thread; yield its base URL."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    start = asyncio.start_server(server.connection, "127.0.0.1", 0)
-    listener = asyncio.run_coroutine_threadsafe(start, loop).result(10)
-    try:
-        yield f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
-    finally:
-        asyncio.run_coroutine_threadsafe(_shutdown(listener), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
-
-
-async def _shutdown(listener: asyncio.Server) -> None:
-    listener.close()
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)

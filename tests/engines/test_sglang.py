@@ -66,8 +66,12 @@ def test_stream_timing_text_tokens_and_accept_length() -> None:
     assert res.chunk_tokens == [4, 3, 4, 3, 4, 3, 4, 3]
     stats = res.stats
     assert (stats["output_tokens"], stats["prompt_tokens"], stats["cached_tokens"]) == (28, 17, 5)
-    assert (stats["spec_verify_ct"], stats["accepted_tokens"], stats["draft_tokens"]) == (8, 20, 56)
-    assert stats["accept_length"] == 28 / 8 == 3.5  # not the server's spec_accept_length (99)
+    # the first token is the prefill's; 8 verify steps accepted 2,2,3,2,3,2,3,2 drafts
+    assert (stats["spec_verify_ct"], stats["accepted_tokens"], stats["draft_tokens"]) == (8, 19, 56)
+    assert stats["accept_length"] == (28 - 1) / 8 == 1 + 19 / 8  # the one definition
+    assert stats["engine_accept_length"] == 28 / 8  # SGLang's own: the prefill token counted
+    assert stats["accept_histogram"] == [0, 0, 5, 3, 0, 0, 0, 0]  # as meta_info sent it
+    assert stats["accepted_per_pos"] is None and stats["step_accepted"] is None
     assert stats["finish_reason"] == "length"  # from {"type": "length", "length": 28}
     assert json.loads(stats["server_stats"])["e2e_latency"] == pytest.approx(0.29)
     sent = server.bodies[0]
@@ -78,27 +82,38 @@ def test_stream_timing_text_tokens_and_accept_length() -> None:
 def test_one_token_per_chunk_means_accept_length_one() -> None:
     script = Script(chunk_tokens=(1,) * 5, gap_s=0.01)
     res, _ = _run(script)
-    assert res.chunk_tokens == [1] * 5 and res.stats["accept_length"] == 1.0
+    assert res.chunk_tokens == [1] * 5 and res.stats["spec_verify_ct"] == 4
+    assert res.stats["accept_length"] == 1.0 and res.stats["engine_accept_length"] == 5 / 4
+    assert res.stats["accept_histogram"] == [4, 0, 0, 0, 0, 0, 0, 0]
 
 
 def test_old_spellings_and_plain_finish_reason() -> None:
     res, _ = _run(Script(old_names=True, finish_as_dict=False, gap_s=0.01))
     stats = res.stats
-    assert (stats["accepted_tokens"], stats["draft_tokens"]) == (20, 56)
-    assert stats["finish_reason"] == "length" and stats["accept_length"] == 3.5
+    assert (stats["accepted_tokens"], stats["draft_tokens"]) == (19, 56)
+    assert stats["finish_reason"] == "length" and stats["accept_length"] == 27 / 8
+    assert stats["accept_histogram"] is None  # older builds send none
 
 
-def test_reported_accept_length_only_without_verify_count() -> None:
+def test_without_verify_count_only_the_engines_own_figure() -> None:
     res, _ = _run(Script(report_verify_ct=False, gap_s=0.01))
-    assert res.stats["spec_verify_ct"] is None
-    assert res.stats["accept_length"] == 99.0  # the shaped server's own (wrong) figure
+    assert res.stats["spec_verify_ct"] is None and res.stats["accept_length"] is None
+    assert res.stats["engine_accept_length"] == 28 / 8  # spec_accept_length, as reported
 
 
 def test_stats_on_hand_built_meta_info() -> None:
     base = {"completion_tokens": 10, "finish_reason": {"type": "stop", "matched": 2}}
-    assert sglang_stats({**base, "spec_verify_ct": 4})["accept_length"] == 2.5
+    spec = sglang_stats({**base, "spec_verify_ct": 4})
+    assert spec["accept_length"] == (10 - 1) / 4 == 2.25  # the one definition
+    assert spec["engine_accept_length"] == 10 / 4  # none reported: completion / verify
+    reported = sglang_stats({**base, "spec_verify_ct": 4, "spec_accept_length": 2.4,
+                             "spec_correct_drafts_histogram": [1, 0, 3]})
+    assert (reported["engine_accept_length"], reported["accept_histogram"]) == (2.4, [1, 0, 3])
     assert sglang_stats({**base, "spec_verify_ct": 0})["accept_length"] is None
-    assert sglang_stats(base)["accept_length"] is None  # autoregressive: no spec fields
+    assert sglang_stats({"completion_tokens": 1, "spec_verify_ct": 0})["accept_length"] is None
+    plain = sglang_stats(base)  # autoregressive: no spec fields
+    assert plain["accept_length"] is None and plain["engine_accept_length"] is None
+    assert plain["accept_histogram"] is None
     assert sglang_stats(base)["finish_reason"] == "stop"
     assert sglang_stats({"finish_reason": None})["finish_reason"] is None
 
@@ -174,7 +189,7 @@ def test_fingerprint_and_scrape_from_server_info(legacy: bool) -> None:
     assert facts["engine.attention_backend"] == "fa3"
     sample = {"source": "server_info", "name": "avg_spec_accept_length", "labels": "{}"}
     assert before == [{**sample, "value": 0.0}]
-    assert after == [{**sample, "value": 3.5}]  # /metrics answers 404: no Prometheus samples
+    assert after == [{**sample, "value": 28 / 8}]  # /metrics answers 404: no Prometheus samples
 
 
 @pytest.mark.parametrize("refusal", [None, "Flush cache failed.\n"])

@@ -46,8 +46,10 @@ def test_stream_timing_text_and_usage() -> None:
     stats = res.stats
     assert (stats["output_tokens"], stats["prompt_tokens"], stats["cached_tokens"]) == (28, 17, 5)
     assert stats["finish_reason"] == "length"
-    speculative = ("spec_verify_ct", "draft_tokens", "accepted_tokens", "accept_length")
-    assert [stats[k] for k in speculative] == [None] * 4
+    speculative = ("spec_verify_ct", "draft_tokens", "accepted_tokens", "accept_length",
+                   "engine_accept_length", "accept_histogram", "accepted_per_pos",
+                   "step_accepted")  # no --per-request-spec-decode-metrics: none of them
+    assert [stats[k] for k in speculative] == [None] * 8
     assert json.loads(stats["server_stats"])["usage"]["total_tokens"] == 45
     sent = server.bodies[0]
     assert sent["messages"] == MESSAGES and sent["max_tokens"] == 64 and sent["temperature"] == 0
@@ -77,11 +79,12 @@ def test_window_acceptance_from_the_servers_metrics(total_suffix: bool) -> None:
         before, after = asyncio.run(window(base))
     assert {s["source"] for s in before} == {"metrics"}
     got = window_acceptance(before, after)
-    # two requests of 8 drafts each; 3,2,3,2,... drafts accepted of 7 proposed per draft
-    assert (got["drafts"], got["draft_tokens"], got["accepted_tokens"]) == (16, 112, 40)
-    assert got["accept_length"] == 1 + 40 / 16 == 56 / 16  # = tokens / verify steps
-    assert got["accept_rate"] == 40 / 112
-    assert got["per_position"] == {0: 1.0, 1: 1.0, 2: 0.5, 3: 0.0, 4: 0.0, 5: 0.0, 6: 0.0}
+    # two requests of 8 drafts each (the first token is the prefill's); 2,2,3,2,3,2,3,2
+    # drafts accepted of 7 proposed per draft
+    assert (got["drafts"], got["draft_tokens"], got["accepted_tokens"]) == (16, 112, 38)
+    assert got["accept_length"] == 1 + 38 / 16 == 2 * 27 / 16  # = (tokens - 1) / verify steps
+    assert got["accept_rate"] == 38 / 112
+    assert got["per_position"] == {0: 1.0, 1: 1.0, 2: 3 / 8, 3: 0.0, 4: 0.0, 5: 0.0, 6: 0.0}
 
 
 def _sample(name: str, value: float, labels: dict | str | None = None) -> dict:
@@ -177,7 +180,7 @@ def test_launch_argv_and_environment() -> None:
     assert argv == [
         "/opt/vllm/bin/vllm", "serve", "org/model", "--tensor-parallel-size", "8",
         "--host", "127.0.0.1", "--port", "8001", "--max-model-len", "8192",
-        "--speculative-config", spec,
+        "--speculative-config", spec, "--per-request-spec-decode-metrics", "detailed",
     ]  # fmt: skip
     # dev mode serves /reset_prefix_cache (the reset before every window); a plan may turn it off
     assert env == {"VLLM_SERVER_DEV_MODE": "1", "A": "1", "B": "2"}
