@@ -330,14 +330,27 @@ def migrate_to_6(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE requests ADD COLUMN scheduled_s DOUBLE").fetchall()
 
 
+# v6 derived llama.cpp's verify steps as predicted_n - draft_n_accepted, counting the step that
+# sampled the prefill's token; v7 derives predicted_n - 1 - draft_n_accepted. Both were
+# specsweep's derivation from the same raw counts, so the older rows are re-derived exactly
+# (a v7 row never matches: its count is one lower).
+LLAMACPP_VERIFY_STEPS_V7 = """
+UPDATE requests SET spec_verify_ct = spec_verify_ct - 1,
+    accept_length = (output_tokens - 1) / (spec_verify_ct - 1)
+WHERE engine = 'llamacpp' AND output_tokens > 1
+  AND spec_verify_ct = output_tokens - coalesce(accepted_tokens, 0)
+"""
+
+
 def migrate_to_7(con: duckdb.DuckDBPyConnection) -> None:
     """v7: method_params (the DDL created it; older plans had no parameters, so it stays
-    empty for their campaigns) and the requests' acceptance details. Older rows keep their
-    accept_length as it was then defined (llama.cpp's counted the prefill token); the
-    analysis layer recomputes the one definition from output_tokens and spec_verify_ct."""
+    empty for their campaigns), the requests' acceptance details (NULL: no older collect
+    read them), and one acceptance-length definition: older llama.cpp rows' spec_verify_ct
+    and accept_length are re-derived without the prefill step (LLAMACPP_VERIFY_STEPS_V7)."""
     for column, kind in (("engine_accept_length", "DOUBLE"), ("accept_histogram", "BIGINT[]"),
                          ("accepted_per_pos", "BIGINT[]"), ("step_accepted", "INTEGER[]")):
         con.execute(f"ALTER TABLE requests ADD COLUMN {column} {kind}").fetchall()
+    con.execute(LLAMACPP_VERIFY_STEPS_V7).fetchall()
 
 
 # version -> the step that brings the previous version to it; version 1 is the first DDL.

@@ -22,20 +22,11 @@ import duckdb
 import pytest
 
 from analyze import build
-from schema.store import connect
+from schema.store import LLAMACPP_VERIFY_STEPS_V7, connect
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "default-campaign"
 FLOATS = ("speedup", "ci_low", "ci_high", "throughput_speedup", "ttft_ratio",
           "accept_length_tw", "method_decode_tps_p50", "baseline_decode_tps_p50")
-
-
-# v6 llama.cpp rows: verify steps counted the prefill (spec_verify_ct = output - accepted)
-V7_VERIFY_STEPS = """
-UPDATE requests SET spec_verify_ct = spec_verify_ct - 1,
-    accept_length = (output_tokens - 1) / (spec_verify_ct - 1)
-WHERE engine = 'llamacpp' AND output_tokens > 1
-  AND spec_verify_ct = output_tokens - coalesce(accepted_tokens, 0)
-"""
 
 
 def golden_db(path: Path) -> Path:
@@ -43,7 +34,8 @@ def golden_db(path: Path) -> Path:
         for table in sorted(DATA.glob("*.parquet")):
             con.execute(f"INSERT INTO {table.stem} BY NAME SELECT * FROM read_parquet(?)",
                         [str(table)])
-        con.execute(V7_VERIFY_STEPS)
+        # the files hold v6 llama.cpp rows: what migrate_to_7 does to them
+        con.execute(LLAMACPP_VERIFY_STEPS_V7)
     return path
 
 

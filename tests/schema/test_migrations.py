@@ -60,6 +60,16 @@ def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) ->
         assert "accept_histogram" not in [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
         assert con.execute("SELECT count(*) FROM duckdb_tables() "
                            "WHERE table_name = 'method_params'").fetchone() == (0,)
+        con.execute("INSERT INTO requests (request_id, campaign_id, config_id, service_id, "
+                    "engine, method, tp, workload, window_id, prompt_id, max_tokens, rep, "
+                    "concurrency, is_warmup, sent_at, start_s, output_tokens, spec_verify_ct, "
+                    "accepted_tokens, accept_length, ok) VALUES "
+                    "('r1', 'c', 'k', 's', 'llamacpp', 'ngram', 1, 'w', 'x', 'p', 64, 0, 1, "
+                    "false, now(), 0, 64, 34, 30, 64 / 34, true), "
+                    "('r2', 'c', 'k', 's', 'llamacpp', 'ar', 1, 'w', 'y', 'p', 64, 0, 1, "
+                    "false, now(), 0, 64, 64, 0, 1, true), "
+                    "('r3', 'c', 'k', 's', 'sglang', 'dflash', 1, 'w', 'z', 'p', 64, 0, 1, "
+                    "false, now(), 0, 64, 16, NULL, 4, true)")
     store = Store(path)
     row = {"campaign_id": "c", "method": "ngram-k4", "family": "ngram", "param": "k",
            "value": "4", "value_num": 4.0}
@@ -70,6 +80,11 @@ def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) ->
         assert columns[-4:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
                                 "step_accepted"]
         assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
+        steps = con.execute("SELECT request_id, spec_verify_ct, accept_length FROM requests "
+                            "ORDER BY 1").fetchall()
+    # llama.cpp's verify steps no longer count the prefill's; SGLang's were the engine's own
+    assert steps == [("r1", 33, 63 / 33), ("r2", 63, 1.0), ("r3", 16, 4.0)]
+
 
 def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     path = tmp_path / "v3.duckdb"
