@@ -113,8 +113,8 @@ def check(
             wnames = [w.name for w in parsed.workloads_of(config)]
             count = sum(per_workload[n] for n in wnames)
             total += count * (1 + (picked.top if picked else 0))
-            typer.echo(f"  {config.method.name} (config {config.config_id}): "
-                       f"{count} requests ({', '.join(wnames)})")
+            typer.echo(f"  {config.method.name}{_family_label(config.method)} (config "
+                       f"{config.config_id}): {count} requests ({', '.join(wnames)})")
     typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
                f"about {total} measured requests")
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
@@ -128,6 +128,14 @@ def check(
     typer.echo("\n".join(memory_lines))
     if too_big:
         raise typer.Exit(3)
+
+
+def _family_label(method) -> str:  # noqa: ANN001 - Method
+    """' [family ddtree: budget=8]' for a method with parameters, '' for one without."""
+    if not method.params:
+        return ""
+    values = ", ".join(f"{p}={v}" for p, v in sorted(method.params.items()))
+    return f" [family {method.family or method.name}: {values}]"
 
 
 def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = False) -> list[str]:  # noqa: ANN001 - Plan

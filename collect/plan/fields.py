@@ -5,11 +5,14 @@ engine module under collect/engines/ can define its plan model without importing
 from __future__ import annotations
 
 import os
+import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from collect.engines.base import MemoryRules
+from collect.plan import families
+from collect.plan.families import Scalar
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
@@ -105,6 +108,45 @@ class Method(Strict):
         description="Weights and config.json of the method's draft model, for `check`'s memory "
         "budget (default with `check --probe`: read from the draft path in args).",
     )
+    grid: dict[str, list[Scalar]] = Field(
+        default_factory=dict,
+        description="Parameters to sweep, e.g. {budget: [8, 16, 32]}: the method is a family "
+        "that expands to one method per value (the cross product for two or more parameters), "
+        "each with `{param}` replaced in its args and env values ({model} and {api_key} stay). "
+        "Every parameter must appear in an arg or env value.",
+    )
+    params: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description="Fixed parameter values of this method, e.g. {k: 4}, stored like a grid's "
+        "(table method_params); `{param}` in args and env values is replaced. An expanded "
+        "method carries its family's params and its own grid values here.",
+    )
+    family: Name | None = Field(
+        None,
+        description="The family a method belongs to: set on each method a grid expands to; a "
+        "method written by hand may name one (default: its own name).",
+    )
+    name_template: str | None = Field(
+        None,
+        description="Name of each method a grid expands to, e.g. 'ddtree-b{budget}' ({name}: "
+        "the family's name); default '{name}-{p1}{v1}-{p2}{v2}' in grid order, e.g. "
+        "ddtree-budget8.",
+    )
+
+    @model_validator(mode="after")
+    def _valid_family(self) -> Method:
+        names = families.check_family(self.name, self.grid, self.params, self.args, self.env,
+                                      self.name_template, self.family)
+        bad = [n for n in names if not re.match(NAME_PATTERN, n) or len(n) > 64]
+        if bad:
+            raise ValueError(f"name_template: derived name {bad[0]!r} is not a valid method "
+                             f"name ({NAME_PATTERN}, at most 64 characters)")
+        return self
+
+    def expanded(self) -> list[Method]:
+        """The concrete methods this one stands for: itself without a grid, else one per
+        combination of the grid's values (collect.plan.families)."""
+        return families.expand(self)
 
     def runs(self, workload: str) -> bool:
         return self.workloads is None or workload in self.workloads

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from collect.plan import families
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     Engine,
@@ -37,9 +38,6 @@ from collect.plan.components import (  # noqa: F401 - re-exported: plans import 
 from collect.plan.fields import Method
 from collect.plan.load import OpenLoad, Slo, TraceWorkload
 from collect.plan.phases import BestOf, Phase
-
-# --- methods -----------------------------------------------------------------------------
-
 
 # --- prompts and workloads ---------------------------------------------------------------
 
@@ -164,9 +162,6 @@ def _check_positive(values: list[int]) -> list[int]:
     return values
 
 
-# --- throughput assumptions --------------------------------------------------------------
-
-
 # --- the plan ----------------------------------------------------------------------------
 
 
@@ -215,10 +210,9 @@ class Plan(Strict):
     @field_validator("methods")
     @classmethod
     def _unique_methods(cls, methods: list[Method], info: ValidationInfo) -> list[Method]:
-        names = [m.name for m in methods]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate method names {dupes}")
+        """Expand families (after each method validated, so that a family's errors carry its
+        YAML line), then check the concrete names."""
+        methods = families.expand_all(methods)
         engine = info.data.get("engine")
         for m in methods:
             if m.tp is not None:
@@ -228,7 +222,9 @@ class Plan(Strict):
     @field_validator("baseline")
     @classmethod
     def _known_baseline(cls, baseline: str, info: ValidationInfo) -> str:
-        names = [m.name for m in info.data.get("methods") or []]
+        methods = info.data.get("methods") or []
+        names = [m.name for m in methods]
+        baseline = families.one_member(baseline, methods)
         if names and baseline not in names:
             raise ValueError(f"baseline {baseline!r} is not one of the methods {names}")
         return baseline
@@ -256,7 +252,9 @@ class Plan(Strict):
     @field_validator("phases")
     @classmethod
     def _valid_phases(cls, phases: list[Phase] | None, info: ValidationInfo) -> list[Phase] | None:
-        methods = {m.name for m in info.data.get("methods") or []}
+        plan_methods = info.data.get("methods") or []
+        methods = {m.name for m in plan_methods}
+        phases = families.resolve_phases(phases, plan_methods)
         workloads = {w.name for w in info.data.get("workloads") or []}
         seen: list[str] = []
         for p in phases or []:
@@ -293,11 +291,14 @@ class Plan(Strict):
     @field_validator("estimates")
     @classmethod
     def _known_speedups(cls, estimates: Estimates, info: ValidationInfo) -> Estimates:
-        names = [m.name for m in info.data.get("methods") or []]
-        unknown = sorted(set(estimates.speedup) - set(names))
+        methods = info.data.get("methods") or []
+        names = [m.name for m in methods]
+        grouped = families.family_members(methods)
+        unknown = sorted(set(estimates.speedup) - set(names) - set(grouped))
         if names and unknown:
             raise ValueError(f"speedup names unknown methods {unknown}; the plan has {names}")
-        return estimates
+        speedup = families.per_member(estimates.speedup, grouped)
+        return estimates.model_copy(update={"speedup": speedup})
 
     def all_phases(self) -> list[Phase]:
         """The plan's phases, or one per tp with every method that runs at that tp."""
@@ -350,9 +351,12 @@ class Plan(Strict):
         """Hash of what is measured: the plan's fields that differ from their defaults (so
         that a field added to specsweep with a default leaves existing plans' campaign_id,
         and resume, alone), without `estimates`, `gpu_hour_usd` and `slo` (assumed speeds, a
-        price and latency objectives change no measurement)."""
-        text = self.model_dump_json(exclude_defaults=True,
-                                    exclude={"estimates", "gpu_hour_usd", "slo"})
+        price and latency objectives change no measurement), nor the methods' `family` and
+        `params` (labels of what the args already say: a family written as a grid hashes
+        as the same methods written one by one)."""
+        exclude: dict[str, Any] = {"estimates": True, "gpu_hour_usd": True, "slo": True,
+                                   "methods": {"__all__": {"family", "params"}}}
+        text = self.model_dump_json(exclude_defaults=True, exclude=exclude)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def campaign_id(self) -> str:

@@ -1,5 +1,6 @@
 """The state one campaign run shares between the runner, its workers and each configuration's
-run: the store, the plan, the host and engine, the progress display and the stop flag."""
+run: the store, the plan, the host and engine, the progress display and the stop flag; and
+the campaign's `method_params` rows, written with its `campaigns` row."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from collect import engines
 from collect.hosts.base import Host
+from collect.plan.families import numeric
 from collect.plan.model import Plan
 from collect.run.progress import CampaignProgress
 from schema.store import Store
@@ -83,3 +85,24 @@ class Stop:
         if signum == signal.SIGTERM:
             raise SystemExit(128 + signal.SIGTERM)
         raise KeyboardInterrupt
+
+
+def method_params_rows(plan: Plan, campaign_id: str) -> list[dict[str, object]]:
+    """One row per parameter of each of the plan's methods (table method_params): the value
+    as the plan wrote it (str()), value_num the same as a number (NULL for a bool or a word),
+    family the method's family (its own name when it has none). A method without parameters
+    has no rows."""
+    return [
+        {"campaign_id": campaign_id, "method": m.name, "family": m.family or m.name,
+         "param": param, "value": str(value), "value_num": numeric(value)}
+        for m in plan.methods
+        for param, value in m.params.items()
+    ]
+
+
+def record_method_params(store: Store, plan: Plan, campaign_id: str) -> None:
+    """Write the campaign's method_params rows, replacing any a previous run wrote (a resume
+    writes the same rows again; labels, which the plan's hash leaves out, may have changed)."""
+    with store.transaction():
+        store.execute("DELETE FROM method_params WHERE campaign_id = ?", [campaign_id])
+        store.append("method_params", method_params_rows(plan, campaign_id))

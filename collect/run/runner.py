@@ -28,7 +28,7 @@ from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.resources import resolve_model
 from collect.run import configuration as serve
-from collect.run.campaign import Campaign
+from collect.run.campaign import Campaign, record_method_params
 from collect.run.progress import CampaignProgress, Eta, eta_text
 from schema.store import Store, utcnow
 
@@ -50,7 +50,9 @@ def run(
     selected = select_phases(plan, phases)
     chosen = select_configs(plan, only)
     with Store(db_path) as store:
-        _begin(store, plan, plan_text, campaign_id)
+        with store.transaction():  # the campaigns row and its methods' parameters together
+            _begin(store, plan, plan_text, campaign_id)
+            record_method_params(store, plan, campaign_id)
         status, host = "interrupted", None
         try:
             host = hosts.create(plan.host)

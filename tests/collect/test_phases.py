@@ -89,4 +89,5 @@ def test_ct200_plan_passes_check() -> None:
     assert done.returncode == 0, done.stderr
     assert "phase tp4 (tp 4); plus the 2 fastest of phase tp1" in done.stdout
     # 5 types x (5 + 5 + 2 prompts) x 3 reps + 6 turns x 3 sessions = 198 per TP1 service
-    assert "ddtree-b64 (config" in done.stdout and "198 requests" in done.stdout
+    assert "ddtree-b64 [family ddtree: budget=64] (config" in done.stdout
+    assert "198 requests" in done.stdout
