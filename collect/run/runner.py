@@ -19,6 +19,7 @@ from pathlib import Path
 
 from collect import engines, hosts
 from collect.hosts.base import HostUnreachable
+from collect.plan.families import family_members, resolve
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.plan.workloads import request_count
@@ -88,19 +89,20 @@ def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
 
 
 def select_configs(plan: Plan, specs: list[str] | None) -> list[tuple[str, int | None]] | None:
-    """Parse --only values, METHOD or METHOD/TP; ValueError naming what is unknown."""
+    """Parse --only values, METHOD or METHOD/TP (a family's name: all its members);
+    ValueError naming what is unknown."""
     if not specs:
         return None
-    methods = {m.name for m in plan.methods}
+    methods, families = {m.name for m in plan.methods}, family_members(plan.methods)
     tps = {p.tp for p in plan.all_phases()}
     out: list[tuple[str, int | None]] = []
     for spec in specs:
         method, _, tp = spec.partition("/")
-        if method not in methods:
+        if method not in methods | set(families):
             raise ValueError(f"--only {spec}: no method {method!r}; the plan has {sorted(methods)}")
         if tp and (not tp.isdigit() or int(tp) not in tps):
             raise ValueError(f"--only {spec}: tp must be one of the plan's {sorted(tps)}")
-        out.append((method, int(tp) if tp else None))
+        out += [(m, int(tp) if tp else None) for m in resolve([method], families)]
     return out
 
 

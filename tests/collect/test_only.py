@@ -48,3 +48,12 @@ def test_unknown_method_or_tp_is_refused(tmp_path: Path) -> None:
              "--only", spec, "--no-progress"], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and says in out.stderr, out.stderr
         assert not (tmp_path / "x.db").exists()
+
+
+def test_a_family_name_selects_all_its_members(tmp_path: Path) -> None:
+    plan = yaml.safe_load(_plan(tmp_path))
+    plan["methods"][2] = {"name": "draft", "grid": {"n": [2, 4]}, "args": ["--n", "{n}"]}
+    plan = parse_plan(yaml.safe_dump(plan))
+    assert runner.select_configs(plan, ["draft", "ngram/1"]) == [
+        ("draft-n2", None), ("draft-n4", None), ("ngram", 1)]
+    assert runner.select_configs(plan, ["draft-n4/1"]) == [("draft-n4", 1)]
