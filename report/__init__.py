@@ -2,8 +2,9 @@
 
 ``report`` only reads the database. Charts (matplotlib) are drawn by
 ``report.charts``, tables and escaping live in ``report.tables`` and
-``report.latex``, templates in ``latex/``, and ``report.build.run`` ties them
-together with latexmk. Entry point: ``python -m report``.
+``report.latex``, the open-loop part in ``report.openloop``, the section on
+speculation's knobs in ``report.speculation``, templates in ``latex/``, and
+``report.build.run`` ties them together with latexmk. Entry point: ``python -m report``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pylatex.utils import NoEscape
 from report import findings, openloop, sections
 from report.data import ReportData
 from report.latex import literal_block
+from report.speculation import section as speculation
 from report.tables import Col, build_table, ci, fit_table, num, speedup_table, text, yes_no
 
 
@@ -241,5 +242,6 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
         "colocation": colocation_section(data.colocation),
         "speedup_tables": speedup_tables(data.speedup),
         "openloop": openloop.section(data, figs),
+        "speculation": speculation.section(data, figs),
         "plan": literal_block(str(c.get("plan_yaml") or "")),
     }

@@ -7,8 +7,10 @@ the campaign, its hosts and its services come from ``campaign_summary``,
 ``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
 ``window_energy``, ``energy_summary`` and ``energy_ratio``; open-loop load from
 ``open_windows``, ``rate_speedup``, ``rate_limits``, ``slo_targets`` and ``cache_hygiene``
-(optional: without them no open-loop section). A file that analyze has not (re)built
-lacks them, and the report says to run ``python -m analyze``.
+(optional: without them no open-loop section); speculation's knobs from ``method_families``,
+``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance`` and
+``accepted_histogram`` (optional: without them no such section). A file that analyze has not
+(re)built lacks them, and the report says to run ``python -m analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
 from ``request_distribution`` (box-plot statistics per method, computed in DuckDB) and the
@@ -37,7 +39,9 @@ REQUIRED = ("campaign_summary", "environment_summary", "service_summary",
             "request_distribution", "config_summary", "speedup")
 OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation",
             "host_summary", "window_energy", "energy_summary", "energy_ratio",
-            "open_windows", "rate_speedup", "rate_limits", "slo_targets", "cache_hygiene")
+            "open_windows", "rate_speedup", "rate_limits", "slo_targets", "cache_hygiene",
+            "method_families", "param_sweep", "speedup_decomposition", "best_setting",
+            "position_acceptance", "accepted_histogram")
 
 
 @dataclass
@@ -65,6 +69,13 @@ class ReportData:
     rate_limits: pd.DataFrame = field(default_factory=pd.DataFrame)
     slo_targets: pd.DataFrame = field(default_factory=pd.DataFrame)
     cache_hygiene: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # speculation's knobs (report.speculation); empty: analysed before them
+    method_families: pd.DataFrame = field(default_factory=pd.DataFrame)
+    param_sweep: pd.DataFrame = field(default_factory=pd.DataFrame)
+    speedup_decomposition: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best_setting: pd.DataFrame = field(default_factory=pd.DataFrame)
+    position_acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    accepted_histogram: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -129,6 +140,17 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
         "slo_targets": opt("slo_targets", "campaign_id, target"),
         "cache_hygiene": opt("cache_hygiene", "tp, workload, max_tokens, method, window_id"),
+        "method_families": opt("method_families", "family, method"),
+        "param_sweep": opt("param_sweep", "family, param, engine, tp, workload, max_tokens, "
+                           "concurrency, held, value_num, value"),
+        "speedup_decomposition": opt("speedup_decomposition",
+                                     "engine, tp, workload, max_tokens, concurrency, method"),
+        "best_setting": opt("best_setting",
+                            "engine, tp, workload, max_tokens, family, load_kind, load"),
+        "position_acceptance": opt("position_acceptance", "engine, tp, workload, max_tokens, "
+                                   "concurrency, method, position"),
+        "accepted_histogram": opt("accepted_histogram", "engine, tp, workload, max_tokens, "
+                                  "concurrency, method, accepted"),
         "crossover": (_by_campaign(con, "crossover", cid,
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),
@@ -154,6 +176,8 @@ def load(db_path: Path | str, campaign: str | None = None,
                       **frames)
     methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
                          data.config_summary.get("method", pd.Series(dtype=str)),
-                         data.open_windows.get("method", pd.Series(dtype=str))])
+                         data.open_windows.get("method", pd.Series(dtype=str)),
+                         data.param_sweep.get("method", pd.Series(dtype=str)),
+                         data.speedup_decomposition.get("method", pd.Series(dtype=str))])
     data.palette = method_palette(methods, baseline)
     return data

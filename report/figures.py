@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 
 from report import charts, openloop
 from report.data import ReportData
+from report.speculation import section as speculation
 
 Plot = Callable[..., object]
 
@@ -290,7 +291,8 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
             [(charts.plot_decode_tps_by_method, dist)], pal)
     if (dist["metric"] == "ttft_s").any():
         add("ttft", draw, outdir / "ttft.pdf", [(charts.plot_ttft_by_method, dist)], pal)
-    return jobs + openloop.figure_jobs(data, outdir, save_figure)
+    return (jobs + openloop.figure_jobs(data, outdir, save_figure)
+            + speculation.figure_jobs(data, outdir, save_figure))
 
 
 def figure_workers() -> int:

@@ -31,9 +31,9 @@ FIGURES = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput"
 
 
 def _report_strings() -> list[tuple[str, str]]:
-    """(file, text) of every string constant in report/*.py, f-string parts included."""
+    """(file, text) of every string constant in report/**/*.py, f-string parts included."""
     found = []
-    for path in sorted((ROOT / "report").glob("*.py")):
+    for path in sorted((ROOT / "report").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found.append((path.name, node.value))

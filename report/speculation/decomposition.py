@@ -1,0 +1,141 @@
+"""Why a method is fast or slow: the speedup decomposition (speedup_decomposition table).
+
+Per window, each method's two factors side by side on one log-2 axis: the acceptance gain
+(acceptance length, tokens per verify step) and the step cost (a verify step's time in
+baseline tokens); their ratio is the predicted decode speedup, and the measured speedup
+(median-of-requests ratio, 95% interval) is marked on them. The sentence names the methods
+that lose on step cost and those that lose on acceptance, and how far the identity
+speedup = acceptance length / step cost is off on this data (the largest |residual|).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from report import charts
+from report.latex import escape_latex as e
+from report.latex import fmt_num
+from report.speculation.panels import WINDOW, Entry, grid, legend_below, of
+from report.speculation.panels import window_name as name
+
+WIDTH = 0.38  # of a method's slot, per bar
+HATCH = "////"
+
+
+def plot_factors_by_method(ax: Axes, frame: pd.DataFrame, palette: charts.Palette) -> Axes:
+    """One window: per method (palette order) a bar from 1 to its acceptance length and a
+    hatched bar from 1 to its step cost, in the method's colour, on a log-2 axis symmetric
+    around 1; a black diamond with its 95% interval is the measured speedup."""
+    data = frame.dropna(subset=["accept_length", "step_cost"])
+    if data.empty:
+        return charts._empty(ax, "no verify counts")
+    methods = [m for m in palette if m in set(data["method"])]
+    methods += sorted(set(data["method"]) - set(methods))
+    for i, method in enumerate(methods):
+        r = data[data["method"] == method].iloc[0]
+        colour = palette.get(method, (0.5, 0.5, 0.5))
+        gain, cost = float(r["accept_length"]), float(r["step_cost"])
+        ax.bar(i - WIDTH / 2, gain - 1, WIDTH, bottom=1, color=charts.fill(colour))
+        ax.bar(i + WIDTH / 2, cost - 1, WIDTH, bottom=1, facecolor="white",
+               edgecolor=colour, hatch=HATCH, lw=0.8)
+        if pd.notna(r["speedup"]):
+            s = float(r["speedup"])
+            lo, hi = r["ci_low"], r["ci_high"]
+            yerr = None if pd.isna(lo) or pd.isna(hi) else [[s - lo], [hi - s]]
+            ax.errorbar([i], [s], yerr=np.abs(yerr) if yerr else None, fmt="D", ms=5,
+                        color="black", mfc="black", capsize=2, lw=1, zorder=4)
+    ax.axhline(1.0, ls="--", color="0.3", lw=1)
+    values = data[["accept_length", "step_cost", "speedup", "ci_low", "ci_high"]]
+    charts.ratio_axis(ax, values.to_numpy(float).ravel())
+    ax.set_xticks(range(len(methods)), [charts.plain(m) for m in methods])
+    ax.set_xlim(-0.6, len(methods) - 0.4)
+    ax.grid(axis="x", visible=False)
+    if len(methods) > 2:  # three names side by side overlap in a half-width panel
+        ax.tick_params(axis="x", labelrotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+    ax.set_ylabel("factor (log scale)")
+    return ax
+
+
+def legend() -> list[Entry]:
+    """What the bars and the diamond mean (the methods are named under their bars)."""
+    return [(Patch(facecolor="0.6"), "acceptance length (tokens / verify step)"),
+            (Patch(facecolor="white", edgecolor="0.35", hatch=HATCH),
+             "step cost (verify step in baseline tokens)"),
+            (Line2D([], [], ls="none", marker="D", ms=5, color="black"),
+             "measured speedup (95% CI)")]
+
+
+def columns(frame: pd.DataFrame) -> int:
+    """Panels per row: one when a window has more than 4 methods, else two."""
+    most = frame.groupby(WINDOW)["method"].nunique().max() if not frame.empty else 0
+    return 1 if most > 4 else 2
+
+
+def figure(frame: pd.DataFrame, keys: list[tuple], palette: charts.Palette) -> plt.Figure:
+    """A panel per window in ``keys`` (:func:`plot_factors_by_method`), one legend below."""
+    ncols = columns(frame)
+    fig, axes = grid(len(keys), ncols, (6.4 if ncols == 1 else 3.2, 2.3))
+    for ax, key in zip(axes, keys):
+        plot_factors_by_method(ax, of(frame, key), palette)
+        ax.set_title(charts.plain(name(key, frame)), fontsize="small", loc="left")
+    legend_below(fig, legend(), ncol=2)
+    return fig
+
+
+MAX_NAMED = 6  # methods named per clause; the rest are counted
+
+
+def _worst(sub: pd.DataFrame, frame: pd.DataFrame) -> str:
+    """A method's slowest losing window: its two factors and its speedup there."""
+    r = sub.loc[sub["speedup"].idxmin()]
+    return (f"{e(r['method'])} (acceptance length {fmt_num(r['accept_length'])}, step cost "
+            f"{fmt_num(r['step_cost'])}: {fmt_num(r['speedup'])}$\\times$ on "
+            f"{e(name(tuple(r[WINDOW]), frame))}"
+            + (f"; {len(sub)} windows" if len(sub) > 1 else "") + ")")
+
+
+def _named(rows: pd.DataFrame, frame: pd.DataFrame) -> str:
+    items = [_worst(sub, frame) for _, sub in rows.groupby("method", sort=True)]
+    more = [f"{len(items) - MAX_NAMED} more"] if len(items) > MAX_NAMED else []
+    return ", ".join(items[:MAX_NAMED] + more)
+
+
+def losers(frame: pd.DataFrame) -> str:
+    """Who loses (speedup below 1) on step cost and who on acceptance (raw LaTeX)."""
+    cost = frame[frame["limited_by"] == "step cost"]
+    acc = frame[frame["limited_by"] == "acceptance"]
+    if cost.empty and acc.empty:
+        return "No method is slower than the baseline in any window with verify counts."
+    parts = []
+    if not cost.empty:
+        parts.append(f"on step cost, not acceptance: {_named(cost, frame)}")
+    if not acc.empty:
+        parts.append(f"on acceptance (at most 1.05 tokens per verify step): "
+                     f"{_named(acc, frame)}")
+    return ("Where a method is slower than the baseline (speedup below 1), it loses "
+            + "; and ".join(parts) + ".")
+
+
+def residual(frame: pd.DataFrame) -> str | None:
+    """How far the identity speedup = acceptance length / step cost is off: the median and
+    the largest |residual|, naming where (raw LaTeX)."""
+    rows = frame.dropna(subset=["residual"])
+    if rows.empty:
+        return None
+    r = rows.loc[rows["residual"].abs().idxmax()]
+    median = float(rows["residual"].abs().median())
+    return (f"The identity speedup = acceptance length / step cost is off by "
+            f"{fmt_num(100 * median, '.1f')}\\% at the median over {len(rows)} method "
+            f"window(s) and at most by {fmt_num(100 * abs(r['residual']), '.1f')}\\% "
+            f"(residual {fmt_num(r['residual'], '+.3f')}: {e(r['method'])} on "
+            f"{e(name(tuple(r[WINDOW]), frame))}, measured {fmt_num(r['speedup'])}$\\times$ "
+            f"against {fmt_num(r['predicted_speedup'])}$\\times$ predicted); the measured "
+            f"speedup is a ratio of per-request medians, the prediction one of pooled decode "
+            f"speeds.")
