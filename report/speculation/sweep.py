@@ -208,7 +208,7 @@ def finding(sweep: pd.DataFrame, family: str, param: str) -> str | None:
     if not clauses:
         return None
     more = len(clauses) - MAX_CLAUSES
-    tail = f"; {more} more window(s) in the figure" if more > 0 else ""
+    tail = f"; {more} more window(s)" if more > 0 else ""
     return (f"\\emph{{{e(family)}}} over {e(param)}: " + "; ".join(clauses[:MAX_CLAUSES])
             + tail + ".")
 

@@ -21,7 +21,7 @@ from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
 from report.figures import make_figures
-from report.speculation import best, decomposition, section, sweep
+from report.speculation import best, decomposition, panels, section, sweep
 from tests.report.conftest import CAMPAIGN, needs_latex
 from tests.report.test_report_openloop import NO_FIGS, with_tables
 
@@ -379,3 +379,20 @@ def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
     assert sec["detail"] == {"reported": False}
     tex = " ".join(render_tex(build_context(data, figs)).split())
     assert "llama.cpp reports only draft counts" in tex
+
+
+def test_a_long_sweep_is_cut_into_two_figures_and_the_rest_counted() -> None:
+    """Ten concurrency levels: two figures of four windows, two windows left out; with a
+    second engine, a window's name says which."""
+    rows = [_sweep_row("k", "k", "", f"k{k}", str(k), float(k), c, 2.0 + k, 1.2, 1.1, 1.3)
+            for c in range(1, 11) for k in (2, 4)]
+    ps = _best_flags(pd.DataFrame(rows))
+    data = type("Data", (), {"palette": charts.method_palette(ps["method"]), "param_sweep": ps})
+    jobs = [key for key, _ in section.figure_jobs(data, Path("."), lambda fig, path: path)]
+    assert jobs == ["spec-sweep:0-0", "spec-sweep:0-1"]
+    sw = section.sweeps(ps, {"spec-sweep:0-1": Path("b.pdf"), "spec-sweep:0-0": Path("a.pdf")})
+    assert sw[0]["figures"] == ["a.pdf", "b.pdf"] and sw[0]["left_out"] == 2
+    assert str(sw[0]["finding"]).endswith("; 6 more window(s).")
+    two = pd.concat([ps, ps.assign(engine="vllm", tp=2)])
+    key = ("vllm", 2, CHAT, 64, 4)
+    assert panels.window_name(key, two) == f"{CHAT}, concurrency 4 (vllm TP2)"
