@@ -33,7 +33,7 @@ def plot_factors_by_method(ax: Axes, frame: pd.DataFrame, palette: charts.Palett
     around 1; a black diamond with its 95% interval is the measured speedup."""
     data = frame.dropna(subset=["accept_length", "step_cost"])
     if data.empty:
-        return charts._empty(ax, "no verify counts")
+        return charts._empty(ax, "no baseline window to compare")
     methods = [m for m in palette if m in set(data["method"])]
     methods += sorted(set(data["method"]) - set(methods))
     for i, method in enumerate(methods):
