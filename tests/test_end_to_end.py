@@ -58,6 +58,15 @@ slo: {ttft_ms: 1000, tpot_ms: 100, target: 0.9}
 """
 
 
+# The module's campaign runs the speculative method as a family of two (a grid over the
+# n-gram draft size): both land with their parameter, and the sweep reaches the report.
+FAMILY_PLAN = PLAN.replace(
+    '  - {name: ngram-simple, args: ["--spec-type", "ngram-simple"]}',
+    '  - {name: ngram-simple, grid: {m: [4, 8]},\n'
+    '     args: ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", "{m}"]}')
+MEMBERS = ("ngram-simple-m4", "ngram-simple-m8")
+
+
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{argv} failed:\n{done.stdout}\n{done.stderr}"
@@ -68,7 +77,8 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Path:
     tmp = tmp_path_factory.mktemp("e2e")
     plan, db = tmp / "plan.yaml", tmp / "results.duckdb"
-    plan.write_text(PLAN)
+    assert FAMILY_PLAN != PLAN
+    plan.write_text(FAMILY_PLAN)
     _run(
         "-m",
         "collect",
@@ -106,8 +116,8 @@ def test_campaign_lands_every_request(campaign: Path) -> None:
         turns = con.execute(
             "SELECT max(turn) FROM requests WHERE session_id IS NOT NULL"
         ).fetchone()[0]
-    # per method: rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns + open 2 x 6
-    assert measured == 2 * 27 and ok == measured and warm == 2
+    # per method (3): rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns + open 2 x 6
+    assert measured == 3 * 27 and ok == measured and warm == 3
     assert status == "complete" and states == [("stopped",)]
     assert turns == 2
 
@@ -122,9 +132,9 @@ def test_open_loop_windows_are_sent_on_schedule(campaign: Path) -> None:
                               "WHERE workload = 'open' ORDER BY rate").fetchall()
         kinds = con.execute("SELECT DISTINCT load, cache_reset FROM windows "
                             "WHERE workload <> 'open'").fetchall()
-    assert len(lags) == 2 * 12 and all(0 <= lag < 0.05 for (lag,) in lags)
-    assert windows == [("poisson", 2.0, 6, "cache_prompt_off")] * 2 + [
-        ("poisson", 8.0, 6, "cache_prompt_off")] * 2
+    assert len(lags) == 3 * 12 and all(0 <= lag < 0.05 for (lag,) in lags)
+    assert windows == [("poisson", 2.0, 6, "cache_prompt_off")] * 3 + [
+        ("poisson", 8.0, 6, "cache_prompt_off")] * 3
     assert kinds == [("closed", "cache_prompt_off")]
 
 
@@ -185,6 +195,34 @@ def _recompute(db: Path) -> dict[tuple[str, int, int, str], float]:
     return out
 
 
+def test_a_family_lands_its_parameter_and_reaches_the_report(campaign: Path) -> None:
+    """The grid's members carry their parameter in method_params; the analysis puts them on
+    the parameter's axis and splits their speedup into acceptance gain and step cost, whose
+    ratio is the ratio of pooled decode speeds recomputed here from the raw requests."""
+    with duckdb.connect(str(campaign / "results.duckdb"), read_only=True) as con:
+        params = con.execute("SELECT method, family, param, value, value_num "
+                             "FROM method_params ORDER BY method").fetchall()
+        swept = con.execute("SELECT DISTINCT method, value_num FROM param_sweep "
+                            "WHERE family = 'ngram-simple' AND param = 'm' ORDER BY 1").fetchall()
+        decomposition = con.execute(
+            "SELECT workload, max_tokens, concurrency, method, accept_length, step_cost, "
+            "predicted_speedup FROM speedup_decomposition").fetchall()
+        pooled = dict(((w, mt, c, m), (t, d)) for w, mt, c, m, t, d in con.execute(
+            "SELECT workload, max_tokens, concurrency, method, sum(output_tokens - 1), "
+            "sum(e2e_s - ttft_s) FROM requests WHERE ok AND NOT is_warmup AND "
+            "output_tokens > 1 AND scheduled_s IS NULL GROUP BY ALL").fetchall())
+    assert params == [(m, "ngram-simple", "m", v, float(v)) for m, v in zip(MEMBERS, "48")]
+    assert swept == [(MEMBERS[0], 4.0), (MEMBERS[1], 8.0)]
+    assert {d[3] for d in decomposition} == set(MEMBERS)
+    for w, mt, c, m, gain, cost, predicted in decomposition:
+        tokens, seconds = pooled[(w, mt, c, m)]
+        base_tokens, base_seconds = pooled[(w, mt, c, "autoregressive")]
+        assert gain >= 1 and predicted == pytest.approx(gain / cost)
+        assert predicted == pytest.approx((tokens / seconds) / (base_tokens / base_seconds))
+    tex = (campaign / "report.tex").read_text()
+    assert "Speculation's knobs" in tex and "ngram-simple} over m" in tex
+
+
 def test_rerun_resumes_without_measuring_again(campaign: Path) -> None:
     db = campaign / "results.duckdb"
     before = _counts(db)
@@ -223,7 +261,7 @@ def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
     db = campaign / "results.duckdb"
     with duckdb.connect(str(db)) as con:
         (config,) = con.execute(
-            "SELECT config_id FROM services WHERE method = 'ngram-simple'"
+            "SELECT config_id FROM services WHERE method = 'ngram-simple-m4'"
         ).fetchone()
         con.execute("DELETE FROM requests WHERE config_id = ? AND workload = 'agentic'", [config])
         con.execute("DELETE FROM units WHERE config_id = ? AND workload = 'agentic'", [config])
