@@ -51,8 +51,7 @@ def _redacted(value: Any) -> Any:
 
 def draft_facts(engine: Any, method: Any, host: Any) -> dict[str, str]:
     """draft_model (and draft_model_bytes when the host can measure it); {} without one."""
-    named = getattr(engine, "draft_model", None)
-    path = named(method) if callable(named) else None
+    path = engine.draft_model(method)
     if not path:
         return {}
     facts = {"draft_model": redact(path)}
