@@ -74,21 +74,22 @@ def problems(message: str) -> list[tuple[str, int]]:
 # --- the shipped plan ---------------------------------------------------------------------
 
 
-def test_local_plan_loads_with_five_methods_and_baseline_first() -> None:
+def test_local_plan_loads_with_six_methods_and_baseline_first() -> None:
     plan = load_plan(LOCAL_PLAN)
     assert [m.name for m in plan.methods] == [
         "autoregressive",
         "ngram-map-k",
         "ngram-simple",
-        "draft-simple-n2",  # the draft-simple family, one method per --spec-draft-n-max
+        "draft-simple-n1",  # the draft-simple family, one method per --spec-draft-n-max
         "draft-simple-n3",
+        "draft-simple-n8",
     ]
     assert plan.baseline == "autoregressive"
     configs = plan.configs()
-    assert len(configs) == 5
+    assert len(configs) == 6
     assert configs[0].method.name == plan.baseline
     assert {c.tp for c in configs} == {1}
-    assert len({c.config_id for c in configs}) == 5
+    assert len({c.config_id for c in configs}) == 6
 
 
 def test_local_plan_workloads_have_the_expected_kinds() -> None:
