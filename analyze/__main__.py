@@ -29,7 +29,8 @@ def parse_export_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m analyze export",
         description="Write every raw table and analysis object to Parquet or CSV files.")
     parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
-    parser.add_argument("--format", default="parquet", choices=["parquet", "csv"])
+    parser.add_argument("--format", default="parquet", choices=["parquet", "csv", "json"],
+                        help="json: one summary.json of every campaign (analyze/summary.py)")
     parser.add_argument("--out", required=True, help="folder to write (raw/, analysis/, "
                         "columns.json)")
     return parser.parse_args(argv)

@@ -60,3 +60,28 @@ def test_the_command_line_writes_files_and_refuses_bad_input(analyzed_golden: Pa
     assert missing.returncode == 2 and "no results file" in missing.stderr
     bad = cli("--db", str(analyzed_golden), "--format", "xlsx", "--out", str(tmp_path / "q"))
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_the_json_summary_holds_every_window_with_its_speedup(analyzed_golden: Path,
+                                                              tmp_path: Path) -> None:
+    (path,) = export.run(analyzed_golden, tmp_path, "json")
+    document = json.loads(path.read_text())  # strict JSON: NaN was written as null
+    assert document["summary_version"] == 1 and document["generator"] == "specsweep"
+    (campaign,) = document["campaigns"]
+    with duckdb.connect(str(analyzed_golden), read_only=True) as con:
+        n_windows = con.execute("SELECT count(*) FROM config_summary").fetchone()[0]
+        speedups = {row[:6]: row[6:] for row in con.execute(
+            "SELECT engine, tp, method, workload, max_tokens, concurrency, speedup, ci_low, "
+            "ci_high, significant FROM speedup").fetchall()}
+        baseline = con.execute("SELECT baseline FROM campaigns").fetchone()[0]
+    windows = campaign["windows"]
+    assert campaign["baseline"] == baseline and len(windows) == n_windows == 30
+    for w in windows:
+        key = tuple(w[k] for k in ("engine", "tp", "method", "workload", "max_tokens",
+                                   "concurrency"))
+        if w["method"] == baseline:
+            assert w["speedup"] is None and w["metrics"]["accept_length_tw"] == 1.0
+        else:
+            s = w["speedup"]
+            assert (s["value"], s["ci_low"], s["ci_high"], s["significant"]) == speedups[key]
+    assert sum(w["speedup"] is not None for w in windows) == len(speedups) == 22
