@@ -1,6 +1,8 @@
 """Command line of the analysis stage: `python -m analyze [--db PATH] [--baseline METHOD]`
 builds the analysis layer; `python -m analyze export --format parquet|csv --out DIR [--db
-PATH]` writes every raw table and analysis object to files (analyze/export.py)."""
+PATH]` writes every raw table and analysis object to files (analyze/export.py); `compare A
+B` and `gate --baseline A --candidate B --max-regression 5%` compare two campaigns
+(analyze/compare.py; exit codes 0 pass, 1 regression, 2 bad input)."""
 
 from __future__ import annotations
 
@@ -49,12 +51,57 @@ def export(argv: list[str]) -> int:
     return 0
 
 
+def compare(argv: list[str], gating: bool) -> int:
+    """`compare A B` prints the changes; `gate --baseline A --candidate B --max-regression
+    5%` exits 1 when a matched metric regressed significantly beyond the threshold."""
+    parser = argparse.ArgumentParser(prog=f"python -m analyze {'gate' if gating else 'compare'}")
+    parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
+    if gating:
+        parser.add_argument("--baseline", required=True, help="campaign id or plan name (A)")
+        parser.add_argument("--candidate", required=True, help="campaign id or plan name (B)")
+        parser.add_argument("--max-regression", default="5%", help="e.g. 5%% or 0.05")
+    else:
+        parser.add_argument("a", help="campaign id or plan name (the reference)")
+        parser.add_argument("b", help="campaign id or plan name (compared with A)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    import duckdb
+
+    from analyze import compare as comparing
+
+    a, b = (args.baseline, args.candidate) if gating else (args.a, args.b)
+    try:
+        threshold = _fraction(args.max_regression) if gating else 0.0
+        with duckdb.connect(args.db, read_only=True) as con:
+            result = comparing.compare(con, a, b)
+    except (duckdb.Error, ValueError) as exc:
+        print(f"analyze: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(comparing.lines(result)))
+    failed = comparing.gate(result, threshold) if gating else []
+    if gating:
+        print(f"gate: {len(failed)} regression(s) beyond {threshold:.1%}" + "".join(
+            f"\n  FAIL {comparing.describe(c)}" for c in failed))
+    return 1 if failed else 0
+
+
+def _fraction(text: str) -> float:
+    value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    if not 0 <= value < 1:
+        raise ValueError(f"--max-regression must lie in [0, 100%), got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the analysis layer, then print one line saying what was built (and, when the
     file holds imported result files, how their printed figures compare with ours)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:
         return export(argv[1:])
+    if argv[:1] in (["compare"], ["gate"]):
+        return compare(argv[1:], gating=argv[0] == "gate")
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     from analyze import build  # heavy imports (duckdb, numpy, pandas) only once parsed

@@ -1,0 +1,190 @@
+"""Compare two campaigns of one results file, and gate a candidate on a baseline
+(`python -m analyze compare A B`, `python -m analyze gate --baseline A --candidate B
+--max-regression 5%`). Run `python -m analyze` first: it reads the analysis layer.
+
+Windows are matched on (engine, tp, method, workload, max_tokens, concurrency), closed-loop
+measured requests only (request_metrics), and within a window on prompt_id. Per matched
+window and metric, on the prompts both campaigns measured:
+
+    ratio           = median(B's values) / median(A's values)
+    ci_low, ci_high = the paired prompt bootstrap of the speedup table (schema.paired: same
+                      resamples, seed and level), B in the place of the method, A of the baseline
+    significant     = the interval excludes 1
+    worse           = ratio < 1 for metrics where higher is better (decode_tps,
+                      accept_length), ratio > 1 where lower is better (ttft_s, tpot_s)
+    effect          = |ln ratio|, the order of the list (significant changes first)
+
+accept_length is the per-request one definition ((output_tokens - 1) / spec_verify_ct), so a
+method without verify counts has no acceptance row. `speedup_ratio` puts each campaign's own
+speedup over its own baseline side by side (B / A, a point estimate: the two intervals come
+from different baselines). Windows present in one campaign only are listed, not dropped; the
+environment diff lists every `environment` key whose value differs or exists on one side.
+
+Gate: a matched metric fails when it is significantly worse and its ratio is worse than the
+threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and size together,
+as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from schema.paired import paired_speedup
+
+KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency")
+# in ROWS_SQL's column order
+HIGHER_IS_BETTER = {"decode_tps": True, "ttft_s": False, "tpot_s": False, "accept_length": True}
+VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a cause
+ROWS_SQL = """
+SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency, prompt_id,
+       decode_tps, ttft_s, tpot_s, accept_length_of(output_tokens, spec_verify_ct) AS accept_length
+FROM request_metrics WHERE ok AND campaign_id IN (?, ?)
+"""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric of one matched window, B against A."""
+
+    window: tuple[Any, ...]
+    metric: str
+    a: float
+    b: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    n_prompts: int
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low > 1 or self.ci_high < 1
+
+    @property
+    def worse(self) -> bool:
+        return self.ratio < 1 if HIGHER_IS_BETTER[self.metric] else self.ratio > 1
+
+    @property
+    def effect(self) -> float:
+        return abs(math.log(self.ratio)) if self.ratio > 0 else math.inf
+
+    def regresses_beyond(self, threshold: float) -> bool:
+        """Significantly worse, and worse than the threshold (0.05 = 5%)."""
+        if not (self.significant and self.worse):
+            return False
+        if HIGHER_IS_BETTER[self.metric]:
+            return self.ratio < 1 - threshold
+        return self.ratio > 1 + threshold
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: str
+    b: str
+    changes: list[Change]
+    only_a: list[tuple[Any, ...]]
+    only_b: list[tuple[Any, ...]]
+    speedup_ratio: dict[tuple[Any, ...], tuple[float, float]]
+    environment: list[tuple[str, str, str | None, str | None]]
+
+
+def resolve(con: duckdb.DuckDBPyConnection, spec: str) -> str:
+    """A campaign id, or a plan name standing for its latest campaign; ValueError if none."""
+    ids = [r[0] for r in con.execute("SELECT campaign_id FROM campaigns WHERE campaign_id = ? "
+                                     "OR plan_name = ? ORDER BY campaign_id = ? DESC, "
+                                     "started_at DESC", [spec, spec, spec]).fetchall()]
+    if not ids:
+        known = [r[0] for r in con.execute("SELECT campaign_id FROM campaigns").fetchall()]
+        raise ValueError(f"no campaign {spec!r} (by id or plan name); the file has {known}")
+    return ids[0]
+
+
+def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Comparison:
+    a, b = resolve(con, a_spec), resolve(con, b_spec)
+    values: dict[str, dict[tuple, dict[str, dict[str, list[float]]]]] = {
+        a: defaultdict(lambda: defaultdict(lambda: defaultdict(list))),
+        b: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))}
+    for row in con.execute(ROWS_SQL, [a, b]).fetchall():
+        campaign, key, prompt = row[0], tuple(row[1:7]), row[7]
+        for metric, value in zip(HIGHER_IS_BETTER, row[8:]):
+            if value is not None and not math.isnan(value):
+                values[campaign][key][metric][prompt].append(value)
+    changes = [c for key in sorted(set(values[a]) & set(values[b]), key=str)
+               for metric in HIGHER_IS_BETTER
+               if (c := _change(key, metric, values[a][key][metric], values[b][key][metric]))]
+    changes.sort(key=lambda c: (not c.significant, -c.effect))
+    return Comparison(a, b, changes, sorted(set(values[a]) - set(values[b]), key=str),
+                      sorted(set(values[b]) - set(values[a]), key=str),
+                      _speedup_ratio(con, a, b), _environment(con, a, b))
+
+
+def _change(key: tuple, metric: str, a_by_prompt: dict[str, list[float]],
+            b_by_prompt: dict[str, list[float]]) -> Change | None:
+    shared = sorted(set(a_by_prompt) & set(b_by_prompt))
+    if not shared:
+        return None
+    a_side = {p: a_by_prompt[p] for p in shared}
+    b_side = {p: b_by_prompt[p] for p in shared}
+    s = paired_speedup(b_side, a_side)
+    median = _median([v for p in shared for v in a_side[p]])
+    return Change(key, metric, median, median * s.speedup, s.speedup, s.ci_low, s.ci_high,
+                  s.n_prompts)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _speedup_ratio(con: duckdb.DuckDBPyConnection, a: str,
+                   b: str) -> dict[tuple[Any, ...], tuple[float, float]]:
+    rows = con.execute(f"SELECT campaign_id, {', '.join(KEY)}, speedup FROM speedup "
+                       "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
+    by = {(r[0], tuple(r[1:7])): r[7] for r in rows}
+    return {k: (by[(a, k)], by[(b, k)]) for (c, k) in by if c == a and (b, k) in by}
+
+
+def _environment(con: duckdb.DuckDBPyConnection, a: str,
+                 b: str) -> list[tuple[str, str, str | None, str | None]]:
+    """(host, key, A's value, B's value) for every key that differs (host names kept: a
+    host renamed between campaigns shows as keys on one side only)."""
+    rows = con.execute("SELECT campaign_id, host, key, value FROM environment "
+                       "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
+    sides: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for campaign, host, key, value in rows:
+        sides[(host, key)][campaign] = value
+    return sorted((h, k, v.get(a), v.get(b)) for (h, k), v in sides.items()
+                  if v.get(a) != v.get(b) and not k.endswith(VOLATILE))
+
+
+def gate(comparison: Comparison, threshold: float) -> list[Change]:
+    """The changes that fail the gate (empty: pass)."""
+    return [c for c in comparison.changes if c.regresses_beyond(threshold)]
+
+
+def describe(c: Change) -> str:
+    window = "/".join(str(x) for x in c.window)
+    flag = ("worse" if c.worse else "better") if c.significant else "no significant change"
+    return (f"{window} {c.metric}: {c.a:.4g} -> {c.b:.4g} ({(c.ratio - 1) * 100:+.1f}%, "
+            f"95% CI [{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%], "
+            f"{c.n_prompts} prompts): {flag}")
+
+
+def lines(comp: Comparison) -> list[str]:
+    """What `python -m analyze compare` prints."""
+    out = [f"compare {comp.a} (A) -> {comp.b} (B): {len(comp.changes)} matched metric(s), "
+           f"{sum(c.significant for c in comp.changes)} significant"]
+    out += ["  " + describe(c) for c in comp.changes]
+    for key, (sa, sb) in sorted(comp.speedup_ratio.items(), key=str):
+        out.append(f"  {'/'.join(map(str, key))} speedup over own baseline: "
+                   f"{sa:.3g}x -> {sb:.3g}x")
+    out += [f"  only in A: {'/'.join(map(str, k))}" for k in comp.only_a]
+    out += [f"  only in B: {'/'.join(map(str, k))}" for k in comp.only_b]
+    out += [f"  environment {host} {key}: {va!r} -> {vb!r}"
+            for host, key, va, vb in comp.environment]
+    return out

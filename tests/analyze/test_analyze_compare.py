@@ -1,0 +1,100 @@
+"""`python -m analyze compare` and `gate` on two campaigns built from hand-made rows: a 20%
+decode slowdown injected into one method of B is found with the right sign and size, the
+gate fails on it (exit 1) and passes a pair without change (exit 0); windows of partly
+different plans are listed, not dropped; bad input exits 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from analyze_rows import decode_req, write_db
+
+from analyze import build, compare
+
+PROMPTS = [f"p{i}" for i in range(6)]
+
+
+def _campaign(cid: str, slowdown: float, extra_workload: bool = False) -> list[dict]:
+    rows = []
+    for method, tps in (("autoregressive", 40.0), ("ngram", 60.0)):
+        for i, prompt in enumerate(PROMPTS):
+            for rep in range(3):
+                speed = tps * (1 + 0.02 * i + 0.005 * rep)  # prompts differ, reps a little
+                if method == "ngram":
+                    speed *= slowdown
+                rows.append(decode_req(speed, campaign_id=cid, method=method,
+                                       prompt_id=prompt, rep=rep,
+                                       config_id=f"{cid}-{method}", window_id=f"{cid}-{method}"))
+                if extra_workload:
+                    rows.append(decode_req(speed, campaign_id=cid, method=method,
+                                           prompt_id=prompt, rep=rep, workload="code",
+                                           window_id=f"{cid}-{method}-code"))
+    return rows
+
+
+def _db(tmp_path: Path, b_slowdown: float, extra: bool = False) -> Path:
+    path = tmp_path / "r.duckdb"
+    write_db(path, _campaign("A", 1.0) + _campaign("B", b_slowdown, extra))
+    with duckdb.connect(str(path)) as con:
+        for cid, name in (("A", "nightly"), ("B", "nightly")):
+            con.execute("INSERT INTO campaigns VALUES (?, ?, repeat('0', 64), '', "
+                        "'autoregressive', ?, NULL, 'complete')",
+                        [cid, name, f"2026-12-0{1 if cid == 'A' else 2} 00:00:00"])
+        con.execute("INSERT INTO environment VALUES ('A', 'gpu1', 'engine.version', '0.29'), "
+                    "('B', 'gpu1', 'engine.version', '0.30'), ('A', 'gpu1', 'cpu.model', 'x'), "
+                    "('B', 'gpu1', 'cpu.model', 'x')")
+    build.run(path, baseline="autoregressive")
+    return path
+
+
+def _gate(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "analyze", "gate", "--db", str(db),
+                           "--baseline", "A", "--candidate", "B", *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_injected_slowdown_is_found_with_its_sign_and_size(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.8)
+    with duckdb.connect(str(db), read_only=True) as con:
+        result = compare.compare(con, "A", "B")
+    first = result.changes[0]  # the largest significant change comes first
+    assert (first.window[2], first.metric) in {("ngram", "decode_tps"), ("ngram", "tpot_s")}
+    decode = next(c for c in result.changes if c.window[2] == "ngram"
+                  and c.metric == "decode_tps")
+    assert decode.ratio == pytest.approx(0.8) and decode.significant and decode.worse
+    assert decode.ci_low <= 0.8 <= decode.ci_high and decode.n_prompts == 6
+    tpot = next(c for c in result.changes if c.window[2] == "ngram" and c.metric == "tpot_s")
+    assert tpot.ratio == pytest.approx(1 / 0.8) and tpot.worse
+    unchanged = [c for c in result.changes if c.window[2] == "autoregressive"]
+    assert unchanged and all(c.ratio == pytest.approx(1) and not c.significant
+                             for c in unchanged)
+    # each campaign's own speedup: 1.5x in A, 1.2x in B
+    (sa, sb), = result.speedup_ratio.values()
+    assert (sa, sb) == (pytest.approx(1.5), pytest.approx(1.2))
+    assert result.environment == [("gpu1", "engine.version", "0.29", "0.30")]
+    done = _gate(db, "--max-regression", "5%")
+    assert done.returncode == 1 and "FAIL" in done.stdout and "ngram" in done.stdout
+    assert _gate(db, "--max-regression", "25%").returncode == 0  # smaller than the threshold
+
+
+def test_no_change_passes_and_partly_different_plans_list_their_windows(tmp_path: Path) -> None:
+    db = _db(tmp_path, 1.0, extra=True)
+    with duckdb.connect(str(db), read_only=True) as con:
+        result = compare.compare(con, "nightly", "A")  # a plan name: its latest campaign (B)
+    assert result.a == "B" and result.b == "A"
+    assert [k[3] for k in result.only_a] == ["code", "code"] and result.only_b == []
+    assert not any(c.significant for c in result.changes)
+    done = _gate(db)
+    assert done.returncode == 0 and "gate: 0 regression(s) beyond 5.0%" in done.stdout
+
+
+def test_bad_input_exits_2(tmp_path: Path) -> None:
+    db = _db(tmp_path, 1.0)
+    unknown = subprocess.run([sys.executable, "-m", "analyze", "compare", "--db", str(db), "A",
+                              "nosuch"], capture_output=True, text=True, timeout=120)
+    assert unknown.returncode == 2 and "no campaign 'nosuch'" in unknown.stderr
+    assert _gate(db, "--max-regression", "150%").returncode == 2
