@@ -4,6 +4,8 @@
 #   make all       collect, then report
 #   make test      the test suite (what .ci/run calls)
 #   make sql       a DuckDB prompt on DB
+#   make compare   A=... B=...: two campaigns of DB (ids or plan names) compared
+#   make gate      A=... B=... [MAX_REGRESSION=5%]: exit 1 when B regressed beyond it
 #   make bench     the client benchmarks in tests/bench/ (printed figures, not tests)
 #   make engine    build the cached llama-server (CPU); CUDA=1 builds the CUDA flavour, for
 #                  CUDA_ARCH (e.g. 90; default: nvidia-smi's compute_cap, else CMake's native);
@@ -17,6 +19,9 @@ PDF     ?= reports/report.pdf
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 CUDA    ?=
+A       ?=
+B       ?=
+MAX_REGRESSION ?= 5%
 CUDA_ARCH ?=
 LLAMA_SOURCE ?=
 
@@ -27,7 +32,7 @@ DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils \
            openssh-server systemd systemd-container debootstrap
 
-.PHONY: all collect analyze report test sql engine system check clean bench
+.PHONY: all collect analyze report test sql engine system check clean bench compare gate
 
 all: collect report
 
@@ -72,6 +77,12 @@ test: engine
 
 bench: $(STAMP)
 	for b in tests/bench/bench_*.py; do $(PY) $$b $(BENCH_ARGS) || exit 1; done
+
+compare: analyze
+	$(PY) -m analyze compare --db $(DB) $(A) $(B)
+
+gate: analyze
+	$(PY) -m analyze gate --db $(DB) --baseline $(A) --candidate $(B) --max-regression $(MAX_REGRESSION)
 
 sql: $(STAMP)
 	$(VENV)/bin/duckdb $(DB)
