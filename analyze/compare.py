@@ -28,13 +28,14 @@ as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
-from schema.paired import paired_speedup
+from schema.paired import Speedup, paired_speedup
 
 KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency")
 # in ROWS_SQL's column order
@@ -48,21 +49,18 @@ FROM request_metrics WHERE ok AND campaign_id IN (?, ?)
 
 
 @dataclass(frozen=True)
-class Change:
-    """One metric of one matched window, B against A."""
+class Change(Speedup):
+    """One metric of one matched window, B against A: the paired comparison (speedup = the
+    ratio B/A, its interval, significant) plus what was compared."""
 
-    window: tuple[Any, ...]
-    metric: str
-    a: float
-    b: float
-    ratio: float
-    ci_low: float
-    ci_high: float
-    n_prompts: int
+    window: tuple[Any, ...] = ()
+    metric: str = ""
+    a: float = math.nan
+    b: float = math.nan
 
     @property
-    def significant(self) -> bool:
-        return self.ci_low > 1 or self.ci_high < 1
+    def ratio(self) -> float:
+        return self.speedup
 
     @property
     def worse(self) -> bool:
@@ -130,15 +128,9 @@ def _change(key: tuple, metric: str, a_by_prompt: dict[str, list[float]],
     a_side = {p: a_by_prompt[p] for p in shared}
     b_side = {p: b_by_prompt[p] for p in shared}
     s = paired_speedup(b_side, a_side)
-    median = _median([v for p in shared for v in a_side[p]])
-    return Change(key, metric, median, median * s.speedup, s.speedup, s.ci_low, s.ci_high,
-                  s.n_prompts)
-
-
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    median = statistics.median(v for p in shared for v in a_side[p])
+    return Change(s.speedup, s.ci_low, s.ci_high, s.n_prompts, window=key, metric=metric,
+                  a=median, b=median * s.speedup)
 
 
 def _speedup_ratio(con: duckdb.DuckDBPyConnection, a: str,
