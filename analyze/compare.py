@@ -28,6 +28,8 @@ as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
 from __future__ import annotations
 
 import math
+import re
+import shlex
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -41,6 +43,8 @@ KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency")
 # in ROWS_SQL's column order
 HIGHER_IS_BETTER = {"decode_tps": True, "ttft_s": False, "tpot_s": False, "accept_length": True}
 VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a cause
+# parts of a value chosen anew each run (the port a service listens on): not a cause either
+VOLATILE_PARTS = re.compile(r"(--port[ =])\d+")
 ROWS_SQL = """
 SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency, prompt_id,
        decode_tps, ttft_s, tpot_s, accept_length_of(output_tokens, spec_verify_ct) AS accept_length
@@ -149,9 +153,39 @@ def _environment(con: duckdb.DuckDBPyConnection, a: str,
                        "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
     sides: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for campaign, host, key, value in rows:
-        sides[(host, key)][campaign] = value
+        sides[(host, key)][campaign] = stable(value)
     return sorted((h, k, v.get(a), v.get(b)) for (h, k), v in sides.items()
                   if v.get(a) != v.get(b) and not k.endswith(VOLATILE))
+
+
+def stable(value: str | None) -> str | None:
+    """The value without what changes on every run (`--port 43123` -> `--port *`)."""
+    return None if value is None else VOLATILE_PARTS.sub(r"\1*", value)
+
+
+def argument_diff(a: str | None, b: str | None) -> str:
+    """What changed between two values, short: for command lines the arguments only in A
+    and only in B (`-t 2 -> -t 1`), else the two values."""
+    if a is None or b is None or not a.startswith("/") or " -" not in a:
+        return f"{a!r} -> {b!r}"
+    try:
+        ta, tb = _options(shlex.split(a)), _options(shlex.split(b))
+    except ValueError:
+        return f"{a!r} -> {b!r}"
+    gone = [o for o in ta if o not in tb]
+    new = [o for o in tb if o not in ta]
+    return f"{' '.join(gone) or '(nothing)'} -> {' '.join(new) or '(nothing)'}"
+
+
+def _options(tokens: list[str]) -> list[str]:
+    """A command line as its options, each with its value (`-t 2`), in order."""
+    out: list[str] = []
+    for token in tokens:
+        if out and not token.startswith("-") and out[-1].startswith("-") and " " not in out[-1]:
+            out[-1] += " " + token
+        else:
+            out.append(token)
+    return out
 
 
 def gate(comparison: Comparison, threshold: float) -> list[Change]:
@@ -177,6 +211,6 @@ def lines(comp: Comparison) -> list[str]:
                    f"{sa:.3g}x -> {sb:.3g}x")
     out += [f"  only in A: {'/'.join(map(str, k))}" for k in comp.only_a]
     out += [f"  only in B: {'/'.join(map(str, k))}" for k in comp.only_b]
-    out += [f"  environment {host} {key}: {va!r} -> {vb!r}"
+    out += [f"  environment {host} {key}: {argument_diff(va, vb)}"
             for host, key, va, vb in comp.environment]
     return out

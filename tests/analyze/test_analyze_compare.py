@@ -98,3 +98,14 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
                               "nosuch"], capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "no campaign 'nosuch'" in unknown.stderr
     assert _gate(db, "--max-regression", "150%").returncode == 2
+
+
+def test_the_environment_diff_ignores_the_port_and_names_the_changed_arguments() -> None:
+    a = "/bin/llama-server -m /m.gguf --port 34945 -t 2 -c 8192 --metrics"
+    b = "/bin/llama-server -m /m.gguf --port 46953 -t 1 -c 8192 --metrics"
+    assert compare.stable(a) != compare.stable(b)
+    assert compare.stable(a).replace("-t 2", "-t 1") == compare.stable(b)
+    assert "--port *" in compare.stable(a)
+    assert compare.argument_diff(compare.stable(a), compare.stable(b)) == "-t 2 -> -t 1"
+    assert compare.argument_diff(a + " --flag", a) == "--flag -> (nothing)"
+    assert compare.argument_diff("0.29", "0.30") == "'0.29' -> '0.30'"
