@@ -11,6 +11,17 @@ On the prompts that the method's window and the baseline's window share:
                       both sides; every rep of a drawn prompt comes along)
     significant     = ci_low > 1 or ci_high < 1
 
+With several runs of a campaign (run ordinals 0..n_runs-1, flat_runs_ratio_of_medians), the
+interval is a two-stage cluster bootstrap: each resample draws n_runs runs with replacement,
+then n_prompts prompts with replacement within each drawn run copy (run_counts); one count
+matrix over the (run, prompt) clusters serves both sides (paired). Only prompts present in
+every run on both sides are paired (the caller's rows: analyze's speedup_pairs view). With
+one run it is exactly the prompt bootstrap above (same draws, same floats). The share of the
+interval's spread that comes from runs:
+
+    between_run_share = 1 - var(ln ratio | runs fixed, prompts resampled within each run)
+                          / var(ln ratio | runs, then prompts), clipped to [0, 1]
+
 Each call starts a fresh `numpy.random.default_rng(seed)`, so an interval depends only on its
 own data, never on how many other comparisons were made before it. What is resampled is the
 prompts: one (n_boot, n_prompts) matrix of draw counts; a resample's median is found in rank
@@ -242,3 +253,90 @@ def paired_speedup(
         [method[p] for p in prompts], [baseline[p] for p in prompts], n_boot, seed, level
     )
     return Speedup(point, lo, hi, len(prompts))
+
+
+@dataclass(frozen=True)
+class RunSpread:
+    """How a speedup measured in several runs varies between them (None with one run):
+    the point estimate within each run alone (its least and greatest) and the share of the
+    bootstrap variance of ln speedup that comes from runs."""
+
+    n_runs: int
+    run_speedup_min: float | None = None
+    run_speedup_max: float | None = None
+    between_run_share: float | None = None
+
+
+def run_counts(rng: np.random.Generator, n_runs: int, n_prompts: int, n_boot: int) -> np.ndarray:
+    """Two-stage cluster draws: C[b, r * n_prompts + p] = how many times prompt p of run r is
+    in resample b. Resample b draws n_runs runs with replacement, then n_prompts prompts with
+    replacement within each drawn run copy (a run drawn twice gets two independent prompt
+    draws); each row sums to n_runs * n_prompts. Drawn one run copy at a time, an
+    (n_boot, n_prompts) index matrix each (resample_counts)."""
+    runs = rng.integers(0, n_runs, size=(n_boot, n_runs))
+    counts = np.zeros((n_boot, n_runs, n_prompts), dtype=np.int64)
+    boot = np.arange(n_boot)
+    for copy in range(n_runs):  # (boot, run) pairs are distinct within one copy: += is safe
+        counts[boot, runs[:, copy]] += resample_counts(rng, n_prompts, n_boot)
+    return counts.reshape(n_boot, n_runs * n_prompts)
+
+
+def within_run_counts(
+    rng: np.random.Generator, n_runs: int, n_prompts: int, n_boot: int
+) -> np.ndarray:
+    """Stratified draws, the runs held fixed: every run appears once in every resample and
+    its n_prompts prompts are resampled within it. Same layout as run_counts."""
+    return np.hstack([resample_counts(rng, n_prompts, n_boot) for _ in range(n_runs)])
+
+
+def between_run_share(total: np.ndarray, within: np.ndarray) -> float:
+    """1 - var(ln within) / var(ln total), clipped to [0, 1]; 0 when the runs-then-prompts
+    ratios do not vary at all. total, within: bootstrap ratios of the two schemes."""
+    var_total = float(np.var(np.log(total)))
+    if var_total == 0:
+        return 0.0
+    return float(np.clip(1 - np.var(np.log(within)) / var_total, 0.0, 1.0))
+
+
+def flat_runs_ratio_of_medians(
+    m_values: np.ndarray,
+    m_run: np.ndarray,
+    m_prompt: np.ndarray,
+    b_values: np.ndarray,
+    b_run: np.ndarray,
+    b_prompt: np.ndarray,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> tuple[float, float, float, RunSpread]:
+    """flat_ratio_of_medians over several runs: value j of a side belongs to run m_run[j]
+    (an ordinal 0..n_runs-1) and prompt m_prompt[j]; every (run, prompt) must occur on both
+    sides (only prompts present in every run on both sides are paired). point = median(all
+    M values) / median(all B values); (lo, hi) from the runs-then-prompts bootstrap
+    (run_counts); the RunSpread from each run alone and from the within-run bootstrap
+    (within_run_counts). One run: flat_ratio_of_medians itself, RunSpread(1)."""
+    n_runs = int(max(m_run.max(initial=0), b_run.max(initial=0))) + 1
+    if n_runs == 1:
+        point, lo, hi = flat_ratio_of_medians(m_values, m_prompt, b_values, b_prompt,
+                                              n_boot, seed, level)  # fmt: skip
+        return point, lo, hi, RunSpread(1)
+    n_prompts = int(max(m_prompt.max(initial=-1), b_prompt.max(initial=-1))) + 1
+    m_cluster, b_cluster = m_run * n_prompts + m_prompt, b_run * n_prompts + b_prompt
+    for cluster in (m_cluster, b_cluster):
+        if not np.bincount(cluster, minlength=n_runs * n_prompts).all():
+            raise ValueError("every prompt needs at least one value in every run on both sides")
+
+    def ratios(counts: np.ndarray) -> np.ndarray:
+        return resampled_medians(m_values, m_cluster, counts) / resampled_medians(
+            b_values, b_cluster, counts
+        )
+
+    total = ratios(run_counts(np.random.default_rng(seed), n_runs, n_prompts, n_boot))
+    within = ratios(within_run_counts(np.random.default_rng(seed), n_runs, n_prompts, n_boot))
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(total, [tail, 100 - tail])
+    per_run = [np.median(m_values[m_run == r]) / np.median(b_values[b_run == r])
+               for r in range(n_runs)]  # fmt: skip
+    spread = RunSpread(n_runs, float(min(per_run)), float(max(per_run)),
+                       between_run_share(total, within))  # fmt: skip
+    return float(np.median(m_values) / np.median(b_values)), float(lo), float(hi), spread
