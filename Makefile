@@ -5,6 +5,7 @@
 #   make test      the test suite (what .ci/run calls)
 #   make sql       a DuckDB prompt on DB
 #   make compare   A=... B=...: two campaigns of DB (ids or plan names) compared
+#   make compare-report A=... B=...: compare, then its PDF (COMPARE_PDF, reports/compare.pdf)
 #   make gate      A=... B=... [MAX_REGRESSION=5%]: exit 1 when B regressed beyond it
 #   make bench     the client benchmarks in tests/bench/ (printed figures, not tests)
 #   make engine    build the cached llama-server (CPU); CUDA=1 builds the CUDA flavour, for
@@ -16,6 +17,7 @@ VENV    ?= .venv
 PLAN    ?= plans/local.yaml
 DB      ?= results/specsweep.duckdb
 PDF     ?= reports/report.pdf
+COMPARE_PDF ?= reports/compare.pdf
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 CUDA    ?=
@@ -32,7 +34,7 @@ DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils \
            openssh-server systemd systemd-container debootstrap
 
-.PHONY: all collect analyze report test sql engine system check clean bench compare gate
+.PHONY: all collect analyze report test sql engine system check clean bench compare gate compare-report
 
 all: collect report
 
@@ -80,6 +82,9 @@ bench: $(STAMP)
 
 compare: analyze
 	$(PY) -m analyze compare --db $(DB) $(A) $(B)
+
+compare-report: compare system
+	$(PY) -m report --db $(DB) --compare $(A) $(B) --out $(COMPARE_PDF)
 
 gate: analyze
 	$(PY) -m analyze gate --db $(DB) --baseline $(A) --candidate $(B) --max-regression $(MAX_REGRESSION)

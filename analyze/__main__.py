@@ -2,7 +2,8 @@
 builds the analysis layer; `python -m analyze export --format parquet|csv --out DIR [--db
 PATH]` writes every raw table and analysis object to files (analyze/export.py); `compare A
 B` and `gate --baseline A --candidate B --max-regression 5%` compare two campaigns
-(analyze/compare.py; exit codes 0 pass, 1 regression, 2 bad input)."""
+(analyze/compare.py; exit codes 0 pass, 1 regression, 2 bad input); compare writes the
+compare_* tables (for `python -m report --compare A B`), gate does not write."""
 
 from __future__ import annotations
 
@@ -70,16 +71,23 @@ def compare(argv: list[str], gating: bool) -> int:
     import duckdb
 
     from analyze import compare as comparing
+    from schema.store import NotAResultsDatabase, connect
 
     a, b = (args.baseline, args.candidate) if gating else (args.a, args.b)
     try:
         threshold = _fraction(args.max_regression) if gating else 0.0
-        with duckdb.connect(args.db, read_only=True) as con:
+        # compare stores its result for `python -m report --compare`; gate writes nothing
+        with connect(args.db, read_only=gating) as con:
             result = comparing.compare(con, a, b)
-    except (duckdb.Error, ValueError) as exc:
+            stored = {} if gating else comparing.store(con, result)
+    except (duckdb.Error, ValueError, FileNotFoundError, NotAResultsDatabase) as exc:
         print(f"analyze: {exc}", file=sys.stderr)
         return 2
     print("\n".join(comparing.lines(result)))
+    if stored:
+        print(f"compare: stored in {args.db}: " + ", ".join(
+            f"{name} ({n} rows)" for name, n in stored.items())
+            + f"; python -m report --compare {result.a} {result.b} builds its PDF")
     failed = comparing.gate(result, threshold) if gating else []
     if gating:
         print(f"gate: {len(failed)} regression(s) beyond {threshold:.1%}" + "".join(

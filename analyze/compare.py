@@ -20,6 +20,14 @@ speedup over its own baseline side by side (B / A, a point estimate: the two int
 from different baselines). Windows present in one campaign only are listed, not dropped; the
 environment diff lists every `environment` key whose value differs or exists on one side.
 
+Stored: `store` writes the comparison into the tables of OBJECTS (the report reads them,
+never analyze's code): every row of the pair (a, b), the resolved ids, is deleted and
+written anew in one transaction; other pairs' rows stay, and `python -m analyze` leaves the
+tables alone. compare_environment holds the values stable() made (the port masked) and
+`change`, argument_diff of two command lines (`-t 2 -> -t 1`; NULL for other values);
+compare_changes' rank is the order of Comparison.changes (1 = the largest significant
+effect).
+
 Gate: a matched metric fails when it is significantly worse and its ratio is worse than the
 threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and size together,
 as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
@@ -45,6 +53,20 @@ HIGHER_IS_BETTER = {"decode_tps": True, "ttft_s": False, "tpot_s": False, "accep
 VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a cause
 # parts of a value chosen anew each run (the port a service listens on): not a cause either
 VOLATILE_PARTS = re.compile(r"(--port[ =])\d+")
+WINDOW_DDL = ("engine VARCHAR, tp INTEGER, method VARCHAR, workload VARCHAR, "
+              "max_tokens INTEGER, concurrency INTEGER")
+STORE_DDL = {
+    "compare_runs": "campaign_id VARCHAR NOT NULL, plan_name VARCHAR, started_at TIMESTAMP, "
+                    "n_measured BIGINT",
+    "compare_changes": f"{WINDOW_DDL}, metric VARCHAR NOT NULL, value_a DOUBLE, value_b DOUBLE, "
+                       "ratio DOUBLE, ci_low DOUBLE, ci_high DOUBLE, n_prompts INTEGER, "
+                       "significant BOOLEAN, worse BOOLEAN, effect DOUBLE, rank INTEGER",
+    "compare_speedups": f"{WINDOW_DDL}, speedup_a DOUBLE, speedup_b DOUBLE",
+    "compare_only": f"side VARCHAR NOT NULL, {WINDOW_DDL}",
+    "compare_environment": "host VARCHAR, key VARCHAR NOT NULL, value_a VARCHAR, "
+                           "value_b VARCHAR, change VARCHAR",
+}
+OBJECTS = tuple(STORE_DDL)  # tables `python -m analyze compare` writes, `report --compare` reads
 ROWS_SQL = """
 SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency, prompt_id,
        decode_tps, ttft_s, tpot_s, accept_length_of(output_tokens, spec_verify_ct) AS accept_length
@@ -177,6 +199,12 @@ def argument_diff(a: str | None, b: str | None) -> str:
     return f"{' '.join(gone) or '(nothing)'} -> {' '.join(new) or '(nothing)'}"
 
 
+def _arguments(a: str | None, b: str | None) -> str | None:
+    """argument_diff of two command lines; None for other values (the two values say it)."""
+    diff = argument_diff(a, b)
+    return None if diff == f"{a!r} -> {b!r}" else diff
+
+
 def _options(tokens: list[str]) -> list[str]:
     """A command line as its options, each with its value (`-t 2`), in order."""
     out: list[str] = []
@@ -186,6 +214,40 @@ def _options(tokens: list[str]) -> list[str]:
         else:
             out.append(token)
     return out
+
+
+def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
+    """Write comp into the compare_* tables (created if missing), replacing the pair's rows
+    in one transaction; returns the rows written per table."""
+    runs = con.execute("SELECT campaign_id, plan_name, started_at, n_measured "
+                       "FROM campaign_summary WHERE campaign_id IN (?, ?) "
+                       "ORDER BY campaign_id = ? DESC", [comp.a, comp.b, comp.a]).fetchall()
+    rows: dict[str, list[tuple]] = {
+        "compare_runs": runs,
+        "compare_changes": [(*c.window, c.metric, c.a, c.b, c.ratio, c.ci_low, c.ci_high,
+                             c.n_prompts, c.significant, c.worse, c.effect, rank)
+                            for rank, c in enumerate(comp.changes, 1)],
+        "compare_speedups": [(*k, sa, sb) for k, (sa, sb) in sorted(comp.speedup_ratio.items(),
+                                                                     key=str)],
+        "compare_only": [("A", *k) for k in comp.only_a] + [("B", *k) for k in comp.only_b],
+        "compare_environment": [(h, k, va, vb, _arguments(va, vb))
+                                for h, k, va, vb in comp.environment],
+    }
+    con.begin()
+    try:
+        for name, columns in STORE_DDL.items():  # names and columns: this module's constants
+            con.execute(f"CREATE TABLE IF NOT EXISTS {name} (a VARCHAR NOT NULL, "
+                        f"b VARCHAR NOT NULL, {columns})")
+            con.execute(f"DELETE FROM {name} WHERE a = ? AND b = ?", [comp.a, comp.b])
+            if rows[name]:
+                marks = ", ".join("?" * (2 + len(rows[name][0])))
+                con.executemany(f"INSERT INTO {name} VALUES ({marks})",
+                                [(comp.a, comp.b, *r) for r in rows[name]])
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+    return {name: len(r) for name, r in rows.items()}
 
 
 def gate(comparison: Comparison, threshold: float) -> list[Change]:

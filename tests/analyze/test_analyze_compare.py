@@ -36,11 +36,11 @@ def _campaign(cid: str, slowdown: float, extra_workload: bool = False) -> list[d
     return rows
 
 
-def _db(tmp_path: Path, b_slowdown: float, extra: bool = False) -> Path:
+def _db(tmp_path: Path, b_slowdown: float, extra: bool = False, plan: str = "nightly") -> Path:
     path = tmp_path / "r.duckdb"
     write_db(path, _campaign("A", 1.0) + _campaign("B", b_slowdown, extra))
     with duckdb.connect(str(path)) as con:
-        for cid, name in (("A", "nightly"), ("B", "nightly")):
+        for cid, name in (("A", plan), ("B", plan)):
             con.execute("INSERT INTO campaigns VALUES (?, ?, repeat('0', 64), '', "
                         "'autoregressive', ?, NULL, 'complete')",
                         [cid, name, f"2026-12-0{1 if cid == 'A' else 2} 00:00:00"])
@@ -49,6 +49,11 @@ def _db(tmp_path: Path, b_slowdown: float, extra: bool = False) -> Path:
                     "('B', 'gpu1', 'cpu.model', 'x')")
     build.run(path, baseline="autoregressive")
     return path
+
+
+def _compare(db: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "analyze", "compare", "--db", str(db), a, b],
+                          capture_output=True, text=True, timeout=120)
 
 
 def _gate(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -109,3 +114,59 @@ def test_the_environment_diff_ignores_the_port_and_names_the_changed_arguments()
     assert compare.argument_diff(compare.stable(a), compare.stable(b)) == "-t 2 -> -t 1"
     assert compare.argument_diff(a + " --flag", a) == "--flag -> (nothing)"
     assert compare.argument_diff("0.29", "0.30") == "'0.29' -> '0.30'"
+
+
+def _stored(db: Path, table: str, a: str = "A", b: str = "B") -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(f"SELECT * EXCLUDE (a, b) FROM {table} WHERE a = ? AND b = ? "
+                           "ORDER BY ALL", [a, b]).fetchall()
+
+
+def _counts(db: Path) -> dict[tuple[str, str, str], int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {(t, a, b): n for t in compare.OBJECTS for a, b, n in
+                con.execute(f"SELECT a, b, count(*) FROM {t} GROUP BY ALL").fetchall()}
+
+
+def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.8, extra=True)
+    done = _compare(db)
+    assert done.returncode == 0, done.stderr
+    assert "compare: stored in" in done.stdout and "compare_changes (6 rows)" in done.stdout
+    with duckdb.connect(str(db), read_only=True) as con:
+        result = compare.compare(con, "A", "B")
+        changes = con.execute("SELECT * EXCLUDE (a, b) FROM compare_changes WHERE a = 'A' "
+                              "AND b = 'B' ORDER BY rank").fetchall()
+    assert changes == [(*c.window, c.metric, c.a, c.b, c.ratio, c.ci_low, c.ci_high,
+                        c.n_prompts, c.significant, c.worse, c.effect, rank)
+                       for rank, c in enumerate(result.changes, 1)]
+    assert changes[0][2] == "ngram" and changes[0][-1] == 1 and changes[0][-3]  # worse
+    assert _stored(db, "compare_speedups") == [(*k, pytest.approx(1.5), pytest.approx(1.2))
+                                               for k in result.speedup_ratio]
+    assert _stored(db, "compare_only") == sorted(("B", *k) for k in result.only_b) != []
+    assert _stored(db, "compare_environment") == [
+        ("gpu1", "engine.version", "0.29", "0.30", None)]
+    runs = _stored(db, "compare_runs")  # 2 methods x 6 prompts x 3 reps, B twice (code)
+    assert [(r[0], r[1], r[3]) for r in runs] == [("A", "nightly", 36), ("B", "nightly", 72)]
+
+
+def test_a_second_compare_replaces_the_pairs_rows_and_keeps_other_pairs(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.8)
+    assert _compare(db).returncode == 0 and _compare(db, "B", "A").returncode == 0
+    first = _counts(db)
+    assert first[("compare_changes", "A", "B")] == first[("compare_changes", "B", "A")] == 6
+    with duckdb.connect(str(db)) as con:  # a row the next compare of (A, B) must delete
+        con.execute("INSERT INTO compare_only VALUES ('A', 'B', 'A', 'e', 1, 'm', 'w', 1, 1)")
+    assert _compare(db).returncode == 0
+    assert _counts(db) == first  # (A, B) replaced, not doubled; (B, A) kept
+    build.run(db, baseline="autoregressive")  # rebuilding the analysis keeps them
+    assert _counts(db) == first
+
+
+def test_gate_writes_nothing(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.8)
+    assert _gate(db).returncode == 1
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
+                  .fetchall()}
+    assert not tables & set(compare.OBJECTS)

@@ -1,0 +1,81 @@
+"""Read one stored comparison (the compare_* tables ``python -m analyze compare A B`` writes)
+from the DuckDB file: read-only, every value bound with ``?``.
+
+A and B are the campaign ids the comparison was stored under, or plan names (the latest
+stored comparison whose campaigns have those plan names). A pair with no stored rows is a
+:class:`~report.data.ReportError` that says which command stores it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from report.data import ReportError
+
+WINDOW = ["engine", "tp", "method", "workload", "max_tokens", "concurrency"]
+RUNS_SQL = "SELECT a, b, campaign_id, plan_name, started_at, n_measured FROM compare_runs"
+CHANGES_SQL = "SELECT * FROM compare_changes WHERE a = ? AND b = ? ORDER BY rank"
+SPEEDUPS_SQL = "SELECT * FROM compare_speedups WHERE a = ? AND b = ?"
+ONLY_SQL = "SELECT * FROM compare_only WHERE a = ? AND b = ? ORDER BY side"
+ENVIRONMENT_SQL = "SELECT * FROM compare_environment WHERE a = ? AND b = ? ORDER BY host, key"
+TABLES_SQL = "SELECT table_name FROM information_schema.tables"
+
+
+@dataclass
+class CompareData:
+    """One stored comparison of campaign A (the reference) and B."""
+
+    a: dict[str, Any]  # compare_runs row of A: campaign_id, plan_name, started_at, n_measured
+    b: dict[str, Any]
+    changes: pd.DataFrame  # compare_changes, in rank order
+    speedups: pd.DataFrame  # compare_speedups
+    only: pd.DataFrame  # compare_only (side 'A' or 'B')
+    environment: pd.DataFrame  # compare_environment (values with the port masked, change)
+
+
+def _missing(db: Path, a_spec: str, b_spec: str) -> ReportError:
+    return ReportError(f"{db} holds no stored comparison of {a_spec} and {b_spec}; run "
+                       f"python -m analyze compare {a_spec} {b_spec} first")
+
+
+def pick_pair(runs: list[tuple], a_spec: str, b_spec: str) -> tuple[dict, dict] | None:
+    """The stored pair that A and B name (ids first, then plan names, latest campaigns
+    first): the compare_runs rows of A and of B, or None."""
+    by_pair: dict[tuple[str, str], dict[str, dict]] = {}
+    for a, b, cid, plan, started, n in runs:
+        by_pair.setdefault((a, b), {})[cid] = {"campaign_id": cid, "plan_name": plan,
+                                               "started_at": started, "n_measured": n}
+    found = []
+    for (a, b), rows in by_pair.items():
+        ra, rb = rows.get(a), rows.get(b)
+        if ra is None or rb is None:
+            continue
+        exact = (a == a_spec) + (b == b_spec)
+        if (a_spec in (a, ra["plan_name"])) and (b_spec in (b, rb["plan_name"])):
+            found.append((exact, str(rb["started_at"]), str(ra["started_at"]), ra, rb))
+    if not found:
+        return None
+    best = max(found, key=lambda f: f[:3])
+    return best[3], best[4]
+
+
+def load(db_path: Path | str, a_spec: str, b_spec: str) -> CompareData:
+    path = Path(db_path)
+    if not path.exists():
+        raise ReportError(f"database not found: {path}")
+    with duckdb.connect(str(path), read_only=True) as con:
+        tables = {r[0] for r in con.execute(TABLES_SQL).fetchall()}
+        if "compare_runs" not in tables:
+            raise _missing(path, a_spec, b_spec)
+        pair = pick_pair(con.execute(RUNS_SQL).fetchall(), a_spec, b_spec)
+        if pair is None:
+            raise _missing(path, a_spec, b_spec)
+        ids = [pair[0]["campaign_id"], pair[1]["campaign_id"]]
+        frames = [con.execute(sql, ids).df()
+                  for sql in (CHANGES_SQL, SPEEDUPS_SQL, ONLY_SQL, ENVIRONMENT_SQL)]
+    return CompareData(pair[0], pair[1], *frames)

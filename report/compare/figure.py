@@ -1,0 +1,36 @@
+"""The compare report's chart: B/A decode speed per matched window with its 95% paired
+bootstrap interval, drawn as the main report draws speedups (:func:`report.figures.
+ratio_figure`: a panel per workload and max_tokens, a point per concurrency and method,
+log-2 axis around the dashed 1x line, hollow markers not significant)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from report import charts
+from report.figures import ratio_figure, save_figure
+
+YLABEL = "B / A decode tok/s"
+
+
+def decode_ratios(changes: pd.DataFrame) -> pd.DataFrame:
+    """The decode_tps rows as a speedup-shaped frame (speedup = ratio B/A)."""
+    frame = changes[changes["metric"] == "decode_tps"]
+    return frame.assign(speedup=frame["ratio"],
+                        significant=frame["significant"].astype(bool)).reset_index(drop=True)
+
+
+def draw(changes: pd.DataFrame, path: Path) -> Path | None:
+    """Save the chart to ``path``; None when no window has a decode-speed row."""
+    frame = decode_ratios(changes)
+    if frame.empty:
+        return None
+    charts.set_theme()
+    palette = charts.method_palette(frame["method"])
+    fig = ratio_figure(frame, charts.plot_speedup_by_workload, palette)
+    for ax in fig.axes:
+        if ax.get_ylabel():
+            ax.set_ylabel(YLABEL)
+    return save_figure(fig, path)

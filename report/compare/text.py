@@ -1,0 +1,168 @@
+"""The words and tables of the compare report, from one stored comparison: the verdict
+sentence (:func:`summary`), the likely cause (:func:`causes`: the environment keys that
+differ, grouped by what changed), the changes sorted by effect, each campaign's own speedup
+side by side, and the windows measured in one campaign only.
+
+Sentences are plain text (what ``python -m report --compare`` prints); :func:`tex` escapes
+one for LaTeX and draws its ``->`` as an arrow. Table cells are escaped by
+:func:`report.tables.build_table`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pandas as pd
+from pylatex.utils import NoEscape
+
+from report.latex import escape_latex, fmt_sig, texttt
+from report.tables import Col, fit_table, num, text
+
+MAX_CHANGES = 40  # rows of the changes table; the rest are counted
+MAX_SPEEDUPS = 60
+MAX_VALUE = 120  # characters of an environment value in the cause list
+METRIC = {"decode_tps": "decode tok/s", "ttft_s": "TTFT (s)", "tpot_s": "TPOT (s)",
+          "accept_length": "acceptance length"}
+ARROW = r"~$\rightarrow$~"
+
+
+def tex(sentence: str) -> NoEscape:
+    """A plain sentence as LaTeX: escaped, every ``->`` an arrow."""
+    return NoEscape(escape_latex(sentence).replace(r" -\textgreater{} ", ARROW))
+
+
+def window(r: pd.Series, frame: pd.DataFrame) -> str:
+    """``draft-simple-n3 rewrite 256 c=4``: method, workload, max_tokens, concurrency, with
+    the engine and TP first where they vary across the comparison."""
+    parts = [f"{r['engine']}" if frame["engine"].nunique() > 1 else "",
+             f"TP{r['tp']}" if frame["tp"].nunique() > 1 else "",
+             str(r["method"]), str(r["workload"]), str(r["max_tokens"]), f"c={r['concurrency']}"]
+    return " ".join(p for p in parts if p)
+
+
+def pct(ratio: float) -> str:
+    return "--" if ratio is None or not math.isfinite(ratio) else f"{(ratio - 1) * 100:+.0f}%"
+
+
+def change_text(r: pd.Series, frame: pd.DataFrame) -> str:
+    """``<window> decode tok/s 19.0 -> 5.19 (-73%, 95% CI [-76%, -65%])``."""
+    return (f"{window(r, frame)} {METRIC.get(r['metric'], r['metric'])} "
+            f"{fmt_sig(r['value_a'])} -> {fmt_sig(r['value_b'])} ({pct(r['ratio'])}, "
+            f"95% CI [{pct(r['ci_low'])}, {pct(r['ci_high'])}])")
+
+
+def _count(n: int) -> str:
+    return "none" if n == 0 else str(n)
+
+
+def summary(changes: pd.DataFrame) -> str:
+    """The verdict: slower, faster or mixed by decode speed, how many matched metrics are
+    significantly worse and better, and the largest change in the verdict's direction (a
+    decode-speed change where there is one)."""
+    n = len(changes)
+    if n == 0:
+        return "The two campaigns have no matched window and prompt: nothing to compare."
+    sig = changes[changes["significant"].astype(bool)]
+    worse, better = sig[sig["worse"].astype(bool)], sig[~sig["worse"].astype(bool)]
+    if sig.empty:
+        return (f"No significant change: none of the {n} matched metrics moved beyond its "
+                "95% interval.")
+    decode = sig[sig["metric"] == "decode_tps"]
+    flags = decode["worse"].astype(bool)
+    slower, faster = int(flags.sum()), int((~flags).sum())
+    verdict = ("B is slower" if slower > faster else "B is faster" if faster > slower
+               else "B is neither faster nor slower overall")
+    pool = decode[decode["worse"].astype(bool) == (slower > faster)] if slower != faster \
+        else sig
+    if pool.empty:
+        pool = worse if len(worse) >= len(better) else better
+    top = pool.sort_values("effect", ascending=False).iloc[0]
+    return (f"{verdict}: {_count(len(worse))} of {n} matched metrics are significantly "
+            f"worse, {_count(len(better))} better; the largest change is "
+            f"{change_text(top, changes)}.")
+
+
+def _pattern(keys: list[str]) -> str:
+    """Keys that differ in one dot-separated part only, as one pattern with the parts
+    listed (``service.*.tp1.launch_command (autoregressive, ngram)``); else the keys."""
+    split = [k.split(".") for k in keys]
+    if len(keys) > 1 and len({len(s) for s in split}) == 1:
+        varying = [i for i in range(len(split[0])) if len({s[i] for s in split}) > 1]
+        if len(varying) == 1:
+            i = varying[0]
+            star = ".".join("*" if j == i else p for j, p in enumerate(split[0]))
+            return f"{star} ({', '.join(s[i] for s in split)})"
+    return ", ".join(keys)
+
+
+def _value(value: object) -> str:
+    """A value as the cause list shows it: one line, at most MAX_VALUE characters."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "(absent)"
+    text = " ".join(str(value).split())
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 3] + "..."
+
+
+def causes(environment: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(host, keys, change) per distinct change of the environment, keys grouped; the
+    change is the differing arguments of a command line, else the two values."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for _, r in environment.iterrows():
+        change = r["change"] if isinstance(r["change"], str) else \
+            f"{_value(r['value_a'])} -> {_value(r['value_b'])}"
+        groups[(str(r["host"]), change)].append(str(r["key"]))
+    return [(host, _pattern(keys), change) for (host, change), keys in groups.items()]
+
+
+def cause_sentence(environment: pd.DataFrame) -> str:
+    if environment.empty:
+        return ("Every environment fact recorded for the two campaigns is the same (ports "
+                "and start-up times aside): the record names no cause; suspect the host's "
+                "load or run-to-run noise.")
+    n = len(causes(environment))
+    return (f"Likely cause: {len(environment)} recorded environment fact(s) differ, in "
+            f"{n} distinct change(s):")
+
+
+def cause_items(environment: pd.DataFrame) -> list[NoEscape]:
+    """One LaTeX line per distinct change: the change in bold, then where (host, keys)."""
+    return [NoEscape(r"\textbf{" + tex(change) + "} on " + escape_latex(host) + ": "
+                     + texttt(keys)) for host, keys, change in causes(environment)]
+
+
+def changes_table(changes: pd.DataFrame) -> tuple[NoEscape, int]:
+    """The first :data:`MAX_CHANGES` changes (rank order) and how many are left out."""
+    shown = changes.head(MAX_CHANGES).assign(
+        window=lambda f: [window(r, changes) for _, r in f.iterrows()],
+        label=lambda f: f["metric"].map(lambda m: METRIC.get(m, m)),
+        change=lambda f: f["ratio"].map(pct),
+        interval=lambda f: [f"[{pct(lo)}, {pct(hi)}]" for lo, hi in
+                            zip(f["ci_low"], f["ci_high"])],
+        verdict=lambda f: [("worse" if w else "better") if s else "--"
+                           for s, w in zip(f["significant"], f["worse"])])
+    cols = [Col("#", text("rank"), "r"), Col("window", text("window")),
+            Col("metric", text("label")),
+            Col("A", lambda r: fmt_sig(r["value_a"]), "r"),
+            Col("B", lambda r: fmt_sig(r["value_b"]), "r"),
+            Col("B/A", text("change"), "r"), Col("95% CI", text("interval"), "c"),
+            Col("n", text("n_prompts"), "r"), Col("verdict", text("verdict"), "c")]
+    return fit_table(shown, cols), max(0, len(changes) - MAX_CHANGES)
+
+
+def speedups_table(speedups: pd.DataFrame) -> tuple[NoEscape, int]:
+    """Each campaign's speedup over its own baseline, side by side (window order)."""
+    frame = speedups.sort_values(["method", "workload", "max_tokens", "concurrency"])
+    frame = frame.head(MAX_SPEEDUPS).assign(
+        window=lambda f: [window(r, speedups) for _, r in f.iterrows()],
+        ratio=lambda f: f["speedup_b"] / f["speedup_a"])
+    cols = [Col("window", text("window")), Col("speedup in A", num("speedup_a"), "r"),
+            Col("speedup in B", num("speedup_b"), "r"), Col("B / A", num("ratio"), "r")]
+    return fit_table(frame, cols), max(0, len(speedups) - MAX_SPEEDUPS)
+
+
+def only(frame: pd.DataFrame, side: str) -> list[str]:
+    """The windows measured in one campaign only (side 'A' or 'B')."""
+    rows = frame[frame["side"] == side]
+    every = frame if not frame.empty else rows
+    return [window(r, every) for _, r in rows.iterrows()]

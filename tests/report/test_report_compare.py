@@ -1,0 +1,130 @@
+"""`python -m report --compare A B`: the compare PDF built with latexmk from the tables that
+`python -m analyze compare A B` stores, on the hand-made campaigns of
+tests/analyze/test_analyze_compare.py (B's ngram 20% slower, engine.version 0.29 -> 0.30);
+hostile plan and environment strings are escaped; a pair never stored exits 1 saying which
+command stores it. The verdict sentence is checked on hand-built rows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from report.compare.data import pick_pair
+from report.compare.text import causes, summary, tex
+from tests.report.conftest import HOSTILE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyze"))  # analyze_rows
+from tests.analyze.test_analyze_compare import _compare, _db  # noqa: E402
+
+PLAN = "nightly_%&#{x}"
+
+
+def _report(db: Path, out: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "report", "--db", str(db), "--compare", a, b,
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = _db(tmp_path_factory.mktemp("compare"), 0.8, extra=True, plan=PLAN)
+    with duckdb.connect(str(db)) as con:
+        for i, value in enumerate(HOSTILE):
+            con.execute("INSERT INTO environment VALUES ('A', 'gpu1', ?, 'x'), "
+                        "('B', 'gpu1', ?, ?)", [f"note.{i}", f"note.{i}", value])
+    done = _compare(db)
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_the_pdf_names_the_slowdown_and_the_environment_change(stored: Path,
+                                                               tmp_path: Path) -> None:
+    out = tmp_path / "compare.pdf"
+    done = _report(stored, out)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("B is slower: 2 of 6 matched metrics are significantly worse, "
+                            "none better; the largest change is ngram chat 256 c=1 decode "
+                            "tok/s ") and "(-20%, 95% CI [" in first
+    text = " ".join(out.with_suffix(".tex").read_text().split())
+    assert r"ngram chat 256 c=1 decode tok/s" in text and r"(-20\%, 95\% CI {[}-20\%" in text
+    assert r"\textbf{0.29~$\rightarrow$~0.30} on gpu1: \texttt{engine.version}" in text
+    assert "decode-ratio.pdf" in text  # the chart
+    assert "Measured in B only, 2 window(s):" in text and "ngram code 256 c=1" in text
+    # each campaign's own speedup: 1.50 in A, 1.20 in B, 0.80 B/A
+    assert "autoregressive" not in text.split("own baseline}")[1].split("section")[0]
+    assert "ngram chat 256 c=1&1.50&1.20&0.80" in text
+
+
+def test_plan_and_environment_strings_are_escaped(stored: Path, tmp_path: Path) -> None:
+    out = tmp_path / "compare.pdf"
+    assert _report(stored, out).returncode == 0  # latexmk accepted every hostile string
+    text = out.with_suffix(".tex").read_text()
+    assert r"nightly\_\%\&\#\{x\}" in text and PLAN not in text
+    for raw in (r"\input{/etc/passwd}", r"\write18{", r"\def\x", r"\end{verbatim}", "100% #"):
+        assert raw not in text
+    assert r"100\% \# \$x\$ \& y\_z" in text
+
+
+def test_a_pair_never_stored_exits_1_with_the_command(stored: Path, tmp_path: Path) -> None:
+    done = _report(stored, tmp_path / "c.pdf", "B", "A")  # (A, B) is stored, (B, A) is not
+    assert done.returncode == 1
+    assert "run python -m analyze compare B A first" in done.stderr
+    bare = _db(tmp_path, 1.0)  # analysed, never compared: no compare_* table at all
+    done = _report(bare, tmp_path / "c.pdf")
+    assert done.returncode == 1 and "run python -m analyze compare A B first" in done.stderr
+    assert not (tmp_path / "c.pdf").exists()
+
+
+def test_a_pair_is_found_by_id_or_by_plan_name() -> None:
+    runs = [("a1", "b1", "a1", "nightly", "2026-01-01", 5), ("a1", "b1", "b1", "nightly",
+                                                             "2026-01-02", 5),
+            ("a1", "b2", "a1", "nightly", "2026-01-01", 5), ("a1", "b2", "b2", "nightly",
+                                                             "2026-01-03", 5)]
+    assert [r["campaign_id"] for r in pick_pair(runs, "a1", "b1")] == ["a1", "b1"]
+    # plan names: the pair whose B started last
+    assert [r["campaign_id"] for r in pick_pair(runs, "a1", "nightly")] == ["a1", "b2"]
+    assert pick_pair(runs, "b1", "a1") is None
+
+
+def _changes(*rows: tuple) -> pd.DataFrame:
+    """metric, ratio, significant, worse, effect per row; window fixed."""
+    return pd.DataFrame([{"engine": "e", "tp": 1, "method": "m", "workload": "chat",
+                          "max_tokens": 64, "concurrency": c, "metric": metric,
+                          "value_a": 10.0, "value_b": 10.0 * ratio, "ratio": ratio,
+                          "ci_low": ratio * 0.9, "ci_high": ratio * 1.1,
+                          "significant": sig, "worse": worse, "effect": effect}
+                         for c, (metric, ratio, sig, worse, effect) in enumerate(rows, 1)])
+
+
+def test_the_verdict_counts_and_names_the_largest_change_in_its_direction() -> None:
+    slower = _changes(("ttft_s", 4.0, True, True, 1.39), ("decode_tps", 0.5, True, True, 0.69),
+                      ("decode_tps", 0.8, True, True, 0.22), ("decode_tps", 1.3, True, False,
+                                                               0.26),
+                      ("tpot_s", 1.01, False, True, 0.01))
+    assert summary(slower) == (
+        "B is slower: 3 of 5 matched metrics are significantly worse, 1 better; the largest "
+        "change is m chat 64 c=2 decode tok/s 10.0 -> 5.00 (-50%, 95% CI [-55%, -45%]).")
+    faster = _changes(("decode_tps", 1.25, True, False, 0.22), ("ttft_s", 1.0, False, False, 0))
+    assert summary(faster).startswith("B is faster: none of 2 matched metrics are "
+                                      "significantly worse, 1 better; the largest change is "
+                                      "m chat 64 c=1 decode tok/s 10.0 -> 12.5 (+25%")
+    same = _changes(("decode_tps", 1.01, False, False, 0.01))
+    assert summary(same).startswith("No significant change: none of the 1 matched")
+    assert str(tex("a -> b 5%")) == r"a~$\rightarrow$~b 5\%"
+
+
+def test_changes_of_the_environment_are_grouped_by_what_changed() -> None:
+    env = pd.DataFrame({"host": ["h"] * 3, "key": ["service.ar.tp1.launch_command",
+                                                   "service.ngram.tp1.launch_command",
+                                                   "engine.version"],
+                        "value_a": ["/x -t 2", "/y -t 2", "1"],
+                        "value_b": ["/x -t 1", "/y -t 1", "line\nbreak " + "v" * 200],
+                        "change": ["-t 2 -> -t 1", "-t 2 -> -t 1", None]})
+    assert causes(env) == [("h", "service.*.tp1.launch_command (ar, ngram)", "-t 2 -> -t 1"),
+                           ("h", "engine.version", f"1 -> line break {'v' * 106}...")]
