@@ -38,6 +38,9 @@ def run(
     only: list[str] = typer.Option(
         None, help="Run only this configuration, METHOD or METHOD/TP (repeatable; the "
         "baseline too only if named)."),
+    repeat: int = typer.Option(
+        None, min=1, max=100, help="Runs of the whole campaign (default: the plan's "
+        "`repeat`, 1); more runs of a measured campaign add runs to it."),
 ) -> None:
     """Run or resume the plan's campaign.
 
@@ -66,7 +69,7 @@ def run(
     try:
         campaign = runner.run(
             parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None,
-            only=only or None,
+            only=only or None, repeat=repeat,
         )
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -72,6 +72,7 @@ class ServicesSchema(_Base):
     error: Series[str] = pa.Field(nullable=True)
     log_tail: Series[str] = pa.Field(nullable=True)
     transport: Series[str] = pa.Field(isin=["direct", "paramiko-tunnel", "ssh-tunnel", "unknown"])
+    run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
 
 
 class UnitsSchema(_Base):
@@ -84,9 +85,10 @@ class UnitsSchema(_Base):
     colocated_with: Series[str] | None  # absent: the DDL's default '' (ran alone)
     started_at: Series[pd.Timestamp]
     finished_at: Series[pd.Timestamp]
+    run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
 
     class Config:
-        unique = ["campaign_id", "config_id", "workload"]
+        unique = ["campaign_id", "config_id", "workload", "run"]
 
 
 class RequestsSchema(_Base):
@@ -131,6 +133,7 @@ class RequestsSchema(_Base):
     accept_histogram: Series[object] | None = pa.Field(nullable=True)
     accepted_per_pos: Series[object] | None = pa.Field(nullable=True)
     step_accepted: Series[object] | None = pa.Field(nullable=True)
+    run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
 
     @pa.check("accept_histogram", "accepted_per_pos", "step_accepted",
               name="acceptance details are lists of counts >= 0")
@@ -214,6 +217,7 @@ class WindowsSchema(_Base):
     cache_reset: Series[str] = pa.Field(isin=CACHE_RESETS)
     started_at: Series[pd.Timestamp]
     elapsed_s: Series[float] = pa.Field(ge=0)
+    run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
 
     class Config:
         unique = ["campaign_id", "window_id"]

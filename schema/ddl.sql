@@ -1,7 +1,8 @@
--- specsweep raw layer, schema version 7 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 8 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
--- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; see schema/store.py).
+-- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
+-- campaign had one; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS services (
                                         -- (imported results, rows older than v5); through a
                                         -- tunnel, receive stamps are taken when the forward
                                         -- wrote the bytes to loopback
+    ,run            INTEGER NOT NULL DEFAULT 1 -- which run of the campaign (requests.run)
 );
 
 CREATE TABLE IF NOT EXISTS units (
@@ -75,7 +77,8 @@ CREATE TABLE IF NOT EXISTS units (
                                         -- unit (packed configurations); '' = ran alone
     started_at   TIMESTAMP NOT NULL,
     finished_at  TIMESTAMP NOT NULL,
-    PRIMARY KEY (campaign_id, config_id, workload)
+    run          INTEGER NOT NULL DEFAULT 1, -- which run of the campaign (1-based; `repeat`)
+    PRIMARY KEY (campaign_id, config_id, workload, run)
 );
 
 CREATE TABLE IF NOT EXISTS requests (
@@ -135,8 +138,12 @@ CREATE TABLE IF NOT EXISTS requests (
                                            -- tokens, j = 0..K, as the engine reports it
     accepted_per_pos BIGINT[],             -- [k-1] = verify steps whose draft token at position k
                                            -- was accepted, as the engine reports it
-    step_accepted    INTEGER[]             -- draft tokens accepted at each verify step, in order
+    step_accepted    INTEGER[],            -- draft tokens accepted at each verify step, in order
                                            -- (vLLM `detailed`)
+    run              INTEGER NOT NULL DEFAULT 1 -- which run of the campaign (1-based): a plan's
+                                           -- `repeat: N` (or `collect run --repeat N`) measures
+                                           -- every unit N times, each run on fresh service
+                                           -- starts; run r > 1's window_id ends in /run<r>
 );
 
 -- One row per measured window, closed- and open-loop: how its load was made and what was done
@@ -166,6 +173,7 @@ CREATE TABLE IF NOT EXISTS windows (
                                            -- failed (an endpoint_errors row says why)
     started_at       TIMESTAMP NOT NULL,   -- UTC
     elapsed_s        DOUBLE NOT NULL,      -- perf_counter, window start to the last reply's end
+    run              INTEGER NOT NULL DEFAULT 1, -- requests.run
     PRIMARY KEY (campaign_id, window_id)
 );
 

@@ -34,7 +34,7 @@ import pandera.pandas as pa
 from schema import metrics
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -138,11 +138,11 @@ class Store:
             assert self._con is not None
             return self._con.execute(sql, params or []).fetchall()
 
-    def unit_done(self, campaign_id: str, config_id: str, workload: str) -> bool:
+    def unit_done(self, campaign_id: str, config_id: str, workload: str, run: int = 1) -> bool:
         rows = self.execute(
             "SELECT count(*) FROM units WHERE campaign_id = ? AND config_id = ? AND workload = ? "
-            "AND complete",
-            [campaign_id, config_id, workload],
+            "AND run = ? AND complete",
+            [campaign_id, config_id, workload, run],
         )
         return bool(rows[0][0])
 
@@ -353,6 +353,33 @@ def migrate_to_7(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(LLAMACPP_VERIFY_STEPS_V7).fetchall()
 
 
+UNITS_V8 = """
+CREATE TABLE units_v8 (
+    campaign_id VARCHAR NOT NULL, config_id VARCHAR NOT NULL, workload VARCHAR NOT NULL,
+    service_id VARCHAR NOT NULL, n_requests INTEGER NOT NULL, complete BOOLEAN NOT NULL,
+    colocated_with VARCHAR NOT NULL DEFAULT '', started_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP NOT NULL, run INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (campaign_id, config_id, workload, run));
+INSERT INTO units_v8 BY NAME SELECT *, 1 AS run FROM units;
+DROP TABLE units;
+ALTER TABLE units_v8 RENAME TO units;
+"""
+
+
+def migrate_to_8(con: duckdb.DuckDBPyConnection) -> None:
+    """v8: repeated runs of one campaign. requests, windows and services gain `run`; units'
+    key gains it (DuckDB cannot alter a primary key, so units is copied into a new table).
+    Every row of an older file belongs to the campaign's only run, 1. (A table the DDL has
+    just created for a file older than it, e.g. windows for a v5 file, has `run` already.)"""
+    for table in ("requests", "windows", "services"):
+        con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS run INTEGER DEFAULT 1"
+                    ).fetchall()
+    columns = [r[0] for r in con.execute("DESCRIBE units").fetchall()]
+    if "run" not in columns:
+        con.execute(UNITS_V8).fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4,
-                               5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7}
+                               5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
+                               8: migrate_to_8}

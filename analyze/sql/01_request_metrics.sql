@@ -1,7 +1,7 @@
 -- request_metrics: one row per measured request (measured_requests, 00: warm-up requests and
 -- rows of incomplete units left out). A TABLE, rebuilt by every `python -m analyze`.
 -- grain: request; key: request_id.
--- Columns: every column of `requests` except output_text, server_stats and the per-chunk and
+-- Columns: every column of `requests` (run among them: which run of the campaign) except output_text, server_stats and the per-chunk and
 -- per-step lists (chunk_times_s, chunk_tokens, step_accepted: join `requests` USING
 -- (request_id) for them; position_acceptance and accepted_histogram read step_accepted), plus
 --   tpot_s           = (e2e_s - ttft_s) / (output_tokens - 1)    when ok and output_tokens > 1
@@ -26,7 +26,7 @@ CREATE OR REPLACE TABLE request_metrics AS
 WITH
 
 colocation AS (
-    SELECT campaign_id, config_id, workload, colocated_with <> '' AS colocated,
+    SELECT campaign_id, config_id, workload, run, colocated_with <> '' AS colocated,
            CASE WHEN colocated_with = '' THEN 0
                 ELSE len(string_split(colocated_with, ',')) END AS neighbours
     FROM units
@@ -49,7 +49,7 @@ final AS (
         coalesce(u.neighbours, 0) AS neighbours
     FROM measured_requests AS m
     LEFT JOIN request_itl AS i ON i.rid = m.rid
-    LEFT JOIN colocation AS u USING (campaign_id, config_id, workload)
+    LEFT JOIN colocation AS u USING (campaign_id, config_id, workload, run)
 )
 
 SELECT * FROM final

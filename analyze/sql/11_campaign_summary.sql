@@ -8,6 +8,8 @@
 --   n_services          = services rows of the campaign
 --   n_services_failed   = those with state = 'failed' (never became ready)
 --   n_units             = units rows; n_units_incomplete = those with complete = false
+--   n_runs              = the campaign's runs with a unit (max(units.run); 0 when none): a
+--                         plan's `repeat` measures every unit once per run
 --   n_requests          = every requests row of the campaign (warm-up and interrupted included)
 --   n_warmup            = requests rows with is_warmup (left out of every metric)
 --   n_measured          = request_metrics rows (not warm-up, not in an incomplete unit) plus
@@ -38,7 +40,8 @@ unit_counts AS (
     SELECT
         campaign_id,
         count(*) AS n_units,
-        count(*) FILTER (WHERE NOT complete) AS n_units_incomplete
+        count(*) FILTER (WHERE NOT complete) AS n_units_incomplete,
+        max(run) AS n_runs
     FROM units
     GROUP BY campaign_id
 ),
@@ -76,6 +79,7 @@ final AS (
         coalesce(s.n_services_failed, 0) AS n_services_failed,
         coalesce(u.n_units, 0) AS n_units,
         coalesce(u.n_units_incomplete, 0) AS n_units_incomplete,
+        coalesce(u.n_runs, 0) AS n_runs,
         coalesce(r.n_requests, 0) AS n_requests,
         coalesce(r.n_warmup, 0) AS n_warmup,
         coalesce(m.n_measured, 0) AS n_measured,

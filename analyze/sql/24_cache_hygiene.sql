@@ -28,7 +28,7 @@ params AS (
 ),
 
 incomplete AS (
-    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+    SELECT campaign_id, config_id, workload, run FROM units WHERE NOT complete
 ),
 
 measured_windows AS (
@@ -37,7 +37,7 @@ measured_windows AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM incomplete AS i
         WHERE i.campaign_id = w.campaign_id AND i.config_id = w.config_id
-          AND i.workload = w.workload
+          AND i.workload = w.workload AND i.run = w.run
     )
 ),
 

@@ -52,7 +52,7 @@ CREATE OR REPLACE TABLE open_windows AS
 WITH
 
 incomplete AS (
-    SELECT campaign_id, config_id, workload FROM units WHERE NOT complete
+    SELECT campaign_id, config_id, workload, run FROM units WHERE NOT complete
 ),
 
 targets AS (
@@ -71,7 +71,7 @@ open_windows_ AS (
       AND NOT EXISTS (
           SELECT 1 FROM incomplete AS i
           WHERE i.campaign_id = w.campaign_id AND i.config_id = w.config_id
-            AND i.workload = w.workload
+            AND i.workload = w.workload AND i.run = w.run
       )
 ),
 

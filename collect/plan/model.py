@@ -171,13 +171,11 @@ class Plan(Strict):
     host: Host = Field(LocalHost(kind="local"), description="Where services run.")
     engine: Engine = Field(description="The inference server and its common settings.")
     methods: list[Method] = Field(min_length=1, description="Methods to compare.")
-    baseline: Name = Field(
-        "autoregressive", description="Method every other method is compared against."
-    )
+    baseline: Name = Field("autoregressive", description="Method every other method is "
+                           "compared against.")
     tp: list[int] = Field([1], min_length=1, description="Tensor-parallel sizes.")
-    warmup_requests: int = Field(
-        1, ge=0, le=10, description="Unrecorded-in-analysis requests sent after each start."
-    )
+    warmup_requests: int = Field(1, ge=0, le=10, description="Unrecorded-in-analysis "
+                                 "requests sent after each start.")
     workloads: list[Workload] = Field(min_length=1, description="Workloads run on every service.")
     phases: list[Phase] | None = Field(
         None,
@@ -206,6 +204,8 @@ class Plan(Strict):
         None, gt=0, description="Price of one GPU-hour (USD), for cost per million output "
         "tokens; stored in `environment` as price.gpu_hour_usd."
     )
+    repeat: int = Field(1, ge=1, le=100, description="Runs of the whole campaign, each on "
+                        "fresh service starts (README 'Repeated runs'); not in the plan's hash.")
 
     @field_validator("methods")
     @classmethod
@@ -350,11 +350,12 @@ class Plan(Strict):
     def sha256(self) -> str:
         """Hash of what is measured: the plan's fields that differ from their defaults (so
         that a field added to specsweep with a default leaves existing plans' campaign_id,
-        and resume, alone), without `estimates`, `gpu_hour_usd` and `slo` (assumed speeds, a
-        price and latency objectives change no measurement), nor the methods' `family` and
-        `params` (labels of what the args already say: a family written as a grid hashes
-        as the same methods written one by one)."""
+        and resume, alone), without `estimates`, `gpu_hour_usd`, `slo` and `repeat` (assumed
+        speeds, a price, latency objectives and more runs change no measurement), nor the
+        methods' `family` and `params` (labels of what the args already say: a family
+        written as a grid hashes as the same methods written one by one)."""
         exclude: dict[str, Any] = {"estimates": True, "gpu_hour_usd": True, "slo": True,
+                                   "repeat": True,
                                    "methods": {"__all__": {"family", "params"}}}
         text = self.model_dump_json(exclude_defaults=True, exclude=exclude)
         return hashlib.sha256(text.encode()).hexdigest()

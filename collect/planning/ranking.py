@@ -35,7 +35,7 @@ WHERE campaign_id = ? AND tp = ? AND ok AND NOT is_warmup
   AND decode_tps(output_tokens, e2e_s, ttft_s) IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
                   AND u.campaign_id = r.campaign_id AND u.config_id = r.config_id
-                  AND u.workload = r.workload)
+                  AND u.workload = r.workload AND u.run = r.run)
 ORDER BY ALL
 """
 

@@ -35,6 +35,7 @@ class Campaign:
     # service_id -> (launched, stopped or None): who shared the host during a unit
     spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
     only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
+    run: int = 1  # the run being measured (1..the plan's repeat)
 
     @contextmanager
     def signals_stop(self) -> Iterator[Stop]:

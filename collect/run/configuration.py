@@ -23,7 +23,7 @@ from collect.plan.workloads import prompts
 from collect.run import openloop
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
-from collect.run.fingerprint import draft_facts, request_facts
+from collect.run.fingerprint import draft_facts, put_environment, request_facts
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
 from collect.telemetry import sampling
@@ -39,7 +39,7 @@ def run_config(c: Campaign, key: str, config: ServiceConfig, workloads: list[Wor
     is skipped."""
     for attempt in (1, 2):
         pending = [w for w in workloads
-                   if not c.store.unit_done(c.campaign_id, config.config_id, w.name)]
+                   if not c.store.unit_done(c.campaign_id, config.config_id, w.name, c.run)]
         if not pending or not _serve(c, key, config, pending, gpus, port_offset):
             return
         if attempt == 1:
@@ -52,6 +52,7 @@ def _serve(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workloa
     ready."""
     service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
                       c.stopping)
+    service.row["run"] = c.run
     c.progress.status(f"starting {config.method.name} (tp {config.tp})")
     recorded = False
     c.spans[service.service_id] = (utcnow(), None)
@@ -115,6 +116,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             calls=calls,
             prefix_cache=c.plan.prefix_cache,
             slo=c.plan.slo,
+            run=c.run,
         )
         await _record_fingerprint(store, ctx, service, calls)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
@@ -151,17 +153,22 @@ def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[st
                  gpu_samples: list[dict[str, Any]] | None = None,
                  windows: list[dict[str, Any]] | None = None) -> None:
     """One transaction: drop what an interrupted earlier try left of this unit, then land
-    its requests, windows, server metrics, GPU samples and `units` row."""
-    key = [c.campaign_id, service.config.config_id, workload]
+    its requests, windows, server metrics, GPU samples and `units` row (of this run; server
+    metrics and GPU samples belong to it through their service)."""
+    key = [c.campaign_id, service.config.config_id, workload, c.run]
     now = utcnow()
     shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
                     if sid != service.service_id and launched < now
                     and (stopped is None or stopped > started))
     with c.store.transaction():
-        for table in ("requests", "windows", "server_metrics", "gpu_samples",
-                      "units"):  # fixed names
+        for table in ("requests", "windows", "units"):  # fixed names
             c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                            "AND workload = ?", key)
+                            "AND workload = ? AND run = ?", key)
+        for table in ("server_metrics", "gpu_samples"):
+            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                            "AND workload = ? AND service_id IN (SELECT service_id FROM "
+                            "services WHERE campaign_id = ? AND run = ?)",
+                            [*key[:3], c.campaign_id, c.run])
         c.store.append("requests", rows)
         c.store.append("windows", windows or [])
         c.store.append("server_metrics", metrics)
@@ -171,6 +178,7 @@ def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[st
             "workload": workload, "service_id": service.service_id,
             "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
             "colocated_with": ",".join(shared), "started_at": started, "finished_at": now,
+            "run": c.run,
         }])
 
 
@@ -213,23 +221,6 @@ async def _record_fingerprint(store: Store, ctx: Context, service: Service,
         facts[f"{prefix}.telemetry"] = (
             f"{sampler.name} every {sampler.period_s:g} s" if sampler else "off")
     put_environment(store, ctx.campaign_id, service.host.name, facts)
-
-
-def put_environment(store: Store, campaign_id: str, host: str, facts: dict[str, str]) -> None:
-    """Latest value wins: a resumed campaign refreshes what it measured again."""
-    with store.transaction():
-        for key in facts:
-            store.execute(
-                "DELETE FROM environment WHERE campaign_id = ? AND host = ? AND key = ?",
-                [campaign_id, host, key],
-            )
-        store.append(
-            "environment",
-            [
-                {"campaign_id": campaign_id, "host": host, "key": k, "value": str(v)}
-                for k, v in facts.items()
-            ],
-        )
 
 
 async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:

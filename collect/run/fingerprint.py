@@ -1,4 +1,5 @@
-"""What changes acceptance, recorded per service in `environment` (keys
+"""The environment rows: the host's and the campaign's facts (`record_environment`), written
+latest-value-wins (`put_environment`); and what changes acceptance, recorded per service in `environment` (keys
 `service.<method>.tp<tp>.<name>`) next to what the server says about itself:
 
 - `request_path`, `request_body`: the body the adapter sends, as sorted JSON with the prompt
@@ -17,7 +18,11 @@ import json
 import os
 from typing import Any
 
+from collect.hosts.base import Host
+from collect.plan.model import Plan
 from collect.redact import MASK, SECRET_NAME, redact
+from collect.resources import resolve_model
+from schema.store import Store
 
 PROMPT_KEYS = ("messages", "text", "prompt", "input_ids")
 DU_TIMEOUT_S = 60.0
@@ -75,3 +80,51 @@ def _size(host: Any, path: str) -> int | None:
         return None
     first = out.split()[0] if code == 0 and out.split() else ""
     return int(first) if first.isdigit() else None
+
+
+def put_environment(store: Store, campaign_id: str, host: str, facts: dict[str, str]) -> None:
+    """Latest value wins: a resumed campaign refreshes what it measured again."""
+    with store.transaction():
+        for key in facts:
+            store.execute(
+                "DELETE FROM environment WHERE campaign_id = ? AND host = ? AND key = ?",
+                [campaign_id, host, key],
+            )
+        store.append(
+            "environment",
+            [
+                {"campaign_id": campaign_id, "host": host, "key": k, "value": str(v)}
+                for k, v in facts.items()
+            ],
+        )
+
+
+def record_environment(store: Store, campaign_id: str, host: Host, plan: Plan) -> None:
+    """The host's fingerprint and the campaign's facts (engine, model, specsweep version,
+    what else runs on the GPUs, the price), and the plan's latency objectives."""
+    facts = host.fingerprint()
+    facts["engine.kind"] = plan.engine.kind
+    # a package:// model only exists on this machine; other paths are the host's
+    facts["engine.model"] = (
+        resolve_model(plan.engine.model) if plan.host.kind == "local" else plan.engine.model
+    )
+    facts["specsweep.version"] = specsweep_version()
+    if hasattr(host, "gpu_processes"):  # what else runs on the GPUs as the campaign starts
+        facts["gpu.processes"] = json.dumps(host.gpu_processes(), sort_keys=True)
+    if plan.gpu_hour_usd is not None:  # for cost per million output tokens (analyze)
+        facts["price.gpu_hour_usd"] = repr(plan.gpu_hour_usd)
+    put_environment(store, campaign_id, host.name, facts)
+    # the latency objectives analysis reads (not measurements: a resume may change them)
+    store.execute("DELETE FROM environment WHERE campaign_id = ? AND host = 'campaign' "
+                  "AND key LIKE 'slo.%'", [campaign_id])
+    if plan.slo is not None:
+        put_environment(store, campaign_id, "campaign", plan.slo.environment())
+
+
+def specsweep_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("specsweep")
+    except PackageNotFoundError:
+        return "unknown"

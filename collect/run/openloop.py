@@ -189,7 +189,7 @@ def open_window_id(ctx: Context, workload: str, max_tokens: int | None, rate: fl
     else:
         shape = "trace" if rate is None else f"r{rate:g}"
     where = f"{ctx.config_id}/{workload}" + (f"/{max_tokens}" if max_tokens else "")
-    return f"{where}/{shape}" + (f"/c{cap}" if cap else "")
+    return ctx.window_id(f"{where}/{shape}" + (f"/c{cap}" if cap else ""))
 
 
 async def open_loop_window(ctx: Context, workload: str, arrivals: list[Arrival],

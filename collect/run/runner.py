@@ -11,7 +11,6 @@ the scheduler, blocking services); `collect.run.configuration` runs one configur
 
 from __future__ import annotations
 
-import json
 import logging
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
@@ -27,9 +26,9 @@ from collect.planning.estimate import Estimator, load_measured
 from collect.planning.ranking import describe, rank_methods
 from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
-from collect.resources import resolve_model
 from collect.run import configuration as serve
 from collect.run.campaign import Campaign, record_method_params
+from collect.run.fingerprint import put_environment, record_environment
 from collect.run.progress import CampaignProgress, Eta, eta_text
 from schema.store import Store, utcnow
 
@@ -44,10 +43,13 @@ def run(
     show_progress: bool = True,
     phases: list[str] | None = None,
     only: list[str] | None = None,
+    repeat: int | None = None,
 ) -> str:
     """Run (or resume) the plan's campaign, or only the named phases, or only the
-    configurations named METHOD or METHOD/TP; returns campaign_id."""
+    configurations named METHOD or METHOD/TP; `repeat` runs (default: the plan's), each
+    complete before the next starts; returns campaign_id."""
     campaign_id = plan.campaign_id()
+    runs = repeat or plan.repeat
     selected = select_phases(plan, phases)
     chosen = select_configs(plan, only)
     with Store(db_path) as store:
@@ -61,15 +63,18 @@ def run(
                 log.warning("stopped a server (pid %s) left running by an interrupted run", pid)
             engine = engines.create(plan.engine)
             engine.prepare(host)
-            _record_environment(store, campaign_id, host, plan)
+            record_environment(store, campaign_id, host, plan)
             with CampaignProgress(0, enabled=show_progress) as progress:
                 c = Campaign(store, plan, campaign_id, host, engine, log_dir / campaign_id,
                              progress, only=chosen)
-                _run_phases(c, selected)
-                status = _status(c)
+                for c.run in range(1, runs + 1):
+                    if runs > 1:
+                        progress.note(f"run {c.run} of {runs}")
+                    _run_phases(c, selected)
+                status = _status(c, runs)
         except HostUnreachable as exc:  # at the start, or a dropped link that stayed down
             status = "unreachable"
-            serve.put_environment(store, campaign_id, exc.host, {"host.last_error": str(exc)})
+            put_environment(store, campaign_id, exc.host, {"host.last_error": str(exc)})
             raise
         finally:
             if host is not None:
@@ -296,9 +301,13 @@ def _run_job(c: Campaign, queue: _Queue, key: str, gpus: tuple[int, ...]) -> Non
                 port_offset=gpus[0] if queue.packed else 0)
 
 
-def _status(c: Campaign) -> str:
-    """complete when no phase has work left; partial when only unselected phases do."""
-    return "complete" if not any(_todo(c, p) for p in c.plan.all_phases()) else "partial"
+def _status(c: Campaign, runs: int) -> str:
+    """complete when no phase of any run has work left; partial when only unselected phases
+    (or runs) do."""
+    left = False
+    for c.run in range(1, runs + 1):
+        left = left or any(_todo(c, p) for p in c.plan.all_phases())
+    return "partial" if left else "complete"
 
 
 def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
@@ -330,40 +339,11 @@ def _todo(
         pending = [
             w
             for w in c.plan.workloads_of(config)
-            if not c.store.unit_done(c.campaign_id, config.config_id, w.name)
+            if not c.store.unit_done(c.campaign_id, config.config_id, w.name, c.run)
         ]
         if pending:
             out.append((config, pending))
     return out
-
-
-def _record_environment(store: Store, campaign_id: str, host: hosts.Host, plan: Plan) -> None:
-    facts = host.fingerprint()
-    facts["engine.kind"] = plan.engine.kind
-    # a package:// model only exists on this machine; other paths are the host's
-    facts["engine.model"] = (
-        resolve_model(plan.engine.model) if plan.host.kind == "local" else plan.engine.model
-    )
-    facts["specsweep.version"] = _version()
-    if hasattr(host, "gpu_processes"):  # what else runs on the GPUs as the campaign starts
-        facts["gpu.processes"] = json.dumps(host.gpu_processes(), sort_keys=True)
-    if plan.gpu_hour_usd is not None:  # for cost per million output tokens (analyze)
-        facts["price.gpu_hour_usd"] = repr(plan.gpu_hour_usd)
-    serve.put_environment(store, campaign_id, host.name, facts)
-    # the latency objectives analysis reads (not measurements: a resume may change them)
-    store.execute("DELETE FROM environment WHERE campaign_id = ? AND host = 'campaign' "
-                  "AND key LIKE 'slo.%'", [campaign_id])
-    if plan.slo is not None:
-        serve.put_environment(store, campaign_id, "campaign", plan.slo.environment())
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("specsweep")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _begin(store: Store, plan: Plan, plan_text: str, campaign_id: str) -> None:

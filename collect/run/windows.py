@@ -55,6 +55,12 @@ class Context:
     prefix_cache: str = "reset"  # the plan's prefix_cache: reset | keep
     slo: Slo | None = None  # the plan's latency objectives (a load's search reads them)
     window_sink: list[dict[str, Any]] = field(default_factory=list)  # windows rows
+    run: int = 1  # which run of the campaign (the plan's `repeat`)
+
+    def window_id(self, where: str) -> str:
+        """A window's id: where it is (config/workload/...), and /run<r> in runs after the
+        first (run 1's ids are those of a campaign without runs)."""
+        return where + (f"/run{self.run}" if self.run > 1 else "")
 
 
 def request_id(*key: object) -> str:
@@ -96,6 +102,7 @@ def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> di
         "session_id": None,
         "turn": None,
         "scheduled_s": None,
+        "run": ctx.run,
         **key,
         "sent_at": res.sent_at,
         "start_s": max(0.0, res.t0 - window_start),
@@ -153,7 +160,7 @@ def window_key(workload: str, wid: str, max_tokens: int, concurrency: int) -> di
 
 
 def window_id(ctx: Context, workload: str, max_tokens: int, concurrency: int) -> str:
-    return f"{ctx.config_id}/{workload}/{max_tokens}/c{concurrency}"
+    return ctx.window_id(f"{ctx.config_id}/{workload}/{max_tokens}/c{concurrency}")
 
 
 async def requests_window(
@@ -264,7 +271,8 @@ async def open_window(ctx: Context, key: dict[str, Any], n_scheduled: int,
             "config_id": ctx.config_id, "workload": key["workload"],
             "window_id": key["window_id"], "max_tokens": key["max_tokens"],
             **CLOSED_LOOP, **(schedule or {}), "max_concurrency": max_concurrency,
-            "n_scheduled": n_scheduled, "cache_reset": how, "started_at": utcnow()}
+            "n_scheduled": n_scheduled, "cache_reset": how, "started_at": utcnow(),
+            "run": ctx.run}
 
 
 def close_window(ctx: Context, window: dict[str, Any], t_start: float) -> None:

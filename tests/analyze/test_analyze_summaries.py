@@ -71,7 +71,7 @@ def test_campaign_summary_counts_services_units_and_requests(campaign_db: Path) 
     c1 = one(campaign_db, "SELECT * FROM campaign_summary WHERE campaign_id = 'c1'")
     assert (c1["plan_name"], c1["status"], c1["duration_s"]) == ("plan-c1", "complete", 90.0)
     assert (c1["n_services"], c1["n_services_failed"]) == (2, 1)
-    assert (c1["n_units"], c1["n_units_incomplete"]) == (2, 1)
+    assert (c1["n_units"], c1["n_units_incomplete"], c1["n_runs"]) == (2, 1, 1)
     assert (c1["n_requests"], c1["n_warmup"], c1["n_measured"]) == (6, 1, 3)
     assert (c1["n_in_incomplete"], c1["n_ok"], c1["n_failed"]) == (2, 2, 1)
 
@@ -79,7 +79,7 @@ def test_campaign_summary_counts_services_units_and_requests(campaign_db: Path) 
 def test_a_campaign_with_nothing_measured_has_a_row_of_zeros(campaign_db: Path) -> None:
     c2 = one(campaign_db, "SELECT * FROM campaign_summary WHERE campaign_id = 'c2'")
     counts = {k: v for k, v in c2.items() if k.startswith("n_")}
-    assert set(counts.values()) == {0} and len(counts) == 11
+    assert set(counts.values()) == {0} and len(counts) == 12  # n_runs too
     assert c2["duration_s"] is None and c2["status"] == "running"
 
 

@@ -1,6 +1,6 @@
-"""Schema migrations v3->v7: a v3 file gains endpoint_errors on open, a v4 file gains
+"""Schema migrations v3->v8: a v3 file gains endpoint_errors on open, a v4 file gains
 gpu_samples and services.transport, a v5 file windows and requests.scheduled_s, a v6 file
-method_params and the requests' acceptance details; the endpoint_errors contract quarantines
+method_params and the requests' acceptance details, a v7 file runs (units keyed by run); the endpoint_errors contract quarantines
 rows that name no known hook or phase."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_a_v4_file_gains_gpu_samples_and_says_its_services_transport_is_unknown(
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT transport FROM services").fetchall() == [("unknown",)]
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchone() == (0,)
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
 
 
 def test_a_v5_file_gains_windows_and_its_requests_were_sent_closed_loop(tmp_path: Path) -> None:
@@ -77,9 +77,9 @@ def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) ->
                                                 "value_num": None}]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
-        assert columns[-4:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
-                                "step_accepted"]
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
+        assert columns[-5:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
+                                "step_accepted", "run"]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
         steps = con.execute("SELECT request_id, spec_verify_ct, accept_length FROM requests "
                             "ORDER BY 1").fetchall()
     # llama.cpp's verify steps no longer count the prefill's; SGLang's were the engine's own
@@ -92,13 +92,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,), (7,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,)]
     assert statuses == [(200,), (None,)]
 
 
@@ -110,3 +110,27 @@ def test_unknown_hooks_and_phases_are_quarantined(tmp_path: Path) -> None:
         reasons = [r[0] for r in con.execute("SELECT reason FROM quarantine").fetchall()]
     assert len(reasons) == 3 and "hook" in reasons[0] and "phase" in reasons[1]
     assert "status" in reasons[2]
+
+
+def test_a_v7_file_gains_runs_and_its_rows_belong_to_run_1(tmp_path: Path) -> None:
+    path = tmp_path / "v7.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(7))
+        con.execute("INSERT INTO schema_version VALUES (7, now()::TIMESTAMP)")
+        assert "run" not in [c[0] for c in con.execute("DESCRIBE units").fetchall()]
+        con.execute("INSERT INTO units VALUES ('c', 'k', 'w', 's', 3, true, '', now(), now())")
+        con.execute("INSERT INTO requests (request_id, campaign_id, config_id, service_id, "
+                    "engine, method, tp, workload, window_id, prompt_id, max_tokens, rep, "
+                    "concurrency, is_warmup, sent_at, start_s, ok) VALUES ('r1', 'c', 'k', 's', "
+                    "'llamacpp', 'ar', 1, 'w', 'x', 'p', 64, 0, 1, false, now(), 0, true)")
+    store = Store(path)
+    unit = {"campaign_id": "c", "config_id": "k", "workload": "w", "service_id": "s2",
+            "n_requests": 3, "complete": True, "started_at": utcnow(), "finished_at": utcnow()}
+    assert store.append("units", [{**unit, "run": 2}]) == 1  # run 2 of the same unit: a new key
+    assert store.unit_done("c", "k", "w") and store.unit_done("c", "k", "w", 2)
+    assert not store.unit_done("c", "k", "w", 3)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT run FROM requests").fetchall() == [(1,)]
+        assert con.execute("SELECT service_id, run FROM units ORDER BY run").fetchall() == [
+            ("s", 1), ("s2", 2)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
