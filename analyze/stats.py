@@ -6,16 +6,24 @@ on the prompts that M's window and the baseline's window share (view `speedup_pa
     speedup            = median(decode_tps of M's requests) / median(decode_tps of baseline's)
     ci_low, ci_high    = 2.5th / 97.5th percentiles of that ratio over B = 2000 paired bootstrap
                          resamples of the PROMPTS (one index matrix per comparison, used for both
-                         M and the baseline; every rep of a drawn prompt comes along)
+                         M and the baseline; every rep of a drawn prompt comes along); when the
+                         campaign has several runs (speedup_pairs.run), of the RUNS, then the
+                         prompts within each drawn run (schema.paired.run_counts)
+    n_runs             = the comparison's runs (1: the prompt bootstrap above, same numbers)
+    run_speedup_min, run_speedup_max = the least and greatest speedup of one run alone
+                         (median of M's decode_tps in run r / the baseline's); NULL with one run
+    between_run_share  = 1 - var(ln ratio | runs fixed, prompts resampled within each run)
+                         / var(ln ratio | runs, then prompts), clipped to [0, 1]; NULL with one run
     significant        = ci_low > 1 or ci_high < 1
     throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window)
     ttft_ratio         = median ttft_s of M / median ttft_s of the baseline (same prompts)
 
 Each comparison starts a fresh `numpy.random.default_rng(SEED)`, so a CI depends only on its
 own data, not on which other comparisons the database holds or the order they are built in.
-The speedup, its interval and `significant` come from schema.paired (flat_ratio_of_medians,
-the array form of paired_speedup, the one definition collect's best-of ranking uses too).
-speedup_pairs is read once as numbers (comparison and prompt ordinals, decode_tps, ttft_s),
+The speedup, its interval and `significant` come from schema.paired (flat_runs_ratio_of_medians:
+with one run flat_ratio_of_medians, the array form of paired_speedup, the one definition
+collect's best-of ranking uses too).
+speedup_pairs is read once as numbers (comparison and prompt ordinals, run, decode_tps, ttft_s),
 sorted in DuckDB and split with numpy; the comparison keys are read once (PAIRS_SQL and
 COMPARISONS_SQL). Prompt ordinals follow prompt_id's sort order, as paired_speedup's do, so
 a prompt gets the same draws either way.
@@ -32,9 +40,11 @@ from schema.paired import (  # noqa: F401  (re-exported: analyze.stats.* is the 
     LEVEL,
     N_BOOT,
     SEED,
+    RunSpread,
     Speedup,
     bootstrap_ratio_of_medians,
     flat_ratio_of_medians,
+    flat_runs_ratio_of_medians,
     paired_speedup,
     resample_counts,
     resampled_medians,
@@ -60,6 +70,10 @@ CREATE OR REPLACE TABLE speedup (
     n                        INTEGER,   -- requests of M used
     n_baseline               INTEGER,   -- requests of the baseline used
     n_prompts                INTEGER,   -- shared prompts
+    n_runs                   INTEGER,   -- runs of the campaign the comparison rests on
+    run_speedup_min          DOUBLE,    -- least speedup of one run alone (NULL: one run)
+    run_speedup_max          DOUBLE,    -- greatest speedup of one run alone (NULL: one run)
+    between_run_share        DOUBLE,    -- share of the interval's variance from runs (NULL: 1 run)
     throughput_speedup       DOUBLE,
     method_throughput_tps    DOUBLE,
     baseline_throughput_tps  DOUBLE,
@@ -77,11 +91,12 @@ CREATE OR REPLACE TABLE speedup (
 # one row per request of speedup_pairs, numbers only: comparison and prompt as ordinals in
 # the sort order of GROUP_KEY and of prompt_id (the order paired_speedup sorts prompts in),
 # joined from the small key lists (cheaper than two window sorts over every row); the view is
-# evaluated once for the three uses (MATERIALIZED)
+# evaluated once for the three uses (MATERIALIZED); run as stored (numbered per comparison by
+# _statistics: a third join over every row cost more than numpy's unique on each comparison)
 _KEY = ", ".join(GROUP_KEY)
 PAIRS_SQL = f"""
 WITH pairs AS MATERIALIZED (
-    SELECT {_KEY}, role, prompt_id, decode_tps, ttft_s FROM speedup_pairs
+    SELECT {_KEY}, role, run, prompt_id, decode_tps, ttft_s FROM speedup_pairs
 ),
 comparisons AS (
     SELECT {_KEY}, row_number() OVER (ORDER BY {_KEY}) - 1 AS comparison
@@ -92,7 +107,7 @@ prompts AS (
            row_number() OVER (PARTITION BY {_KEY} ORDER BY prompt_id) - 1 AS prompt
     FROM (SELECT DISTINCT {_KEY}, prompt_id FROM pairs)
 )
-SELECT comparison, (role = 'baseline')::INTEGER AS side, prompt, decode_tps, ttft_s
+SELECT comparison, (role = 'baseline')::INTEGER AS side, run, prompt, decode_tps, ttft_s
 FROM pairs
 JOIN comparisons USING ({_KEY})
 JOIN prompts USING ({_KEY}, prompt_id)
@@ -116,11 +131,15 @@ def _median(values: np.ndarray) -> np.float64:
 def _statistics(
     method: dict[str, np.ndarray], base: dict[str, np.ndarray], n_boot: int, seed: int
 ) -> dict:
-    """Speedup statistics of one comparison; a side is {"decode_tps", "ttft_s", "prompt"}
-    arrays, prompt an ordinal 0..n_prompts-1 present on both sides."""
-    point, lo, hi = flat_ratio_of_medians(
-        method["decode_tps"], method["prompt"], base["decode_tps"], base["prompt"], n_boot, seed
-    )
+    """Speedup statistics of one comparison; a side is {"decode_tps", "ttft_s", "run",
+    "prompt"} arrays, run the run's number (numbered 0..n_runs-1 here, in order) and prompt an
+    ordinal 0..n_prompts-1, every (run, prompt) present on both sides."""
+    n_method = len(method["run"])
+    run = np.unique(np.concatenate([method["run"], base["run"]]), return_inverse=True)[1]
+    point, lo, hi, spread = flat_runs_ratio_of_medians(
+        method["decode_tps"], run[:n_method], method["prompt"],
+        base["decode_tps"], run[n_method:], base["prompt"], n_boot, seed,
+    )  # fmt: skip
     result = Speedup(point, lo, hi, int(method["prompt"].max()) + 1)
     return {
         "speedup": result.speedup,
@@ -130,6 +149,10 @@ def _statistics(
         "n": len(method["prompt"]),
         "n_baseline": len(base["prompt"]),
         "n_prompts": result.n_prompts,
+        "n_runs": spread.n_runs,
+        "run_speedup_min": spread.run_speedup_min,
+        "run_speedup_max": spread.run_speedup_max,
+        "between_run_share": spread.between_run_share,
         "ttft_ratio": _median(method["ttft_s"]) / _median(base["ttft_s"]),
         "method_decode_tps_p50": _median(method["decode_tps"]),
         "baseline_decode_tps_p50": _median(base["decode_tps"]),
@@ -140,16 +163,19 @@ def _statistics(
 
 def compare_group(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> dict:
     """Speedup statistics of one comparison from its `speedup_pairs` rows (role, prompt_id,
-    decode_tps, ttft_s, baseline); only the prompts both roles have count."""
+    decode_tps, ttft_s, baseline, and run if several: the view's rows, which pair every
+    prompt in every run); only the prompts both roles have count."""
     shared = sorted(set(rows.loc[rows["role"] == "method", "prompt_id"])
                     & set(rows.loc[rows["role"] == "baseline", "prompt_id"]))  # fmt: skip
     if not shared:
         raise ValueError("a speedup_pairs group with no prompt on both sides")
     rows = rows[rows["prompt_id"].isin(shared)]
     ordinal = rows["prompt_id"].map({p: i for i, p in enumerate(shared)}).to_numpy()
+    run = rows["run"].to_numpy(dtype=np.int64) if "run" in rows else np.ones(len(rows), int)
     sides = {
         role: {"decode_tps": rows["decode_tps"].to_numpy(dtype=float)[mask],
-               "ttft_s": rows["ttft_s"].to_numpy(dtype=float)[mask], "prompt": ordinal[mask]}
+               "ttft_s": rows["ttft_s"].to_numpy(dtype=float)[mask], "prompt": ordinal[mask],
+               "run": run[mask]}
         for role in ("method", "baseline")
         for mask in [(rows["role"] == role).to_numpy()]
     }  # fmt: skip
@@ -171,7 +197,8 @@ def bootstrap_speedups(
     keys = con.execute(COMPARISONS_SQL).df()
     rows = con.execute(PAIRS_SQL).fetchnumpy()
     columns = {"decode_tps": _column(rows, "decode_tps"), "ttft_s": _column(rows, "ttft_s"),
-               "prompt": np.asarray(rows["prompt"], dtype=np.int64)}  # fmt: skip
+               "prompt": np.asarray(rows["prompt"], dtype=np.int64),
+               "run": np.asarray(rows["run"], dtype=np.int64)}  # fmt: skip
     # rows are sorted by (comparison, side): segment 2c is M's rows of comparison c, 2c+1 B's
     segment = np.asarray(rows["comparison"], dtype=np.int64) * 2 + np.asarray(rows["side"])
     bounds = np.searchsorted(segment, np.arange(2 * len(keys) + 1))

@@ -5,7 +5,11 @@
 -- Baseline name: analysis_params.baseline (bound by analyze.build.run, never formatted in).
 -- Same-prompts rule: a request counts only if its prompt_id has at least one usable request
 --   (ok, decode_tps not NULL) in both M's and the baseline's window of the same
---   (campaign_id, engine, tp, workload, max_tokens, concurrency). All reps of such a prompt count.
+--   (campaign_id, engine, tp, workload, max_tokens, concurrency) in every run of the comparison.
+--   All reps of such a prompt count. Runs (requests.run): the comparison's runs are those in
+--   which M and the baseline share a prompt; a run only one side measured is left out, and so
+--   is a prompt missing from any of the comparison's runs on either side (one run: the rule
+--   above, nothing more). `run` is carried so that analyze/stats.py can resample runs.
 -- Formula fed downstream: speedup = median(decode_tps | role = 'method')
 --                                  / median(decode_tps | role = 'baseline').
 
@@ -20,7 +24,7 @@ params AS (
 usable AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method,
-        prompt_id, rep, request_id, decode_tps, ttft_s
+        run, prompt_id, rep, request_id, decode_tps, ttft_s
     FROM request_metrics
     WHERE decode_tps IS NOT NULL
 ),
@@ -37,38 +41,69 @@ method_rows AS (
     JOIN params AS p ON u.method <> p.baseline
 ),
 
-shared_prompts AS (
+-- (run, prompt) cells that both sides measured
+shared_cells AS MATERIALIZED (
     SELECT DISTINCT
         m.campaign_id, m.engine, m.tp, m.workload, m.max_tokens, m.concurrency,
-        m.method, m.prompt_id
+        m.method, m.run, m.prompt_id
     FROM method_rows AS m
     SEMI JOIN baseline_rows AS b
-        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, prompt_id)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, run, prompt_id)
+),
+
+comparison_runs AS (
+    SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+           count(DISTINCT run) AS n_runs
+    FROM shared_cells
+    GROUP BY ALL
+),
+
+prompt_runs AS (
+    SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id,
+           count(*) AS n_runs
+    FROM shared_cells
+    GROUP BY ALL
+),
+
+-- a prompt shared in every run of its comparison
+shared_prompts AS (
+    SELECT p.* EXCLUDE (n_runs)
+    FROM prompt_runs AS p
+    JOIN comparison_runs AS c
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method, n_runs)
+),
+
+paired_cells AS (
+    SELECT c.*
+    FROM shared_cells AS c
+    SEMI JOIN shared_prompts AS s
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id)
 ),
 
 method_side AS (
     SELECT m.*, 'method' AS role
     FROM method_rows AS m
-    SEMI JOIN shared_prompts AS s
-        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id)
+    SEMI JOIN paired_cells AS s
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method, run,
+               prompt_id)
 ),
 
 baseline_side AS (
     SELECT b.* EXCLUDE (method), s.method, 'baseline' AS role
-    FROM shared_prompts AS s
+    FROM paired_cells AS s
     JOIN baseline_rows AS b
-        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, prompt_id)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, run, prompt_id)
 ),
 
 final AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
-        prompt_id, rep, request_id, decode_tps, ttft_s
+        run, prompt_id, rep, request_id, decode_tps, ttft_s
     FROM method_side
     UNION ALL BY NAME
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
-        prompt_id, rep, request_id, decode_tps, ttft_s
+        run, prompt_id, rep, request_id, decode_tps, ttft_s
     FROM baseline_side
 )
 
