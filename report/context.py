@@ -224,6 +224,7 @@ def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, A
     return {
         "campaign": c, "baseline": data.baseline,
         "findings": findings.summary(data), "validity": findings.validity_notes(data),
+        "several_runs": findings.several_runs(data.speedup),
         "campaign_table": campaign_table(c), "env_table": env_table(data.environment),
         "host_table": sections.host_table(data.hosts),
         "host_lines": sections.host_lines(data.hosts) if not data.hosts.empty else [],

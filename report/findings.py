@@ -172,6 +172,35 @@ HEADLINE_RULE = ("Each workload's headline is its most certain gain: the largest
                  "falls below its throughput at the lowest concurrency.")
 
 
+def several_runs(sp: pd.DataFrame) -> bool:
+    """Some speedup rests on more than one run of the campaign (speedup.n_runs > 1)."""
+    return not sp.empty and "n_runs" in sp and bool((sp["n_runs"].fillna(1) > 1).any())
+
+
+def runs_sentence(sp: pd.DataFrame) -> str:
+    """How much of the speedup intervals' spread is between runs, when the campaign has
+    several (speedup.n_runs > 1): the median between_run_share over those comparisons and the
+    comparison where it is largest, with its per-run speedups. Empty with one run (or a file
+    analyzed before runs existed)."""
+    if not several_runs(sp):
+        return ""
+    multi = sp[(sp["n_runs"] > 1) & sp["between_run_share"].notna()]
+    lo, hi = int(sp["n_runs"].fillna(1).min()), int(sp["n_runs"].max())
+    runs = f"{hi} runs" if lo == hi else f"runs ({lo} to {hi} per comparison)"
+    out = f"Intervals resample the campaign's {runs}, then the prompts within each run."
+    if multi.empty:
+        return out
+    top = multi.loc[multi["between_run_share"].idxmax()]
+    several = len(sp[["engine", "tp"]].drop_duplicates()) > 1
+    share = 100 * multi["between_run_share"]
+    return (out + f" Between runs: a median {fmt_num(share.median(), '.0f')}\\% of an "
+            f"interval's variance over {len(multi)} comparison(s), the most "
+            f"{fmt_num(100 * top['between_run_share'], '.0f')}\\% (per-run speedups "
+            f"{_x(top['run_speedup_min'])} to {_x(top['run_speedup_max'])}) for "
+            f"{e(top['method'])} on \\emph{{{e(top['workload'])}}}, {_where(top, several)}; "
+            "runs that differ only by prompt noise give about 30--40\\%.")
+
+
 def summary(data: ReportData) -> list[NoEscape]:
     """The summary-of-findings bullet points."""
     sp, n_measured = data.speedup, int(data.campaign["n_measured"])
@@ -179,6 +208,7 @@ def summary(data: ReportData) -> list[NoEscape]:
     lines = [(f"{n_measured} measured requests, methods: {methods}; baseline: "
              f"\\emph{{{e(data.baseline)}}}. Speedup is the ratio of median per-request "
              "decode tok/s on the same prompts. " + HEADLINE_RULE)]
+    lines += [runs] if (runs := runs_sentence(sp)) else []
     if sp.empty:
         lines.append("No speedup could be computed: the campaign has no baseline windows "
                      "matching the other methods.")
