@@ -73,6 +73,7 @@ class ServicesSchema(_Base):
     log_tail: Series[str] = pa.Field(nullable=True)
     transport: Series[str] = pa.Field(isin=["direct", "paramiko-tunnel", "ssh-tunnel", "unknown"])
     run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
+    replica: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
 
 
 class UnitsSchema(_Base):

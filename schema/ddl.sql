@@ -1,8 +1,8 @@
--- specsweep raw layer, schema version 8 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 9 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
--- campaign had one; see schema/store.py).
+-- campaign had one; v8 no services.replica; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -62,6 +62,9 @@ CREATE TABLE IF NOT EXISTS services (
                                         -- tunnel, receive stamps are taken when the forward
                                         -- wrote the bytes to loopback
     ,run            INTEGER NOT NULL DEFAULT 1 -- which run of the campaign (requests.run)
+    ,replica        INTEGER NOT NULL DEFAULT 1 -- which replica of its configuration
+                                        -- (a long configuration split into several service
+                                        -- starts, each running a share of its workloads)
 );
 
 CREATE TABLE IF NOT EXISTS units (

@@ -34,7 +34,7 @@ import pandera.pandas as pa
 from schema import metrics
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -379,7 +379,15 @@ def migrate_to_8(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(UNITS_V8).fetchall()
 
 
+def migrate_to_9(con: duckdb.DuckDBPyConnection) -> None:
+    """v9: services.replica (a long configuration may run as several replicas, each its own
+    service start with a share of the workloads). Every service of an older file was the
+    configuration's only one, replica 1."""
+    con.execute("ALTER TABLE services ADD COLUMN IF NOT EXISTS replica INTEGER DEFAULT 1"
+                ).fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4,
                                5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
-                               8: migrate_to_8}
+                               8: migrate_to_8, 9: migrate_to_9}

@@ -1,6 +1,7 @@
-"""Schema migrations v3->v8: a v3 file gains endpoint_errors on open, a v4 file gains
+"""Schema migrations v3->v9: a v3 file gains endpoint_errors on open, a v4 file gains
 gpu_samples and services.transport, a v5 file windows and requests.scheduled_s, a v6 file
-method_params and the requests' acceptance details, a v7 file runs (units keyed by run); the endpoint_errors contract quarantines
+method_params and the requests' acceptance details, a v7 file runs (units keyed by run), a
+v8 file services.replica; the endpoint_errors contract quarantines
 rows that name no known hook or phase."""
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def test_a_v4_file_gains_gpu_samples_and_says_its_services_transport_is_unknown(
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT transport FROM services").fetchall() == [("unknown",)]
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchone() == (0,)
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
+        version = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        assert version == (SCHEMA_VERSION,)
 
 
 def test_a_v5_file_gains_windows_and_its_requests_were_sent_closed_loop(tmp_path: Path) -> None:
@@ -79,7 +81,8 @@ def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) ->
         columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
         assert columns[-5:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
                                 "step_accepted", "run"]
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
+        version = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        assert version == (SCHEMA_VERSION,)
         steps = con.execute("SELECT request_id, spec_verify_ct, accept_length FROM requests "
                             "ORDER BY 1").fetchall()
     # llama.cpp's verify steps no longer count the prefill's; SGLang's were the engine's own
@@ -92,13 +95,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,)]
     assert statuses == [(200,), (None,)]
 
 
@@ -133,4 +136,28 @@ def test_a_v7_file_gains_runs_and_its_rows_belong_to_run_1(tmp_path: Path) -> No
         assert con.execute("SELECT run FROM requests").fetchall() == [(1,)]
         assert con.execute("SELECT service_id, run FROM units ORDER BY run").fetchall() == [
             ("s", 1), ("s2", 2)]
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
+        version = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        assert version == (SCHEMA_VERSION,)
+
+
+def test_a_v8_file_gains_services_replica_and_its_services_are_replica_1(tmp_path: Path) -> None:
+    path = tmp_path / "v8.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(8))
+        con.execute("INSERT INTO schema_version VALUES (8, now()::TIMESTAMP)")
+        assert "replica" not in [c[0] for c in con.execute("DESCRIBE services").fetchall()]
+        con.execute("INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+                    "tp, gpus, host, launch_command, requested_at, state) VALUES ('s', 'c', "
+                    "'k', 'sglang', 'autoregressive', 1, '3', 'h', 'x', now(), 'stopped')")
+    store = Store(path)
+    row = {"service_id": "s2", "campaign_id": "c", "config_id": "k", "engine": "sglang",
+           "method": "autoregressive", "tp": 1, "gpus": "4", "host": "h", "launch_command": "x",
+           "requested_at": utcnow(), "ready_at": None, "stopped_at": None, "startup_s": None,
+           "state": "stopped", "error": None, "log_tail": None, "transport": "direct",
+           "replica": 2}
+    assert store.append("services", [row]) == 1
+    assert store.append("services", [{**row, "service_id": "s3", "replica": 0}]) == 0
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT service_id, replica FROM services ORDER BY 1").fetchall() == [
+            ("s", 1), ("s2", 2)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (9,)
