@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from collect.cluster.config import ClusterField
 from collect.plan import families
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
@@ -182,15 +183,11 @@ class Plan(Strict):
         description="Ordered phases, each at one tp (default: one phase per tp with every "
         "method). A phase may run the fastest methods of an earlier one.",
     )
-    estimates: Estimates = Field(
-        Estimates(),
-        description="Assumed speeds for time estimates (ETA, `check`, `simulate`); measured "
-        "figures from the store replace them as they exist.",
-    )
-    telemetry: Telemetry = Field(
-        Telemetry(), description="GPU power, clocks, utilisation and memory sampled while "
-        "each window runs (table gpu_samples)."
-    )
+    estimates: Estimates = Field(Estimates(), description="Assumed speeds for time estimates "
+                                 "(ETA, `check`, `simulate`); measured figures from the store "
+                                 "replace them as they exist.")
+    telemetry: Telemetry = Field(Telemetry(), description="GPU power, clocks, utilisation and "
+                                 "memory sampled while each window runs (table gpu_samples).")
     slo: Slo | None = Field(
         None, validate_default=True,
         description="Latency objectives for goodput and the highest rate that meets them "
@@ -206,6 +203,8 @@ class Plan(Strict):
     )
     repeat: int = Field(1, ge=1, le=100, description="Runs of the whole campaign, each on "
                         "fresh service starts (README 'Repeated runs'); not in the plan's hash.")
+    cluster: ClusterField = Field(None, description="Run across the nodes of a Ray cluster "
+                                  "(collect/cluster/config.py); not in the plan's hash.")
 
     @field_validator("methods")
     @classmethod
@@ -350,12 +349,12 @@ class Plan(Strict):
     def sha256(self) -> str:
         """Hash of what is measured: the plan's fields that differ from their defaults (so
         that a field added to specsweep with a default leaves existing plans' campaign_id,
-        and resume, alone), without `estimates`, `gpu_hour_usd`, `slo` and `repeat` (assumed
-        speeds, a price, latency objectives and more runs change no measurement), nor the
-        methods' `family` and `params` (labels of what the args already say: a family
-        written as a grid hashes as the same methods written one by one)."""
+        and resume, alone), without `estimates`, `gpu_hour_usd`, `slo`, `repeat` and `cluster`
+        (assumed speeds, a price, latency objectives, more runs and where they run change no
+        measurement), nor the methods' `family` and `params` (labels of what the args already
+        say: a family written as a grid hashes as the same methods written one by one)."""
         exclude: dict[str, Any] = {"estimates": True, "gpu_hour_usd": True, "slo": True,
-                                   "repeat": True,
+                                   "repeat": True, "cluster": True,
                                    "methods": {"__all__": {"family", "params"}}}
         text = self.model_dump_json(exclude_defaults=True, exclude=exclude)
         return hashlib.sha256(text.encode()).hexdigest()
