@@ -141,16 +141,27 @@ def _family_label(method) -> str:  # noqa: ANN001 - Method
     return f" [family {method.family or method.name}: {values}]"
 
 
-def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = False) -> list[str]:  # noqa: ANN001 - Plan
+def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = False,  # noqa: ANN001 - Plan
+                   hosts: list[int] | None = None) -> list[str]:
     from collect.planning import simulation
 
     try:
-        return simulation.report_lines(parsed, db, seed, gantt)
+        return simulation.report_lines(parsed, db, seed, gantt, hosts)
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except ValueError as exc:  # a configuration that can never run; the memory check says why
         return [f"time estimate: none ({exc})"]
+
+
+def _host_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1 or max(counts) > 64:
+        raise typer.BadParameter(f"{text!r}: host counts from 1 to 64, comma-separated (1,2,4)")
+    return counts
 
 
 @app.command()
@@ -160,10 +171,16 @@ def simulate(
         None, help="Results file whose measured speeds replace the plan's assumed ones."
     ),
     seed: int = typer.Option(0, help="Seed of the start-up times drawn from estimates.startup_s."),
+    hosts: str = typer.Option(
+        "1", help="Host counts to simulate, comma-separated (1,2,4): copies of the plan's host "
+        "and its GPUs; a job never spans hosts. The packed order's table is the first count's."),
 ) -> None:
-    """Run the scheduler on simulated services: serial and packed makespan, lower bounds,
-    and the packed order."""
-    lines = _time_estimate(_plan_or_exit(plan), db, seed, gantt=True)
+    """Run the scheduler on simulated services: serial and packed makespan (replicas
+    included unless host.replicas is false), lower bounds, and the packed order; with
+    --hosts, the packed makespan and its bounds on each host count."""
+    counts = _host_counts(hosts)
+    lines = _time_estimate(_plan_or_exit(plan), db, seed, gantt=True,
+                           hosts=counts if counts != [1] else None)
     if lines[0].startswith("time estimate: none"):
         typer.echo(f"error: {plan}: {lines[0]}", err=True)
         raise typer.Exit(2)

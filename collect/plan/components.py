@@ -58,6 +58,10 @@ class _NoGPUList:
     def pack(self) -> bool:
         return False
 
+    @property
+    def replicas(self) -> bool:
+        return False
+
 
 class _GPUHost(Strict):
     """The GPU fields a local and an SSH host share (one definition, one meaning)."""
@@ -80,6 +84,14 @@ class _GPUHost(Strict):
         "keeps its GPUs for all its workloads; units record who shared the host in "
         "units.colocated_with). Without GPUs configurations always run one at a time. false: "
         "one at a time (e.g. a CPU engine on a machine that has GPUs).",
+    )
+    replicas: bool = Field(
+        True,
+        description="With `pack`: a configuration whose estimated work is long next to the "
+        "others' runs as several replicas (service starts on GPUs of their own, each a "
+        "share of its workloads; services.replica says which), when that shortens the "
+        "packed order by more than the start-ups it adds (collect/planning/replicas.py). "
+        "false: one service start per configuration.",
     )
     blocking_services: list[BlockingService] = Field(
         default_factory=list, description="Services phases may stop (see Phase.stop_services)."

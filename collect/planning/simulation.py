@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from collect.plan.model import Plan, ServiceConfig
+from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.planning.estimate import Estimator, Measured, load_measured
+from collect.planning.replicas import Candidate, replica_of, split
 from collect.planning.schedule import (
     Job,
     Scheduler,
@@ -43,7 +44,10 @@ def host_gpus(plan: Plan) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 class PlanJobs:
-    """The plan's phases as scheduler jobs, keyed f"{phase}:{config_id}" as the runner's.
+    """The plan's phases as scheduler jobs, keyed f"{phase}:{config_id}" as the runner's
+    (f"...#{i}" for replica i >= 2 of a configuration split by `collect.planning.replicas`,
+    each phase's configurations one batch, as the runner splits them; `usable`: the GPUs
+    of one host the batch may use, 0 for no replicas, on `hosts` hosts).
 
     The baseline of a best_of phase does not depend on the choice, so its job is known from
     the start; the chosen methods' jobs come when every job of the source phase has
@@ -51,9 +55,12 @@ class PlanJobs:
     the estimator's speeds: measured where the store has them, else assumed.
     """
 
-    def __init__(self, plan: Plan, est: Estimator, gpu_host: bool):
+    def __init__(self, plan: Plan, est: Estimator, gpu_host: bool, usable: int = 0,
+                 hosts: int = 1):
         self.plan, self.est, self.gpu_host = plan, est, gpu_host
+        self.usable, self.hosts = usable, hosts
         self.configs: dict[str, tuple[Phase, ServiceConfig]] = {}
+        self.workloads: dict[str, tuple[Workload, ...]] = {}  # key -> the job's workloads
         self.methods: dict[str, list[str]] = {}  # phase -> methods that run (once known)
         self._open: dict[str, set[str]] = {}  # phase -> keys not finished yet
 
@@ -73,15 +80,22 @@ class PlanJobs:
         return self._resolve(now)
 
     def _jobs(self, phase: Phase, methods: list[str], after: Iterable[str] = ()) -> list[Job]:
-        jobs = []
+        batch = []
         for config in self.plan.phase_configs(phase, methods):
             key = f"{phase.name}:{config.config_id}"
-            if key in self.configs or not self.plan.workloads_of(config):
+            workloads = tuple(self.plan.workloads_of(config))
+            if key in self.configs or not workloads:
                 continue
-            self.configs[key] = (phase, config)
-            self._open.setdefault(phase.name, set()).add(key)
-            jobs.append(Job(key, config.tp if self.gpu_host else 0, self.est.config_s(config),
-                            frozenset(after), alone=bool(phase.stop_services)))
+            batch.append(Candidate(key, config, workloads, config.tp if self.gpu_host else 0,
+                                   alone=bool(phase.stop_services)))
+        jobs, replicas = [], split(self.est, batch, self.usable, self.hosts,
+                                   enabled=self.usable > 0)
+        for c in batch:
+            for r in replicas[c.key]:
+                self.configs[r.key] = (phase, c.config)
+                self.workloads[r.key] = r.workloads
+                self._open.setdefault(phase.name, set()).add(r.key)
+                jobs.append(Job(r.key, c.gpus, r.seconds, frozenset(after), alone=c.alone))
         return jobs
 
     def _resolve(self, now: float) -> list[Job]:
@@ -121,31 +135,40 @@ class PlanJobs:
 class Simulation:
     serial: list[Slot]
     packed: list[Slot]
-    gpus: tuple[int, ...]
-    reserved: tuple[int, ...]
+    gpus: tuple[int, ...]  # one host's
+    reserved: tuple[int, ...]  # one host's
     configs: dict[str, tuple[Phase, ServiceConfig]]
+    hosts: int = 1
+    stride: int = 0  # GPU g of host h is numbered h * stride + g in `packed`
 
     @property
     def bound(self) -> float:
-        return lower_bound(self.packed, self.gpus, self.reserved)
+        return lower_bound(self.packed, self.gpus, self.reserved, self.hosts)
 
     @property
     def dependency_bound(self) -> float:
-        return dependency_bound(self.packed, self.gpus, self.reserved)
+        return dependency_bound(self.packed, self.gpus, self.reserved, self.hosts)
 
 
-def simulate_plan(plan: Plan, est: Estimator, seed: int | None = 0) -> Simulation:
-    """Serial and packed order of the plan on simulated services. Start-up: the measured
-    median when the store has one, else drawn from `estimates.startup_s` with the seed
-    (seed None: the midpoint, as the ETA uses). Both orders get the same draws."""
+def simulate_plan(plan: Plan, est: Estimator, seed: int | None = 0, hosts: int = 1,
+                  replicas: bool | None = None) -> Simulation:
+    """Serial and packed order of the plan on simulated services; the packed one on `hosts`
+    copies of the plan's host, with replicas unless the plan's `host.replicas` is false
+    (or `replicas` says otherwise). Start-up: the measured median when the store has one,
+    else drawn from `estimates.startup_s` with the seed (seed None: the midpoint, as the
+    ETA uses). Both orders get the same draws."""
     gpus, reserved = host_gpus(plan)
-    timelines = []
+    split_ = plan.host.replicas if replicas is None else replicas
+    timelines, stride = [], 0
     for packed in (False, True):
-        jobs = PlanJobs(plan, est, gpu_host=bool(gpus))
-        scheduler = Scheduler(gpus, reserved, packed=packed and bool(gpus))
+        usable = len(gpus) - len(reserved) if packed and split_ and gpus else 0
+        jobs = PlanJobs(plan, est, gpu_host=bool(gpus), usable=usable, hosts=hosts)
+        scheduler = Scheduler(gpus, reserved, packed=packed and bool(gpus),
+                              hosts=hosts if packed and gpus else 1)
+        stride = scheduler.stride
         timelines.append(simulate(scheduler, jobs.initial(), _durations(jobs, est, seed),
                                   jobs.on_finish))
-    return Simulation(timelines[0], timelines[1], gpus, reserved, jobs.configs)
+    return Simulation(timelines[0], timelines[1], gpus, reserved, jobs.configs, hosts, stride)
 
 
 def _durations(jobs: PlanJobs, est: Estimator, seed: int | None) -> Callable[[Job], float]:
@@ -156,7 +179,7 @@ def _durations(jobs: PlanJobs, est: Estimator, seed: int | None) -> Callable[[Jo
         if seed is None or (config.method.name, config.tp) in est.measured.startup_s:
             return job.seconds
         startup = random.Random(f"{seed}:{job.key}").uniform(low, high)
-        return est.config_s(config, startup_s=startup)
+        return est.config_s(config, list(jobs.workloads[job.key]), startup_s=startup)
 
     return duration
 
@@ -211,7 +234,7 @@ def gpu_list(gpus: Iterable[int]) -> str:
 
 def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
     """Makespans, bounds and where the figures came from (for `check` and `simulate`)."""
-    configs = [config for _, config in sim.configs.values()]
+    configs = list({k.partition("#")[0]: c for k, (_, c) in sim.configs.items()}.values())
     got = sources(est, configs)
     serial, packed = makespan(sim.serial), makespan(sim.packed)
     lines = ["decode speeds per window: " + ", ".join(
@@ -237,24 +260,57 @@ def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
 
 
 def gantt_lines(sim: Simulation) -> list[str]:
-    """The packed order as a table: job, GPUs, start, end."""
-    rows = [("phase", "method", "tp", "GPUs", "start", "end")]
+    """The packed order as a table: job (replica i >= 2 as method#i), host, GPUs, start, end."""
+    rows = [("phase", "method", "tp", "host", "GPUs", "start", "end")]
     for slot in sorted(sim.packed, key=lambda s: (s.start, s.gpus)):
         phase, config = sim.configs[slot.job.key]
-        rows.append((phase.name, config.method.name, str(config.tp), gpu_list(slot.gpus),
-                     clock(slot.start), clock(slot.end)))
+        i = replica_of(slot.job.key)
+        host = slot.gpus[0] // sim.stride if slot.gpus and sim.stride else 0
+        local = [g - host * sim.stride for g in slot.gpus]
+        rows.append((phase.name, config.method.name + (f"#{i}" if i > 1 else ""),
+                     str(config.tp), str(host + 1), gpu_list(local), clock(slot.start),
+                     clock(slot.end)))
+    if sim.hosts == 1:
+        rows = [row[:3] + row[4:] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             for row in rows]
 
 
-def report_lines(plan: Plan, db: Path | None, seed: int | None, gantt: bool) -> list[str]:
+def hosts_lines(plan: Plan, est: Estimator, seed: int | None, counts: list[int]) -> list[str]:
+    """Packed makespan on each host count (copies of the plan's host), with replicas and
+    without, beside its area bound and dependency-aware bound."""
+    rows = [("hosts", "GPUs", "packed", "no replicas", "replicas", "area bound", "packed/area",
+             "dependency bound", "packed/dep")]
+    for n in counts:
+        sim = simulate_plan(plan, est, seed, hosts=n)
+        plain = makespan(simulate_plan(plan, est, seed, hosts=n, replicas=False).packed)
+        packed, area, dep = makespan(sim.packed), sim.bound, sim.dependency_bound
+        extra = sum(replica_of(k) > 1 for k in sim.configs)
+        rows.append((str(n), str(n * len(sim.gpus)), duration(packed), duration(plain),
+                     f"+{extra}", duration(area), f"{packed / area:.3f}", duration(dep),
+                     f"{packed / dep:.3f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def report_lines(plan: Plan, db: Path | None, seed: int | None, gantt: bool,
+                 hosts: list[int] | None = None) -> list[str]:
     """`check`'s time estimate (seed None: start-ups at their midpoint) or, with the
-    packed order's table, `simulate`'s report."""
+    packed order's table, `simulate`'s report; with `hosts`, the packed order on each of
+    those host counts too (the table for the first)."""
     est = Estimator(plan, measured_from(db, plan))
-    sim = simulate_plan(plan, est, seed)
+    counts = hosts or [1]
+    sim = simulate_plan(plan, est, seed, hosts=counts[0])
     where = f"measured in {db} where it has them, else assumed" if db else "assumed (plan)"
     head = [f"time estimate, speeds {where}:"]
     body = summary_lines(sim, est)
-    table = ["packed order (simulated):", *gantt_lines(sim)] if gantt and sim.gpus else []
+    if hosts and sim.gpus:
+        body += [f"on {', '.join(map(str, counts))} host(s) of GPUs {gpu_list(sim.gpus)} "
+                 "each (a job never spans hosts):",
+                 *(f"  {line}" for line in hosts_lines(plan, est, seed, counts))]
+    where = f" on {counts[0]} hosts" if counts[0] > 1 else ""
+    table = ([f"packed order (simulated{where}):", *gantt_lines(sim)]
+             if gantt and sim.gpus else [])
     return head + [f"  {line}" for line in body] + table

@@ -20,6 +20,7 @@ from collect.http.client import http_client
 from collect.plan.load import TraceWorkload
 from collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
 from collect.plan.workloads import prompts
+from collect.planning.replicas import replica_of
 from collect.run import openloop
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
@@ -52,7 +53,7 @@ def _serve(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workloa
     ready."""
     service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
                       c.stopping)
-    service.row["run"] = c.run
+    service.row["run"], service.row["replica"] = c.run, replica_of(key)
     c.progress.status(f"starting {config.method.name} (tp {config.tp})")
     recorded = False
     c.spans[service.service_id] = (utcnow(), None)

@@ -208,27 +208,37 @@ class _Queue:
         return added
 
     def _add(self, phase: Phase, todo: list[tuple[ServiceConfig, list[Workload]]]) -> bool:
+        """Queue the phase's configurations: each one job, or (packed, host.replicas) one
+        that is long next to the others as replicas, jobs keyed f"{key}#{i}" (i >= 2) with
+        a share of its workloads each (collect.planning.replicas says when and how)."""
+        from collect.planning.replicas import Candidate, split
+
+        batch = [Candidate(f"{phase.name}:{config.config_id}", config, tuple(workloads),
+                           config.tp if self.gpus else 0, alone=bool(phase.stop_services))
+                 for config, workloads in todo if phase.name not in self.skipped
+                 and f"{phase.name}:{config.config_id}" not in self.jobs and self._chosen(config)]
+        usable = len(self.gpus) - len(self.scheduler.reserved)
+        shares = split(self.estimator, batch, usable,
+                       enabled=self.packed and self.c.plan.host.replicas)
         added = False
-        for config, workloads in todo:
-            key = f"{phase.name}:{config.config_id}"
-            if key in self.jobs or phase.name in self.skipped or not self._chosen(config):
-                continue
-            job = Job(key=key, gpus=config.tp if self.gpus else 0,
-                      seconds=self.estimator.config_s(config, workloads),
-                      alone=bool(phase.stop_services))
-            try:
-                self.scheduler.add(job)
-            except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs
-                log.error("%s (tp %s) skipped: %s", config.method.name, config.tp, exc)
-                self.c.progress.note(f"[red]{config.method.name} (tp {config.tp}) skipped: "
-                                     f"{exc}[/red]")
-                continue
-            self.jobs[key] = (phase, config, workloads)
-            self.open.setdefault(phase.name, set()).add(key)
-            requests = sum(request_count(w) for w in workloads)
-            self.c.progress.add_total(requests)
-            self.c.progress.job_added(job, requests, self.estimator.fixed_s(config, workloads))
-            added = True
+        for one in batch:
+            config = one.config
+            for r in shares[one.key]:
+                job = Job(key=r.key, gpus=one.gpus, seconds=r.seconds, alone=one.alone)
+                try:
+                    self.scheduler.add(job)
+                except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs
+                    log.error("%s (tp %s) skipped: %s", config.method.name, config.tp, exc)
+                    self.c.progress.note(f"[red]{config.method.name} (tp {config.tp}) "
+                                         f"skipped: {exc}[/red]")
+                    break
+                self.jobs[r.key] = (phase, config, list(r.workloads))
+                self.open.setdefault(phase.name, set()).add(r.key)
+                requests = sum(request_count(w) for w in r.workloads)
+                self.c.progress.add_total(requests)
+                self.c.progress.job_added(job, requests,
+                                          self.estimator.fixed_s(config, list(r.workloads)))
+                added = True
         return added
 
     def _chosen(self, config: ServiceConfig) -> bool:

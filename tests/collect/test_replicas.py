@@ -1,0 +1,172 @@
+"""Replicas: which configurations are split and how (hand-built estimates), the scheduler on
+several hosts, the CT200 plan simulated with replicas, and the runner starting replica jobs
+(services.replica) with a broken server binary."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import duckdb
+import pytest
+import yaml
+
+from collect.plan.file import load_plan, parse_plan
+from collect.planning.estimate import Estimator
+from collect.planning.replicas import Candidate, replica_key, replica_of, split
+from collect.planning.schedule import Job, Scheduler, makespan, simulate
+from collect.planning.simulation import simulate_plan
+from collect.run import runner
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Est:
+    """Hand-built estimates: seconds per workload name, one start-up + warm-up per start."""
+
+    def __init__(self, seconds: dict[str, float], fixed: float):
+        self.seconds, self.fixed = seconds, fixed
+
+    def workload_s(self, config: object, w: SimpleNamespace) -> float:
+        return self.seconds[w.name]
+
+    def fixed_s(self, config: object, workloads: list[SimpleNamespace]) -> float:
+        return self.fixed
+
+
+def job(key: str, names: list[str], gpus: int = 1, alone: bool = False) -> Candidate:
+    return Candidate(key, SimpleNamespace(), tuple(SimpleNamespace(name=n) for n in names),
+                     gpus, alone)  # type: ignore[arg-type]
+
+
+def names(replicas: list) -> list[list[str]]:  # noqa: ANN001
+    return [[w.name for w in r.workloads] for r in replicas]
+
+
+def test_a_long_job_is_split_into_whole_workloads_and_short_ones_are_not() -> None:
+    seconds = {f"a{i}": 600.0 for i in range(6)} | {"b": 600, "c": 600, "d": 600,
+                                                     "e1": 300, "e2": 300}
+    batch = [job("A", [f"a{i}" for i in range(6)]), job("B", ["b"]), job("C", ["c"]),
+             job("D", ["d"]), job("E", ["e1", "e2"])]
+    out = split(Est(seconds, 60), batch, usable=4)  # type: ignore[arg-type]
+    # unsplit A (3660 s) sets the bound; 3 replicas of 1260 s fall under the area bound
+    assert names(out["A"]) == [["a0", "a3"], ["a1", "a4"], ["a2", "a5"]]
+    assert [r.key for r in out["A"]] == ["A", "A#2", "A#3"]
+    assert [r.seconds for r in out["A"]] == [1260, 1260, 1260]
+    assert all(len(out[k]) == 1 for k in "BCDE")  # not longer than the area bound
+    assert names(out["E"]) == [["e1", "e2"]]
+
+
+def test_workloads_are_balanced_by_seconds_and_keep_plan_order() -> None:
+    seconds = {"w1": 900, "w2": 100, "w3": 500, "w4": 400}
+    out = split(Est(seconds, 60), [job("A", list(seconds))], usable=2)  # type: ignore[arg-type]
+    assert names(out["A"]) == [["w1", "w2"], ["w3", "w4"]]  # LPT: 900+100 and 500+400
+    assert sorted(w for r in names(out["A"]) for w in r) == sorted(seconds)
+
+
+def test_the_start_up_cost_stops_a_split_that_gains_too_little() -> None:
+    seconds = {"w1": 100, "w2": 100}
+    costly = split(Est(seconds, 150), [job("A", ["w1", "w2"])], usable=2)  # type: ignore[arg-type]
+    cheap = split(Est(seconds, 50), [job("A", ["w1", "w2"])], usable=2)  # type: ignore[arg-type]
+    assert len(costly["A"]) == 1  # 350 s -> 250 s gains 100 s < 150 s of start-up
+    assert len(cheap["A"]) == 2  # 250 s -> 150 s gains 100 s > 50 s
+
+
+def test_no_split_when_replicas_cannot_run_side_by_side_or_hold_the_host() -> None:
+    seconds = {"w1": 1000, "w2": 1000}
+    wide = split(Est(seconds, 10), [job("T4", ["w1", "w2"], gpus=4)], usable=7)  # type: ignore[arg-type]
+    alone = split(Est(seconds, 10), [job("T8", ["w1", "w2"], 8, alone=True)], usable=7)  # type: ignore[arg-type]
+    off = split(Est(seconds, 10), [job("A", ["w1", "w2"])], usable=7, enabled=False)  # type: ignore[arg-type]
+    assert len(wide["T4"]) == len(alone["T8"]) == len(off["A"]) == 1
+    assert len(split(Est(seconds, 10), [job("T4", ["w1", "w2"], gpus=4)], usable=7,  # type: ignore[arg-type]
+                     hosts=2)["T4"]) == 2  # two hosts: one replica on each
+
+
+def test_replica_keys() -> None:
+    assert replica_key("tp1:abc", 1) == "tp1:abc" and replica_key("tp1:abc", 3) == "tp1:abc#3"
+    assert replica_of("tp1:abc") == 1 and replica_of("tp1:abc#3") == 3
+
+
+def test_several_hosts_a_job_never_spans_them_and_alone_holds_only_its_own() -> None:
+    s = Scheduler([0, 1, 2, 3], reserved=[0], hosts=2)
+    jobs = [Job("big", 3, 100), Job("big2", 3, 100), Job("one", 1, 50),
+            Job("solo", 4, 40, alone=True)]
+    timeline = simulate(s, jobs)
+    for slot in timeline:
+        assert len({g // 4 for g in slot.gpus}) == 1  # one host's GPUs
+    starts = {slot.job.key: slot for slot in timeline}
+    assert starts["big"].start == starts["big2"].start == 0  # one on each host
+    assert {starts["big"].gpus, starts["big2"].gpus} == {(1, 2, 3), (5, 6, 7)}
+    assert starts["solo"].start == 100 and makespan(timeline) == 150
+
+
+def test_ct200_simulated_with_replicas() -> None:
+    plan = load_plan(REPO / "plans/ct200-qwen36.yaml")
+    est = Estimator(plan)
+    plain = simulate_plan(plan, est, seed=None, replicas=False)
+    sim = simulate_plan(plan, est, seed=None)
+    packed = makespan(sim.packed)
+    assert packed < makespan(plain.packed)
+    assert any(replica_of(k) > 1 for k in sim.configs)
+    # within 1.05x of what the dependencies allow (TP4 picks wait for all of TP1, TP8 runs
+    # alone); the area bound itself is out of reach: its ratio stays above 1.1
+    assert packed <= 1.05 * sim.dependency_bound
+    assert packed / sim.bound > 1.1
+    two = simulate_plan(plan, est, seed=None, hosts=2)
+    assert makespan(two.packed) < 0.6 * packed
+    assert makespan(two.packed) <= 1.1 * two.dependency_bound
+
+
+def test_simulate_prints_each_host_count() -> None:
+    done = subprocess.run([sys.executable, "-m", "collect", "simulate",
+                           "plans/ct200-qwen36.yaml", "--hosts", "1,2,4"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith("    ")]
+    assert [r[0] for r in rows] == ["hosts", "1", "2", "4"] and rows[2][1] == "16"
+    bad = subprocess.run([sys.executable, "-m", "collect", "simulate",
+                          "plans/ct200-qwen36.yaml", "--hosts", "0,x"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+
+
+def _plan(tmp_path: Path, replicas: bool = True) -> str:
+    broken = tmp_path / "broken-server"  # every start fails at once: a services row each
+    broken.write_text("#!/bin/sh\necho cannot start\nexit 3\n")
+    broken.chmod(broken.stat().st_mode | stat.S_IEXEC)
+    return yaml.safe_dump({
+        "name": "replicas",
+        "host": {"kind": "local", "gpus": [0, 1, 2, 3], "replicas": replicas},
+        "engine": {"kind": "llamacpp", "binary": str(broken), "model": "/none.gguf",
+                   "startup_timeout_s": 5},
+        "methods": [{"name": "autoregressive"}, {"name": "ngram"}],
+        # assumed: the baseline is 100x slower, so its four workloads are long
+        "estimates": {"startup_s": [1, 1], "decode_tps": {1: 1}, "speedup": {"ngram": 100}},
+        "workloads": [{"name": f"w{i}", "prompts": {"kind": "inline", "texts": ["x"]},
+                       "max_tokens": [4000]} for i in range(4)],
+    })
+
+
+@pytest.mark.parametrize("replicas", [True, False])
+def test_the_runner_starts_replicas_on_gpus_of_their_own(tmp_path: Path, replicas: bool) -> None:
+    text, db = _plan(tmp_path, replicas), tmp_path / "r.duckdb"
+    plan = parse_plan(text)
+    est = Estimator(plan)
+    configs = plan.phase_configs(plan.all_phases()[0], ["autoregressive", "ngram"])
+    batch = [Candidate(f"tp1:{c.config_id}", c, tuple(plan.workloads_of(c)), 1) for c in configs]
+    shares = split(est, batch, usable=4)[batch[0].key]
+    if replicas:  # whole workloads, disjoint, together the configuration's
+        assert sorted(w.name for r in shares for w in r.workloads) == ["w0", "w1", "w2", "w3"]
+        assert len(shares) == 4
+    runner.run(plan, text, db, tmp_path / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT method, config_id, replica, gpus FROM services "
+                           "ORDER BY method, replica").fetchall()
+    ar = [r for r in rows if r[0] == "autoregressive"]
+    assert len({r[1] for r in ar}) == 1  # one configuration
+    # each replica is a service start of its own (same config_id), with its GPUs recorded
+    assert sorted({r[2] for r in ar}) == ([1, 2, 3, 4] if replicas else [1])
+    assert all(r[3] for r in rows)
