@@ -12,8 +12,9 @@ on the prompts that M's window and the baseline's window share (view `speedup_pa
     n_runs             = the comparison's runs (1: the prompt bootstrap above, same numbers)
     run_speedup_min, run_speedup_max = the least and greatest speedup of one run alone
                          (median of M's decode_tps in run r / the baseline's); NULL with one run
-    between_run_share  = 1 - var(ln ratio | runs fixed, prompts resampled within each run)
-                         / var(ln ratio | runs, then prompts), clipped to [0, 1]; NULL with one run
+    between_run_share  = tau2 / (tau2 + mean v_r), tau2 = max(0, var(ln s_r) - mean v_r): s_r
+                         each run's speedup alone, v_r the variance of its ln ratio over a
+                         prompt bootstrap of run r (schema.paired); NULL with one run
     significant        = ci_low > 1 or ci_high < 1
     throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window)
     ttft_ratio         = median ttft_s of M / median ttft_s of the baseline (same prompts)
@@ -73,7 +74,7 @@ CREATE OR REPLACE TABLE speedup (
     n_runs                   INTEGER,   -- runs of the campaign the comparison rests on
     run_speedup_min          DOUBLE,    -- least speedup of one run alone (NULL: one run)
     run_speedup_max          DOUBLE,    -- greatest speedup of one run alone (NULL: one run)
-    between_run_share        DOUBLE,    -- share of the interval's variance from runs (NULL: 1 run)
+    between_run_share        DOUBLE,    -- share of one run's speedup variance between runs (NULL: 1 run)
     throughput_speedup       DOUBLE,
     method_throughput_tps    DOUBLE,
     baseline_throughput_tps  DOUBLE,

@@ -193,12 +193,12 @@ def runs_sentence(sp: pd.DataFrame) -> str:
     top = multi.loc[multi["between_run_share"].idxmax()]
     several = len(sp[["engine", "tp"]].drop_duplicates()) > 1
     share = 100 * multi["between_run_share"]
-    return (out + f" Between runs: a median {fmt_num(share.median(), '.0f')}\\% of an "
-            f"interval's variance over {len(multi)} comparison(s), the most "
+    return (out + f" Between runs: a median {fmt_num(share.median(), '.0f')}\\% of one run's "
+            f"speedup variance over {len(multi)} comparison(s), the most "
             f"{fmt_num(100 * top['between_run_share'], '.0f')}\\% (per-run speedups "
             f"{_x(top['run_speedup_min'])} to {_x(top['run_speedup_max'])}) for "
             f"{e(top['method'])} on \\emph{{{e(top['workload'])}}}, {_where(top, several)}; "
-            "runs that differ only by prompt noise give about 30--40\\%.")
+            "0\\% means the runs agree up to prompt noise (with 2 or 3 runs a rough figure).")
 
 
 def summary(data: ReportData) -> list[NoEscape]:

@@ -16,15 +16,19 @@ interval is a two-stage cluster bootstrap: each resample draws n_runs runs with 
 then n_prompts prompts with replacement within each drawn run copy (run_counts); one count
 matrix over the (run, prompt) clusters serves both sides (paired). Only prompts present in
 every run on both sides are paired (the caller's rows: analyze's speedup_pairs view). With
-one run it is exactly the prompt bootstrap above (same draws, same floats). The share of the
-interval's spread that comes from runs:
+one run it is exactly the prompt bootstrap above (same draws, same floats). How much of the
+spread is between runs, by the method of moments (as a random-effects meta-analysis's
+DerSimonian-Laird estimate), on s_r = ln(speedup of run r alone) and v_r = the variance of
+ln(ratio) over a prompt bootstrap of run r alone:
 
-    between_run_share = 1 - var(ln ratio | runs fixed, prompts resampled within each run)
-                          / var(ln ratio | runs, then prompts), clipped to [0, 1]
+    tau2              = max(0, var(s_r, ddof=1) - mean(v_r))   (between-run variance)
+    between_run_share = tau2 / (tau2 + mean(v_r))              (0 when tau2 + mean(v_r) = 0)
 
-(runs that differ only by prompt noise give about 0.3 to 0.4, not 0: the run draw counts each
-run's prompt noise again; it costs about 2 x n_runs times the one-run bootstrap or more: 3 runs
-of 1000 prompts x 20 reps, 3.6 s a comparison against 0.3 s for one run.)
+the share of one run's speedup variance that comes from runs: about 0 (half the time exactly
+0) when runs agree up to prompt noise, near 1 when they disagree beyond it. With 2 or 3 runs
+var(s_r) rests on 1 or 2 degrees of freedom: a rough figure, which the report says. Cost:
+about 2 x n_runs times the one-run bootstrap (3 runs of 1000 prompts x 20 reps, about 3.5 s a
+comparison against 0.3 s for one run).
 
 Each call starts a fresh `numpy.random.default_rng(seed)`, so an interval depends only on its
 own data, never on how many other comparisons were made before it. What is resampled is the
@@ -262,8 +266,8 @@ def paired_speedup(
 @dataclass(frozen=True)
 class RunSpread:
     """How a speedup measured in several runs varies between them (None with one run):
-    the point estimate within each run alone (its least and greatest) and the share of the
-    bootstrap variance of ln speedup that comes from runs."""
+    the point estimate within each run alone (its least and greatest) and the share of one
+    run's ln speedup variance that is between runs (between_run_share)."""
 
     n_runs: int
     run_speedup_min: float | None = None
@@ -285,21 +289,13 @@ def run_counts(rng: np.random.Generator, n_runs: int, n_prompts: int, n_boot: in
     return counts.reshape(n_boot, n_runs * n_prompts)
 
 
-def within_run_counts(
-    rng: np.random.Generator, n_runs: int, n_prompts: int, n_boot: int
-) -> np.ndarray:
-    """Stratified draws, the runs held fixed: every run appears once in every resample and
-    its n_prompts prompts are resampled within it. Same layout as run_counts."""
-    return np.hstack([resample_counts(rng, n_prompts, n_boot) for _ in range(n_runs)])
-
-
-def between_run_share(total: np.ndarray, within: np.ndarray) -> float:
-    """1 - var(ln within) / var(ln total), clipped to [0, 1]; 0 when the runs-then-prompts
-    ratios do not vary at all. total, within: bootstrap ratios of the two schemes."""
-    var_total = float(np.var(np.log(total)))
-    if var_total == 0:
-        return 0.0
-    return float(np.clip(1 - np.var(np.log(within)) / var_total, 0.0, 1.0))
+def between_run_share(per_run: np.ndarray, within_var: np.ndarray) -> float:
+    """tau2 / (tau2 + mean(within_var)), tau2 = max(0, var(ln per_run, ddof=1) -
+    mean(within_var)): per_run, each run's speedup alone; within_var, the variance of its
+    ln ratio over a prompt bootstrap of that run alone. 0 when nothing varies."""
+    noise = float(np.mean(within_var))
+    tau2 = max(0.0, float(np.var(np.log(per_run), ddof=1)) - noise)
+    return tau2 / (tau2 + noise) if tau2 + noise > 0 else 0.0
 
 
 def flat_runs_ratio_of_medians(
@@ -317,8 +313,8 @@ def flat_runs_ratio_of_medians(
     (an ordinal 0..n_runs-1) and prompt m_prompt[j]; every (run, prompt) must occur on both
     sides (only prompts present in every run on both sides are paired). point = median(all
     M values) / median(all B values); (lo, hi) from the runs-then-prompts bootstrap
-    (run_counts); the RunSpread from each run alone and from the within-run bootstrap
-    (within_run_counts). One run: flat_ratio_of_medians itself, RunSpread(1)."""
+    (run_counts); the RunSpread from each run alone and its own prompt bootstrap. One run:
+    flat_ratio_of_medians itself, RunSpread(1)."""
     n_runs = int(max(m_run.max(initial=0), b_run.max(initial=0))) + 1
     if n_runs == 1:
         point, lo, hi = flat_ratio_of_medians(m_values, m_prompt, b_values, b_prompt,
@@ -336,11 +332,16 @@ def flat_runs_ratio_of_medians(
         )
 
     total = ratios(run_counts(np.random.default_rng(seed), n_runs, n_prompts, n_boot))
-    within = ratios(within_run_counts(np.random.default_rng(seed), n_runs, n_prompts, n_boot))
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(total, [tail, 100 - tail])
-    per_run = [np.median(m_values[m_run == r]) / np.median(b_values[b_run == r])
-               for r in range(n_runs)]  # fmt: skip
-    spread = RunSpread(n_runs, float(min(per_run)), float(max(per_run)),
-                       between_run_share(total, within))  # fmt: skip
+    per_run, within_var = np.empty(n_runs), np.empty(n_runs)
+    for r in range(n_runs):  # each run alone: its speedup and its prompt-bootstrap variance
+        m, b = m_run == r, b_run == r
+        per_run[r] = np.median(m_values[m]) / np.median(b_values[b])
+        counts = resample_counts(np.random.default_rng(seed), n_prompts, n_boot)
+        alone = resampled_medians(m_values[m], m_prompt[m], counts) / resampled_medians(
+            b_values[b], b_prompt[b], counts)
+        within_var[r] = np.var(np.log(alone))
+    spread = RunSpread(n_runs, float(per_run.min()), float(per_run.max()),
+                       between_run_share(per_run, within_var))  # fmt: skip
     return float(np.median(m_values) / np.median(b_values)), float(lo), float(hi), spread

@@ -273,7 +273,7 @@ def _meta(con: duckdb.DuckDBPyConnection) -> None:
         cmd = (f"llama-server --model /models/SmolLM2_135M.gguf --port 0 --spec {method} "
                + HOSTILE[1] + " " + HOSTILE[2])
         con.execute("INSERT INTO services VALUES (?, ?, ?, 'llama.cpp', ?, 1, '', 'localhost', ?,"
-                    " ?, ?, ?, ?, 'stopped', NULL, ?, ?, 1)",
+                    " ?, ?, ?, ?, 'stopped', NULL, ?, ?, 1, 1)",  # run, replica
                     [f"svc-{method}", CAMPAIGN, f"cfg-{method}", method, cmd, T0, T0, T0,
                      1.5 + i, "log: " + HOSTILE[3], TRANSPORT.get(method, "direct")])
 

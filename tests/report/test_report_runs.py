@@ -18,9 +18,10 @@ from report.figures import make_figures
 
 SHARE_SENTENCE = (
     "Intervals resample the campaign's 3 runs, then the prompts within each run. Between "
-    "runs: a median 40\\% of an interval's variance over 3 comparison(s), the most 62\\% "
+    "runs: a median 40\\% of one run's speedup variance over 3 comparison(s), the most 62\\% "
     "(per-run speedups 0.81$\\times$ to 1.20$\\times$) for n\\_gram\\&co on \\emph{chat}, "
-    "max\\_tokens 64, concurrency 4; runs that differ only by prompt noise give about 30--40\\%."
+    "max\\_tokens 64, concurrency 4; 0\\% means the runs agree up to prompt noise (with 2 or "
+    "3 runs a rough figure)."
 )
 
 
@@ -53,7 +54,7 @@ def test_runs_differing_per_comparison_give_the_range() -> None:
     sp = _speedup([2, 3, 1], [0.5, 0.62, None])
     assert findings.runs_sentence(sp).startswith(
         "Intervals resample the campaign's runs (1 to 3 per comparison), then the prompts "
-        "within each run. Between runs: a median 56\\% of an interval's variance over 2 "
+        "within each run. Between runs: a median 56\\% of one run's speedup variance over 2 "
         "comparison(s)")
 
 

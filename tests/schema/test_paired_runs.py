@@ -42,12 +42,6 @@ def test_run_counts_draw_whole_runs_then_prompts() -> None:
     assert (blocks == 0).any() and (blocks == 10).any()
 
 
-def test_within_run_counts_keep_every_run_once() -> None:
-    counts = paired.within_run_counts(np.random.default_rng(1), n_runs=3, n_prompts=5, n_boot=400)
-    assert counts.shape == (400, 15)
-    assert (counts.reshape(400, 3, 5).sum(axis=2) == 5).all()
-
-
 def test_one_run_is_the_prompt_bootstrap_itself() -> None:
     """Same floats as flat_ratio_of_medians, no spread columns."""
     m_v, m_r, m_p, b_v, b_r, b_p = _flat(list(_runs(1, 12, [1.0], 0.2)))
@@ -99,12 +93,26 @@ def test_runs_that_agree_give_a_small_share() -> None:
     assert noisy.between_run_share < differ.between_run_share
 
 
-def test_share_is_clipped_and_zero_without_variance() -> None:
-    assert paired.between_run_share(np.full(5, 2.0), np.full(5, 2.0)) == 0.0
-    assert paired.between_run_share(np.array([1.0, 2.0]), np.array([1.0, 4.0])) == 0.0
-    assert paired.between_run_share(np.array([1.0, 4.0]), np.full(2, 2.0)) == 1.0
-    # ln ratios 0, ln 4 (var ln(2)^2) against 0, ln 2 (var ln(2)^2 / 4): 1 - 1/4
-    assert paired.between_run_share(np.array([1.0, 4.0]), np.array([1.0, 2.0])) == 0.75
+def test_share_by_hand() -> None:
+    """Method of moments: per-run speedups 1 and 4 (ln: 0 and ln 4, var with ddof 1 =
+    (ln 4)^2 / 2) against within-run variances (ln 2)^2 and 0 (mean (ln 2)^2 / 2):
+    tau2 = 2 (ln 2)^2 - (ln 2)^2 / 2 = 1.5 (ln 2)^2, share = 1.5 / 2 = 0.75."""
+    ln2 = np.log(2.0)
+    assert paired.between_run_share(np.array([1.0, 4.0]),
+                                    np.array([ln2**2, 0.0])) == pytest.approx(0.75)
+    # runs that differ less than their own noise: tau2 clipped to 0
+    assert paired.between_run_share(np.array([1.0, 1.1]), np.array([0.5, 0.5])) == 0.0
+    assert paired.between_run_share(np.full(3, 2.0), np.zeros(3)) == 0.0  # nothing varies
+    assert paired.between_run_share(np.array([1.0, 2.0]), np.zeros(2)) == 1.0
+
+
+def test_runs_that_agree_up_to_noise_give_about_zero() -> None:
+    """Runs drawn from one distribution: the share's median over 40 seeds is 0 (tau2 is
+    clipped to 0 whenever the runs differ less than their noise predicts)."""
+    shares = [paired.flat_runs_ratio_of_medians(
+        *_flat(list(_runs(3, 20, [1.0] * 3, 0.2, seed=s))), n_boot=300)[3].between_run_share
+        for s in range(40)]
+    assert np.median(shares) < 0.1 and np.mean(shares) < 0.25
 
 
 def test_every_prompt_in_every_run_on_both_sides() -> None:
