@@ -11,7 +11,9 @@ keys may be added within a version. Layout (README "JSON summary" documents ever
                                  "concurrency", "n", "n_ok", "error_rate",
                                  "metrics": {<name>: value, ...},
                                  "speedup": {"value", "ci_low", "ci_high", "significant",
-                                             "baseline", "n_prompts"} | null}]}]}
+                                             "baseline", "n_prompts", "n_runs",
+                                             "run_speedup_min", "run_speedup_max",
+                                             "between_run_share"} | null}]}]}
 
 One window per closed-loop config_summary row; speedup from the `speedup` table (null for the
 baseline and where no pair exists). NaN and missing figures are null. Read from the analysis
@@ -36,7 +38,8 @@ METRICS = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "e2e_p50_s",
 WINDOWS_SQL = f"""
 SELECT c.campaign_id, {', '.join('c.' + k for k in KEY)}, c.n, c.n_ok, c.error_rate,
        {', '.join('c.' + m for m in METRICS)},
-       s.speedup, s.ci_low, s.ci_high, s.significant, s.baseline, s.n_prompts
+       s.speedup, s.ci_low, s.ci_high, s.significant, s.baseline, s.n_prompts, s.n_runs,
+       s.run_speedup_min, s.run_speedup_max, s.between_run_share
 FROM config_summary AS c
 LEFT JOIN speedup AS s USING (campaign_id, {', '.join(KEY)})
 ORDER BY ALL
@@ -45,6 +48,9 @@ CAMPAIGNS_SQL = """
 SELECT campaign_id, plan_name, plan_sha256, baseline, status, started_at, finished_at
 FROM campaigns ORDER BY started_at, campaign_id
 """
+# the speedup's spread over repeated runs (README "Speedup over several runs"); added in
+# version 1 (keys may be added): a reader of an older document finds them absent
+RUN_KEYS = ("n_runs", "run_speedup_min", "run_speedup_max", "between_run_share")
 
 
 def build(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -57,7 +63,7 @@ def build(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         speedup = None if r["speedup"] is None and r["baseline"] is None else {
             "value": r["speedup"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
             "significant": r["significant"], "baseline": r["baseline"],
-            "n_prompts": r["n_prompts"]}
+            "n_prompts": r["n_prompts"], **{k: r[k] for k in RUN_KEYS}}
         windows.setdefault(r["campaign_id"], []).append({
             **{k: r[k] for k in [*KEY, "n", "n_ok", "error_rate"]},
             "metrics": {m: r[m] for m in METRICS}, "speedup": speedup})
