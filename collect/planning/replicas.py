@@ -10,18 +10,25 @@ configuration (same config_id): only the workloads differ.
 How many (`split`), for one batch of jobs released together (a phase's configurations):
 
 - A replica pays one more start-up and warm-up (`Estimator.fixed_s`), on its own GPUs.
-- The batch's lower bound LB = max(area, width, longest): area = the batch's GPU-seconds /
-  the GPUs its jobs may use (start-ups of the replicas included); width: jobs g or more
-  GPUs wide fit usable // g at a time on a host (two TP4 replicas on 7 free GPUs run one
-  after the other), so their seconds / (hosts * usable // g); longest = its longest job.
 - Each job's workloads go to k replicas balanced by estimated seconds (longest first onto
-  the least loaded: LPT). For each target length T (every length a replica can have), every
-  job takes the fewest replicas whose longest is at most T; the target kept is the one with
-  the lowest LB, and a target beats the unsplit batch (or a longer target) only when it
-  lowers LB by more than one start-up and warm-up: a split that gains less is not worth the
-  GPU time it costs. A job as short as the area bound is thus never split (nothing lowers
-  LB), nor one with a single workload, nor a job that holds the host alone (a phase that
-  stops blocking services: on one host its replicas would run one after another).
+  the least loaded: LPT).
+- The batch's score is what packing it may take: max(area + slack, width, longest).
+  area = the batch's GPU-seconds / the GPUs its jobs may use on all hosts (m; the replicas'
+  start-ups included); slack = (1 - g/m) x the longest narrow replica (g GPUs, 2g <= the
+  usable GPUs of a host): Graham's bound, list scheduling ends by area + (1 - 1/m) x the
+  longest job, so long pieces cost time beyond the area even when the area is met (it
+  also stands for the GPUs other phases' jobs hold meanwhile, which a batch does not see;
+  a simulation of the batch alone chose worse splits for the CT200 plan); width:
+  jobs g or more GPUs wide fit usable // g at a time on a host (two TP4 replicas on 7 free
+  GPUs run one after the other), so they need their seconds / (hosts x usable // g);
+  longest = the longest replica.
+- For each target length T (every length a replica can have), every job takes the fewest
+  replicas whose longest is at most T; a target replaces the unsplit batch (or a longer
+  target) only when it lowers the score by more than one start-up and warm-up: a split
+  that gains less is not worth the GPU time it costs.
+- Never split: a job with one workload, a job that holds the host alone (a phase that
+  stops blocking services: on one host its replicas would run one after another), a job
+  whose replicas could only run one after another (width).
 """
 
 from __future__ import annotations
@@ -82,16 +89,16 @@ def shares(est: Estimator, c: Candidate, k: int,
             for i, b in enumerate(bins, start=1)]
 
 
-def bound(split_: dict[str, list[Replica]], gpus: dict[str, int], usable: int,
+def score(split_: dict[str, list[Replica]], gpus: dict[str, int], usable: int,
           hosts: int = 1) -> float:
-    """max(area, width, longest) of a batch: a makespan no order of these jobs can beat.
-    area = GPU-seconds / (usable * hosts); width: jobs at least g GPUs wide run at most
-    usable // g at a time on a host, so they need their summed seconds / (hosts * that)."""
+    """What the batch may take packed: max(area + slack, width, longest) (module docstring)."""
     reps = [(gpus[key], r.seconds) for key, rs in split_.items() for r in rs]
-    area = sum(g * s for g, s in reps) / max(usable * hosts, 1)
+    m = max(usable * hosts, 1)
+    area = sum(g * s for g, s in reps) / m
+    slack = max(((1 - g / m) * s for g, s in reps if 2 * g <= usable), default=0.0)
     width = max((sum(s for h, s in reps if h >= g) / (hosts * (usable // g))
                  for g in {g for g, _ in reps if 0 < g <= usable}), default=0.0)
-    return max(area, width, max((s for _, s in reps), default=0.0))
+    return max(area + slack, width, max((s for _, s in reps), default=0.0))
 
 
 def split(est: Estimator, batch: Sequence[Candidate], usable: int, hosts: int = 1,
@@ -105,14 +112,14 @@ def split(est: Estimator, batch: Sequence[Candidate], usable: int, hosts: int = 
         options[c.key] = [shares(est, c, k, seconds) for k in range(1, most + 1)]
     gpus = {c.key: c.gpus for c in batch}
     best = {key: opts[0] for key, opts in options.items()}
-    best_lb = bound(best, gpus, usable, hosts)
+    best_score = score(best, gpus, usable, hosts)
     fixed = max((est.fixed_s(c.config, list(c.workloads)) for c in batch), default=0.0)
     targets = sorted({max(r.seconds for r in o) for opts in options.values() for o in opts},
                      reverse=True)
     for target in targets:  # every job cut to its fewest replicas no longer than target
         choice = {key: next((o for o in opts if max(r.seconds for r in o) <= target),
                             opts[-1]) for key, opts in options.items()}
-        lb = bound(choice, gpus, usable, hosts)
-        if lb < best_lb - fixed:  # it must win more than the start-up it adds
-            best, best_lb = choice, lb
+        now = score(choice, gpus, usable, hosts)
+        if now < best_score - fixed:  # it must win more than the start-up it adds
+            best, best_score = choice, now
     return best

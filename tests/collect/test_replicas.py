@@ -52,11 +52,12 @@ def test_a_long_job_is_split_into_whole_workloads_and_short_ones_are_not() -> No
     batch = [job("A", [f"a{i}" for i in range(6)]), job("B", ["b"]), job("C", ["c"]),
              job("D", ["d"]), job("E", ["e1", "e2"])]
     out = split(Est(seconds, 60), batch, usable=4)  # type: ignore[arg-type]
-    # unsplit A (3660 s) sets the bound; 3 replicas of 1260 s fall under the area bound
-    assert names(out["A"]) == [["a0", "a3"], ["a1", "a4"], ["a2", "a5"]]
-    assert [r.key for r in out["A"]] == ["A", "A#2", "A#3"]
-    assert [r.seconds for r in out["A"]] == [1260, 1260, 1260]
-    assert all(len(out[k]) == 1 for k in "BCDE")  # not longer than the area bound
+    # unsplit A (3660 s) sets the makespan; cut to one workload a replica (660 s, as long as
+    # B, C, D and E) the batch packs in area + (1 - 1/4) x 660 s
+    assert names(out["A"]) == [[f"a{i}"] for i in range(6)]
+    assert [r.key for r in out["A"]] == ["A", "A#2", "A#3", "A#4", "A#5", "A#6"]
+    assert [r.seconds for r in out["A"]] == [660] * 6
+    assert all(len(out[k]) == 1 for k in "BCDE")  # cutting E (660 s) would gain nothing
     assert names(out["E"]) == [["e1", "e2"]]
 
 
@@ -69,10 +70,12 @@ def test_workloads_are_balanced_by_seconds_and_keep_plan_order() -> None:
 
 def test_the_start_up_cost_stops_a_split_that_gains_too_little() -> None:
     seconds = {"w1": 100, "w2": 100}
-    costly = split(Est(seconds, 150), [job("A", ["w1", "w2"])], usable=2)  # type: ignore[arg-type]
-    cheap = split(Est(seconds, 50), [job("A", ["w1", "w2"])], usable=2)  # type: ignore[arg-type]
-    assert len(costly["A"]) == 1  # 350 s -> 250 s gains 100 s < 150 s of start-up
-    assert len(cheap["A"]) == 2  # 250 s -> 150 s gains 100 s > 50 s
+    costly = split(Est(seconds, 50), [job("A", ["w1", "w2"])], usable=2)  # type: ignore[arg-type]
+    cheap = split(Est(seconds, 20), [job("A", ["w1", "w2"])], usable=2)  # type: ignore[arg-type]
+    # score = max(area + (1 - 1/2) x longest, longest): 250 s -> 150 + 75 s gains 25 s < 50 s
+    assert len(costly["A"]) == 1
+    # 220 s -> 120 + 60 s gains 40 s > 20 s of start-up
+    assert len(cheap["A"]) == 2
 
 
 def test_no_split_when_replicas_cannot_run_side_by_side_or_hold_the_host() -> None:
