@@ -173,3 +173,42 @@ def test_the_runner_starts_replicas_on_gpus_of_their_own(tmp_path: Path, replica
     # each replica is a service start of its own (same config_id), with its GPUs recorded
     assert sorted({r[2] for r in ar}) == ([1, 2, 3, 4] if replicas else [1])
     assert all(r[3] for r in rows)
+
+
+def test_replicas_of_a_real_server_share_the_workloads(tmp_path: Path, llama_server: str,
+                                                        smollm_model: str) -> None:
+    text = yaml.safe_dump({
+        "name": "replicas-live",
+        "host": {"kind": "local", "gpus": [0, 1]},
+        "engine": {"kind": "llamacpp", "binary": llama_server, "model": smollm_model,
+                   "args": ["-t", "1", "-c", "1024", "-np", "1"], "startup_timeout_s": 60,
+                   "request_timeout_s": 60},
+        "methods": [{"name": "autoregressive"}],
+        "warmup_requests": 1,
+        # assumed 750 s a request (warm-up included): four replicas, one workload each, two
+        # at a time, pack in less than two
+        "estimates": {"startup_s": [1, 1], "decode_tps": {1: 0.004}},
+        "workloads": [{"name": f"w{i}", "prompts": {"kind": "inline", "texts": [
+            "Say hi.", "Say yes.", "Say no.", "Count to three."]}, "max_tokens": [4]}
+            for i in range(4)],
+    })
+    db = tmp_path / "r.duckdb"
+    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        services = con.execute("SELECT service_id, config_id, replica, gpus, requested_at, "
+                               "stopped_at FROM services ORDER BY replica").fetchall()
+        units = con.execute("SELECT u.workload, s.replica FROM units u JOIN services s "
+                            "USING (service_id) WHERE u.complete ORDER BY 1").fetchall()
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+    assert [s[2] for s in services] == [1, 2, 3, 4] and len({s[1] for s in services}) == 1
+    # whole workloads, each in one replica; together the configuration's four
+    assert sorted(w for w, _ in units) == ["w0", "w1", "w2", "w3"]
+    assert sorted(r for _, r in units) == [1, 2, 3, 4]
+    for a in services:  # replicas that ran at the same time had GPUs of their own
+        for b in services:
+            if a < b and a[4] < b[5] and b[4] < a[5]:
+                assert a[3] != b[3]
+    assert status == "complete"
+    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:  # resume: nothing left to start
+        assert con.execute("SELECT count(*) FROM services").fetchone() == (4,)
