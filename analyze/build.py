@@ -9,7 +9,8 @@ raw tables), 14 import_check (imported files' printed figures beside ours), 15-1
 (segments, windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio`
 table (analyze.energy), then the open-loop objects 21-27 (analyze.openloop), then the
 speculation objects 28-33 (method_families, param_sweep, speedup_decomposition, best_setting,
-which reads speedup and rate_speedup, position_acceptance, accepted_histogram). The raw layer is
+which reads speedup and rate_speedup, position_acceptance, accepted_histogram), then 34
+replica_agreement (each replica's median decode speed and its interval). The raw layer is
 schema's: `connect` migrates the file before anything here runs. Everything is CREATE OR
 REPLACE inside one transaction, so a failed build leaves the previous analysis layer in place.
 
@@ -70,6 +71,7 @@ SPECULATION = (
     "32_position_acceptance.sql",
     "33_accepted_histogram.sql",
 )
+REPLICAS = ("34_replica_agreement.sql",)
 OBJECTS = (
     "request_metrics",
     "config_summary",
@@ -101,6 +103,7 @@ OBJECTS = (
     "best_setting",
     "position_acceptance",
     "accepted_histogram",
+    "replica_agreement",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
@@ -167,7 +170,7 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
     energy.build_energy_ratio(con)
     log.info("open-loop objects")
     openloop.build(con, read_sql)
-    for name in SPECULATION:
+    for name in (*SPECULATION, *REPLICAS):
         log.info("building %s", name)
         con.execute(read_sql(name))
 
