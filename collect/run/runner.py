@@ -58,7 +58,7 @@ def run(
             record_method_params(store, plan, campaign_id)
         status, host = "interrupted", None
         try:
-            host = hosts.create(plan.host)
+            host = hosts.create(plan.host) if plan.cluster is None else _cluster(plan, plan_text)
             for pid in host.reap_orphans():  # remote hosts only; others have none
                 log.warning("stopped a server (pid %s) left running by an interrupted run", pid)
             engine = engines.create(plan.engine)
@@ -81,6 +81,12 @@ def run(
                 host.close()
             _finish(store, campaign_id, status)
     return campaign_id
+
+
+def _cluster(plan: Plan, plan_text: str) -> hosts.Host:
+    from collect.cluster.driver import RayCluster  # imports ray: only a plan with `cluster:`
+
+    return RayCluster(plan, plan_text)  # type: ignore[return-value]
 
 
 def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
@@ -122,6 +128,8 @@ def _run_phases(c: Campaign, phases: list[Phase]) -> None:
     an incomplete unit and stops its server before the interrupt goes on.
     """
     queue = _Queue(c, phases)
+    if c.plan.cluster is not None:  # each job a Ray task on a node (collect/cluster/driver.py)
+        return c.host.run_jobs(c, queue)  # type: ignore[attr-defined]
     queue.expand()
     if queue.jobs:  # before the first start: what the estimates (plan or store) expect
         how = "packed on GPUs " + ",".join(map(str, queue.gpus)) if queue.packed else "serial"

@@ -1,0 +1,70 @@
+"""The driver's side of a finished task: its rows into the results file, the only writer.
+
+Every row is validated again by `Store.append` (the node's scratch store validated it once;
+the contracts are the same, and a row that fails here goes to `quarantine` like any other).
+The order keeps the campaign's resume rule: first the environment (latest value wins), the
+services and endpoint errors; then each unit in one transaction of its own, which deletes
+what an earlier try left of that unit (the same rows `collect.run.configuration.commit_unit`
+deletes) and lands its requests, windows, server metrics, GPU samples and `units` row. A
+unit is complete or absent; nothing is written twice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from collect.run.campaign import Campaign
+from collect.run.fingerprint import put_environment
+
+UNIT_TABLES = ("requests", "windows", "server_metrics", "gpu_samples")
+
+
+def land(c: Campaign, key: str, result: dict[str, Any]) -> int:
+    """Write one task's rows; print its notes (named by node); the number of units landed."""
+    rows: dict[str, list[dict[str, Any]]] = result["rows"]
+    for text in result["notes"]:
+        c.progress.note(f"{result['node']}: {text}")
+    facts: dict[str, dict[str, str]] = defaultdict(dict)
+    for r in rows["environment"]:
+        if r["host"] != "campaign":  # the plan's objectives: the driver recorded them
+            facts[r["host"]][r["key"]] = r["value"]
+    with c.store.transaction():
+        for host, values in facts.items():
+            put_environment(c.store, c.campaign_id, host, values)
+        c.store.append("services", rows["services"])
+        c.store.append("endpoint_errors", rows["endpoint_errors"])
+        c.store.append("quarantine", rows["quarantine"])
+    for unit in rows["units"]:
+        _commit_unit(c, unit, rows)
+        measured = [r for r in rows["requests"]
+                    if r["workload"] == unit["workload"] and not r["is_warmup"]]
+        for _ in measured:
+            c.progress.request_done(key)
+    return len(rows["units"])
+
+
+def _commit_unit(c: Campaign, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]
+                 ) -> None:
+    """One transaction: the unit's old rows out (an interrupted earlier try, on this or
+    another node), its new ones in."""
+    key = [c.campaign_id, unit["config_id"], unit["workload"], unit["run"]]
+    with c.store.transaction():
+        for table in ("requests", "windows", "units"):  # fixed names
+            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                            "AND workload = ? AND run = ?", key)
+        for table in ("server_metrics", "gpu_samples"):
+            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                            "AND workload = ? AND service_id IN (SELECT service_id FROM "
+                            "services WHERE campaign_id = ? AND run = ?)",
+                            [*key[:3], c.campaign_id, unit["run"]])
+        for table in UNIT_TABLES:
+            c.store.append(table, [r for r in rows[table] if _of(r, unit)])
+        c.store.append("units", [unit])
+
+
+def _of(row: dict[str, Any], unit: dict[str, Any]) -> bool:
+    """The row belongs to the unit: its configuration and workload (and run, where the
+    table has one; a task measures one run)."""
+    return (row["config_id"] == unit["config_id"] and row["workload"] == unit["workload"]
+            and row.get("run", unit["run"]) == unit["run"])

@@ -1,0 +1,116 @@
+"""What one Ray task runs on its node: one job of the runner's queue (a configuration and the
+workloads it has left), with the code a single-host campaign runs.
+
+The task builds the Plan from the plan's text, a local host named "<hostname>/<node id[:8]>"
+(so that nodes differ even on one machine), the engine (prepared on the node), and a scratch
+Store in a temporary DuckDB file, where the same contracts validate every row; it runs
+`collect.run.configuration.run_config` there with the GPUs Ray assigned (none for a CPU
+engine) and returns every row the scratch file got, as plain dicts per table, with the notes
+the run would have printed. The scratch file is deleted. The task writes nothing else: the
+driver lands the rows (collect/cluster/land.py). A task whose worker or node dies returns
+nothing, so none of its rows reach the results file; Ray runs it again elsewhere (the
+driver's max_retries). Its server dies with the worker (collect.hosts.local: a server is
+killed when the process that started it dies), also when the driver cancels it (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import ray
+
+from collect import engines, hosts
+from collect.plan.file import parse_plan
+from collect.run import configuration as serve
+from collect.run.campaign import Campaign
+from collect.run.fingerprint import put_environment, record_environment
+from schema.store import Store
+
+# every table a configuration's run writes (campaigns and method_params are the driver's)
+TABLES = ("environment", "services", "units", "requests", "windows", "server_metrics",
+          "gpu_samples", "endpoint_errors", "quarantine")
+
+
+class Notes:
+    """The progress display a configuration's run talks to, on a node: the notes are kept
+    for the driver to print; status lines and per-request ticks are dropped (the driver's
+    bar advances when the rows land)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.lines.append(text)
+
+    def status(self, text: str) -> None:
+        """Nothing: a node has no console."""
+
+    def request_done(self, key: str) -> None:
+        """Nothing: the driver counts the requests it lands."""
+
+
+def node_name() -> str:
+    """'<hostname>/<Ray node id, first 8 hex>': the services' and environment rows' host."""
+    node_id = ray.get_runtime_context().get_node_id()
+    return f"{socket.gethostname()}/{node_id[:8]}"
+
+
+def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: str,
+            workloads: list[str], run: int, log_dir: str) -> dict[str, Any]:
+    """Run job `key` (the configuration `config_id` of `phase`, these workloads, run `run`)
+    on this node; {"node": name, "rows": {table: [row, ...]}, "notes": [...]}."""
+    plan = parse_plan(plan_text)
+    if plan.campaign_id() != campaign_id:  # the driver sent this text: a bug, not a fault
+        raise RuntimeError(f"plan text is campaign {plan.campaign_id()}, not {campaign_id}")
+    node = node_name()
+    host = hosts.create(plan.host.model_copy(update={"name": node}))
+    config = _config(plan, phase, config_id)
+    todo = [w for w in plan.workloads_of(config) if w.name in workloads]
+    gpus = tuple(int(g) for g in ray.get_gpu_ids()) or None
+    engine = engines.create(plan.engine)
+    notes = Notes()
+    with tempfile.TemporaryDirectory(prefix="specsweep-task-") as scratch:
+        path = Path(scratch) / "scratch.duckdb"
+        store = Store(path)
+        try:
+            engine.prepare(host)
+            record_environment(store, campaign_id, host, plan)
+            put_environment(store, campaign_id, node, {
+                "ray.node_id": ray.get_runtime_context().get_node_id(),
+                "ray.version": ray.__version__,
+                "ray.gpu_ids": ",".join(map(str, gpus or ())) or "none"})
+            c = Campaign(store, plan, campaign_id, host, engine, Path(log_dir), notes,  # type: ignore[arg-type]
+                         run=run)
+            serve.run_config(c, key, config, todo, gpus, port_offset=gpus[0] if gpus else 0)
+        finally:
+            host.close()
+        return {"node": node, "rows": dump(path), "notes": notes.lines}
+
+
+def _config(plan: Any, phase: str, config_id: str) -> Any:
+    """The phase's ServiceConfig with this id (a best_of phase: whichever method it is)."""
+    for p in plan.all_phases():
+        if p.name != phase:
+            continue
+        for config in plan.phase_configs(p, [m.name for m in plan.methods]):
+            if config.config_id == config_id:
+                return config
+    raise RuntimeError(f"no configuration {config_id} in phase {phase} of the plan")
+
+
+def dump(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every row of the scratch file's tables, as Python values (lists, datetimes, None)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        for table in TABLES:  # fixed names
+            cursor = con.execute(f"SELECT * FROM {table}")
+            columns = [d[0] for d in cursor.description]
+            out[table] = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    finally:
+        con.close()
+    return out
