@@ -28,8 +28,12 @@ packed=False is the serial order: one job at a time in the order added (a job wh
 `after` has not finished waits, and so do the jobs behind it). A CPU host is gpus=()
 with jobs of gpus=0.
 
+hosts=N (`simulate --hosts`): N copies of the host; a job's GPUs come from one host, an
+alone job holds only its own host (see `Scheduler`).
+
 `simulate(jobs, ...)` replays a job list on a simulated clock and returns the timeline;
-`lower_bound` is the area bound the packed makespan is compared with (see its docstring).
+`lower_bound` is the area bound the packed makespan is compared with, `dependency_bound`
+the bound that also sees best_of waits (see their docstrings).
 """
 
 from __future__ import annotations

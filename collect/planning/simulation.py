@@ -3,7 +3,10 @@ order on a simulated clock, and what `check` and `simulate` print.
 
 Durations come from `collect.planning.estimate` (measured figures where the store has them, else
 the plan's `estimates`); start-ups are drawn from `estimates.startup_s` with a seed, the
-same draw for both orders. Only jobs are simulated: the scheduler is the real one.
+same draw for both orders. Only jobs are simulated: the scheduler is the real one, and so is
+the choice of replicas (`collect.planning.replicas`, as the runner makes it). `simulate
+--hosts 1,2,4` packs the plan on N copies of its host (a job never spans hosts) and prints
+each count's makespan beside its bounds, with replicas and without.
 """
 
 from __future__ import annotations
@@ -249,10 +252,12 @@ def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
         return lines
     plural = "s" if len(sim.reserved) > 1 else ""
     held = f", GPU{plural} {gpu_list(sim.reserved)} only for alone phases" if sim.reserved else ""
-    lines.append(f"packed order on GPUs {gpu_list(sim.gpus)}{held}: {duration(packed)}")
+    hosts = f"{sim.hosts} hosts, each with " if sim.hosts > 1 else ""
+    lines.append(f"packed order on {hosts}GPUs {gpu_list(sim.gpus)}{held}: {duration(packed)}")
+    over = f", shared by {sim.hosts} hosts" if sim.hosts > 1 else ""
     lines.append(f"lower bound {duration(sim.bound)} (alone jobs back to back + the other "
-                 f"jobs' GPU-seconds / {len(sim.gpus) - len(sim.reserved)} unreserved GPUs); "
-                 f"packed / lower bound = {packed / sim.bound:.2f}")
+                 f"jobs' GPU-seconds / {len(sim.gpus) - len(sim.reserved)} unreserved GPUs"
+                 f"{over}); packed / lower bound = {packed / sim.bound:.2f}")
     dep = sim.dependency_bound
     lines.append(f"dependency-aware lower bound {duration(dep)} (also sees best_of waits and "
                  f"wide jobs that cannot run side by side); packed / it = {packed / dep:.2f}")
@@ -306,6 +311,8 @@ def report_lines(plan: Plan, db: Path | None, seed: int | None, gantt: bool,
     where = f"measured in {db} where it has them, else assumed" if db else "assumed (plan)"
     head = [f"time estimate, speeds {where}:"]
     body = summary_lines(sim, est)
+    if hosts and not sim.gpus:
+        body.append("--hosts: the plan's host has no GPUs; several CPU hosts are not simulated")
     if hosts and sim.gpus:
         body += [f"on {', '.join(map(str, counts))} host(s) of GPUs {gpu_list(sim.gpus)} "
                  "each (a job never spans hosts):",
