@@ -8,7 +8,9 @@
 -- compare the baseline (is_baseline), whose decode speed hardly depends on the prompt;
 -- a speculative method's speed follows its acceptance, which the workloads change.
 --   workloads        the replica's workloads, comma-separated
---   gpus             the GPUs its service(s) ran on (services.gpus)
+--   gpus             the GPUs its service(s) ran on (services.gpus; ';' between several: a
+--                    replica restarted after its server died, or split anew on resume,
+--                    keeps its number)
 --   n                ok requests with a decode speed
 --   decode_tps_p50   median decode tok/s (request_metrics.decode_tps)
 --   ci_low, ci_high  95% distribution-free interval of that median from order statistics:
