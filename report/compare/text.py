@@ -78,8 +78,9 @@ def summary(changes: pd.DataFrame) -> str:
     if pool.empty:
         pool = worse if len(worse) >= len(better) else better
     top = pool.sort_values("effect", ascending=False).iloc[0]
+    what = "decode-speed change" if top["metric"] == "decode_tps" else "change"
     return (f"{verdict}: {_count(len(worse))} of {n} matched metrics are significantly "
-            f"worse, {_count(len(better))} better; the largest change is "
+            f"worse, {_count(len(better))} better; the largest {what} is "
             f"{change_text(top, changes)}.")
 
 

@@ -49,8 +49,8 @@ def test_the_pdf_names_the_slowdown_and_the_environment_change(stored: Path,
     assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
     first = done.stdout.splitlines()[0]
     assert first.startswith("B is slower: 2 of 6 matched metrics are significantly worse, "
-                            "none better; the largest change is ngram chat 256 c=1 decode "
-                            "tok/s ") and "(-20%, 95% CI [" in first
+                            "none better; the largest decode-speed change is ngram chat 256 "
+                            "c=1 decode tok/s ") and "(-20%, 95% CI [" in first
     text = " ".join(out.with_suffix(".tex").read_text().split())
     assert r"ngram chat 256 c=1 decode tok/s" in text and r"(-20\%, 95\% CI {[}-20\%" in text
     assert r"\textbf{0.29~$\rightarrow$~0.30} on gpu1: \texttt{engine.version}" in text
@@ -109,11 +109,12 @@ def test_the_verdict_counts_and_names_the_largest_change_in_its_direction() -> N
                       ("tpot_s", 1.01, False, True, 0.01))
     assert summary(slower) == (
         "B is slower: 3 of 5 matched metrics are significantly worse, 1 better; the largest "
-        "change is m chat 64 c=2 decode tok/s 10.0 -> 5.00 (-50%, 95% CI [-55%, -45%]).")
+        "decode-speed change is m chat 64 c=2 decode tok/s 10.0 -> 5.00 (-50%, 95% CI "
+        "[-55%, -45%]).")
     faster = _changes(("decode_tps", 1.25, True, False, 0.22), ("ttft_s", 1.0, False, False, 0))
     assert summary(faster).startswith("B is faster: none of 2 matched metrics are "
-                                      "significantly worse, 1 better; the largest change is "
-                                      "m chat 64 c=1 decode tok/s 10.0 -> 12.5 (+25%")
+                                      "significantly worse, 1 better; the largest decode-speed "
+                                      "change is m chat 64 c=1 decode tok/s 10.0 -> 12.5 (+25%")
     same = _changes(("decode_tps", 1.01, False, False, 0.01))
     assert summary(same).startswith("No significant change: none of the 1 matched")
     assert str(tex("a -> b 5%")) == r"a~$\rightarrow$~b 5\%"
