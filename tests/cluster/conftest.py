@@ -55,9 +55,12 @@ workloads:
 """
 
 
-def plan_text(address: str | None) -> str:
-    """The tiny plan, on one host (address None) or on the cluster at address."""
-    return PLAN if address is None else PLAN + f"cluster: {{kind: ray, address: '{address}'}}\n"
+def plan_text(address: str | None, more: str = "") -> str:
+    """The tiny plan, on one host (address None) or on the cluster at address (with more
+    fields of the cluster block, e.g. 'gpu: true')."""
+    if address is None:
+        return PLAN
+    return PLAN + f"cluster: {{kind: ray, address: '{address}'{', ' + more if more else ''}}}\n"
 
 
 NO_RAY = "ray is not installed: pip install -e '.[dev]' (or '.[ray]') to run the cluster tests"
@@ -73,7 +76,7 @@ def _needs_ray() -> None:
 def cluster(llama_server: str, smollm_model: str) -> Iterator[Any]:
     """A head that runs no task (0 CPUs: removing a node never removes the head) and two
     nodes of 1 CPU and 4 logical GPUs each, so that two configurations run at once, one
-    per node."""
+    per node; the first has the custom resource pin_a."""
     if ray is None:  # before the autouse skip: this fixture's scope is set up first
         pytest.skip(NO_RAY)
     from ray.cluster_utils import Cluster
@@ -81,8 +84,8 @@ def cluster(llama_server: str, smollm_model: str) -> Iterator[Any]:
     nodes = Cluster(initialize_head=True, head_node_args={
         **NODE, "num_cpus": 0, "num_gpus": 0, "include_dashboard": False})
     try:
-        for _ in range(2):
-            nodes.add_node(**NODE)
+        for resources in ({"pin_a": 1}, {}):  # pin_a: a custom resource to pin work to
+            nodes.add_node(**NODE, resources=resources)
         nodes.wait_for_nodes(timeout=60)
         yield nodes
     finally:
