@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import socket
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from ray.exceptions import RayError, RayTaskError
 
 from collect.cluster.task import run_job
 from collect.engines.base import flag
+from collect.hosts.base import HostUnreachable
 from collect.plan.model import Plan, ServiceConfig
 from collect.planning.schedule import Scheduler
 from collect.redact import redact
@@ -47,6 +49,7 @@ from collect.run.progress import Eta, eta_text
 log = logging.getLogger("specsweep.collect")
 POLL_S = 0.2  # how often the driver looks for finished tasks and signals
 CANCEL_WAIT_S = 30.0  # how long an interrupt waits for the cancelled tasks to end
+CONNECT_TIMEOUT_S = 10.0  # a HOST:PORT that does not answer in this long is unreachable
 
 
 class RayCluster:
@@ -187,14 +190,26 @@ def needs_gpus(plan: Plan) -> bool:
 
 
 def _connect(address: str) -> None:
-    """ray.init for the plan's address; SIGTERM keeps the handler it had (ray.init sets its
-    own, which would exit with 15 instead of the CLI's 143)."""
+    """ray.init for the plan's address; HostUnreachable (host 'cluster': the CLI's one line
+    and exit 4, the campaign marked unreachable) when no cluster answers. A HOST:PORT is
+    tried first with a plain TCP connect: ray.init would retry a silent address for many
+    minutes. SIGTERM keeps the handler it had (ray.init sets its own, which would exit
+    with 15 instead of the CLI's 143)."""
+    if address not in ("auto", "local") and "://" not in address:
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        except (OSError, ValueError) as exc:
+            raise HostUnreachable("cluster", address, f"no Ray head answers: {exc}") from None
     before = signal.getsignal(signal.SIGTERM)
     kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
-    if address == "local":
-        ray.init(include_dashboard=False, **kwargs)
-    else:
-        ray.init(address=address, **kwargs)
+    try:
+        if address == "local":
+            ray.init(include_dashboard=False, **kwargs)
+        else:
+            ray.init(address=address, **kwargs)
+    except ConnectionError as exc:  # e.g. 'auto' and no cluster started on this machine
+        raise HostUnreachable("cluster", address, str(exc)) from None
     with suppress(ValueError):  # not the main thread: ray.init set nothing either
         signal.signal(signal.SIGTERM, before)
 

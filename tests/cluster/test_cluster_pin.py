@@ -1,7 +1,8 @@
 """Where the driver puts a configuration (tests/cluster/conftest.py's cluster): pinned to a
 custom resource, on the node that has it; with `gpu: true`, on the GPUs Ray assigned (the
 services row and the node's environment say which); nowhere, said and skipped, when no node
-could ever hold it. And the driver's host reads files on a node (an engine's prepare)."""
+could ever hold it. The driver's host reads files on a node (an engine's prepare); a cluster
+that does not answer is unreachable."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from collect.hosts.base import HostUnreachable
 from collect.plan.file import parse_plan
 from collect.run import runner
 from tests.cluster.conftest import plan_text
@@ -70,3 +72,12 @@ def test_the_driver_reads_a_file_on_a_node(cluster: Any, tmp_path: Path) -> None
     finally:
         host.close()
     assert int(facts["cluster.nodes"]) >= 3 and facts["cluster.kind"] == "ray"
+
+
+def test_a_cluster_that_does_not_answer_is_unreachable(tmp_path: Path) -> None:
+    """At once, not after ray.init's minutes of retries; the campaign says so."""
+    db = tmp_path / "results.duckdb"
+    text = plan_text("127.0.0.1:1")  # nothing listens on port 1
+    with pytest.raises(HostUnreachable, match=r"host cluster \(127.0.0.1:1\) cannot be reached"):
+        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    assert _query(db, "SELECT status FROM campaigns") == [("unreachable",)]
