@@ -7,6 +7,12 @@ services and endpoint errors; then each unit in one transaction of its own, whic
 what an earlier try left of that unit (the same rows `collect.run.configuration.commit_unit`
 deletes) and lands its requests, windows, server metrics, GPU samples and `units` row. A
 unit is complete or absent; nothing is written twice.
+
+`units.colocated_with` is the driver's to fill across tasks (a node knows only its own
+task's services): for every unit on the nodes a task ran on, the other services of the
+campaign on the same node (services.host) whose span [requested_at, stopped_at or still
+running] overlaps the unit's [started_at, finished_at], the rule of a single host's packed
+runner; recomputed as each task lands, so an earlier unit learns of a later neighbour.
 """
 
 from __future__ import annotations
@@ -41,7 +47,24 @@ def land(c: Campaign, key: str, result: dict[str, Any]) -> int:
                     if r["workload"] == unit["workload"] and not r["is_warmup"]]
         for _ in measured:
             c.progress.request_done(key)
+    nodes = sorted({r["host"] for r in rows["services"]})
+    if nodes:
+        c.store.execute(COLOCATED, [c.campaign_id, c.campaign_id, nodes])
     return len(rows["units"])
+
+
+COLOCATED = """
+UPDATE units SET colocated_with = coalesce((
+    SELECT string_agg(other.service_id, ',' ORDER BY other.service_id)
+    FROM services own JOIN services other
+      ON other.campaign_id = own.campaign_id AND other.host = own.host
+     AND other.service_id <> own.service_id
+    WHERE own.service_id = units.service_id
+      AND other.requested_at < units.finished_at
+      AND (other.stopped_at IS NULL OR other.stopped_at > units.started_at)), '')
+WHERE campaign_id = ? AND service_id IN (
+    SELECT service_id FROM services WHERE campaign_id = ? AND list_contains(?, host))
+"""
 
 
 def _commit_unit(c: Campaign, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]
