@@ -67,10 +67,12 @@ def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: s
     if plan.campaign_id() != campaign_id:  # the driver sent this text: a bug, not a fault
         raise RuntimeError(f"plan text is campaign {plan.campaign_id()}, not {campaign_id}")
     node = node_name()
-    host = hosts.create(plan.host.model_copy(update={"name": node}))
+    gpus = tuple(int(g) for g in ray.get_gpu_ids()) or None
+    # the host's GPUs are those Ray assigned: none for a CPU task, which then claims no GPU
+    # that Ray may give another task on this node
+    host = hosts.create(plan.host.model_copy(update={"name": node, "gpus": list(gpus or ())}))
     config = _config(plan, phase, config_id)
     todo = [w for w in plan.workloads_of(config) if w.name in workloads]
-    gpus = tuple(int(g) for g in ray.get_gpu_ids()) or None
     engine = engines.create(plan.engine)
     notes = Notes()
     with tempfile.TemporaryDirectory(prefix="specsweep-task-") as scratch:
@@ -83,12 +85,22 @@ def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: s
                 "ray.node_id": ray.get_runtime_context().get_node_id(),
                 "ray.version": ray.__version__,
                 "ray.gpu_ids": ",".join(map(str, gpus or ())) or "none"})
-            c = Campaign(store, plan, campaign_id, host, engine, Path(log_dir), notes,  # type: ignore[arg-type]
-                         run=run)
+            c = Campaign(store, plan, campaign_id, host, engine, _log_dir(log_dir),
+                         notes, run=run)  # type: ignore[arg-type]
             serve.run_config(c, key, config, todo, gpus, port_offset=gpus[0] if gpus else 0)
         finally:
             host.close()
         return {"node": node, "rows": dump(path), "notes": notes.lines}
+
+
+def _log_dir(path: str) -> Path:
+    """The driver's log folder, where this node can make it (a shared or alike file
+    system), else one under the node's temporary folder (services.log_tail keeps the end)."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        return Path(path)
+    except OSError:
+        return Path(tempfile.gettempdir()) / "specsweep-logs" / Path(path).name
 
 
 def _config(plan: Any, phase: str, config_id: str) -> Any:
