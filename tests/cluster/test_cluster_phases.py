@@ -1,0 +1,48 @@
+"""Phases keep their meaning across nodes: a best_of phase runs the fastest method of its
+source phase, ranked from the rows the driver landed, and only once every configuration of
+the source phase has landed (its baseline may start at once: it does not depend on the
+ranking)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from collect.plan.file import parse_plan
+from collect.run import runner
+from tests.cluster.conftest import PLAN
+
+pytestmark = [pytest.mark.llama, pytest.mark.timeout(180)]
+
+PHASES = """
+phases:
+  - {name: first, tp: 1, methods: [ngram-simple, ngram-map-k], workloads: [chat]}
+  - {name: pick, tp: 1, methods: {best_of: first, top: 1}, workloads: [rewrite]}
+"""
+
+
+def test_a_best_of_phase_waits_for_its_source_across_nodes(cluster: Any,
+                                                           tmp_path: Path) -> None:
+    db = tmp_path / "results.duckdb"
+    text = PLAN + PHASES + f"cluster: {{kind: ray, address: '{cluster.address}'}}\n"
+    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT status FROM campaigns").fetchall() == [("complete",)]
+        units = con.execute("SELECT workload, count(*), bool_and(complete) FROM units "
+                            "GROUP BY 1 ORDER BY 1").fetchall()
+        assert units == [("chat", 3, True), ("rewrite", 2, True)]  # baseline + the best one
+        first_end = con.execute("SELECT max(s.stopped_at) FROM services s JOIN units u "
+                                "USING (service_id) WHERE u.workload = 'chat'").fetchone()[0]
+        picked = con.execute("SELECT s.method, s.requested_at FROM services s JOIN units u "
+                             "USING (service_id) WHERE u.workload = 'rewrite' "
+                             "AND s.method <> 'autoregressive'").fetchall()
+        hosts = con.execute("SELECT count(DISTINCT host) FROM services").fetchone()[0]
+    finally:
+        con.close()
+    assert len(picked) == 1 and picked[0][0] in {"ngram-simple", "ngram-map-k"}
+    assert picked[0][1] >= first_end
+    assert hosts == 2
