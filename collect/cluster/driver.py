@@ -37,6 +37,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayError, RayTaskError
 
+from collect.cluster.land import land
 from collect.cluster.task import run_job
 from collect.engines.base import flag
 from collect.hosts.base import HostUnreachable
@@ -68,7 +69,8 @@ class RayCluster:
         self.remote = ray.remote(run_job)
 
     def gpu_indices(self) -> list[int]:
-        """None on the driver: Ray places GPUs, node by node."""
+        """No GPUs on the driver: Ray places them, node by node (so the runner's queue
+        asks no GPU set of its scheduler)."""
         return []
 
     def busy_gpus(self) -> set[int]:
@@ -161,8 +163,6 @@ class RayCluster:
     def _land(self, c: Campaign, key: str, ref: ray.ObjectRef) -> None:
         """Land a finished task's rows; a task lost for good (its node died more often than
         max_retries) is said and left to a resume; an error inside it ends the campaign."""
-        from collect.cluster.land import land
-
         try:
             result = ray.get(ref)
         except RayTaskError:
