@@ -6,7 +6,8 @@ llama-servers of three methods, two workloads each (six units), against real Duc
 - the driver interrupted (SIGINT to `python -m collect run`) exits 130 with the campaign
   interrupted and no server left; a resume runs only what had not landed;
 - a node removed while a configuration runs on it: Ray runs it again on another node and
-  the campaign completes, every unit once, nothing from the removed node.
+  the campaign completes, every unit once, nothing from the removed node; with
+  max_retries 0 the configuration is lost, the campaign partial, and a resume redoes it.
 """
 
 from __future__ import annotations
@@ -143,15 +144,16 @@ def test_ctrl_c_cancels_the_tasks_and_a_resume_finishes(cluster: Any, tmp_path: 
     assert len(starts) == 3
 
 
-def test_a_node_removed_mid_run_reruns_its_configuration(cluster: Any, tmp_path: Path) -> None:
+def _remove_a_node_mid_run(cluster: Any, text: str, db: Path, logs: Path) -> str:
+    """Run the plan (a driver thread) on the cluster plus a third node, removed as soon as
+    a configuration runs on it; the removed node's id."""
     from ray._private import ray_constants
 
     victim = cluster.add_node(**NODE)
     cluster.wait_for_nodes(timeout=60)
     raylet = victim.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
-    db, done = tmp_path / "results.duckdb", []
-    text = plan_text(cluster.address)
-    driver = threading.Thread(target=lambda: done.append(_run(text, db, tmp_path / "logs")))
+    done: list[str] = []
+    driver = threading.Thread(target=lambda: done.append(_run(text, db, logs)))
     driver.start()
 
     def on_victim() -> bool:  # a server whose Ray worker is a child of the victim's raylet
@@ -163,12 +165,33 @@ def test_a_node_removed_mid_run_reruns_its_configuration(cluster: Any, tmp_path:
     finally:
         driver.join(timeout=180)
     assert done and not driver.is_alive()
+    return victim.node_id[:8]
+
+
+def test_a_node_removed_mid_run_reruns_its_configuration(cluster: Any, tmp_path: Path) -> None:
+    db = tmp_path / "results.duckdb"
+    victim = _remove_a_node_mid_run(cluster, plan_text(cluster.address), db, tmp_path / "logs")
     assert _query(db, "SELECT status FROM campaigns") == [("complete",)]
     units = _query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
     assert len(units) == 6 and all(u[2] for u in units)
     hosts = _hosts(db)
-    assert len(hosts) == 3 and not any(h.endswith(victim.node_id[:8]) for h in hosts)
+    assert len(hosts) == 3 and not any(h.endswith(victim) for h in hosts)
     assert not _query(db, "SELECT * FROM quarantine")
+
+
+def test_a_configuration_lost_past_its_retries_is_left_to_a_resume(cluster: Any,
+                                                                   tmp_path: Path) -> None:
+    db, logs = tmp_path / "results.duckdb", tmp_path / "logs"
+    text = plan_text(cluster.address, "max_retries: 0")
+    victim = _remove_a_node_mid_run(cluster, text, db, logs)
+    assert _query(db, "SELECT status FROM campaigns") == [("partial",)]
+    units = _query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
+    assert len(units) == 4 and all(u[2] for u in units)  # the lost one's two are absent
+    assert not any(h.endswith(victim) for h in _hosts(db))
+    _run(text, db, logs)
+    assert _query(db, "SELECT status FROM campaigns") == [("complete",)]
+    assert _query(db, "SELECT count(*), bool_and(complete) FROM units") == [(6, True)]
+    assert len(_hosts(db)) == 3
 
 
 def _ppid(pid: int) -> int:
