@@ -22,6 +22,11 @@ turns each job into a Ray TASK (never an actor: an actor holds its GPUs until ki
   and its server with it: collect.hosts.local), the interrupt goes on, and the runner marks
   the campaign interrupted (exit 130 for Ctrl-C, 143 for SIGTERM, as on one host). Units a
   cancelled task measured are lost, not half-written: a resume redoes them.
+
+Not across a cluster yet: blocking services (the plan refuses them with a cluster) and
+replicas (the queue sees no GPUs on the driver, so it splits no configuration). Every node
+needs specsweep (and its engine, model files and any engine.api_key_env variable) as the
+driver has them: a task parses the plan and resolves paths there.
 """
 
 from __future__ import annotations
