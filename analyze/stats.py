@@ -74,7 +74,7 @@ CREATE OR REPLACE TABLE speedup (
     n_runs                   INTEGER,   -- runs of the campaign the comparison rests on
     run_speedup_min          DOUBLE,    -- least speedup of one run alone (NULL: one run)
     run_speedup_max          DOUBLE,    -- greatest speedup of one run alone (NULL: one run)
-    between_run_share        DOUBLE,    -- share of one run's speedup variance between runs (NULL: 1 run)
+    between_run_share        DOUBLE,    -- of one run's speedup variance, between runs (NULL: 1 run)
     throughput_speedup       DOUBLE,
     method_throughput_tps    DOUBLE,
     baseline_throughput_tps  DOUBLE,

@@ -1,6 +1,7 @@
 """The environment rows: the host's and the campaign's facts (`record_environment`), written
-latest-value-wins (`put_environment`); and what changes acceptance, recorded per service in `environment` (keys
-`service.<method>.tp<tp>.<name>`) next to what the server says about itself:
+latest-value-wins (`put_environment`); and what changes acceptance, recorded per service in
+`environment` (keys `service.<method>.tp<tp>.<name>`) next to what the server says about
+itself:
 
 - `request_path`, `request_body`: the body the adapter sends, as sorted JSON with the prompt
   (`messages` / `text` / `prompt`) and the per-window token limit (`max_tokens`,
