@@ -21,6 +21,7 @@ from collections import defaultdict
 from typing import Any
 
 from collect.run.campaign import Campaign
+from collect.run.configuration import replace_unit
 from collect.run.fingerprint import put_environment
 
 UNIT_TABLES = ("requests", "windows", "server_metrics", "gpu_samples")
@@ -70,20 +71,8 @@ WHERE campaign_id = ? AND service_id IN (
 def _commit_unit(c: Campaign, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]
                  ) -> None:
     """One transaction: the unit's old rows out (an interrupted earlier try, on this or
-    another node), its new ones in."""
-    key = [c.campaign_id, unit["config_id"], unit["workload"], unit["run"]]
-    with c.store.transaction():
-        for table in ("requests", "windows", "units"):  # fixed names
-            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                            "AND workload = ? AND run = ?", key)
-        for table in ("server_metrics", "gpu_samples"):
-            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                            "AND workload = ? AND service_id IN (SELECT service_id FROM "
-                            "services WHERE campaign_id = ? AND run = ?)",
-                            [*key[:3], c.campaign_id, unit["run"]])
-        for table in UNIT_TABLES:
-            c.store.append(table, [r for r in rows[table] if _of(r, unit)])
-        c.store.append("units", [unit])
+    another node), its new ones in (collect.run.configuration.replace_unit)."""
+    replace_unit(c.store, unit, {t: [r for r in rows[t] if _of(r, unit)] for t in UNIT_TABLES})
 
 
 def _of(row: dict[str, Any], unit: dict[str, Any]) -> bool:

@@ -153,34 +153,41 @@ def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[st
                  metrics: list[dict[str, Any]], started: Any, complete: bool,
                  gpu_samples: list[dict[str, Any]] | None = None,
                  windows: list[dict[str, Any]] | None = None) -> None:
-    """One transaction: drop what an interrupted earlier try left of this unit, then land
-    its requests, windows, server metrics, GPU samples and `units` row (of this run; server
-    metrics and GPU samples belong to it through their service)."""
-    key = [c.campaign_id, service.config.config_id, workload, c.run]
+    """Land one unit of this run (replace_unit), with the services that shared the host
+    during it."""
     now = utcnow()
     shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
                     if sid != service.service_id and launched < now
                     and (stopped is None or stopped > started))
-    with c.store.transaction():
+    replace_unit(c.store, {
+        "campaign_id": c.campaign_id, "config_id": service.config.config_id,
+        "workload": workload, "service_id": service.service_id,
+        "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
+        "colocated_with": ",".join(shared), "started_at": started, "finished_at": now,
+        "run": c.run,
+    }, {"requests": rows, "windows": windows or [], "server_metrics": metrics,
+        "gpu_samples": gpu_samples or []})
+
+
+def replace_unit(store: Store, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]
+                 ) -> None:
+    """One transaction: drop what an interrupted earlier try left of the unit (on this host
+    or, on a cluster, another node), then land its rows (requests, windows, server_metrics,
+    gpu_samples) and its `units` row. Server metrics and GPU samples belong to the unit's
+    run through their service."""
+    key = [unit["campaign_id"], unit["config_id"], unit["workload"], unit["run"]]
+    with store.transaction():
         for table in ("requests", "windows", "units"):  # fixed names
-            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                            "AND workload = ? AND run = ?", key)
+            store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                          "AND workload = ? AND run = ?", key)
         for table in ("server_metrics", "gpu_samples"):
-            c.store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                            "AND workload = ? AND service_id IN (SELECT service_id FROM "
-                            "services WHERE campaign_id = ? AND run = ?)",
-                            [*key[:3], c.campaign_id, c.run])
-        c.store.append("requests", rows)
-        c.store.append("windows", windows or [])
-        c.store.append("server_metrics", metrics)
-        c.store.append("gpu_samples", gpu_samples or [])
-        c.store.append("units", [{
-            "campaign_id": c.campaign_id, "config_id": service.config.config_id,
-            "workload": workload, "service_id": service.service_id,
-            "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
-            "colocated_with": ",".join(shared), "started_at": started, "finished_at": now,
-            "run": c.run,
-        }])
+            store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                          "AND workload = ? AND service_id IN (SELECT service_id FROM "
+                          "services WHERE campaign_id = ? AND run = ?)",
+                          [*key[:3], key[0], key[3]])
+        for table, table_rows in rows.items():  # the fixed names above
+            store.append(table, table_rows)
+        store.append("units", [unit])
 
 
 async def _scrape(ctx: Context, calls: Endpoints, workload: str,
