@@ -9,7 +9,9 @@ the campaign, its hosts and its services come from ``campaign_summary``,
 ``open_windows``, ``rate_speedup``, ``rate_limits``, ``slo_targets`` and ``cache_hygiene``
 (optional: without them no open-loop section); speculation's knobs from ``method_families``,
 ``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance`` and
-``accepted_histogram`` (optional: without them no such section). A file that analyze has not
+``accepted_histogram`` (optional: without them no such section); replicas of one
+configuration from ``replica_agreement`` (optional: a threats note when the baseline's
+replicas disagree). A file that analyze has not
 (re)built lacks them, and the report says to run ``python -m analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
@@ -41,7 +43,7 @@ OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation
             "host_summary", "window_energy", "energy_summary", "energy_ratio",
             "open_windows", "rate_speedup", "rate_limits", "slo_targets", "cache_hygiene",
             "method_families", "param_sweep", "speedup_decomposition", "best_setting",
-            "position_acceptance", "accepted_histogram")
+            "position_acceptance", "accepted_histogram", "replica_agreement")
 
 
 @dataclass
@@ -76,6 +78,7 @@ class ReportData:
     best_setting: pd.DataFrame = field(default_factory=pd.DataFrame)
     position_acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     accepted_histogram: pd.DataFrame = field(default_factory=pd.DataFrame)
+    replica_agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -151,6 +154,8 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
                                    "concurrency, method, position"),
         "accepted_histogram": opt("accepted_histogram", "engine, tp, workload, max_tokens, "
                                   "concurrency, method, accepted"),
+        "replica_agreement": opt("replica_agreement",
+                                 "run, config_id, max_tokens, concurrency, replica"),
         "crossover": (_by_campaign(con, "crossover", cid,
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),

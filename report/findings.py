@@ -279,8 +279,34 @@ def _failure_notes(data: ReportData) -> list[str]:
     return notes
 
 
+def replica_notes(ra: pd.DataFrame) -> list[str]:
+    """When configurations ran as several replicas (view replica_agreement): whether the
+    baseline's replicas agree (their decode-speed intervals share a point), naming the
+    windows where they do not; a speculative method's replicas ran different workloads, so
+    only the baseline is judged."""
+    base = ra[ra["is_baseline"].astype(bool)] if not ra.empty else ra
+    if base.empty:
+        return []
+    groups = base.groupby(["run", "config_id", "max_tokens", "concurrency"], sort=True)
+    split = [(key, g) for key, g in groups if not g["agree"].astype(bool).all()]
+    text = (f"The baseline ran as several replicas (service starts on GPUs of their own) in "
+            f"{groups.ngroups} window(s); ")
+    if not split:
+        return [text + "in each, the replicas' median decode speeds agree (95\\% "
+                "order-statistic intervals share a point), so pooling them is sound."]
+    (run, _, max_tokens, concurrency), g = split[0]
+    speeds = "; ".join(f"replica {int(r['replica'])} (GPU {e(r['gpus']) or '-'}) "
+                       f"{fmt_num(r['decode_tps_p50'], '.1f')} "
+                       f"[{fmt_num(r['ci_low'], '.1f')}, {fmt_num(r['ci_high'], '.1f')}]"
+                       for _, r in g.iterrows())
+    return [text + f"in {len(split)} the replicas disagree, e.g. run {int(run)}, max\\_tokens "
+            f"{int(max_tokens)}, concurrency {int(concurrency)}: {speeds} tok/s. Their "
+            "pooled figures mix servers that ran at different speeds."]
+
+
 def validity_notes(data: ReportData) -> list[NoEscape]:
     """Data-driven threats to validity (appended to the template's fixed text)."""
     notes = (_host_notes(data) + _sample_notes(data) + _cache_notes(data)
-             + _failure_notes(data) + sections.transport_notes(data.services))
+             + _failure_notes(data) + replica_notes(data.replica_agreement)
+             + sections.transport_notes(data.services))
     return [NoEscape(s) for s in notes]
