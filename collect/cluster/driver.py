@@ -106,6 +106,7 @@ class RayCluster:
         """Run the queue's jobs as Ray tasks until none is left (the module docstring)."""
         queue.packed = True  # Ray places the jobs: the queue hands out every ready one
         queue.scheduler = Scheduler([], packed=True)
+        queue.room = gpu_room(self.plan)  # replicas: split onto the nodes' GPUs
         c.progress.eta = Eta((), (), True)
         queue.expand()
         if queue.jobs:
@@ -179,6 +180,21 @@ class RayCluster:
                             f"{self.cluster.max_retries} times); resume redoes it[/red]")
             return
         land(c, key, result)
+
+
+def gpu_room(plan: Plan) -> tuple[int, int] | None:
+    """(GPUs of a node, how many nodes have that many or more) for the replica split, from
+    the live nodes' GPU counts: the most common count, so a node short of GPUs (GPU0 kept
+    for something else) neither shrinks the rest nor counts as a whole node; None when the
+    configurations take no GPUs (no replicas then) or no node has one."""
+    if not needs_gpus(plan):
+        return None
+    counts = [int(n["Resources"].get("GPU", 0)) for n in ray.nodes() if n["Alive"]]
+    counts = [c for c in counts if c > 0]
+    if not counts:
+        return None
+    common = max(sorted(set(counts)), key=counts.count)
+    return common, sum(c >= common for c in counts)
 
 
 def needs_gpus(plan: Plan) -> bool:

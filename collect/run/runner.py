@@ -195,6 +195,7 @@ class _Queue:
         self.open: dict[str, set[str]] = {}  # phase -> keys queued and not finished
         self.stopped: dict[str, list[str]] = {}  # phase -> blocking services it stopped
         self.skipped: set[str] = set()  # phases skipped (a blocking service would not stop)
+        self.room: tuple[int, int] | None = None  # a cluster's (GPUs a node, GPU nodes)
 
     def expand(self) -> bool:
         """Queue the configurations of every phase that is ready; True if any was."""
@@ -222,17 +223,19 @@ class _Queue:
         from collect.planning.replicas import Candidate, split
 
         batch = [Candidate(f"{phase.name}:{config.config_id}", config, tuple(workloads),
-                           config.tp if self.gpus else 0, alone=bool(phase.stop_services))
+                           config.tp if self.gpus or self.room else 0,
+                           alone=bool(phase.stop_services))
                  for config, workloads in todo if phase.name not in self.skipped
                  and f"{phase.name}:{config.config_id}" not in self.jobs and self._chosen(config)]
-        usable = len(self.gpus) - len(self.scheduler.reserved)
-        shares = split(self.estimator, batch, usable,
+        usable, hosts = self.room or (len(self.gpus) - len(self.scheduler.reserved), 1)
+        shares = split(self.estimator, batch, usable, hosts,
                        enabled=self.packed and self.c.plan.host.replicas)
         added = False
         for one in batch:
             config = one.config
             for r in shares[one.key]:
-                job = Job(key=r.key, gpus=one.gpus, seconds=r.seconds, alone=one.alone)
+                job = Job(key=r.key, gpus=one.gpus if self.gpus else 0, seconds=r.seconds,
+                          alone=one.alone)  # on a cluster Ray places the GPUs
                 try:
                     self.scheduler.add(job)
                 except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs
