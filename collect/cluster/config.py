@@ -51,18 +51,17 @@ class Cluster(Strict):
 
 
 def _fits_the_plan(cluster: Cluster | None, info: ValidationInfo) -> Cluster | None:
-    """With a cluster, `host` describes every node (a local host), has no blocking services
-    (stopping one is per host; not across a cluster yet), and `pin` names phases or
-    methods of the plan."""
+    """With a cluster, `host` describes every node (a local host) and `pin` names phases or
+    methods of the plan. `host.blocking_services` are allowed: each runs on the nodes that
+    joined Ray with the custom resource `specsweep:<name>` and without its GPUs; a phase
+    that stops it runs each configuration alone on such a node, stopping and starting the
+    service around it (collect/cluster/blocking.py)."""
     if cluster is None:
         return None
     host = info.data.get("host")
     if host is not None and host.kind != "local":
         raise ValueError(f"a cluster runs every service as a local process on its node: "
                          f"host.kind must be 'local', not {host.kind!r}")
-    if host is not None and host.blocking_services:
-        raise ValueError("host.blocking_services are not supported with a cluster (a phase "
-                         "that stops one would have to hold one node alone)")
     methods = info.data.get("methods") or []
     names = {n for m in methods for n in (m.name, m.family) if n} | _phase_names(info.data)
     unknown = sorted(set(cluster.pin) - names)

@@ -11,6 +11,12 @@ turns each job into a Ray TASK (never an actor: an actor holds its GPUs until ki
   family to one (`ray start --resources '{"h200a": 1}'`). Ray places the task on one node
   that has them all and sets its CUDA_VISIBLE_DEVICES; a job no node could ever hold is
   skipped, as a too-wide tp is on one host.
+- blocking services: a job of a phase that stops some asks for each one's custom resource
+  `specsweep:<service>` (1: one such task per node at a time) and for all the GPUs Ray has
+  on such a node; the task stops them there, runs, and starts them again
+  (collect/cluster/blocking.py says how and why per task). Such a phase does not hold the
+  whole cluster: the driver's queue sees its jobs as ordinary ones (not `alone`), and Ray
+  keeps everything else off the node while one runs.
 - retries: `max_retries = cluster.max_retries`, `retry_exceptions=False`: Ray reruns a task
   whose worker or node died, elsewhere if need be; an error of the task itself ends the
   campaign (as a worker thread's does on one host). A task that died returned nothing, so
@@ -21,12 +27,11 @@ turns each job into a Ray TASK (never an actor: an actor holds its GPUs until ki
 - Ctrl-C or SIGTERM: every task still running is cancelled with force (its worker is killed
   and its server with it: collect.hosts.local), the interrupt goes on, and the runner marks
   the campaign interrupted (exit 130 for Ctrl-C, 143 for SIGTERM, as on one host). Units a
-  cancelled task measured are lost, not half-written: a resume redoes them.
+  cancelled task measured are lost, not half-written: a resume redoes them. A blocking
+  service such a task had stopped is started again by its guard on the node.
 
-Not across a cluster yet: blocking services (the plan refuses them with a cluster) and
-replicas (the queue sees no GPUs on the driver, so it splits no configuration). Every node
-needs specsweep (and its engine, model files and any engine.api_key_env variable) as the
-driver has them: a task parses the plan and resolves paths there.
+Every node needs specsweep (and its engine, model files and any engine.api_key_env
+variable) as the driver has them: a task parses the plan and resolves paths there.
 """
 
 from __future__ import annotations
@@ -36,18 +41,20 @@ import logging
 import signal
 import socket
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import ray
 from ray.exceptions import RayError, RayTaskError
 
+from collect.cluster import blocking
 from collect.cluster.land import land
 from collect.cluster.task import run_job
 from collect.engines.base import flag
 from collect.hosts.base import HostUnreachable
 from collect.plan.model import Plan, ServiceConfig
-from collect.planning.schedule import Scheduler
+from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.run.campaign import Campaign
 from collect.run.progress import Eta, eta_text
@@ -105,7 +112,7 @@ class RayCluster:
     def run_jobs(self, c: Campaign, queue: Any) -> None:
         """Run the queue's jobs as Ray tasks until none is left (the module docstring)."""
         queue.packed = True  # Ray places the jobs: the queue hands out every ready one
-        queue.scheduler = Scheduler([], packed=True)
+        queue.scheduler = _NodeScheduler([], packed=True)
         queue.room = gpu_room(self.plan)  # replicas: split onto the nodes' GPUs
         c.progress.eta = Eta((), (), True)
         queue.expand()
@@ -119,7 +126,11 @@ class RayCluster:
                 while True:
                     queue.expand()
                     for job, _ in queue.scheduler.start():
-                        ref = self._submit(c, queue, job.key) if queue.begin(job) else None
+                        # a phase that stops blocking services stops them per task, on
+                        # its node: not on the driver (the queue's begin would)
+                        stops = bool(queue.jobs[job.key][0].stop_services)
+                        go = stops or queue.begin(job)
+                        ref = self._submit(c, queue, job.key) if go else None
                         if ref is None:
                             queue.finish(job.key)
                             continue
@@ -146,7 +157,7 @@ class RayCluster:
         """The job as a task on a node that can hold it; None (said why) when none can."""
         phase, config, workloads = queue.jobs[key]
         options = self.options(phase.name, config)
-        missing = _infeasible(options)
+        missing = _infeasible(options) or blocking.ask(self.plan, phase.name, config.tp)[2]
         if missing:
             log.error("%s (tp %s) skipped: %s", config.method.name, config.tp, missing)
             c.progress.note(f"[red]{config.method.name} (tp {config.tp}) skipped: {missing}[/red]")
@@ -154,7 +165,7 @@ class RayCluster:
         log_dir = str(Path(c.log_dir).resolve())
         return self.remote.options(**options).remote(
             self.plan_text, c.campaign_id, key, phase.name, config.config_id,
-            [w.name for w in workloads], c.run, log_dir)
+            [w.name for w in workloads], c.run, log_dir, needs_gpus(self.plan))
 
     def options(self, phase: str, config: ServiceConfig) -> dict[str, Any]:
         """Ray task options for one configuration (the module docstring says which)."""
@@ -162,7 +173,12 @@ class RayCluster:
         pin = self.cluster.pin
         resource = pin.get(phase) or pin.get(config.method.name) or pin.get(
             config.method.family or "")
-        return {"num_cpus": 1, "num_gpus": gpus, "resources": {resource: 0.001} if resource else {},
+        resources = {resource: 0.001} if resource else {}
+        services, node_gpus, _ = blocking.ask(self.plan, phase, config.tp)
+        if services:  # the whole node: every GPU Ray has there, one such task at a time
+            gpus = node_gpus
+            resources.update(services)
+        return {"num_cpus": 1, "num_gpus": gpus, "resources": resources,
                 "max_retries": self.cluster.max_retries, "retry_exceptions": False,
                 "name": f"specsweep {config.method.name} tp{config.tp}"}
 
@@ -180,6 +196,16 @@ class RayCluster:
                             f"{self.cluster.max_retries} times); resume redoes it[/red]")
             return
         land(c, key, result)
+        if result.get("skipped"):  # its note came with the rows; the driver's log too
+            log.error("%s not measured on %s: %s", key, result["node"], result["skipped"])
+
+
+class _NodeScheduler(Scheduler):
+    """The driver's queue order, without `alone`: a phase that stops blocking services
+    holds one node (Ray's resources see to it), not the whole cluster."""
+
+    def add(self, job: Job) -> None:
+        super().add(replace(job, alone=False))
 
 
 def gpu_room(plan: Plan) -> tuple[int, int] | None:

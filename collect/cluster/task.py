@@ -11,6 +11,9 @@ driver lands the rows (collect/cluster/land.py). A task whose worker or node die
 nothing, so none of its rows reach the results file; Ray runs it again elsewhere (the
 driver's max_retries). Its server dies with the worker (collect.hosts.local: a server is
 killed when the process that started it dies), also when the driver cancels it (Ctrl-C).
+A job of a phase that stops blocking services stops them on this node first and has them
+started again when it ends, however it ends (collect/cluster/blocking.py); when one will
+not stop, the task measures nothing and says why ("skipped").
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import duckdb
 import ray
 
 from collect import engines, hosts
+from collect.cluster import blocking
 from collect.plan.file import parse_plan
 from collect.run import configuration as serve
 from collect.run.campaign import Campaign
@@ -60,18 +64,25 @@ def node_name() -> str:
 
 
 def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: str,
-            workloads: list[str], run: int, log_dir: str) -> dict[str, Any]:
+            workloads: list[str], run: int, log_dir: str, gpu: bool = True
+            ) -> dict[str, Any]:
     """Run job `key` (the configuration `config_id` of `phase`, these workloads, run `run`)
-    on this node; {"node": name, "rows": {table: [row, ...]}, "notes": [...]}."""
+    on this node; {"node": name, "rows": {table: [row, ...]}, "notes": [...],
+    "skipped": why nothing was measured, or ''}. A phase that stops blocking services
+    stops them here first and starts them again after (collect/cluster/blocking.py); its
+    configuration then also gets their GPUs when it uses GPUs (`gpu`)."""
     plan = parse_plan(plan_text)
     if plan.campaign_id() != campaign_id:  # the driver sent this text: a bug, not a fault
         raise RuntimeError(f"plan text is campaign {plan.campaign_id()}, not {campaign_id}")
     node = node_name()
-    gpus = tuple(int(g) for g in ray.get_gpu_ids()) or None
+    config = _config(plan, phase, config_id)
+    services = blocking.services_of(plan, phase)
+    gpus = tuple(int(g) for g in ray.get_gpu_ids())
+    if services:  # the node's every Ray GPU is this task's; the services' GPUs join them
+        gpus = blocking.gpus_for(gpus, services, config.tp) if gpu else ()
     # the host's GPUs are those Ray assigned: none for a CPU task, which then claims no GPU
     # that Ray may give another task on this node
-    host = hosts.create(plan.host.model_copy(update={"name": node, "gpus": list(gpus or ())}))
-    config = _config(plan, phase, config_id)
+    host = hosts.create(plan.host.model_copy(update={"name": node, "gpus": list(gpus)}))
     todo = [w for w in plan.workloads_of(config) if w.name in workloads]
     engine = engines.create(plan.engine)
     notes = Notes()
@@ -84,13 +95,21 @@ def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: s
             put_environment(store, campaign_id, node, {
                 "ray.node_id": ray.get_runtime_context().get_node_id(),
                 "ray.version": ray.__version__,
-                "ray.gpu_ids": ",".join(map(str, gpus or ())) or "none"})
+                "ray.gpu_ids": ",".join(map(str, ray.get_gpu_ids())) or "none"})
             c = Campaign(store, plan, campaign_id, host, engine, _log_dir(log_dir),
                          notes, run=run)  # type: ignore[arg-type]
-            serve.run_config(c, key, config, todo, gpus, port_offset=gpus[0] if gpus else 0)
+            with blocking.stopped(host, services, notes) as state:
+                if not state.failure:
+                    serve.run_config(c, key, config, todo, gpus or None,
+                                     port_offset=gpus[0] if gpus else 0)
+            if state.start_errors:  # beside the notes: the results file keeps it
+                put_environment(store, campaign_id, node, {
+                    f"blocking.{name}.start_error": error
+                    for name, error in state.start_errors.items()})
         finally:
             host.close()
-        return {"node": node, "rows": dump(path), "notes": notes.lines}
+        return {"node": node, "rows": dump(path), "notes": notes.lines,
+                "skipped": state.failure}
 
 
 def _log_dir(path: str) -> Path:

@@ -47,11 +47,12 @@ def test_a_cluster_needs_a_local_host() -> None:
     assert "cluster" in str(exc.value) and "host.kind must be 'local', not 'ssh'" in str(exc.value)
 
 
-def test_a_cluster_refuses_blocking_services() -> None:
+def test_a_cluster_accepts_blocking_services() -> None:
+    """Each runs on the nodes with its custom resource (collect/cluster/blocking.py)."""
     blocking = LOCAL.replace("host:\n  kind: local\n", "host:\n  kind: local\n  "
                              "blocking_services: [{name: s, stop: [x], start: [y]}]\n")
-    with pytest.raises(PlanError, match="host.blocking_services are not supported"):
-        parse_plan(blocking + "\ncluster: {kind: ray}\n")
+    plan = parse_plan(blocking + "\ncluster: {kind: ray}\n")
+    assert plan.cluster is not None and [s.name for s in plan.host.blocking_services] == ["s"]
 
 
 def test_the_single_host_paths_never_import_ray() -> None:
