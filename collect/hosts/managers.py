@@ -256,8 +256,12 @@ class SystemdManager:
         return [int(pid) for _, pid in found if pid.isdigit()]
 
     def log_tail(self, proc: Process, lines: int = 40) -> str:
-        """The server's log file, then systemd's own lines (exec failures, OOM kills)."""
+        """The server's log file, then systemd's own lines (exec failures, OOM kills). The
+        journal is synced first (best effort: a user manager may not be allowed to): the
+        line of an exec failure comes from the forked child, not PID1, and on a loaded host
+        it reached the journal after PID1's own 'Failed with result' (seen once in CI)."""
         _, out, _ = self.runner.run(["tail", "-n", str(lines), str(proc.log_path)])
+        self.runner.run(["journalctl", *self.user, "--sync"])
         unit = unit_name(proc.log_path)
         journal = ["journalctl", *self.user, "-u", unit, "-n", str(lines), "--no-pager"]
         _, jout, _ = self.runner.run(journal)
