@@ -8,9 +8,12 @@ The cluster is shut down in the fixture's finally.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 try:
@@ -61,6 +64,24 @@ def plan_text(address: str | None, more: str = "") -> str:
     if address is None:
         return PLAN
     return PLAN + f"cluster: {{kind: ray, address: '{address}'{', ' + more if more else ''}}}\n"
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of sql on the results file, read-only, waiting out a writer's transaction
+    (another process) for up to 30 s; closed again, so the next run can write it."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            con = duckdb.connect(str(db), read_only=True)
+        except duckdb.IOException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
 
 
 NO_RAY = "ray is not installed: pip install -e '.[dev]' (or '.[ray]') to run the cluster tests"

@@ -15,23 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from collect.plan.file import parse_plan
 from collect.run import runner
-from tests.cluster.conftest import plan_text
+from tests.cluster.conftest import plan_text, query
 
 pytestmark = [pytest.mark.timeout(150)]
 SERVICE = "specsweep:gpu0-service"
 
 
-def _query(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _plan(address: str, events: Path, stop_exit: int = 0) -> str:
@@ -64,12 +57,12 @@ def test_a_stop_phase_runs_on_the_services_node_with_its_gpu(cluster: Any, servi
     text = _plan(cluster.address, events)
     runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
                only=["autoregressive"])
-    resources = json.loads(_query(db, "SELECT value FROM environment WHERE host = 'cluster' "
+    resources = json.loads(query(db, "SELECT value FROM environment WHERE host = 'cluster' "
                                       "AND key = 'cluster.resources'")[0][0])
     [node] = [name for name, r in resources.items() if SERVICE in r]
-    assert _query(db, "SELECT host, gpus FROM services") == [(node, "4")]
+    assert query(db, "SELECT host, gpus FROM services") == [(node, "4")]
     assert events.read_text() == "stop\nstart\n"
-    assert _query(db, "SELECT count(*), bool_and(complete) FROM units") == [(2, True)]
+    assert query(db, "SELECT count(*), bool_and(complete) FROM units") == [(2, True)]
 
 
 @pytest.mark.llama
@@ -81,9 +74,9 @@ def test_a_service_that_will_not_stop_leaves_its_configurations_unmeasured(
     text = _plan(cluster.address, events, stop_exit=3)
     runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     assert events.read_text() == "stop\n" * 3
-    assert _query(db, "SELECT count(*) FROM services") == [(0,)]
-    assert _query(db, "SELECT count(*) FROM units") == [(0,)]
-    assert _query(db, "SELECT status FROM campaigns") == [("partial",)]
+    assert query(db, "SELECT count(*) FROM services") == [(0,)]
+    assert query(db, "SELECT count(*) FROM units") == [(0,)]
+    assert query(db, "SELECT status FROM campaigns") == [("partial",)]
 
 
 KILLED = """

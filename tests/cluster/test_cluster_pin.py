@@ -10,23 +10,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from collect.hosts.base import HostUnreachable
 from collect.plan.file import parse_plan
 from collect.run import runner
-from tests.cluster.conftest import plan_text
+from tests.cluster.conftest import plan_text, query
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
 
 
-def _query(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _run_only(text: str, db: Path, logs: Path, *methods: str) -> None:
@@ -40,24 +33,24 @@ def test_pinned_configurations_run_on_their_node_with_rays_gpus(cluster: Any,
     db = tmp_path / "results.duckdb"
     text = plan_text(cluster.address, "gpu: true, pin: {autoregressive: pin_a, tp1: pin_a}")
     _run_only(text, db, tmp_path / "logs", "autoregressive", "ngram-simple")
-    resources = json.loads(_query(db, "SELECT value FROM environment WHERE host = 'cluster' "
+    resources = json.loads(query(db, "SELECT value FROM environment WHERE host = 'cluster' "
                                       "AND key = 'cluster.resources'")[0][0])
     [node_a] = [name for name, r in resources.items() if "pin_a" in r]
-    services = _query(db, "SELECT host, gpus FROM services")
+    services = query(db, "SELECT host, gpus FROM services")
     assert len(services) == 2 and {h for h, _ in services} == {node_a}
     assert all(g in {"0", "1", "2", "3"} for _, g in services)  # one of the node's four
-    assert _query(db, f"SELECT value FROM environment WHERE host = '{node_a}' "
+    assert query(db, f"SELECT value FROM environment WHERE host = '{node_a}' "
                       "AND key = 'ray.gpu_ids'")[0][0] in {g for _, g in services}
-    assert _query(db, "SELECT count(*), bool_and(complete) FROM units") == [(4, True)]
-    assert _query(db, "SELECT status FROM campaigns") == [("partial",)]  # --only
+    assert query(db, "SELECT count(*), bool_and(complete) FROM units") == [(4, True)]
+    assert query(db, "SELECT status FROM campaigns") == [("partial",)]  # --only
 
 
 def test_a_configuration_no_node_can_hold_is_skipped(cluster: Any, tmp_path: Path) -> None:
     db = tmp_path / "results.duckdb"
     _run_only(plan_text(cluster.address, "pin: {autoregressive: nowhere}"), db,
               tmp_path / "logs", "autoregressive")
-    assert _query(db, "SELECT count(*) FROM services") == [(0,)]
-    assert _query(db, "SELECT status FROM campaigns") == [("partial",)]
+    assert query(db, "SELECT count(*) FROM services") == [(0,)]
+    assert query(db, "SELECT status FROM campaigns") == [("partial",)]
 
 
 def test_the_driver_reads_a_file_on_a_node(cluster: Any, tmp_path: Path) -> None:
@@ -80,4 +73,4 @@ def test_a_cluster_that_does_not_answer_is_unreachable(tmp_path: Path) -> None:
     text = plan_text("127.0.0.1:1")  # nothing listens on port 1
     with pytest.raises(HostUnreachable, match=r"host cluster \(127.0.0.1:1\) cannot be reached"):
         runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
-    assert _query(db, "SELECT status FROM campaigns") == [("unreachable",)]
+    assert query(db, "SELECT status FROM campaigns") == [("unreachable",)]

@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from collect.plan.file import parse_plan
 from collect.run import runner
-from tests.cluster.conftest import NODE, plan_text
+from tests.cluster.conftest import NODE, plan_text, query
 
 REPO = Path(__file__).resolve().parents[2]
 ALIAS = "specsweep-cluster-test"
@@ -38,21 +37,6 @@ def _run(text: str, db: Path, logs: Path) -> str:
     return runner.run(parse_plan(text), text, db, logs, show_progress=False)
 
 
-def _query(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    """Read the results file, waiting out a writer's transaction (another process)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            con = duckdb.connect(str(db), read_only=True)
-        except duckdb.IOException:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-            continue
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
 
 
 def _shape(db: Path) -> dict[str, Any]:
@@ -61,16 +45,16 @@ def _shape(db: Path) -> dict[str, Any]:
     shape: dict[str, Any] = {}
     for table in ("services", "units", "windows", "server_metrics", "endpoint_errors",
                   "quarantine"):
-        shape[table] = _query(db, f"SELECT count(*) FROM {table}")[0][0]
-    shape["requests"] = _query(db, "SELECT method, workload, is_warmup, count(*) FROM requests "
+        shape[table] = query(db, f"SELECT count(*) FROM {table}")[0][0]
+    shape["requests"] = query(db, "SELECT method, workload, is_warmup, count(*) FROM requests "
                                    "GROUP BY ALL ORDER BY ALL")
-    shape["units"] = _query(db, "SELECT config_id, workload, run, complete, n_requests "
+    shape["units"] = query(db, "SELECT config_id, workload, run, complete, n_requests "
                                 "FROM units ORDER BY ALL")
     return shape
 
 
 def _hosts(db: Path) -> list[str]:
-    return [r[0] for r in _query(db, "SELECT host FROM services ORDER BY method")]
+    return [r[0] for r in query(db, "SELECT host FROM services ORDER BY method")]
 
 
 def test_a_plan_across_nodes_lands_like_one_host(cluster: Any, tmp_path: Path) -> None:
@@ -83,13 +67,13 @@ def test_a_plan_across_nodes_lands_like_one_host(cluster: Any, tmp_path: Path) -
     print(f"one host {t1 - t0:.1f} s, cluster {t2 - t1:.1f} s")
     assert _shape(many) == _shape(one)
     assert len(_shape(one)["units"]) == 6 and all(u[3] for u in _shape(one)["units"])
-    assert _query(many, "SELECT status FROM campaigns") == [("complete",)]
+    assert query(many, "SELECT status FROM campaigns") == [("complete",)]
     hosts = _hosts(many)
     assert all(re.fullmatch(r"[^/]+/[0-9a-f]{8}", h) for h in hosts) and len(set(hosts)) == 2
     assert set(_hosts(one)) == {"localhost"}
-    env = {r[0] for r in _query(many, "SELECT DISTINCT host FROM environment")}
+    env = {r[0] for r in query(many, "SELECT DISTINCT host FROM environment")}
     assert env == set(hosts) | {"cluster"}
-    gpus = _query(many, "SELECT DISTINCT value FROM environment WHERE key = 'ray.gpu_ids'")
+    gpus = query(many, "SELECT DISTINCT value FROM environment WHERE key = 'ray.gpu_ids'")
     assert gpus == [("none",)]  # llama.cpp on CPU takes no GPU of the nodes' four
 
 
@@ -122,7 +106,7 @@ def test_ctrl_c_cancels_the_tasks_and_a_resume_finishes(cluster: Any, tmp_path: 
          str(tmp_path / "logs"), "--no-progress"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait(lambda: db.exists() and _query(db, "SELECT count(*) FROM units")[0][0] > 0
+        _wait(lambda: db.exists() and query(db, "SELECT count(*) FROM units")[0][0] > 0
               or driver.poll() is not None, 120, "a first configuration to land")
         _wait(lambda: _servers() or driver.poll() is not None, 60, "a running server")
         driver.send_signal(signal.SIGINT)
@@ -130,16 +114,16 @@ def test_ctrl_c_cancels_the_tasks_and_a_resume_finishes(cluster: Any, tmp_path: 
     finally:
         driver.kill()
     assert driver.returncode == 130, out
-    assert _query(db, "SELECT status FROM campaigns") == [("interrupted",)]
+    assert query(db, "SELECT status FROM campaigns") == [("interrupted",)]
     _wait(lambda: not _servers(), 30, "the cancelled tasks' servers to die")
-    before = _query(db, "SELECT config_id, workload FROM units WHERE complete ORDER BY ALL")
+    before = query(db, "SELECT config_id, workload FROM units WHERE complete ORDER BY ALL")
     assert 0 < len(before) < 6
     landed = {c for c, _ in before}
     _run(plan.read_text(), db, tmp_path / "logs")
-    assert _query(db, "SELECT status FROM campaigns") == [("complete",)]
-    units = _query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
+    assert query(db, "SELECT status FROM campaigns") == [("complete",)]
+    units = query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
     assert len(units) == 6 and all(u[2] for u in units)
-    starts = dict(_query(db, "SELECT config_id, count(*) FROM services GROUP BY 1"))
+    starts = dict(query(db, "SELECT config_id, count(*) FROM services GROUP BY 1"))
     assert all(starts[c] == 1 for c in landed)  # a landed configuration did not run again
     assert len(starts) == 3
 
@@ -171,12 +155,12 @@ def _remove_a_node_mid_run(cluster: Any, text: str, db: Path, logs: Path) -> str
 def test_a_node_removed_mid_run_reruns_its_configuration(cluster: Any, tmp_path: Path) -> None:
     db = tmp_path / "results.duckdb"
     victim = _remove_a_node_mid_run(cluster, plan_text(cluster.address), db, tmp_path / "logs")
-    assert _query(db, "SELECT status FROM campaigns") == [("complete",)]
-    units = _query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
+    assert query(db, "SELECT status FROM campaigns") == [("complete",)]
+    units = query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
     assert len(units) == 6 and all(u[2] for u in units)
     hosts = _hosts(db)
     assert len(hosts) == 3 and not any(h.endswith(victim) for h in hosts)
-    assert not _query(db, "SELECT * FROM quarantine")
+    assert not query(db, "SELECT * FROM quarantine")
 
 
 def test_a_configuration_lost_past_its_retries_is_left_to_a_resume(cluster: Any,
@@ -184,13 +168,13 @@ def test_a_configuration_lost_past_its_retries_is_left_to_a_resume(cluster: Any,
     db, logs = tmp_path / "results.duckdb", tmp_path / "logs"
     text = plan_text(cluster.address, "max_retries: 0")
     victim = _remove_a_node_mid_run(cluster, text, db, logs)
-    assert _query(db, "SELECT status FROM campaigns") == [("partial",)]
-    units = _query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
+    assert query(db, "SELECT status FROM campaigns") == [("partial",)]
+    units = query(db, "SELECT config_id, workload, complete FROM units ORDER BY ALL")
     assert len(units) == 4 and all(u[2] for u in units)  # the lost one's two are absent
     assert not any(h.endswith(victim) for h in _hosts(db))
     _run(text, db, logs)
-    assert _query(db, "SELECT status FROM campaigns") == [("complete",)]
-    assert _query(db, "SELECT count(*), bool_and(complete) FROM units") == [(6, True)]
+    assert query(db, "SELECT status FROM campaigns") == [("complete",)]
+    assert query(db, "SELECT count(*), bool_and(complete) FROM units") == [(6, True)]
     assert len(_hosts(db)) == 3
 
 
