@@ -51,7 +51,6 @@ from ray.exceptions import RayError, RayTaskError
 from collect.cluster import blocking
 from collect.cluster.land import land
 from collect.cluster.task import run_job
-from collect.engines.base import flag
 from collect.hosts.base import HostUnreachable
 from collect.plan.model import Plan, ServiceConfig
 from collect.planning.schedule import Job, Scheduler
@@ -228,12 +227,7 @@ def needs_gpus(plan: Plan) -> bool:
     assert plan.cluster is not None
     if plan.cluster.gpu is not None:
         return plan.cluster.gpu
-    engine = plan.engine
-    if engine.kind != "llamacpp":
-        return True
-    layers = flag(engine.args, "-ngl") or flag(engine.args, "--n-gpu-layers") or flag(
-        engine.args, "--gpu-layers")
-    return getattr(engine, "binary", "") == "auto-cuda" or layers not in (None, "0")
+    return plan.engine.uses_gpus
 
 
 def _connect(address: str) -> None:

@@ -131,9 +131,15 @@ class LlamaCppEngine(EngineConfig):
         "drafters see it (a cached prompt hides it from them).",
     )
 
-    # llama-server runs on the CPU here: one service per configuration, tp 1, no memory budget
-    uses_gpus: ClassVar[bool] = False
-    max_tp: ClassVar[int | None] = 1
+    max_tp: ClassVar[int | None] = 1  # one service per configuration; no memory budget
+
+    @property
+    def uses_gpus(self) -> bool:
+        """On a GPU only when built for one and asked to offload layers: binary `auto-cuda`,
+        or `-ngl` / `--n-gpu-layers` / `--gpu-layers` other than 0 in args; else the CPU."""
+        layers = next((v for name in ("-ngl", "--n-gpu-layers", "--gpu-layers")
+                       if (v := flag(self.args, name)) is not None), None)
+        return self.binary == "auto-cuda" or layers not in (None, "0")
 
 
 class LlamaCpp(EngineHooks):

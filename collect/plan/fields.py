@@ -43,7 +43,11 @@ class EngineConfig(Strict):
     """Fields every engine shares; an engine module's `Config` subclasses it and adds `kind`."""
 
     # What the planner asks of every engine (an engine's Config overrides them):
-    uses_gpus: ClassVar[bool] = True  # False: services run on the CPU, no GPU is placed
+    @property
+    def uses_gpus(self) -> bool:
+        """Whether its services take GPUs (False: they run on the CPU, no GPU is placed)."""
+        return True
+
     max_tp: ClassVar[int | None] = None  # largest tensor-parallel size it can run
     memory: ClassVar[MemoryRules | None] = None  # None: no memory budget (e.g. CPU engines)
 

@@ -254,3 +254,20 @@ def test_gpu_plan_offloads_target_and_draft_to_the_cuda_build() -> None:
     assert max(c for w in plan.workloads for c in w.concurrency) <= slots
     assert {w.name for w in plan.workloads} == {w.name for w in local.workloads}
     assert {m.name for m in local.methods} <= {m.name for m in plan.methods}
+
+
+def test_a_llamacpp_engine_uses_gpus_only_when_built_and_asked_for_them() -> None:
+    """The planner (check, simulate) and a cluster's task size read engine.uses_gpus: the
+    GPU plan's services take a GPU, the default plan's run on the CPU."""
+    from collect.engines.llamacpp import Config
+    from collect.plan.file import load_plan
+
+    assert load_plan(ROOT / "plans" / "gpu-llamacpp.yaml").engine.uses_gpus
+    assert not load_plan(ROOT / "plans" / "local.yaml").engine.uses_gpus
+
+    def uses(binary: str, args: list[str]) -> bool:
+        return Config(kind="llamacpp", model="/m.gguf", binary=binary, args=args).uses_gpus
+
+    assert uses("auto-cuda", []) and uses("/opt/llama-server", ["-ngl", "99"])
+    assert uses("auto", ["--n-gpu-layers", "12"]) and uses("auto", ["--gpu-layers", "all"])
+    assert not uses("auto", []) and not uses("auto", ["-ngl", "0", "-t", "2"])
