@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import GROUP_KEY, WINDOW_KEY, insert_frame
+from analyze.stats import GROUP_KEY, insert_frame, join_sides
 from schema.paired import N_BOOT, SEED, paired_speedup
 
 ENERGY_RATIO_DDL = """
@@ -106,14 +106,10 @@ def energy_ratios(pairs: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -
     return pd.DataFrame.from_records(records)
 
 
-def attach_window_ratios(ratios: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+def attach_energy_ratios(ratios: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     """window_energy_ratio and cost_ratio from the windows' J/token and cost."""
     cols = ["j_per_token", "cost_per_mtok_usd"]
-    m_side = windows[[*GROUP_KEY, *cols]]
-    b_side = windows[[*WINDOW_KEY, "method", *cols]].rename(
-        columns={"method": "baseline", **{c: f"b_{c}" for c in cols}})
-    out = ratios.merge(m_side, on=GROUP_KEY, how="left")
-    out = out.merge(b_side, on=[*WINDOW_KEY, "baseline"], how="left")
+    out = join_sides(ratios, windows, {c: c for c in cols}, {c: f"b_{c}" for c in cols})
     out["window_energy_ratio"] = out["j_per_token"] / out["b_j_per_token"]
     out["cost_ratio"] = out["cost_per_mtok_usd"] / out["b_cost_per_mtok_usd"]
     return out.drop(columns=[*cols, *(f"b_{c}" for c in cols)])
@@ -127,5 +123,5 @@ def build_energy_ratio(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT,
     frame = energy_ratios(con.execute(PAIRS_SQL).df(), n_boot, seed)
     if frame.empty:
         return 0
-    frame = attach_window_ratios(frame, con.execute(WINDOWS_SQL).df())
+    frame = attach_energy_ratios(frame, con.execute(WINDOWS_SQL).df())
     return insert_frame(con, "energy_ratio", frame)

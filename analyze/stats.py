@@ -213,19 +213,26 @@ def bootstrap_speedups(
     return pd.DataFrame.from_records(records)
 
 
+def join_sides(comparisons: pd.DataFrame, windows: pd.DataFrame, method: dict[str, str],
+               baseline: dict[str, str]) -> pd.DataFrame:
+    """Each comparison (GROUP_KEY and its baseline) with columns of two window rows: the
+    method's window (columns `method`, renamed by it) and the baseline's at the same
+    WINDOW_KEY (columns `baseline`, renamed by it); NaN where a window is missing."""
+    m_side = windows[[*GROUP_KEY, *method]].rename(columns=method)
+    b_side = windows[[*WINDOW_KEY, "method", *baseline]].rename(
+        columns={"method": "baseline", **baseline})
+    out = comparisons.merge(m_side, on=GROUP_KEY, how="left")
+    return out.merge(b_side, on=[*WINDOW_KEY, "baseline"], how="left")
+
+
 def attach_window_ratios(speedups: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """Add window-level columns from config_summary rows.
 
     throughput_speedup = throughput_tps(M) / throughput_tps(baseline); accept_length_tw of M.
     """
-    method_side = summary[[*GROUP_KEY, "throughput_tps", "accept_length_tw"]].rename(
-        columns={"throughput_tps": "method_throughput_tps"}
-    )
-    base_side = summary[[*WINDOW_KEY, "method", "throughput_tps"]].rename(
-        columns={"method": "baseline", "throughput_tps": "baseline_throughput_tps"}
-    )
-    out = speedups.merge(method_side, on=GROUP_KEY, how="left")
-    out = out.merge(base_side, on=[*WINDOW_KEY, "baseline"], how="left")
+    out = join_sides(speedups, summary, {"throughput_tps": "method_throughput_tps",
+                                         "accept_length_tw": "accept_length_tw"},
+                     {"throughput_tps": "baseline_throughput_tps"})
     out["throughput_speedup"] = out["method_throughput_tps"] / out["baseline_throughput_tps"]
     return out
 
