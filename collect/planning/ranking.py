@@ -15,6 +15,12 @@ schema.metrics decode_tps of each request), never from an unpaired median:
   `top` takes the first N of that order even when intervals overlap (the phase needs
   methods to run); the log line marks every method whose interval overlaps the leader's as
   "not separable" from it, so a choice the data cannot support is visible.
+- rows: the earlier phase's own (its workloads and methods, at its tp) of the campaign's
+  first run, so the choice never changes once made: not when the best_of phase's own rows
+  at the same tp land (the picked method measured on other workloads would move its
+  median and could hand the lead to another method, which a resume would then also run),
+  and not when a later run lands (every run of a campaign measures the same
+  configurations).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ DECODE_SPEEDS = """
 SELECT method, workload, max_tokens, concurrency, prompt_id,
        decode_tps(output_tokens, e2e_s, ttft_s) AS decode_tps
 FROM requests AS r
-WHERE campaign_id = ? AND tp = ? AND ok AND NOT is_warmup
+WHERE campaign_id = ? AND tp = ? AND run = ? AND ok AND NOT is_warmup
   AND scheduled_s IS NULL  -- closed-loop windows: open-loop ones differ by rate, not concurrency
   AND decode_tps(output_tokens, e2e_s, ttft_s) IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
@@ -58,11 +64,18 @@ class Ranked:
         return self.ci_low <= other.ci_high and other.ci_low <= self.ci_high
 
 
-def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str) -> list[Ranked]:
-    """Every non-baseline method measured at tp with a paired window, fastest first."""
+def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str,
+                 workloads: list[str] | None = None, methods: list[str] | None = None,
+                 run: int = 1) -> list[Ranked]:
+    """Every non-baseline method measured at tp in run with a paired window, fastest first;
+    only the given workloads and methods when given (an earlier phase's: the module
+    docstring says why)."""
     speeds: dict[str, dict[Window, ByPrompt]] = defaultdict(lambda: defaultdict(dict))
-    for method, w, mt, c, prompt, tps in store.execute(DECODE_SPEEDS, [campaign_id, tp]):
-        speeds[method][(w, mt, c)].setdefault(prompt, []).append(tps)
+    rows = store.execute(DECODE_SPEEDS, [campaign_id, tp, run])
+    for method, w, mt, c, prompt, tps in rows:
+        if (workloads is None or w in workloads) and (
+                methods is None or method in methods or method == baseline):
+            speeds[method][(w, mt, c)].setdefault(prompt, []).append(tps)
     base = speeds.pop(baseline, {})
     ranked = [r for m, windows in speeds.items() if (r := _score(m, windows, base))]
     return sorted(ranked, key=lambda r: (-r.score, r.method))

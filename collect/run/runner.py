@@ -332,12 +332,12 @@ def _status(c: Campaign, runs: int) -> str:
 
 
 def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
-    """The phase's methods; for {best_of, top}, the fastest measured in that phase (said on
-    the console when `announce`)."""
+    """The phase's methods; for {best_of, top}, the fastest in that phase (said if `announce`)."""
     if not isinstance(phase.methods, BestOf):
         return phase.methods or [m.name for m in c.plan.methods]
     source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
-    ranked = rank_methods(c.store, c.campaign_id, source.tp, c.plan.baseline)
+    ranked = rank_methods(c.store, c.campaign_id, source.tp, c.plan.baseline,
+                          source.workloads, _phase_methods(c, source, False))
     chosen = [r.method for r in ranked[: phase.methods.top]]
     if not announce:
         return chosen

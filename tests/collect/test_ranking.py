@@ -110,3 +110,19 @@ def test_overlapping_intervals_are_named_not_separable() -> None:
 def test_a_window_without_shared_prompts_is_left_out(tmp_path: Path) -> None:
     specs = [(BASE, "p0", 10, {}), ("a", "p1", 20, {})]
     assert rank_methods(store_of(tmp_path, specs), "camp", 1, BASE) == []
+
+
+def test_only_the_source_phases_rows_of_the_first_run_count(tmp_path: Path) -> None:
+    """The choice CI once saw flip: a leads b on the source phase's workload (rewrite) (2.0x vs
+    1.5x); the best_of phase then measures a on w2 at the same tp (0.5x), which would make
+    a's median 1.25x and hand the lead to b; a second run's rows would move it again.
+    Restricted to the source phase's workloads and methods of run 1, the order stays."""
+    w2, run2 = {"workload": "w2"}, {"run": 2}
+    specs = [(BASE, "p0", 10, {}), ("a", "p0", 20, {}), ("b", "p0", 15, {}),
+             (BASE, "p0", 10, w2), ("a", "p0", 5, w2),
+             (BASE, "p0", 10, run2), ("b", "p0", 40, run2), ("z", "p0", 90, {})]
+    store = store_of(tmp_path, specs)
+    assert [r.method for r in rank_methods(store, "camp", 1, BASE)] == ["z", "b", "a"]
+    kept = rank_methods(store, "camp", 1, BASE, workloads=["rewrite"], methods=["a", "b"])
+    assert [(r.method, round(r.score, 6)) for r in kept] == [("a", 2.0), ("b", 1.5)]
+    assert [r.method for r in rank_methods(store, "camp", 1, BASE, run=2)] == ["b"]

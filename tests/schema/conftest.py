@@ -24,6 +24,7 @@ def request_row(i: int = 0, **changes: Any) -> dict[str, Any]:
         "tp": 1,
         "workload": "rewrite",
         "window_id": "win0",
+        "run": 1,
         "prompt_id": f"p{i % 3}",
         "max_tokens": 64,
         "rep": i,
