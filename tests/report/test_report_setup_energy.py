@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from report import sections
 from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
@@ -83,7 +84,8 @@ def test_energy_section_tabulates_charts_and_flags(energy_pdf: Path) -> None:
     tex = energy_pdf.with_suffix(".tex").read_text(encoding="utf-8")
     assert "energy.pdf" in tex
     assert ("Energy per output token (GPU board power): 3 of 7 comparisons use significantly "
-            "less than the baseline and 4 significantly more; the lowest ratio is dflash on "
+            "less than the baseline and 4 significantly more; the lowest significant ratio is "
+            "dflash on "
             "chat at 0.75") in text
     assert "1 of 12 window(s) were sampled too sparsely" in text
     assert "1 of 12 window(s) were throttled and 0 showed a clock drop" in text
@@ -141,3 +143,20 @@ def test_a_file_analysed_before_the_setup_views_still_renders(report_db: Path,
     tex = " ".join(render_tex(build_context(load(old), figures)).split())
     assert "analysed before the host summary existed" in tex
     assert "A hostile description" not in tex and "paramiko" not in tex
+
+
+def test_the_energy_sentence_names_a_lowest_ratio_only_when_it_is_significant() -> None:
+    """a: 0.60 [0.30, 1.20] (lowest point, not significant); b: 0.90 [0.85, 0.95]. The
+    sentence names b; without b it says a is not significantly below 1."""
+    er = pd.DataFrame([
+        {"method": "a", "workload": "chat", "energy_ratio": 0.6, "ci_low": 0.3, "ci_high": 1.2,
+         "significant": False},
+        {"method": "b", "workload": "chat", "energy_ratio": 0.9, "ci_low": 0.85,
+         "ci_high": 0.95, "significant": True}])
+    [both] = sections.energy_finding(er)
+    assert "1 of 2 comparisons use significantly less" in both
+    assert "the lowest significant ratio is b on chat at 0.90" in both
+    [alone] = sections.energy_finding(er.iloc[:1])
+    assert "0 of 1 comparisons" in alone
+    assert alone.endswith("the lowest point estimate, a on chat at 0.60$\\times$ (95\\% CI "
+                          "0.30--1.20), is not significantly below 1.")
