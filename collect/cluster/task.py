@@ -77,7 +77,7 @@ def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: s
     node = node_name()
     config = _config(plan, phase, config_id)
     services = blocking.services_of(plan, phase)
-    gpus = tuple(int(g) for g in ray.get_gpu_ids())
+    gpus = gpu_indices(ray.get_gpu_ids())
     if services:  # the node's every Ray GPU is this task's; the services' GPUs join them
         gpus = blocking.gpus_for(gpus, services, config.tp) if gpu else ()
     # the host's GPUs are those Ray assigned: none for a CPU task, which then claims no GPU
@@ -110,6 +110,20 @@ def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: s
             host.close()
         return {"node": node, "rows": dump(path), "notes": notes.lines,
                 "skipped": state.failure}
+
+
+def gpu_indices(ids: list[Any]) -> tuple[int, ...]:
+    """The GPU indices Ray assigned. On a node started with CUDA_VISIBLE_DEVICES, Ray hands
+    out ids from that list, as strings (ray.get_gpu_ids: "a subset of the IDs in
+    CUDA_VISIBLE_DEVICES"), so `CUDA_VISIBLE_DEVICES=1,2,3 ray start` gives the physical
+    indices 1-3, which NVML and the server's CUDA_VISIBLE_DEVICES both use. A UUID there
+    (GPU-..., MIG-...) is no index: refused, naming it, before a server starts."""
+    try:
+        return tuple(int(g) for g in ids)
+    except ValueError:
+        raise RuntimeError(f"Ray assigned GPU ids {ids}, not indices: start this node's "
+                           "`ray start` with CUDA_VISIBLE_DEVICES as GPU indices "
+                           "(e.g. 1,2,3), not UUIDs") from None
 
 
 def _log_dir(path: str) -> Path:

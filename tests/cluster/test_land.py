@@ -9,8 +9,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from collect.cluster.land import land
-from collect.cluster.task import TABLES
+from collect.cluster.task import TABLES, gpu_indices
 from schema.store import Store
 from tests.schema.conftest import request_row
 
@@ -93,3 +95,12 @@ def test_a_unit_landed_again_replaces_its_rows(tmp_path: Path) -> None:
         ("req-1",), ("req-2",)]
     assert c.store.execute("SELECT count(*) FROM services") == [(2,)]  # both starts recorded
     assert c.progress.done == 3  # measured requests landed, counted for the progress bar
+
+
+def test_ray_gpu_ids_are_indices_or_a_clear_error() -> None:
+    """Ray gives strings on a node started with CUDA_VISIBLE_DEVICES (its physical indices),
+    ints otherwise; a UUID is refused with its name."""
+    assert gpu_indices(["1", "3"]) == (1, 3) and gpu_indices([0]) == (0,)
+    assert gpu_indices([]) == ()
+    with pytest.raises(RuntimeError, match="GPU-5a1e.*not indices"):
+        gpu_indices(["GPU-5a1e"])
