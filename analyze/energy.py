@@ -7,8 +7,11 @@ the baseline's window share, every rep of such a prompt) that have an attributed
 
     energy_ratio       = median(j_per_token of M's requests) / median(j_per_token of the
                          baseline's requests), j_per_token = processor-sharing energy / tokens
-    ci_low, ci_high    = the same paired prompt bootstrap as `speedup` (schema.paired:
-                         B = 2000, seed 20260101, 95% percentile interval)
+    ci_low, ci_high    = the paired prompt bootstrap of `speedup` with one run (schema.paired:
+                         B = 2000, seed 20260101, 95% percentile interval); a campaign's runs
+                         are pooled per prompt, not resampled first as `speedup` does (a
+                         window without usable telemetry in one run would leave no prompt
+                         paired in every run)
     significant        = ci_low > 1 or ci_high < 1 (below 1: M spends less energy per token)
     window_energy_ratio = energy_summary.j_per_token(M) / energy_summary.j_per_token(baseline)
                          (whole-window joules per token, idle pieces included; no interval)
