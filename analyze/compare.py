@@ -2,9 +2,17 @@
 (`python -m analyze compare A B`, `python -m analyze gate --baseline A --candidate B
 --max-regression 5%`). Run `python -m analyze` first: it reads the analysis layer.
 
-Windows are matched on (engine, tp, method, workload, max_tokens, concurrency), closed-loop
-measured requests only (request_metrics), and within a window on prompt_id. Per matched
-window and metric, on the prompts both campaigns measured:
+Windows are matched on (engine, tp, method, workload, max_tokens, concurrency, load), and
+within a window on prompt_id:
+
+- closed-loop windows: load 'closed', the measured requests of request_metrics;
+- open-loop windows: load the arrival process as load_label writes it ('poisson 4 rps',
+  'gamma(0.5) 4 rps', 'poisson linear ramp 1-8 rps', 'trace'), concurrency the window's
+  max_concurrency cap (NULL: none), the steady ok requests of open_requests (those its
+  percentiles use). Goodput and attainment are window counts with a Wilson interval each
+  (open_windows), not prompt-paired: they are not among the metrics.
+
+Per matched window and metric, on the prompts both campaigns measured:
 
     ratio           = median(B's values) / median(A's values)
     ci_low, ci_high = the paired prompt bootstrap of the speedup table (schema.paired: same
@@ -17,8 +25,9 @@ window and metric, on the prompts both campaigns measured:
 accept_length is the per-request one definition ((output_tokens - 1) / spec_verify_ct), so a
 method without verify counts has no acceptance row. `speedup_ratio` puts each campaign's own
 speedup over its own baseline side by side (B / A, a point estimate: the two intervals come
-from different baselines). Windows present in one campaign only are listed, not dropped; the
-environment diff lists every `environment` key whose value differs or exists on one side.
+from different baselines), closed-loop windows (the `speedup` table's). Windows present
+in one campaign only are listed, not dropped; the environment diff lists every
+`environment` key whose value differs or exists on one side.
 
 Stored: `store` writes the comparison into the tables of OBJECTS (the report reads them,
 never analyze's code): every row of the pair (a, b), the resolved ids, is deleted and
@@ -26,7 +35,8 @@ written anew in one transaction; other pairs' rows stay, and `python -m analyze`
 tables alone. compare_environment holds the values stable() made (the port masked) and
 `change`, argument_diff of two command lines (`-t 2 -> -t 1`; NULL for other values);
 compare_changes' rank is the order of Comparison.changes (1 = the largest significant
-effect).
+effect). The tables are derived: one whose columns are not this module's (a file written by
+an older specsweep) is dropped and made anew, with only the pair being stored.
 
 Gate: a matched metric fails when it is significantly worse and its ratio is worse than the
 threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and size together,
@@ -47,14 +57,14 @@ import duckdb
 
 from schema.paired import Speedup, paired_speedup
 
-KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency")
+KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency", "load")
 # in ROWS_SQL's column order
 HIGHER_IS_BETTER = {"decode_tps": True, "ttft_s": False, "tpot_s": False, "accept_length": True}
 VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a cause
 # parts of a value chosen anew each run (the port a service listens on): not a cause either
 VOLATILE_PARTS = re.compile(r"(--port[ =])\d+")
 WINDOW_DDL = ("engine VARCHAR, tp INTEGER, method VARCHAR, workload VARCHAR, "
-              "max_tokens INTEGER, concurrency INTEGER")
+              "max_tokens INTEGER, concurrency INTEGER, load VARCHAR")
 STORE_DDL = {
     "compare_runs": "campaign_id VARCHAR NOT NULL, plan_name VARCHAR, started_at TIMESTAMP, "
                     "n_measured BIGINT",
@@ -67,10 +77,21 @@ STORE_DDL = {
                            "value_b VARCHAR, change VARCHAR",
 }
 OBJECTS = tuple(STORE_DDL)  # tables `python -m analyze compare` writes, `report --compare` reads
+# (campaign, the window's columns, load_label's arguments, prompt, the metrics); ? x4: a, b
 ROWS_SQL = """
-SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency, prompt_id,
-       decode_tps, ttft_s, tpot_s, accept_length_of(output_tokens, spec_verify_ct) AS accept_length
+SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+       'closed', NULL::DOUBLE, NULL::VARCHAR, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE,
+       prompt_id, decode_tps, ttft_s, tpot_s, accept_length_of(output_tokens, spec_verify_ct)
 FROM request_metrics WHERE ok AND campaign_id IN (?, ?)
+UNION ALL
+SELECT o.campaign_id, o.engine, o.tp, o.method, o.workload, o.max_tokens, o.max_concurrency,
+       o.load, o.rate, o.ramp, w.ramp_start_rate, w.ramp_end_rate, w.burstiness,
+       o.prompt_id, decode_tps(o.output_tokens, o.e2e_s, o.ttft_s), o.ttft_s, o.tpot_s,
+       accept_length_of(o.output_tokens, r.spec_verify_ct)
+FROM open_requests AS o
+JOIN windows AS w ON w.campaign_id = o.campaign_id AND w.window_id = o.window_id
+JOIN requests AS r ON r.campaign_id = o.campaign_id AND r.request_id = o.request_id
+WHERE o.ok AND o.steady AND o.campaign_id IN (?, ?)
 """
 
 
@@ -132,9 +153,9 @@ def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Compari
     values: dict[str, dict[tuple, dict[str, dict[str, list[float]]]]] = {
         a: defaultdict(lambda: defaultdict(lambda: defaultdict(list))),
         b: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))}
-    for row in con.execute(ROWS_SQL, [a, b]).fetchall():
-        campaign, key, prompt = row[0], tuple(row[1:7]), row[7]
-        for metric, value in zip(HIGHER_IS_BETTER, row[8:]):
+    for row in con.execute(ROWS_SQL, [a, b, a, b]).fetchall():
+        campaign, key, prompt = row[0], (*row[1:7], load_label(*row[7:13])), row[13]
+        for metric, value in zip(HIGHER_IS_BETTER, row[14:]):
             if value is not None and not math.isnan(value):
                 values[campaign][key][metric][prompt].append(value)
     changes = [c for key in sorted(set(values[a]) & set(values[b]), key=str)
@@ -144,6 +165,29 @@ def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Compari
     return Comparison(a, b, changes, sorted(set(values[a]) - set(values[b]), key=str),
                       sorted(set(values[b]) - set(values[a]), key=str),
                       _speedup_ratio(con, a, b), _environment(con, a, b))
+
+
+def load_label(load: str, rate: float | None, ramp: str | None, start: float | None,
+               end: float | None, burstiness: float | None) -> str:
+    """A window's load in words, the last part of its key: 'closed', 'poisson 4 rps',
+    'gamma(0.5) 4 rps', 'poisson linear ramp 1-8 rps', 'trace'."""
+    if load == "closed":
+        return load
+    shape = f"gamma({burstiness:g})" if load == "gamma" and burstiness is not None else load
+    if ramp is not None and start is not None and end is not None:
+        return f"{shape} {ramp} ramp {start:g}-{end:g} rps"
+    return shape if rate is None else f"{shape} {rate:g} rps"
+
+
+def window_text(key: tuple[Any, ...]) -> str:
+    """A window key in words: engine/tp/method/workload/max_tokens/c=4 (closed loop) or
+    .../poisson 4 rps (open loop, '+ cap N' with a max_concurrency cap)."""
+    *head, concurrency, load = key
+    if load == "closed":
+        tail = f"c={concurrency}"
+    else:
+        tail = load + (f" cap {concurrency}" if concurrency is not None else "")
+    return "/".join([*map(str, head), tail])
 
 
 def _change(key: tuple, metric: str, a_by_prompt: dict[str, list[float]],
@@ -161,9 +205,9 @@ def _change(key: tuple, metric: str, a_by_prompt: dict[str, list[float]],
 
 def _speedup_ratio(con: duckdb.DuckDBPyConnection, a: str,
                    b: str) -> dict[tuple[Any, ...], tuple[float, float]]:
-    rows = con.execute(f"SELECT campaign_id, {', '.join(KEY)}, speedup FROM speedup "
+    rows = con.execute(f"SELECT campaign_id, {', '.join(KEY[:-1])}, speedup FROM speedup "
                        "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
-    by = {(r[0], tuple(r[1:7])): r[7] for r in rows}
+    by = {(r[0], (*r[1:7], "closed")): r[7] for r in rows}
     return {k: (by[(a, k)], by[(b, k)]) for (c, k) in by if c == a and (b, k) in by}
 
 
@@ -236,8 +280,7 @@ def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
     con.begin()
     try:
         for name, columns in STORE_DDL.items():  # names and columns: this module's constants
-            con.execute(f"CREATE TABLE IF NOT EXISTS {name} (a VARCHAR NOT NULL, "
-                        f"b VARCHAR NOT NULL, {columns})")
+            _renew(con, name, f"a VARCHAR NOT NULL, b VARCHAR NOT NULL, {columns}")
             con.execute(f"DELETE FROM {name} WHERE a = ? AND b = ?", [comp.a, comp.b])
             if rows[name]:
                 marks = ", ".join("?" * (2 + len(rows[name][0])))
@@ -250,13 +293,25 @@ def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
     return {name: len(r) for name, r in rows.items()}
 
 
+def _renew(con: duckdb.DuckDBPyConnection, name: str, columns: str) -> None:
+    """Create table name with these columns; one of other columns (an older specsweep's) is
+    dropped first: the compare tables are derived, `analyze compare` makes them again."""
+    wanted = [c.strip().split()[0] for c in columns.split(",")]
+    have = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = ? ORDER BY ordinal_position",
+                                      [name]).fetchall()]
+    if have and have != wanted:
+        con.execute(f"DROP TABLE {name}")
+    con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})")
+
+
 def gate(comparison: Comparison, threshold: float) -> list[Change]:
     """The changes that fail the gate (empty: pass)."""
     return [c for c in comparison.changes if c.regresses_beyond(threshold)]
 
 
 def describe(c: Change) -> str:
-    window = "/".join(str(x) for x in c.window)
+    window = window_text(c.window)
     flag = ("worse" if c.worse else "better") if c.significant else "no significant change"
     return (f"{window} {c.metric}: {c.a:.4g} -> {c.b:.4g} ({(c.ratio - 1) * 100:+.1f}%, "
             f"95% CI [{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%], "
@@ -269,10 +324,10 @@ def lines(comp: Comparison) -> list[str]:
            f"{sum(c.significant for c in comp.changes)} significant"]
     out += ["  " + describe(c) for c in comp.changes]
     for key, (sa, sb) in sorted(comp.speedup_ratio.items(), key=str):
-        out.append(f"  {'/'.join(map(str, key))} speedup over own baseline: "
+        out.append(f"  {window_text(key)} speedup over own baseline: "
                    f"{sa:.3g}x -> {sb:.3g}x")
-    out += [f"  only in A: {'/'.join(map(str, k))}" for k in comp.only_a]
-    out += [f"  only in B: {'/'.join(map(str, k))}" for k in comp.only_b]
+    out += [f"  only in A: {window_text(k)}" for k in comp.only_a]
+    out += [f"  only in B: {window_text(k)}" for k in comp.only_b]
     out += [f"  environment {host} {key}: {argument_diff(va, vb)}"
             for host, key, va, vb in comp.environment]
     return out

@@ -17,7 +17,6 @@ import pandas as pd
 
 from report.data import ReportError
 
-WINDOW = ["engine", "tp", "method", "workload", "max_tokens", "concurrency"]
 RUNS_SQL = "SELECT a, b, campaign_id, plan_name, started_at, n_measured FROM compare_runs"
 CHANGES_SQL = "SELECT * FROM compare_changes WHERE a = ? AND b = ? ORDER BY rank"
 SPEEDUPS_SQL = "SELECT * FROM compare_speedups WHERE a = ? AND b = ?"

@@ -16,14 +16,16 @@ YLABEL = "B / A decode tok/s"
 
 
 def decode_ratios(changes: pd.DataFrame) -> pd.DataFrame:
-    """The decode_tps rows as a speedup-shaped frame (speedup = ratio B/A)."""
-    frame = changes[changes["metric"] == "decode_tps"]
+    """The closed-loop decode_tps rows as a speedup-shaped frame (speedup = ratio B/A): a
+    point per concurrency; open-loop windows are in the changes table."""
+    closed = changes["load"] == "closed" if "load" in changes else True
+    frame = changes[(changes["metric"] == "decode_tps") & closed]
     return frame.assign(speedup=frame["ratio"],
                         significant=frame["significant"].astype(bool)).reset_index(drop=True)
 
 
 def draw(changes: pd.DataFrame, path: Path) -> Path | None:
-    """Save the chart to ``path``; None when no window has a decode-speed row."""
+    """Save the chart to ``path``; None when no closed-loop window has a decode-speed row."""
     frame = decode_ratios(changes)
     if frame.empty:
         return None

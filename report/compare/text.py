@@ -33,11 +33,19 @@ def tex(sentence: str) -> NoEscape:
 
 
 def window(r: pd.Series, frame: pd.DataFrame) -> str:
-    """``draft-simple-n3 rewrite 256 c=4``: method, workload, max_tokens, concurrency, with
-    the engine and TP first where they vary across the comparison."""
+    """``draft-simple-n3 rewrite 256 c=4``: method, workload, max_tokens, then the load
+    (``c=4`` closed loop; ``poisson 4 rps``, ``+ cap 8`` with a cap, open loop), with the
+    engine and TP first where they vary across the comparison. Rows stored before open-loop
+    windows were compared have no load: closed loop."""
+    load = r.get("load", "closed")
+    if load == "closed":
+        tail = f"c={r['concurrency']}"
+    else:
+        cap = r["concurrency"]
+        tail = str(load) + (f" cap {int(cap)}" if pd.notna(cap) else "")
     parts = [f"{r['engine']}" if frame["engine"].nunique() > 1 else "",
              f"TP{r['tp']}" if frame["tp"].nunique() > 1 else "",
-             str(r["method"]), str(r["workload"]), str(r["max_tokens"]), f"c={r['concurrency']}"]
+             str(r["method"]), str(r["workload"]), str(r["max_tokens"]), tail]
     return " ".join(p for p in parts if p)
 
 
@@ -57,9 +65,10 @@ def _count(n: int) -> str:
 
 
 def summary(changes: pd.DataFrame) -> str:
-    """The verdict: slower, faster or mixed by decode speed, how many matched metrics are
-    significantly worse and better, and the largest change in the verdict's direction (a
-    decode-speed change where there is one)."""
+    """The verdict: slower, faster or mixed by decode speed (worse or better by the count of
+    significant changes when decode speed changed nowhere: a TTFT regression under load is
+    not "neither"), how many matched metrics are significantly worse and better, and the
+    largest change in the verdict's direction (a decode-speed change where there is one)."""
     n = len(changes)
     if n == 0:
         return "The two campaigns have no matched window and prompt: nothing to compare."
@@ -73,6 +82,9 @@ def summary(changes: pd.DataFrame) -> str:
     slower, faster = int(flags.sum()), int((~flags).sum())
     verdict = ("B is slower" if slower > faster else "B is faster" if faster > slower
                else "B is neither faster nor slower overall")
+    if decode.empty:
+        verdict = ("B is worse" if len(worse) > len(better) else "B is better"
+                   if len(better) > len(worse) else "B is neither better nor worse overall")
     pool = decode[decode["worse"].astype(bool) == (slower > faster)] if slower != faster \
         else sig
     if pool.empty:

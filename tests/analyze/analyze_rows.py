@@ -11,6 +11,8 @@ from typing import Any
 
 import duckdb
 
+from schema.store import Store
+
 DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
 # the raw tables analyze reads
 TABLES_READ = ("campaigns", "requests", "services", "server_metrics", "units", "gpu_samples",
@@ -28,6 +30,7 @@ COLUMNS = (
 )  # fmt: skip
 
 _ids = itertools.count()
+AR = "autoregressive"
 
 
 def req(**overrides: Any) -> dict[str, Any]:
@@ -135,3 +138,42 @@ def insert_rows(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
             names = ", ".join(row)
             marks = ", ".join("?" for _ in row)
             con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+
+
+# --- open-loop windows -------------------------------------------------------------------
+
+
+def open_req(scheduled_s: float, lag_s: float = 0.0, *, ttft: float | None = 0.1,
+             tpot: float | None = 0.02, tokens: int = 11, failed: bool = False,
+             **overrides: Any) -> dict[str, Any]:
+    """A requests row of an open-loop window, e2e = ttft + (tokens - 1) * tpot."""
+    if failed:
+        shape = {"ok": False, "error_kind": "timeout", "ttft_s": None, "e2e_s": None,
+                 "output_tokens": None, "cached_tokens": None}
+    else:
+        e2e = ttft if tokens < 2 else ttft + (tokens - 1) * tpot
+        shape = {"ttft_s": ttft, "e2e_s": e2e, "output_tokens": tokens}
+    row = req(start_s=scheduled_s + lag_s, concurrency=overrides.pop("concurrency", 0),
+              **{**shape, **overrides})
+    return {**row, "scheduled_s": scheduled_s}
+
+
+def window(campaign: str, window_id: str, method: str = AR, *, rate: float | None, n: int,
+           span: float | None, elapsed: float, **overrides: Any) -> dict[str, Any]:
+    """A windows row of an open-loop window: poisson at `rate` on chat, 256 tokens, no cap."""
+    row = {"campaign_id": campaign, "service_id": f"svc-{method}", "config_id": f"cfg-{method}",
+           "workload": "chat", "window_id": window_id, "max_tokens": 256, "load": "poisson",
+           "rate": rate, "ramp": None, "ramp_start_rate": None, "ramp_end_rate": None,
+           "burstiness": None, "seed": 1, "max_concurrency": None, "n_scheduled": n,
+           "schedule_span_s": span, "cache_reset": "flush_cache",
+           "started_at": req()["sent_at"], "elapsed_s": elapsed}
+    row.update(overrides)
+    return row
+
+
+def store_rows(path: Path, **tables: list[dict]) -> None:
+    """Append rows per table through Store.append (the raw contracts check them)."""
+    store = Store(path)
+    for table, rows in tables.items():
+        if rows:
+            assert store.append(table, rows) == len(rows), table  # nothing quarantined

@@ -1,7 +1,9 @@
 """`python -m analyze compare` and `gate` on two campaigns built from hand-made rows: a 20%
 decode slowdown injected into one method of B is found with the right sign and size, the
 gate fails on it (exit 1) and passes a pair without change (exit 0); windows of partly
-different plans are listed, not dropped; bad input exits 2."""
+different plans are listed, not dropped; bad input exits 2. Open-loop windows are matched on
+their load (a 1.5x TTFT injected at 2 req/s is found; a ramp in one campaign only is
+listed)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from analyze_rows import decode_req, write_db
+from analyze_rows import AR, decode_req, open_req, req, store_rows, window, write_db
 
 from analyze import build, compare
 
@@ -156,7 +158,8 @@ def test_a_second_compare_replaces_the_pairs_rows_and_keeps_other_pairs(tmp_path
     first = _counts(db)
     assert first[("compare_changes", "A", "B")] == first[("compare_changes", "B", "A")] == 6
     with duckdb.connect(str(db)) as con:  # a row the next compare of (A, B) must delete
-        con.execute("INSERT INTO compare_only VALUES ('A', 'B', 'A', 'e', 1, 'm', 'w', 1, 1)")
+        con.execute("INSERT INTO compare_only VALUES ('A', 'B', 'A', 'e', 1, 'm', 'w', 1, 1, "
+                    "'closed')")
     assert _compare(db).returncode == 0
     assert _counts(db) == first  # (A, B) replaced, not doubled; (B, A) kept
     build.run(db, baseline="autoregressive")  # rebuilding the analysis keeps them
@@ -170,3 +173,74 @@ def test_gate_writes_nothing(tmp_path: Path) -> None:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
                   .fetchall()}
     assert not tables & set(compare.OBJECTS)
+
+
+def _open_db(tmp_path: Path) -> Path:
+    """Campaigns A and B, each one poisson window at 2 req/s on chat: 11 requests at 0..10 s
+    (steady: 1..9), prompt p<i>, TTFT 0.1 * (1 + 0.03 i) s in A and 1.5x that in B, TPOT
+    0.02 s in both; B also has a linear ramp 0.5-2 req/s that A lacks."""
+    requests, windows = [], []
+    for cid, slower in (("A", 1.0), ("B", 1.5)):
+        requests += [open_req(float(i), ttft=0.1 * (1 + 0.03 * i) * slower, campaign_id=cid,
+                              window_id=f"{cid}-open", prompt_id=f"p{i}") for i in range(11)]
+        windows.append(window(cid, f"{cid}-open", rate=2.0, n=11, span=10.0, elapsed=12.0))
+    requests += [open_req(float(i), campaign_id="B", window_id="B-ramp", prompt_id=f"p{i}")
+                 for i in range(5)]
+    windows.append(window("B", "B-ramp", rate=None, n=5, span=4.0, elapsed=5.0,
+                          ramp="linear", ramp_start_rate=0.5, ramp_end_rate=2.0))
+    campaigns = [{"campaign_id": c, "plan_name": "open", "plan_sha256": "ab" * 32,
+                  "plan_yaml": "name: open\n", "baseline": AR, "started_at": req()["sent_at"],
+                  "finished_at": None, "status": "complete"} for c in "AB"]
+    path = tmp_path / "open.duckdb"
+    store_rows(path, requests=requests, windows=windows, campaigns=campaigns)
+    build.run(path, baseline=AR)
+    return path
+
+
+def test_open_loop_windows_are_matched_on_their_load(tmp_path: Path) -> None:
+    db = _open_db(tmp_path)
+    with duckdb.connect(str(db), read_only=True) as con:
+        result = compare.compare(con, "A", "B")
+    key = ("sglang", 1, AR, "chat", 256, None, "poisson 2 rps")
+    by_metric = {c.metric: c for c in result.changes}
+    assert {c.window for c in result.changes} == {key}
+    ttft = by_metric["ttft_s"]
+    assert result.changes[0] is ttft and ttft.significant and ttft.worse
+    assert ttft.ratio == pytest.approx(1.5) and ttft.n_prompts == 9  # the steady requests
+    assert by_metric["tpot_s"].ratio == pytest.approx(1) and not by_metric["tpot_s"].significant
+    assert "accept_length" not in by_metric  # no verify counts
+    assert result.only_a == [] and result.only_b == [
+        ("sglang", 1, AR, "chat", 256, None, "poisson linear ramp 0.5-2 rps")]
+    assert compare.describe(ttft).startswith("sglang/1/autoregressive/chat/256/poisson 2 rps "
+                                             "ttft_s: ")
+    done = _gate(db, "--max-regression", "5%")
+    assert done.returncode == 1 and "poisson 2 rps ttft_s" in done.stdout
+
+
+def test_load_labels() -> None:
+    label = compare.load_label
+    assert label("closed", None, None, None, None, None) == "closed"
+    assert label("poisson", 4.0, None, None, None, None) == "poisson 4 rps"
+    assert label("gamma", 0.5, None, None, None, 0.25) == "gamma(0.25) 0.5 rps"
+    assert label("constant", 2.5, None, None, None, None) == "constant 2.5 rps"
+    assert label("poisson", None, "exponential", 1.0, 8.0, None) == (
+        "poisson exponential ramp 1-8 rps")
+    assert label("trace", None, None, None, None, None) == "trace"
+    assert compare.window_text(("e", 1, "m", "w", 64, 8, "poisson 4 rps")) == (
+        "e/1/m/w/64/poisson 4 rps cap 8")
+    assert compare.window_text(("e", 1, "m", "w", 64, 4, "closed")) == "e/1/m/w/64/c=4"
+
+
+def test_compare_tables_of_an_older_specsweep_are_made_anew(tmp_path: Path) -> None:
+    """compare_only without the load column (as issue 15 wrote it) is dropped and created
+    with this version's columns; the pair's rows are stored."""
+    db = _db(tmp_path, 1.0, extra=True)
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE compare_only (a VARCHAR NOT NULL, b VARCHAR NOT NULL, "
+                    "side VARCHAR NOT NULL, engine VARCHAR, tp INTEGER, method VARCHAR, "
+                    "workload VARCHAR, max_tokens INTEGER, concurrency INTEGER)")
+        con.execute("INSERT INTO compare_only VALUES ('X', 'Y', 'A', 'e', 1, 'm', 'w', 1, 1)")
+    assert _compare(db, "A", "B").returncode == 0
+    rows = _stored(db, "compare_only")
+    assert rows and all(r[-1] == "closed" for r in rows)
+    assert _stored(db, "compare_only", "X", "Y") == []

@@ -38,13 +38,12 @@ from typing import Any
 
 import duckdb
 import pytest
-from analyze_rows import fetch, one, req
+from analyze_rows import AR, fetch, one, open_req, req, store_rows, window
 
 from analyze import build
 from collect.plan.load import Slo
-from schema.store import Store
 
-AR, DF = "autoregressive", "dflash"
+DF = "dflash"
 Z = 1.959963984540054
 
 
@@ -54,33 +53,6 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
     half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def open_req(scheduled_s: float, lag_s: float = 0.0, *, ttft: float | None = 0.1,
-             tpot: float | None = 0.02, tokens: int = 11, failed: bool = False,
-             **overrides: Any) -> dict[str, Any]:
-    """A requests row of an open-loop window, e2e = ttft + (tokens - 1) * tpot."""
-    if failed:
-        shape = {"ok": False, "error_kind": "timeout", "ttft_s": None, "e2e_s": None,
-                 "output_tokens": None, "cached_tokens": None}
-    else:
-        e2e = ttft if tokens < 2 else ttft + (tokens - 1) * tpot
-        shape = {"ttft_s": ttft, "e2e_s": e2e, "output_tokens": tokens}
-    row = req(start_s=scheduled_s + lag_s, concurrency=overrides.pop("concurrency", 0),
-              **{**shape, **overrides})
-    return {**row, "scheduled_s": scheduled_s}
-
-
-def window(campaign: str, window_id: str, method: str = AR, *, rate: float | None, n: int,
-           span: float | None, elapsed: float, **overrides: Any) -> dict[str, Any]:
-    row = {"campaign_id": campaign, "service_id": f"svc-{method}", "config_id": f"cfg-{method}",
-           "workload": "chat", "window_id": window_id, "max_tokens": 256, "load": "poisson",
-           "rate": rate, "ramp": None, "ramp_start_rate": None, "ramp_end_rate": None,
-           "burstiness": None, "seed": 1, "max_concurrency": None, "n_scheduled": n,
-           "schedule_span_s": span, "cache_reset": "flush_cache",
-           "started_at": req()["sent_at"], "elapsed_s": elapsed}
-    row.update(overrides)
-    return row
 
 
 def env(campaign: str, **values: str) -> list[dict[str, Any]]:
@@ -175,13 +147,6 @@ def c3_rows() -> tuple[list[dict], list[dict]]:
         wins.append(window("c3", wid, method, rate=None, n=2, span=None, elapsed=3.0,
                            load="closed", seed=None, max_concurrency=1))
     return rows, wins
-
-
-def store_rows(path: Path, **tables: list[dict]) -> None:
-    store = Store(path)
-    for table, rows in tables.items():
-        if rows:
-            assert store.append(table, rows) == len(rows), table  # nothing quarantined
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from report.compare.text import causes, summary, tex
 from tests.report.conftest import HOSTILE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyze"))  # analyze_rows
-from tests.analyze.test_analyze_compare import _compare, _db  # noqa: E402
+from tests.analyze.test_analyze_compare import _compare, _db, _open_db  # noqa: E402
 
 PLAN = "nightly_%&#{x}"
 
@@ -59,6 +59,25 @@ def test_the_pdf_names_the_slowdown_and_the_environment_change(stored: Path,
     # each campaign's own speedup: 1.50 in A, 1.20 in B, 0.80 B/A
     assert "autoregressive" not in text.split("own baseline}")[1].split("section")[0]
     assert "ngram chat 256 c=1&1.50&1.20&0.80" in text
+
+
+def test_an_open_loop_comparison_names_its_load(tmp_path: Path) -> None:
+    """B's TTFT 1.5x A's at 2 req/s: the verdict counts it, the changes table names the
+    window by its load, the ramp only B measured is listed; no closed-loop window: no chart."""
+    db = _open_db(tmp_path)
+    assert _compare(db).returncode == 0
+    out = tmp_path / "open.pdf"
+    done = _report(db, out)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(
+        "B is worse: 1 of 3 matched metrics are significantly worse, none better; the "
+        "largest change is autoregressive chat 256 poisson 2 rps TTFT (s) 0.115 -> 0.172 "
+        "(+50%")
+    text = " ".join(out.with_suffix(".tex").read_text().split())
+    assert "autoregressive chat 256 poisson 2 rps" in text and "TTFT (s)" in text
+    assert "Measured in B only, 1 window(s):" in text
+    assert "autoregressive chat 256 poisson linear ramp 0.5-2 rps" in text
+    assert "No matched closed-loop window has a decode-speed figure" in text
 
 
 def test_plan_and_environment_strings_are_escaped(stored: Path, tmp_path: Path) -> None:
