@@ -297,17 +297,17 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
 
 def figure_workers() -> int:
     """Processes to draw figures in: the CPUs this process may use (at most MAX_WORKERS) on
-    Linux, where workers are forked; 1 (draw in this process) elsewhere."""
+    Linux; 1 (draw in this process) elsewhere."""
     if sys.platform != "linux":
         return 1
     return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
-_JOBS: list[Job] = []  # the running make_figures' jobs, inherited by its forked workers
-
-
-def _run_job(index: int) -> tuple[str, Path]:
-    key, make = _JOBS[index]
+def _run_job(job: Job) -> tuple[str, Path]:
+    """Draw one figure in a worker, in the report's theme (a worker starts from the fork
+    server, not from this process: it has not set it)."""
+    key, make = job
+    charts.set_theme()
     return key, make()
 
 
@@ -316,9 +316,12 @@ def make_figures(data: ReportData, outdir: Path,
     """Draw every figure the data supports into ``outdir``; name -> path or None.
 
     Figures are independent, so with ``workers`` > 1 (default :func:`figure_workers`) they
-    are drawn by that many forked processes (the theme and the frames are inherited, nothing
-    is pickled but the paths); the files are the same as drawn one by one."""
-    global _JOBS
+    are drawn by that many worker processes; the files are the same as drawn one by one.
+    Workers come from a fork server (a fresh interpreter that imported this module), never
+    forked from this process: a process with threads (DuckDB's, or a Ray client's gRPC
+    threads in the test suite) can be forked while one of them holds a lock, and the child
+    then waits on it forever (seen in CI: a figure worker stuck in a futex). Each job, a
+    partial of a module-level function with its frames, is pickled to its worker."""
     charts.set_theme()
     figs: dict[str, Path | None] = dict.fromkeys(
         ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic",
@@ -328,11 +331,9 @@ def make_figures(data: ReportData, outdir: Path,
     if workers <= 1:
         done = {key: make() for key, make in jobs}
     else:
-        _JOBS = jobs
-        try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                done = dict(pool.imap_unordered(_run_job, range(len(jobs)), chunksize=1))
-        finally:
-            _JOBS = []
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        with context.Pool(workers) as pool:
+            done = dict(pool.imap_unordered(_run_job, jobs, chunksize=1))
     figs.update((key, done[key]) for key, _ in jobs)  # the jobs' order, not completion's
     return figs
