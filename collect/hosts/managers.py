@@ -243,8 +243,14 @@ class SystemdManager:
         return rc == 0
 
     def stop(self, proc: Process, grace_s: float = 10.0) -> None:
-        """systemctl stop: SIGTERM to the unit's cgroup, SIGKILL after TimeoutStopSec."""
-        self._systemctl("stop", unit_name(proc.log_path), timeout_s=grace_s + 60)
+        """SIGTERM to every process of the unit's cgroup, SIGKILL to them after grace_s (not
+        the unit's TimeoutStopSec, written once at start), then `systemctl stop` to settle
+        the unit; one round trip to the host. Raises when the unit is still active."""
+        polls = max(1, math.ceil(grace_s * 10))
+        script = ["sh", "-c", _STOP_UNIT, "sh", unit_name(proc.log_path), str(polls), *self.user]
+        rc, _, err = self.runner.run(script, timeout_s=grace_s + 60)
+        if rc != 0:
+            raise RuntimeError(f"unit {unit_name(proc.log_path)} survived SIGKILL: {err.strip()}")
 
     def reap(self, workdir: PurePosixPath) -> list[int]:
         """Stop units an earlier run left running (its specsweep was killed: systemd keeps
@@ -266,6 +272,21 @@ class SystemdManager:
         journal = ["journalctl", *self.user, "-u", unit, "-n", str(lines), "--no-pager"]
         _, jout, _ = self.runner.run(journal)
         return "\n".join(part.rstrip("\n") for part in (out, jout) if part.strip())
+
+
+# $1 unit, $2 polls of 0.1 s, then systemctl's scope (--user or nothing). A unit whose
+# main process ended but whose cgroup still holds a process is "deactivating", not done:
+# the loop waits for inactive or failed.
+_STOP_UNIT = r"""u=$1 n=$2; shift 2
+state() { systemctl "$@" show -p ActiveState --value "$u"; }
+ended() { case "$(state "$@")" in inactive|failed) return 0;; esac; return 1; }
+systemctl "$@" kill --signal=SIGTERM "$u" 2>/dev/null
+i=0
+while ! ended "$@" && [ "$i" -lt "$n" ]; do sleep 0.1; i=$((i + 1)); done
+ended "$@" || systemctl "$@" kill --signal=SIGKILL "$u" 2>/dev/null
+systemctl "$@" stop "$u"
+ended "$@"
+"""
 
 
 # $1 workdir, then systemctl's scope (--user or nothing): "unit mainpid" per active unit.

@@ -175,8 +175,8 @@ def test_a_unit_serves_and_stops(host: SSH, paths: tuple[str, str]) -> None:
 
 
 def test_stop_kills_the_whole_cgroup_after_the_timeout(host: SSH) -> None:
-    """A server that ignores SIGTERM, with a child that does too: `systemctl stop` waits
-    TimeoutStopSec (10 s), then SIGKILLs every process of the unit's cgroup."""
+    """A server that ignores SIGTERM, with a child that does too: stop waits its grace
+    (10 s), then SIGKILLs every process of the unit's cgroup; a shorter grace is kept."""
     script = "trap '' TERM; sleep 1000 & echo $! > /var/tmp/child.pid; wait"
     proc = host.start(["/bin/sh", "-c", script], {}, Path("logs/stubborn.log"))
     assert wait_for(lambda: host.run(["test", "-s", "/var/tmp/child.pid"])[0] == 0, 10)
@@ -187,7 +187,12 @@ def test_stop_kills_the_whole_cgroup_after_the_timeout(host: SSH) -> None:
     assert 9 < time.monotonic() - t0 < 30
     assert not host.alive(proc)
     assert host.run(["kill", "-0", child])[0] != 0 and host.run(["kill", "-0", str(proc.pid)])[0]
-    assert "State 'stop-sigterm' timed out. Killing." in host.log_tail(proc)
+    assert "status=9/KILL" in host.log_tail(proc)
+    proc = host.start(["/bin/sh", "-c", script], {}, Path("logs/stubborn2.log"))
+    assert wait_for(lambda: host.alive(proc), 10)
+    t0 = time.monotonic()
+    host.stop(proc, grace_s=2)
+    assert 1.5 < time.monotonic() - t0 < 9 and not host.alive(proc)
 
 
 def test_a_failing_unit_shows_its_journal(host: SSH, paths: tuple[str, str]) -> None:
