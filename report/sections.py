@@ -244,9 +244,9 @@ def energy_section(we: pd.DataFrame, es: pd.DataFrame, er: pd.DataFrame,
 
 
 def energy_finding(er: pd.DataFrame) -> list[str]:
-    """One summary sentence on the paired energy ratios (raw LaTeX). It names the lowest
-    ratio among the significant ones; with none significantly below 1 it says so, and gives
-    the lowest point estimate only with its interval's word that it is not separable."""
+    """One summary sentence on the paired energy ratios (raw LaTeX): the lowest ratio among
+    those significantly below 1; with none, the lowest point estimate, said to be not
+    significantly below 1."""
     if er.empty:
         return []
     sig = er["significant"].fillna(False).astype(bool)

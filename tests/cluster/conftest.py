@@ -93,23 +93,45 @@ def _needs_ray() -> None:
         pytest.skip(NO_RAY)
 
 
-@pytest.fixture(scope="package")
+_RUNNING: list[Any] = []  # the cluster while it runs (pytest_runtest_teardown ends it)
+
+
+@pytest.fixture(scope="session")
 def cluster(llama_server: str, smollm_model: str) -> Iterator[Any]:
     """A head that runs no task (0 CPUs: removing a node never removes the head) and two
     nodes of 1 CPU and 4 logical GPUs each, so that two configurations run at once, one
-    per node; the first has the custom resource pin_a."""
+    per node; the first has the custom resource pin_a. One cluster for this folder's tests,
+    shut down after the last of them (pytest_runtest_teardown below), not at the end of the
+    session: its processes (head, raylets, agents) would share the 2 cores with every later
+    test. ("package" scope needs an __init__.py here; without one it lasts the session.)"""
     if ray is None:  # before the autouse skip: this fixture's scope is set up first
         pytest.skip(NO_RAY)
     from ray.cluster_utils import Cluster
 
     nodes = Cluster(initialize_head=True, head_node_args={
         **NODE, "num_cpus": 0, "num_gpus": 0, "include_dashboard": False})
+    _RUNNING.append(nodes)
     try:
         for resources in ({"pin_a": 1}, {}):  # pin_a: a custom resource to pin work to
             nodes.add_node(**NODE, resources=resources)
         nodes.wait_for_nodes(timeout=60)
         yield nodes
     finally:
+        _shut_down()
+
+
+def _shut_down() -> None:
+    while _RUNNING:
+        nodes = _RUNNING.pop()
         if ray.is_initialized():
             ray.shutdown()
         nodes.shutdown()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After this folder's last test (the next one is elsewhere, or none), end the cluster.
+    Tests run in file order here; a test of this folder that ran after it would fail
+    against a cluster that is gone."""
+    here = Path(__file__).parent
+    if nextitem is None or here not in Path(nextitem.path).parents:
+        _shut_down()
