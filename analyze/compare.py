@@ -14,12 +14,17 @@ within a window on prompt_id:
 
 Per matched window and metric, on the prompts both campaigns measured:
 
-    ratio           = median(B's values) / median(A's values)
+    metrics         = decode_tps, ttft_s, tpot_s, accept_length (medians), and ttft_s_p90,
+                      tpot_s_p90 (90th percentiles: the tail a median hides; not p99, which
+                      with the tens of values a window holds is its largest one or two)
+    ratio           = quantile(B's values) / quantile(A's values) (np.quantile, linear: the
+                      report's and DuckDB's quantile_cont)
     ci_low, ci_high = the paired prompt bootstrap of the speedup table (schema.paired: same
-                      resamples, seed and level), B in the place of the method, A of the baseline
+                      resamples, seed and level), B in the place of the method, A of the
+                      baseline; for a p90, paired_quantile_ratio on the same draws
     significant     = the interval excludes 1
     worse           = ratio < 1 for metrics where higher is better (decode_tps,
-                      accept_length), ratio > 1 where lower is better (ttft_s, tpot_s)
+                      accept_length), ratio > 1 where lower is better (TTFT and TPOT)
     effect          = |ln ratio|, the order of the list (significant changes first)
 
 accept_length is the per-request one definition ((output_tokens - 1) / spec_verify_ct), so a
@@ -48,18 +53,23 @@ from __future__ import annotations
 import math
 import re
 import shlex
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import numpy as np
 
-from schema.paired import Speedup, paired_speedup
+from schema.paired import Speedup, paired_quantile_ratio, paired_speedup
 
 KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency", "load")
 # in ROWS_SQL's column order
-HIGHER_IS_BETTER = {"decode_tps": True, "ttft_s": False, "tpot_s": False, "accept_length": True}
+COLUMNS = ("decode_tps", "ttft_s", "tpot_s", "accept_length")  # ROWS_SQL's, in its order
+# metric -> (column, quantile, higher is better)
+METRICS = {"decode_tps": ("decode_tps", 0.5, True), "ttft_s": ("ttft_s", 0.5, False),
+           "tpot_s": ("tpot_s", 0.5, False), "accept_length": ("accept_length", 0.5, True),
+           "ttft_s_p90": ("ttft_s", 0.9, False), "tpot_s_p90": ("tpot_s", 0.9, False)}
+HIGHER_IS_BETTER = {metric: higher for metric, (_, _, higher) in METRICS.items()}
 VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a cause
 # parts of a value chosen anew each run (the port a service listens on): not a cause either
 VOLATILE_PARTS = re.compile(r"(--port[ =])\d+")
@@ -155,12 +165,12 @@ def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Compari
         b: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))}
     for row in con.execute(ROWS_SQL, [a, b, a, b]).fetchall():
         campaign, key, prompt = row[0], (*row[1:7], load_label(*row[7:13])), row[13]
-        for metric, value in zip(HIGHER_IS_BETTER, row[14:]):
+        for column, value in zip(COLUMNS, row[14:]):
             if value is not None and not math.isnan(value):
-                values[campaign][key][metric][prompt].append(value)
+                values[campaign][key][column][prompt].append(value)
     changes = [c for key in sorted(set(values[a]) & set(values[b]), key=str)
-               for metric in HIGHER_IS_BETTER
-               if (c := _change(key, metric, values[a][key][metric], values[b][key][metric]))]
+               for metric, (column, _, _) in METRICS.items()
+               if (c := _change(key, metric, values[a][key][column], values[b][key][column]))]
     changes.sort(key=lambda c: (not c.significant, -c.effect))
     return Comparison(a, b, changes, sorted(set(values[a]) - set(values[b]), key=str),
                       sorted(set(values[b]) - set(values[a]), key=str),
@@ -197,10 +207,12 @@ def _change(key: tuple, metric: str, a_by_prompt: dict[str, list[float]],
         return None
     a_side = {p: a_by_prompt[p] for p in shared}
     b_side = {p: b_by_prompt[p] for p in shared}
-    s = paired_speedup(b_side, a_side)
-    median = statistics.median(v for p in shared for v in a_side[p])
+    q = METRICS[metric][1]
+    s = paired_speedup(b_side, a_side) if q == 0.5 else paired_quantile_ratio(b_side, a_side, q)
+    assert s is not None  # shared is not empty
+    value_a = float(np.quantile([v for p in shared for v in a_side[p]], q))
     return Change(s.speedup, s.ci_low, s.ci_high, s.n_prompts, window=key, metric=metric,
-                  a=median, b=median * s.speedup)
+                  a=value_a, b=value_a * s.speedup)
 
 
 def _speedup_ratio(con: duckdb.DuckDBPyConnection, a: str,

@@ -134,7 +134,7 @@ def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
     db = _db(tmp_path, 0.8, extra=True)
     done = _compare(db)
     assert done.returncode == 0, done.stderr
-    assert "compare: stored in" in done.stdout and "compare_changes (6 rows)" in done.stdout
+    assert "compare: stored in" in done.stdout and "compare_changes (10 rows)" in done.stdout
     with duckdb.connect(str(db), read_only=True) as con:
         result = compare.compare(con, "A", "B")
         changes = con.execute("SELECT * EXCLUDE (a, b) FROM compare_changes WHERE a = 'A' "
@@ -156,7 +156,7 @@ def test_a_second_compare_replaces_the_pairs_rows_and_keeps_other_pairs(tmp_path
     db = _db(tmp_path, 0.8)
     assert _compare(db).returncode == 0 and _compare(db, "B", "A").returncode == 0
     first = _counts(db)
-    assert first[("compare_changes", "A", "B")] == first[("compare_changes", "B", "A")] == 6
+    assert first[("compare_changes", "A", "B")] == first[("compare_changes", "B", "A")] == 10
     with duckdb.connect(str(db)) as con:  # a row the next compare of (A, B) must delete
         con.execute("INSERT INTO compare_only VALUES ('A', 'B', 'A', 'e', 1, 'm', 'w', 1, 1, "
                     "'closed')")
@@ -208,6 +208,8 @@ def test_open_loop_windows_are_matched_on_their_load(tmp_path: Path) -> None:
     assert result.changes[0] is ttft and ttft.significant and ttft.worse
     assert ttft.ratio == pytest.approx(1.5) and ttft.n_prompts == 9  # the steady requests
     assert by_metric["tpot_s"].ratio == pytest.approx(1) and not by_metric["tpot_s"].significant
+    assert by_metric["ttft_s_p90"].ratio == pytest.approx(1.5)  # every TTFT 1.5x: the tail too
+    assert by_metric["ttft_s_p90"].a == pytest.approx(0.1 * (1 + 0.03 * 8.2))  # p90 of 1..9
     assert "accept_length" not in by_metric  # no verify counts
     assert result.only_a == [] and result.only_b == [
         ("sglang", 1, AR, "chat", 256, None, "poisson linear ramp 0.5-2 rps")]

@@ -48,7 +48,7 @@ def test_the_pdf_names_the_slowdown_and_the_environment_change(stored: Path,
     assert done.returncode == 0, done.stderr
     assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
     first = done.stdout.splitlines()[0]
-    assert first.startswith("B is slower: 2 of 6 matched metrics are significantly worse, "
+    assert first.startswith("B is slower: 3 of 10 matched metrics are significantly worse, "
                             "none better; the largest decode-speed change is ngram chat 256 "
                             "c=1 decode tok/s ") and "(-20%, 95% CI [" in first
     text = " ".join(out.with_suffix(".tex").read_text().split())
@@ -70,7 +70,7 @@ def test_an_open_loop_comparison_names_its_load(tmp_path: Path) -> None:
     done = _report(db, out)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith(
-        "B is worse: 1 of 3 matched metrics are significantly worse, none better; the "
+        "B is worse: 2 of 5 matched metrics are significantly worse, none better; the "
         "largest change is autoregressive chat 256 poisson 2 rps TTFT (s) 0.115 -> 0.172 "
         "(+50%")
     text = " ".join(out.with_suffix(".tex").read_text().split())

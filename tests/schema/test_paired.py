@@ -126,3 +126,38 @@ def test_flat_form_needs_every_prompt_on_both_sides() -> None:
     with pytest.raises(ValueError):
         paired.flat_ratio_of_medians(np.array([1.0, 2.0]), np.array([0, 1]),
                                      np.array([1.0]), np.array([0]))  # fmt: skip
+
+
+@pytest.mark.parametrize("q", [0.0, 0.1, 0.5, 0.9, 0.99, 1.0])
+def test_resampled_quantiles_equal_np_quantile_of_each_built_resample(q: float) -> None:
+    """Each resample built as a list (every value of a drawn prompt, once per draw) and
+    handed to np.quantile: the same figure, for uneven reps, ties and a small chunk size."""
+    rng = np.random.default_rng(3)
+    by_prompt = [rng.integers(0, 6, size=n).astype(float) for n in (1, 4, 2, 7, 3)]
+    values = np.concatenate(by_prompt)
+    idx = np.repeat(np.arange(5), [v.size for v in by_prompt])
+    counts = paired.resample_counts(rng, 5, 40)
+    want = [np.quantile(np.concatenate([np.repeat(v, c) for v, c in zip(by_prompt, row)]), q)
+            for row in counts]
+    assert paired.resampled_quantiles(values, idx, counts, q) == pytest.approx(want)
+    small = paired.CUMSUM_CELLS
+    try:
+        paired.CUMSUM_CELLS = values.size * 3  # three resamples per chunk
+        assert paired.resampled_quantiles(values, idx, counts, q) == pytest.approx(want)
+    finally:
+        paired.CUMSUM_CELLS = small
+
+
+def test_a_tail_change_the_median_does_not_see() -> None:
+    """Ten prompts at 1.0 s in A; in B the slowest two take 3x as long: the median ratio is
+    1, the p90 ratio near 3 (np.quantile over the pooled values). Not significant: a tenth
+    of the resamples draw neither slow prompt, so the interval reaches down to 1."""
+    a = {f"p{i}": [1.0 + 0.01 * i] for i in range(10)}
+    b = {p: [v[0] * (3 if p in ("p8", "p9") else 1)] for p, v in a.items()}
+    assert paired_speedup(b, a).speedup == pytest.approx(1.0)
+    tail = paired.paired_quantile_ratio(b, a, 0.9)
+    want = np.quantile([v[0] for v in b.values()], 0.9) / np.quantile(
+        [v[0] for v in a.values()], 0.9)
+    assert tail.speedup == pytest.approx(want) and tail.speedup > 2.5 and tail.n_prompts == 10
+    assert tail.ci_low == pytest.approx(1.0, abs=0.02) and tail.ci_high >= tail.speedup
+    assert paired.paired_quantile_ratio({"p0": [1.0]}, {"p1": [1.0]}, 0.9) is None
