@@ -41,7 +41,7 @@ only: schema is the data contract every stage may import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,19 +109,27 @@ def resampled_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.nda
     return (distinct[lower] + distinct[upper]) / 2
 
 
-def _cumsum_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """resampled_medians by cumulative counts over the sorted values, CUMSUM_CELLS at a time:
-    the sorted value holding position k of resample b is the first j with cumulative[b, j] > k."""
+def _cumulative(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray
+                ) -> Iterator[tuple[np.ndarray, slice, np.ndarray]]:
+    """(the sorted values, a slice of resamples, their cumulative counts over the sorted
+    values), CUMSUM_CELLS cells at a time: the sorted value holding position k of resample b
+    is the first j with cumulative[b, j] > k."""
     order = np.argsort(values, kind="stable")
     sorted_values, sorted_prompt = values[order], prompt_idx[order]
     rows = max(1, CUMSUM_CELLS // values.size)
-    out = np.empty(counts.shape[0])
     for first in range(0, counts.shape[0], rows):
-        cumulative = np.cumsum(counts[first : first + rows, sorted_prompt], axis=1)
+        part = slice(first, first + rows)
+        yield sorted_values, part, np.cumsum(counts[part, sorted_prompt], axis=1)
+
+
+def _cumsum_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """resampled_medians by cumulative counts over the sorted values (_cumulative)."""
+    out = np.empty(counts.shape[0])
+    for sorted_values, part, cumulative in _cumulative(values, prompt_idx, counts):
         total = cumulative[:, -1]
         lower = (cumulative <= ((total - 1) // 2)[:, None]).sum(axis=1)
         upper = (cumulative <= (total // 2)[:, None]).sum(axis=1)
-        out[first : first + rows] = (sorted_values[lower] + sorted_values[upper]) / 2
+        out[part] = (sorted_values[lower] + sorted_values[upper]) / 2
     return out
 
 
@@ -268,19 +276,15 @@ def resampled_quantiles(values: np.ndarray, prompt_idx: np.ndarray, counts: np.n
     """The q-quantile of every resample (value j counted counts[b, prompt_idx[j]] times in
     resample b), as np.quantile's default (linear: position h = (N_b - 1) q between the
     elements at floor(h) and floor(h) + 1), by cumulative counts over the sorted values,
-    CUMSUM_CELLS at a time: O(n_boot * n_values). For the tails `analyze compare` reports;
-    the median keeps resampled_medians (rank space, cheaper with many reps)."""
-    order = np.argsort(values, kind="stable")
-    sorted_values, sorted_prompt = values[order], prompt_idx[order]
-    rows = max(1, CUMSUM_CELLS // values.size)
+    (_cumulative): O(n_boot * n_values). For the tails `analyze compare` reports; the median
+    keeps resampled_medians (rank space, cheaper with many reps)."""
     out = np.empty(counts.shape[0])
-    for first in range(0, counts.shape[0], rows):
-        cumulative = np.cumsum(counts[first : first + rows, sorted_prompt], axis=1)
+    for sorted_values, part, cumulative in _cumulative(values, prompt_idx, counts):
         h = (cumulative[:, -1] - 1) * q
         low = np.floor(h)
         at = (cumulative <= low[:, None]).sum(axis=1)
         above = np.minimum((cumulative <= (low + 1)[:, None]).sum(axis=1), values.size - 1)
-        out[first : first + rows] = sorted_values[at] + (h - low) * (
+        out[part] = sorted_values[at] + (h - low) * (
             sorted_values[above] - sorted_values[at])
     return out
 
