@@ -9,14 +9,19 @@ within a window on prompt_id:
 - open-loop windows: load the arrival process as load_label writes it ('poisson 4 rps',
   'gamma(0.5) 4 rps', 'poisson linear ramp 1-8 rps', 'trace'), concurrency the window's
   max_concurrency cap (NULL: none), the steady ok requests of open_requests (those its
-  percentiles use). Goodput and attainment are window counts with a Wilson interval each
-  (open_windows), not prompt-paired: they are not among the metrics.
+  percentiles use); and `attainment`, the share of the steady requests (failed ones
+  included) that meet the campaign's SLO (open_windows.attainment_steady), as the mean of
+  meets_slo: a ratio of means with the same paired prompt bootstrap (a resample's mean is
+  its drawn prompts' met count over their request count). Only when both campaigns have the
+  same objectives and trim (slo_targets; otherwise the environment diff shows the slo.*
+  keys that differ), and not where A met none (a ratio of nothing) unless B met none too.
 
 Per matched window and metric, on the prompts both campaigns measured:
 
     metrics         = decode_tps, ttft_s, tpot_s, accept_length (medians), and ttft_s_p90,
                       tpot_s_p90 (90th percentiles: the tail a median hides; not p99, which
-                      with the tens of values a window holds is its largest one or two)
+                      with the tens of values a window holds is its largest one or two);
+                      attainment (open loop, above)
     ratio           = quantile(B's values) / quantile(A's values) (np.quantile, linear: the
                       report's and DuckDB's quantile_cont)
     ci_low, ci_high = the paired prompt bootstrap of the speedup table (schema.paired: same
@@ -37,8 +42,9 @@ in one campaign only are listed, not dropped; the environment diff lists every
 Stored: `store` writes the comparison into the tables of OBJECTS (the report reads them,
 never analyze's code): every row of the pair (a, b), the resolved ids, is deleted and
 written anew in one transaction; other pairs' rows stay, and `python -m analyze` leaves the
-tables alone. compare_environment holds the values stable() made (the port masked) and
-`change`, argument_diff of two command lines (`-t 2 -> -t 1`; NULL for other values);
+tables alone. compare_environment holds the values environment_diff.stable made (the port
+masked) and `change`, the changed arguments of two command lines (`-t 2 -> -t 1`; NULL for
+other values);
 compare_changes' rank is the order of Comparison.changes (1 = the largest significant
 effect). The tables are derived: one whose columns are not this module's (a file written by
 an older specsweep) is dropped and made anew, with only the pair being stored.
@@ -51,8 +57,6 @@ as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
 from __future__ import annotations
 
 import math
-import re
-import shlex
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +64,16 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from schema.paired import Speedup, paired_quantile_ratio, paired_speedup
+from analyze.environment_diff import argument_diff, arguments, environment
+from schema.paired import (
+    LEVEL,
+    N_BOOT,
+    SEED,
+    Speedup,
+    paired_quantile_ratio,
+    paired_speedup,
+    resample_counts,
+)
 
 KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency", "load")
 # in ROWS_SQL's column order
@@ -70,9 +83,7 @@ METRICS = {"decode_tps": ("decode_tps", 0.5, True), "ttft_s": ("ttft_s", 0.5, Fa
            "tpot_s": ("tpot_s", 0.5, False), "accept_length": ("accept_length", 0.5, True),
            "ttft_s_p90": ("ttft_s", 0.9, False), "tpot_s_p90": ("tpot_s", 0.9, False)}
 HIGHER_IS_BETTER = {metric: higher for metric, (_, _, higher) in METRICS.items()}
-VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a cause
-# parts of a value chosen anew each run (the port a service listens on): not a cause either
-VOLATILE_PARTS = re.compile(r"(--port[ =])\d+")
+HIGHER_IS_BETTER["attainment"] = True
 WINDOW_DDL = ("engine VARCHAR, tp INTEGER, method VARCHAR, workload VARCHAR, "
               "max_tokens INTEGER, concurrency INTEGER, load VARCHAR")
 STORE_DDL = {
@@ -103,6 +114,18 @@ JOIN windows AS w ON w.campaign_id = o.campaign_id AND w.window_id = o.window_id
 JOIN requests AS r ON r.campaign_id = o.campaign_id AND r.request_id = o.request_id
 WHERE o.ok AND o.steady AND o.campaign_id IN (?, ?)
 """
+# (campaign, the window's columns, load_label's arguments, prompt, met 0/1): steady requests
+# of windows whose campaign has an SLO; ? x2: a, b
+ATTAINMENT_SQL = """
+SELECT o.campaign_id, o.engine, o.tp, o.method, o.workload, o.max_tokens, o.max_concurrency,
+       o.load, o.rate, o.ramp, w.ramp_start_rate, w.ramp_end_rate, w.burstiness,
+       o.prompt_id, o.meets_slo::INTEGER
+FROM open_requests AS o
+JOIN windows AS w ON w.campaign_id = o.campaign_id AND w.window_id = o.window_id
+WHERE o.steady AND o.meets_slo IS NOT NULL AND o.campaign_id IN (?, ?)
+"""
+SLO_SQL = ("SELECT count(DISTINCT (ttft_ms, tpot_ms, e2e_ms, trim)) = 1 AND count(*) = 2 "
+           "FROM slo_targets WHERE has_slo AND campaign_id IN (?, ?)")
 
 
 @dataclass(frozen=True)
@@ -171,10 +194,11 @@ def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Compari
     changes = [c for key in sorted(set(values[a]) & set(values[b]), key=str)
                for metric, (column, _, _) in METRICS.items()
                if (c := _change(key, metric, values[a][key][column], values[b][key][column]))]
+    changes += _attainment(con, a, b)
     changes.sort(key=lambda c: (not c.significant, -c.effect))
     return Comparison(a, b, changes, sorted(set(values[a]) - set(values[b]), key=str),
                       sorted(set(values[b]) - set(values[a]), key=str),
-                      _speedup_ratio(con, a, b), _environment(con, a, b))
+                      _speedup_ratio(con, a, b), environment(con, a, b))
 
 
 def load_label(load: str, rate: float | None, ramp: str | None, start: float | None,
@@ -215,61 +239,50 @@ def _change(key: tuple, metric: str, a_by_prompt: dict[str, list[float]],
                   a=value_a, b=value_a * s.speedup)
 
 
+def _attainment(con: duckdb.DuckDBPyConnection, a: str, b: str) -> list[Change]:
+    """The attainment changes of the open-loop windows both campaigns measured with the same
+    SLO (the module docstring)."""
+    same_slo = con.execute(SLO_SQL, [a, b]).fetchone()
+    if not (same_slo and same_slo[0]):
+        return []
+    met: dict[str, dict[tuple, dict[str, list[int]]]] = {
+        a: defaultdict(lambda: defaultdict(list)), b: defaultdict(lambda: defaultdict(list))}
+    for row in con.execute(ATTAINMENT_SQL, [a, b]).fetchall():
+        met[row[0]][(*row[1:7], load_label(*row[7:13]))][row[13]].append(row[14])
+    return [c for key in sorted(set(met[a]) & set(met[b]), key=str)
+            if (c := _mean_ratio(key, met[a][key], met[b][key]))]
+
+
+def _mean_ratio(key: tuple, a_by_prompt: dict[str, list[int]],
+                b_by_prompt: dict[str, list[int]]) -> Change | None:
+    """B/A of the mean met share on the shared prompts, with the paired prompt bootstrap
+    (schema.paired's draws and seed); None without a shared prompt, or when A met none and
+    B met some (no ratio)."""
+    shared = sorted(set(a_by_prompt) & set(b_by_prompt))
+    if not shared:
+        return None
+    sums = np.array([[sum(side[p]) for p in shared] for side in (a_by_prompt, b_by_prompt)])
+    sizes = np.array([[len(side[p]) for p in shared] for side in (a_by_prompt, b_by_prompt)])
+    mean_a, mean_b = sums.sum(axis=1) / sizes.sum(axis=1)
+    if mean_a == 0 and mean_b > 0:
+        return None
+    counts = resample_counts(np.random.default_rng(SEED), len(shared), N_BOOT)
+    ra, rb = ((counts @ sums[i]) / (counts @ sizes[i]) for i in (0, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where((ra == 0) & (rb == 0), 1.0, rb / ra)
+    tail = (1 - LEVEL) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    ratio = 1.0 if mean_a == mean_b == 0 else mean_b / mean_a
+    return Change(float(ratio), float(lo), float(hi), len(shared), window=key,
+                  metric="attainment", a=float(mean_a), b=float(mean_b))
+
+
 def _speedup_ratio(con: duckdb.DuckDBPyConnection, a: str,
                    b: str) -> dict[tuple[Any, ...], tuple[float, float]]:
     rows = con.execute(f"SELECT campaign_id, {', '.join(KEY[:-1])}, speedup FROM speedup "
                        "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
     by = {(r[0], (*r[1:7], "closed")): r[7] for r in rows}
     return {k: (by[(a, k)], by[(b, k)]) for (c, k) in by if c == a and (b, k) in by}
-
-
-def _environment(con: duckdb.DuckDBPyConnection, a: str,
-                 b: str) -> list[tuple[str, str, str | None, str | None]]:
-    """(host, key, A's value, B's value) for every key that differs (host names kept: a
-    host renamed between campaigns shows as keys on one side only)."""
-    rows = con.execute("SELECT campaign_id, host, key, value FROM environment "
-                       "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
-    sides: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for campaign, host, key, value in rows:
-        sides[(host, key)][campaign] = stable(value)
-    return sorted((h, k, v.get(a), v.get(b)) for (h, k), v in sides.items()
-                  if v.get(a) != v.get(b) and not k.endswith(VOLATILE))
-
-
-def stable(value: str | None) -> str | None:
-    """The value without what changes on every run (`--port 43123` -> `--port *`)."""
-    return None if value is None else VOLATILE_PARTS.sub(r"\1*", value)
-
-
-def argument_diff(a: str | None, b: str | None) -> str:
-    """What changed between two values, short: for command lines the arguments only in A
-    and only in B (`-t 2 -> -t 1`), else the two values."""
-    if a is None or b is None or not a.startswith("/") or " -" not in a:
-        return f"{a!r} -> {b!r}"
-    try:
-        ta, tb = _options(shlex.split(a)), _options(shlex.split(b))
-    except ValueError:
-        return f"{a!r} -> {b!r}"
-    gone = [o for o in ta if o not in tb]
-    new = [o for o in tb if o not in ta]
-    return f"{' '.join(gone) or '(nothing)'} -> {' '.join(new) or '(nothing)'}"
-
-
-def _arguments(a: str | None, b: str | None) -> str | None:
-    """argument_diff of two command lines; None for other values (the two values say it)."""
-    diff = argument_diff(a, b)
-    return None if diff == f"{a!r} -> {b!r}" else diff
-
-
-def _options(tokens: list[str]) -> list[str]:
-    """A command line as its options, each with its value (`-t 2`), in order."""
-    out: list[str] = []
-    for token in tokens:
-        if out and not token.startswith("-") and out[-1].startswith("-") and " " not in out[-1]:
-            out[-1] += " " + token
-        else:
-            out.append(token)
-    return out
 
 
 def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
@@ -286,7 +299,7 @@ def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
         "compare_speedups": [(*k, sa, sb) for k, (sa, sb) in sorted(comp.speedup_ratio.items(),
                                                                      key=str)],
         "compare_only": [("A", *k) for k in comp.only_a] + [("B", *k) for k in comp.only_b],
-        "compare_environment": [(h, k, va, vb, _arguments(va, vb))
+        "compare_environment": [(h, k, va, vb, arguments(va, vb))
                                 for h, k, va, vb in comp.environment],
     }
     con.begin()

@@ -24,7 +24,7 @@ MAX_SPEEDUPS = 60
 MAX_VALUE = 120  # characters of an environment value in the cause list
 METRIC = {"decode_tps": "decode tok/s", "ttft_s": "TTFT (s)", "tpot_s": "TPOT (s)",
           "accept_length": "acceptance length", "ttft_s_p90": "TTFT p90 (s)",
-          "tpot_s_p90": "TPOT p90 (s)"}
+          "tpot_s_p90": "TPOT p90 (s)", "attainment": "SLO attainment"}
 ARROW = r"~$\rightarrow$~"
 
 

@@ -16,6 +16,7 @@ import pytest
 from analyze_rows import AR, decode_req, open_req, req, store_rows, window, write_db
 
 from analyze import build, compare
+from analyze.environment_diff import argument_diff, stable
 
 PROMPTS = [f"p{i}" for i in range(6)]
 
@@ -110,12 +111,12 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
 def test_the_environment_diff_ignores_the_port_and_names_the_changed_arguments() -> None:
     a = "/bin/llama-server -m /m.gguf --port 34945 -t 2 -c 8192 --metrics"
     b = "/bin/llama-server -m /m.gguf --port 46953 -t 1 -c 8192 --metrics"
-    assert compare.stable(a) != compare.stable(b)
-    assert compare.stable(a).replace("-t 2", "-t 1") == compare.stable(b)
-    assert "--port *" in compare.stable(a)
-    assert compare.argument_diff(compare.stable(a), compare.stable(b)) == "-t 2 -> -t 1"
-    assert compare.argument_diff(a + " --flag", a) == "--flag -> (nothing)"
-    assert compare.argument_diff("0.29", "0.30") == "'0.29' -> '0.30'"
+    assert stable(a) != stable(b)
+    assert stable(a).replace("-t 2", "-t 1") == stable(b)
+    assert "--port *" in stable(a)
+    assert argument_diff(stable(a), stable(b)) == "-t 2 -> -t 1"
+    assert argument_diff(a + " --flag", a) == "--flag -> (nothing)"
+    assert argument_diff("0.29", "0.30") == "'0.29' -> '0.30'"
 
 
 def _stored(db: Path, table: str, a: str = "A", b: str = "B") -> list[tuple]:
@@ -175,10 +176,11 @@ def test_gate_writes_nothing(tmp_path: Path) -> None:
     assert not tables & set(compare.OBJECTS)
 
 
-def _open_db(tmp_path: Path) -> Path:
+def _open_db(tmp_path: Path, slo: dict[str, str] | None = None) -> Path:
     """Campaigns A and B, each one poisson window at 2 req/s on chat: 11 requests at 0..10 s
     (steady: 1..9), prompt p<i>, TTFT 0.1 * (1 + 0.03 i) s in A and 1.5x that in B, TPOT
-    0.02 s in both; B also has a linear ramp 0.5-2 req/s that A lacks."""
+    0.02 s in both; B also has a linear ramp 0.5-2 req/s that A lacks. slo: each
+    campaign's slo.ttft_ms (none by default)."""
     requests, windows = [], []
     for cid, slower in (("A", 1.0), ("B", 1.5)):
         requests += [open_req(float(i), ttft=0.1 * (1 + 0.03 * i) * slower, campaign_id=cid,
@@ -192,7 +194,10 @@ def _open_db(tmp_path: Path) -> Path:
                   "plan_yaml": "name: open\n", "baseline": AR, "started_at": req()["sent_at"],
                   "finished_at": None, "status": "complete"} for c in "AB"]
     path = tmp_path / "open.duckdb"
-    store_rows(path, requests=requests, windows=windows, campaigns=campaigns)
+    environment = [{"campaign_id": c, "host": "campaign", "key": "slo.ttft_ms", "value": v}
+                   for c, v in (slo or {}).items()]
+    store_rows(path, requests=requests, windows=windows, campaigns=campaigns,
+               environment=environment)
     build.run(path, baseline=AR)
     return path
 
@@ -246,3 +251,21 @@ def test_compare_tables_of_an_older_specsweep_are_made_anew(tmp_path: Path) -> N
     rows = _stored(db, "compare_only")
     assert rows and all(r[-1] == "closed" for r in rows)
     assert _stored(db, "compare_only", "X", "Y") == []
+
+
+def test_attainment_is_compared_under_the_same_slo_only(tmp_path: Path) -> None:
+    """TTFT objective 150 ms: A's steady TTFTs (0.103-0.127 s) all meet it, B's (0.155-0.19
+    s) none: attainment 1.0 -> 0.0, ratio 0, every resample 0, significantly worse, and the
+    gate fails on it. With B's objective at 200 ms there is no attainment row (the slo.*
+    keys show in the environment diff instead)."""
+    with duckdb.connect(str(_open_db(tmp_path, {"A": "150", "B": "150"})), read_only=True) as con:
+        result = compare.compare(con, "A", "B")
+    [att] = [c for c in result.changes if c.metric == "attainment"]
+    assert (att.a, att.b, att.ratio, att.ci_low, att.ci_high) == (1.0, 0.0, 0.0, 0.0, 0.0)
+    assert att.n_prompts == 9 and att.significant and att.worse and att.regresses_beyond(0.05)
+    other = tmp_path / "other"
+    other.mkdir()
+    with duckdb.connect(str(_open_db(other, {"A": "150", "B": "200"})), read_only=True) as con:
+        result = compare.compare(con, "A", "B")
+    assert not [c for c in result.changes if c.metric == "attainment"]
+    assert ("campaign", "slo.ttft_ms", "150", "200") in result.environment
