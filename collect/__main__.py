@@ -115,11 +115,16 @@ def check(
         for config in configs:
             wnames = [w.name for w in parsed.workloads_of(config)]
             count = sum(per_workload[n] for n in wnames)
-            total += count * (1 + (picked.top if picked else 0))
+            chosen = picked.top if picked and config.method.name == parsed.baseline else 0
+            total += count * (1 + chosen)  # the top N counted as the baseline's size, once
             typer.echo(f"  {config.method.name}{_family_label(config.method)} (config "
                        f"{config.config_id}): {count} requests ({', '.join(wnames)})")
     typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
                f"about {total} measured requests")
+    from collect.planning.sizing import window_warnings
+
+    for line in window_warnings(parsed):
+        typer.echo(f"warning: {line}")
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
     from collect.planning.memory import check_plan
 

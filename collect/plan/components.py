@@ -8,14 +8,17 @@ Hosts and engines are pydantic models with `kind` as their discriminator; `colle
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from collect.engines import config_models
 from collect.plan.fields import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     EngineConfig,
+    Method,
     ModelInfo,
     Name,
     Strict,
@@ -238,3 +241,36 @@ class Estimates(Strict):
     def startup_range(self) -> tuple[float, float]:
         s = self.startup_s
         return s if isinstance(s, tuple) else (s, s)
+
+
+# --- a service to start (not part of the YAML) ---------------------------------------
+
+
+class ServiceConfig(BaseModel):
+    """One service to start: engine + method + tp. Not part of the YAML."""
+
+    model_config = ConfigDict(frozen=True)
+    method: Method
+    tp: int
+    engine: Engine
+    phase: str = ""
+    workloads: tuple[str, ...] | None = None
+
+    @property
+    def config_id(self) -> str:
+        """Stable hash of engine + method + tp + flags + env (not of timeouts; the method's
+        name is in it, so an A/A control differs from its baseline by its name alone)."""
+        e = self.engine
+        key = {
+            "engine": e.kind,
+            "model": e.model,
+            "args": e.args,
+            "env": e.env,
+            "method": self.method.name,
+            "method_args": self.method.args,
+            "method_env": self.method.env,
+            "tp": self.tp,
+        }
+        if e.tp_args.get(self.tp):
+            key["tp_args"] = e.tp_args[self.tp]
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

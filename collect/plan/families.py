@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from schema.controls import aa_control_name
+
 PARAM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ENGINE_PLACEHOLDERS = frozenset({"model", "api_key"})  # expanded by the engine, never here
@@ -175,6 +177,26 @@ def expand_all(methods: Sequence[Any]) -> list[Any]:
         raise ValueError(f"family names {clash} are also method names: a phase or estimate "
                          "naming them would be ambiguous")
     return out
+
+
+def with_aa_control(methods: Sequence[Any], baseline: str, on: bool) -> list[Any]:
+    """`methods`, and when `on` the baseline's A/A control last: the baseline method under
+    the name schema.controls.aa_control_name gives, with the same args, env, tp, workloads and
+    draft (the same launch command; config_id hashes the name, so it is a configuration of its
+    own) and no family or params (no family member, no method_params rows). Last in `methods`
+    makes it the last service of each phase: starts drift, so it should not start right after
+    the baseline. ValueError naming aa_control when a method already has the name: reserved
+    either way, since analysis reads a method of that name as the control."""
+    control = aa_control_name(baseline)
+    if any(m.name == control for m in methods):
+        raise ValueError(f"aa_control: method name {control!r} is reserved for the A/A control "
+                         f"of baseline {baseline!r} (the baseline started again, which analysis "
+                         "recognises by this name); rename the method")
+    if not on:
+        return list(methods)
+    base = next(m for m in methods if m.name == baseline)
+    return [*methods, base.model_copy(update={
+        "name": control, "family": None, "params": {}, "grid": {}, "name_template": None})]
 
 
 def one_member(name: str, methods: Iterable[Any]) -> str:

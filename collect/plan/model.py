@@ -9,12 +9,9 @@ into a `PlanError` that names the field and the line of the YAML file.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -33,12 +30,14 @@ from collect.plan.components import (  # noqa: F401 - re-exported: plans import 
     LocalHost,
     ModelInfo,
     Name,
+    ServiceConfig,
     Strict,
     Telemetry,
 )
 from collect.plan.fields import Method
 from collect.plan.load import OpenLoad, Slo, TraceWorkload
 from collect.plan.phases import BestOf, Phase
+from schema.controls import aa_control_name
 
 # --- prompts and workloads ---------------------------------------------------------------
 
@@ -138,6 +137,15 @@ class AgenticWorkload(_Windowed):
     max_tokens: list[int] = Field(min_length=1, description="Output-token limit per turn.")
     repetitions: int = Field(3, ge=1, le=100, description="Sessions run per window.")
     concurrency: list[int] = Field([1], min_length=1, description="Sessions run at once.")
+    history: Literal["own", "replay"] = Field(
+        "own",
+        description="Where the assistant messages of a turn's history come from. `own`: each "
+        "method's own earlier replies, so turn k's prompt differs between methods and only "
+        "turn 0 pairs across them. `replay`: every method but the baseline replays the "
+        "baseline's recorded replies of the same session (rep, run, max_tokens, concurrency), "
+        "so every method's turn-k prompt is the baseline's and every turn pairs; the baseline "
+        "runs first (docs/agentic-pairing.md).",
+    )
 
 
 def _workload_kind(value: Any) -> str:
@@ -174,6 +182,11 @@ class Plan(Strict):
     methods: list[Method] = Field(min_length=1, description="Methods to compare.")
     baseline: Name = Field("autoregressive", description="Method every other method is "
                            "compared against.")
+    aa_control: bool = Field(False, description="A/A control: start the baseline again as a "
+                             "second, separate service named `<baseline>-aa` (same args and "
+                             "workloads, its own config_id), last in every phase the baseline "
+                             "runs in, never a best_of pick: the noise floor of service starts "
+                             "(docs/aa-control.md). The name is reserved either way.")
     tp: list[int] = Field([1], min_length=1, description="Tensor-parallel sizes.")
     warmup_requests: int = Field(1, ge=0, le=10, description="Unrecorded-in-analysis "
                                  "requests sent after each start.")
@@ -227,6 +240,12 @@ class Plan(Strict):
         if names and baseline not in names:
             raise ValueError(f"baseline {baseline!r} is not one of the methods {names}")
         return baseline
+
+    @model_validator(mode="after")
+    def _add_aa_control(self) -> Plan:
+        methods = families.with_aa_control(self.methods, self.baseline, self.aa_control)
+        object.__setattr__(self, "methods", methods)  # frozen; phases never name the control
+        return self
 
     @field_validator("tp")
     @classmethod
@@ -322,8 +341,9 @@ class Plan(Strict):
         ]
 
     def phase_configs(self, phase: Phase, methods: list[str]) -> list[ServiceConfig]:
-        """The services of a phase for the given methods, baseline first."""
-        chosen = {self.baseline, *methods}
+        """The services of a phase for the given methods, baseline first; the A/A control
+        (plan order: last) wherever the baseline runs (docs/aa-control.md says why)."""
+        chosen = {self.baseline, aa_control_name(self.baseline), *methods}
         ordered = sorted(self.methods, key=lambda m: m.name != self.baseline)
         return [
             ServiceConfig(
@@ -369,31 +389,3 @@ def _check_tp(tp: list[int], engine: Engine | None) -> list[int]:
         raise ValueError(f"{engine.kind} services run with tp up to {engine.max_tp}, got {tp}")
     return tp
 
-
-class ServiceConfig(BaseModel):
-    """One service to start: engine + method + tp. Not part of the YAML."""
-
-    model_config = ConfigDict(frozen=True)
-    method: Method
-    tp: int
-    engine: Engine
-    phase: str = ""
-    workloads: tuple[str, ...] | None = None
-
-    @property
-    def config_id(self) -> str:
-        """Stable hash of engine + method + tp + flags + env (not of names or timeouts)."""
-        e = self.engine
-        key = {
-            "engine": e.kind,
-            "model": e.model,
-            "args": e.args,
-            "env": e.env,
-            "method": self.method.name,
-            "method_args": self.method.args,
-            "method_env": self.method.env,
-            "tp": self.tp,
-        }
-        if e.tp_args.get(self.tp):
-            key["tp_args"] = e.tp_args[self.tp]
-        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

@@ -31,6 +31,7 @@ from collect.planning.schedule import (
     makespan,
     simulate,
 )
+from schema.controls import aa_control_name
 
 # --- the plan as jobs --------------------------------------------------------------------
 
@@ -126,7 +127,7 @@ class PlanJobs:
                 / self.est.decode_tps(self.plan.baseline, phase.tp, w.name, c).value
                 for w in self.plan.workloads_of(config) for c in w.concurrency
             ]
-            if m != self.plan.baseline and ratios:
+            if m not in (self.plan.baseline, aa_control_name(self.plan.baseline)) and ratios:
                 scores.append((-statistics.median(ratios), m))
         return [m for _, m in sorted(scores)]
 
