@@ -24,6 +24,9 @@ ERROR_KINDS = [
 ]
 
 
+HISTORIES = ["own", "replay"]  # requests.history (collect.plan.model.AgenticWorkload.history)
+
+
 class _Base(pa.DataFrameModel):
     class Config:
         strict = True
@@ -135,6 +138,8 @@ class RequestsSchema(_Base):
     accepted_per_pos: Series[object] | None = pa.Field(nullable=True)
     step_accepted: Series[object] | None = pa.Field(nullable=True)
     run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
+    # agentic turns: own | replay (where the history's replies came from); absent: NULL
+    history: Series[str] | None = pa.Field(nullable=True, isin=HISTORIES)
 
     @pa.check("accept_histogram", "accepted_per_pos", "step_accepted",
               name="acceptance details are lists of counts >= 0")

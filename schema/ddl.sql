@@ -1,8 +1,8 @@
--- specsweep raw layer, schema version 9 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 10 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
--- campaign had one; v8 no services.replica; see schema/store.py).
+-- campaign had one; v8 no services.replica; v9 no requests.history; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in README.md and add a migrate_to_N step in schema/store.py.
@@ -147,6 +147,12 @@ CREATE TABLE IF NOT EXISTS requests (
                                            -- `repeat: N` (or `collect run --repeat N`) measures
                                            -- every unit N times, each run on fresh service
                                            -- starts; run r > 1's window_id ends in /run<r>
+    ,history         VARCHAR               -- agentic sessions only: where the assistant messages
+                                           -- of this turn's prompt came from: own (this method's
+                                           -- earlier replies) | replay (the baseline's recorded
+                                           -- replies of the same session: the plan's `history:
+                                           -- replay`; turn k's prompt is the baseline's);
+                                           -- docs/agentic-pairing.md. NULL outside sessions
 );
 
 -- One row per measured window, closed- and open-loop: how its load was made and what was done

@@ -34,7 +34,7 @@ import pandera.pandas as pa
 from schema import metrics
 from schema.contracts import CONTRACTS
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")
@@ -387,7 +387,14 @@ def migrate_to_9(con: duckdb.DuckDBPyConnection) -> None:
                 ).fetchall()
 
 
+def migrate_to_10(con: duckdb.DuckDBPyConnection) -> None:
+    """v10: requests.history (docs/agentic-pairing.md). Every agentic session of an older file
+    played its own history: its turns (session_id set) are 'own'; other requests stay NULL."""
+    con.execute("ALTER TABLE requests ADD COLUMN IF NOT EXISTS history VARCHAR").fetchall()
+    con.execute("UPDATE requests SET history = 'own' WHERE session_id IS NOT NULL").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4,
                                5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
-                               8: migrate_to_8, 9: migrate_to_9}
+                               8: migrate_to_8, 9: migrate_to_9, 10: migrate_to_10}

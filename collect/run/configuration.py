@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
+from functools import partial
 from typing import Any
 
 import httpx
@@ -21,10 +22,11 @@ from collect.plan.load import TraceWorkload
 from collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
 from collect.plan.workloads import prompts
 from collect.planning.replicas import replica_of
-from collect.run import openloop
+from collect.run import openloop, replay
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
 from collect.run.fingerprint import draft_facts, put_environment, request_facts
+from collect.run.replay import ReplayMissing
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
 from collect.telemetry import sampling
@@ -118,6 +120,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             prefix_cache=c.plan.prefix_cache,
             slo=c.plan.slo,
             run=c.run,
+            script=replay_script(c, config),
         )
         await _record_fingerprint(store, ctx, service, calls)
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
@@ -136,6 +139,12 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             ctx.window_sink.clear()
             try:
                 rows = await workload_rows(ctx, w)
+            except ReplayMissing as exc:
+                # the unit fails alone: nothing lands, the campaign ends 'partial' and a
+                # resume (once the baseline's replies are there) measures it
+                log.error("%s (tp %s): %s", config.method.name, config.tp, exc)
+                progress.note(f"[red]{config.method.name} (tp {config.tp}): {exc}[/red]")
+                continue
             except (asyncio.CancelledError, KeyboardInterrupt):
                 # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
                 commit_unit(c, service, w.name, warm + ctx.sink, before, started, False,
@@ -147,6 +156,14 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             commit_unit(c, service, w.name, warm + rows, before + after, started, True,
                         ctx.gpu_sink, ctx.window_sink)
             warm = []
+
+
+def replay_script(c: Campaign, config: ServiceConfig) -> Any:
+    """Where this service's replayed sessions get the baseline's replies (collect.run.replay);
+    None for the baseline, which plays its own."""
+    if config.method.name == c.plan.baseline:
+        return None
+    return partial(replay.script, c.store, c.campaign_id, c.plan.baseline, config.tp, c.run)
 
 
 def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[str, Any]],

@@ -221,7 +221,7 @@ class _Queue:
         that is long next to the others as replicas, jobs keyed f"{key}#{i}" (i >= 2) with
         a share of its workloads each (collect.planning.replicas says when and how)."""
         from collect.planning.replicas import Candidate, split
-
+        from collect.run.replay import waits_for
         batch = [Candidate(f"{phase.name}:{config.config_id}", config, tuple(workloads),
                            config.tp if self.gpus or self.room else 0,
                            alone=bool(phase.stop_services))
@@ -234,8 +234,8 @@ class _Queue:
         for one in batch:
             config = one.config
             for r in shares[one.key]:
-                job = Job(key=r.key, gpus=one.gpus if self.gpus else 0, seconds=r.seconds,
-                          alone=one.alone)  # on a cluster Ray places the GPUs
+                job = Job(r.key, one.gpus if self.gpus else 0, r.seconds,  # Ray places a cluster's
+                          waits_for(self.c.plan, config, r.workloads, self.jobs), one.alone)
                 try:
                     self.scheduler.add(job)
                 except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs

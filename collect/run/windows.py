@@ -56,6 +56,10 @@ class Context:
     slo: Slo | None = None  # the plan's latency objectives (a load's search reads them)
     window_sink: list[dict[str, Any]] = field(default_factory=list)  # windows rows
     run: int = 1  # which run of the campaign (the plan's `repeat`)
+    # a `history: replay` window's script: (workload, max_tokens, concurrency) -> rep -> the
+    # baseline's replies (collect.run.replay.script); None on the baseline's own service,
+    # whose sessions play their own replies (they are the script)
+    script: Callable[[AgenticWorkload, int, int], dict[int, list[str]]] | None = None
 
     def window_id(self, where: str) -> str:
         """A window's id: where it is (config/workload/...), and /run<r> in runs after the
@@ -101,6 +105,7 @@ def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> di
         "tp": ctx.tp,
         "session_id": None,
         "turn": None,
+        "history": None,
         "scheduled_s": None,
         "run": ctx.run,
         **key,
@@ -218,7 +223,12 @@ def gpu_rows(ctx: Context, key: dict[str, Any], t_start: float,
 async def agentic_window(
     ctx: Context, w: AgenticWorkload, max_tokens: int, concurrency: int
 ) -> list[dict[str, Any]]:
-    """Sessions (one per repetition); each turn sends the whole history so far."""
+    """Sessions (one per repetition); each turn sends the whole history so far: the plan's
+    messages and, as the assistant's, this method's own earlier replies (history 'own') or
+    the baseline's recorded ones (history 'replay', collect.run.replay). A replayed session
+    stops where the baseline's did (a failed turn)."""
+    script = ctx.script(w, max_tokens, concurrency) if replayed(ctx, w) else None
+    mode = "own" if script is None else "replay"
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     key = window_key(w.name, wid, max_tokens, concurrency)
     opened = await open_window(ctx, key, w.repetitions * len(w.turns),
@@ -229,23 +239,33 @@ async def agentic_window(
 
     async def session(rep: int) -> list[dict[str, Any]]:
         history = [{"role": "system", "content": w.system}] if w.system else []
+        replies = None if script is None else script[rep]
         rows = []
         for turn, spec in enumerate(w.turns):
             history.append(turn_message(spec))
             res = await send(ctx, list(history), max_tokens)
             ctx.on_done()
             rows.append(row(ctx, res, t_start, **key, prompt_id=f"{w.name}/turn{turn}",
-                            rep=rep, session_id=f"{wid}/s{rep}", turn=turn))
+                            rep=rep, session_id=f"{wid}/s{rep}", turn=turn, history=mode))
             ctx.sink.append(rows[-1])
             if not res.ok:
                 break  # the rest of the session has no reply to build on
-            history.append({"role": "assistant", "content": res.text})
+            if replies is not None and turn >= len(replies):
+                break  # the baseline's session ended at this turn: no reply of its to send
+            reply = res.text if replies is None else replies[turn]
+            history.append({"role": "assistant", "content": reply})
         return rows
 
     rows = await sampled(ctx, key, t_start,
                          run_workers(list(range(w.repetitions)), concurrency, session))
     close_window(ctx, opened, t_start)
     return rows
+
+
+def replayed(ctx: Context, w: AgenticWorkload) -> bool:
+    """Whether this service replays the baseline's replies in w: the plan asks for it and
+    this is not the baseline's service (ctx.script is set for every other method)."""
+    return w.history == "replay" and ctx.script is not None
 
 
 # a closed-loop window's description in `windows`; an open-loop one overrides it

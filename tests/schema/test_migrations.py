@@ -1,7 +1,7 @@
-"""Schema migrations v3->v9: a v3 file gains endpoint_errors on open, a v4 file gains
+"""Schema migrations v3->v10: a v3 file gains endpoint_errors on open, a v4 file gains
 gpu_samples and services.transport, a v5 file windows and requests.scheduled_s, a v6 file
 method_params and the requests' acceptance details, a v7 file runs (units keyed by run), a
-v8 file services.replica; the endpoint_errors contract quarantines
+v8 file services.replica, a v9 file requests.history; the endpoint_errors contract quarantines
 rows that name no known hook or phase."""
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) ->
                                                 "value_num": None}]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
-        assert columns[-5:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
-                                "step_accepted", "run"]
+        assert columns[-6:] == ["engine_accept_length", "accept_histogram", "accepted_per_pos",
+                                "step_accepted", "run", "history"]
         version = con.execute("SELECT max(version) FROM schema_version").fetchone()
         assert version == (SCHEMA_VERSION,)
         steps = con.execute("SELECT request_id, spec_verify_ct, accept_length FROM requests "
@@ -95,13 +95,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,)]
     assert statuses == [(200,), (None,)]
 
 
@@ -160,4 +160,27 @@ def test_a_v8_file_gains_services_replica_and_its_services_are_replica_1(tmp_pat
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT service_id, replica FROM services ORDER BY 1").fetchall() == [
             ("s", 1), ("s2", 2)]
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (9,)
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (
+            SCHEMA_VERSION,)
+
+
+def test_a_v9_file_gains_requests_history_and_its_sessions_played_their_own(
+        tmp_path: Path) -> None:
+    """Before v10 every agentic session sent its own replies back: its turns say 'own';
+    a single-turn request has no history (NULL)."""
+    path = tmp_path / "v9.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(9))
+        con.execute("INSERT INTO schema_version VALUES (9, now()::TIMESTAMP)")
+        assert "history" not in [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
+        for rid, session, turn in (("r1", "w/s0", 1), ("r2", None, None)):
+            con.execute("INSERT INTO requests (request_id, campaign_id, config_id, service_id, "
+                        "engine, method, tp, workload, window_id, prompt_id, max_tokens, rep, "
+                        "concurrency, session_id, turn, is_warmup, sent_at, start_s, ok) VALUES "
+                        "(?, 'c', 'k', 's', 'llamacpp', 'ar', 1, 'w', 'x', 'p', 64, 0, 1, ?, ?, "
+                        "false, now(), 0, true)", [rid, session, turn])
+    Store(path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT request_id, history FROM requests ORDER BY 1").fetchall() == [
+            ("r1", "own"), ("r2", None)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (10,)
