@@ -1,24 +1,47 @@
--- energy_segments: each measured window's GPU power trace over its busy span, cut at every
--- sample time and every request start and end, with the requests in flight on each piece.
--- The one place energy is integrated: window_energy sums these pieces, request_energy shares
--- them among the requests in flight.
+-- energy_segments: each measured window's GPU energy over its busy span, cut at every sample
+-- time and every request start and end, with the requests in flight on each piece.
+-- The one place energy is measured: window_energy sums these pieces, request_energy shares
+-- them among the requests in flight. docs/energy.md tells the whole story.
 -- grain: (campaign_id, service_id, window_id, seg); key: the same. A window without
---   gpu_samples rows with a power_w (a CPU service, telemetry off) has no rows.
+--   gpu_samples rows with a power_w or an energy_j (a CPU service, telemetry off) has no rows.
 -- Busy span = [busy_start_s, busy_end_s] = [min(start_s), max(end_s)] over the window's ok
 --   measured requests (request_metrics), the span config_summary.throughput_tps divides by.
 --   gpu_samples.t_s and requests.start_s are offsets on the same perf_counter clock.
--- Power of GPU g at time t, P_g(t): linear interpolation between g's last sample with
---   t_s <= t and its first with t_s >= t (samples without power_w skipped); before g's first
---   or after its last sample, the nearest sample's power. Samples outside the span only
---   serve this interpolation.
--- Breakpoints: the span's two ends, every sample time strictly inside the span (any GPU of
---   the window), every ok request's start_s and end_s. Between consecutive breakpoints
---   t1 < t2 each P_g is linear and the requests in flight do not change, so (trapezoid rule)
---   power_start_w = P(t1) = sum over the window's GPUs of P_g(t1); power_end_w = P(t2)
---   energy_j      = (t2 - t1) * (P(t1) + P(t2)) / 2
---   n_in_flight   = ok requests with start_s <= t1 and end_s >= t2
--- Board power only (NVML / nvidia-smi power.draw): CPU, host memory, network, fans and
--- power-supply losses are not in it.
+-- Why the counter comes first: NVML documents nvmlDeviceGetPowerUsage (power_w, and
+--   nvidia-smi's power.draw) as "On Ampere (except GA100) or newer GPUs, the API returns power
+--   averaged over 1 sec interval". A trapezoid over a trailing one-second mean smears energy
+--   over a second: right over long spans, wrong over pieces shorter than that, where each
+--   request would get a share of time rather than of energy. nvmlDeviceGetTotalEnergyConsumption
+--   (energy_j: J since the driver loaded, Volta and newer) is the integral itself.
+-- Source of GPU g, one per (window, GPU):
+--   'counter'         when g has counter samples (energy_j) at or before busy_start_s and at or
+--                     after busy_end_s (the sampler keeps one sample each side of a window), or
+--                     has no power_w at all
+--   'power_trapezoid' otherwise: the nvidia-smi source (no counter), a GPU before Volta
+-- Values at time t, each interpolated linearly (macro energy_lerp) between g's last sample
+--   with t_s <= t and its first with t_s >= t, NULL values skipped; beyond g's first or last
+--   sample, the nearest sample's value. Samples outside the span only serve this.
+--   E_g(t) = g's counter, less g's smallest counter reading in the window (precision only)
+--   P_g(t) = g's power_w
+-- Breakpoints: the span's two ends, every sample time strictly inside the span (any GPU, power
+--   or counter), every ok request's start_s and end_s. Between consecutive breakpoints
+--   t1 < t2 each E_g and P_g is linear and the requests in flight do not change, so
+--   energy_j       = sum over counter GPUs of E_g(t2) - E_g(t1)
+--                  + (t2 - t1) * (Q(t1) + Q(t2)) / 2, Q = sum of P_g over trapezoid GPUs
+--   power_start_w  = P(t1) = sum over the GPUs with power_w of P_g(t1); power_end_w = P(t2)
+--   trapezoid_energy_j = (t2 - t1) * (P(t1) + P(t2)) / 2: every GPU's power by the trapezoid
+--                    rule, whatever the source; a cross-check (NULL when no GPU has power)
+--   n_gpus, n_gpus_counter = the window's GPUs, those measured by their counter
+--   energy_source  = 'counter' (every GPU), 'power_trapezoid' (none) or 'mixed'
+--   n_in_flight    = ok requests with start_s <= t1 and end_s >= t2
+-- Board power only (NVML / nvidia-smi): CPU, host memory, network, fans and power-supply
+-- losses are not in it.
+
+-- v at t on the line through (t0, v0) and (t1, v1); the known side when the other is missing
+CREATE OR REPLACE TEMP MACRO energy_lerp(t, t0, v0, t1, v1) AS
+    CASE WHEN t0 IS NULL THEN v1
+         WHEN t1 IS NULL OR t1 = t0 THEN v0
+         ELSE v0 + (v1 - v0) * (t - t0) / (t1 - t0) END;
 
 CREATE OR REPLACE TABLE energy_segments AS
 
@@ -38,13 +61,46 @@ spans AS (
 ),
 
 samples AS (
+    SELECT s.campaign_id, s.service_id, s.window_id, s.gpu_index, s.t_s, s.power_w, s.energy_j
+    FROM gpu_samples AS s
+    SEMI JOIN spans USING (campaign_id, service_id, window_id)
+    WHERE s.power_w IS NOT NULL OR s.energy_j IS NOT NULL
+),
+
+power_samples AS (
     SELECT campaign_id, service_id, window_id, gpu_index, t_s, power_w
-    FROM gpu_samples
-    WHERE power_w IS NOT NULL
+    FROM samples WHERE power_w IS NOT NULL
+),
+
+counter_samples AS (
+    SELECT campaign_id, service_id, window_id, gpu_index, t_s,
+           energy_j - min(energy_j) OVER (PARTITION BY campaign_id, service_id, window_id,
+                                                       gpu_index) AS counter_j
+    FROM samples WHERE energy_j IS NOT NULL
 ),
 
 gpus AS (
-    SELECT DISTINCT campaign_id, service_id, window_id, gpu_index FROM samples
+    SELECT
+        s.campaign_id, s.service_id, s.window_id, s.gpu_index,
+        coalesce(min(s.t_s) FILTER (WHERE s.energy_j IS NOT NULL) <= any_value(p.busy_start_s)
+                 AND max(s.t_s) FILTER (WHERE s.energy_j IS NOT NULL) >= any_value(p.busy_end_s),
+                 false)
+            OR count(s.power_w) = 0 AS uses_counter
+    FROM samples AS s
+    JOIN spans AS p USING (campaign_id, service_id, window_id)
+    GROUP BY s.campaign_id, s.service_id, s.window_id, s.gpu_index
+),
+
+sources AS (
+    SELECT
+        campaign_id, service_id, window_id,
+        count(*) AS n_gpus,
+        count(*) FILTER (WHERE uses_counter) AS n_gpus_counter,
+        CASE WHEN bool_and(uses_counter) THEN 'counter'
+             WHEN NOT bool_or(uses_counter) THEN 'power_trapezoid'
+             ELSE 'mixed' END AS energy_source
+    FROM gpus
+    GROUP BY campaign_id, service_id, window_id
 ),
 
 breakpoints AS (
@@ -63,53 +119,53 @@ breakpoints AS (
 ),
 
 grid AS (
-    SELECT b.campaign_id, b.service_id, b.window_id, b.t, g.gpu_index
+    SELECT b.campaign_id, b.service_id, b.window_id, b.t, g.gpu_index, g.uses_counter
     FROM breakpoints AS b
     JOIN gpus AS g USING (campaign_id, service_id, window_id)
 ),
 
-with_before AS (
-    SELECT grid.*, s.t_s AS t_before, s.power_w AS p_before
+with_power AS (
+    SELECT grid.*,
+           energy_lerp(grid.t, b.t_s, b.power_w, a.t_s, a.power_w) AS power_w
     FROM grid
-    ASOF LEFT JOIN samples AS s
-        ON grid.campaign_id = s.campaign_id AND grid.service_id = s.service_id
-       AND grid.window_id = s.window_id AND grid.gpu_index = s.gpu_index AND grid.t >= s.t_s
+    ASOF LEFT JOIN power_samples AS b
+        ON grid.campaign_id = b.campaign_id AND grid.service_id = b.service_id
+       AND grid.window_id = b.window_id AND grid.gpu_index = b.gpu_index AND grid.t >= b.t_s
+    ASOF LEFT JOIN power_samples AS a
+        ON grid.campaign_id = a.campaign_id AND grid.service_id = a.service_id
+       AND grid.window_id = a.window_id AND grid.gpu_index = a.gpu_index AND grid.t <= a.t_s
 ),
 
-with_after AS (
-    SELECT w.*, s.t_s AS t_after, s.power_w AS p_after
-    FROM with_before AS w
-    ASOF LEFT JOIN samples AS s
-        ON w.campaign_id = s.campaign_id AND w.service_id = s.service_id
-       AND w.window_id = s.window_id AND w.gpu_index = s.gpu_index AND w.t <= s.t_s
+gpu_values AS (
+    SELECT w.*,
+           energy_lerp(w.t, b.t_s, b.counter_j, a.t_s, a.counter_j) AS counter_j
+    FROM with_power AS w
+    ASOF LEFT JOIN counter_samples AS b
+        ON w.campaign_id = b.campaign_id AND w.service_id = b.service_id
+       AND w.window_id = b.window_id AND w.gpu_index = b.gpu_index AND w.t >= b.t_s
+    ASOF LEFT JOIN counter_samples AS a
+        ON w.campaign_id = a.campaign_id AND w.service_id = a.service_id
+       AND w.window_id = a.window_id AND w.gpu_index = a.gpu_index AND w.t <= a.t_s
 ),
 
-gpu_power AS (
+totals AS (
     SELECT
-        campaign_id, service_id, window_id, t, gpu_index,
-        CASE
-            WHEN t_before IS NULL THEN p_after
-            WHEN t_after IS NULL OR t_after = t_before THEN p_before
-            ELSE p_before + (p_after - p_before) * (t - t_before) / (t_after - t_before)
-        END AS power_w
-    FROM with_after
-),
-
-total_power AS (
-    SELECT campaign_id, service_id, window_id, t,
-           sum(power_w) AS power_w, count(*) AS n_gpus
-    FROM gpu_power
+        campaign_id, service_id, window_id, t,
+        sum(power_w) AS power_w,
+        coalesce(sum(power_w) FILTER (WHERE NOT uses_counter), 0) AS trapezoid_power_w,
+        coalesce(sum(counter_j) FILTER (WHERE uses_counter), 0) AS counter_j
+    FROM gpu_values
     GROUP BY campaign_id, service_id, window_id, t
 ),
 
 pieces AS (
     SELECT
-        campaign_id, service_id, window_id, n_gpus,
-        t AS t_start_s,
-        lead(t) OVER w AS t_end_s,
-        power_w AS power_start_w,
-        lead(power_w) OVER w AS power_end_w
-    FROM total_power
+        campaign_id, service_id, window_id,
+        t AS t_start_s, lead(t) OVER w AS t_end_s,
+        power_w AS power_start_w, lead(power_w) OVER w AS power_end_w,
+        trapezoid_power_w AS q_start_w, lead(trapezoid_power_w) OVER w AS q_end_w,
+        counter_j AS counter_start_j, lead(counter_j) OVER w AS counter_end_j
+    FROM totals
     WINDOW w AS (PARTITION BY campaign_id, service_id, window_id ORDER BY t)
 ),
 
@@ -128,11 +184,16 @@ final AS (
         p.campaign_id, p.service_id, p.window_id,
         row_number() OVER (PARTITION BY p.campaign_id, p.service_id, p.window_id
                            ORDER BY p.t_start_s) AS seg,
-        p.t_start_s, p.t_end_s, p.n_gpus, p.power_start_w, p.power_end_w,
-        (p.t_end_s - p.t_start_s) * (p.power_start_w + p.power_end_w) / 2 AS energy_j,
+        p.t_start_s, p.t_end_s, s.n_gpus, s.n_gpus_counter, s.energy_source,
+        p.power_start_w, p.power_end_w,
+        p.counter_end_j - p.counter_start_j
+            + (p.t_end_s - p.t_start_s) * (p.q_start_w + p.q_end_w) / 2 AS energy_j,
+        (p.t_end_s - p.t_start_s) * (p.power_start_w + p.power_end_w) / 2
+            AS trapezoid_energy_j,
         f.n AS n_in_flight
     FROM pieces AS p
     JOIN in_flight AS f USING (campaign_id, service_id, window_id, t_start_s)
+    JOIN sources AS s USING (campaign_id, service_id, window_id)
     WHERE p.t_end_s IS NOT NULL
 )
 

@@ -2,17 +2,20 @@
 -- measured window that has GPU telemetry.
 -- grain: window; key: (campaign_id, service_id, window_id). Only windows with gpu_samples rows
 --   and at least one ok request; a CPU campaign has none.
--- Busy span, power and trapezoid rule: energy_segments (15_energy_segments.sql).
+-- Busy span, sources and integration: energy_segments (15_energy_segments.sql), docs/energy.md.
 --   busy_s          = busy_end_s - busy_start_s (the throughput span of config_summary)
---   energy_j        = sum of energy_segments.energy_j = sum over the service's GPUs of the
---                     trapezoid integral of power_w over the busy span (board power only)
---   idle_energy_j   = the part of it when no request was in flight (n_in_flight = 0)
+--   energy_j        = sum of energy_segments.energy_j = sum over the service's GPUs of
+--                     E_g(busy_end_s) - E_g(busy_start_s) (NVML's energy counter, interpolated
+--                     linearly at the span's ends) for a GPU with the counter, else the
+--                     trapezoid integral of its power_w over the span (board power only)
+--   energy_source   = 'counter' | 'power_trapezoid' | 'mixed' (some GPUs each way);
+--                     n_gpus_counter = GPUs measured by their counter
+--   idle_energy_j   = the part of energy_j when no request was in flight (n_in_flight = 0)
 --   mean_power_w    = energy_j / busy_s
---   counter_energy_j = the same energy from NVML's energy counter (gpu_samples.energy_j): sum
---                     over the GPUs of E(busy_end_s) - E(busy_start_s), E interpolated as
---                     power is; NULL unless every sampled GPU reported the counter (the
---                     nvidia-smi path does not). A cross-check of the trapezoid, not used
---                     in other figures.
+--   trapezoid_energy_j = sum of energy_segments.trapezoid_energy_j: every GPU's power_w by the
+--                     trapezoid rule, whatever the source; the cross-check of a counter window
+--   counter_energy_j = energy_j when energy_source = 'counter', else NULL (kept for readers of
+--                     the earlier cross-check column)
 --   output_tokens_sum = sum(output_tokens) of the window's ok requests
 --   j_per_token     = energy_j / output_tokens_sum; tokens_per_j = output_tokens_sum / energy_j
 --                     (both NULL for a sparse window)
@@ -28,7 +31,9 @@
 --   period_s        = median gap between consecutive samples of a GPU over the whole window
 --                     (largest over the GPUs): the sampling period actually achieved
 --   sparse          = min_samples_per_gpu < 2 or max_gap_s > 3 * period_s: left out of every
---                     energy figure (j_per_token, request_energy, energy_ratio)
+--                     energy figure (j_per_token, request_energy, energy_ratio). Kept with the
+--                     counter too: its window total survives gaps, but the pieces that share
+--                     energy among requests would be interpolated over them.
 -- Flags over the busy span's samples:
 --   throttled        = any sample with a non-empty throttle_reasons; throttle_reasons = the
 --                      distinct reasons, sorted, comma-separated ('' none)
@@ -60,7 +65,10 @@ energy AS (
     SELECT
         campaign_id, service_id, window_id,
         sum(energy_j) AS energy_j,
-        coalesce(sum(energy_j) FILTER (WHERE n_in_flight = 0), 0) AS idle_energy_j
+        coalesce(sum(energy_j) FILTER (WHERE n_in_flight = 0), 0) AS idle_energy_j,
+        sum(trapezoid_energy_j) AS trapezoid_energy_j,
+        any_value(energy_source) AS energy_source,
+        any_value(n_gpus_counter) AS n_gpus_counter
     FROM energy_segments
     GROUP BY campaign_id, service_id, window_id
 ),
@@ -138,42 +146,6 @@ clocks AS (
     GROUP BY ALL
 ),
 
-counter_grid AS (
-    SELECT DISTINCT s.campaign_id, s.service_id, s.window_id, s.gpu_index, e.t, e.side
-    FROM samples AS s,
-         LATERAL (SELECT unnest([s.busy_start_s, s.busy_end_s]) AS t,
-                         unnest(['start', 'end']) AS side) AS e
-    WHERE s.energy_j IS NOT NULL
-),
-
-counter_samples AS (
-    SELECT campaign_id, service_id, window_id, gpu_index, t_s, energy_j
-    FROM samples WHERE energy_j IS NOT NULL
-),
-
-counter_at AS (
-    SELECT g.campaign_id, g.service_id, g.window_id, g.gpu_index, g.side,
-           CASE WHEN b.t_s IS NULL THEN a.energy_j
-                WHEN a.t_s IS NULL OR a.t_s = b.t_s THEN b.energy_j
-                ELSE b.energy_j + (a.energy_j - b.energy_j) * (g.t - b.t_s) / (a.t_s - b.t_s)
-           END AS counter_j
-    FROM counter_grid AS g
-    ASOF LEFT JOIN counter_samples AS b
-        ON g.campaign_id = b.campaign_id AND g.service_id = b.service_id
-       AND g.window_id = b.window_id AND g.gpu_index = b.gpu_index AND g.t >= b.t_s
-    ASOF LEFT JOIN counter_samples AS a
-        ON g.campaign_id = a.campaign_id AND g.service_id = a.service_id
-       AND g.window_id = a.window_id AND g.gpu_index = a.gpu_index AND g.t <= a.t_s
-),
-
-counter AS (
-    SELECT campaign_id, service_id, window_id,
-           sum(CASE WHEN side = 'end' THEN counter_j ELSE -counter_j END) AS counter_energy_j,
-           count(DISTINCT gpu_index) AS n_gpus_counted
-    FROM counter_at
-    GROUP BY campaign_id, service_id, window_id
-),
-
 price AS (
     SELECT campaign_id, max(try_cast(value AS DOUBLE)) AS gpu_hour_usd
     FROM environment
@@ -190,9 +162,8 @@ service_gpus AS (
 joined AS (
     SELECT
         w.*, w.busy_end_s - w.busy_start_s AS busy_s,
-        e.energy_j, e.idle_energy_j,
-        CASE WHEN n.n_gpus_counted = c.n_gpus_sampled THEN n.counter_energy_j END
-            AS counter_energy_j,
+        e.energy_j, e.idle_energy_j, e.trapezoid_energy_j, e.energy_source, e.n_gpus_counter,
+        CASE WHEN e.energy_source = 'counter' THEN e.energy_j END AS counter_energy_j,
         coalesce(sg.n_gpus_held, c.n_gpus_sampled) AS n_gpus,
         c.gpus_sampled, c.n_samples, c.min_samples_per_gpu, c.max_gap_s, c.period_s,
         coalesce(r.throttle_reasons, '') AS throttle_reasons,
@@ -204,7 +175,6 @@ joined AS (
     LEFT JOIN energy AS e USING (campaign_id, service_id, window_id)
     LEFT JOIN reasons AS r USING (campaign_id, service_id, window_id)
     LEFT JOIN clocks AS k USING (campaign_id, service_id, window_id)
-    LEFT JOIN counter AS n USING (campaign_id, service_id, window_id)
     LEFT JOIN price AS pr USING (campaign_id)
     LEFT JOIN service_gpus AS sg USING (service_id)
 ),
@@ -213,8 +183,8 @@ final AS (
     SELECT
         campaign_id, service_id, window_id, config_id, engine, tp, method, workload,
         max_tokens, concurrency, n_ok, output_tokens_sum, busy_start_s, busy_end_s, busy_s,
-        n_gpus, gpus_sampled, energy_j, idle_energy_j,
-        energy_j / nullif(busy_s, 0) AS mean_power_w, counter_energy_j,
+        n_gpus, gpus_sampled, energy_j, energy_source, n_gpus_counter, idle_energy_j,
+        energy_j / nullif(busy_s, 0) AS mean_power_w, trapezoid_energy_j, counter_energy_j,
         CASE WHEN NOT sparse THEN energy_j / nullif(output_tokens_sum, 0) END AS j_per_token,
         CASE WHEN NOT sparse THEN output_tokens_sum / nullif(energy_j, 0) END AS tokens_per_j,
         gpu_hour_usd,

@@ -6,6 +6,9 @@
 --   energy_j, output_tokens_sum, busy_s = sums over the usable (not sparse) windows
 --   j_per_token        = energy_j / output_tokens_sum; tokens_per_j = its inverse
 --   mean_power_w       = energy_j / busy_s
+--   energy_source      = the usable windows' window_energy.energy_source when they all agree
+--                        ('counter' | 'power_trapezoid'), else 'mixed' (NULL: none usable);
+--                        n_windows_counter = usable windows measured by the counter alone
 --   cost_per_mtok_usd  = sum(cost_per_mtok_usd * output_tokens_sum) / output_tokens_sum: the
 --                        windows' costs weighted by their tokens (NULL without a price)
 --   n_throttled, n_clock_drop = windows (all of them) flagged throttled / clock_drop
@@ -34,6 +37,11 @@ final AS (
             / nullif(sum(energy_j) FILTER (WHERE NOT sparse), 0) AS tokens_per_j,
         sum(energy_j) FILTER (WHERE NOT sparse)
             / nullif(sum(busy_s) FILTER (WHERE NOT sparse), 0) AS mean_power_w,
+        CASE count(DISTINCT energy_source) FILTER (WHERE NOT sparse)
+            WHEN 0 THEN NULL
+            WHEN 1 THEN any_value(energy_source) FILTER (WHERE NOT sparse)
+            ELSE 'mixed' END AS energy_source,
+        count(*) FILTER (WHERE NOT sparse AND energy_source = 'counter') AS n_windows_counter,
         sum(cost_per_mtok_usd * output_tokens_sum) FILTER (WHERE NOT sparse)
             / nullif(sum(output_tokens_sum)
                      FILTER (WHERE NOT sparse AND cost_per_mtok_usd IS NOT NULL), 0)

@@ -16,7 +16,7 @@ from report import sections
 from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
-from report.sections import energy_rows, telemetry_sources, transport_notes
+from report.sections import energy_rows, energy_sources, telemetry_sources, transport_notes
 from tests.report.conftest import needs_latex
 
 
@@ -160,3 +160,28 @@ def test_the_energy_sentence_names_a_lowest_ratio_only_when_it_is_significant() 
     assert "0 of 1 comparisons" in alone
     assert alone.endswith("the lowest point estimate, a on chat at 0.60$\\times$ (95\\% CI "
                           "0.30--1.20), is not significantly below 1.")
+
+
+def test_energy_sources_count_the_windows_of_each_source() -> None:
+    """Three windows by the counter, one by the trapezoid, none mixed; a file analysed before
+    window_energy.energy_source existed says nothing."""
+    we = pd.DataFrame({"energy_source": ["counter", "power_trapezoid", "counter", "counter"]})
+    assert energy_sources(we) == ("3 by the NVML energy counter, "
+                                  "1 by the trapezoid of power samples")
+    assert energy_sources(we.drop(columns="energy_source")) == ""
+
+
+def test_the_energy_section_names_its_sources(report_db_energy: Path, tmp_path: Path) -> None:
+    """conftest's 12 windows, given energy_source 'counter' but dflash's code_gen window
+    'power_trapezoid': the section says so in one sentence."""
+    db = tmp_path / "sources.duckdb"
+    shutil.copyfile(report_db_energy, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE window_energy ADD COLUMN energy_source VARCHAR")
+        con.execute("UPDATE window_energy SET energy_source = CASE WHEN method = 'dflash' "
+                    "AND workload = 'code_gen' THEN 'power_trapezoid' ELSE 'counter' END")
+    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
+                             "crossover", "agentic", "energy"])
+    tex = " ".join(render_tex(build_context(load(db), figures)).split())
+    assert ("Windows measured: 11 by the NVML energy counter, 1 by the trapezoid of power "
+            "samples.") in tex
