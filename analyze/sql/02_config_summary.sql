@@ -7,6 +7,12 @@
 --   throughput_tps   = sum(output_tokens) / (max(end_s) - min(start_s)) over ok requests of the
 --                      window (if a group ever spans several windows: summed tokens / summed
 --                      window durations, since start_s offsets are per window)
+--   effective_concurrency = sum(e2e_s) / (max(end_s) - min(start_s)) over ok requests of the
+--                      window: the mean number of requests in flight (Little's law: busy time
+--                      over the span of throughput_tps; several windows: summed busy times /
+--                      summed spans). Below the nominal concurrency when the window is short:
+--                      9 requests at concurrency 4 run as 4 + 4 + 1, about 3 in flight
+--                      (collect check warns below 4 requests per slot, collect/planning/sizing.py)
 --   accept_length_tw = sum(output_tokens - 1) / sum(spec_verify_ct)  (the one definition,
 --                      pooled: decode tokens / verify steps over rows with output_tokens > 1
 --                      and spec_verify_ct > 0; the prefill token excluded)
@@ -30,7 +36,8 @@ windows AS (
     SELECT
         campaign_id, engine, tp, method, workload, max_tokens, concurrency, window_id,
         sum(output_tokens) FILTER (WHERE ok) AS window_tokens,
-        max(end_s) FILTER (WHERE ok) - min(start_s) FILTER (WHERE ok) AS window_s
+        max(end_s) FILTER (WHERE ok) - min(start_s) FILTER (WHERE ok) AS window_s,
+        sum(e2e_s) FILTER (WHERE ok) AS busy_s
     FROM measured
     GROUP BY ALL
 ),
@@ -40,7 +47,8 @@ throughput AS (
         campaign_id, engine, tp, method, workload, max_tokens, concurrency,
         min(window_id) AS window_id,
         count(*) AS n_windows,
-        sum(window_tokens) / nullif(sum(window_s), 0) AS throughput_tps
+        sum(window_tokens) / nullif(sum(window_s), 0) AS throughput_tps,
+        sum(busy_s) / nullif(sum(window_s), 0) AS effective_concurrency
     FROM windows
     GROUP BY ALL
 ),
@@ -76,6 +84,7 @@ final AS (
         p.*,
         accept_rate(p.accepted_tokens_sum, p.draft_tokens_sum) AS accept_rate,
         t.throughput_tps,
+        t.effective_concurrency,
         t.window_id,
         t.n_windows
     FROM per_config AS p

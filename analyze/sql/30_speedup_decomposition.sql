@@ -1,106 +1,116 @@
--- speedup_decomposition: why a method is fast or slow. Its decode speedup over the baseline is
--- the acceptance gain (tokens per verify step) divided by the step cost (time of one verify
--- step in baseline tokens' time).
+-- speedup_decomposition: why a method is fast or slow. Its decode speedup over the baseline,
+-- split exactly into the acceptance gain (tokens per verify step) and the step cost (a verify
+-- step's time in baseline tokens' time): speedup = acceptance_gain / step_cost.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, method); key: the same
--- columns. Methods other than the baseline (analysis_params.baseline) with verify counts:
--- request_metrics rows (measured_requests: closed loop, warm-ups and incomplete units left
--- out) that are ok with output_tokens > 1 and spec_verify_ct > 0.
---   n                     = those requests
---   decode_tokens         = sum(output_tokens - 1)    (the prefill token excluded)
---   verify_steps          = sum(spec_verify_ct)
---   decode_time_s         = sum(e2e_s - ttft_s)
---   accept_length         = decode_tokens / verify_steps   (acceptance gain; the one
---                           definition, pooled, = config_summary.accept_length_tw)
---   step_time_s           = decode_time_s / verify_steps
---   baseline_token_time_s = sum(e2e_s - ttft_s) / sum(output_tokens - 1) of the baseline's
---                           window at the same key (ok rows with output_tokens > 1)
---   step_cost             = step_time_s / baseline_token_time_s  (a verify step's cost in
---                           baseline tokens)
---   predicted_speedup     = accept_length / step_cost
---                         = decode_tps_pooled / baseline_decode_tps_pooled (the identity:
---                           decode_tps_pooled = decode_tokens / decode_time_s,
---                           baseline_decode_tps_pooled = 1 / baseline_token_time_s)
---   speedup, ci_low, ci_high, significant = the `speedup` table's (median-of-requests ratio on
---                           the shared prompts, paired bootstrap CI)
---   residual              = speedup / predicted_speedup - 1  (how far the pooled identity is
---                           from the median ratio on this data)
---   limited_by            = 'step cost' when speedup < 1 and accept_length > 1.05;
---                           'acceptance' when speedup < 1 and accept_length <= 1.05;
---                           NULL when speedup >= 1 (or unknown)
+-- columns. One row per comparison of speedup_pairs (03) whose method has verify counts
+-- (spec_verify_ct > 0 on at least one of its paired requests); the baseline has no row.
+-- Request set: every term below is computed over ONE set, the comparison's speedup_pairs rows
+-- (role 'method': M's requests, role 'baseline': the baseline's), i.e. the requests, the
+-- (run, prompt) cells and the weights of the `speedup` table's point estimate
+-- (schema/paired.py: exp(mean over cells of mean ln M - mean ln B)); their output_tokens,
+-- spec_verify_ct, e2e_s and ttft_s come from request_metrics (joined on request_id).
+-- Per request: tokens = output_tokens - 1 (the prefill token excluded), steps = spec_verify_ct,
+-- decode_s = e2e_s - ttft_s. Per cell c = (run, prompt_id), means over the cell's requests:
+--   g_c = mean over M's of ln(tokens / steps)      (log acceptance length)
+--   s_c = mean over M's of ln(decode_s / steps)    (log time of one verify step)
+--   b_c = mean over the baseline's of ln(decode_s / tokens)   (log time of one baseline token)
+-- Columns:
+--   n_prompts, n_runs     = distinct prompt_id, run of the comparison's cells
+--   n, n_baseline         = M's requests, the baseline's requests (as the speedup table's n)
+--   n_verified            = M's requests with spec_verify_ct > 0
+--   acceptance_gain       = exp(mean over cells of g_c): the geometric mean acceptance length
+--                           (not config_summary.accept_length_tw, which is pooled over the
+--                           whole window)
+--   step_time_s           = exp(mean over cells of s_c)
+--   baseline_token_time_s = exp(mean over cells of b_c)
+--   step_cost             = step_time_s / baseline_token_time_s = exp(mean over cells of
+--                           s_c - b_c): a verify step's time in baseline tokens
+--   (the four are NULL when n_verified < n: a request without a verify count would leave the
+--   set, and the factors would no longer be those of the speedup's requests)
+--   speedup, ci_low, ci_high = the `speedup` table's point estimate and 95% interval
+--   limited_by            = NULL when acceptance_gain >= step_cost (not slower) or unknown;
+--                           'acceptance' when acceptance_gain < step_cost and acceptance_gain
+--                           <= 1.05 (a step yields hardly more than the one token it would
+--                           without speculation); 'step cost' when acceptance_gain <
+--                           step_cost and acceptance_gain > 1.05 (drafts are accepted, a step
+--                           costs more than they save)
+-- An identity, not a prediction: per request ln decode_tps = ln(tokens / steps) -
+-- ln(decode_s / steps) for M and -ln(decode_s / tokens) for the baseline, so
+--   acceptance_gain / step_cost = exp(mean over cells of (mean ln decode_tps of M
+--                                 - mean ln decode_tps of the baseline)) = speedup
+-- (to rounding). Any split of tokens/s into tokens per step and seconds per step multiplies
+-- back to the speed, so nothing here predicts the speedup: the table says which factor
+-- made it, on the very requests it was measured on (docs/decomposition-and-concurrency.md).
 
 CREATE OR REPLACE TABLE speedup_decomposition AS
 
 WITH
 
-params AS (
-    SELECT baseline FROM analysis_params
+pairs AS (
+    SELECT
+        p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
+        p.role, p.run, p.prompt_id,
+        r.output_tokens - 1 AS tokens,
+        r.spec_verify_ct AS steps,
+        r.e2e_s - r.ttft_s AS decode_s
+    FROM speedup_pairs AS p
+    JOIN request_metrics AS r USING (request_id)
 ),
 
-decoded AS (
+cells AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
-        output_tokens, spec_verify_ct, e2e_s - ttft_s AS decode_s
-    FROM request_metrics
-    WHERE ok AND output_tokens > 1
-),
-
-speedups AS (
-    SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
-        speedup, ci_low, ci_high, significant
-    FROM speedup
-),
-
-method_side AS (
-    SELECT
-        d.campaign_id, d.engine, d.tp, d.workload, d.max_tokens, d.concurrency, d.method,
-        count(*) AS n,
-        sum(d.output_tokens - 1)::BIGINT AS decode_tokens,
-        sum(d.spec_verify_ct)::BIGINT AS verify_steps,
-        sum(d.decode_s) AS decode_time_s
-    FROM decoded AS d
-    JOIN params AS p ON d.method <> p.baseline
-    WHERE d.spec_verify_ct > 0
+        campaign_id, engine, tp, workload, max_tokens, concurrency, method, run, prompt_id,
+        count(*) FILTER (WHERE role = 'method') AS n,
+        count(*) FILTER (WHERE role = 'baseline') AS n_baseline,
+        count(*) FILTER (WHERE role = 'method' AND steps > 0) AS n_verified,
+        avg(CASE WHEN steps > 0 THEN ln(tokens / steps) END)
+            FILTER (WHERE role = 'method') AS g,
+        avg(CASE WHEN steps > 0 THEN ln(decode_s / steps) END)
+            FILTER (WHERE role = 'method') AS s,
+        avg(ln(decode_s / tokens)) FILTER (WHERE role = 'baseline') AS b
+    FROM pairs
     GROUP BY ALL
 ),
 
-baseline_side AS (
+comparisons AS (
     SELECT
-        d.campaign_id, d.engine, d.tp, d.workload, d.max_tokens, d.concurrency,
-        count(*) AS n_baseline,
-        sum(d.decode_s) / nullif(sum(d.output_tokens - 1), 0) AS baseline_token_time_s
-    FROM decoded AS d
-    JOIN params AS p ON d.method = p.baseline
+        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        count(DISTINCT prompt_id) AS n_prompts,
+        count(DISTINCT run) AS n_runs,
+        sum(n)::BIGINT AS n,
+        sum(n_baseline)::BIGINT AS n_baseline,
+        sum(n_verified)::BIGINT AS n_verified,
+        exp(avg(g)) AS acceptance_gain,
+        exp(avg(s)) AS step_time_s,
+        exp(avg(b)) AS baseline_token_time_s,
+        exp(avg(s - b)) AS step_cost
+    FROM cells
     GROUP BY ALL
+    HAVING sum(n_verified) > 0
 ),
 
 factors AS (
     SELECT
-        m.*,
-        b.n_baseline,
-        m.decode_tokens / m.verify_steps AS accept_length,
-        m.decode_time_s / m.verify_steps AS step_time_s,
-        b.baseline_token_time_s,
-        m.decode_time_s / m.verify_steps / nullif(b.baseline_token_time_s, 0) AS step_cost,
-        m.decode_tokens / nullif(m.decode_time_s, 0) AS decode_tps_pooled,
-        1 / nullif(b.baseline_token_time_s, 0) AS baseline_decode_tps_pooled
-    FROM method_side AS m
-    LEFT JOIN baseline_side AS b
-        USING (campaign_id, engine, tp, workload, max_tokens, concurrency)
+        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        n_prompts, n_runs, n, n_baseline, n_verified,
+        CASE WHEN n_verified = n THEN acceptance_gain END AS acceptance_gain,
+        CASE WHEN n_verified = n THEN step_time_s END AS step_time_s,
+        CASE WHEN n_verified = n THEN baseline_token_time_s END AS baseline_token_time_s,
+        CASE WHEN n_verified = n THEN step_cost END AS step_cost
+    FROM comparisons
 ),
 
 final AS (
     SELECT
         f.*,
-        f.accept_length / nullif(f.step_cost, 0) AS predicted_speedup,
-        s.speedup, s.ci_low, s.ci_high, s.significant,
-        s.speedup / nullif(f.accept_length / nullif(f.step_cost, 0), 0) - 1 AS residual,
+        s.speedup, s.ci_low, s.ci_high,
         CASE
-            WHEN s.speedup < 1 AND f.accept_length > 1.05 THEN 'step cost'
-            WHEN s.speedup < 1 THEN 'acceptance'
+            WHEN f.acceptance_gain >= f.step_cost THEN NULL
+            WHEN f.acceptance_gain <= 1.05 THEN 'acceptance'
+            WHEN f.acceptance_gain > 1.05 THEN 'step cost'
         END AS limited_by
     FROM factors AS f
-    LEFT JOIN speedups AS s
+    LEFT JOIN speedup AS s
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 

@@ -113,16 +113,16 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
         return {"available": False, "findings": [], "threats": []}
     sw = sweeps(ps, figs)
     losers = decomposition.losers(sd) if not sd.empty else None
-    resid = decomposition.residual(sd) if not sd.empty else None
+    unknown = decomposition.unknown(sd) if not sd.empty else None
     findings = [s["finding"] for s in sw if s["finding"]]
     findings += [NoEscape(losers)] if losers and not losers.startswith("No method") else []
     return {
         "available": True, "families": NoEscape(sweep.values_note(ps)), "sweeps": sw,
         "decomposition": None if sd.empty else {
             "figures": _names(figs, "spec-decomposition:"), "losers": NoEscape(losers),
-            "residual": NoEscape(resid) if resid else None,
+            "unknown": NoEscape(unknown) if unknown else None,
             "left_out": _decomposition_parts(sd)[1]},
         "best_table": best.table(bs), "deploy": best.sentences(bs),
         "detail": _detail(pa, ah, figs),
-        "findings": findings, "threats": [NoEscape(resid)] if resid else [],
+        "findings": findings, "threats": [],
     }
