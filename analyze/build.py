@@ -32,6 +32,7 @@ import duckdb
 import yaml
 
 from analyze import energy, itl, openloop, stats
+from schema.controls import aa_control_name
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
 
@@ -109,13 +110,14 @@ OBJECTS = (
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
 PARAMS_DDL = """
 CREATE OR REPLACE TABLE analysis_params (
-    baseline  VARCHAR NOT NULL,   -- method every other method is compared with
-    n_boot    INTEGER NOT NULL,   -- bootstrap resamples per speedup CI
-    seed      BIGINT NOT NULL,    -- numpy default_rng seed of each comparison
-    built_at  TIMESTAMP NOT NULL
+    baseline     VARCHAR NOT NULL,   -- method every other method is compared with
+    aa_method    VARCHAR NOT NULL,   -- its A/A control's name (schema.controls)
+    level        DOUBLE NOT NULL,    -- the intervals' confidence level
+    min_prompts  INTEGER NOT NULL,   -- fewer shared prompts: no interval (schema.paired)
+    built_at     TIMESTAMP NOT NULL
 )
 """
-PARAMS_INSERT = "INSERT INTO analysis_params VALUES (?, ?, ?, current_timestamp)"
+PARAMS_INSERT = "INSERT INTO analysis_params VALUES (?, ?, ?, ?, current_timestamp)"
 
 PLAN_DDL = """
 CREATE OR REPLACE TABLE campaign_plan (
@@ -153,7 +155,8 @@ def run(db_path: str | Path, baseline: str | None = None) -> None:
 def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencies) -> None:
     """Create the analysis objects on an open connection, in dependency order."""
     con.execute(PARAMS_DDL)
-    con.execute(PARAMS_INSERT, [baseline, stats.N_BOOT, stats.SEED])
+    con.execute(PARAMS_INSERT, [baseline, aa_control_name(baseline), stats.LEVEL,
+                                stats.MIN_PROMPTS])
     drop_views(con)
     build_campaign_plan(con)
     con.execute(read_sql(MEASURED))
@@ -161,12 +164,14 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
     for name in BEFORE_SPEEDUP:
         log.info("building %s", name)
         con.execute(read_sql(name))
-    log.info("bootstrapping speedups against %s", baseline)
-    stats.build_speedup(con)
+    log.info("paired speedups against %s", baseline)
+    speedups = stats.build_speedup(con)
+    stats.adjust_family([(speedups, "speedup")])
+    stats.write_speedup(con, speedups)
     for name in AFTER_SPEEDUP:
         log.info("building %s", name)
         con.execute(read_sql(name))
-    log.info("bootstrapping energy ratios against %s", baseline)
+    log.info("energy ratios against %s", baseline)
     energy.build_energy_ratio(con)
     log.info("open-loop objects")
     openloop.build(con, read_sql)

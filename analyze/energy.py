@@ -5,22 +5,27 @@ on the requests the speed comparison uses (view `speedup_pairs`: the prompts M's
 the baseline's window share, every rep of such a prompt) that have an attributed energy
 (view `request_energy`: ok requests of windows with usable GPU telemetry):
 
-    energy_ratio       = median(j_per_token of M's requests) / median(j_per_token of the
-                         baseline's requests), j_per_token = processor-sharing energy / tokens
-    ci_low, ci_high    = the paired prompt bootstrap of `speedup` with one run (schema.paired:
-                         B = 2000, seed 20260101, 95% percentile interval); a campaign's runs
-                         are pooled per prompt, not resampled first as `speedup` does (a
-                         window without usable telemetry in one run would leave no prompt
-                         paired in every run)
-    significant        = ci_low > 1 or ci_high < 1 (below 1: M spends less energy per token)
+    energy_ratio       = exp(mean over prompts of (mean ln j_per_token of M's requests - the
+                         baseline's)), j_per_token = processor-sharing energy / tokens: the
+                         geometric mean of the per-prompt ratios
+    ci_low, ci_high    = the t interval of `speedup` with one run (schema.paired; NULL below
+                         3 prompts, ci_reason); a campaign's runs are pooled per prompt, not
+                         crossed as `speedup` does (a window without usable telemetry in one
+                         run would leave no prompt paired in every run)
+    p_value, p_holm, significant = the t test of no change, Holm over the campaign's energy
+                         claims (a family of its own; the A/A control is not a claim), p_holm
+                         < 0.05 (below 1: M spends less energy per token); sim_ci_low,
+                         sim_ci_high the simultaneous interval (analyze.stats.adjust_family)
     window_energy_ratio = energy_summary.j_per_token(M) / energy_summary.j_per_token(baseline)
                          (whole-window joules per token, idle pieces included; no interval)
     cost_ratio         = energy_summary.cost_per_mtok_usd(M) / the baseline's (= the inverse
                          throughput ratio times the GPU-count ratio; NULL without a price)
+    energy_source      = request_energy.energy_source of the requests used, both sides:
+                         'counter' (NVML's energy counter), 'power_trapezoid', or 'mixed'
 
-A ratio above 1 means M spends more energy per output token than the baseline. The bootstrap
-is schema.paired.paired_speedup, the one that fills `speedup`: a ratio of medians is a ratio
-of medians whatever it measures.
+A ratio above 1 means M spends more energy per output token than the baseline. The interval
+is schema.paired.paired_speedup, the one that fills `speedup`: a paired ratio is a paired
+ratio whatever it measures. Energy sources and their limits: docs/energy.md.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import GROUP_KEY, insert_frame, join_sides
-from schema.paired import N_BOOT, SEED, paired_speedup
+from analyze.stats import GROUP_KEY, adjust_family, insert_frame, join_sides
+from schema.controls import aa_control_name
+from schema.paired import paired_speedup
 
 ENERGY_RATIO_DDL = """
 CREATE OR REPLACE TABLE energy_ratio (
@@ -42,10 +48,20 @@ CREATE OR REPLACE TABLE energy_ratio (
     concurrency              INTEGER NOT NULL,
     method                   VARCHAR NOT NULL,
     baseline                 VARCHAR NOT NULL,
-    energy_ratio             DOUBLE,   -- median J/token of M / median J/token of the baseline
-    ci_low                   DOUBLE,
+    is_control               BOOLEAN NOT NULL,  -- M is the baseline's A/A control
+    energy_ratio             DOUBLE,   -- geometric mean of M's per-prompt J/token ratios
+    ci_low                   DOUBLE,   -- NULL: no interval (ci_reason)
     ci_high                  DOUBLE,
-    significant              BOOLEAN,
+    ci_reason                VARCHAR,
+    df                       DOUBLE,
+    log_se                   DOUBLE,
+    p_value                  DOUBLE,
+    p_holm                   DOUBLE,   -- Holm over the campaign's energy claims
+    significant              BOOLEAN,  -- p_holm < 0.05; NULL for the control
+    significant_raw          BOOLEAN,  -- the unadjusted interval excludes 1
+    n_family                 INTEGER,
+    sim_ci_low               DOUBLE,   -- simultaneous interval over the family
+    sim_ci_high              DOUBLE,
     n                        INTEGER,  -- requests of M used
     n_baseline               INTEGER,  -- requests of the baseline used
     n_prompts                INTEGER,  -- shared prompts
@@ -53,15 +69,14 @@ CREATE OR REPLACE TABLE energy_ratio (
     baseline_j_per_token_p50 DOUBLE,
     window_energy_ratio      DOUBLE,   -- window J/token of M / of the baseline
     cost_ratio               DOUBLE,   -- window cost per 1M tokens of M / of the baseline
-    n_boot                   INTEGER,
-    seed                     BIGINT,
+    energy_source            VARCHAR,  -- of the requests used: counter | power_trapezoid | mixed
     PRIMARY KEY (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 """
 
 # the speed comparison's rows, each with its request's energy per token (when it has one)
 PAIRS_SQL = """
-SELECT p.*, e.j_per_token
+SELECT p.*, e.j_per_token, e.energy_source
 FROM speedup_pairs AS p
 JOIN request_energy AS e USING (request_id)
 WHERE e.j_per_token IS NOT NULL
@@ -78,32 +93,41 @@ def _by_prompt(side: pd.DataFrame) -> dict[str, np.ndarray]:
     return {p: g.to_numpy(dtype=float) for p, g in side.groupby("prompt_id")["j_per_token"]}
 
 
-def compare_group(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> dict | None:
+def compare_group(rows: pd.DataFrame) -> dict | None:
     """Energy-ratio statistics of one comparison; None when no prompt has both sides."""
     method = rows[rows["role"] == "method"]
     base = rows[rows["role"] == "baseline"]
-    result = paired_speedup(_by_prompt(method), _by_prompt(base), n_boot, seed)
+    result = paired_speedup(_by_prompt(method), _by_prompt(base))
     if result is None:
         return None
     shared = set(method["prompt_id"]) & set(base["prompt_id"])
     return {
         "baseline": rows["baseline"].iat[0],
+        "is_control": rows["method"].iat[0] == aa_control_name(rows["baseline"].iat[0]),
         "energy_ratio": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
-        "significant": result.significant,
+        "ci_reason": result.reason, "df": result.df, "log_se": result.log_se,
+        "p_value": result.p_value, "significant_raw": result.significant,
         "n": int(method["prompt_id"].isin(shared).sum()),
         "n_baseline": int(base["prompt_id"].isin(shared).sum()),
         "n_prompts": result.n_prompts,
         "method_j_per_token_p50": method["j_per_token"].median(),
         "baseline_j_per_token_p50": base["j_per_token"].median(),
-        "n_boot": n_boot, "seed": seed,
+        "energy_source": combined_source(rows.loc[rows["prompt_id"].isin(shared),
+                                                  "energy_source"]),
     }
 
 
-def energy_ratios(pairs: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
+def combined_source(sources: pd.Series) -> str | None:
+    """The one energy_source of these requests, 'mixed' when they differ (None: no rows)."""
+    distinct = set(sources.dropna())
+    return distinct.pop() if len(distinct) == 1 else ("mixed" if distinct else None)
+
+
+def energy_ratios(pairs: pd.DataFrame) -> pd.DataFrame:
     """One row per comparison (GROUP_KEY) of `pairs` that has energy on both sides."""
     records = []
     for key, rows in pairs.groupby(GROUP_KEY, sort=True):
-        stats = compare_group(rows, n_boot, seed)
+        stats = compare_group(rows)
         if stats is not None:
             records.append({**dict(zip(GROUP_KEY, key)), **stats})
     return pd.DataFrame.from_records(records)
@@ -118,13 +142,13 @@ def attach_energy_ratios(ratios: pd.DataFrame, windows: pd.DataFrame) -> pd.Data
     return out.drop(columns=[*cols, *(f"b_{c}" for c in cols)])
 
 
-def build_energy_ratio(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT,
-                       seed: int = SEED) -> int:
-    """Read speedup_pairs, request_energy and energy_summary, bootstrap, write `energy_ratio`;
-    return its row count."""
+def build_energy_ratio(con: duckdb.DuckDBPyConnection) -> int:
+    """Read speedup_pairs, request_energy and energy_summary, compare, adjust the family,
+    write `energy_ratio`; return its row count."""
     con.execute(ENERGY_RATIO_DDL)
-    frame = energy_ratios(con.execute(PAIRS_SQL).df(), n_boot, seed)
+    frame = energy_ratios(con.execute(PAIRS_SQL).df())
     if frame.empty:
         return 0
+    adjust_family([(frame, "energy_ratio")])
     frame = attach_energy_ratios(frame, con.execute(WINDOWS_SQL).df())
     return insert_frame(con, "energy_ratio", frame)

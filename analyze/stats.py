@@ -1,34 +1,33 @@
-"""Bootstrap confidence intervals for speedups, and the `speedup` table they fill.
+"""Paired speedup intervals, the A/A noise floor, and the `speedup` table they fill.
 
 For every method M and load point (campaign, engine, tp, workload, max_tokens, concurrency),
-on the prompts that M's window and the baseline's window share (view `speedup_pairs`):
+on the prompts that M's window and the baseline's window share in every run (view
+`speedup_pairs`), schema.paired defines the figures (its docstring has the derivation):
 
-    speedup            = median(decode_tps of M's requests) / median(decode_tps of baseline's)
-    ci_low, ci_high    = 2.5th / 97.5th percentiles of that ratio over B = 2000 paired bootstrap
-                         resamples of the PROMPTS (one index matrix per comparison, used for both
-                         M and the baseline; every rep of a drawn prompt comes along); when the
-                         campaign has several runs (speedup_pairs.run), of the RUNS, then the
-                         prompts within each drawn run (schema.paired.run_counts)
-    n_runs             = the comparison's runs (1: the prompt bootstrap above, same numbers)
-    run_speedup_min, run_speedup_max = the least and greatest speedup of one run alone
-                         (median of M's decode_tps in run r / the baseline's); NULL with one run
-    between_run_share  = tau2 / (tau2 + mean v_r), tau2 = max(0, var(ln s_r) - mean v_r): s_r
-                         each run's speedup alone, v_r the variance of its ln ratio over a
-                         prompt bootstrap of run r (schema.paired); NULL with one run
-    significant        = ci_low > 1 or ci_high < 1
+    d[r, p]            = mean ln decode_tps of M (run r, prompt p) - the baseline's
+    speedup            = exp(mean d): the geometric mean over prompts of the paired ratio
+    ci_low, ci_high    = exp(mean d -/+ t_{df, 0.975} sqrt(V)): V from the prompts (one run)
+                         or the crossed prompt x run ANOVA (several runs), plus the A/A
+                         service variance where the campaign has an A/A control and one run;
+                         NULL below schema.paired.MIN_PROMPTS prompts (ci_reason says why)
+    p_value            = the two-sided t test of "no change" (mean d = 0) on the same V, df
+    p_holm             = Holm's adjustment of p_value over the campaign's family of claims
+                         (every comparison of a method that is not the A/A control: this
+                         table's rows and rate_speedup's, adjusted together by adjust_family)
+    significant        = p_holm < 0.05 (a claim the family-wise error rate backs); NULL
+                         for the A/A control, which is a check and not a claim
+    significant_raw    = the unadjusted interval excludes 1
+    n_runs, run_speedup_min, run_speedup_max, between_run_share: schema.paired.RunSpread
+    aa_speedup, aa_ci_low, aa_ci_high = the A/A control's own comparison in the same window
+                         (the noise floor the report draws; NULL without a control)
     throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window)
     ttft_ratio         = median ttft_s of M / median ttft_s of the baseline (same prompts)
 
-Each comparison starts a fresh `numpy.random.default_rng(SEED)`, so a CI depends only on its
-own data, not on which other comparisons the database holds or the order they are built in.
-The speedup, its interval and `significant` come from schema.paired (flat_runs_ratio_of_medians:
-with one run flat_ratio_of_medians, the array form of paired_speedup, the one definition
-collect's best-of ranking uses too).
-speedup_pairs is read once as numbers (comparison and prompt ordinals, run, decode_tps, ttft_s),
-sorted in DuckDB and split with numpy; the comparison keys are read once (PAIRS_SQL and
-COMPARISONS_SQL). Prompt ordinals follow prompt_id's sort order, as paired_speedup's do, so
-a prompt gets the same draws either way.
-"""
+Service noise (service_noise): each A/A window w gives a_w = its mean d and V_w; the variance
+of the log ratio of two service starts is s2 = max(0, mean_w(a_w^2 - V_w)) on W degrees of
+freedom (the A/A windows of the campaign, taken as independent draws of the start-to-start
+effect: documented in docs/statistics.md). A comparison of one run adds s2 to its V.
+
 
 from __future__ import annotations
 
@@ -55,6 +54,34 @@ WINDOW_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurre
 GROUP_KEY = [*WINDOW_KEY, "method"]
 
 SPEEDUP_DDL = """
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from schema.controls import aa_control_name
+from schema.paired import (
+    LEVEL,
+    MIN_PROMPTS,
+    RunSpread,
+    Speedup,
+    cell_log_ratios,
+    holm,
+    interval,
+    mean_variance,
+    run_spread,
+    t_interval,
+)
+
+__all__ = ["LEVEL", "MIN_PROMPTS", "RunSpread", "Speedup", "build_speedup", "paired_speedups"]
+
+ALPHA = 1 - LEVEL
+WINDOW_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
+GROUP_KEY = [*WINDOW_KEY, "method"]
+
+SPEEDUP_DDL = """
 CREATE OR REPLACE TABLE speedup (
     campaign_id              VARCHAR NOT NULL,
     engine                   VARCHAR NOT NULL,
@@ -64,10 +91,24 @@ CREATE OR REPLACE TABLE speedup (
     concurrency              INTEGER NOT NULL,
     method                   VARCHAR NOT NULL,
     baseline                 VARCHAR NOT NULL,
-    speedup                  DOUBLE,
-    ci_low                   DOUBLE,
+    is_control               BOOLEAN NOT NULL,  -- the A/A control (a second baseline start)
+    speedup                  DOUBLE,    -- geometric mean over prompts of the paired ratio
+    ci_low                   DOUBLE,    -- NULL: no interval (ci_reason)
     ci_high                  DOUBLE,
-    significant              BOOLEAN,
+    ci_reason                VARCHAR,   -- why there is no interval (NULL when there is one)
+    df                       DOUBLE,    -- the t interval's degrees of freedom
+    p_value                  DOUBLE,    -- two-sided t test of no change, unadjusted
+    p_holm                   DOUBLE,    -- Holm-adjusted over the campaign's claims
+    significant              BOOLEAN,   -- p_holm < 0.05; NULL for the control
+    significant_raw          BOOLEAN,   -- the unadjusted interval excludes 1
+    log_se                   DOUBLE,    -- standard error of ln speedup
+    n_family                 INTEGER,   -- claims in the campaign's family (Holm's m)
+    sim_ci_low               DOUBLE,    -- simultaneous 95% interval over the family
+    sim_ci_high              DOUBLE,    --   (Bonferroni: level 1 - 0.05 / n_family)
+    service_var              DOUBLE,    -- A/A service variance added to the interval (or 0)
+    aa_speedup               DOUBLE,    -- the A/A control in this window (noise floor)
+    aa_ci_low                DOUBLE,
+    aa_ci_high               DOUBLE,
     n                        INTEGER,   -- requests of M used
     n_baseline               INTEGER,   -- requests of the baseline used
     n_prompts                INTEGER,   -- shared prompts
@@ -82,18 +123,14 @@ CREATE OR REPLACE TABLE speedup (
     accept_length_tw         DOUBLE,
     method_decode_tps_p50    DOUBLE,
     baseline_decode_tps_p50  DOUBLE,
-    n_boot                   INTEGER,
-    seed                     BIGINT,
     PRIMARY KEY (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 """
 
 
 # one row per request of speedup_pairs, numbers only: comparison and prompt as ordinals in
-# the sort order of GROUP_KEY and of prompt_id (the order paired_speedup sorts prompts in),
-# joined from the small key lists (cheaper than two window sorts over every row); the view is
-# evaluated once for the three uses (MATERIALIZED); run as stored (numbered per comparison by
-# _statistics: a third join over every row cost more than numpy's unique on each comparison)
+# the sort order of GROUP_KEY and of prompt_id, joined from the small key lists; the view is
+# evaluated once (MATERIALIZED); run as stored (numbered per comparison by _cells)
 _KEY = ", ".join(GROUP_KEY)
 PAIRS_SQL = f"""
 WITH pairs AS MATERIALIZED (
@@ -123,78 +160,52 @@ ORDER BY {_KEY}
 
 
 def _median(values: np.ndarray) -> np.float64:
-    """np.median of the non-missing values (pandas' Series.median); NaN when there is none.
-    A numpy float, so that a ratio over a zero median is inf or NaN, as pandas' was."""
+    """np.median of the non-missing values; NaN when there is none (a ratio over a zero
+    median is then inf or NaN, as numpy's floats say)."""
     present = values[~np.isnan(values)]
     return np.median(present) if present.size else np.float64("nan")
 
 
-def _statistics(
-    method: dict[str, np.ndarray], base: dict[str, np.ndarray], n_boot: int, seed: int
-) -> dict:
-    """Speedup statistics of one comparison; a side is {"decode_tps", "ttft_s", "run",
-    "prompt"} arrays, run the run's number (numbered 0..n_runs-1 here, in order) and prompt an
-    ordinal 0..n_prompts-1, every (run, prompt) present on both sides."""
+def _cells(method: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> np.ndarray:
+    """The (R, P) log-ratio matrix of one comparison; a side is {"decode_tps", "run",
+    "prompt"} arrays (run as stored, numbered 0..R-1 here in order; prompt an ordinal)."""
     n_method = len(method["run"])
     run = np.unique(np.concatenate([method["run"], base["run"]]), return_inverse=True)[1]
-    point, lo, hi, spread = flat_runs_ratio_of_medians(
-        method["decode_tps"], run[:n_method], method["prompt"],
-        base["decode_tps"], run[n_method:], base["prompt"], n_boot, seed,
-    )  # fmt: skip
-    result = Speedup(point, lo, hi, int(method["prompt"].max()) + 1)
+    return cell_log_ratios(method["decode_tps"], run[:n_method], method["prompt"],
+                           base["decode_tps"], run[n_method:], base["prompt"])  # fmt: skip
+
+
+def _row(result: Speedup, spread: RunSpread, method: dict, base: dict) -> dict:
+    """The speedup table's columns of one comparison (all but the family's and A/A's)."""
     return {
-        "speedup": result.speedup,
-        "ci_low": result.ci_low,
-        "ci_high": result.ci_high,
-        "significant": result.significant,
-        "n": len(method["prompt"]),
-        "n_baseline": len(base["prompt"]),
-        "n_prompts": result.n_prompts,
-        "n_runs": spread.n_runs,
-        "run_speedup_min": spread.run_speedup_min,
-        "run_speedup_max": spread.run_speedup_max,
+        "speedup": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
+        "ci_reason": result.reason, "df": result.df, "p_value": result.p_value,
+        "significant_raw": result.significant, "log_se": result.log_se,
+        "n": len(method["prompt"]), "n_baseline": len(base["prompt"]),
+        "n_prompts": result.n_prompts, "n_runs": spread.n_runs,
+        "run_speedup_min": spread.run_speedup_min, "run_speedup_max": spread.run_speedup_max,
         "between_run_share": spread.between_run_share,
         "ttft_ratio": _median(method["ttft_s"]) / _median(base["ttft_s"]),
         "method_decode_tps_p50": _median(method["decode_tps"]),
         "baseline_decode_tps_p50": _median(base["decode_tps"]),
-        "n_boot": n_boot,
-        "seed": seed,
-    }
-
-
-def compare_group(rows: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> dict:
-    """Speedup statistics of one comparison from its `speedup_pairs` rows (role, prompt_id,
-    decode_tps, ttft_s, baseline, and run if several: the view's rows, which pair every
-    prompt in every run); only the prompts both roles have count."""
-    shared = sorted(set(rows.loc[rows["role"] == "method", "prompt_id"])
-                    & set(rows.loc[rows["role"] == "baseline", "prompt_id"]))  # fmt: skip
-    if not shared:
-        raise ValueError("a speedup_pairs group with no prompt on both sides")
-    rows = rows[rows["prompt_id"].isin(shared)]
-    ordinal = rows["prompt_id"].map({p: i for i, p in enumerate(shared)}).to_numpy()
-    run = rows["run"].to_numpy(dtype=np.int64) if "run" in rows else np.ones(len(rows), int)
-    sides = {
-        role: {"decode_tps": rows["decode_tps"].to_numpy(dtype=float)[mask],
-               "ttft_s": rows["ttft_s"].to_numpy(dtype=float)[mask], "prompt": ordinal[mask],
-               "run": run[mask]}
-        for role in ("method", "baseline")
-        for mask in [(rows["role"] == role).to_numpy()]
     }  # fmt: skip
-    return {
-        "baseline": rows["baseline"].iat[0],
-        **_statistics(sides["method"], sides["baseline"], n_boot, seed),
-    }
 
 
-def _column(frame: dict[str, np.ndarray], name: str) -> np.ndarray:
-    """A fetched numeric column as float, SQL NULL as NaN."""
-    return np.ma.filled(np.ma.asarray(frame[name], dtype=float), np.nan)
+def service_noise(aa: list[np.ndarray]) -> tuple[float, float]:
+    """(s2, W): the variance of the log ratio of two service starts from the A/A windows'
+    log-ratio matrices (module docstring); (0, inf) without any. A window whose V cannot be
+    estimated (one prompt) is left out."""
+    terms = []
+    for d in aa:
+        if d.shape[1] >= 2:
+            terms.append(d.mean() ** 2 - mean_variance(d)[0])
+    if not terms:
+        return 0.0, float("inf")
+    return max(0.0, float(np.mean(terms))), float(len(terms))
 
 
-def bootstrap_speedups(
-    con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED
-) -> pd.DataFrame:
-    """One row per comparison (GROUP_KEY) of the speedup_pairs view, read as numbers."""
+def _comparisons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, list[dict]]:
+    """The comparison keys and, per comparison, its two sides' arrays."""
     keys = con.execute(COMPARISONS_SQL).df()
     rows = con.execute(PAIRS_SQL).fetchnumpy()
     columns = {"decode_tps": _column(rows, "decode_tps"), "ttft_s": _column(rows, "ttft_s"),
@@ -203,14 +214,79 @@ def bootstrap_speedups(
     # rows are sorted by (comparison, side): segment 2c is M's rows of comparison c, 2c+1 B's
     segment = np.asarray(rows["comparison"], dtype=np.int64) * 2 + np.asarray(rows["side"])
     bounds = np.searchsorted(segment, np.arange(2 * len(keys) + 1))
+    sides = [
+        tuple({name: col[bounds[s] : bounds[s + 1]] for name, col in columns.items()}
+              for s in (2 * c, 2 * c + 1))
+        for c in range(len(keys))
+    ]  # fmt: skip
+    return keys, sides
+
+
+def paired_speedups(con: duckdb.DuckDBPyConnection, level: float = LEVEL) -> pd.DataFrame:
+    """One row per comparison (GROUP_KEY) of the speedup_pairs view, read as numbers: the
+    A/A control's comparisons first (they give each campaign's service variance), then the
+    others, with it added where the comparison rests on one run."""
+    keys, sides = _comparisons(con)
+    if keys.empty:
+        return pd.DataFrame()
+    control = (keys["method"] == keys["baseline"].map(aa_control_name)).to_numpy()
+    cells = [_cells(m, b) for m, b in sides]
+    noise = {cid: service_noise([cells[i] for i in np.flatnonzero(
+        control & (keys["campaign_id"] == cid).to_numpy())])
+        for cid in keys["campaign_id"].unique()}  # fmt: skip
     records = []
     for c, key in enumerate(keys.itertuples(index=False)):
-        method, base = (
-            {name: col[bounds[s] : bounds[s + 1]] for name, col in columns.items()}
-            for s in (2 * c, 2 * c + 1)
-        )
-        records.append({**key._asdict(), **_statistics(method, base, n_boot, seed)})
-    return pd.DataFrame.from_records(records)
+        s2, df = noise[key.campaign_id]
+        if control[c] or cells[c].shape[0] > 1:
+            s2 = 0.0
+        result = interval(cells[c], level, s2, df)
+        records.append({**key._asdict(), "is_control": bool(control[c]), "service_var": s2,
+                        **_row(result, run_spread(cells[c]), *sides[c])})
+    frame = pd.DataFrame.from_records(records)
+    return _attach_control(frame)
+
+
+def _attach_control(frame: pd.DataFrame) -> pd.DataFrame:
+    """aa_speedup, aa_ci_low, aa_ci_high: the A/A control's figures of each row's window."""
+    aa = frame.loc[frame["is_control"], [*WINDOW_KEY, "speedup", "ci_low", "ci_high"]]
+    aa = aa.rename(columns={"speedup": "aa_speedup", "ci_low": "aa_ci_low",
+                            "ci_high": "aa_ci_high"})  # fmt: skip
+    return frame.merge(aa, on=WINDOW_KEY, how="left")
+
+
+def adjust_family(frames: list[tuple[pd.DataFrame, str]], alpha: float = ALPHA) -> None:
+    """Holm and simultaneous intervals over each campaign's claims, in place. frames: (frame,
+    its point-estimate column); a claim is a row that is not a control (is_control false,
+    where the column exists) and has a p_value. Sets p_holm, significant = p_holm < alpha
+    (NULL on the control and on untested rows), n_family = the campaign's claims (m), and
+    sim_ci_low, sim_ci_high = the t interval at level 1 - alpha / m (Bonferroni): all m hold
+    at once with probability >= 1 - alpha, so one picked from them after looking (a best
+    setting, a headline) keeps its coverage."""
+    tagged = []
+    for f, (frame, _) in enumerate(frames):
+        if frame.empty:
+            continue
+        for column in ("p_holm", "n_family", "sim_ci_low", "sim_ci_high"):
+            frame[column] = np.nan
+        frame["significant"] = pd.Series([None] * len(frame), dtype="object", index=frame.index)
+        claims = ~frame["is_control"] if "is_control" in frame else pd.Series(True, frame.index)
+        for i in frame.index[claims & frame["p_value"].notna()]:
+            tagged.append((frame.at[i, "campaign_id"], f, i, float(frame.at[i, "p_value"])))
+    for cid in {t[0] for t in tagged}:
+        family = [t for t in tagged if t[0] == cid]
+        level = 1 - alpha / len(family)
+        for (_, f, i, _), adjusted in zip(family, holm([t[3] for t in family]), strict=True):
+            frame, point = frames[f]
+            frame.at[i, "p_holm"] = adjusted
+            frame.at[i, "significant"] = adjusted < alpha
+            frame.at[i, "n_family"] = len(family)
+            frame.at[i, "sim_ci_low"], frame.at[i, "sim_ci_high"] = t_interval(
+                frame.at[i, point], frame.at[i, "log_se"], frame.at[i, "df"], level)
+
+
+def _column(frame: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """A fetched numeric column as float, SQL NULL as NaN."""
+    return np.ma.filled(np.ma.asarray(frame[name], dtype=float), np.nan)
 
 
 def join_sides(comparisons: pd.DataFrame, windows: pd.DataFrame, method: dict[str, str],
@@ -256,11 +332,11 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     return len(frame)
 
 
-def build_speedup(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED) -> int:
-    """Read speedup_pairs and config_summary, bootstrap, write `speedup`; return its row count."""
-    frame = bootstrap_speedups(con, n_boot, seed)
+def build_speedup(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Read speedup_pairs and config_summary and return the speedup rows (written by
+    write_speedup once the family is adjusted: analyze.build)."""
+    frame = paired_speedups(con)
     if not frame.empty:
         summary = con.execute("SELECT * FROM config_summary").df()
         frame = attach_window_ratios(frame, summary)
-    write_speedup(con, frame)
-    return len(frame)
+    return frame

@@ -18,7 +18,9 @@ import pandas as pd
 from matplotlib import colors as mcolors
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
-from matplotlib.ticker import NullLocator, ScalarFormatter
+from matplotlib.ticker import NullLocator
+
+from report.concurrency import concurrency_ticks
 
 matplotlib.use("Agg")  # files only, never a window
 
@@ -104,9 +106,11 @@ def _empty(ax: Axes, message: str) -> Axes:
 
 def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
     """Speedup over the baseline per workload (and config) and method, 95% CI bars, on a
-    log-2 ratio axis (:func:`ratio_axis`). Filled markers are significant (CI excludes 1),
-    hollow ones are not; :func:`ratio_legend` explains both. No legend is drawn here: the
-    figure puts one below its panels."""
+    log-2 ratio axis (:func:`ratio_axis`). Filled markers are significant (Holm), hollow ones
+    are not (:func:`ratio_legend`); grey bands: the A/A noise floor (:func:`_aa_band`), the
+    control itself not drawn. No legend here: the figure puts one below its panels."""
+    if "is_control" in frame:
+        frame = frame[~frame["is_control"].fillna(False).astype(bool)]
     if frame.empty:
         return _empty(ax, "no speedup rows")
     frame = frame.assign(label=_config_labels(frame))
@@ -114,6 +118,7 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
     labels = list(dict.fromkeys(frame.sort_values(keys)["label"]))
     methods = _order(palette, frame["method"])
     width = 0.8 / max(len(methods), 1)
+    _aa_band(ax, frame, labels)
     for i, method in enumerate(methods):
         sub = frame[frame["method"] == method]
         x = np.array([labels.index(lb) for lb in sub["label"]]) - 0.4 + width * (i + 0.5)
@@ -131,6 +136,18 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
     ratio_axis(ax, frame[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
     ax.set_ylabel("speedup (decode tok/s vs baseline)")
     return ax
+
+
+def _aa_band(ax: Axes, frame: pd.DataFrame, labels: list[str]) -> None:
+    """Each window's A/A noise floor: grey, [1/r, r], r = exp(|ln aa_speedup|), how far the
+    baseline's second start landed from its first, mirrored around 1."""
+    if "aa_speedup" not in frame:
+        return
+    for label, aa in frame.groupby("label", sort=False)["aa_speedup"].first().items():
+        if np.isfinite(aa) and aa > 0:
+            r = float(np.exp(abs(np.log(aa))))
+            x = labels.index(label)
+            ax.fill_between([x - 0.45, x + 0.45], 1 / r, r, color="0.88", lw=0, zorder=0)
 
 
 def ratio_axis(ax: Axes, values: Iterable[float]) -> None:
@@ -163,7 +180,7 @@ def ratio_legend(palette: Palette, methods: Iterable[str]) -> list[tuple[Line2D,
 def significance_legend() -> list[tuple[Line2D, str]]:
     """Grey proxy markers: filled = 95% CI excludes 1 (significant), hollow = it does not."""
     return [(Line2D([], [], ls="none", marker="o", ms=6, color="0.35"),
-             "filled: significant (95% CI excludes 1)"),
+             "filled: significant (Holm-adjusted over the campaign)"),
             (Line2D([], [], ls="none", marker="o", ms=6, mfc="white", mec="0.35"),
              "hollow: not significant")]
 
@@ -305,11 +322,9 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
             line = line.sort_values("concurrency")
             ax.plot(line["concurrency"], line["throughput_tps"], color=palette[method],
                     dashes=dashes.get(workload, ()), **LINE_MARKER)
-    ax.set_xlabel("concurrency")
     if data["concurrency"].nunique() > 1 and data["concurrency"].min() > 0:
         ax.set_xscale("log", base=2)
-    ax.set_xticks(sorted(data["concurrency"].unique()))
-    ax.get_xaxis().set_major_formatter(ScalarFormatter())
+    concurrency_ticks(ax, frame.dropna(subset=["throughput_tps"]))
     ax.set_ylabel("throughput (output tok/s)")
     ax.legend(*zip(*_line_legend(palette, order, dashes)), fontsize="small", loc="upper left",
               bbox_to_anchor=(1.01, 1))  # beside the lines
@@ -365,12 +380,11 @@ def plot_speedup_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette)
     ratio_axis(ax, frame[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
     levels = sorted(frame["concurrency"].unique())
     ax.set_xscale("log", base=2)
-    ax.set_xticks(levels)
-    ax.get_xaxis().set_major_formatter(ScalarFormatter())
+    concurrency_ticks(ax, frame)
     ax.set_xlim(levels[0] / 2 ** 0.5, levels[-1] * 2 ** 0.5)
-    ax.set_xlabel("concurrency")
     ax.set_ylabel("speedup")
     return ax
+
 
 
 def _speedup_line(ax: Axes, sub: pd.DataFrame, method: str, palette: Palette) -> None:

@@ -17,7 +17,17 @@ from report import findings, openloop, sections
 from report.data import ReportData
 from report.latex import literal_block
 from report.speculation import section as speculation
-from report.tables import Col, build_table, ci, fit_table, num, speedup_table, text, yes_no
+from report.tables import (
+    Col,
+    build_table,
+    ci,
+    fit_table,
+    num,
+    sig,
+    speedup_table,
+    text,
+    yes_no,
+)
 
 
 def _kv_table(pairs: list[tuple[str, object]]) -> NoEscape:
@@ -47,8 +57,9 @@ def workload_columns() -> list[Col]:
     """Columns of the per-workload result tables."""
     return [Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
             Col("method", text("method")), Col("speedup", num("speedup"), "r"),
-            Col("95% CI", ci(), "c"), Col("sig.", yes_no("significant"), "c"),
-            Col("n", text("n"), "r"),
+            Col("95% CI", ci(), "c"), Col("Holm p", sig("p_holm", 2), "r", optional=True),
+            Col("sig.", yes_no("significant"), "c"),
+            Col("prompts", text("n_prompts"), "r", optional=True),
             Col("tput ratio", num("throughput_speedup"), "r", optional=True),
             Col("TTFT ratio", num("ttft_ratio"), "r", optional=True),
             Col("accept len", num("accept_length_tw"), "r", optional=True)]
@@ -101,9 +112,10 @@ def accept_table(cs: pd.DataFrame) -> NoEscape:
 
 
 def throughput_table(cs: pd.DataFrame) -> NoEscape:
-    """Throughput, TTFT and errors per measured window."""
+    """Throughput, effective concurrency, TTFT and errors per measured window."""
     cols = [Col("workload", text("workload")), Col("method", text("method")),
             Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
+            Col("eff. conc.", num("effective_concurrency", ".1f"), "r"),
             Col("n", text("n"), "r"), Col("tok/s", num("throughput_tps", ".1f"), "r"),
             Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
             Col("TTFT p99 (s)", num("ttft_p99_s", ".3f"), "r"),
@@ -111,8 +123,19 @@ def throughput_table(cs: pd.DataFrame) -> NoEscape:
     return fit_table(cs, _present(cs, cols))
 
 
+# agentic_turns.pairing -> the table's cell: whether the turn compares across methods, and why
+PAIRING = {"first_turn": "yes (turn 0)", "replay": "yes (replay)", "script": "yes (script)",
+           "own_history": "no (own history)"}
+UNPAIRED_NOTE = (
+    "\\par\\smallskip\\noindent Turns marked \\emph{no (own history)} hold each method's "
+    "own earlier replies, so their prompts differ between methods: they are not compared "
+    "with the baseline (the speedup table leaves them out). A workload with "
+    "\\texttt{history: replay} replays the baseline's replies and compares every turn.")
+
+
 def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
-    """Per-turn medians of the agentic sessions."""
+    """Per-turn medians of the agentic sessions, and whether each turn pairs with the
+    baseline's (agentic_turns.pairing); a note when some turns do not."""
     if ag.empty:
         return None
     cols = [Col("workload", text("workload")), Col("method", text("method")),
@@ -120,8 +143,11 @@ def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
             Col("prompt tok", num("prompt_tokens_p50", ".0f"), "r"),
             Col("cached tok", num("cached_tokens_p50", ".0f"), "r", optional=True),
             Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
-            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r")]
-    return fit_table(ag, _present(ag, cols))
+            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
+            Col("paired", lambda r: PAIRING.get(r["pairing"], str(r["pairing"])))]
+    table = fit_table(ag, _present(ag, cols))
+    unpaired = "pairing" in ag and bool((ag["pairing"] == "own_history").any())
+    return NoEscape(table + UNPAIRED_NOTE) if unpaired else table
 
 
 def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
@@ -158,6 +184,8 @@ def _crossover_cell(r: pd.Series) -> str:
     """The crossover concurrency as the table shows it, by status (analyze/VIEWS.md)."""
     if r["status"] == "always pays":
         return f"> {_int(r['highest_concurrency'])}"
+    if r["status"] == "undetermined":
+        return f"not measured (> {_int(r['paid_up_to'])})"
     if pd.isna(r["crossover_concurrency"]):
         return "--"
     again = " (pays again above)" if bool(r["pays_again_above"]) else ""
@@ -192,11 +220,12 @@ def crossover_section(cx: pd.DataFrame | None) -> dict[str, Any]:
             Col("crossover", _crossover_cell, "r"),
             Col("speedup there", _if_crossing(num("crossover_speedup")), "r"),
             Col("95% CI", _if_crossing(ci("crossover_ci_low", "crossover_ci_high")), "c"),
-            Col("paid up to", text("paid_up_to"), "r")]
+            Col("paid up to", text("paid_up_to"), "r"),
+            Col("estimate < 1 from", text("point_crossover_concurrency"), "r", optional=True)]
     if swept["engine"].nunique() > 1:
         cols.insert(2, Col("engine", text("engine")))
     swept = swept.sort_values(["workload", "max_tokens", "engine", "tp", "method"])
-    return {"available": True, "table": fit_table(swept, cols),
+    return {"available": True, "table": fit_table(swept, _present(swept, cols)),
             "n_single": n_single}
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from report import charts, openloop
+from report.concurrency import with_effective
 from report.data import ReportData
 from report.speculation import section as speculation
 
@@ -262,7 +263,8 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
     def add(key: str, func: Callable[..., Path], *args: object, **kwargs: object) -> None:
         jobs.append((key, partial(func, *args, **kwargs)))
 
-    for i, part in enumerate(sweep_parts(sweep_frame(sp, data.crossover))):
+    swept = with_effective(sweep_frame(sp, data.crossover), cs)  # ticks: nominal + effective
+    for i, part in enumerate(sweep_parts(swept)):
         # crossover.pdf, then crossover-2.pdf, ... (keys 'crossover', 'crossover:2', ...)
         key, name = ("crossover", "crossover") if i == 0 else (f"crossover:{i + 1}",
                                                                f"crossover-{i + 1}")

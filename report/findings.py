@@ -1,9 +1,14 @@
 """Sentences generated from the data: the summary of findings and validity notes.
 
 Each sentence is raw LaTeX (``NoEscape``) assembled from escaped data values.
-Claims follow the project rule: a speedup is a win only when its 95% CI excludes 1.
-Each workload's headline (:func:`headline`) is its win with the largest CI lower bound,
-the most certain gain, skipping load points where the baseline slows under load.
+Claims follow the project rule: a speedup is a win only when the campaign's family-wise test
+backs it (speedup.significant: Holm-adjusted p < 0.05). Each workload's headline
+(:func:`headline`) is picked after looking at the data, so it quotes the pick's simultaneous
+interval (speedup.sim_ci_low / sim_ci_high, Bonferroni over the campaign's claims), which keeps
+its 95% whichever comparison is picked; its plain 95% interval would not (winner's curse).
+A gain larger than the method's acceptance length is not a speedup speculation can give (a
+verify step yields at most accept_length tokens and costs at least one plain step): such a
+win is not a headline, and the validity notes name it as an artefact to investigate.
 """
 
 from __future__ import annotations
@@ -24,7 +29,18 @@ def _x(v: float) -> str:
 
 
 def _ci(row: pd.Series) -> str:
+    if pd.isna(row.get("ci_low")):
+        return "no interval: " + e(row.get("ci_reason") or "too few prompts")
     return f"95\\% CI {fmt_num(row['ci_low'])}--{fmt_num(row['ci_high'])}"
+
+
+def _pick_ci(row: pd.Series) -> str:
+    """The simultaneous interval of a row picked after looking (falls back to _ci on a file
+    analyzed before simultaneous intervals)."""
+    if pd.isna(row.get("sim_ci_low")):
+        return _ci(row)
+    return (f"simultaneous 95\\% CI over the campaign's {int(row['n_family'])} claims "
+            f"{fmt_num(row['sim_ci_low'])}--{fmt_num(row['sim_ci_high'])}")
 
 
 def _where(row: pd.Series, multi_setup: bool) -> str:
@@ -49,23 +65,47 @@ def baseline_slows(sp: pd.DataFrame) -> pd.Series:
     return (sp["baseline_throughput_tps"] < ref).fillna(False).astype(bool)
 
 
+def claims(sp: pd.DataFrame) -> pd.DataFrame:
+    """The speedup rows that are claims: not the A/A control (a file analyzed before the
+    control existed has no is_control column: every row is a claim)."""
+    if "is_control" not in sp:
+        return sp
+    return sp[~sp["is_control"].fillna(False).astype(bool)]
+
+
+def implausible(sp: pd.DataFrame) -> pd.Series:
+    """Per row: a significant gain whose point estimate exceeds the method's token-weighted
+    acceptance length (unknown acceptance: False)."""
+    if "accept_length_tw" not in sp:
+        return pd.Series(False, index=sp.index)
+    return (sp["significant"].fillna(False).astype(bool)
+            & (sp["speedup"] > sp["accept_length_tw"])).fillna(False).astype(bool)
+
+
+def _wins(sub: pd.DataFrame) -> pd.DataFrame:
+    return sub[sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)]
+
+
 def headline(sub: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None]:
     """The headline win of one workload's speedup rows and the win it set aside, if any.
 
-    Rule: among significant speedups (95% CI above 1), the largest CI lower bound (the
-    most certain gain, not the largest point estimate: a wide interval can carry a large
-    estimate); ties go to the lower concurrency. Load points where the baseline slows
-    under load (:func:`baseline_slows`) are passed over while another win exists; the
-    passed-over win with a larger lower bound is returned second so the text can name it.
+    Rule: among significant speedups (Holm) no larger than their acceptance length allows,
+    the largest simultaneous lower bound (the most certain gain, not the largest point
+    estimate: a wide interval can carry a large estimate); ties go to the lower concurrency.
+    Load points where the baseline slows under load (:func:`baseline_slows`) are passed over
+    while another win exists; the passed-over win with a larger lower bound is returned
+    second so the text can name it.
     """
-    wins = sub[sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)]
+    wins = _wins(sub)
+    wins = wins[~implausible(wins)]
     if wins.empty:
         return None, None
-    wins = wins.sort_values(["ci_low", "concurrency"], ascending=[False, True], kind="stable")
+    low = "sim_ci_low" if "sim_ci_low" in wins else "ci_low"
+    wins = wins.sort_values([low, "concurrency"], ascending=[False, True], kind="stable")
     slows = baseline_slows(sub).reindex(wins.index)
     clean = wins[~slows]
     best = clean.iloc[0] if not clean.empty else wins.iloc[0]
-    aside = wins[slows & (wins["ci_low"] > best["ci_low"])]
+    aside = wins[slows & (wins[low] > best[low])]
     return best, (aside.iloc[0] if not aside.empty else None)
 
 
@@ -73,7 +113,7 @@ def _set_aside(row: pd.Series, sub: pd.DataFrame) -> str:
     same = sub[(sub[SETTING] == row[SETTING]).all(axis=1)]
     low = same.loc[same["concurrency"].idxmin()]
     return (f" {e(row['method'])}'s {_x(row['speedup'])} at concurrency {e(row['concurrency'])} "
-            f"(max\\_tokens {e(row['max_tokens'])}, {_ci(row)}) has a larger lower bound "
+            f"(max\\_tokens {e(row['max_tokens'])}, {_pick_ci(row)}) has a larger lower bound "
             f"but is set aside: there the baseline's throughput "
             f"({fmt_num(row['baseline_throughput_tps'], '.0f')} tok/s) is below its "
             f"{fmt_num(low['baseline_throughput_tps'], '.0f')} tok/s at concurrency "
@@ -83,15 +123,50 @@ def _set_aside(row: pd.Series, sub: pd.DataFrame) -> str:
 def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
     best, aside = headline(sub)
     if best is not None:
-        n_wins = int((sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)).sum())
+        n_wins = len(_wins(sub))
         return (f"On \\emph{{{e(workload)}}} the most certain gain is "
-                f"\\textbf{{{e(best['method'])}}} at {_x(best['speedup'])} ({_ci(best)}; "
+                f"\\textbf{{{e(best['method'])}}} at {_x(best['speedup'])} ({_pick_ci(best)}; "
                 f"{_where(best, multi)}; {n_wins} of {len(sub)} comparisons significantly "
-                f"faster).") + (_set_aside(aside, sub) if aside is not None else "")
+                f"faster after Holm's adjustment).") + (
+                    _set_aside(aside, sub) if aside is not None else "")
     top = sub.loc[sub["speedup"].idxmax()]
     return (f"On \\emph{{{e(workload)}}} \\textbf{{no significant speedup}}: the highest point "
             f"estimate is {e(top['method'])} at {_x(top['speedup'])} ({_ci(top)}; "
-            f"{_where(top, multi)}), and its interval includes 1 or lies below it.")
+            f"{_where(top, multi)}), not backed by the campaign's family-wise test.")
+
+
+def noise_floor(sp: pd.DataFrame) -> str:
+    """The A/A control's sentence: how far the baseline's second start landed from the first
+    across windows, and whether that variance entered the intervals; without a control, that
+    service starts are not in them."""
+    control = sp[sp["is_control"].fillna(False).astype(bool)] if "is_control" in sp else sp[:0]
+    if control.empty:
+        return ("No A/A control ran (plan option aa\\_control): each method ran on one "
+                "service start, and the intervals cover prompts (and runs), not the spread "
+                "between service starts, which an A/A campaign found to reach 0.80--1.04x.")
+    lo, hi = control["speedup"].min(), control["speedup"].max()
+    n_sig = int(control["significant_raw"].fillna(False).astype(bool).sum())
+    var = sp["service_var"].max() if "service_var" in sp else 0.0
+    entered = (f"its variance (sd {fmt_num(var ** 0.5 * 100, '.1f')}\\% in ln speed between two "
+               "starts) is added to every one-run interval" if var and var > 0 else
+               "it showed no spread beyond prompt noise, so no variance was added")
+    return (f"Noise floor: the baseline against its own second start (A/A control) ranged "
+            f"{_x(lo)} to {_x(hi)} over {len(control)} window(s), {n_sig} with an unadjusted "
+            f"interval excluding 1; {entered}.")
+
+
+def _artefacts(sp: pd.DataFrame) -> list[str]:
+    """Significant gains larger than the acceptance length allows."""
+    odd = sp[implausible(sp)]
+    if odd.empty:
+        return []
+    top = odd.loc[(odd["speedup"] / odd["accept_length_tw"]).idxmax()]
+    return [(f"{len(odd)} significant gain(s) exceed what their acceptance length allows and "
+             f"are not reported as findings, e.g. {e(top['method'])} on "
+             f"{e(top['workload'])} at {_x(top['speedup'])} with "
+             f"{fmt_num(top['accept_length_tw'])} tokens per verify step: a verify step "
+             "cannot yield more tokens than it accepts, so the baseline's window was slowed "
+             "by something else (a service start, a neighbour).")]
 
 
 def _slowdowns(sp: pd.DataFrame) -> list[str]:
@@ -126,6 +201,8 @@ def _throughput(sp: pd.DataFrame) -> list[str]:
 
 MAX_LISTED = 6
 OTHER_STATUSES = (("always pays", "always pay{s} up to the highest concurrency measured"),
+                  ("undetermined", "pay{s} at the lowest concurrency and then cannot be told "
+                   "from the baseline (too little data to say where it stops)"),
                   ("never pays", "never pay{s}"),
                   ("pays only above lowest", "pay{s} only above the lowest concurrency"))
 
@@ -141,35 +218,35 @@ def _setting(row: pd.Series, swept: pd.DataFrame) -> str:
 
 
 def _crossing(row: pd.Series, swept: pd.DataFrame) -> str:
-    slower = " (already slower)" if row["status"] == "slows down" else ""
-    return (f"{_setting(row, swept)} at concurrency {int(row['crossover_concurrency'])}"
-            f"{slower}")
+    return f"{_setting(row, swept)} at concurrency {int(row['crossover_concurrency'])}"
 
 
 def _crossover(cx: pd.DataFrame | None) -> list[str]:
-    """One sentence on where speculation stops paying (crossover view)."""
+    """One sentence on where speculation stops paying (crossover view): said only where a
+    level is significantly slower than the baseline."""
     if cx is None:
         return []
     swept = cx[cx["status"] != "single level"]
     if swept.empty:
         return ["No setting was measured at two or more concurrency levels, so the crossover "
                 "(where speculation stops paying) cannot be located."]
-    crossing = swept[swept["status"].isin(["crosses", "slows down"])]
+    crossing = swept[swept["status"] == "stops paying"]
     listed = [_crossing(r, swept) for _, r in crossing.head(MAX_LISTED).iterrows()]
     if len(crossing) > MAX_LISTED:
         listed.append(f"{len(crossing) - MAX_LISTED} more")
-    head = (f"Speculation stops paying (its speedup CI no longer lies above 1, after lying "
-            f"above it at lower concurrency) in {len(crossing)} of {len(swept)} swept "
-            f"setting(s)" + (f": {', '.join(listed)}" if listed else ""))
+    head = (f"Speculation stops paying (significantly slower than the baseline after being "
+            f"significantly faster at lower concurrency) in {len(crossing)} of {len(swept)} "
+            f"swept setting(s)" + (f": {', '.join(listed)}" if listed else ""))
     others = [f"{n} {verb.format(s='s' if n == 1 else '')}" for status, verb in OTHER_STATUSES
               if (n := int((swept["status"] == status).sum()))]
     return [head + (f"; of the others, {', '.join(others)}." if others else ".")]
 
 
 HEADLINE_RULE = ("Each workload's headline is its most certain gain: the largest lower "
-                 "bound of the 95\\% CI among significant speedups (ties: the lower "
-                 "concurrency), passing over load points where the baseline's own throughput "
-                 "falls below its throughput at the lowest concurrency.")
+                 "bound of the simultaneous 95\\% interval among speedups significant after "
+                 "Holm's adjustment and no larger than their acceptance length (ties: the "
+                 "lower concurrency), passing over load points where the baseline's own "
+                 "throughput falls below its throughput at the lowest concurrency.")
 
 
 def several_runs(sp: pd.DataFrame) -> bool:
@@ -187,7 +264,8 @@ def runs_sentence(sp: pd.DataFrame) -> str:
     multi = sp[(sp["n_runs"] > 1) & sp["between_run_share"].notna()]
     lo, hi = int(sp["n_runs"].fillna(1).min()), int(sp["n_runs"].max())
     runs = f"{hi} runs" if lo == hi else f"runs ({lo} to {hi} per comparison)"
-    out = f"Intervals resample the campaign's {runs}, then the prompts within each run."
+    out = (f"Intervals cross the campaign's {runs} with its prompts (a two-way variance: runs "
+           "pooled where they differ by no more than noise).")
     if multi.empty:
         return out
     top = multi.loc[multi["between_run_share"].idxmax()]
@@ -203,11 +281,15 @@ def runs_sentence(sp: pd.DataFrame) -> str:
 
 def summary(data: ReportData) -> list[NoEscape]:
     """The summary-of-findings bullet points."""
-    sp, n_measured = data.speedup, int(data.campaign["n_measured"])
+    everything, n_measured = data.speedup, int(data.campaign["n_measured"])
+    sp = claims(everything)
     methods = ", ".join(e(m) for m in data.palette) or "none"
     lines = [(f"{n_measured} measured requests, methods: {methods}; baseline: "
-             f"\\emph{{{e(data.baseline)}}}. Speedup is the ratio of median per-request "
-             "decode tok/s on the same prompts. " + HEADLINE_RULE)]
+             f"\\emph{{{e(data.baseline)}}}. Speedup is the geometric mean over prompts of "
+             "the per-prompt ratio of decode tok/s, with a t interval on the log ratios "
+             "(none below the prompts it needs); significance is Holm-adjusted over the "
+             "campaign's comparisons. " + HEADLINE_RULE)]
+    lines += [noise_floor(everything)]
     lines += [runs] if (runs := runs_sentence(sp)) else []
     if sp.empty:
         lines.append("No speedup could be computed: the campaign has no baseline windows "
@@ -216,6 +298,7 @@ def summary(data: ReportData) -> list[NoEscape]:
         multi = len(sp[["engine", "tp"]].drop_duplicates()) > 1
         for workload, sub in sp.groupby("workload", sort=True):
             lines.append(_workload_sentence(str(workload), sub, multi))
+        lines += _artefacts(sp)
         lines += _slowdowns(sp) + _throughput(sp) + _crossover(data.crossover)
     lines += _acceptance(data.config_summary) + sections.energy_finding(data.energy_ratio)
     return [NoEscape(s) for s in lines]
@@ -252,9 +335,10 @@ def _sample_notes(data: ReportData) -> list[str]:
     col = "n_prompts" if "n_prompts" in sp else "n"
     small = sp[sp[col] < SMALL_PROMPTS] if not sp.empty else sp
     if not small.empty:
+        none = int(small["ci_low"].isna().sum()) if "ci_low" in small else 0
         notes.append(f"{len(small)} of {len(sp)} speedup comparisons rest on fewer than "
-                     f"{SMALL_PROMPTS} prompts; their bootstrap intervals are wide and "
-                     "themselves uncertain.")
+                     f"{SMALL_PROMPTS} prompts: their t intervals are wide, and {none} have "
+                     "none at all (too few prompts for any interval to keep its coverage).")
     notes.append(f"{data.n_warmup} warm-up request(s) were excluded from every metric.")
     return notes
 

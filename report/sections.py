@@ -225,6 +225,22 @@ def telemetry_sources(env: pd.DataFrame) -> str:
     return "; ".join(sorted(set(values)))
 
 
+SOURCE_NAMES = {"counter": "the NVML energy counter",
+                "power_trapezoid": "the trapezoid of power samples",
+                "mixed": "both (some GPUs each way)"}
+
+
+def energy_sources(we: pd.DataFrame) -> str:
+    """How many windows each energy source measured (window_energy.energy_source), e.g.
+    "10 by the NVML energy counter, 2 by the trapezoid of power samples"; '' for a file
+    analysed before the column existed (docs/energy.md)."""
+    if "energy_source" not in we:
+        return ""
+    counts = we["energy_source"].value_counts()
+    return ", ".join(f"{counts[k]} by {name}" for k, name in SOURCE_NAMES.items()
+                     if k in counts)
+
+
 def energy_section(we: pd.DataFrame, es: pd.DataFrame, er: pd.DataFrame,
                    env: pd.DataFrame | None = None) -> dict[str, Any]:
     """What the template's energy section shows; ``available`` false without telemetry."""
@@ -240,13 +256,16 @@ def energy_section(we: pd.DataFrame, es: pd.DataFrame, er: pd.DataFrame,
         "n_clock_drop": int(we["clock_drop"].astype(bool).sum()),
         "flagged": flagged_table(we),
         "sampling": telemetry_sources(env if env is not None else pd.DataFrame()),
+        "sources": energy_sources(we),
     }
 
 
 def energy_finding(er: pd.DataFrame) -> list[str]:
     """One summary sentence on the paired energy ratios (raw LaTeX): the lowest ratio among
-    those significantly below 1; with none, the lowest point estimate, said to be not
-    significantly below 1."""
+    those significantly below 1 (Holm), quoted with its simultaneous interval (it is picked);
+    with none, the lowest point estimate, said to be not significantly below 1."""
+    if "is_control" in er:
+        er = er[~er["is_control"].fillna(False).astype(bool)]
     if er.empty:
         return []
     sig = er["significant"].fillna(False).astype(bool)
@@ -254,9 +273,13 @@ def energy_finding(er: pd.DataFrame) -> list[str]:
     more = int((sig & (er["energy_ratio"] > 1)).sum())
     lower = er[sig & (er["energy_ratio"] < 1)]
     best = (lower if not lower.empty else er).sort_values("energy_ratio").iloc[0]
+    low, high, kind = "ci_low", "ci_high", "95\\% CI"
+    if not pd.isna(best.get("sim_ci_low")):
+        low, high, kind = "sim_ci_low", "sim_ci_high", "simultaneous 95\\% CI"
+    span = (f"{kind} {fmt_num(best[low])}--{fmt_num(best[high])}" if not pd.isna(best[low])
+            else "no interval: too few prompts")
     where = (f"{e(best['method'])} on {e(best['workload'])} at "
-             f"{fmt_num(best['energy_ratio'])}$\\times$ (95\\% CI "
-             f"{fmt_num(best['ci_low'])}--{fmt_num(best['ci_high'])})")
+             f"{fmt_num(best['energy_ratio'])}$\\times$ ({span})")
     lead = (f"Energy per output token (GPU board power): {less} of {len(er)} comparisons use "
             f"significantly less than the baseline and {more} significantly more; ")
     if not lower.empty:

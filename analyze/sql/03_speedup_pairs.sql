@@ -1,17 +1,20 @@
--- speedup_pairs: the per-request rows that analyze/stats.py bootstraps into the speedup table.
+-- speedup_pairs: the per-request rows that analyze/stats.py turns into the speedup table.
 -- grain: (comparison, role, request); key: (campaign_id, engine, tp, workload, max_tokens,
 --   concurrency, method, role, request_id). `method` is the compared method M; role is
 --   'method' (a request of M) or 'baseline' (a request of the baseline, repeated once per M).
 -- Baseline name: analysis_params.baseline (bound by analyze.build.run, never formatted in).
 -- Same-prompts rule: a request counts only if its prompt_id has at least one usable request
---   (ok, decode_tps not NULL) in both M's and the baseline's window of the same
+--   (ok, decode_tps > 0) in both M's and the baseline's window of the same
 --   (campaign_id, engine, tp, workload, max_tokens, concurrency) in every run of the comparison.
 --   All reps of such a prompt count. Runs (requests.run): the comparison's runs are those in
 --   which M and the baseline share a prompt; a run only one side measured is left out, and so
 --   is a prompt missing from any of the comparison's runs on either side (one run: the rule
---   above, nothing more). `run` is carried so that analyze/stats.py can resample runs.
--- Formula fed downstream: speedup = median(decode_tps | role = 'method')
---                                  / median(decode_tps | role = 'baseline').
+--   above, nothing more). `run` is carried so that analyze/stats.py can cross runs with prompts.
+-- Agentic turns (prompt_id '<workload>/turn<k>'): turns k > 0 count only where M replayed the
+--   baseline's replies (requests.history = 'replay'); with its own history M's turn-k prompt
+--   is not the baseline's (docs/agentic-pairing.md).
+-- Formula fed downstream (schema.paired): speedup = exp(mean over (run, prompt) of
+--   mean ln decode_tps(method) - mean ln decode_tps(baseline)), with a t interval.
 
 CREATE OR REPLACE VIEW speedup_pairs AS
 
@@ -26,7 +29,11 @@ usable AS (
         campaign_id, engine, tp, workload, max_tokens, concurrency, method,
         run, prompt_id, rep, request_id, decode_tps, ttft_s
     FROM request_metrics
-    WHERE decode_tps IS NOT NULL
+    WHERE decode_tps > 0  -- NULL and non-positive speeds have no log ratio
+      -- an agentic turn > 0 pairs only if its prompt is the baseline's: a method's turn
+      -- replayed the baseline's replies (docs/agentic-pairing.md; 05_agentic_turns.sql)
+      AND (turn IS NULL OR turn = 0 OR history = 'replay'
+           OR method = (SELECT baseline FROM analysis_params))
 ),
 
 baseline_rows AS (

@@ -1,40 +1,54 @@
 -- crossover: the concurrency at which speculation stops paying, per method and setting.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, method); key: the same columns.
--- Input: the `speedup` table. A level is one measured concurrency of the group whose CI is
---   known (ci_low and ci_high neither NULL nor NaN); the others are left out.
--- Per level: pays = ci_low > 1 (significantly faster), slower = ci_high < 1 (significantly
---   slower), else the CI includes 1 (a bound equal to 1 counts as included, as in
---   speedup.significant).
--- Rule: "stops paying" needs that it paid. Scanning upwards from the lowest level, the
---   crossover is the first level that does not pay, provided every level below it pays;
---   the first such level counts even if a higher one pays again (pays_again_above = true).
+-- Input: the `speedup` table, claims only (not the A/A control). A level is one measured
+--   concurrency of the group with a point estimate; its interval may be NULL (too few prompts).
+-- Per level (the campaign's adjusted significance, speedup.significant = Holm's p < 0.05):
+--   pays   = significant AND ci_low > 1   (faster, a claim the family backs)
+--   slower = significant AND ci_high < 1  (slower, likewise)
+--   else not separable from 1 at this sample size: neither "pays" nor "stops paying".
+-- "Stops paying" is said only of a level that is significantly slower (issue 24): a level
+--   whose interval holds 1 may still pay; it only lacks the data to say so.
 -- status:
---   'single level'          fewer than 2 levels: nothing to cross.
---   'always pays'           every level pays: the crossover is beyond the highest level.
---   'crosses'               pays at the lowest level; the crossover level's CI includes 1.
---   'slows down'            pays at the lowest level; the crossover level's CI lies below 1.
---   'never pays'            no level pays (the lowest includes 1 or is already below it).
---   'pays only above lowest' the lowest level does not pay but a higher one does: no
---                           crossover from paying to not paying exists to report.
--- crossover_concurrency (and its speedup and CI) is set only for 'crosses' and
---   'slows down'; paid_up_to = the highest level below it (all pay). first_slower_concurrency
---   = the lowest level whose CI lies below 1, whatever the status.
-
+--   'single level'           fewer than 2 levels: nothing to cross.
+--   'always pays'            every level pays.
+--   'stops paying'           pays at the lowest level and a higher level is significantly
+--                            slower: crossover_concurrency = the lowest such level.
+--   'undetermined'           pays at the lowest level; some higher level does not pay, none
+--                            is significantly slower: where it stops is not measured.
+--   'never pays'             no level pays.
+--   'pays only above lowest' the lowest level does not pay but a higher one does.
+-- Columns: paid_up_to = the highest level up to which every level pays (NULL when the lowest
+--   does not); first_unpaid_concurrency = the lowest level that does not pay (the old
+--   "crossover", kept under its honest name); crossover_concurrency (and its speedup and CI)
+--   only for 'stops paying'; point_crossover_concurrency = the lowest level above a level
+--   whose point estimate is >= 1 where the point estimate falls below 1 (where the estimate
+--   crosses 1, significant or not); first_slower_concurrency = the lowest significantly
+--   slower level; pays_again_above = a level above crossover_concurrency (or, when
+--   undetermined, above first_unpaid_concurrency) pays.
 CREATE OR REPLACE TABLE crossover AS
-
 WITH
-
 levels AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, method, concurrency,
         speedup, ci_low, ci_high,
-        ci_low > 1 AS pays,
-        ci_high < 1 AS slower
+        coalesce(significant AND ci_low > 1, false) AS pays,
+        coalesce(significant AND ci_high < 1, false) AS slower
     FROM speedup
-    WHERE ci_low IS NOT NULL AND ci_high IS NOT NULL
-      AND NOT isnan(ci_low) AND NOT isnan(ci_high)
+    WHERE NOT is_control AND speedup IS NOT NULL AND NOT isnan(speedup)
 ),
-
+point_cross AS (
+    SELECT campaign_id, engine, tp, workload, max_tokens, method,
+           min(concurrency) AS point_crossover_concurrency
+    FROM (
+        SELECT *, max(speedup) OVER (
+            PARTITION BY campaign_id, engine, tp, workload, max_tokens, method
+            ORDER BY concurrency ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) AS best_below
+        FROM levels
+    )
+    WHERE speedup < 1 AND best_below >= 1
+    GROUP BY ALL
+),
 groups AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, method,
@@ -44,29 +58,32 @@ groups AS (
         max(concurrency) AS highest_concurrency,
         arg_min(pays, concurrency) AS lowest_pays,
         bool_or(pays) AS any_pays,
-        min(concurrency) FILTER (WHERE NOT pays) AS first_unpaid,
+        bool_and(pays) AS all_pay,
+        min(concurrency) FILTER (WHERE NOT pays) AS first_unpaid_concurrency,
         min(concurrency) FILTER (WHERE slower) AS first_slower_concurrency
     FROM levels
     GROUP BY ALL
 ),
-
 located AS (
     SELECT
         g.*,
-        CASE WHEN g.n_levels >= 2 AND g.lowest_pays THEN g.first_unpaid END
-            AS crossover_concurrency
+        CASE WHEN g.n_levels >= 2 AND g.lowest_pays THEN g.first_slower_concurrency END
+            AS crossover_concurrency,
+        CASE WHEN g.lowest_pays THEN coalesce(
+            (SELECT max(v.concurrency) FROM levels AS v
+             WHERE v.campaign_id = g.campaign_id AND v.engine = g.engine AND v.tp = g.tp
+               AND v.workload = g.workload AND v.max_tokens = g.max_tokens
+               AND v.method = g.method AND v.concurrency < g.first_unpaid_concurrency),
+            g.highest_concurrency) END AS paid_up_to
     FROM groups AS g
 ),
-
 around AS (
     SELECT
         l.campaign_id, l.engine, l.tp, l.workload, l.max_tokens, l.method,
-        max(v.concurrency) FILTER (WHERE v.concurrency < l.crossover_concurrency)
-            AS paid_up_to,
-        coalesce(bool_or(v.pays) FILTER (WHERE v.concurrency > l.crossover_concurrency),
-                 false) AS pays_again_above,
-        any_value(v.slower) FILTER (WHERE v.concurrency = l.crossover_concurrency)
-            AS crossover_slower,
+        coalesce(bool_or(v.pays) FILTER (
+            WHERE v.concurrency > coalesce(l.crossover_concurrency,
+                                           l.first_unpaid_concurrency)), false)
+            AS pays_again_above,
         any_value(v.speedup) FILTER (WHERE v.concurrency = l.crossover_concurrency)
             AS crossover_speedup,
         any_value(v.ci_low) FILTER (WHERE v.concurrency = l.crossover_concurrency)
@@ -77,25 +94,33 @@ around AS (
     JOIN levels AS v USING (campaign_id, engine, tp, workload, max_tokens, method)
     GROUP BY ALL
 ),
-
 final AS (
     SELECT
         l.campaign_id, l.engine, l.tp, l.workload, l.max_tokens, l.method,
         CASE
             WHEN l.n_levels < 2 THEN 'single level'
+            WHEN l.all_pay THEN 'always pays'
             WHEN NOT l.any_pays THEN 'never pays'
             WHEN NOT l.lowest_pays THEN 'pays only above lowest'
-            WHEN l.crossover_concurrency IS NULL THEN 'always pays'
-            WHEN a.crossover_slower THEN 'slows down'
-            ELSE 'crosses'
+            WHEN l.crossover_concurrency IS NOT NULL THEN 'stops paying'
+            ELSE 'undetermined'
         END AS status,
         l.crossover_concurrency,
-        a.crossover_speedup, a.crossover_ci_low, a.crossover_ci_high,
-        a.paid_up_to, a.pays_again_above,
+        a.crossover_speedup,
+        a.crossover_ci_low,
+        a.crossover_ci_high,
+        l.paid_up_to,
+        l.first_unpaid_concurrency,
+        p.point_crossover_concurrency,
         l.first_slower_concurrency,
-        l.n_levels, l.concurrencies, l.lowest_concurrency, l.highest_concurrency
+        CASE WHEN l.n_levels >= 2 AND l.lowest_pays AND NOT l.all_pay
+             THEN a.pays_again_above ELSE false END AS pays_again_above,
+        l.n_levels,
+        l.concurrencies,
+        l.lowest_concurrency,
+        l.highest_concurrency
     FROM located AS l
     JOIN around AS a USING (campaign_id, engine, tp, workload, max_tokens, method)
+    LEFT JOIN point_cross AS p USING (campaign_id, engine, tp, workload, max_tokens, method)
 )
-
 SELECT * FROM final

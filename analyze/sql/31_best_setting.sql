@@ -1,16 +1,22 @@
 -- best_setting: the setting to deploy at each load, per method family: the member with the
--- highest speedup whose interval lies above 1, or speculation off when none has one.
+-- highest speedup among those the campaign's family-wise test backs, or speculation off when
+-- none is backed.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, load_kind, load, family); key: the
 -- same columns.
---   load_kind 'concurrency': load = concurrency; candidates = the `speedup` table's rows
---             (decode speedup, paired prompt bootstrap CI)
---   load_kind 'rate': load = offered requests/s; candidates = rate_speedup's rows (steady TPOT
---             speedup tpot_speedup, tpot_speedup_lo / _hi), engine = the method's service's
+--   load_kind 'concurrency': load = concurrency; candidates = the `speedup` table's claims
+--             (not the A/A control): decode speedup, Holm-adjusted `significant`
+--   load_kind 'rate': load = offered requests/s; candidates = rate_speedup's claims (steady
+--             TPOT speedup tpot_speedup), engine = the method's service's
 --   family  = method_families.family; '(any)' = every non-baseline method of the key together
 --   n_candidates = the family's methods compared at the key (whatever their interval)
---   method, params_label, speedup, ci_low, ci_high = the best candidate: the highest speedup
---             among those with ci_low > 1 (ties: the method name first in order); all NULL
---             when none has ci_low > 1
+--   pays    = significant (Holm) AND speedup > 1
+--   method, params_label, speedup = the best candidate: the highest speedup among those that
+--             pay (ties: the method name first in order); all NULL when none pays
+--   ci_low, ci_high = the pick's SIMULTANEOUS interval (sim_ci_low / sim_ci_high: level
+--             1 - 0.05 / n_family over the campaign's claims). The pick was chosen by looking
+--             at the candidates, so its plain 95% interval would overstate it (issue 24: the
+--             '(any)' pick of about 9 candidates read 1.22x [1.00, 1.43]); the simultaneous
+--             interval holds for every claim at once, the pick included.
 --   decision = 'method' (a candidate pays) | 'off' (speculation off: none does)
 -- NaN figures never count as paying.
 
@@ -31,17 +37,21 @@ engines AS (
 closed AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, 'concurrency' AS load_kind,
-        concurrency::DOUBLE AS load, method, speedup, ci_low, ci_high
+        concurrency::DOUBLE AS load, method, speedup, significant,
+        sim_ci_low AS ci_low, sim_ci_high AS ci_high
     FROM speedup
+    WHERE NOT is_control
 ),
 
 opened AS (
     SELECT
         r.campaign_id, e.engine, r.tp, r.workload, r.max_tokens, 'rate' AS load_kind,
         r.rate AS load, r.method,
-        r.tpot_speedup AS speedup, r.tpot_speedup_lo AS ci_low, r.tpot_speedup_hi AS ci_high
+        r.tpot_speedup AS speedup, r.significant,
+        r.sim_ci_low AS ci_low, r.sim_ci_high AS ci_high
     FROM rate_speedup AS r
     JOIN engines AS e USING (campaign_id, tp, method)
+    WHERE NOT r.is_control
 ),
 
 candidates AS (
@@ -49,8 +59,8 @@ candidates AS (
         c.*,
         coalesce(f.family, c.method) AS family,
         coalesce(f.params_label, '') AS params_label,
-        c.ci_low > 1 AND NOT isnan(c.ci_low) AND NOT isnan(c.speedup) AS pays
-    FROM (SELECT * FROM closed UNION ALL SELECT * FROM opened) AS c
+        coalesce(c.significant AND c.speedup > 1 AND NOT isnan(c.speedup), false) AS pays
+    FROM (SELECT * FROM closed UNION ALL BY NAME SELECT * FROM opened) AS c
     LEFT JOIN families AS f USING (campaign_id, method)
 ),
 

@@ -12,7 +12,6 @@ import pytest
 from analyze_rows import fetch, gpu_sample, insert_rows, one, power_trace, req, write_db
 
 from analyze import build
-from schema.paired import paired_speedup
 
 T = datetime(2026, 1, 1, 12, 0, 0)
 
@@ -55,6 +54,7 @@ def test_constant_power_two_requests_back_to_back(tmp_path: Path) -> None:
     assert w["energy_j"] == pytest.approx(600) and w["j_per_token"] == pytest.approx(3)
     assert w["tokens_per_j"] == pytest.approx(1 / 3) and w["mean_power_w"] == pytest.approx(300)
     assert (w["busy_s"], w["idle_energy_j"], w["sparse"]) == (2, 0, False)
+    assert (w["energy_source"], w["n_gpus_counter"]) == ("power_trapezoid", 0)  # no counter
     assert w["cost_per_mtok_usd"] is None  # no price recorded
     shares = fetch(path, "SELECT attributed_j, j_per_token FROM request_energy")
     assert [r["attributed_j"] for r in shares] == pytest.approx([300, 300])
@@ -166,14 +166,13 @@ def test_a_cpu_campaign_has_no_energy_rows(tmp_path: Path) -> None:
         assert fetch(path, f"SELECT * FROM {name}") == [], name
 
 
-def test_energy_ratio_is_the_paired_bootstrap_of_j_per_token(tmp_path: Path) -> None:
+def test_energy_ratio_is_the_paired_ratio_of_j_per_token(tmp_path: Path) -> None:
     """Both windows at a constant 300 W. Baseline: p1 [0, 1], p2 [1, 2], 100 tokens each ->
-    3 J/token each, median 3. Method 'spec': p1 [0, 0.5] -> 150 J / 100 = 1.5; p2 [0.5, 1.5]
+    3 J/token each. Method 'spec': p1 [0, 0.5] -> 150 J / 100 = 1.5; p2 [0.5, 1.5]
     -> 300 J / 100 = 3.0; p3 [1.5, 2] has no baseline request, so it is not paired.
-    energy_ratio = median(1.5, 3.0) / 3 = 2.25 / 3 = 0.75; resamples of {p1, p2} give 0.5
-    ({p1, p1}), 0.75 or 1.0 ({p2, p2}), so the interval lies in [0.5, 1.0] and equals
-    schema.paired on the same values. Window J/token: spec 600 J / 300 tokens = 2 against
-    3 -> window_energy_ratio 2 / 3."""
+    energy_ratio = the geometric mean of 1.5 / 3 and 3 / 3 = sqrt(0.5); two prompts give no
+    interval (and no claim). Window J/token: spec 600 J / 300 tokens = 2 against 3 ->
+    window_energy_ratio 2 / 3."""
     base = seq([(0, 1), (1, 2)], [100, 100])
     spec = seq([(0, 0.5), (0.5, 1.5), (1.5, 2)], [100, 100, 100], method="spec")
     samples = power_trace(tenths(0, 2), 300.0) + power_trace(tenths(0, 2), 300.0, method="spec")
@@ -181,12 +180,11 @@ def test_energy_ratio_is_the_paired_bootstrap_of_j_per_token(tmp_path: Path) -> 
     r = one(path, "SELECT * FROM energy_ratio")
     assert (r["method"], r["baseline"], r["n"], r["n_baseline"], r["n_prompts"]) == (
         "spec", "autoregressive", 2, 2, 2)
-    assert r["energy_ratio"] == pytest.approx(0.75)
-    assert 0.5 <= r["ci_low"] <= r["ci_high"] <= 1.0
-    expected = paired_speedup({"p1": [1.5], "p2": [3.0]}, {"p1": [3.0], "p2": [3.0]})
-    assert (r["ci_low"], r["ci_high"]) == pytest.approx((expected.ci_low, expected.ci_high))
-    assert r["significant"] == expected.significant
+    assert r["energy_ratio"] == pytest.approx(0.5**0.5)
+    assert r["ci_low"] is None and r["ci_reason"].startswith("2 prompts:")
+    assert r["significant"] is None and r["is_control"] is False
     assert r["window_energy_ratio"] == pytest.approx(2 / 3)
+    assert r["energy_source"] == "power_trapezoid"  # power only on both sides
     assert (r["method_j_per_token_p50"], r["baseline_j_per_token_p50"]) == pytest.approx(
         (2.25, 3.0))
 
@@ -198,21 +196,26 @@ def test_gpu_sample_builder_defaults() -> None:
         0.5, 250.0, "w-autoregressive", "")
 
 
-def test_nvml_counter_cross_checks_the_trapezoid(tmp_path: Path) -> None:
+def test_nvml_counter_is_primary_and_the_trapezoid_is_the_check(tmp_path: Path) -> None:
     """GPU 0 at 300 W with its energy counter at 1000 + 300 t J, sampled every 0.1 s from
     t = -0.05 (so the span ends fall between samples): span [0, 2], counter E(2) - E(0) =
-    (1000 + 600) - 1000 = 600 J, the trapezoid's 600 J. GPU 1 without a counter makes the
-    window's counter_energy_j NULL (not every GPU reported it)."""
+    (1000 + 600) - 1000 = 600 J = energy_j (source 'counter'), the trapezoid's 600 J beside it.
+    Adding GPU 1 without a counter at 100 W: GPU 0 by its counter 600 J + GPU 1 by trapezoid
+    200 J = 800 J, source 'mixed'; counter_energy_j NULL (not every GPU had the counter).
+    (Before the counter became primary it was only this cross-check: test_energy_counter.py.)"""
     times = [round(-0.05 + i / 10, 6) for i in range(22)]
     samples = [gpu_sample(t, 300.0, energy_j=1000 + 300 * t) for t in times]
     path = analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples)
-    w = one(path, "SELECT energy_j, counter_energy_j FROM window_energy")
-    assert (w["energy_j"], w["counter_energy_j"]) == pytest.approx((600, 600))
+    w = one(path, "SELECT * FROM window_energy")
+    assert (w["energy_j"], w["counter_energy_j"], w["trapezoid_energy_j"]) == pytest.approx(
+        (600, 600, 600))
+    assert w["energy_source"] == "counter"
     path.unlink()
     samples += power_trace(times, 100.0, gpu_index=1)
     w = one(analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples),
-            "SELECT energy_j, counter_energy_j FROM window_energy")
+            "SELECT * FROM window_energy")
     assert w["energy_j"] == pytest.approx(800) and w["counter_energy_j"] is None
+    assert (w["energy_source"], w["n_gpus_counter"]) == ("mixed", 1)
 
 
 def test_energy_summary_sums_usable_windows_of_a_setting(tmp_path: Path) -> None:

@@ -1,18 +1,20 @@
-"""The speedup table over a campaign of several runs (requests.run): runs, then prompts
-within each run, resampled; per-run speedups; the share of the interval's variance that
-comes from runs. Hand-built rows through the real DDL and `python -m analyze`'s build."""
+"""The speedup table over a campaign of several runs (requests.run): runs crossed with
+prompts (every prompt in every run), the two-way variance, per-run speedups, the share of one
+run's variance that comes from runs. Hand-built rows through the real DDL and `python -m
+analyze`'s build; expected figures from plain-Python sums of squares."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pytest
 from analyze_rows import decode_req, fetch, one, write_db
+from scipy import stats as sps
 
-from analyze import build, stats
-from schema.paired import flat_ratio_of_medians, paired_speedup
+from analyze import build
 
 N_PROMPTS = 12
 
@@ -23,10 +25,14 @@ def _level(p: int) -> float:
 
 
 def _run_rows(run: int, method: str, factor: float, prompts: range) -> list[dict]:
-    """One run's window of `method`: factor * _level(p) tok/s on each prompt, 2 reps (the
-    second 1% faster). run r > 1's window_id ends in /run<r>, as collect writes it."""
+    """One run's window of `method`: factor * _level(p) tok/s on each prompt (the method's
+    prompts jittered by up to 3%, a fixed pattern), 2 reps (the second 1% faster). run r >
+    1's window_id ends in /run<r>, as collect writes it."""
     window = f"w-{method}" + ("" if run == 1 else f"/run{run}")
-    return [decode_req(factor * _level(p) * (1 + 0.01 * rep), method=method, window_id=window,
+    jitter = (lambda p: 1.0) if method == "autoregressive" else (
+        lambda p: 1 + 0.03 * math.sin(p * 1.7 + run))
+    return [decode_req(factor * _level(p) * jitter(p) * (1 + 0.01 * rep), method=method,
+                       window_id=window,
                        prompt_id=f"p{p:02d}", rep=rep, request_id=f"{window}-{p}-{rep}")
             for p in prompts for rep in range(2)]  # fmt: skip
 
@@ -50,56 +56,79 @@ def _campaign(factors: list[float]) -> list[dict]:
                         *_run_rows(r, "dflash", 2.0 * f, prompts))]  # fmt: skip
 
 
-def _pairs(path: Path) -> tuple[np.ndarray, ...]:
-    """speedup_pairs as (decode_tps, run, prompt ordinal) per role, method then baseline."""
+def _cells(path: Path) -> list[list[float]]:
+    """d[r][p] = mean ln decode_tps of the method - of the baseline, from the view's rows,
+    in plain Python."""
     rows = fetch(path, "SELECT role, run, prompt_id, decode_tps FROM speedup_pairs")
-    prompts = sorted({r["prompt_id"] for r in rows})
-    out = []
-    for role in ("method", "baseline"):
-        side = [r for r in rows if r["role"] == role]
-        out += [np.array([r["decode_tps"] for r in side]), np.array([r["run"] - 1 for r in side]),
-                np.array([prompts.index(r["prompt_id"]) for r in side])]  # fmt: skip
-    return tuple(out)
+    runs, prompts = sorted({r["run"] for r in rows}), sorted({r["prompt_id"] for r in rows})
+    logs: dict[tuple, list[float]] = {}
+    for r in rows:
+        logs.setdefault((r["role"], r["run"], r["prompt_id"]), []).append(
+            math.log(r["decode_tps"]))
+    return [[statistics.fmean(logs[("method", run, p)]) - statistics.fmean(
+        logs[("baseline", run, p)]) for p in prompts] for run in runs]
 
 
-def test_one_run_is_the_prompt_bootstrap(tmp_path: Path) -> None:
-    """Same floats as paired_speedup on the prompts' pooled reps; no spread columns."""
-    row = one(_analyzed(tmp_path, _campaign([1.0])), "SELECT * FROM speedup")
-    by_prompt = [{f"p{p:02d}": [f * _level(p), f * _level(p) * 1.01] for p in range(N_PROMPTS)}
-                 for f in (2.0, 1.0)]  # fmt: skip
-    want = paired_speedup(*by_prompt)
-    assert want is not None
-    assert row["speedup"] == pytest.approx(want.speedup, rel=1e-12)
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((want.ci_low, want.ci_high), rel=1e-12)
-    assert row["n_runs"] == 1 and row["n_prompts"] == N_PROMPTS
+def _mean_squares(d: list[list[float]]) -> tuple[float, float, float]:
+    r, p = len(d), len(d[0])
+    grand = sum(map(sum, d)) / (r * p)
+    rows = [sum(x) / p for x in d]
+    cols = [sum(d[i][j] for i in range(r)) / r for j in range(p)]
+    ms_p = r * sum((c - grand) ** 2 for c in cols) / (p - 1)
+    ms_r = p * sum((x - grand) ** 2 for x in rows) / (r - 1)
+    ss_e = sum((d[i][j] - rows[i] - cols[j] + grand) ** 2 for i in range(r) for j in range(p))
+    return ms_p, ms_r, ss_e / ((r - 1) * (p - 1))
+
+
+def test_one_run_is_the_paired_t_interval(tmp_path: Path) -> None:
+    """The per-prompt log ratios' t interval on 11 df; no spread columns."""
+    path = _analyzed(tmp_path, _campaign([1.0]))
+    row = one(path, "SELECT * FROM speedup")
+    logs = _cells(path)[0]
+    mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(N_PROMPTS)
+    half = sps.t.ppf(0.975, N_PROMPTS - 1) * se
+    assert row["speedup"] == pytest.approx(math.exp(mean))
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(
+        (math.exp(mean - half), math.exp(mean + half)))
+    assert row["n_runs"] == 1 and row["n_prompts"] == N_PROMPTS and row["df"] == 11
     assert row["run_speedup_min"] is None and row["run_speedup_max"] is None
     assert row["between_run_share"] is None
 
 
 @pytest.mark.parametrize("factors", [[1.0, 1.5], [1.0, 1.5, 1.0]])
 def test_a_faster_run_widens_the_interval(tmp_path: Path, factors: list[float]) -> None:
-    """dflash is 1.5x faster in run 2 only. Per run alone: median(2 * f * levels) /
-    median(levels) = 2.0 in runs 1 and 3, 3.0 in run 2. The interval resamples runs, so it
-    is far wider than the prompts-only one over the same rows, and nearly all its variance
-    is between runs."""
+    """dflash is 1.5x faster in run 2 only: the run term enters (MS_r far above MS_e), V =
+    (MS_p + MS_r - MS_e) / (R P) on Satterthwaite's df (by hand), far wider than the
+    prompts-only interval of the same rows, and nearly all one run's variance is between
+    runs."""
     path = _analyzed(tmp_path, _campaign(factors))
     row = one(path, "SELECT * FROM speedup")
     assert row["n_runs"] == len(factors) and row["n_prompts"] == N_PROMPTS
-    assert row["run_speedup_min"] == pytest.approx(2.0)
-    assert row["run_speedup_max"] == pytest.approx(3.0)
+    d = _cells(path)
+    assert row["run_speedup_min"] == pytest.approx(math.exp(min(map(statistics.fmean, d))))
+    assert row["run_speedup_max"] == pytest.approx(math.exp(max(map(statistics.fmean, d))))
     assert row["between_run_share"] > 0.9
-    m_v, _, m_p, b_v, _, b_p = _pairs(path)
-    _, lo, hi = flat_ratio_of_medians(m_v, m_p, b_v, b_p)
-    assert row["ci_high"] - row["ci_low"] > 3 * (hi - lo)
-    assert row["ci_low"] < 2.1 and row["ci_high"] > 2.9
+    ms_p, ms_r, ms_e = _mean_squares(d)
+    r, p = len(d), N_PROMPTS
+    combo = ms_p + ms_r - ms_e
+    df = combo**2 / (ms_p**2 / (p - 1) + ms_r**2 / (r - 1) + ms_e**2 / ((r - 1) * (p - 1)))
+    half = sps.t.ppf(0.975, df) * math.sqrt(combo / (r * p))
+    mean = sum(map(sum, d)) / (r * p)
+    assert row["df"] == pytest.approx(df)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(
+        (math.exp(mean - half), math.exp(mean + half)))
+    flat = [x for run in d for x in run]
+    prompts_only = sps.t.ppf(0.975, len(flat) - 1) * statistics.stdev(flat) / math.sqrt(len(flat))
+    assert half > 3 * prompts_only
 
 
 def test_runs_that_agree_leave_the_share_near_zero(tmp_path: Path) -> None:
-    """Three runs with the same speeds: every run's speedup is 2.0, the share about 0."""
+    """Three runs at the same factor (only the jitter moves between runs): every run's
+    speedup is within 2% of 2.0 and little of the variance is between runs."""
     row = one(_analyzed(tmp_path, _campaign([1.0, 1.0, 1.0])), "SELECT * FROM speedup")
     assert row["n_runs"] == 3
-    assert row["run_speedup_min"] == pytest.approx(2.0)
-    assert row["run_speedup_max"] == pytest.approx(2.0)
+    assert row["run_speedup_min"] == pytest.approx(2.0, rel=0.02)
+    assert row["run_speedup_max"] == pytest.approx(2.0, rel=0.02)
     assert row["between_run_share"] < 0.1
 
 
@@ -115,15 +144,3 @@ def test_a_prompt_missing_from_one_run_is_left_out(tmp_path: Path) -> None:
     got = fetch(path, "SELECT DISTINCT run, prompt_id FROM speedup_pairs ORDER BY ALL")
     assert {r["prompt_id"] for r in got} == {f"p{p:02d}" for p in range(N_PROMPTS)} - {"p03"}
     assert {r["run"] for r in got} == {1, 2}
-
-
-def test_the_table_is_the_schema_function_on_the_view(tmp_path: Path) -> None:
-    """Two speedup columns computed from the view's rows by schema.paired directly."""
-    from schema.paired import flat_runs_ratio_of_medians
-
-    path = _analyzed(tmp_path, _campaign([1.0, 1.3, 0.9]))
-    row = one(path, "SELECT * FROM speedup")
-    point, lo, hi, spread = flat_runs_ratio_of_medians(*_pairs(path))
-    assert (row["speedup"], row["ci_low"], row["ci_high"]) == pytest.approx((point, lo, hi))
-    assert row["between_run_share"] == pytest.approx(spread.between_run_share)
-    assert (row["n_boot"], row["seed"]) == (stats.N_BOOT, stats.SEED)

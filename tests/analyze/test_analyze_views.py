@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from analyze_rows import decode_req, fetch, one, req
 
@@ -156,30 +158,38 @@ def test_accept_length_token_and_request_weighted(analyzed):
 
 
 def _best_config_rows() -> list[dict]:
-    # concurrency 1: autoregressive 10 tok/s, dflash 20, ddtree 15 on prompts p1, p2
-    # concurrency 8: autoregressive 30, dflash 20
+    # concurrency 1: autoregressive ~10 tok/s, dflash ~20, ddtree ~15 on prompts p1..p5
+    # concurrency 8: autoregressive ~30, dflash ~20; per-prompt jitter of a few percent
     speeds = {1: {"autoregressive": 10, "dflash": 20, "ddtree": 15},
               8: {"autoregressive": 30, "dflash": 20}}  # fmt: skip
+    jitter = [1.0, 1.03, 0.98, 1.01, 0.97]
     return [
-        decode_req(tps, method=m, concurrency=c, prompt_id=p, window_id=f"{m}-{c}")
+        decode_req(tps * (1 if m == "autoregressive" else j), method=m, concurrency=c,
+                   prompt_id=f"p{i}", window_id=f"{m}-{c}")
         for c, by_method in speeds.items()
         for m, tps in by_method.items()
-        for p in ("p1", "p2")
+        for i, j in enumerate(jitter)
     ]
 
 
-def test_best_config_picks_fastest_method(analyzed):
-    # c=1: dflash wins with 20 tok/s; speedup = 20 / 10 = 2.0, identical requests -> CI [2, 2]
-    # c=8: the baseline wins; its speedup is 1.0 by definition, not significant
+def test_best_config_picks_the_largest_paired_speedup(analyzed):
+    # c=1: dflash wins, speedup = 2 x the geometric mean of the jitter; its pick interval is
+    # the simultaneous one over the 3 claims (dflash and ddtree at c=1, dflash at c=8), wider
+    # than its 95% one, and still above 1. c=8: the baseline wins at 1.0, not significant.
     path = analyzed(_best_config_rows())
     rows = fetch(path, "SELECT * FROM best_config ORDER BY concurrency")
     assert [r["method"] for r in rows] == ["dflash", "autoregressive"]
     fast, base = rows
+    geo = math.exp(sum(math.log(j) for j in (1.0, 1.03, 0.98, 1.01, 0.97)) / 5)
     assert fast["decode_tps_p50"] == pytest.approx(20.0)
-    assert fast["speedup"] == pytest.approx(2.0) and fast["significant"] is True
+    assert fast["speedup"] == pytest.approx(2.0 * geo) and fast["significant"] is True
+    assert fast["pick_ci_low"] < fast["ci_low"] and fast["pick_ci_high"] > fast["ci_high"]
+    sp = one(path, "SELECT * FROM speedup WHERE method = 'dflash' AND concurrency = 1")
+    assert (fast["pick_ci_low"], fast["pick_ci_high"]) == (sp["sim_ci_low"], sp["sim_ci_high"])
+    assert sp["n_family"] == 3 and fast["pick_holds"] is True
     assert fast["n_methods"] == 3
     assert base["speedup"] == 1.0 and base["significant"] is False
-    assert base["decode_tps_p50"] == pytest.approx(30.0)
+    assert base["pick_ci_low"] is None and base["decode_tps_p50"] == pytest.approx(30.0)
 
 
 def _agentic_rows() -> list[dict]:

@@ -17,7 +17,8 @@ from report.data import load
 from report.figures import make_figures
 
 SHARE_SENTENCE = (
-    "Intervals resample the campaign's 3 runs, then the prompts within each run. Between "
+    "Intervals cross the campaign's 3 runs with its prompts (a two-way variance: runs pooled "
+    "where they differ by no more than noise). Between "
     "runs: a median 40\\% of one run's speedup variance over 3 comparison(s), the most 62\\% "
     "(per-run speedups 0.81$\\times$ to 1.20$\\times$) for n\\_gram\\&co on \\emph{chat}, "
     "max\\_tokens 64, concurrency 4; 0\\% means the runs agree up to prompt noise (with 2 or "
@@ -53,9 +54,9 @@ def test_one_run_or_an_older_file_says_nothing() -> None:
 def test_runs_differing_per_comparison_give_the_range() -> None:
     sp = _speedup([2, 3, 1], [0.5, 0.62, None])
     assert findings.runs_sentence(sp).startswith(
-        "Intervals resample the campaign's runs (1 to 3 per comparison), then the prompts "
-        "within each run. Between runs: a median 56\\% of one run's speedup variance over 2 "
-        "comparison(s)")
+        "Intervals cross the campaign's runs (1 to 3 per comparison) with its prompts (a "
+        "two-way variance: runs pooled where they differ by no more than noise). Between "
+        "runs: a median 56\\% of one run's speedup variance over 2 comparison(s)")
 
 
 def _with_runs(report_db: Path, path: Path) -> Path:
@@ -84,14 +85,14 @@ def test_the_summary_and_the_threats_say_runs(report_db: Path, tmp_path: Path) -
     sp = data.speedup
     top = sp.loc[sp["between_run_share"].idxmax()]
     summary = [str(s) for s in findings.summary(data)]
-    assert summary[1] == findings.runs_sentence(sp)
-    assert f"the most {100 * top['between_run_share']:.0f}\\%" in summary[1]
-    assert f"for {top['method']} on \\emph{{{top['workload']}}}" in summary[1]
+    assert summary[2] == findings.runs_sentence(sp)
+    assert f"the most {100 * top['between_run_share']:.0f}\\%" in summary[2]
+    assert f"for {top['method']} on \\emph{{{top['workload']}}}" in summary[2]
     tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
-    assert summary[1] in tex
-    assert "within runs drawn from the campaign's runs" in tex
-    assert "resample the campaign's runs, then prompts" in tex
-    assert "resample prompts, not runs" not in tex
+    assert summary[2] in tex
+    assert "runs crossed with prompts" in tex
+    assert "Intervals cross the campaign's runs with its prompts" in tex
+    assert "With one run, intervals cover prompts" not in tex
     if shutil.which("latexmk"):  # the sentence and the branches are valid LaTeX
         (tmp_path / "report.tex").write_text(tex, encoding="utf-8")
         assert compile_tex(tmp_path / "report.tex").exists()
@@ -99,7 +100,7 @@ def test_the_summary_and_the_threats_say_runs(report_db: Path, tmp_path: Path) -
 
 def test_one_run_keeps_the_prompts_only_wording(report_db: Path, tmp_path: Path) -> None:
     data = load(report_db)
-    assert all("Intervals resample" not in str(s) for s in findings.summary(data))
+    assert all("Intervals cross" not in str(s) for s in findings.summary(data))
     tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
-    assert "resample prompts, not runs" in tex
-    assert "drawn from the campaign's runs" not in tex
+    assert "With one run, intervals cover prompts" in tex
+    assert "runs crossed with prompts" not in tex

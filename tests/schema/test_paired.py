@@ -1,163 +1,166 @@
-"""schema.paired.paired_speedup: pairing by prompt, and the significance rule."""
+"""schema.paired: the paired speedup, its t interval, the crossed runs x prompts variance,
+the abstention rule and Holm's adjustment, each against figures worked out by hand (the
+t quantiles and p-values are literals from tables, not scipy calls)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
-from schema import paired
-from schema.paired import Speedup, paired_speedup
+from schema.paired import (
+    MIN_PROMPTS,
+    Speedup,
+    cell_log_ratios,
+    holm,
+    interval,
+    mean_variance,
+    paired_speedup,
+    run_spread,
+)
+
+T3_975 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5th percentile
 
 
-def test_only_shared_prompts_count() -> None:
-    """p9 (method only) and p8 (baseline only) are left out: on p0, p1 the method's median
-    is 30, the baseline's 15: 2.0x; every resample of a constant 2x pairing gives 2.0."""
-    method = {"p0": [20.0], "p1": [40.0], "p9": [1000.0]}
-    base = {"p0": [10.0], "p1": [20.0], "p8": [1.0]}
+def test_only_shared_prompts_count_and_the_point_is_a_geometric_mean() -> None:
+    """p9 (method only) and p8 (baseline only) are left out; per-prompt ratios 2, 2, 0.5
+    (reps averaged in log space: sqrt(10 * 40) = 20 against 10) give exp(mean ln) =
+    (2 * 2 * 0.5) ** (1/3) = 2 ** (1/3)."""
+    method = {"p0": [20.0], "p1": [10.0, 40.0], "p2": [5.0], "p9": [1000.0]}
+    base = {"p0": [10.0], "p1": [10.0], "p2": [10.0], "p8": [1.0]}
     got = paired_speedup(method, base)
-    assert got is not None and got.n_prompts == 2
-    assert got.speedup == pytest.approx(2.0)
-    assert got.ci_low == pytest.approx(2.0) and got.ci_high == pytest.approx(2.0)
-    assert got.significant
+    assert got is not None and got.n_prompts == 3
+    assert got.speedup == pytest.approx(2 ** (1 / 3))
 
 
 def test_no_shared_prompt_is_none() -> None:
     assert paired_speedup({"p0": [1.0]}, {"p1": [1.0]}) is None
 
 
-def test_significant_when_the_interval_excludes_one() -> None:
+def test_the_t_interval_on_per_prompt_log_ratios() -> None:
+    """d = ln ratios 0.0, 0.1, 0.2, 0.3: mean 0.15, sd sqrt(0.05 / 3), se sd / 2, df 3;
+    the two-sided p-value on 3 df in closed form: 1 - (2 / pi)(theta + sin theta cos theta),
+    theta = atan(t / sqrt 3), t = 0.15 / se."""
+    ratios = [1.0, math.exp(0.1), math.exp(0.2), math.exp(0.3)]
+    got = paired_speedup({f"p{i}": [10 * r] for i, r in enumerate(ratios)},
+                         {f"p{i}": [10.0] for i in range(4)})  # fmt: skip
+    se = math.sqrt(0.05 / 3) / 2
+    assert got is not None and got.df == pytest.approx(3)
+    assert got.speedup == pytest.approx(math.exp(0.15))
+    assert got.ci_low == pytest.approx(math.exp(0.15 - T3_975 * se))
+    assert got.ci_high == pytest.approx(math.exp(0.15 + T3_975 * se))
+    theta = math.atan(0.15 / se / math.sqrt(3))
+    p_value = 1 - 2 / math.pi * (theta + math.sin(theta) * math.cos(theta))
+    assert got.p_value == pytest.approx(p_value) and got.p_value == pytest.approx(0.1027, abs=1e-4)
+    assert not got.significant  # the interval holds 1
+
+
+def test_fewer_prompts_than_the_minimum_give_no_interval() -> None:
+    """One prompt of three noisy reps used to give 0.98 [0.98, 0.98], 'significant'."""
+    got = paired_speedup({"p": [10, 11, 9.5]}, {"p": [10.2, 10, 10.4]})
+    assert got is not None and got.ci_low is None and got.ci_high is None
+    assert got.p_value is None and not got.significant
+    assert "1 prompt:" in got.reason and str(MIN_PROMPTS) in got.reason
+    two = paired_speedup({"a": [2.0], "b": [3.0]}, {"a": [1.0], "b": [1.0]})
+    assert two is not None and two.ci_low is None and "2 prompts" in two.reason
+
+
+def test_no_spread_gives_no_interval() -> None:
+    """Every prompt exactly 2x: a zero-width interval would claim certainty it does not have."""
+    got = paired_speedup({p: [20.0] for p in "abcd"}, {p: [10.0] for p in "abcd"})
+    assert got is not None and got.speedup == pytest.approx(2.0)
+    assert got.ci_low is None and got.reason == "no spread between prompts"
+
+
+def test_significant_needs_an_interval_that_excludes_one() -> None:
     assert Speedup(1.2, 1.01, 1.4, 5).significant
     assert Speedup(0.8, 0.7, 0.99, 5).significant
     assert not Speedup(1.2, 0.95, 1.4, 5).significant
+    assert not Speedup(1.2, None, None, 2, reason="2 prompts").significant
 
 
-def _cumsum_medians(values: np.ndarray, prompt_idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The oracle: resampled_medians before issue 12, cumulative counts over every sorted
-    value (an n_boot x n_values matrix): value j's weight in resample b is
-    counts[b, prompt_idx[j]]; the median takes the sorted values holding positions
-    floor((N_b - 1) / 2) and floor(N_b / 2)."""
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    cumulative = np.cumsum(counts[:, prompt_idx[order]], axis=1)
-    total = cumulative[:, -1]
-    lower = (cumulative <= ((total - 1) // 2)[:, None]).sum(axis=1)
-    upper = (cumulative <= (total // 2)[:, None]).sum(axis=1)
-    return (sorted_values[lower] + sorted_values[upper]) / 2
+def test_cells_average_reps_in_log_space_per_run_and_prompt() -> None:
+    """Run 0 prompt 0: M's reps 2 and 8 (geometric mean 4) against 2: ln 2."""
+    d = cell_log_ratios(np.array([2.0, 8.0, 3.0, 1.0, 1.0]), np.array([0, 0, 0, 1, 1]),
+                        np.array([0, 0, 1, 0, 1]), np.array([2.0, 3.0, 1.0, 2.0]),
+                        np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))  # fmt: skip
+    assert d == pytest.approx(np.array([[math.log(2), 0.0], [0.0, math.log(0.5)]]))
+    with pytest.raises(ValueError, match="every prompt"):
+        cell_log_ratios(np.array([1.0]), np.array([0]), np.array([1]), np.array([1.0, 1.0]),
+                        np.array([0, 0]), np.array([0, 1]))  # fmt: skip
+    with pytest.raises(ValueError, match="positive"):
+        cell_log_ratios(np.array([0.0]), np.array([0]), np.array([0]), np.array([1.0]),
+                        np.array([0]), np.array([0]))  # fmt: skip
 
 
-def _cumsum_bootstrap(m: list[np.ndarray], b: list[np.ndarray], seed: int) -> tuple:
-    """The oracle: bootstrap_ratio_of_medians before issue 12."""
-    counts = paired.resample_counts(np.random.default_rng(seed), len(m), paired.N_BOOT)
-    idx = [np.repeat(np.arange(len(s)), [len(v) for v in s]) for s in (m, b)]
-    ratios = _cumsum_medians(np.concatenate(m), idx[0], counts) / _cumsum_medians(
-        np.concatenate(b), idx[1], counts)  # fmt: skip
-    point = np.median(np.concatenate(m)) / np.median(np.concatenate(b))
-    tail = (1 - paired.LEVEL) / 2 * 100  # 2.4999999999999978, as the code before
-    return (float(point), *(float(x) for x in np.percentile(ratios, [tail, 100 - tail])))
+def _anova_by_hand(d: list[list[float]]) -> tuple[float, float, float]:
+    """Mean squares of a two-way table without replication, by explicit sums."""
+    r, p = len(d), len(d[0])
+    grand = sum(map(sum, d)) / (r * p)
+    rows = [sum(row) / p for row in d]
+    cols = [sum(d[i][j] for i in range(r)) / r for j in range(p)]
+    ss_p = r * sum((c - grand) ** 2 for c in cols)
+    ss_r = p * sum((x - grand) ** 2 for x in rows)
+    ss_e = sum((d[i][j] - rows[i] - cols[j] + grand) ** 2 for i in range(r) for j in range(p))
+    return ss_p / (p - 1), ss_r / (r - 1), ss_e / ((r - 1) * (p - 1))
 
 
-def _side(rng: np.random.Generator, n_prompts: int) -> list[np.ndarray]:
-    """Uneven reps (1 to 6 per prompt), values rounded to 0-2 decimals so that ties occur."""
-    decimals = int(rng.integers(0, 3))
-    return [np.round(rng.normal(20, 4, size=rng.integers(1, 7)), decimals)
-            for _ in range(n_prompts)]  # fmt: skip
+def test_runs_that_differ_use_the_two_way_variance() -> None:
+    """Run 1 is 0.2 faster throughout: MS_r / MS_e is far above F(2, 6)'s 75th percentile
+    (1.76), so V = (MS_p + MS_r - MS_e) / (R P) with Satterthwaite df (MS_p + MS_r - MS_e)^2
+    / (MS_p^2 / (P-1) + MS_r^2 / (R-1) + MS_e^2 / ((R-1)(P-1)))."""
+    d = [[0.10, 0.30, 0.20, 0.00], [0.30, 0.52, 0.40, 0.25], [0.05, 0.20, 0.25, -0.02]]
+    ms_p, ms_r, ms_e = _anova_by_hand(d)
+    assert ms_r / ms_e > 10
+    combo = ms_p + ms_r - ms_e
+    var, df, _ = mean_variance(np.array(d))
+    assert var == pytest.approx(combo / 12)
+    assert df == pytest.approx(combo**2 / (ms_p**2 / 3 + ms_r**2 / 2 + ms_e**2 / 6))
 
 
-@pytest.fixture(
-    params=[(10**9, 7, 0), (0, 0, paired.DENSE_LIMIT), (0, 0, 24), (0, 0, 0)],
-    ids=["cumsum", "table", "grid", "sorted keys"],
-)
-def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> tuple:
-    """Run a test with each way of finding a resample's median: cumulative counts over every
-    value (few reps), 7 cells at a time (several chunks of resamples); in rank space with a
-    table of every rank; with a table of every step-th rank (24 cells: steps of several
-    ranks, several buckets) and a binary search between; with a binary search in the sorted
-    keys only (0 cells: one bucket)."""
-    few_reps, cumsum_cells, dense_cells = request.param
-    monkeypatch.setattr(paired, "FEW_REPS", few_reps)
-    monkeypatch.setattr(paired, "CUMSUM_CELLS", cumsum_cells)
-    monkeypatch.setattr(paired, "DENSE_LIMIT", dense_cells)
-    return request.param
+def test_runs_that_agree_are_pooled_into_the_prompt_means() -> None:
+    """Runs equal up to noise (MS_r / MS_e below 1.76): V = MS_p / (R P) on P - 1 df, i.e.
+    the paired t on each prompt's mean over runs."""
+    d = [[0.10, 0.30, 0.20, 0.00], [0.12, 0.28, 0.22, 0.01], [0.09, 0.31, 0.18, 0.00]]
+    ms_p, ms_r, ms_e = _anova_by_hand(d)
+    assert ms_r / ms_e < 1.76
+    var, df, _ = mean_variance(np.array(d))
+    prompt_means = [sum(d[r][p] for r in range(3)) / 3 for p in range(4)]
+    assert var == pytest.approx(float(np.var(prompt_means, ddof=1)) / 4)
+    assert df == pytest.approx(3)
 
 
-def test_rank_space_medians_equal_the_cumsum_medians(counting: tuple) -> None:
-    """Bit for bit, on 300 random cases: 1 to 9 prompts (1 included), uneven reps, ties,
-    1 to 60 resamples."""
-    rng = np.random.default_rng(12)
-    for _ in range(300):
-        by_prompt = _side(rng, int(rng.integers(1, 10)))
-        values = np.concatenate(by_prompt)
-        prompt_idx = np.repeat(np.arange(len(by_prompt)), [len(v) for v in by_prompt])
-        counts = paired.resample_counts(rng, len(by_prompt), int(rng.integers(1, 61)))
-        got = paired.resampled_medians(values, prompt_idx, counts)
-        assert np.array_equal(got, _cumsum_medians(values, prompt_idx, counts))
+def test_service_variance_widens_the_interval_with_satterthwaite_df() -> None:
+    """V = var(d)/P + s2; df = (V_p + s2)^2 / (V_p^2 / (P - 1) + s2^2 / W)."""
+    d = np.array([[0.0, 0.1, 0.2, 0.3]])
+    v_p = 0.05 / 3 / 4
+    got = interval(d, service_var=0.004, service_df=8)
+    df = (v_p + 0.004) ** 2 / (v_p**2 / 3 + 0.004**2 / 8)
+    assert got.df == pytest.approx(df)
+    plain = interval(d)
+    assert got.ci_low < plain.ci_low and got.ci_high > plain.ci_high
 
 
-def test_rank_space_medians_by_hand(counting: tuple) -> None:
-    """Prompt 0 holds 1, 5, 5; prompt 1 holds 2. Resample (0, 0): 1 1 5 5 5 5 -> 5;
-    (0, 1): 1 2 5 5 -> 3.5; (1, 1): 2 2 -> 2. One prompt of reps 3, 1, 2: every resample is
-    that prompt, median 2. All values equal: that value."""
-    values, prompt_idx = np.array([5.0, 1.0, 2.0, 5.0]), np.array([0, 0, 1, 0])
-    counts = np.array([[2, 0], [1, 1], [0, 2]])
-    assert paired.resampled_medians(values, prompt_idx, counts).tolist() == [5.0, 3.5, 2.0]
-    one = paired.resampled_medians(
-        np.array([3.0, 1.0, 2.0]), np.zeros(3, int), np.ones((4, 1), int)
-    )
-    assert one.tolist() == [2.0] * 4
-    flat = paired.resampled_medians(
-        np.full(5, 7.0), np.array([0, 0, 1, 2, 2]), counts[:, [0, 1, 1]]
-    )
-    assert flat.tolist() == [7.0] * 3
+def test_run_spread_by_hand() -> None:
+    """Per-run speedups exp(row means); tau2 = (MS_r - MS_e) / P, within =
+    (MS_e + (MS_p - MS_e) / R) / P."""
+    d = [[0.10, 0.30, 0.20, 0.00], [0.35, 0.52, 0.50, 0.25], [0.05, 0.20, 0.25, -0.02]]
+    ms_p, ms_r, ms_e = _anova_by_hand(d)
+    tau2, within = (ms_r - ms_e) / 4, (ms_e + (ms_p - ms_e) / 3) / 4
+    got = run_spread(np.array(d))
+    assert got.n_runs == 3
+    assert got.run_speedup_max == pytest.approx(math.exp(sum(d[1]) / 4))
+    assert got.run_speedup_min == pytest.approx(math.exp(sum(d[2]) / 4))
+    assert got.between_run_share == pytest.approx(tau2 / (tau2 + within))
+    assert run_spread(np.array([d[0]])).n_runs == 1
 
 
-def test_bootstrap_equals_the_cumsum_bootstrap(counting: tuple) -> None:
-    """point, ci_low, ci_high identical to the algorithm before issue 12 (same seed), on 40
-    random paired cases including single-prompt ones."""
-    rng = np.random.default_rng(21)
-    for case in range(40):
-        n_prompts = 1 if case % 8 == 0 else int(rng.integers(2, 16))
-        m, b = _side(rng, n_prompts), _side(rng, n_prompts)
-        seed = int(rng.integers(0, 2**31))
-        assert paired.bootstrap_ratio_of_medians(m, b, seed=seed) == _cumsum_bootstrap(m, b, seed)
-
-
-def test_flat_form_needs_every_prompt_on_both_sides() -> None:
-    """Prompt 1 has no baseline value: not a paired comparison."""
-    with pytest.raises(ValueError):
-        paired.flat_ratio_of_medians(np.array([1.0, 2.0]), np.array([0, 1]),
-                                     np.array([1.0]), np.array([0]))  # fmt: skip
-
-
-@pytest.mark.parametrize("q", [0.0, 0.1, 0.5, 0.9, 0.99, 1.0])
-def test_resampled_quantiles_equal_np_quantile_of_each_built_resample(q: float) -> None:
-    """Each resample built as a list (every value of a drawn prompt, once per draw) and
-    handed to np.quantile: the same figure, for uneven reps, ties and a small chunk size."""
-    rng = np.random.default_rng(3)
-    by_prompt = [rng.integers(0, 6, size=n).astype(float) for n in (1, 4, 2, 7, 3)]
-    values = np.concatenate(by_prompt)
-    idx = np.repeat(np.arange(5), [v.size for v in by_prompt])
-    counts = paired.resample_counts(rng, 5, 40)
-    want = [np.quantile(np.concatenate([np.repeat(v, c) for v, c in zip(by_prompt, row)]), q)
-            for row in counts]
-    assert paired.resampled_quantiles(values, idx, counts, q) == pytest.approx(want)
-    small = paired.CUMSUM_CELLS
-    try:
-        paired.CUMSUM_CELLS = values.size * 3  # three resamples per chunk
-        assert paired.resampled_quantiles(values, idx, counts, q) == pytest.approx(want)
-    finally:
-        paired.CUMSUM_CELLS = small
-
-
-def test_a_tail_change_the_median_does_not_see() -> None:
-    """Ten prompts at 1.0 s in A; in B the slowest two take 3x as long: the median ratio is
-    1, the p90 ratio near 3 (np.quantile over the pooled values). Not significant: a tenth
-    of the resamples draw neither slow prompt, so the interval reaches down to 1."""
-    a = {f"p{i}": [1.0 + 0.01 * i] for i in range(10)}
-    b = {p: [v[0] * (3 if p in ("p8", "p9") else 1)] for p, v in a.items()}
-    assert paired_speedup(b, a).speedup == pytest.approx(1.0)
-    tail = paired.paired_quantile_ratio(b, a, 0.9)
-    want = np.quantile([v[0] for v in b.values()], 0.9) / np.quantile(
-        [v[0] for v in a.values()], 0.9)
-    assert tail.speedup == pytest.approx(want) and tail.speedup > 2.5 and tail.n_prompts == 10
-    assert tail.ci_low == pytest.approx(1.0, abs=0.02) and tail.ci_high >= tail.speedup
-    assert paired.paired_quantile_ratio({"p0": [1.0]}, {"p1": [1.0]}, 0.9) is None
+def test_holm_by_hand() -> None:
+    """p = .01 .04 .03 .005: sorted .005 x4 = .02, .01 x3 = .03, .03 x2 = .06, .04 x1 =
+    .04 -> raised to .06 (monotone); an untested comparison stays None."""
+    got = holm([0.01, 0.04, None, 0.03, 0.005])
+    assert got[2] is None
+    assert got[0] == pytest.approx(0.03) and got[1] == pytest.approx(0.06)
+    assert got[3] == pytest.approx(0.06) and got[4] == pytest.approx(0.02)
+    assert holm([0.9, 0.8]) == [pytest.approx(1.0), pytest.approx(1.0)]
