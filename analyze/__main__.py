@@ -54,7 +54,9 @@ def export(argv: list[str]) -> int:
 
 def compare(argv: list[str], gating: bool) -> int:
     """`compare A B` prints the changes; `gate --baseline A --candidate B --max-regression
-    5%` exits 1 when a matched metric regressed significantly beyond the threshold."""
+    5%` exits 1 when a matched metric regressed significantly (Holm-adjusted over the
+    comparison's tests, drift between the campaigns accounted for: analyze.compare.stats)
+    beyond the threshold."""
     parser = argparse.ArgumentParser(prog=f"python -m analyze {'gate' if gating else 'compare'}")
     parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
     if gating:
@@ -89,9 +91,11 @@ def compare(argv: list[str], gating: bool) -> int:
             f"{name} ({n} rows)" for name, n in stored.items())
             + f"; python -m report --compare {result.a} {result.b} builds its PDF")
     failed = comparing.gate(result, threshold) if gating else []
-    if gating:
-        print(f"gate: {len(failed)} regression(s) beyond {threshold:.1%}" + "".join(
-            f"\n  FAIL {comparing.describe(c)}" for c in failed))
+    if gating:  # significance is Holm's over every tested change, with the drift rule
+        tested = sum(c.p_holm is not None for c in result.changes)
+        print(f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
+              f"Holm over {tested} tests; docs/compare.md)" + "".join(
+                  f"\n  FAIL {comparing.describe(c)}" for c in failed))
     return 1 if failed else 0
 
 

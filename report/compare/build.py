@@ -31,6 +31,11 @@ def context(data: CompareData, chart: str | None) -> dict[str, Any]:
         "a_started": _when(data.a["started_at"]), "b_started": _when(data.b["started_at"]),
         "a_id": texttt(data.a["campaign_id"]), "b_id": texttt(data.b["campaign_id"]),
         "summary": words.tex(words.summary(data.changes)),
+        "drift": words.tex(words.drift_sentence(data.changes)),
+        "prompts": [words.tex(line) for line in words.prompt_lines(data.prompts)],
+        "n_tested": int(data.changes["p_holm"].notna().sum()) if not data.changes.empty else 0,
+        "n_raw": int(data.changes["significant_raw"].fillna(False).astype(bool).sum())
+        if not data.changes.empty else 0,
         "cause": words.cause_sentence(data.environment),
         "causes": words.cause_items(data.environment),
         "chart": chart, "n_changes": len(data.changes), "n_significant": int(sum(sig)),

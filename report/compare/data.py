@@ -2,7 +2,8 @@
 from the DuckDB file: read-only, every value bound with ``?``.
 
 A and B are the campaign ids the comparison was stored under, or plan names (the latest
-stored comparison whose campaigns have those plan names). A pair with no stored rows is a
+stored comparison whose campaigns have those plan names). A pair with no stored rows, or
+one stored by an older specsweep (without the Holm, drift and prompt columns), is a
 :class:`~report.data.ReportError` that says which command stores it.
 """
 
@@ -22,7 +23,11 @@ CHANGES_SQL = "SELECT * FROM compare_changes WHERE a = ? AND b = ? ORDER BY rank
 SPEEDUPS_SQL = "SELECT * FROM compare_speedups WHERE a = ? AND b = ?"
 ONLY_SQL = "SELECT * FROM compare_only WHERE a = ? AND b = ? ORDER BY side"
 ENVIRONMENT_SQL = "SELECT * FROM compare_environment WHERE a = ? AND b = ? ORDER BY host, key"
+PROMPTS_SQL = ("SELECT * FROM compare_prompts WHERE a = ? AND b = ? "
+               "ORDER BY status, workload, method, prompt_id")
 TABLES_SQL = "SELECT table_name FROM information_schema.tables"
+# columns of compare_changes this report reads that older specsweeps did not store
+NEEDED = {"kind", "p_value", "p_holm", "drift", "verdict", "difference"}
 
 
 @dataclass
@@ -35,6 +40,7 @@ class CompareData:
     speedups: pd.DataFrame  # compare_speedups
     only: pd.DataFrame  # compare_only (side 'A' or 'B')
     environment: pd.DataFrame  # compare_environment (values with the port masked, change)
+    prompts: pd.DataFrame  # compare_prompts: prompts not paired, workloads not checked
 
 
 def _missing(db: Path, a_spec: str, b_spec: str) -> ReportError:
@@ -75,6 +81,10 @@ def load(db_path: Path | str, a_spec: str, b_spec: str) -> CompareData:
         if pair is None:
             raise _missing(path, a_spec, b_spec)
         ids = [pair[0]["campaign_id"], pair[1]["campaign_id"]]
+        changes = con.execute(CHANGES_SQL, ids).df()
+        if not set(changes.columns) >= NEEDED or "compare_prompts" not in tables:
+            raise ReportError(f"{path} holds a comparison stored by an older specsweep; run "
+                              f"python -m analyze compare {a_spec} {b_spec} again")
         frames = [con.execute(sql, ids).df()
-                  for sql in (CHANGES_SQL, SPEEDUPS_SQL, ONLY_SQL, ENVIRONMENT_SQL)]
-    return CompareData(pair[0], pair[1], *frames)
+                  for sql in (SPEEDUPS_SQL, ONLY_SQL, ENVIRONMENT_SQL, PROMPTS_SQL)]
+    return CompareData(pair[0], pair[1], changes, *frames)

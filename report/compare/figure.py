@@ -1,7 +1,8 @@
-"""The compare report's chart: B/A decode speed per matched window with its 95% paired
-bootstrap interval, drawn as the main report draws speedups (:func:`report.figures.
-ratio_figure`: a panel per workload and max_tokens, a point per concurrency and method,
-log-2 axis around the dashed 1x line, hollow markers not significant)."""
+"""The compare report's chart: B/A decode speed per matched window with its 95% paired t
+interval, drawn as the main report draws speedups (:func:`report.figures.ratio_figure`: a
+panel per workload and max_tokens, a point per concurrency and method, log-2 axis around
+the dashed 1x line; filled markers significant after Holm's adjustment and the drift rule,
+hollow ones not)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """The words and tables of the compare report, from one stored comparison: the verdict
-sentence (:func:`summary`), the likely cause (:func:`causes`: the environment keys that
-differ, grouped by what changed), the changes sorted by effect, each campaign's own speedup
-side by side, and the windows measured in one campaign only.
+sentence (:func:`summary`), how drift between the campaigns entered the intervals
+(:func:`drift_sentence`), the likely cause (:func:`causes`: the environment keys that
+differ, grouped by what changed), the changes sorted by effect (raw p and Holm's adjusted p
+side by side; p90s as point estimates; attainment as a difference in points), each
+campaign's own speedup side by side, the prompts not paired, and the windows measured in
+one campaign only. What counts as significant is analyze.compare's (docs/compare.md).
 
 Sentences are plain text (what ``python -m report --compare`` prints); :func:`tex` escapes
 one for LaTeX and draws its ``->`` as an arrow. Table cells are escaped by
@@ -26,6 +29,7 @@ METRIC = {"decode_tps": "decode tok/s", "ttft_s": "TTFT (s)", "tpot_s": "TPOT (s
           "accept_length": "acceptance length", "ttft_s_p90": "TTFT p90 (s)",
           "tpot_s_p90": "TPOT p90 (s)", "attainment": "SLO attainment"}
 ARROW = r"~$\rightarrow$~"
+DRIFT = {"runs": "runs", "aa": "A/A", "none": "none"}
 
 
 def tex(sentence: str) -> NoEscape:
@@ -50,15 +54,38 @@ def window(r: pd.Series, frame: pd.DataFrame) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _missing(x: object) -> bool:
+    return x is None or (isinstance(x, float) and not math.isfinite(x)) or bool(pd.isna(x))
+
+
 def pct(ratio: float) -> str:
-    return "--" if ratio is None or not math.isfinite(ratio) else f"{(ratio - 1) * 100:+.0f}%"
+    return "--" if _missing(ratio) else f"{(ratio - 1) * 100:+.0f}%"
+
+
+def pts(difference: float) -> str:
+    """A difference of two shares in percentage points: ``-12 pts``."""
+    return "--" if _missing(difference) else f"{difference * 100:+.0f} pts"
+
+
+def figure(r: pd.Series) -> str:
+    """The change: ``-20%`` (a ratio), ``-12 pts`` (attainment's difference)."""
+    return pts(r["difference"]) if r["kind"] == "difference" else pct(r["ratio"])
+
+
+def interval(r: pd.Series) -> str:
+    """``[-24%, -15%]``; ``--`` where there is none (a point estimate, an abstention)."""
+    if r["kind"] == "point" or _missing(r["ci_low"]):
+        return "--"
+    fmt = pts if r["kind"] == "difference" else pct
+    return f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
 
 
 def change_text(r: pd.Series, frame: pd.DataFrame) -> str:
-    """``<window> decode tok/s 19.0 -> 5.19 (-73%, 95% CI [-76%, -65%])``."""
+    """``<window> decode tok/s 19.0 -> 5.19 (-73%, 95% CI [-76%, -65%])``; a p90 says it is a
+    point estimate."""
+    what = "point estimate" if r["kind"] == "point" else f"95% CI {interval(r)}"
     return (f"{window(r, frame)} {METRIC.get(r['metric'], r['metric'])} "
-            f"{fmt_sig(r['value_a'])} -> {fmt_sig(r['value_b'])} ({pct(r['ratio'])}, "
-            f"95% CI [{pct(r['ci_low'])}, {pct(r['ci_high'])}])")
+            f"{fmt_sig(r['value_a'])} -> {fmt_sig(r['value_b'])} ({figure(r)}, {what})")
 
 
 def _count(n: int) -> str:
@@ -77,7 +104,7 @@ def summary(changes: pd.DataFrame) -> str:
     worse, better = sig[sig["worse"].astype(bool)], sig[~sig["worse"].astype(bool)]
     if sig.empty:
         return (f"No significant change: none of the {n} matched metrics moved beyond its "
-                "95% interval.")
+                "95% interval after Holm's adjustment and the drift rule.")
     decode = sig[sig["metric"] == "decode_tps"]
     flags = decode["worse"].astype(bool)
     slower, faster = int(flags.sum()), int((~flags).sum())
@@ -93,7 +120,7 @@ def summary(changes: pd.DataFrame) -> str:
     top = pool.sort_values("effect", ascending=False).iloc[0]
     what = "decode-speed change" if top["metric"] == "decode_tps" else "change"
     return (f"{verdict}: {_count(len(worse))} of {n} matched metrics are significantly "
-            f"worse, {_count(len(better))} better; the largest {what} is "
+            f"worse, {_count(len(better))} better (Holm-adjusted); the largest {what} is "
             f"{change_text(top, changes)}.")
 
 
@@ -145,23 +172,61 @@ def cause_items(environment: pd.DataFrame) -> list[NoEscape]:
                      + texttt(keys)) for host, keys, change in causes(environment)]
 
 
+def _p(x: object) -> str:
+    return "--" if _missing(x) else f"{x:.2g}"
+
+
 def changes_table(changes: pd.DataFrame) -> tuple[NoEscape, int]:
-    """The first :data:`MAX_CHANGES` changes (rank order) and how many are left out."""
+    """The first :data:`MAX_CHANGES` changes (rank order) and how many are left out: the
+    raw interval and p-value beside Holm's adjusted p and the verdict it gives."""
     shown = changes.head(MAX_CHANGES).assign(
         window=lambda f: [window(r, changes) for _, r in f.iterrows()],
         label=lambda f: f["metric"].map(lambda m: METRIC.get(m, m)),
-        change=lambda f: f["ratio"].map(pct),
-        interval=lambda f: [f"[{pct(lo)}, {pct(hi)}]" for lo, hi in
-                            zip(f["ci_low"], f["ci_high"])],
-        verdict=lambda f: [("worse" if w else "better") if s else "--"
-                           for s, w in zip(f["significant"], f["worse"])])
+        change=lambda f: [figure(r) for _, r in f.iterrows()],
+        interval=lambda f: [interval(r) for _, r in f.iterrows()],
+        drift_label=lambda f: f["drift"].map(lambda d: DRIFT.get(d, "--")))
     cols = [Col("#", text("rank"), "r"), Col("window", text("window")),
             Col("metric", text("label")),
             Col("A", lambda r: fmt_sig(r["value_a"]), "r"),
             Col("B", lambda r: fmt_sig(r["value_b"]), "r"),
             Col("B/A", text("change"), "r"), Col("95% CI", text("interval"), "c"),
+            Col("p", lambda r: _p(r["p_value"]), "r"),
+            Col("p Holm", lambda r: _p(r["p_holm"]), "r"),
+            Col("drift", text("drift_label"), "c"),
             Col("n", text("n_prompts"), "r"), Col("verdict", text("verdict"), "c")]
     return fit_table(shown, cols), max(0, len(changes) - MAX_CHANGES)
+
+
+def drift_sentence(changes: pd.DataFrame) -> str:
+    """How drift between the campaigns entered the tested changes' intervals."""
+    tested = changes[changes["kind"] != "point"] if not changes.empty else changes
+    count = {k: int((tested["drift"] == k).sum()) if not tested.empty else 0 for k in DRIFT}
+    held = int((changes["verdict"] == "not separable from drift").sum()) \
+        if not changes.empty else 0
+    out = (f"Drift between the campaigns is measured by paired runs for {count['runs']} "
+           f"tested change(s), by an A/A control for {count['aa']}, and not at all for "
+           f"{count['none']}.")
+    if count["none"]:
+        out += (" Those intervals cover prompts only, so a change must also exceed the "
+                "default floor (a ratio outside 0.80-1.25, or 10 attainment points) to "
+                f"count; {_count(held)} significant change(s) fall within it and are "
+                "reported as not separable from drift.")
+    return out
+
+
+def prompt_lines(prompts: pd.DataFrame) -> list[str]:
+    """One line per prompt not paired (or workload not checked)."""
+    out = []
+    for _, r in prompts.iterrows():
+        if isinstance(r["prompt_id"], str):
+            where = f"{r['workload']} {r['prompt_id']}"
+        elif isinstance(r["method"], str):
+            where = f"{r['workload']} {r['method']} TP{int(r['tp'])}"
+        else:
+            where = str(r["workload"])
+        tail = "" if r["status"] == "not checked" else ": not paired"
+        out.append(f"{where}: {r['status']} ({r['detail']}){tail}")
+    return out
 
 
 def speedups_table(speedups: pd.DataFrame) -> tuple[NoEscape, int]:

@@ -1,52 +1,89 @@
-"""`python -m analyze compare` and `gate` on two campaigns built from hand-made rows: a 20%
-decode slowdown injected into one method of B is found with the right sign and size, the
-gate fails on it (exit 1) and passes a pair without change (exit 0); windows of partly
-different plans are listed, not dropped; bad input exits 2. Open-loop windows are matched on
-their load (a 1.5x TTFT injected at 2 req/s is found; a ramp in one campaign only is
-listed)."""
+"""`python -m analyze compare` and `gate` on two campaigns built from hand-made rows, every
+expected figure computed here from the injected factors (never by the code under test):
+
+- a slowdown injected into one method of B is found with its sign, size and t interval; a
+  40% slowdown fails the gate, a 15% one without an A/A control is 'not separable from
+  drift' (docs/compare.md) and passes it; windows of partly different plans are listed;
+- drift: an A/A control adds the service variance s2 to the interval (hand-computed), small
+  noise keeps the change significant and large noise does not; campaigns of several runs
+  pair run k with run k (A's extra runs left out);
+- Holm: four equal raw p-values of 0.02-0.03 adjust to 4p > 0.05 and the gate passes;
+- prompts whose text or chat template differs are not paired and are named;
+- open-loop windows are matched on their load, p90s are point estimates, and SLO attainment
+  differences carry Newcombe's interval (tests/analyze/test_compare_stats.py checks the
+  formula on Newcombe's worked example)."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 from analyze_rows import AR, decode_req, open_req, req, store_rows, window, write_db
+from scipy import stats
 
 from analyze import build, compare
 from analyze.environment_diff import argument_diff, stable
 
-PROMPTS = [f"p{i}" for i in range(6)]
+PROMPTS = [f"inline/{i}" for i in range(6)]
+JITTER = (-1.0, 1.0, -2.0, 2.0, 0.5, -0.5)  # B's per-prompt log jitter / 50: mean 0
+AA_SPREAD = (1.0, -1.0, 0.5, -0.5, 2.0, -2.0)  # the A/A control's per-prompt log jitter / 100
+AA = "autoregressive-aa"
 
 
-def _campaign(cid: str, slowdown: float, extra_workload: bool = False) -> list[dict]:
+def _plan(texts: list[str], chat_template: str | None = None) -> str:
+    engine = "engine: {kind: sglang, model: m" + (
+        f", chat_template: '{chat_template}'}}" if chat_template else "}")
+    return (f"name: nightly\n{engine}\nworkloads:\n  - name: chat\n    prompts:\n"
+            f"      kind: inline\n      texts: {texts}\n    max_tokens: [256]\n")
+
+
+def _campaign(cid: str, slowdown: float, extra_workload: bool = False,
+              concurrency: tuple[int, ...] = (1,), runs: dict[int, float] | None = None,
+              aa: float | None = None, jitter: float = 0.02) -> list[dict]:
+    """autoregressive 40 tok/s and ngram 60 tok/s on 6 prompts x 3 reps; ngram times
+    slowdown * exp(jitter * JITTER[i]) (B's change); runs: run -> ngram's start factor;
+    aa: the A/A control's start factor (speeds of autoregressive times aa * exp(0.01 K_i))."""
     rows = []
-    for method, tps in (("autoregressive", 40.0), ("ngram", 60.0)):
+    methods = [("autoregressive", 40.0), ("ngram", 60.0)] + ([(AA, 40.0)] if aa else [])
+    for (run, start), c, (method, tps) in ((r, c, m) for r in (runs or {1: 1.0}).items()
+                                           for c in concurrency for m in methods):
         for i, prompt in enumerate(PROMPTS):
             for rep in range(3):
-                speed = tps * (1 + 0.02 * i + 0.005 * rep)  # prompts differ, reps a little
+                speed = tps * (1 + 0.02 * i + 0.005 * rep)
                 if method == "ngram":
-                    speed *= slowdown
-                rows.append(decode_req(speed, campaign_id=cid, method=method,
-                                       prompt_id=prompt, rep=rep,
-                                       config_id=f"{cid}-{method}", window_id=f"{cid}-{method}"))
+                    speed *= slowdown * math.exp(jitter * JITTER[i]) * start
+                if method == AA:
+                    speed *= aa * math.exp(0.01 * AA_SPREAD[i])
+                tail = f"-c{c}/run{run}"
+                rows.append(decode_req(speed, campaign_id=cid, method=method, concurrency=c,
+                                       prompt_id=prompt, rep=rep, config_id=f"{cid}-{method}",
+                                       window_id=f"{cid}-{method}{tail}"))
                 if extra_workload:
                     rows.append(decode_req(speed, campaign_id=cid, method=method,
                                            prompt_id=prompt, rep=rep, workload="code",
-                                           window_id=f"{cid}-{method}-code"))
+                                           window_id=f"{cid}-{method}-code{tail}"))
     return rows
 
 
-def _db(tmp_path: Path, b_slowdown: float, extra: bool = False, plan: str = "nightly") -> Path:
+def _db(tmp_path: Path, b_slowdown: float, extra: bool = False, plan: str = "nightly",
+        plans: tuple[str, str] = ("", ""), **options: dict) -> Path:
+    """Campaigns A (no change, no jitter) and B (ngram times b_slowdown, jittered);
+    options: per campaign ('A'/'B') the keyword arguments of _campaign."""
     path = tmp_path / "r.duckdb"
-    write_db(path, _campaign("A", 1.0) + _campaign("B", b_slowdown, extra))
+    write_db(path, _campaign("A", 1.0, **{"jitter": 0.0, **options.get("A", {})})
+             + _campaign("B", b_slowdown, extra, **options.get("B", {})))
     with duckdb.connect(str(path)) as con:
-        for cid, name in (("A", plan), ("B", plan)):
-            con.execute("INSERT INTO campaigns VALUES (?, ?, repeat('0', 64), '', "
+        con.execute("UPDATE requests SET run = regexp_extract(window_id, '/run(\\d+)$', 1)"
+                    "::INTEGER")
+        for cid, yaml_text in zip("AB", plans):
+            con.execute("INSERT INTO campaigns VALUES (?, ?, repeat('0', 64), ?, "
                         "'autoregressive', ?, NULL, 'complete')",
-                        [cid, name, f"2026-12-0{1 if cid == 'A' else 2} 00:00:00"])
+                        [cid, plan, yaml_text, f"2026-12-0{1 if cid == 'A' else 2} 00:00:00"])
         con.execute("INSERT INTO environment VALUES ('A', 'gpu1', 'engine.version', '0.29'), "
                     "('B', 'gpu1', 'engine.version', '0.30'), ('A', 'gpu1', 'cpu.model', 'x'), "
                     "('B', 'gpu1', 'cpu.model', 'x')")
@@ -65,28 +102,146 @@ def _gate(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_an_injected_slowdown_is_found_with_its_sign_and_size(tmp_path: Path) -> None:
-    db = _db(tmp_path, 0.8)
+def _result(db: Path) -> compare.Comparison:
     with duckdb.connect(str(db), read_only=True) as con:
-        result = compare.compare(con, "A", "B")
-    first = result.changes[0]  # the largest significant change comes first
-    assert (first.window[2], first.metric) in {("ngram", "decode_tps"), ("ngram", "tpot_s")}
-    decode = next(c for c in result.changes if c.window[2] == "ngram"
-                  and c.metric == "decode_tps")
-    assert decode.ratio == pytest.approx(0.8) and decode.significant and decode.worse
-    assert decode.ci_low <= 0.8 <= decode.ci_high and decode.n_prompts == 6
-    tpot = next(c for c in result.changes if c.window[2] == "ngram" and c.metric == "tpot_s")
-    assert tpot.ratio == pytest.approx(1 / 0.8) and tpot.worse
-    unchanged = [c for c in result.changes if c.window[2] == "autoregressive"]
-    assert unchanged and all(c.ratio == pytest.approx(1) and not c.significant
-                             for c in unchanged)
-    # each campaign's own speedup: 1.5x in A, 1.2x in B
-    (sa, sb), = result.speedup_ratio.values()
-    assert (sa, sb) == (pytest.approx(1.5), pytest.approx(1.2))
+        return compare.compare(con, "A", "B")
+
+
+def _get(result: compare.Comparison, method: str, metric: str, c: int = 1) -> compare.Change:
+    return next(x for x in result.changes if x.window[2] == method and x.metric == metric
+                and x.window[5] == c)
+
+
+def _t_interval(mean: float, var: float, df: float) -> tuple[float, float, float]:
+    """exp(mean -/+ t_{df, 0.975} sqrt(var)) and the two-sided p of mean = 0, by hand."""
+    half = stats.t.ppf(0.975, df) * math.sqrt(var)
+    p = 2 * stats.t.sf(abs(mean) / math.sqrt(var), df)
+    return math.exp(mean - half), math.exp(mean + half), p
+
+
+def _prompt_var(jitter: float = 0.02) -> float:
+    """var_p(d) / P of B's injected jitter: the prompts-only variance of mean d."""
+    return jitter**2 * float(np.var(JITTER, ddof=1)) / len(JITTER)
+
+
+def test_a_slowdown_beyond_the_floor_is_found_and_fails_the_gate(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.6)
+    result = _result(db)
+    decode = _get(result, "ngram", "decode_tps")
+    lo, hi, p = _t_interval(math.log(0.6), _prompt_var(), 5)
+    assert decode.ratio == pytest.approx(0.6)  # the jitter's logs sum to 0
+    assert (decode.ci_low, decode.ci_high, decode.p_value) == (
+        pytest.approx(lo), pytest.approx(hi), pytest.approx(p, rel=1e-6))
+    assert decode.drift == "none" and decode.significant and decode.worse
+    assert decode.verdict == "worse" and decode.n_prompts == 6
+    tpot = _get(result, "ngram", "tpot_s")  # TPOT = 1 / decode speed per request
+    assert tpot.ratio == pytest.approx(1 / 0.6) and tpot.worse and tpot.significant
+    # TTFT is 0.5 s everywhere: no spread, no interval; autoregressive unchanged: no spread
+    assert _get(result, "ngram", "ttft_s").verdict == "no interval"
+    assert all(not c.significant for c in result.changes if c.window[2] == AR)
+    assert result.changes[0].window[2] == "ngram" and result.changes[0].significant
+    (sa, sb), = result.speedup_ratio.values()  # each campaign's own speedup: 1.5x, 0.9x
+    assert (sa, sb) == (pytest.approx(1.5), pytest.approx(0.9))
     assert result.environment == [("gpu1", "engine.version", "0.29", "0.30")]
     done = _gate(db, "--max-regression", "5%")
     assert done.returncode == 1 and "FAIL" in done.stdout and "ngram" in done.stdout
-    assert _gate(db, "--max-regression", "25%").returncode == 0  # smaller than the threshold
+    assert "drift between campaigns: measured by paired runs for 0, by an A/A control for " \
+        "0, not measured for" in done.stdout
+    assert _gate(db, "--max-regression", "70%").returncode == 0  # TPOT +67%: within
+
+
+def test_without_an_aa_control_a_change_within_the_floor_is_not_separable(
+        tmp_path: Path) -> None:
+    """15% slower: a tiny raw p-value, but drift between campaigns is not measured and
+    0.85 lies within [0.8, 1.25]: not significant, the gate passes."""
+    db = _db(tmp_path, 0.85)
+    decode = _get(_result(db), "ngram", "decode_tps")
+    assert decode.significant_raw and decode.p_holm < 1e-3 and decode.drift == "none"
+    assert not decode.significant and decode.verdict == "not separable from drift"
+    done = _gate(db)
+    assert done.returncode == 0 and "gate: 0 regression(s) beyond 5.0%" in done.stdout
+    assert "not separable from drift" in done.stdout
+
+
+def _aa_s2(*starts: float) -> float:
+    """s2 = max(0, mean over A/A windows of (a_w^2 - V_w)): each window's d_p = ln start +
+    0.01 K_p, so a_w = ln start and V_w = 0.01^2 var(K) / P."""
+    v = 0.01**2 * float(np.var(AA_SPREAD, ddof=1)) / len(AA_SPREAD)
+    return max(0.0, float(np.mean([math.log(s) ** 2 - v for s in starts])))
+
+
+@pytest.mark.parametrize(("starts", "counts"), [((1.01, 0.99), True), ((1.2, 0.8), False)])
+def test_an_aa_control_adds_the_service_variance(tmp_path: Path, starts: tuple,
+                                                 counts: bool) -> None:
+    """A/A controls in both campaigns (the baseline's second start at 1.01x / 0.99x, or
+    1.2x / 0.8x): service_var = s2 on W = 2 windows, Satterthwaite's df; a 15% slowdown
+    counts over the small noise floor and not over the large one."""
+    db = _db(tmp_path, 0.85, A={"aa": starts[0]}, B={"aa": starts[1]})
+    decode = _get(_result(db), "ngram", "decode_tps")
+    s2, v = _aa_s2(*starts), _prompt_var()
+    df = (v + s2) ** 2 / (v**2 / 5 + s2**2 / 2)
+    lo, hi, p = _t_interval(math.log(0.85), v + s2, df)
+    assert decode.drift == "aa" and decode.service_var == pytest.approx(s2)
+    assert (decode.ci_low, decode.ci_high, decode.p_value) == (
+        pytest.approx(lo), pytest.approx(hi), pytest.approx(p, rel=1e-6))
+    assert decode.significant is counts
+
+
+def test_runs_of_two_campaigns_pair_by_run_order(tmp_path: Path) -> None:
+    """A measured 3 runs (ngram's start 1.0, 1.1, 0.95), B 2 (0.9, 1.0) and 30% slower: run 1
+    pairs with run 1 and run 2 with run 2, A's run 3 is left out, so the ratio is
+    0.7 * sqrt(0.9 * 1.0 / (1.0 * 1.1)) and the run-to-run spread widens the interval."""
+    db = _db(tmp_path, 0.7, A={"runs": {1: 1.0, 2: 1.1, 3: 0.95}},
+             B={"runs": {1: 0.9, 2: 1.0}})
+    decode = _get(_result(db), "ngram", "decode_tps")
+    assert decode.drift == "runs" and decode.n_runs == 2
+    assert decode.ratio == pytest.approx(0.7 * math.sqrt(0.9 / 1.1))
+    one_run_lo, one_run_hi, _ = _t_interval(math.log(decode.ratio), _prompt_var(), 5)
+    assert decode.ci_high / decode.ci_low > one_run_hi / one_run_lo
+
+
+def test_holm_over_the_family_decides_the_gate(tmp_path: Path) -> None:
+    """A 30% slowdown with a wide per-prompt spread (jitter 0.18) at c=1 and c=4: four tests
+    (decode and TPOT, two windows) with the same raw p ~ 0.02 < 0.05; Holm's adjusted p is
+    4p > 0.05, so none counts and the gate passes although each raw interval excludes 1."""
+    db = _db(tmp_path, 0.7, A={"concurrency": (1, 4)},
+             B={"concurrency": (1, 4), "jitter": 0.18})
+    result = _result(db)
+    _, _, p = _t_interval(math.log(0.7), _prompt_var(0.18), 5)
+    assert 0.0125 < p < 0.05  # raw: significant; 4p: not
+    tested = [c for c in result.changes if c.p_holm is not None]
+    assert len(tested) == 4 and all(c.n_family == 4 for c in tested)
+    for c in tested:
+        assert c.p_value == pytest.approx(p, rel=1e-6)
+        assert c.p_holm == pytest.approx(4 * p, rel=1e-6)
+        assert c.significant_raw and not c.significant and c.verdict == "not significant"
+    done = _gate(db)
+    assert done.returncode == 0 and "significant after Holm over 4 tests" in done.stdout
+
+
+def test_prompts_of_another_text_or_template_are_not_paired(tmp_path: Path) -> None:
+    """B's plan changes the text of inline/1: that prompt is left out and named; a chat
+    template set in B's plan only refuses every prompt of the workload."""
+    texts = [f"t{i}" for i in range(6)]
+    db = _db(tmp_path, 0.6, plans=(_plan(texts), _plan([*texts[:1], "other", *texts[2:]])))
+    result = _result(db)
+    decode = _get(result, "ngram", "decode_tps")
+    kept = [j for i, j in enumerate(JITTER) if i != 1]
+    assert decode.n_prompts == 5
+    assert decode.ratio == pytest.approx(0.6 * math.exp(0.02 * sum(kept) / 5))
+    assert result.prompts == [("chat", None, None, "inline/1", "text differs", "text")]
+    assert "prompts chat inline/1: text differs (text), not paired" in "\n".join(
+        compare.lines(result))
+    other = tmp_path / "template"
+    other.mkdir()
+    db = _db(other, 0.6, plans=(_plan(texts), _plan(texts, chat_template="x")))
+    result = _result(db)
+    assert result.changes == []
+    assert ("chat", "ngram", 1, None, "chat template differs", "engine.chat_template") in \
+        result.prompts
+    done = _compare(db)
+    assert "chat ngram tp1: chat template differs (engine.chat_template), not paired" in \
+        done.stdout
 
 
 def test_no_change_passes_and_partly_different_plans_list_their_windows(tmp_path: Path) -> None:
@@ -96,6 +251,9 @@ def test_no_change_passes_and_partly_different_plans_list_their_windows(tmp_path
     assert result.a == "B" and result.b == "A"
     assert [k[3] for k in result.only_a] == ["code", "code"] and result.only_b == []
     assert not any(c.significant for c in result.changes)
+    # plans without workload definitions: the prompts could not be checked, and it says so
+    assert ("chat", None, None, None, "not checked", "a plan does not define the workload") \
+        in result.prompts
     done = _gate(db)
     assert done.returncode == 0 and "gate: 0 regression(s) beyond 5.0%" in done.stdout
 
@@ -132,21 +290,28 @@ def _counts(db: Path) -> dict[tuple[str, str, str], int]:
 
 
 def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
-    db = _db(tmp_path, 0.8, extra=True)
+    db = _db(tmp_path, 0.6, extra=True)
     done = _compare(db)
     assert done.returncode == 0, done.stderr
     assert "compare: stored in" in done.stdout and "compare_changes (10 rows)" in done.stdout
+    result = _result(db)
     with duckdb.connect(str(db), read_only=True) as con:
-        result = compare.compare(con, "A", "B")
-        changes = con.execute("SELECT * EXCLUDE (a, b) FROM compare_changes WHERE a = 'A' "
-                              "AND b = 'B' ORDER BY rank").fetchall()
-    assert changes == [(*c.window, c.metric, c.a, c.b, c.ratio, c.ci_low, c.ci_high,
-                        c.n_prompts, c.significant, c.worse, c.effect, rank)
+        changes = con.execute("SELECT metric, kind, ratio, ci_low, ci_high, p_value, p_holm, "
+                              "significant, significant_raw, drift, verdict, worse, rank "
+                              "FROM compare_changes WHERE a = 'A' AND b = 'B' ORDER BY rank"
+                              ).fetchall()
+    assert changes == [(c.metric, c.kind, c.ratio, c.ci_low, c.ci_high, c.p_value, c.p_holm,
+                        c.significant, c.significant_raw, c.drift, c.verdict, c.worse, rank)
                        for rank, c in enumerate(result.changes, 1)]
-    assert changes[0][2] == "ngram" and changes[0][-1] == 1 and changes[0][-3]  # worse
-    assert _stored(db, "compare_speedups") == [(*k, pytest.approx(1.5), pytest.approx(1.2))
+    assert changes[0][-3:] == ("worse", True, 1)
+    kinds = {(m, k) for m, k, *_ in changes}
+    assert ("ttft_s_p90", "point") in kinds and ("decode_tps", "ratio") in kinds
+    assert all(r[3] is None and r[6] is None for r in changes if r[1] == "point")
+    assert _stored(db, "compare_speedups") == [(*k, pytest.approx(1.5), pytest.approx(0.9))
                                                for k in result.speedup_ratio]
     assert _stored(db, "compare_only") == sorted(("B", *k) for k in result.only_b) != []
+    assert _stored(db, "compare_prompts") == [("chat", None, None, None, "not checked",
+                                               "a plan does not define the workload")]
     assert _stored(db, "compare_environment") == [
         ("gpu1", "engine.version", "0.29", "0.30", None)]
     runs = _stored(db, "compare_runs")  # 2 methods x 6 prompts x 3 reps, B twice (code)
@@ -168,7 +333,7 @@ def test_a_second_compare_replaces_the_pairs_rows_and_keeps_other_pairs(tmp_path
 
 
 def test_gate_writes_nothing(tmp_path: Path) -> None:
-    db = _db(tmp_path, 0.8)
+    db = _db(tmp_path, 0.6)
     assert _gate(db).returncode == 1
     with duckdb.connect(str(db), read_only=True) as con:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
@@ -176,15 +341,22 @@ def test_gate_writes_nothing(tmp_path: Path) -> None:
     assert not tables & set(compare.OBJECTS)
 
 
+def _b_ttft(i: int) -> float:
+    """B's TTFT of prompt p<i>: A's 0.1 (1 + 0.03 i) times 1.5 exp(0.01 (i - 5)); over the
+    steady prompts 1..9 the jitter's logs sum to 0."""
+    return 0.1 * (1 + 0.03 * i) * 1.5 * math.exp(0.01 * (i - 5))
+
+
 def _open_db(tmp_path: Path, slo: dict[str, str] | None = None) -> Path:
     """Campaigns A and B, each one poisson window at 2 req/s on chat: 11 requests at 0..10 s
-    (steady: 1..9), prompt p<i>, TTFT 0.1 * (1 + 0.03 i) s in A and 1.5x that in B, TPOT
+    (steady: 1..9), prompt p<i>, TTFT 0.1 * (1 + 0.03 i) s in A and _b_ttft(i) in B, TPOT
     0.02 s in both; B also has a linear ramp 0.5-2 req/s that A lacks. slo: each
     campaign's slo.ttft_ms (none by default)."""
     requests, windows = [], []
-    for cid, slower in (("A", 1.0), ("B", 1.5)):
-        requests += [open_req(float(i), ttft=0.1 * (1 + 0.03 * i) * slower, campaign_id=cid,
-                              window_id=f"{cid}-open", prompt_id=f"p{i}") for i in range(11)]
+    for cid in "AB":
+        requests += [open_req(float(i), ttft=_b_ttft(i) if cid == "B" else 0.1 * (1 + 0.03 * i),
+                              campaign_id=cid, window_id=f"{cid}-open", prompt_id=f"p{i}")
+                     for i in range(11)]
         windows.append(window(cid, f"{cid}-open", rate=2.0, n=11, span=10.0, elapsed=12.0))
     requests += [open_req(float(i), campaign_id="B", window_id="B-ramp", prompt_id=f"p{i}")
                  for i in range(5)]
@@ -204,8 +376,7 @@ def _open_db(tmp_path: Path, slo: dict[str, str] | None = None) -> Path:
 
 def test_open_loop_windows_are_matched_on_their_load(tmp_path: Path) -> None:
     db = _open_db(tmp_path)
-    with duckdb.connect(str(db), read_only=True) as con:
-        result = compare.compare(con, "A", "B")
+    result = _result(db)
     key = ("sglang", 1, AR, "chat", 256, None, "poisson 2 rps")
     by_metric = {c.metric: c for c in result.changes}
     assert {c.window for c in result.changes} == {key}
@@ -213,13 +384,17 @@ def test_open_loop_windows_are_matched_on_their_load(tmp_path: Path) -> None:
     assert result.changes[0] is ttft and ttft.significant and ttft.worse
     assert ttft.ratio == pytest.approx(1.5) and ttft.n_prompts == 9  # the steady requests
     assert by_metric["tpot_s"].ratio == pytest.approx(1) and not by_metric["tpot_s"].significant
-    assert by_metric["ttft_s_p90"].ratio == pytest.approx(1.5)  # every TTFT 1.5x: the tail too
-    assert by_metric["ttft_s_p90"].a == pytest.approx(0.1 * (1 + 0.03 * 8.2))  # p90 of 1..9
+    p90 = by_metric["ttft_s_p90"]  # a point estimate: no interval, never significant
+    assert p90.a == pytest.approx(0.1 * (1 + 0.03 * 8.2))  # p90 of 1..9: 8 + 0.2
+    assert p90.b == pytest.approx(_b_ttft(8) + 0.2 * (_b_ttft(9) - _b_ttft(8)))
+    assert p90.ratio == pytest.approx(p90.b / p90.a) and p90.kind == "point"
+    assert p90.ci_low is None and p90.p_value is None and not p90.significant
     assert "accept_length" not in by_metric  # no verify counts
     assert result.only_a == [] and result.only_b == [
         ("sglang", 1, AR, "chat", 256, None, "poisson linear ramp 0.5-2 rps")]
     assert compare.describe(ttft).startswith("sglang/1/autoregressive/chat/256/poisson 2 rps "
                                              "ttft_s: ")
+    assert "point estimate, no interval" in compare.describe(p90)
     done = _gate(db, "--max-regression", "5%")
     assert done.returncode == 1 and "poisson 2 rps ttft_s" in done.stdout
 
@@ -253,19 +428,31 @@ def test_compare_tables_of_an_older_specsweep_are_made_anew(tmp_path: Path) -> N
     assert _stored(db, "compare_only", "X", "Y") == []
 
 
+def _wilson(x: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    p = x / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), \
+        z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
 def test_attainment_is_compared_under_the_same_slo_only(tmp_path: Path) -> None:
-    """TTFT objective 150 ms: A's steady TTFTs (0.103-0.127 s) all meet it, B's (0.155-0.19
-    s) none: attainment 1.0 -> 0.0, ratio 0, every resample 0, significantly worse, and the
-    gate fails on it. With B's objective at 200 ms there is no attainment row (the slo.*
-    keys show in the environment diff instead)."""
-    with duckdb.connect(str(_open_db(tmp_path, {"A": "150", "B": "150"})), read_only=True) as con:
+    """TTFT objective 140 ms: A's steady TTFTs (0.103-0.127 s) all meet it, B's (0.148-0.19
+    s) none: attainment 1 -> 0, difference -1 with Newcombe's interval [-1, -1 +
+    sqrt(u_B^2 + (1 - l_A)^2)] (Wilson of 0/9 and 9/9), not a zero-width one; significantly
+    worse and the gate fails on it. With B's objective at 200 ms there is no attainment row
+    (the slo.* keys show in the environment diff instead)."""
+    with duckdb.connect(str(_open_db(tmp_path, {"A": "140", "B": "140"})), read_only=True) as con:
         result = compare.compare(con, "A", "B")
     [att] = [c for c in result.changes if c.metric == "attainment"]
-    assert (att.a, att.b, att.ratio, att.ci_low, att.ci_high) == (1.0, 0.0, 0.0, 0.0, 0.0)
+    (_, u_b), (l_a, _) = _wilson(0, 9), _wilson(9, 9)
+    assert (att.a, att.b, att.difference, att.kind) == (1.0, 0.0, -1.0, "difference")
+    assert att.ci_low == pytest.approx(-1.0)
+    assert att.ci_high == pytest.approx(-1 + math.hypot(u_b, 1 - l_a)) and att.ci_high < -0.5
     assert att.n_prompts == 9 and att.significant and att.worse and att.regresses_beyond(0.05)
+    assert "-100.0 points" in compare.describe(att)
     other = tmp_path / "other"
     other.mkdir()
-    with duckdb.connect(str(_open_db(other, {"A": "150", "B": "200"})), read_only=True) as con:
+    with duckdb.connect(str(_open_db(other, {"A": "140", "B": "200"})), read_only=True) as con:
         result = compare.compare(con, "A", "B")
     assert not [c for c in result.changes if c.metric == "attainment"]
-    assert ("campaign", "slo.ttft_ms", "150", "200") in result.environment
+    assert ("campaign", "slo.ttft_ms", "140", "200") in result.environment

@@ -1,8 +1,10 @@
 """`python -m report --compare A B`: the compare PDF built with latexmk from the tables that
 `python -m analyze compare A B` stores, on the hand-made campaigns of
-tests/analyze/test_analyze_compare.py (B's ngram 20% slower, engine.version 0.29 -> 0.30);
-hostile plan and environment strings are escaped; a pair never stored exits 1 saying which
-command stores it. The verdict sentence is checked on hand-built rows."""
+tests/analyze/test_analyze_compare.py (B's ngram 40% slower, engine.version 0.29 -> 0.30);
+hostile plan and environment strings are escaped; a pair never stored (or stored by an older
+specsweep) exits 1 saying which command stores it; the Holm and drift columns, the drift
+sentence and the prompts section are shown. The verdict sentence is checked on hand-built
+rows."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def _report(db: Path, out: Path, a: str = "A", b: str = "B") -> subprocess.Compl
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = _db(tmp_path_factory.mktemp("compare"), 0.8, extra=True, plan=PLAN)
+    db = _db(tmp_path_factory.mktemp("compare"), 0.6, extra=True, plan=PLAN)
     with duckdb.connect(str(db)) as con:
         for i, value in enumerate(HOSTILE):
             con.execute("INSERT INTO environment VALUES ('A', 'gpu1', ?, 'x'), "
@@ -48,17 +50,23 @@ def test_the_pdf_names_the_slowdown_and_the_environment_change(stored: Path,
     assert done.returncode == 0, done.stderr
     assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
     first = done.stdout.splitlines()[0]
-    assert first.startswith("B is slower: 3 of 10 matched metrics are significantly worse, "
-                            "none better; the largest decode-speed change is ngram chat 256 "
-                            "c=1 decode tok/s ") and "(-20%, 95% CI [" in first
+    # decode and TPOT of ngram; TTFT has no spread, the p90s are point estimates
+    assert first.startswith("B is slower: 2 of 10 matched metrics are significantly worse, "
+                            "none better (Holm-adjusted); the largest decode-speed change is "
+                            "ngram chat 256 c=1 decode tok/s ") and "(-40%, 95% CI [" in first
     text = " ".join(out.with_suffix(".tex").read_text().split())
-    assert r"ngram chat 256 c=1 decode tok/s" in text and r"(-20\%, 95\% CI {[}-20\%" in text
+    # the t interval of 0.6 with B's jitter: exp(ln 0.6 -/+ 2.571 * 0.0118) = 0.582, 0.618
+    assert r"ngram chat 256 c=1 decode tok/s" in text and r"(-40\%, 95\% CI {[}-42\%" in text
+    assert "p Holm" in text and "point estimate" in text  # the p90 rows
+    assert "Drift between the campaigns is measured by paired runs for 0 tested change(s), " \
+        "by an A/A control for 0, and not at all for" in text
+    assert "chat: not checked (a plan does not define the workload)" in text
     assert r"\textbf{0.29~$\rightarrow$~0.30} on gpu1: \texttt{engine.version}" in text
     assert "decode-ratio.pdf" in text  # the chart
     assert "Measured in B only, 2 window(s):" in text and "ngram code 256 c=1" in text
     # each campaign's own speedup: 1.50 in A, 1.20 in B, 0.80 B/A
     assert "autoregressive" not in text.split("own baseline}")[1].split("section")[0]
-    assert "ngram chat 256 c=1&1.50&1.20&0.80" in text
+    assert "ngram chat 256 c=1&1.50&0.90&0.60" in text
 
 
 def test_an_open_loop_comparison_names_its_load(tmp_path: Path) -> None:
@@ -70,9 +78,10 @@ def test_an_open_loop_comparison_names_its_load(tmp_path: Path) -> None:
     done = _report(db, out)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith(
-        "B is worse: 2 of 5 matched metrics are significantly worse, none better; the "
-        "largest change is autoregressive chat 256 poisson 2 rps TTFT (s) 0.115 -> 0.172 "
-        "(+50%")
+        "B is worse: 1 of 5 matched metrics are significantly worse, none better "
+        "(Holm-adjusted); the largest change is autoregressive chat 256 poisson 2 rps TTFT "
+        "(s) 0.115 -> 0.17")
+    assert "(+50%, 95% CI [" in done.stdout.splitlines()[0]
     text = " ".join(out.with_suffix(".tex").read_text().split())
     assert "autoregressive chat 256 poisson 2 rps" in text and "TTFT (s)" in text
     assert "Measured in B only, 1 window(s):" in text
@@ -100,6 +109,16 @@ def test_a_pair_never_stored_exits_1_with_the_command(stored: Path, tmp_path: Pa
     assert not (tmp_path / "c.pdf").exists()
 
 
+def test_a_comparison_stored_by_an_older_specsweep_asks_for_a_new_one(tmp_path: Path) -> None:
+    db = _db(tmp_path, 1.0)
+    assert _compare(db).returncode == 0
+    with duckdb.connect(str(db)) as con:  # as issue 15's specsweep stored it: no Holm column
+        con.execute("ALTER TABLE compare_changes DROP COLUMN p_holm")
+    done = _report(db, tmp_path / "c.pdf")
+    assert done.returncode == 1 and "stored by an older specsweep" in done.stderr
+    assert "python -m analyze compare A B again" in done.stderr
+
+
 def test_a_pair_is_found_by_id_or_by_plan_name() -> None:
     runs = [("a1", "b1", "a1", "nightly", "2026-01-01", 5), ("a1", "b1", "b1", "nightly",
                                                              "2026-01-02", 5),
@@ -116,6 +135,7 @@ def _changes(*rows: tuple) -> pd.DataFrame:
     return pd.DataFrame([{"engine": "e", "tp": 1, "method": "m", "workload": "chat",
                           "max_tokens": 64, "concurrency": c, "metric": metric,
                           "value_a": 10.0, "value_b": 10.0 * ratio, "ratio": ratio,
+                          "kind": "ratio", "difference": None,
                           "ci_low": ratio * 0.9, "ci_high": ratio * 1.1,
                           "significant": sig, "worse": worse, "effect": effect}
                          for c, (metric, ratio, sig, worse, effect) in enumerate(rows, 1)])
@@ -127,13 +147,14 @@ def test_the_verdict_counts_and_names_the_largest_change_in_its_direction() -> N
                                                                0.26),
                       ("tpot_s", 1.01, False, True, 0.01))
     assert summary(slower) == (
-        "B is slower: 3 of 5 matched metrics are significantly worse, 1 better; the largest "
-        "decode-speed change is m chat 64 c=2 decode tok/s 10.0 -> 5.00 (-50%, 95% CI "
-        "[-55%, -45%]).")
+        "B is slower: 3 of 5 matched metrics are significantly worse, 1 better (Holm-adjusted); "
+        "the largest decode-speed change is m chat 64 c=2 decode tok/s 10.0 -> 5.00 (-50%, "
+        "95% CI [-55%, -45%]).")
     faster = _changes(("decode_tps", 1.25, True, False, 0.22), ("ttft_s", 1.0, False, False, 0))
     assert summary(faster).startswith("B is faster: none of 2 matched metrics are "
-                                      "significantly worse, 1 better; the largest decode-speed "
-                                      "change is m chat 64 c=1 decode tok/s 10.0 -> 12.5 (+25%")
+                                      "significantly worse, 1 better (Holm-adjusted); the "
+                                      "largest decode-speed change is m chat 64 c=1 decode "
+                                      "tok/s 10.0 -> 12.5 (+25%")
     same = _changes(("decode_tps", 1.01, False, False, 0.01))
     assert summary(same).startswith("No significant change: none of the 1 matched")
     assert str(tex("a -> b 5%")) == r"a~$\rightarrow$~b 5\%"
