@@ -23,10 +23,10 @@ on the prompts that M's window and the baseline's window share in every run (vie
     throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window)
     ttft_ratio         = median ttft_s of M / median ttft_s of the baseline (same prompts)
 
-Service noise (service_noise): each A/A window w gives a_w = its mean d and V_w; the variance
-of the log ratio of two service starts is s2 = max(0, mean_w(a_w^2 - V_w)) on W degrees of
-freedom (the A/A windows of the campaign, taken as independent draws of the start-to-start
-effect: documented in docs/statistics.md). A comparison of one run adds s2 to its V.
+Service noise (service_noise): each run of each A/A window w gives a_w = its mean d and V_w;
+the variance of the log ratio of two service starts is s2 = max(0, mean_w(a_w^2 - V_w)) on W
+degrees of freedom (the A/A windows' runs of the campaign, taken as independent draws of the
+start-to-start effect: docs/statistics.md). A comparison of one run adds s2 to its V.
 
 
 from __future__ import annotations
@@ -231,8 +231,10 @@ def paired_speedups(con: duckdb.DuckDBPyConnection, level: float = LEVEL) -> pd.
         return pd.DataFrame()
     control = (keys["method"] == keys["baseline"].map(aa_control_name)).to_numpy()
     cells = [_cells(m, b) for m, b in sides]
-    noise = {cid: service_noise([cells[i] for i in np.flatnonzero(
-        control & (keys["campaign_id"] == cid).to_numpy())])
+    # one A/A matrix per run: a run's own start-to-start difference (a window's several runs
+    # together would count the run-to-run part as prompt noise and subtract it)
+    noise = {cid: service_noise([cells[i][r:r + 1] for i in np.flatnonzero(
+        control & (keys["campaign_id"] == cid).to_numpy()) for r in range(cells[i].shape[0])])
         for cid in keys["campaign_id"].unique()}  # fmt: skip
     records = []
     for c, key in enumerate(keys.itertuples(index=False)):

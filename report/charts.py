@@ -20,8 +20,6 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from report.concurrency import concurrency_ticks
-
 matplotlib.use("Agg")  # files only, never a window
 
 BASELINE = "autoregressive"
@@ -34,21 +32,18 @@ Palette = Mapping[str, tuple[float, float, float]]
 # (fontTools subsetting per figure) took a third of the report's drawing time.
 THEME = {
     "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True, "axes.labelcolor": ".15",
-    "axes.labelsize": 9.12, "axes.linewidth": 1.0, "axes.titlesize": 9.12,
-    "axes.titleweight": "bold", "figure.dpi": 100, "font.size": 9.12,
+    "axes.labelsize": 9.12, "axes.linewidth": 1.0, "axes.titlesize": 9.12, "font.size": 9.12,
+    "axes.titleweight": "bold", "figure.dpi": 100, "grid.color": ".8", "pdf.fonttype": 3,
     "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans",
-                        "sans-serif"],
-    "grid.color": ".8", "legend.fontsize": 8.36, "legend.title_fontsize": 9.12,
+                        "sans-serif"], "legend.fontsize": 8.36, "legend.title_fontsize": 9.12,
     "lines.linewidth": 1.2, "lines.markersize": 4.8, "lines.solid_capstyle": "round",
     "patch.edgecolor": "w", "patch.force_edgecolor": True, "patch.linewidth": 0.8,
-    "pdf.fonttype": 3, "text.color": ".15",
-    "xtick.bottom": False, "xtick.color": ".15", "xtick.labelsize": 8.36,
+    "text.color": ".15", "xtick.bottom": False, "xtick.color": ".15", "xtick.labelsize": 8.36,
     "xtick.major.size": 4.8, "xtick.major.width": 1.0, "xtick.minor.size": 3.2,
-    "xtick.minor.width": 0.8,
-    "ytick.left": False, "ytick.color": ".15", "ytick.labelsize": 8.36,
-    "ytick.major.size": 4.8, "ytick.major.width": 1.0, "ytick.minor.size": 3.2,
+    "xtick.minor.width": 0.8, "ytick.left": False, "ytick.color": ".15", "ytick.minor.size": 3.2,
+    "ytick.labelsize": 8.36, "ytick.major.size": 4.8, "ytick.major.width": 1.0,
     "ytick.minor.width": 0.8,
-}
+}  # fmt: skip
 # seaborn's "colorblind" palette (Okabe-Ito-like, 10 colours)
 COLORBLIND = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
               "#949494", "#ece133", "#56b4e9")
@@ -87,10 +82,7 @@ def _config_labels(frame: pd.DataFrame) -> pd.Series:
         if col in frame and frame[col].nunique() > 1:
             parts.append(tag + frame[col].astype(str).map(plain))
     parts.append("c=" + frame["concurrency"].astype(str))
-    label = parts[0]
-    for p in parts[1:]:
-        label = label + "\n" + p
-    return label
+    return parts[0].str.cat(parts[1:], sep="\n") if len(parts) > 1 else parts[0]
 
 
 def plain(text: object) -> str:
@@ -139,8 +131,7 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
 
 
 def _aa_band(ax: Axes, frame: pd.DataFrame, labels: list[str]) -> None:
-    """Each window's A/A noise floor: grey, [1/r, r], r = exp(|ln aa_speedup|), how far the
-    baseline's second start landed from its first, mirrored around 1."""
+    """Each window's A/A noise floor in grey: [1/r, r], r = exp(|ln aa_speedup|)."""
     if "aa_speedup" not in frame:
         return
     for label, aa in frame.groupby("label", sort=False)["aa_speedup"].first().items():
@@ -233,9 +224,8 @@ BOX_EDGE = "0.25"  # outline, whiskers and median of every box
 
 
 def box_stats(frame: pd.DataFrame, metric: str, palette: Palette) -> list[dict]:
-    """``Axes.bxp`` input from request_distribution rows of ``metric``, in palette order:
-    box p25..p75, median p50, whiskers whislo..whishi (matplotlib's 1.5-IQR rule, computed
-    in DuckDB)."""
+    """``Axes.bxp`` input from request_distribution rows of ``metric``, in palette order
+    (box p25..p75, median p50, whiskers whislo..whishi: the 1.5-IQR rule, in DuckDB)."""
     if frame.empty or "metric" not in frame:
         return []
     rows = frame[(frame["metric"] == metric) & frame["p50"].notna()]
@@ -251,9 +241,9 @@ def _boxes(ax: Axes, frame: pd.DataFrame, metric: str, ylabel: str, palette: Pal
         return _empty(ax, f"no {metric} data")
     line = {"color": BOX_EDGE, "linewidth": 1.0}
     drawn = ax.bxp([{k: v for k, v in s.items() if k != "method"} for s in stats],
-                   positions=range(len(stats)), widths=0.6, showfliers=False,
-                   patch_artist=True, boxprops={"edgecolor": BOX_EDGE, "linewidth": 1.0},
-                   whiskerprops=line, capprops=line, medianprops=line)
+                   positions=range(len(stats)), widths=0.6, showfliers=False, patch_artist=True,
+                   boxprops={**line, "edgecolor": BOX_EDGE}, whiskerprops=line, capprops=line,
+                   medianprops=line)
     for box, s in zip(drawn["boxes"], stats):
         box.set_facecolor(fill(palette[s["method"]]))
     _categorical(ax, len(stats), "")
@@ -310,11 +300,9 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
     data = frame.dropna(subset=["throughput_tps"])
     if data.empty:
         return _empty(ax, "no throughput data")
-    # the lines in the order the rows come (max_tokens ascending), not the labels' text order
-    # ("rewrite mt=256" sorts before "rewrite mt=64")
+    # lines in row order (max_tokens ascending), not label order ("mt=256" before "mt=64")
     workloads = list(pd.unique(data["workload"])) if data["workload"].nunique() > 1 else []
-    data = data.groupby(["method", "workload", "concurrency"], as_index=False)[
-        "throughput_tps"].mean()
+    data = data.groupby(["method", "workload", "concurrency"], as_index=False).throughput_tps.mean()
     order = _order(palette, data["method"])
     dashes = dict(zip(workloads, DASHES * len(workloads)))
     for (method, workload), line in data.groupby(["method", "workload"], sort=False):
@@ -398,3 +386,15 @@ def _speedup_line(ax: Axes, sub: pd.DataFrame, method: str, palette: Palette) ->
     sig = sub["significant"].fillna(False).astype(bool).to_numpy()
     ax.scatter(x[~sig], y[~sig], marker=marker, s=16, facecolor="white", edgecolor=colour,
                zorder=4)
+
+
+def concurrency_ticks(ax: Axes, frame: pd.DataFrame) -> None:
+    """x ticks at the nominal concurrency levels, each with the mean effective_concurrency
+    (config_summary: sum e2e / span) of its rows beneath it, and an axis label saying so."""
+    levels = sorted(frame["concurrency"].unique())
+    eff = (frame.groupby("concurrency")["effective_concurrency"].mean()
+           if "effective_concurrency" in frame else pd.Series(dtype=float))
+    known = eff.reindex(levels)
+    ax.set_xticks(levels, [f"{c:g}" + ("" if pd.isna(e) else f"\n{e:.1f}")
+                           for c, e in zip(levels, known)])
+    ax.set_xlabel("concurrency" + ("" if known.isna().all() else " (nominal; effective below)"))

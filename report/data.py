@@ -186,3 +186,17 @@ def load(db_path: Path | str, campaign: str | None = None,
                          data.speedup_decomposition.get("method", pd.Series(dtype=str))])
     data.palette = method_palette(methods, baseline)
     return data
+
+
+LEVEL_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency"]
+
+
+def with_effective(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (one per method and level, e.g. speedup rows) with effective_concurrency: the
+    mean over config_summary's windows at the same (engine, tp, workload, max_tokens,
+    concurrency), every method's and the baseline's (a speedup compares two windows)."""
+    if rows.empty or "effective_concurrency" not in summary:
+        return rows
+    eff = summary.groupby(LEVEL_KEY, as_index=False)["effective_concurrency"].mean()
+    return rows.drop(columns="effective_concurrency", errors="ignore").merge(
+        eff, on=LEVEL_KEY, how="left")

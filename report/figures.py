@@ -21,8 +21,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from report import charts, openloop
-from report.concurrency import with_effective
-from report.data import ReportData
+from report.data import ReportData, with_effective
 from report.speculation import section as speculation
 
 Plot = Callable[..., object]

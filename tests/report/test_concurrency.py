@@ -1,5 +1,6 @@
 """Effective concurrency in the report: the nominal ticks of the concurrency charts carry it
-beneath them, and the per-window throughput table has its column (report.concurrency)."""
+beneath them, and the per-window throughput table has its column (charts.concurrency_ticks,
+data.with_effective)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from report import charts
-from report.concurrency import concurrency_ticks, with_effective
+from report.charts import concurrency_ticks
 from report.context import throughput_table
+from report.data import with_effective
 
 KEY = {"engine": "llama.cpp", "tp": 1, "workload": "chat", "max_tokens": 64}
 
