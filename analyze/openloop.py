@@ -9,13 +9,18 @@ or SLO rows every one of them is an empty table.
 rate_tpot, one row per (campaign_id, tp, workload, max_tokens, rate, method M != baseline)
 with steady ok TPOTs on prompts both M and the baseline measured at that rate:
 
-    tpot_speedup     = median(baseline's steady TPOT) / median(M's steady TPOT)
-    tpot_speedup_lo, tpot_speedup_hi = the 2.5th / 97.5th percentiles of that ratio over
-                       B = 2000 paired bootstrap resamples of the prompts
+    tpot_speedup     = exp(mean over prompts of (mean ln baseline's TPOT - mean ln M's))
+    tpot_speedup_lo, tpot_speedup_hi = its 95% t interval on the per-prompt log ratios
+                       (NULL below schema.paired.MIN_PROMPTS prompts, tpot_ci_reason)
+    p_value, p_holm, significant, sim_ci_low, sim_ci_high = as the closed-loop `speedup`'s,
+                       Holm and the simultaneous level over the campaign's open-loop claims
+                       (analyze.stats.adjust_family; the A/A control is not a claim)
 
-from schema.paired's flat_ratio_of_medians (the closed-loop `speedup`'s definition, with the
-baseline on the numerator side: TPOT is a time, decode speed its reciprocal), a fresh
-default_rng(SEED) per comparison. Pair rows are read once as numbers, sorted in DuckDB.
+from schema.paired's flat_paired_speedup (the closed-loop `speedup`'s definition, with the
+baseline on the numerator side: TPOT is a time, decode speed its reciprocal). Open-loop and
+closed-loop claims are two families, each adjusted on its own: they answer different
+questions (per-request speed at a concurrency, token pace at an offered rate). Pair rows are
+read once as numbers, sorted in DuckDB.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import N_BOOT, SEED, flat_ratio_of_medians, insert_frame
+from analyze.stats import adjust_family, insert_frame
+from schema.controls import aa_control_name
+from schema.paired import flat_paired_speedup
 
 BEFORE_BOOTSTRAP = (
     "21_wilson.sql",
@@ -52,9 +59,19 @@ CREATE OR REPLACE TEMP TABLE rate_tpot (
     n_pairs          INTEGER NOT NULL,   -- prompts both sides measured
     n_method         INTEGER NOT NULL,   -- M's requests used
     n_baseline       INTEGER NOT NULL,   -- the baseline's requests used
+    is_control       BOOLEAN NOT NULL,   -- M is the baseline's A/A control
     tpot_speedup     DOUBLE,
-    tpot_speedup_lo  DOUBLE,
-    tpot_speedup_hi  DOUBLE
+    tpot_speedup_lo  DOUBLE,             -- NULL: no interval (tpot_ci_reason)
+    tpot_speedup_hi  DOUBLE,
+    tpot_ci_reason   VARCHAR,
+    p_value          DOUBLE,             -- t test of no change, unadjusted
+    p_holm           DOUBLE,             -- Holm over the campaign's claims (analyze.stats)
+    significant      BOOLEAN,            -- p_holm < 0.05; NULL for the control
+    df               DOUBLE,             -- the t interval's degrees of freedom
+    log_se           DOUBLE,             -- standard error of ln tpot_speedup
+    n_family         INTEGER,            -- claims in the campaign's family (Holm's m)
+    sim_ci_low       DOUBLE,             -- simultaneous interval (level 1 - 0.05 / n_family)
+    sim_ci_high      DOUBLE
 )
 """
 
@@ -105,32 +122,30 @@ ORDER BY {_KEY}
 """
 
 
-def build(con: duckdb.DuckDBPyConnection, read_sql, n_boot: int = N_BOOT, seed: int = SEED
-          ) -> None:
+def build(con: duckdb.DuckDBPyConnection, read_sql) -> None:
     """Create the open-loop objects on con (inside the caller's transaction); read_sql(name)
     gives the text of analyze/sql/<name>."""
     for name in BEFORE_BOOTSTRAP:
         con.execute(read_sql(name))
-    build_rate_tpot(con, n_boot, seed)
+    build_rate_tpot(con)
     for name in AFTER_BOOTSTRAP:
         con.execute(read_sql(name))
 
 
-def build_rate_tpot(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED
-                    ) -> int:
+def build_rate_tpot(con: duckdb.DuckDBPyConnection) -> int:
     """Bootstrap every rate-space TPOT comparison into the TEMP table rate_tpot; return its
     row count."""
-    frame = tpot_speedups(con, n_boot, seed)
+    frame = tpot_speedups(con)
     con.execute(RATE_TPOT_DDL)
     return insert_frame(con, "rate_tpot", frame)
 
 
-def tpot_speedups(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: int = SEED
-                  ) -> pd.DataFrame:
+def tpot_speedups(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per comparison: KEY, n_pairs, n_method, n_baseline, tpot_speedup and its
     interval (baseline's median TPOT over M's, on the prompts both measured)."""
     keys = con.execute(COMPARISONS_SQL).df()
     rows = con.execute(PAIRS_SQL).fetchnumpy()
+    baseline = con.execute("SELECT baseline FROM analysis_params").fetchone()[0]
     tpot = np.asarray(rows["tpot_s"], dtype=float)
     prompt = np.asarray(rows["prompt"], dtype=np.int64)
     # rows sorted by (comparison, side): segment 2c is the baseline's rows of comparison c
@@ -139,10 +154,19 @@ def tpot_speedups(con: duckdb.DuckDBPyConnection, n_boot: int = N_BOOT, seed: in
     records = []
     for c, key in enumerate(keys.itertuples(index=False)):
         base, meth = (slice(bounds[s], bounds[s + 1]) for s in (2 * c, 2 * c + 1))
-        point, lo, hi = flat_ratio_of_medians(tpot[base], prompt[base], tpot[meth],
-                                              prompt[meth], n_boot, seed)
+        zeros = np.zeros
+        result, _ = flat_paired_speedup(tpot[base], zeros(base.stop - base.start, int),
+                                        prompt[base], tpot[meth],
+                                        zeros(meth.stop - meth.start, int), prompt[meth])
         records.append({**key._asdict(), "n_pairs": int(prompt[meth].max()) + 1,
                         "n_method": meth.stop - meth.start,
                         "n_baseline": base.stop - base.start,
-                        "tpot_speedup": point, "tpot_speedup_lo": lo, "tpot_speedup_hi": hi})
-    return pd.DataFrame.from_records(records)
+                        "is_control": key.method == aa_control_name(baseline),
+                        "tpot_speedup": result.speedup, "tpot_speedup_lo": result.ci_low,
+                        "tpot_speedup_hi": result.ci_high, "tpot_ci_reason": result.reason,
+                        "p_value": result.p_value, "df": result.df,
+                        "log_se": result.log_se})
+    frame = pd.DataFrame.from_records(records)
+    if not frame.empty:
+        adjust_family([(frame, "tpot_speedup")])
+    return frame

@@ -12,16 +12,30 @@
 --   tpot_s    = (e2e_s - ttft_s) / (output_tokens - 1) when ok and output_tokens >= 2, else
 --               NULL (vLLM's TPOT; schema/metrics.sql's tpot_s macro)
 --   end_s     = start_s + e2e_s (offset of the last token from the window start)
+--   ttft_from_schedule_s = ttft_s + lag_s = (start_s + ttft_s) - scheduled_s: the TTFT as the
+--               user waits for it, from the send time the schedule asked for (NULL where
+--               ttft_s is). Both offsets are perf_counter offsets from the same window start,
+--               so the sum is exact. ttft_s (from the actual send) leaves out the wait in the
+--               client's own queue: behind a max_concurrency cap that is coordinated omission
+--               (the cap hides the queue from the server, and the from-send latency with it)
+--   e2e_from_schedule_s  = e2e_s + lag_s = end_s - scheduled_s, likewise
+--               lag_s is used raw, never clamped at 0: the sender does not send early, so a
+--               negative lag would be a collect fault to see (open_windows.lag_min_s), not to
+--               hide; a negative lag makes the from-schedule figure that much below ttft_s
 --   steady    = scheduled_s in [trim * S, (1 - trim) * S], S = windows.schedule_span_s,
 --               trim = slo_targets.trim (0.1 by default). A rule on the send time, not on
 --               the whole life: requiring the whole life inside the centre would drop exactly
 --               the requests queueing made slow, and hide saturation. Requests are followed
 --               to completion.
---   meets_slo = the request meets every objective given (vLLM's goodput rule): ok, and
---               ttft_s * 1000 <= ttft_ms, tpot_s * 1000 <= tpot_ms (a request without a TPOT,
---               fewer than 2 tokens, meets it), e2e_s * 1000 <= e2e_ms; failed requests never
---               do. NULL when the campaign has no SLO (slo_targets.has_slo false or no row).
---               collect's Slo.met (collect/plan/load.py) is the same rule.
+--   meets_slo = the request meets every objective given, latencies from the scheduled send:
+--               ok, and ttft_from_schedule_s * 1000 <= ttft_ms, tpot_s * 1000 <= tpot_ms (a
+--               request without a TPOT, fewer than 2 tokens, meets it; TPOT is not moved by a
+--               wait before the send), e2e_from_schedule_s * 1000 <= e2e_ms; failed requests
+--               never do. NULL when the campaign has no SLO (slo_targets.has_slo false or no
+--               row). Every attainment and goodput of the open-loop objects counts this one
+--   meets_slo_from_send = the same rule on ttft_s and e2e_s (from the actual send): vLLM's
+--               goodput rule as benchmark_serving applies it, and collect's Slo.met
+--               (collect/plan/load.py, the max-rate search's rule); kept to show beside it
 
 CREATE OR REPLACE TABLE open_requests AS
 
@@ -50,6 +64,8 @@ measured AS (
         CASE WHEN s.ok THEN tpot_s(s.output_tokens, s.e2e_s, s.ttft_s) END AS tpot_s,
         s.e2e_s,
         s.start_s + s.e2e_s AS end_s,
+        s.ttft_s + (s.start_s - s.scheduled_s) AS ttft_from_schedule_s,
+        s.e2e_s + (s.start_s - s.scheduled_s) AS e2e_from_schedule_s,
         s.output_tokens, s.prompt_tokens, s.cached_tokens, s.ok, s.error_kind,
         s.scheduled_s BETWEEN coalesce(t.trim, 0.1) * w.schedule_span_s
                           AND (1 - coalesce(t.trim, 0.1)) * w.schedule_span_s AS steady,
@@ -64,10 +80,16 @@ final AS (
         * EXCLUDE (has_slo, ttft_ms, tpot_ms, e2e_ms),
         CASE WHEN has_slo THEN
             ok AND ttft_s IS NOT NULL AND e2e_s IS NOT NULL
+            AND (ttft_ms IS NULL OR ttft_from_schedule_s * 1000 <= ttft_ms)
+            AND (tpot_ms IS NULL OR tpot_s IS NULL OR tpot_s * 1000 <= tpot_ms)
+            AND (e2e_ms IS NULL OR e2e_from_schedule_s * 1000 <= e2e_ms)
+        END AS meets_slo,
+        CASE WHEN has_slo THEN
+            ok AND ttft_s IS NOT NULL AND e2e_s IS NOT NULL
             AND (ttft_ms IS NULL OR ttft_s * 1000 <= ttft_ms)
             AND (tpot_ms IS NULL OR tpot_s IS NULL OR tpot_s * 1000 <= tpot_ms)
             AND (e2e_ms IS NULL OR e2e_s * 1000 <= e2e_ms)
-        END AS meets_slo
+        END AS meets_slo_from_send
     FROM measured
 )
 

@@ -9,12 +9,31 @@
 --   n_sent, n_ok, n_steady  = requests sent, ok, steady (ok or not)
 --   scheduled_rps  = (n_scheduled - 1) / S                 (NULL when S = 0)
 --   achieved_rps   = n_ok / elapsed_s
---   lag_p50_s, lag_p99_s, lag_max_s = of lag_s over every sent request
---   behind_schedule = lag_p99_s > max(1 ms, 0.1 / scheduled_rps): the client fell behind its
---                    schedule (with a max_concurrency cap: the cap bound the load)
+--   lag_p50_s, lag_p90_s, lag_p99_s, lag_min_s, lag_max_s = of lag_s over every sent request
+--                    (lag_min_s < 0 would be a collect fault: the sender never sends early)
+--   lag_growth     = regr_slope(lag_s, scheduled_s) over the steady requests (ok or not): the
+--                    seconds of lag the client gained per second of schedule, so it sent the
+--                    steady part at about 1 / (1 + lag_growth) of the rate asked. NULL with
+--                    fewer than 2 distinct steady send times
+--   behind_schedule = lag_growth > 0.1: the client fell behind its schedule and the server was
+--                    offered less than 1 / 1.1 (91%) of the rate asked (with a max_concurrency
+--                    cap: the cap, not the server, bound the load). Why this rule: a lag that
+--                    stays level (a queue that neither grows nor drains) delivered the rate, a
+--                    fixed delay later, and the from-schedule latencies below already carry
+--                    that delay; a lag that keeps growing means the rate was never offered, so
+--                    a per-second figure of the window is not one at this rate. The slope uses
+--                    every steady send, so one late request at an edge does not decide (the
+--                    span overrun would). 10% is the tolerance completion_ratio has (0.9)
 --   ttft_p50_s, ttft_p99_s, tpot_p50_s, tpot_p99_s, e2e_p50_s, e2e_p99_s = over steady ok
---                    requests
+--                    requests, from the actual send (open_requests.ttft_s, e2e_s)
+--   ttft_from_schedule_p50_s, ttft_from_schedule_p99_s, e2e_from_schedule_p50_s,
+--   e2e_from_schedule_p99_s = the same over open_requests.ttft_from_schedule_s and
+--                    e2e_from_schedule_s: the latency as the user waits for it, the client's
+--                    queue included (the primary figures; TPOT has no such pair: a wait before
+--                    the send does not move it)
 --   output_tps     = sum(output_tokens of ok requests) / elapsed_s
+--   effective_concurrency = sum(e2e_s) / (max(end_s) - min(start_s)) over ok requests: the
+--                    mean number in flight, as config_summary's
 --   completion_ratio = ok requests ending (end_s) in [trim*S + d, (1-trim)*S + d] / requests
 --                    scheduled in [trim*S, (1-trim)*S] (the offered load: with a
 --                    max_concurrency cap the sends themselves are held back, so counting them
@@ -36,9 +55,16 @@
 --                    or ttft_last_third_s > 2 * ttft_first_third_s and the difference > 50 ms
 --                    (reason 'ttft_growth'); saturation_reason: NULL | completion |
 --                    ttft_growth | both
---   n_good, n_good_steady = requests (steady requests) with meets_slo
+--   n_good, n_good_steady = requests (steady requests) with meets_slo (latencies from the
+--                    scheduled send); n_good_from_send = requests with meets_slo_from_send
 --   goodput_rps    = n_good / elapsed_s (vLLM's goodput: every request of the window over its
---                    duration)
+--                    duration); NULL, with goodput_lo and goodput_hi, when behind_schedule
+--   goodput_reason = why goodput_rps is NULL: 'no SLO', or 'behind schedule: lag grew G s per
+--                    s of schedule (p90 lag L s)'; NULL when it has a value
+--   goodput_from_send_rps = n_good_from_send / elapsed_s, never withheld (what vLLM's
+--                    benchmark_serving would print for the window)
+--   attainment_from_send = n_good_from_send / n_scheduled; attainment_from_send_lo, _hi: its
+--                    95% Wilson interval
 --   attainment     = n_good / n_scheduled; attainment_lo, attainment_hi: its 95% Wilson
 --                    interval (21_wilson.sql)
 --   goodput_lo, goodput_hi = (n_scheduled / elapsed_s) * attainment_lo, attainment_hi
@@ -106,21 +132,35 @@ per_window AS (
         count(*) FILTER (WHERE ok) AS n_ok,
         count(*) FILTER (WHERE steady) AS n_steady,
         quantile_cont(lag_s, 0.5) AS lag_p50_s,
+        quantile_cont(lag_s, 0.9) AS lag_p90_s,
         quantile_cont(lag_s, 0.99) AS lag_p99_s,
+        min(lag_s) AS lag_min_s,
         max(lag_s) AS lag_max_s,
+        regr_slope(lag_s, scheduled_s) FILTER (WHERE steady) AS lag_growth,
         quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND steady) AS ttft_p50_s,
         quantile_cont(ttft_s, 0.99) FILTER (WHERE ok AND steady) AS ttft_p99_s,
         quantile_cont(tpot_s, 0.5) FILTER (WHERE ok AND steady) AS tpot_p50_s,
         quantile_cont(tpot_s, 0.99) FILTER (WHERE ok AND steady) AS tpot_p99_s,
         quantile_cont(e2e_s, 0.5) FILTER (WHERE ok AND steady) AS e2e_p50_s,
         quantile_cont(e2e_s, 0.99) FILTER (WHERE ok AND steady) AS e2e_p99_s,
+        quantile_cont(ttft_from_schedule_s, 0.5) FILTER (WHERE ok AND steady)
+            AS ttft_from_schedule_p50_s,
+        quantile_cont(ttft_from_schedule_s, 0.99) FILTER (WHERE ok AND steady)
+            AS ttft_from_schedule_p99_s,
+        quantile_cont(e2e_from_schedule_s, 0.5) FILTER (WHERE ok AND steady)
+            AS e2e_from_schedule_p50_s,
+        quantile_cont(e2e_from_schedule_s, 0.99) FILTER (WHERE ok AND steady)
+            AS e2e_from_schedule_p99_s,
         coalesce(sum(output_tokens) FILTER (WHERE ok), 0) AS ok_output_tokens,
+        sum(e2e_s) FILTER (WHERE ok) / nullif(max(end_s) FILTER (WHERE ok)
+            - min(start_s) FILTER (WHERE ok), 0) AS effective_concurrency,
         count(*) FILTER (WHERE scheduled_s BETWEEN steady_from_s AND steady_to_s)
             AS n_sent_steady,
         quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'first') AS ttft_first_third_s,
         quantile_cont(ttft_s, 0.5) FILTER (WHERE ok AND third = 'last') AS ttft_last_third_s,
         count(*) FILTER (WHERE meets_slo) AS n_good,
-        count(*) FILTER (WHERE meets_slo AND steady) AS n_good_steady
+        count(*) FILTER (WHERE meets_slo AND steady) AS n_good_steady,
+        count(*) FILTER (WHERE meets_slo_from_send) AS n_good_from_send
     FROM thirds
     GROUP BY campaign_id, window_id
 ),
@@ -149,10 +189,11 @@ described AS (
         coalesce(p.n_ok, 0) AS n_ok,
         coalesce(p.n_steady, 0) AS n_steady,
         p.* EXCLUDE (campaign_id, window_id, engine, method, tp, n_sent, n_ok, n_steady,
-                     n_good, n_good_steady),
+                     n_good, n_good_steady, n_good_from_send),
         c.n_completed_steady,
         CASE WHEN w.has_slo THEN coalesce(p.n_good, 0) END AS n_good,
-        CASE WHEN w.has_slo THEN coalesce(p.n_good_steady, 0) END AS n_good_steady
+        CASE WHEN w.has_slo THEN coalesce(p.n_good_steady, 0) END AS n_good_steady,
+        CASE WHEN w.has_slo THEN coalesce(p.n_good_from_send, 0) END AS n_good_from_send
     FROM open_windows_ AS w
     LEFT JOIN per_window AS p USING (campaign_id, window_id)
     LEFT JOIN completions AS c USING (campaign_id, window_id)
@@ -169,30 +210,47 @@ rates AS (
         coalesce(n_completed_steady / nullif(n_sent_steady, 0) < 0.9
                  AND n_sent_steady - n_completed_steady >= 3, false) AS by_completion,
         coalesce(ttft_last_third_s > 2 * ttft_first_third_s
-                 AND ttft_last_third_s - ttft_first_third_s > 0.05, false) AS by_ttft_growth
+                 AND ttft_last_third_s - ttft_first_third_s > 0.05, false) AS by_ttft_growth,
+        coalesce(lag_growth > 0.1, false) AS behind_schedule
     FROM described
+),
+
+-- goodput counts only where the window offered its rate (behind_schedule: see the header)
+withheld AS (
+    SELECT
+        *,
+        CASE WHEN NOT has_slo THEN 'no SLO'
+             WHEN behind_schedule THEN printf(
+                 'behind schedule: lag grew %.2f s per s of schedule (p90 lag %.2f s)',
+                 lag_growth, lag_p90_s) END AS goodput_reason
+    FROM rates
 ),
 
 final AS (
     SELECT
         r.* EXCLUDE (ok_output_tokens, n_completed_steady, n_sent_steady, by_completion,
                      by_ttft_growth),
-        lag_p99_s > greatest(0.001, coalesce(0.1 / scheduled_rps, 0)) AS behind_schedule,
         by_completion OR by_ttft_growth AS saturated,
         CASE WHEN by_completion AND by_ttft_growth THEN 'both'
              WHEN by_completion THEN 'completion'
              WHEN by_ttft_growth THEN 'ttft_growth' END AS saturation_reason,
-        n_good / nullif(elapsed_s, 0) AS goodput_rps,
-        n_scheduled / nullif(elapsed_s, 0) * wilson_lo(n_good, n_scheduled) AS goodput_lo,
-        n_scheduled / nullif(elapsed_s, 0) * wilson_hi(n_good, n_scheduled) AS goodput_hi,
+        CASE WHEN NOT behind_schedule THEN n_good / nullif(elapsed_s, 0) END AS goodput_rps,
+        CASE WHEN NOT behind_schedule THEN
+            n_scheduled / nullif(elapsed_s, 0) * wilson_lo(n_good, n_scheduled) END AS goodput_lo,
+        CASE WHEN NOT behind_schedule THEN
+            n_scheduled / nullif(elapsed_s, 0) * wilson_hi(n_good, n_scheduled) END AS goodput_hi,
+        n_good_from_send / nullif(elapsed_s, 0) AS goodput_from_send_rps,
         n_good / nullif(n_scheduled, 0) AS attainment,
         wilson_lo(n_good, n_scheduled) AS attainment_lo,
         wilson_hi(n_good, n_scheduled) AS attainment_hi,
         n_good_steady / nullif(n_steady, 0) AS attainment_steady,
         wilson_lo(n_good_steady, n_steady) AS attainment_steady_lo,
         wilson_hi(n_good_steady, n_steady) AS attainment_steady_hi,
+        n_good_from_send / nullif(n_scheduled, 0) AS attainment_from_send,
+        wilson_lo(n_good_from_send, n_scheduled) AS attainment_from_send_lo,
+        wilson_hi(n_good_from_send, n_scheduled) AS attainment_from_send_hi,
         c.cached_share
-    FROM rates AS r
+    FROM withheld AS r
     LEFT JOIN cache_hygiene AS c USING (campaign_id, window_id)
 )
 

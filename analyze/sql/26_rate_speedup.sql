@@ -8,17 +8,25 @@
 --   baseline          = the baseline method's name
 --   n_pairs           = prompts both sides measured with a steady ok TPOT (open_requests:
 --                       steady, ok, tpot_s not NULL); n_method, n_baseline = their requests
---   tpot_speedup      = median(baseline's steady TPOT) / median(M's steady TPOT) over those
---                       prompts (> 1: M's tokens come faster)
---   tpot_speedup_lo, tpot_speedup_hi = its 95% paired percentile bootstrap interval over the
---                       prompts (B = 2000, numpy default_rng(20260101): schema/paired.py's
---                       flat_ratio_of_medians, the one the closed-loop speedup uses; computed
---                       by analyze/openloop.py into the TEMP table rate_tpot)
---   significant       = tpot_speedup_lo > 1 or tpot_speedup_hi < 1 (NULL without pairs)
+--   tpot_speedup      = the geometric mean over those prompts of the baseline's steady TPOT
+--                       over M's (> 1: M's tokens come faster)
+--   tpot_speedup_lo, tpot_speedup_hi = its 95% t interval on per-prompt log ratios
+--                       (schema/paired.py's flat_paired_speedup, the one the closed-loop
+--                       speedup uses; NULL below 3 prompts; computed by analyze/openloop.py
+--                       into the TEMP table rate_tpot)
+--   is_control        = M is the baseline's A/A control (analysis_params.aa_method)
+--   tpot_ci_reason    = why there is no interval (too few prompts, no spread), else NULL
+--   p_value, p_holm   = the t test of no change, and Holm's adjustment over the campaign's
+--                       open-loop claims (analyze.openloop.tpot_speedups)
+--   significant       = p_holm < 0.05 (NULL for the control and without pairs)
+--   sim_ci_low, sim_ci_high = the simultaneous interval over the campaign's open-loop claims
+--                       (level 1 - 0.05 / their count): what a pick among them quotes
 --   method_goodput_rps, baseline_goodput_rps = sum(n_good) / sum(elapsed_s) of the key's
---                       windows (one window: its goodput_rps)
---   goodput_ratio     = method_goodput_rps / baseline_goodput_rps (NULL without an SLO or
---                       when the baseline's goodput is 0)
+--                       windows (one window: its goodput_rps); NULL when a window of that side
+--                       at the key fell behind its schedule (open_windows.goodput_rps withheld:
+--                       that side was not offered the rate)
+--   goodput_ratio     = method_goodput_rps / baseline_goodput_rps (NULL without an SLO, when
+--                       either side fell behind, or when the baseline's goodput is 0)
 --   baseline_saturated, method_saturated = a window of that side at the key is saturated
 --   cache_mismatch    = a window of M at the key has cache_hygiene.cache_mismatch
 
@@ -35,7 +43,8 @@ per_key AS (
         campaign_id, tp, workload, max_tokens, rate, method,
         bool_or(saturated) AS saturated,
         bool_and(has_slo) AS has_slo,
-        sum(n_good) / nullif(sum(elapsed_s), 0) AS goodput_rps
+        CASE WHEN NOT bool_or(behind_schedule) THEN
+            sum(n_good) / nullif(sum(elapsed_s), 0) END AS goodput_rps
     FROM open_windows
     WHERE rate IS NOT NULL
     GROUP BY ALL
@@ -70,8 +79,9 @@ final AS (
         coalesce(t.n_pairs, 0) AS n_pairs,
         coalesce(t.n_method, 0) AS n_method,
         coalesce(t.n_baseline, 0) AS n_baseline,
-        t.tpot_speedup, t.tpot_speedup_lo, t.tpot_speedup_hi,
-        t.tpot_speedup_lo > 1 OR t.tpot_speedup_hi < 1 AS significant,
+        c.method = (SELECT aa_method FROM analysis_params) AS is_control,
+        t.tpot_speedup, t.tpot_speedup_lo, t.tpot_speedup_hi, t.tpot_ci_reason,
+        t.p_value, t.p_holm, t.significant, t.sim_ci_low, t.sim_ci_high,
         c.method_goodput_rps, c.baseline_goodput_rps,
         c.method_goodput_rps / nullif(c.baseline_goodput_rps, 0) AS goodput_ratio,
         c.baseline_saturated, c.method_saturated,

@@ -3,22 +3,26 @@
 -- grain: (campaign_id, tp, method, workload, max_tokens) with open-loop windows; key: the same.
 -- "Swept rates" are the rates of the setting's windows with a single offered rate (a sweep's
 -- and a max_rate_under_slo search's; ramps and trace replays have none); several windows at
--- one rate are pooled (attainment = sum(n_good) / sum(n_scheduled)).
+-- one rate are pooled (attainment = sum(n_good) / sum(n_scheduled), n_good counting latency
+-- from the scheduled send: open_requests.meets_slo).
 -- Columns:
 --   n_rates     = swept rates (0: ramps or trace replays only, every rate column NULL)
 --   target      = slo_targets.target (0.99 by default)
 --   max_rate_under_slo = the highest swept rate r with attainment >= target at r and at every
 --                 lower swept rate (a pass above a failing rate does not count); NULL when the
---                 lowest swept rate misses, or without an SLO
+--                 lowest swept rate misses, or without an SLO. A rate at which a window fell
+--                 behind its schedule (open_windows.behind_schedule) misses whatever its
+--                 attainment: the rate was not offered, so it was not met
 --   max_rate_under_slo_strict = the same rule on attainment's 95% Wilson lower bound
 --   saturation_rate = the lowest swept rate with a saturated window (NULL: none)
---   stops_paying_rate = the lowest swept rate whose rate_speedup.tpot_speedup_lo <= 1 (NULL
---                 for the baseline and for a method that pays at every swept rate it was
---                 compared at)
---   pays_at_rate  = the lowest swept rate whose tpot_speedup_lo > 1 (NULL: pays at no rate, and
---                 for the baseline); above stops_paying_rate when a method that does not pay
---                 at low load pays under more (speculation can win where batching slows the
---                 baseline's steps)
+--   stops_paying_rate = the lowest swept rate where the method is significantly SLOWER than
+--                 the baseline (rate_speedup.significant, Holm, and tpot_speedup_hi < 1); a
+--                 rate whose interval holds 1 does not say it stopped, as in `crossover` (NULL
+--                 for the baseline and where no rate is significantly slower)
+--   pays_at_rate  = the lowest swept rate where it is significantly faster (significant and
+--                 tpot_speedup_lo > 1; NULL: pays at no rate, and for the baseline); above
+--                 stops_paying_rate when a method that does not pay at low load pays under
+--                 more (speculation can win where batching slows the baseline's steps)
 
 CREATE OR REPLACE TABLE rate_limits AS
 
@@ -37,6 +41,7 @@ per_rate AS (
         campaign_id, tp, method, workload, max_tokens, rate,
         bool_and(has_slo) AS has_slo,
         bool_or(saturated) AS saturated,
+        bool_or(behind_schedule) AS behind_schedule,
         sum(n_good) AS n_good,
         sum(n_scheduled) AS n_scheduled
     FROM open_windows
@@ -48,9 +53,10 @@ judged AS (
     SELECT
         r.*,
         coalesce(t.target, 0.99) AS target,
-        coalesce(r.n_good / nullif(r.n_scheduled, 0) >= coalesce(t.target, 0.99), false)
-            AS passes,
-        coalesce(wilson_lo(r.n_good, r.n_scheduled) >= coalesce(t.target, 0.99), false)
+        NOT r.behind_schedule AND coalesce(
+            r.n_good / nullif(r.n_scheduled, 0) >= coalesce(t.target, 0.99), false) AS passes,
+        NOT r.behind_schedule AND coalesce(
+            wilson_lo(r.n_good, r.n_scheduled) >= coalesce(t.target, 0.99), false)
             AS passes_strict
     FROM per_rate AS r
     LEFT JOIN slo_targets AS t USING (campaign_id)
@@ -86,9 +92,10 @@ limits AS (
 
 stops AS (
     SELECT campaign_id, tp, method, workload, max_tokens,
-           min(rate) FILTER (WHERE tpot_speedup_lo <= 1) AS stops_paying_rate,
-           min(rate) FILTER (WHERE tpot_speedup_lo > 1) AS pays_at_rate
+           min(rate) FILTER (WHERE significant AND tpot_speedup_hi < 1) AS stops_paying_rate,
+           min(rate) FILTER (WHERE significant AND tpot_speedup_lo > 1) AS pays_at_rate
     FROM rate_speedup
+    WHERE NOT is_control
     GROUP BY ALL
 ),
 
