@@ -27,33 +27,7 @@ Service noise (service_noise): each run of each A/A window w gives a_w = its mea
 the variance of the log ratio of two service starts is s2 = max(0, mean_w(a_w^2 - V_w)) on W
 degrees of freedom (the A/A windows' runs of the campaign, taken as independent draws of the
 start-to-start effect: docs/statistics.md). A comparison of one run adds s2 to its V.
-
-
-from __future__ import annotations
-
-import duckdb
-import numpy as np
-import pandas as pd
-
-# the paired bootstrap itself is schema's, shared with collect's best-of ranking
-from schema.paired import (  # noqa: F401  (re-exported: analyze.stats.* is the public name)
-    LEVEL,
-    N_BOOT,
-    SEED,
-    RunSpread,
-    Speedup,
-    bootstrap_ratio_of_medians,
-    flat_ratio_of_medians,
-    flat_runs_ratio_of_medians,
-    paired_speedup,
-    resample_counts,
-    resampled_medians,
-)
-
-WINDOW_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
-GROUP_KEY = [*WINDOW_KEY, "method"]
-
-SPEEDUP_DDL = """
+"""
 
 from __future__ import annotations
 

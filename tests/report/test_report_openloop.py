@@ -23,11 +23,11 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from report import charts, openloop
-from report.openloop import figures as openloop_figures
 from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
 from report.figures import make_figures
+from report.openloop import figures as openloop_figures
 from tests.report.conftest import CAMPAIGN, needs_latex
 
 RAG = "rag_2k #1 & 50%"  # escaped: rag\_2k \#1 \& 50\%

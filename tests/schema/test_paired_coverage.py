@@ -7,8 +7,8 @@ noise between repetitions (sd 0.02 or 0.1 in ln, 3 reps), 2/3/5/8/30 prompts, 1 
 campaigns per cell with a fixed seed (the figures are deterministic). Coverage must be within
 93-97% up to Monte Carlo error (a 1000-campaign share has a standard error of 0.7 points:
 92.5-97.5% is asserted) wherever an interval is given; below MIN_PROMPTS there must be
-none. The same check runs through the SQL path (analyze.build on a DuckDB file of simulated requests) in
-tests/analyze/test_analyze_coverage.py. The table these cells print is in
+none. The same check runs through the SQL path (analyze.build on a DuckDB file of simulated
+requests) in tests/analyze/test_analyze_coverage.py. The table these cells print is in
 docs/measurements/2026-12-04-statistics.md.
 """
 
