@@ -151,14 +151,20 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
     stops, meets, sat = [], [], []
     for _, r in sub.iterrows():
         m = e(r["method"])
+        later = r.get("pays_at_rate")
         if r["method"] != baseline and pd.notna(r["stops_paying_rate"]):
-            later, low = r.get("pays_at_rate"), _rate(r["lowest"])
-            stops.append(f"{m} stops paying at {_rate(r['stops_paying_rate'])}"
+            low = _rate(r["lowest"])
+            stops.append(f"{m} stops paying (significantly slower) at "
+                         f"{_rate(r['stops_paying_rate'])}"
                          if r["stops_paying_rate"] != r["lowest"]
-                         else f"{m} does not pay at {low} but does at {_rate(later)}"
-                         if pd.notna(later) else f"{m} does not pay even at the lowest rate, {low}")
+                         else f"{m} is slower at {low} but faster at {_rate(later)}"
+                         if pd.notna(later) else f"{m} is slower even at the lowest rate, {low}")
         elif r["method"] != baseline and r["compared"] and pd.notna(r["highest"]):
-            stops.append(f"{m} pays at every rate up to {_rate(r['highest'])}")
+            up_to = _rate(r["highest"])
+            stops.append(f"{m} is faster from {_rate(later)} and significantly slower at no "
+                         f"rate up to {up_to}" if pd.notna(later) else
+                         f"{m} is neither significantly faster nor slower at any rate up to "
+                         f"{up_to}")
         if has_slo and pd.notna(r["max_rate_under_slo"]):
             every = " (every rate measured)" if r["max_rate_under_slo"] == r["highest"] else ""
             meets.append(f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}{every}")
