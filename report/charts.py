@@ -242,8 +242,8 @@ def _boxes(ax: Axes, frame: pd.DataFrame, metric: str, ylabel: str, palette: Pal
     line = {"color": BOX_EDGE, "linewidth": 1.0}
     drawn = ax.bxp([{k: v for k, v in s.items() if k != "method"} for s in stats],
                    positions=range(len(stats)), widths=0.6, showfliers=False, patch_artist=True,
-                   boxprops={**line, "edgecolor": BOX_EDGE}, whiskerprops=line, capprops=line,
-                   medianprops=line)
+                   boxprops={"edgecolor": BOX_EDGE, "linewidth": 1.0}, whiskerprops=line,
+                   capprops=line, medianprops=line)
     for box, s in zip(drawn["boxes"], stats):
         box.set_facecolor(fill(palette[s["method"]]))
     _categorical(ax, len(stats), "")

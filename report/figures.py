@@ -92,7 +92,9 @@ def ratio_figure(frame: pd.DataFrame, plot: Plot, palette: charts.Palette,
     values = frame[[value, "ci_low", "ci_high"]].to_numpy(float).ravel()
     for ax in axes:
         charts.ratio_axis(ax, values)
-    methods = charts.ratio_legend(palette, frame["method"])
+    drawn = frame[~frame["is_control"].fillna(False).astype(bool)] if "is_control" in frame \
+        else frame  # the A/A control is drawn as grey bands, not as a method
+    methods = charts.ratio_legend(palette, drawn["method"])
     ncol = max(2, min(len(methods), 4 if width >= 5 else 3))
     entries = _row_major([methods, charts.significance_legend()], ncol)
     fig.legend(*zip(*entries), loc="outside lower center", fontsize="small", frameon=False,
