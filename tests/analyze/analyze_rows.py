@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,42 @@ def store_rows(path: Path, **tables: list[dict]) -> None:
     for table, rows in tables.items():
         if rows:
             assert store.append(table, rows) == len(rows), table  # nothing quarantined
+
+
+# the speculation tests' raw rows besides requests (services, method_params), Store-appendable
+SERVICE_T = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def service(campaign: str, method: str, engine: str) -> dict[str, Any]:
+    return {"service_id": f"svc-{campaign}-{method}", "campaign_id": campaign,
+            "config_id": f"cfg-{campaign}-{method}", "engine": engine, "method": method,
+            "tp": 1, "gpus": "0", "host": "h", "launch_command": "x", "requested_at": SERVICE_T,
+            "ready_at": None, "stopped_at": None, "startup_s": None, "state": "stopped",
+            "error": None, "log_tail": None, "transport": "direct"}
+
+
+def params(campaign: str, method: str, family: str, **values: Any) -> list[dict[str, Any]]:
+    return [{"campaign_id": campaign, "method": method, "family": family, "param": k,
+             "value": str(v), "value_num": float(v) if isinstance(v, int) else None}
+            for k, v in values.items()]
+
+
+def ident(campaign: str, method: str, engine: str) -> dict[str, Any]:
+    return {"campaign_id": campaign, "method": method, "engine": engine,
+            "service_id": f"svc-{campaign}-{method}", "config_id": f"cfg-{campaign}-{method}"}
+
+
+def rt_window(method: str, rate: float, tpot: Callable[[int], float]) -> tuple[list[dict], dict]:
+    """An open-loop window of campaign rt (vllm): 11 requests at 0..10 s on prompts p0..p10,
+    request i with TPOT tpot(i), and its windows row."""
+    wid = f"rt-{method}-{rate:g}"
+    rows = [{**req(**ident("rt", method, "vllm"), window_id=wid, prompt_id=f"p{i}",
+                   concurrency=0, start_s=float(i), ttft_s=0.1, e2e_s=0.1 + 10 * tpot(i),
+                   output_tokens=11), "scheduled_s": float(i)} for i in range(11)]
+    window = {"campaign_id": "rt", "service_id": f"svc-rt-{method}",
+              "config_id": f"cfg-rt-{method}", "workload": "chat", "window_id": wid,
+              "max_tokens": 256, "load": "poisson", "rate": rate, "ramp": None,
+              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None, "seed": 1,
+              "max_concurrency": None, "n_scheduled": 11, "schedule_span_s": 10.0,
+              "cache_reset": "flush_cache", "started_at": SERVICE_T, "elapsed_s": 12.0}
+    return rows, window

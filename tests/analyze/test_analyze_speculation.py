@@ -27,32 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analyze_rows import decode_req, fetch, one, req
+from analyze_rows import decode_req, fetch, ident, one, params, req, rt_window, service
 
 from analyze import build
 from schema.store import Store
 
 AR = "autoregressive"
 T = datetime(2026, 1, 1, 12, 0, 0)
-
-
-def service(campaign: str, method: str, engine: str) -> dict[str, Any]:
-    return {"service_id": f"svc-{campaign}-{method}", "campaign_id": campaign,
-            "config_id": f"cfg-{campaign}-{method}", "engine": engine, "method": method,
-            "tp": 1, "gpus": "0", "host": "h", "launch_command": "x", "requested_at": T,
-            "ready_at": None, "stopped_at": None, "startup_s": None, "state": "stopped",
-            "error": None, "log_tail": None, "transport": "direct"}
-
-
-def params(campaign: str, method: str, family: str, **values: Any) -> list[dict[str, Any]]:
-    return [{"campaign_id": campaign, "method": method, "family": family, "param": k,
-             "value": str(v), "value_num": float(v) if isinstance(v, int) else None}
-            for k, v in values.items()]
-
-
-def ident(campaign: str, method: str, engine: str) -> dict[str, Any]:
-    return {"campaign_id": campaign, "method": method, "engine": engine,
-            "service_id": f"svc-{campaign}-{method}", "config_id": f"cfg-{campaign}-{method}"}
 
 
 def closed(campaign: str, method: str, conc: int, speeds: list[float],
@@ -87,20 +68,6 @@ GRID = {"ddt-b8-k2": (8, 2, 12, 30), "ddt-b16-k2": (16, 2, 15, 20),
         "ddt-b8-k4": (8, 4, 16, 24), "ddt-b16-k4": (16, 4, 13, 15)}
 
 
-def open_window(method: str, rate: float, tpot: float) -> tuple[list[dict], dict]:
-    wid = f"rt-{method}-{rate:g}"
-    rows = [{**req(**ident("rt", method, "vllm"), window_id=wid, prompt_id=f"p{i}",
-                   concurrency=0, start_s=float(i), ttft_s=0.1, e2e_s=0.1 + 10 * tpot,
-                   output_tokens=11), "scheduled_s": float(i)} for i in range(11)]
-    window = {"campaign_id": "rt", "service_id": f"svc-rt-{method}",
-              "config_id": f"cfg-rt-{method}", "workload": "chat", "window_id": wid,
-              "max_tokens": 256, "load": "poisson", "rate": rate, "ramp": None,
-              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None, "seed": 1,
-              "max_concurrency": None, "n_scheduled": 11, "schedule_span_s": 10.0,
-              "cache_reset": "flush_cache", "started_at": T, "elapsed_s": 12.0}
-    return rows, window
-
-
 RATE_TPOT = {2.0: (0.02, 0.01, 0.008), 8.0: (0.02, 0.016, 0.04), 32.0: (0.02, 0.04, 0.04)}
 
 
@@ -108,7 +75,7 @@ def rt_rows() -> tuple[list[dict], list[dict]]:
     rows, windows = [], []
     for rate, tpots in RATE_TPOT.items():
         for method, tpot in zip((AR, "ngram-k2", "ngram-k4"), tpots):
-            got, window = open_window(method, rate, tpot)
+            got, window = rt_window(method, rate, lambda i, tpot=tpot: tpot)
             rows += got
             windows.append(window)
     return rows, windows

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analyze_rows import decode_req, fetch, one, req
+from analyze_rows import decode_req, fetch, ident, one, params, rt_window, service
 from scipy import stats as sps
 
 from analyze import build
@@ -36,26 +36,8 @@ def _jitter(size: float) -> list[float]:
     return [1 + size * x for x in (0.0, 1.0, -1.0, 0.5, -0.5)]
 
 
-def _service(campaign: str, method: str, engine: str) -> dict[str, Any]:
-    return {"service_id": f"svc-{campaign}-{method}", "campaign_id": campaign,
-            "config_id": f"cfg-{campaign}-{method}", "engine": engine, "method": method,
-            "tp": 1, "gpus": "0", "host": "h", "launch_command": "x", "requested_at": T,
-            "ready_at": None, "stopped_at": None, "startup_s": None, "state": "stopped",
-            "error": None, "log_tail": None, "transport": "direct"}
-
-
-def _params(campaign: str, method: str, family: str, **values: Any) -> list[dict[str, Any]]:
-    return [{"campaign_id": campaign, "method": method, "family": family, "param": k,
-             "value": str(v), "value_num": float(v)} for k, v in values.items()]
-
-
-def _ident(campaign: str, method: str, engine: str) -> dict[str, Any]:
-    return {"campaign_id": campaign, "method": method, "engine": engine,
-            "service_id": f"svc-{campaign}-{method}", "config_id": f"cfg-{campaign}-{method}"}
-
-
 def _closed(method: str, conc: int, factor: float, jitter: list[float]) -> list[dict]:
-    return [decode_req(10 * factor * b * j, **_ident("bs", method, "sglang"), concurrency=conc,
+    return [decode_req(10 * factor * b * j, **ident("bs", method, "sglang"), concurrency=conc,
                        window_id=f"bs-{method}-c{conc}", prompt_id=f"p{i}")
             for i, (b, j) in enumerate(zip(BASE, jitter))]
 
@@ -68,21 +50,9 @@ TPOT = {2.0: {"ngram-k2": 2.0, "ngram-k4": 2.5}, 32.0: {"ngram-k2": 0.5, "ngram-
 
 
 def _open(method: str, rate: float, speedup: float) -> tuple[list[dict], dict]:
-    wid = f"rt-{method}-{rate:g}"
-    rows = []
-    for i in range(11):
-        own = 1.0 if method == AR else 1 + 0.02 * math.cos(3 * i)  # the method's jitter
-        tpot = 0.02 * (1 + 0.1 * math.sin(i)) / speedup * own
-        rows.append({**req(**_ident("rt", method, "vllm"), window_id=wid, prompt_id=f"p{i}",
-                           concurrency=0, start_s=float(i), ttft_s=0.1, e2e_s=0.1 + 10 * tpot,
-                           output_tokens=11), "scheduled_s": float(i)})
-    window = {"campaign_id": "rt", "service_id": f"svc-rt-{method}",
-              "config_id": f"cfg-rt-{method}", "workload": "chat", "window_id": wid,
-              "max_tokens": 256, "load": "poisson", "rate": rate, "ramp": None,
-              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None, "seed": 1,
-              "max_concurrency": None, "n_scheduled": 11, "schedule_span_s": 10.0,
-              "cache_reset": "flush_cache", "started_at": T, "elapsed_s": 12.0}
-    return rows, window
+    """rt_window with TPOT 20 ms / speedup, jittered by prompt (the method by its own 2%)."""
+    own = (lambda i: 1.0) if method == AR else (lambda i: 1 + 0.02 * math.cos(3 * i))
+    return rt_window(method, rate, lambda i: 0.02 * (1 + 0.1 * math.sin(i)) / speedup * own(i))
 
 
 @pytest.fixture(scope="module")
@@ -98,14 +68,14 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             rows, window = _open(method, rate, speedup)
             requests += rows
             windows.append(window)
-    services = [_service("bs", m, "sglang") for m in (AR, "ddtree-b8", "ddtree-b16",
+    services = [service("bs", m, "sglang") for m in (AR, "ddtree-b8", "ddtree-b16",
                                                       "ddtree-b32", "ngram")]
-    services += [_service("rt", m, "vllm") for m in (AR, "ngram-k2", "ngram-k4")]
-    params = [p for b in (8, 16, 32) for p in _params("bs", f"ddtree-b{b}", "ddtree", budget=b)]
-    params += _params("rt", "ngram-k2", "ngram", k=2) + _params("rt", "ngram-k4", "ngram", k=4)
+    services += [service("rt", m, "vllm") for m in (AR, "ngram-k2", "ngram-k4")]
+    family = [p for b in (8, 16, 32) for p in params("bs", f"ddtree-b{b}", "ddtree", budget=b)]
+    family += params("rt", "ngram-k2", "ngram", k=2) + params("rt", "ngram-k4", "ngram", k=4)
     store = Store(path)
     for table, rows in (("requests", requests), ("services", services),
-                        ("method_params", params), ("windows", windows)):
+                        ("method_params", family), ("windows", windows)):
         assert store.append(table, rows) == len(rows), table
     build.run(path, baseline=AR)
     return path
