@@ -15,7 +15,6 @@ rt (vllm), open loop: ngram-k2 and ngram-k4 against the baseline at 2 and 32 req
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from analyze import build
 from schema.store import Store
 
 AR = "autoregressive"
-T = datetime(2026, 1, 1, 12, 0, 0)
 BASE = [1.0, 1.3, 0.8, 1.1, 0.9]
 SMALL = [1.0, 1.01, 0.99, 1.02, 0.98]
 
