@@ -72,6 +72,17 @@
 --                    (every n_good .. attainment_steady_hi column NULL without an SLO)
 --   has_slo        = the campaign has an SLO (slo_targets.has_slo)
 --   cached_share   = cache_hygiene's (sum cached_tokens / sum prompt_tokens, ok requests)
+--   invalid_reason = why the window's rows are inconsistent, NULL when they are not. The
+--                    invariant every attainment and Wilson interval relies on is
+--                    n_sent <= n_scheduled (so n_good <= n_scheduled, and n_scheduled > 0
+--                    wherever a request was sent); a merged or hand-edited file can break it:
+--                    'requests outnumber the schedule: N sent, M scheduled'. Such a window
+--                    stays here, named, with its request figures (counts, lags, latencies,
+--                    saturation); scheduled_rps and every attainment and goodput column are
+--                    NULL (goodput_reason = invalid_reason): a figure against a schedule the
+--                    rows contradict would be made up, and clamping the counts would hide
+--                    which rows are wrong. rate_speedup and rate_limits leave its goodput
+--                    and attainment out the same way (issue 26)
 
 CREATE OR REPLACE TABLE open_windows AS
 
@@ -219,14 +230,18 @@ rates AS (
 withheld AS (
     SELECT
         *,
-        CASE WHEN NOT has_slo THEN 'no SLO'
+        CASE WHEN n_sent > n_scheduled THEN printf(
+                 'requests outnumber the schedule: %d sent, %d scheduled',
+                 n_sent, n_scheduled) END AS invalid_reason,
+        CASE WHEN invalid_reason IS NOT NULL THEN invalid_reason
+             WHEN NOT has_slo THEN 'no SLO'
              WHEN behind_schedule THEN printf(
                  'behind schedule: lag grew %.2f s per s of schedule (p90 lag %.2f s)',
                  lag_growth, lag_p90_s) END AS goodput_reason
     FROM rates
 ),
 
-final AS (
+computed AS (
     SELECT
         r.* EXCLUDE (ok_output_tokens, n_completed_steady, n_sent_steady, by_completion,
                      by_ttft_growth),
@@ -249,9 +264,31 @@ final AS (
         n_good_from_send / nullif(n_scheduled, 0) AS attainment_from_send,
         wilson_lo(n_good_from_send, n_scheduled) AS attainment_from_send_lo,
         wilson_hi(n_good_from_send, n_scheduled) AS attainment_from_send_hi,
-        c.cached_share
+        c.cached_share,
+        r.invalid_reason IS NULL AS consistent
     FROM withheld AS r
     LEFT JOIN cache_hygiene AS c USING (campaign_id, window_id)
+),
+
+-- nothing against the schedule of a window whose rows contradict it (invalid_reason: header)
+final AS (
+    SELECT * EXCLUDE (consistent) REPLACE (
+        CASE WHEN consistent THEN scheduled_rps END AS scheduled_rps,
+        CASE WHEN consistent THEN goodput_rps END AS goodput_rps,
+        CASE WHEN consistent THEN goodput_lo END AS goodput_lo,
+        CASE WHEN consistent THEN goodput_hi END AS goodput_hi,
+        CASE WHEN consistent THEN goodput_from_send_rps END AS goodput_from_send_rps,
+        CASE WHEN consistent THEN attainment END AS attainment,
+        CASE WHEN consistent THEN attainment_lo END AS attainment_lo,
+        CASE WHEN consistent THEN attainment_hi END AS attainment_hi,
+        CASE WHEN consistent THEN attainment_steady END AS attainment_steady,
+        CASE WHEN consistent THEN attainment_steady_lo END AS attainment_steady_lo,
+        CASE WHEN consistent THEN attainment_steady_hi END AS attainment_steady_hi,
+        CASE WHEN consistent THEN attainment_from_send END AS attainment_from_send,
+        CASE WHEN consistent THEN attainment_from_send_lo END AS attainment_from_send_lo,
+        CASE WHEN consistent THEN attainment_from_send_hi END AS attainment_from_send_hi
+    )
+    FROM computed
 )
 
 SELECT * FROM final

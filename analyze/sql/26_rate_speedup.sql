@@ -24,7 +24,8 @@
 --   method_goodput_rps, baseline_goodput_rps = sum(n_good) / sum(elapsed_s) of the key's
 --                       windows (one window: its goodput_rps); NULL when a window of that side
 --                       at the key fell behind its schedule (open_windows.goodput_rps withheld:
---                       that side was not offered the rate)
+--                       that side was not offered the rate) or has an invalid_reason (its rows
+--                       contradict its schedule: open_windows' header)
 --   goodput_ratio     = method_goodput_rps / baseline_goodput_rps (NULL without an SLO, when
 --                       either side fell behind, or when the baseline's goodput is 0)
 --   baseline_saturated, method_saturated = a window of that side at the key is saturated
@@ -43,7 +44,7 @@ per_key AS (
         campaign_id, tp, workload, max_tokens, rate, method,
         bool_or(saturated) AS saturated,
         bool_and(has_slo) AS has_slo,
-        CASE WHEN NOT bool_or(behind_schedule) THEN
+        CASE WHEN NOT bool_or(behind_schedule OR invalid_reason IS NOT NULL) THEN
             sum(n_good) / nullif(sum(elapsed_s), 0) END AS goodput_rps
     FROM open_windows
     WHERE rate IS NOT NULL

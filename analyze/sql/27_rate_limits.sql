@@ -12,7 +12,9 @@
 --                 lower swept rate (a pass above a failing rate does not count); NULL when the
 --                 lowest swept rate misses, or without an SLO. A rate at which a window fell
 --                 behind its schedule (open_windows.behind_schedule) misses whatever its
---                 attainment: the rate was not offered, so it was not met
+--                 attainment: the rate was not offered, so it was not met; so does a rate with
+--                 a window whose rows contradict its schedule (open_windows.invalid_reason:
+--                 its attainment is unknown, and a rate not shown met is not met)
 --   max_rate_under_slo_strict = the same rule on attainment's 95% Wilson lower bound
 --   saturation_rate = the lowest swept rate with a saturated window (NULL: none)
 --   stops_paying_rate = the lowest swept rate where the method is significantly SLOWER than
@@ -42,6 +44,7 @@ per_rate AS (
         bool_and(has_slo) AS has_slo,
         bool_or(saturated) AS saturated,
         bool_or(behind_schedule) AS behind_schedule,
+        bool_or(invalid_reason IS NOT NULL) AS invalid,
         sum(n_good) AS n_good,
         sum(n_scheduled) AS n_scheduled
     FROM open_windows
@@ -53,9 +56,9 @@ judged AS (
     SELECT
         r.*,
         coalesce(t.target, 0.99) AS target,
-        NOT r.behind_schedule AND coalesce(
+        NOT r.behind_schedule AND NOT r.invalid AND coalesce(
             r.n_good / nullif(r.n_scheduled, 0) >= coalesce(t.target, 0.99), false) AS passes,
-        NOT r.behind_schedule AND coalesce(
+        NOT r.behind_schedule AND NOT r.invalid AND coalesce(
             wilson_lo(r.n_good, r.n_scheduled) >= coalesce(t.target, 0.99), false)
             AS passes_strict
     FROM per_rate AS r
