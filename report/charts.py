@@ -22,7 +22,7 @@ from matplotlib.ticker import NullLocator
 
 matplotlib.use("Agg")  # files only, never a window
 
-BASELINE = "autoregressive"
+BASELINE = "autoregressive"  # only for a file naming none (report.data.read_baseline)
 Palette = Mapping[str, tuple[float, float, float]]
 
 

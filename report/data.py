@@ -11,7 +11,8 @@ the campaign, its hosts and its services come from ``campaign_summary``,
 ``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance`` and
 ``accepted_histogram`` (optional: without them no such section); replicas of one
 configuration from ``replica_agreement`` (optional: a threats note when the baseline's
-replicas disagree). A file that analyze has not
+replicas disagree); the baseline it compared against from ``analysis_params`` (optional: the
+campaign's plan baseline without it). A file that analyze has not
 (re)built lacks them, and the report says to run ``python -m analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
@@ -162,9 +163,25 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
     }
 
 
+def read_baseline(con: duckdb.DuckDBPyConnection, info: dict[str, Any], have: set[str]) -> str:
+    """The method the analysis compared against: ``analysis_params.baseline`` (what analyze
+    bound, a ``--baseline`` override included), else the campaign's plan baseline
+    (``campaign_summary.baseline``), else :data:`report.charts.BASELINE` for a file with
+    neither."""
+    if "analysis_params" in have:
+        row = con.execute("SELECT baseline FROM analysis_params LIMIT 1").fetchone()
+        if row and row[0]:
+            return str(row[0])
+    named = info.get("baseline")
+    return str(named) if isinstance(named, str) and named else BASELINE
+
+
 def load(db_path: Path | str, campaign: str | None = None,
-         baseline: str = BASELINE) -> ReportData:
-    """Load one campaign's views; raise :class:`ReportError` if analysis is missing."""
+         baseline: str | None = None) -> ReportData:
+    """Load one campaign's views; raise :class:`ReportError` if analysis is missing.
+
+    ``baseline``: the method the labels and palette treat as the baseline (default: the one
+    the analysis used, :func:`read_baseline`)."""
     path = Path(db_path)
     if not path.exists():
         raise ReportError(f"database not found: {path}")
@@ -177,6 +194,7 @@ def load(db_path: Path | str, campaign: str | None = None,
         info = pick_campaign(con, campaign)
         cid = str(info["campaign_id"])
         frames = _load_frames(con, cid, have)
+        baseline = baseline or read_baseline(con, info, have)
     data = ReportData(campaign=info, n_warmup=int(info["n_warmup"]), baseline=baseline,
                       **frames)
     methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
