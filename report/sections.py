@@ -93,13 +93,26 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
     return out
 
 
-_PATH = re.compile(r"(?<![^\s=])[^\s=]*/([^\s/=]+)")  # a word or key=value with a '/'
+# A whole argument that is a path, alone or as a flag's or variable's value (``--x=/a/b``):
+# starts with / or ~, no blanks, braces or backslashes (``\input{/etc/x}`` is not a path).
+_PATH_ARG = re.compile(r"(?P<key>[^\s=/{}\\]+=)?(?P<path>[/~][^\s{}\\]*/[^\s{}\\/]+)")
+SHORT_PATH_MIN = 24  # paths of at most this many characters stay as written
+CUT = "..."  # marks where a path was cut
+
+
+def _short_arg(arg: str) -> str:
+    m = _PATH_ARG.fullmatch(arg)
+    if m is None or len(m["path"]) <= SHORT_PATH_MIN:
+        return arg
+    return (m["key"] or "") + CUT + "/" + m["path"].rsplit("/", 1)[1]
 
 
 def short_paths(flags: str) -> str:
-    """``flags`` with every path cut to its basename (``-md /a/b/m.gguf`` -> ``-md m.gguf``,
-    ``--x=/a/b`` -> ``--x=b``); the full command is in the appendix."""
-    return _PATH.sub(r"\1", flags)
+    """``flags`` with every long argument that is a whole path cut to ``.../basename``
+    (``-md /a/b/.../m.gguf`` -> ``-md .../m.gguf``, ``--x=/a/.../b`` -> ``--x=.../b``); any
+    other argument, a path inside it included, stays as written. The full command is in the
+    appendix."""
+    return re.sub(r"\S+", lambda m: _short_arg(m.group(0)), flags)
 
 
 def _flags(r: pd.Series) -> str:
