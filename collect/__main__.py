@@ -47,6 +47,7 @@ def run(
     Exit codes: 0 done; 2 bad plan or missing resource; 4 host cannot be
     reached (one line names the host, user@host:port and why; the campaign
     is marked unreachable); 130 interrupted (rerun to resume)."""
+    from collect import cluster
     from collect.hosts.base import HostUnreachable
     from collect.resources import ResourceError
     from collect.run import runner
@@ -67,7 +68,8 @@ def run(
     # `kill -USR1 PID` prints every thread's stack to stderr: where a run that seems stuck is
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
-        campaign = runner.run(
+        start = runner.run if parsed.cluster is None else cluster.run  # cluster: above runner
+        campaign = start(
             parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None,
             only=only or None, repeat=repeat,
         )
@@ -248,9 +250,11 @@ def import_results(
     typer.echo("\n".join(lines))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
+    """Run the command line on argv (default sys.argv[1:]); exits with the command's code.
+    `specsweep run|check|...` calls it with its own argv and prog_name."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    app()
+    app(args=argv, prog_name=prog_name)
 
 
 if __name__ == "__main__":

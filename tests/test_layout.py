@@ -1,124 +1,81 @@
-"""The house's rules, read from the code's own imports (static, by AST):
+"""The house's rules, read from the code's own imports (static):
 
-- no import cycle between any two modules of the project;
-- stages point one way: collect -> schema, analyze -> schema, schema -> nothing of ours,
-  report -> nothing of ours (it reads only the DuckDB file);
+- the import contracts of /.importlinter hold (import-linter): stages point one way (the
+  specsweep command -> the stages; collect, analyze -> schema; report -> nothing of ours: it
+  reads only the DuckDB file), the folders of
+  each stage are layered (collect: cluster > run > planning > hosts > plan > engines > ...),
+  and no two modules or folders of one package import each other, even through a chain;
 - no module over 400 lines, no package folder with more than 10 modules (__init__ and
-  __main__ not counted).
+  __main__ not counted); every package says in its docstring what it owns.
 
-Lazy imports inside functions count: a cycle through a function body is still a cycle.
+Lazy imports inside functions count (import-linter reads every import statement).
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("collect", "schema", "analyze", "report")
-ALLOWED = {
-    "collect": {"collect", "schema"},
-    "schema": {"schema"},
-    "analyze": {"analyze", "schema"},
-    "report": {"report"},
-}
+CONTRACTS = ROOT / ".importlinter"
 MAX_LINES = 400
 MAX_MODULES = 10
+# the `lint-imports` console script, run by this interpreter (no PATH needed)
+LINT = "import sys; from importlinter.cli import lint_imports_command as c; c(sys.argv[1:])"
 
 
-def modules() -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the project's packages."""
-    found = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = path
-    return found
-
-
-def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The project modules that module `name` imports (from x import y counts x.y if a module)."""
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = name.split(".")
-                keep = len(parts) - node.level + (path.name == "__init__.py")
-                base = ".".join(parts[:keep] + ([base] if base else []))
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
-        out |= {t for t in targets if t in known and t != name and not name.startswith(t + ".")}
-    return out
-
-
-def graph() -> dict[str, set[str]]:
-    known = modules()
-    return {name: imported(name, path, known) for name, path in known.items()}
-
-
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for start in edges:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is None:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-            elif child not in index:
-                index[child] = low[child] = len(index)
-                stack.append(child)
-                on_stack.add(child)
-                work.append((child, iter(sorted(edges[child]))))
-            elif child in on_stack:
-                low[node] = min(low[node], index[child])
-    return found
-
-
-def test_no_import_cycle() -> None:
-    assert cycles(graph()) == []
-
-
-def test_cycle_finder_finds_a_cycle() -> None:
-    """The checker itself can fail: a hand-built loop is found."""
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def test_imports_follow_the_stage_order() -> None:
-    against = sorted(
-        f"{source} -> {target}"
-        for source, targets in graph().items()
-        for target in targets
-        if target.split(".")[0] not in ALLOWED[source.split(".")[0]]
+def lint_imports(config: Path, cwd: Path = ROOT, path: Path = ROOT) -> tuple[int, str]:
+    """Run import-linter on a contract file; (exit code, its report)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LINT, "--no-cache", "--no-logo", str(config)],
+        cwd=cwd, capture_output=True, text=True, timeout=120,
+        env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"},
     )
-    assert against == []
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_import_contracts_are_kept() -> None:
+    code, report = lint_imports(CONTRACTS)
+    assert code == 0, report
+    assert " broken" in report and "0 broken" in report
+
+
+def test_a_broken_layering_is_reported(tmp_path: Path) -> None:
+    """The check itself can fail: the plan imports the engines (its engine union), so a
+    contract that puts the engines above the plan is broken, and says by which import."""
+    config = tmp_path / "contracts.ini"
+    config.write_text(
+        "[importlinter]\nroot_packages =\n    collect\n    schema\n\n"
+        "[importlinter:contract:upside-down]\nname = engines over plan\ntype = layers\n"
+        "containers =\n    collect\nlayers =\n    engines\n    plan\n"
+    )
+    code, report = lint_imports(config)
+    assert code == 1, report
+    assert "engines over plan BROKEN" in report
+    assert "collect.plan.components -> collect.engines" in report
+
+
+def test_a_cycle_is_reported(tmp_path: Path) -> None:
+    """A hand-built loop a -> b -> c -> a in a scratch package breaks the acyclic contract."""
+    package = tmp_path / "loop"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""A loop."""\n')
+    for name, target in (("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")):
+        (package / f"{name}.py").write_text(f"from loop import {target}\n")
+    config = tmp_path / "contracts.ini"
+    config.write_text(
+        "[importlinter]\nroot_packages =\n    loop\n\n"
+        "[importlinter:contract:acyclic]\nname = no loop\ntype = acyclic_siblings\n"
+        "ancestors =\n    loop\n"
+    )
+    code, report = lint_imports(config, cwd=tmp_path, path=tmp_path)
+    assert code == 1, report
+    assert "no loop BROKEN" in report
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -1,7 +1,8 @@
 """The driver of a campaign across a Ray cluster: where `collect run` runs, the only writer.
 
-`collect.run.runner.run` does what it does for one host (the campaigns row, resume, runs,
-phases, status) with a `RayCluster` as the campaign's host, and hands its job queue (the
+`collect.run.runner.run` (called by `collect.cluster.run` with `connect=RayCluster`) does
+what it does for one host (the campaigns row, resume, runs, phases, status) with a `RayCluster`
+as where the campaign runs (it satisfies `collect.hosts.base.Cluster`), and hands its job queue (the
 runner's `_Queue`: phases, best_of picks, --only, replicas) to `RayCluster.run_jobs`, which
 turns each job into a Ray TASK (never an actor: an actor holds its GPUs until killed):
 

@@ -4,7 +4,11 @@ flags, stream parser, fingerprint, scrapes, memory rules and result-file format.
 A module here is an engine when it defines `KIND` (the plan's `engine.kind`), `Config` (its
 pydantic plan model) and `Adapter` (a class satisfying `collect.engines.base.Engine`, built
 from a `Config`). Modules are found by listing this package's `__path__`, so adding an engine
-is adding one module; `create(cfg)` picks the adapter for a plan's engine.
+is adding one module; `create(cfg)` picks the adapter for a plan's engine. This registry is
+what the plan reads (`config_models()` builds its `engine` union): the plan imports the engines,
+never the reverse. The helper modules beside them: `base` (the protocols), `config` (the plan
+model every `Config` subclasses), `openai` (the OpenAI-compatible chat stream and /metrics the
+adapters share; no adapter imports another), `acceptance` (the one acceptance definition).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ its GPU memory (read by `collect.planning.memory`'s budget) and `ResultFormat`: 
 tool's result files differ (read by `collect.importing.files`).
 
 An engine module under collect/engines/ defines `KIND`, a pydantic `Config` (its plan model,
-subclassing `collect.plan.fields.EngineConfig`) and an `Adapter` class that satisfies `Engine`;
-docs/adding-an-engine.md walks through one.
+subclassing `collect.engines.config.EngineConfig`) and an `Adapter` class that satisfies `Engine`;
+docs/adding-an-engine.md walks through one. Nothing here imports the plan: an adapter reads a
+plan's method through `MethodFlags`, which the plan's `Method` satisfies.
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ class StreamParser(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
+class MethodFlags(Protocol):
+    """What an adapter reads of a plan's method (`collect.plan.fields.Method`): the flags and
+    environment variables that select it."""
+
+    @property
+    def args(self) -> list[str]: ...
+    @property
+    def env(self) -> dict[str, str]: ...
+
+
 class Engine(Protocol):
     """What a campaign asks of an engine adapter."""
 
@@ -41,7 +52,9 @@ class Engine(Protocol):
     health_path: str
     cfg: Any  # the engine's plan model (its module's `Config`)
 
-    def launch(self, method: Any, tp: int, port: int) -> tuple[list[str], dict[str, str]]: ...
+    def launch(
+        self, method: MethodFlags, tp: int, port: int
+    ) -> tuple[list[str], dict[str, str]]: ...
     def request(
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]: ...
@@ -51,7 +64,7 @@ class Engine(Protocol):
     def prepare(self, host: Any) -> None: ...
     async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None: ...
     async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str: ...
-    def draft_model(self, method: Any) -> str | None: ...
+    def draft_model(self, method: MethodFlags) -> str | None: ...
 
 
 CACHE_RESETS = ("flush_cache", "reset_prefix_cache", "slots_erase", "cache_prompt_off",
@@ -68,7 +81,7 @@ class EngineHooks:
         """Before each workload on a running service (nothing by default; the prefix cache
         is emptied per window by `reset_cache`)."""
 
-    def draft_model(self, method: Any) -> str | None:
+    def draft_model(self, method: MethodFlags) -> str | None:
         """The draft model a method's launch flags name ({model} expanded), for the
         service's fingerprint; None when it names none (n-gram drafting, no speculation)."""
         return None

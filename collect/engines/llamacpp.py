@@ -22,36 +22,26 @@ import json
 from typing import Any, ClassVar, Literal
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import Field
 
 from collect.engines.acceptance import accept_length, no_details
-from collect.engines.base import EngineHooks, HookFailed, flag
-from collect.plan.fields import EngineConfig, Method
+from collect.engines.base import EngineHooks, HookFailed, MethodFlags, flag
+from collect.engines.config import EngineConfig
+from collect.engines.openai import OpenAIChatStream, chat_body, parse_prometheus
 from collect.resources import build_label, resolve_llama_server, resolve_model
 
 
-class ChatStream:
-    """Parser state of one OpenAI-style chat completion stream."""
+class ChatStream(OpenAIChatStream):
+    """An OpenAI chat stream (collect.engines.openai) whose last event's `timings` is kept."""
 
     def __init__(self) -> None:
-        self.finish_reason: str | None = None
-        self.usage: dict[str, Any] = {}
+        super().__init__()
         self.timings: dict[str, Any] = {}
 
     def feed(self, event: dict[str, Any]) -> tuple[str, int | None]:
-        if isinstance(event.get("usage"), dict):
-            self.usage = event["usage"]
         if isinstance(event.get("timings"), dict):
             self.timings = event["timings"]
-        choices = event.get("choices") or []
-        if not choices:
-            return "", None
-        choice = choices[0]
-        if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
-        text = (choice.get("delta") or {}).get("content") or ""
-        return text, None
+        return super().feed(event)
 
     def stats(self) -> dict[str, Any]:
         return llamacpp_stats(self.timings, self.usage, self.finish_reason)
@@ -87,20 +77,6 @@ def llamacpp_stats(
         accept_length=accept_length(predicted, steps),
     )
     return out
-
-
-def chat_body(
-    messages: list[dict[str, str]], max_tokens: int, extra: dict[str, Any]
-) -> dict[str, Any]:
-    """An OpenAI streaming chat request at temperature 0 whose last event carries usage."""
-    return {
-        "messages": messages,
-        "max_tokens": max_tokens,
-        "temperature": 0,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        **extra,
-    }
 
 
 KIND = "llamacpp"
@@ -152,7 +128,7 @@ class LlamaCpp(EngineHooks):
     def __init__(self, cfg: LlamaCppEngine):
         self.cfg = cfg
 
-    def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
+    def launch(self, method: MethodFlags, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
         """argv and extra environment of one service; {model} in flags expands."""
         binary = resolve_llama_server(self.cfg.binary)
         model = resolve_model(self.cfg.model)
@@ -165,7 +141,7 @@ class LlamaCpp(EngineHooks):
     ) -> tuple[str, dict[str, Any]]:
         return self.chat_path, chat_body(messages, max_tokens, self.cfg.request_extra)
 
-    def draft_model(self, method: Method) -> str | None:
+    def draft_model(self, method: MethodFlags) -> str | None:
         """The draft GGUF (--spec-draft-model, -md, --model-draft; {model} expanded), else its
         hub repo (--spec-draft-hf ...)."""
         args = [*self.cfg.args, *method.args]
@@ -257,20 +233,6 @@ def _error_message(reply: httpx.Response) -> str:
     except (ValueError, KeyError, TypeError):
         message = reply.text.strip()[:300]
     return repr(message)
-
-
-def parse_prometheus(text: str) -> list[dict[str, Any]]:
-    """Samples as {source, name, labels (JSON), value}."""
-    return [
-        {
-            "source": "metrics",
-            "name": sample.name,
-            "labels": json.dumps(sample.labels, sort_keys=True),
-            "value": float(sample.value),
-        }
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    ]
 
 
 Config = LlamaCppEngine

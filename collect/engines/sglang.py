@@ -22,14 +22,21 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import Field
 
-from collect.engines.base import EngineHooks, HookFailed, MemoryRules, ResultFormat, flag
-from collect.engines.llamacpp import chat_body, parse_prometheus
+from collect.engines.base import (
+    EngineHooks,
+    HookFailed,
+    MemoryRules,
+    MethodFlags,
+    ResultFormat,
+    flag,
+)
+from collect.engines.config import EngineConfig
+from collect.engines.openai import chat_body, parse_prometheus
 from collect.engines.sglang_streams import (  # sglang_stats: re-exported for callers
     GenerateStream,
     SGLangChatStream,
     sglang_stats,  # noqa: F401
 )
-from collect.plan.fields import EngineConfig, Method
 
 # server_args fields worth recording besides every `speculative_*` one
 FINGERPRINT_KEYS = (
@@ -156,7 +163,7 @@ class SGLang(EngineHooks):
         if cfg.chat_template:
             self.set_chat_template(cfg.chat_template)
 
-    def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
+    def launch(self, method: MethodFlags, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
         """argv and extra environment of one service; {model} in flags expands."""
         flags = [a.replace("{model}", self.cfg.model) for a in [*self.cfg.args, *method.args]]
         argv = [
@@ -219,7 +226,7 @@ class SGLang(EngineHooks):
     def parser(self) -> GenerateStream | SGLangChatStream:
         return SGLangChatStream() if self.cfg.api == "chat" else GenerateStream()
 
-    def draft_model(self, method: Method) -> str | None:
+    def draft_model(self, method: MethodFlags) -> str | None:
         """--speculative-draft-model-path of the launch flags ({model} expanded)."""
         given = MEMORY.draft_path([*self.cfg.args, *method.args])
         return given.replace("{model}", self.cfg.model) if given else None

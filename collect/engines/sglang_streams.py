@@ -27,7 +27,7 @@ import json
 from typing import Any
 
 from collect.engines.acceptance import accept_length, sglang_details
-from collect.engines.llamacpp import ChatStream
+from collect.engines.openai import OpenAIChatStream
 
 
 class GenerateStream:
@@ -65,7 +65,7 @@ class GenerateStream:
         return sglang_stats(self.meta)
 
 
-class SGLangChatStream(ChatStream):
+class SGLangChatStream(OpenAIChatStream):
     """An OpenAI chat stream whose `sglext.spec_tokens_details` chunk is kept."""
 
     def __init__(self) -> None:

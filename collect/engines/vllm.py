@@ -31,18 +31,25 @@ both spellings are read, and samples of several engines (label sets) are summed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import defaultdict
 from typing import Any, ClassVar, Literal
 
 import httpx
+import tenacity
 from pydantic import Field
 
 from collect.engines.acceptance import accept_length, vllm_details, vllm_spec_metrics
-from collect.engines.base import EngineHooks, HookFailed, MemoryRules, ResultFormat, flag
-from collect.engines.llamacpp import ChatStream, chat_body, parse_prometheus
-from collect.plan.fields import EngineConfig, Method
+from collect.engines.base import (
+    EngineHooks,
+    HookFailed,
+    MemoryRules,
+    MethodFlags,
+    ResultFormat,
+    flag,
+)
+from collect.engines.config import EngineConfig
+from collect.engines.openai import OpenAIChatStream, chat_body, parse_prometheus
 
 PREFIX = "vllm:spec_decode_"
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
@@ -51,8 +58,8 @@ SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
 RESET_TRIES, RESET_WAIT_S = 5, 0.2  # {"success": false} is retried: blocks may still be held
 
 
-class VLLMChatStream(ChatStream):
-    """OpenAI chat chunks as llama.cpp's parser reads them; tokens per chunk come from
+class VLLMChatStream(OpenAIChatStream):
+    """OpenAI chat chunks (collect.engines.openai); tokens per chunk come from
     `token_ids` when the request asked for them (`return_token_ids`), else unknown."""
 
     def __init__(self) -> None:
@@ -130,7 +137,7 @@ class VLLM(EngineHooks):
     def __init__(self, cfg: VLLMEngine):
         self.cfg = cfg
 
-    def launch(self, method: Method, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
+    def launch(self, method: MethodFlags, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
         """argv and extra environment of one service; {model} in flags expands. The server
         runs with VLLM_SERVER_DEV_MODE=1 (unless the plan's env sets it), as `vllm bench
         sweep` starts its servers: without it /reset_prefix_cache, the reset before every
@@ -156,7 +163,7 @@ class VLLM(EngineHooks):
             return []
         return [SPEC_METRICS_FLAG, level]
 
-    def draft_model(self, method: Method) -> str | None:
+    def draft_model(self, method: MethodFlags) -> str | None:
         """The "model" of --speculative-config's JSON ({model} expanded)."""
         flags = [a.replace("{model}", self.cfg.model) for a in [*self.cfg.args, *method.args]]
         try:
@@ -214,9 +221,8 @@ class VLLM(EngineHooks):
           offload, LMCache) is therefore not emptied (vllm-project/vllm#57727).
         """
         url = f"{base_url}/reset_prefix_cache"
-        for attempt in range(RESET_TRIES):
-            if attempt:
-                await asyncio.sleep(RESET_WAIT_S)
+
+        async def post() -> httpx.Response:
             reply = await client.post(url, timeout=30)
             if reply.status_code == 404:
                 raise HookFailed(
@@ -225,8 +231,16 @@ class VLLM(EngineHooks):
             if reply.status_code != 200:
                 raise HookFailed(f"vLLM did not reset its prefix cache (HTTP "
                                  f"{reply.status_code}: {reply.text.strip()[:300]!r})")
-            if _reset_succeeded(reply.text):
-                return "reset_prefix_cache"
+            return reply
+
+        # only a 200 that is not a success is sent again; an error or exception ends it at once
+        reply = await tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(RESET_TRIES), wait=tenacity.wait_fixed(RESET_WAIT_S),
+            retry=tenacity.retry_if_result(lambda reply: not _reset_succeeded(reply.text)),
+            retry_error_callback=lambda state: state.outcome.result(),  # the last reply
+        )(post)
+        if _reset_succeeded(reply.text):
+            return "reset_prefix_cache"
         raise HookFailed(
             f"vLLM did not reset its prefix cache: {RESET_TRIES} tries answered "
             f"{reply.text.strip()[:300]!r} (blocks still held by running requests or KV "

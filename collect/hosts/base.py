@@ -1,12 +1,15 @@
-"""What every host shares: the `Process` a host started, and the `Host` protocol the runner,
-the service lifecycle and the planner are typed against."""
+"""What every host shares: the `Process` a host started, and the protocols the runner, the
+service lifecycle and the planner are typed against: `Site` (where a campaign runs, as the
+runner asks of it before and around its services), `Host` (a `Site` that starts services:
+local, SSH, external) and `Cluster` (a `Site` whose jobs run elsewhere:
+`collect.cluster.driver.RayCluster`, handed the runner's queue)."""
 
 from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass
@@ -29,11 +32,26 @@ class HostUnreachable(RuntimeError):
         super().__init__(f"host {host} ({address}) cannot be reached: {self.reason}")
 
 
-class Host(Protocol):
-    """Runs a service's server and reports on the machine it runs on (local, SSH, external)."""
+class Site(Protocol):
+    """Where a campaign runs, as the runner sees it: its name and plan model, its facts, the
+    GPUs it offers, the files engines read to prepare; closed when the campaign ends."""
 
     name: str
     cfg: Any  # the host's plan model: every kind answers gpus, gpu_wait_s, pack, ...
+
+    def read_file(self, path: str) -> str: ...
+    def close(self) -> None: ...
+    def gpu_indices(self) -> list[int]: ...
+    def busy_gpus(self) -> set[int]: ...
+    def fingerprint(self) -> dict[str, str]: ...
+    def reap_orphans(self) -> list[int]:
+        """Stop servers an interrupted run left behind; pids stopped (none on most hosts)."""
+        ...
+
+
+@runtime_checkable
+class Host(Site, Protocol):
+    """Runs a service's server and reports on the machine it runs on (local, SSH, external)."""
 
     def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process: ...
     def alive(self, proc: Process) -> bool: ...
@@ -43,15 +61,15 @@ class Host(Protocol):
     def endpoint(self, address: str, port: int) -> str: ...
     def transport(self, address: str) -> str: ...
     def log_dir(self, default: Path) -> Path: ...
-    def read_file(self, path: str) -> str: ...
     def describe(self, command: str) -> str: ...
-    def close(self) -> None: ...
-    def gpu_indices(self) -> list[int]: ...
-    def busy_gpus(self) -> set[int]: ...
-    def fingerprint(self) -> dict[str, str]: ...
-    def reap_orphans(self) -> list[int]:
-        """Stop servers an interrupted run left behind; pids stopped (none on most hosts)."""
-        ...
+
+
+class Cluster(Site, Protocol):
+    """A site whose configurations run elsewhere, each where the cluster places it: the runner
+    hands it its job queue and it runs every job (collect.cluster.driver.RayCluster). The
+    campaign and queue are the runner's (`collect.run`, a layer above this one)."""
+
+    def run_jobs(self, c: Any, queue: Any) -> None: ...
 
 
 class Runner(Protocol):

@@ -115,7 +115,7 @@ class TraceWorkload(Strict):
     kind: Literal["trace"] = Field(
         description="Replay a JSONL trace on its own clock: each line's request is sent at its "
         "timestamp (times time_scale) after the window starts, with its own prompt and output "
-        "length (formats: collect/plan/traces.py and the README)."
+        "length (formats: collect/plan/traces.py and docs/open-loop.md)."
     )
     name: Name = Field(description="Workload label.")
     path: Path = Field(description="The trace file (JSONL); relative paths are relative to "
@@ -196,12 +196,15 @@ class Slo(Strict):
     def met(self, ok: bool, ttft_s: float | None, e2e_s: float | None,
             output_tokens: int | None) -> bool:
         """Whether one request meets every objective given (vLLM's goodput rule): failed
-        requests never do; TPOT = (e2e - ttft) / (output_tokens - 1), and a request of fewer
+        requests never do; TPOT = schema.metrics.tpot_s, (e2e - ttft) / (output_tokens - 1),
+        the tpot_s macro's twin (tests/schema/test_metrics_parity.py), and a request of fewer
         than two tokens has none, which meets a TPOT objective. analyze/sql computes the same
         in SQL (tests/analyze/test_analyze_openloop.py checks they agree)."""
+        from schema.metrics import tpot_s  # here: this method is the only user in the module
+
         if not ok or ttft_s is None or e2e_s is None:
             return False
-        tpot = (e2e_s - ttft_s) / (output_tokens - 1) if (output_tokens or 0) > 1 else None
+        tpot = tpot_s(output_tokens, e2e_s, ttft_s)
         return ((self.ttft_ms is None or ttft_s * 1000 <= self.ttft_ms)
                 and (self.tpot_ms is None or tpot is None or tpot * 1000 <= self.tpot_ms)
                 and (self.e2e_ms is None or e2e_s * 1000 <= self.e2e_ms))

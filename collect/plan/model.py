@@ -20,10 +20,10 @@ from pydantic import (
     model_validator,
 )
 
-from collect.cluster.config import ClusterField
 from collect.plan import families
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
+    ClusterField,
     Engine,
     Estimates,
     Host,
@@ -208,16 +208,18 @@ class Plan(Strict):
     )
     prefix_cache: Literal["reset", "keep"] = Field(
         "reset", description="Empty the server's prefix cache before every measured window "
-        "(how, per engine: README 'Prefix cache'), or keep it warm across windows."
+        "(how, per engine: docs/open-loop.md 'Prefix cache hygiene'), or keep it warm across "
+        "windows."
     )
     gpu_hour_usd: float | None = Field(
         None, gt=0, description="Price of one GPU-hour (USD), for cost per million output "
         "tokens; stored in `environment` as price.gpu_hour_usd."
     )
     repeat: int = Field(1, ge=1, le=100, description="Runs of the whole campaign, each on "
-                        "fresh service starts (README 'Repeated runs'); not in the plan's hash.")
+                        "fresh service starts (docs/plan-guide.md 'Repeated runs'); not in the "
+                        "plan's hash.")
     cluster: ClusterField = Field(None, description="Run across the nodes of a Ray cluster "
-                                  "(collect/cluster/config.py); not in the plan's hash.")
+                                  "(collect/cluster/); not in the plan's hash.")
 
     @field_validator("methods")
     @classmethod

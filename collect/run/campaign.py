@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from collect import engines
-from collect.hosts.base import Host
+from collect.hosts.base import Cluster, Host
 from collect.plan.families import numeric
 from collect.plan.model import Plan
 from collect.run.progress import CampaignProgress
@@ -27,7 +27,7 @@ class Campaign:
     store: Store
     plan: Plan
     campaign_id: str
-    host: Host
+    host: Host | Cluster  # a Cluster only on a cluster's driver, whose jobs run on its nodes
     engine: engines.Engine
     log_dir: Path
     progress: CampaignProgress
@@ -36,6 +36,15 @@ class Campaign:
     spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
     only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
     run: int = 1  # the run being measured (1..the plan's repeat)
+
+    @property
+    def service_host(self) -> Host:
+        """The host this campaign starts its services on. A cluster's driver starts none (each
+        job runs on a node, with a local host of its own there): asking it is a bug."""
+        if not isinstance(self.host, Host):
+            raise TypeError(f"{type(self.host).__name__} starts no service: its jobs run on "
+                            "its nodes")
+        return self.host
 
     @contextmanager
     def signals_stop(self) -> Iterator[Stop]:

@@ -53,7 +53,7 @@ def _serve(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workloa
            gpus: tuple[int, ...] | None, port_offset: int) -> bool:
     """One service start of job `key`; True when the server died after it had become
     ready."""
-    service = Service(c.host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
+    service = Service(c.service_host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
                       c.stopping)
     service.row["run"], service.row["replica"] = c.run, replica_of(key)
     c.progress.status(f"starting {config.method.name} (tp {config.tp})")
@@ -104,7 +104,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
     calls = Endpoints(store, campaign_id, service.service_id, config.config_id)
     async with http_client(limits=limits, timeout=None, headers=headers,
                            event_hooks=calls.hooks()) as http, \
-            sampling(c.host, service.row["gpus"], c.plan.telemetry) as sampler:
+            sampling(c.service_host, service.row["gpus"], c.plan.telemetry) as sampler:
         ctx = Context(
             http,
             service.engine,

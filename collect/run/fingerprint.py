@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any
 
-from collect.hosts.base import Host
+from collect.hosts.base import Site
 from collect.plan.model import Plan
 from collect.redact import MASK, SECRET_NAME, redact
 from collect.resources import resolve_model
@@ -100,7 +100,7 @@ def put_environment(store: Store, campaign_id: str, host: str, facts: dict[str, 
         )
 
 
-def record_environment(store: Store, campaign_id: str, host: Host, plan: Plan) -> None:
+def record_environment(store: Store, campaign_id: str, host: Site, plan: Plan) -> None:
     """The host's fingerprint and the campaign's facts (engine, model, specsweep version,
     what else runs on the GPUs, the price), and the plan's latency objectives."""
     facts = host.fingerprint()

@@ -12,12 +12,13 @@ the scheduler, blocking services); `collect.run.configuration` runs one configur
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
 from pathlib import Path
 
 from collect import engines, hosts
-from collect.hosts.base import HostUnreachable
+from collect.hosts.base import Cluster, Host, HostUnreachable
 from collect.plan.families import family_members, resolve
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
@@ -44,10 +45,14 @@ def run(
     phases: list[str] | None = None,
     only: list[str] | None = None,
     repeat: int | None = None,
+    connect: Callable[[Plan, str], Cluster] | None = None,
 ) -> str:
     """Run (or resume) the plan's campaign, or only the named phases, or only the
     configurations named METHOD or METHOD/TP; `repeat` runs (default: the plan's), each
-    complete before the next starts; returns campaign_id."""
+    complete before the next starts; returns campaign_id. A plan with `cluster:` runs on
+    `connect(plan, plan_text)`: collect.cluster.run's RayCluster (a layer above this one)."""
+    if plan.cluster is not None and connect is None:
+        raise ValueError("a plan with `cluster:` runs through collect.cluster.run")
     campaign_id = plan.campaign_id()
     runs = repeat or plan.repeat
     selected = select_phases(plan, phases)
@@ -56,9 +61,10 @@ def run(
         with store.transaction():  # the campaigns row and its methods' parameters together
             _begin(store, plan, plan_text, campaign_id)
             record_method_params(store, plan, campaign_id)
-        status, host = "interrupted", None
+        status = "interrupted"
+        host: Host | Cluster | None = None
         try:
-            host = hosts.create(plan.host) if plan.cluster is None else _cluster(plan, plan_text)
+            host = hosts.create(plan.host) if connect is None else connect(plan, plan_text)
             for pid in host.reap_orphans():  # remote hosts only; others have none
                 log.warning("stopped a server (pid %s) left running by an interrupted run", pid)
             engine = engines.create(plan.engine)
@@ -81,12 +87,6 @@ def run(
                 host.close()
             _finish(store, campaign_id, status)
     return campaign_id
-
-
-def _cluster(plan: Plan, plan_text: str) -> hosts.Host:
-    from collect.cluster.driver import RayCluster  # imports ray: only a plan with `cluster:`
-
-    return RayCluster(plan, plan_text)  # type: ignore[return-value]
 
 
 def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
@@ -128,8 +128,8 @@ def _run_phases(c: Campaign, phases: list[Phase]) -> None:
     an incomplete unit and stops its server before the interrupt goes on.
     """
     queue = _Queue(c, phases)
-    if c.plan.cluster is not None:  # each job a Ray task on a node (collect/cluster/driver.py)
-        return c.host.run_jobs(c, queue)  # type: ignore[attr-defined]
+    if not isinstance(c.host, Host):  # a Cluster: each job a task on one of its nodes
+        return c.host.run_jobs(c, queue)
     queue.expand()
     if queue.jobs:  # before the first start: what the estimates (plan or store) expect
         how = "packed on GPUs " + ",".join(map(str, queue.gpus)) if queue.packed else "serial"

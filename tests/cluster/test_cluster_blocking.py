@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from collect.cluster import run as run_on_cluster
 from collect.plan.file import parse_plan
-from collect.run import runner
 from tests.cluster.conftest import plan_text, query
 
 pytestmark = [pytest.mark.timeout(150)]
@@ -55,7 +55,7 @@ def test_a_stop_phase_runs_on_the_services_node_with_its_gpu(cluster: Any, servi
                                                              tmp_path: Path) -> None:
     db, events = tmp_path / "results.duckdb", tmp_path / "events"
     text = _plan(cluster.address, events)
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
+    run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
                only=["autoregressive"])
     resources = json.loads(query(db, "SELECT value FROM environment WHERE host = 'cluster' "
                                       "AND key = 'cluster.resources'")[0][0])
@@ -72,7 +72,7 @@ def test_a_service_that_will_not_stop_leaves_its_configurations_unmeasured(
     service is not started (its stop failed: its state is unknown); the campaign partial."""
     db, events = tmp_path / "results.duckdb", tmp_path / "events"
     text = _plan(cluster.address, events, stop_exit=3)
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     assert events.read_text() == "stop\n" * 3
     assert query(db, "SELECT count(*) FROM services") == [(0,)]
     assert query(db, "SELECT count(*) FROM units") == [(0,)]

@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
+from collect.cluster import run as run_on_cluster
 from collect.plan.file import parse_plan
-from collect.run import runner
 from tests.cluster.conftest import PLAN
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(180)]
@@ -28,7 +28,7 @@ def test_a_best_of_phase_waits_for_its_source_across_nodes(cluster: Any,
                                                            tmp_path: Path) -> None:
     db = tmp_path / "results.duckdb"
     text = PLAN + PHASES + f"cluster: {{kind: ray, address: '{cluster.address}'}}\n"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     con = duckdb.connect(str(db), read_only=True)
     try:
         assert con.execute("SELECT status FROM campaigns").fetchall() == [("complete",)]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from collect.cluster import run as run_on_cluster
 from collect.hosts.base import HostUnreachable
 from collect.plan.file import parse_plan
-from collect.run import runner
 from tests.cluster.conftest import plan_text, query
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
 
 
 def _run_only(text: str, db: Path, logs: Path, *methods: str) -> None:
-    runner.run(parse_plan(text), text, db, logs, show_progress=False, only=list(methods))
+    run_on_cluster(parse_plan(text), text, db, logs, show_progress=False, only=list(methods))
 
 
 def test_pinned_configurations_run_on_their_node_with_rays_gpus(cluster: Any,
@@ -72,5 +72,5 @@ def test_a_cluster_that_does_not_answer_is_unreachable(tmp_path: Path) -> None:
     db = tmp_path / "results.duckdb"
     text = plan_text("127.0.0.1:1")  # nothing listens on port 1
     with pytest.raises(HostUnreachable, match=r"host cluster \(127.0.0.1:1\) cannot be reached"):
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     assert query(db, "SELECT status FROM campaigns") == [("unreachable",)]

@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
+from collect.cluster import run as run_on_cluster
 from collect.plan.file import parse_plan
-from collect.run import runner
 from tests.cluster.conftest import plan_text
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
@@ -26,7 +26,7 @@ def test_a_long_configuration_runs_as_replicas_across_the_cluster(cluster: Any,
     db = tmp_path / "results.duckdb"
     text = plan_text(cluster.address, "gpu: true").replace("warmup_requests: 1",
                                                            "warmup_requests: 0") + SLOW
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
+    run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
                only=["autoregressive"])
     con = duckdb.connect(str(db), read_only=True)
     try:

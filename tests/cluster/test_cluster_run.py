@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
+from collect.cluster import run as run_on_cluster
 from collect.plan.file import parse_plan
-from collect.run import runner
 from tests.cluster.conftest import NODE, plan_text, query
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.llama, pytest.mark.timeout(240)]
 
 
 def _run(text: str, db: Path, logs: Path) -> str:
-    return runner.run(parse_plan(text), text, db, logs, show_progress=False)
+    return run_on_cluster(parse_plan(text), text, db, logs, show_progress=False)
 
 
 

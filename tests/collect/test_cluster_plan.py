@@ -1,4 +1,4 @@
-"""The plan's `cluster:` block (collect/cluster/config.py): validated before anything starts,
+"""The plan's `cluster:` block (collect/plan/components.py): validated before anything starts,
 errors naming the field; left out of the plan's hash; and a single-host campaign (the
 runner, a plan with or without the block) never imports ray."""
 
