@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 import numpy as np
 from pylatex.utils import NoEscape
+from pylatex.utils import escape_latex as _pylatex_escape
 
 __all__ = [
     "NoEscape",
@@ -35,17 +36,20 @@ __all__ = [
 # finds them wherever it is run from; specsweep installs as plain files, never zipped.
 LATEX_DIR = Path(str(resources.files("latex")))
 
+# The characters pylatex escapes so that they print as themselves (compiled and read back
+# in tests/report/test_report_latex.py): the TeX specials but `^`, the brackets (`\\[` and
+# `\item[` would read one as an optional argument) and U+00A0 (a tie).
+_FROM_PYLATEX = "\\{}$&#_%~[]\u00a0"
+# This module's rules where pylatex's differ or are missing, compared by compiling both with
+# pdflatex and reading the PDF back with pdftotext (2026-12-04): pylatex's `\^{}` is an
+# accent that prints U+02C6, not `^`; its `\newline%` + LF cannot become a space in a table
+# cell (the `newline` argument); its `{-}` for every hyphen prints what `-{}` before a
+# second hyphen only prints, and report/tables.py reads the latter back. pylatex leaves the
+# rest as they are, and then `` ` `` prints a curly quote, `,,` `<<` `>>` `''` form
+# ligatures and pdflatex stops at the first emoji ("Unicode character ... not set up").
 _SPECIAL: dict[str, str] = {
-    "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
-    "$": r"\$",
-    "&": r"\&",
-    "#": r"\#",
+    **{ch: str(_pylatex_escape(ch)) for ch in _FROM_PYLATEX},
     "^": r"\textasciicircum{}",
-    "_": r"\_",
-    "%": r"\%",
-    "~": r"\textasciitilde{}",
     # Not TeX specials, but they would not print as themselves:
     "<": r"\textless{}",
     ">": r"\textgreater{}",
@@ -53,9 +57,6 @@ _SPECIAL: dict[str, str] = {
     '"': r"\textquotedbl{}",
     "'": r"\textquotesingle{}",
     "`": r"\textasciigrave{}",
-    # `\\[` and `\item[` would read a following bracket as an optional argument.
-    "[": "{[}",
-    "]": "{]}",
     "\t": " ",
     "\r": "",
     # Typography that the fonts carry under another name.
@@ -105,6 +106,11 @@ def escape_latex(s: object, newline: str = r"\newline{}") -> str:
     that could be read as optional arguments, control characters and glyphs that
     pdflatex cannot typeset (shown as ``[U+XXXX]``). ``newline`` replaces ``\\n``;
     pass ``" "`` inside table cells.
+
+    Built on ``pylatex.utils.escape_latex``'s rules for the TeX specials (``_FROM_PYLATEX``;
+    the comment above ``_SPECIAL`` says where and why the others differ). Unlike pylatex,
+    a ``NoEscape`` is escaped too: this is called on data, and raw LaTeX reaches a
+    template through ``finalize`` or the ``raw`` filter, never through here.
     """
     text = "" if s is None else str(s)
     out = [_escape_char(ch, text[i + 1:i + 2], newline) for i, ch in enumerate(text)]

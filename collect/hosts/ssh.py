@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import paramiko
+import tenacity
 
 from collect.hosts import facts, reach
 from collect.hosts.base import HostUnreachable, Process
@@ -172,7 +173,11 @@ class SSH:
 
     def _reconnect(self, stale: paramiko.SSHClient | None, attempts: int | None = None) -> None:
         """Replace the client `stale` (unless another thread already has), with backoff;
-        HostUnreachable when no attempt connects (at once for host key and authentication)."""
+        HostUnreachable when no attempt connects (at once for host key and authentication).
+
+        Up to `attempts` connects, the k-th retry after 0.5 * 2**(k-1) s (0.5, 1, 2 ...);
+        only a HostUnreachable marked `retry` is retried. A failure after more than one
+        attempt says how many ("... (3 attempts)")."""
         with self._lock:
             if self._client is not stale and self._active():
                 return
@@ -183,19 +188,19 @@ class SSH:
             if attempts == 0:
                 why = "link lost and reconnect_attempts is 0"
                 raise HostUnreachable(self.name, self._address(), why)
-            for i in range(attempts):
-                if i:
-                    time.sleep(0.5 * 2 ** (i - 1))
-                try:
-                    self._client = self._connect_once()
-                    return
-                except HostUnreachable as exc:
-                    if exc.retry and i < attempts - 1:
-                        continue
-                    if not i:
-                        raise
-                    reason = f"{exc.reason} ({i + 1} attempts)"
-                    raise HostUnreachable(exc.host, exc.address, reason) from exc.__cause__
+            retrying = tenacity.Retrying(
+                stop=tenacity.stop_after_attempt(attempts), reraise=True,
+                wait=tenacity.wait_exponential(multiplier=0.5),
+                retry=tenacity.retry_if_exception(_worth_retrying),
+            )
+            try:
+                self._client = retrying(self._connect_once)
+            except HostUnreachable as exc:
+                tried = retrying.statistics["attempt_number"]
+                if tried == 1:
+                    raise
+                reason = f"{exc.reason} ({tried} attempts)"
+                raise HostUnreachable(exc.host, exc.address, reason) from exc.__cause__
 
     def _transport(self) -> paramiko.Transport:
         if not self._active():
@@ -387,3 +392,9 @@ def _drain(chan: paramiko.Channel, timeout_s: float, line: str) -> tuple[bytes, 
     while chan.recv_stderr_ready():
         err += chan.recv_stderr(65536)
     return bytes(out), bytes(err)
+
+
+def _worth_retrying(exc: BaseException) -> bool:
+    """A HostUnreachable that says a later connect may succeed (refused, timed out; not
+    host key or authentication); any other exception ends _reconnect at once."""
+    return isinstance(exc, HostUnreachable) and exc.retry

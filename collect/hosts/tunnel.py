@@ -1,7 +1,18 @@
 """SSH port forwards: a local listener on 127.0.0.1 whose connections reach a remote
 (host, port), either through direct-tcpip channels of a paramiko transport, a thread per
-link in this process (`Tunnel`), or through an OpenSSH `ssh -N -L` process
-(`OpenSSHTunnel`, where an `ssh` client exists)."""
+link in this process (`Tunnel`), or through an OpenSSH `ssh -L` process
+(`OpenSSHTunnel`, where an `ssh` client exists).
+
+OpenSSH is the default (`forward_kind`), paramiko the fallback (no `ssh` client, a
+password_env, or ssh refusing to start), by what a forward adds to a streamed request
+(tests/bench/bench_tunnel.py, two runs on 2026-12-04, docs/benchmarks-tunnel.md): at 64
+streams paramiko's per-chunk delay is 26-28 ms median and 149-165 ms p99 against OpenSSH's
+1.0-1.5 and 6.6-16 ms (its threads copy bytes in the client's own process, under its GIL);
+at 1 stream it adds 0.4 ms to TTFT's median against OpenSSH's 0.2 ms; a request on a new
+connection waits 3-10 ms more than direct (p90 46-49 ms) against OpenSSH's 0.1-0.3 ms.
+Throughput is not the reason: a stream carries a few KB/s. The ssh command line holds
+options and paths only (key file, known_hosts); ssh runs in batch mode, so a password is
+never asked for nor passed (password_env hosts use paramiko)."""
 
 from __future__ import annotations
 

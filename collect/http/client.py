@@ -114,7 +114,13 @@ async def stream(
     timeout_s: float,
 ) -> Result:
     """Send one streaming request; never raises for server or network faults. The request
-    carries `client`'s headers (API keys) and reuses its pooled connections (see http1)."""
+    carries `client`'s headers (API keys) and reuses its pooled connections (see http1).
+
+    The resend loop (NO_REPLY_ATTEMPTS) stays hand-written rather than tenacity's: only
+    the first send may reuse a pooled connection, t0 is re-taken before each send, nothing
+    waits between sends, and it runs per request on the event loop that stamps every
+    stream's reads, where an AsyncRetrying costs about 25 us against 0.4 us for the loop
+    (one send that succeeds; measured 2026-12-04 on the 2-core VM, tenacity 9.2.1)."""
     payload = json.dumps(body).encode()
     headers = {k: v for k, v in client.headers.items() if k.lower() not in NOT_FORWARDED}
     headers["Content-Type"] = "application/json"

@@ -15,6 +15,11 @@ process without a session (then sshd leaves Nagle's algorithm on). specsweep's c
 (collect.http.client.stream, warmed to the concurrency first, as in bench_client.py) records
 each text chunk's kernel arrival stamp; error = arrival stamp - server send stamp. The
 paths alternate order from round to round (rotated), so drift of the machine hits each.
+
+A second table (`--fresh N` per path and round) times a request on a NEW connection, what
+a forward adds when the pool opens one (pool growth, a resend after NoReply): from the
+connect call to the first byte of the reply to `GET /health`, raw sockets, one at a time.
+Results of 2026-12-04: docs/benchmarks-tunnel.md.
 """
 
 from __future__ import annotations
@@ -67,9 +72,45 @@ def measure(args: argparse.Namespace, urls: dict[str, str]) -> dict[tuple[str, i
         order = PATHS[r % len(PATHS):] + PATHS[: r % len(PATHS)]
         for streams in args.concurrency:
             for name in order:
-                runs = asyncio.run(fidelity(OURS, urls[name] + PATH, streams, args.requests))
+                try:
+                    runs = asyncio.run(fidelity(OURS, urls[name] + PATH, streams, args.requests))
+                except RuntimeError as exc:  # say which path failed: the client's error does not
+                    raise RuntimeError(f"{name}, {streams} streams, round {r + 1}: {exc}") from None
                 found.setdefault((name, streams), []).extend(runs)
     return found
+
+
+async def first_byte(url: str) -> float:
+    """Seconds from opening a new connection to url's port to the first byte of the reply
+    to `GET /health` on it."""
+    port = int(url.rsplit(":", 1)[1])
+    started = time.perf_counter()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    if not await reader.read(1):
+        raise RuntimeError(f"{url} closed the connection without a reply")
+    took = time.perf_counter() - started
+    writer.close()
+    await writer.wait_closed()
+    return took
+
+
+def fresh(args: argparse.Namespace, urls: dict[str, str]) -> None:
+    """The new-connection table: per path, quantiles and the median added to direct's."""
+    found: dict[str, list[float]] = {name: [] for name in PATHS}
+    for r in range(args.rounds):
+        for name in PATHS[r % len(PATHS):] + PATHS[: r % len(PATHS)]:
+            found[name] += [asyncio.run(first_byte(urls[name])) for _ in range(args.fresh)]
+    base = statistics.median(found["direct"])
+    print(f"\nNew connection to first reply byte (GET /health), ms; {args.rounds} rounds of "
+          f"{args.fresh} connections per path, one at a time")
+    print("| path | connections | median | p90 | p99 | max | median added to direct |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
+    for name in PATHS:
+        xs = found[name]
+        p90 = statistics.quantiles(xs, n=10, method="inclusive")[8]
+        cells = [statistics.median(xs), p90, p99(xs), max(xs), statistics.median(xs) - base]
+        print(f"| {name} | {len(xs)} | " + " | ".join(f"{x * 1e3:.3f}" for x in cells) + " |")
 
 
 def table(args: argparse.Namespace, found: dict[tuple[str, int], list]) -> None:
@@ -95,6 +136,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=16,
                         help="requests per path, stream count and round (at least one batch)")
+    parser.add_argument("--fresh", type=int, default=20,
+                        help="new connections per path and round (0: no such table)")
     args = parser.parse_args(argv)
     print(f"bench_tunnel: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -118,6 +161,8 @@ def main(argv: list[str]) -> None:
         print(f"forwards: paramiko -> {kinds[0]}, ssh -tt -L -> {kinds[1]}")
         try:
             table(args, measure(args, urls))
+            if args.fresh:
+                fresh(args, urls)
         finally:
             plain.close()
     print(f"\n{time.perf_counter() - started:.0f} s; load average after "
