@@ -1,11 +1,8 @@
 """Chart functions: one pure function per figure, drawing on a given matplotlib Axes.
-
-Each ``plot_<metric>_by_<axis>(ax, frame, palette)`` reads only its frame (an
-analysis view as a DataFrame), draws, and returns the Axes; it never saves or shows.
-One theme (:func:`set_theme`) and one colour per method (:func:`method_palette`,
-built once per report from the sorted method list, baseline first) keep every
-figure consistent.
-"""
+Each ``plot_<metric>_by_<axis>(ax, frame, palette)`` reads only its frame (an analysis view as
+a DataFrame) and metric labels (metric_catalog's, report.labels), draws, and returns the Axes;
+it never saves or shows. One theme (:func:`set_theme`) and one colour per method
+(:func:`method_palette`, baseline first, then sorted) keep every figure consistent."""
 
 from __future__ import annotations
 
@@ -19,6 +16,8 @@ from matplotlib import colors as mcolors
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
+
+from report.labels import Labels, metric_label
 
 matplotlib.use("Agg")  # files only, never a window
 
@@ -187,7 +186,8 @@ def plot_energy_ratio_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palett
     return ax
 
 
-def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette,
+                                   labels: Labels = None) -> Axes:
     """Token-weighted acceptance length per workload and method (mean over windows)."""
     data = frame.dropna(subset=["accept_length_tw"])
     if data.empty:
@@ -204,20 +204,19 @@ def plot_accept_length_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palet
     _categorical(ax, len(workloads), "workload")
     ax.legend(title="method")
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
-    ax.set_ylabel("acceptance length (tokens / verify step)")
+    ax.set_ylabel(metric_label(labels, "accept_length_tw"))
     _slant_if_crowded(ax, data["workload"].nunique(), room=6)
     return ax
 
 
 def plot_decode_tps_by_method(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
-    """Distribution of per-request decode tok/s per method: a box per method drawn from
-    request_distribution's statistics (no per-request points)."""
-    return _boxes(ax, frame, "decode_tps", "decode tok/s per request", palette)
+    """Per-request decode tok/s per method: request_distribution's boxes, no raw points."""
+    return _boxes(ax, frame, "decode_tps", palette)
 
 
 def plot_ttft_by_method(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
     """Distribution of time to first token per method (request_distribution's boxes)."""
-    return _boxes(ax, frame, "ttft_s", "TTFT (s)", palette)
+    return _boxes(ax, frame, "ttft_s", palette)
 
 
 BOX_EDGE = "0.25"  # outline, whiskers and median of every box
@@ -235,7 +234,7 @@ def box_stats(frame: pd.DataFrame, metric: str, palette: Palette) -> list[dict]:
             for m in _order(palette, by_method) for r in [by_method[m]]]
 
 
-def _boxes(ax: Axes, frame: pd.DataFrame, metric: str, ylabel: str, palette: Palette) -> Axes:
+def _boxes(ax: Axes, frame: pd.DataFrame, metric: str, palette: Palette) -> Axes:
     stats = box_stats(frame, metric, palette)
     if not stats:
         return _empty(ax, f"no {metric} data")
@@ -247,7 +246,7 @@ def _boxes(ax: Axes, frame: pd.DataFrame, metric: str, ylabel: str, palette: Pal
     for box, s in zip(drawn["boxes"], stats):
         box.set_facecolor(fill(palette[s["method"]]))
     _categorical(ax, len(stats), "")
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(metric_label(dict(zip(frame["metric"], frame.get("label", ()))), metric))
     _slant_if_crowded(ax, len(stats))
     return ax
 
@@ -295,7 +294,8 @@ def _by_turn(ax: Axes, frame: pd.DataFrame, y: str, ylabel: str, palette: Palett
     return ax
 
 
-def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
+def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palette,
+                                   labels: Labels = None) -> Axes:
     """Aggregate output tok/s versus concurrency, one colour per method, style per workload."""
     data = frame.dropna(subset=["throughput_tps"])
     if data.empty:
@@ -313,7 +313,7 @@ def plot_throughput_by_concurrency(ax: Axes, frame: pd.DataFrame, palette: Palet
     if data["concurrency"].nunique() > 1 and data["concurrency"].min() > 0:
         ax.set_xscale("log", base=2)
     concurrency_ticks(ax, frame.dropna(subset=["throughput_tps"]))
-    ax.set_ylabel("throughput (output tok/s)")
+    ax.set_ylabel(metric_label(labels, "throughput_tps"))
     ax.legend(*zip(*_line_legend(palette, order, dashes)), fontsize="small", loc="upper left",
               bbox_to_anchor=(1.01, 1))  # beside the lines
     return ax

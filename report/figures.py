@@ -260,6 +260,7 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
     """One job per figure the data supports, the costliest (most panels) first."""
     pal, jobs = data.palette, []
     sp, cs, dist, ag = data.speedup, data.config_summary, data.distribution, data.agentic
+    labels = {"labels": data.labels}  # the axes' metric labels (metric_catalog)
 
     def add(key: str, func: Callable[..., Path], *args: object, **kwargs: object) -> None:
         jobs.append((key, partial(func, *args, **kwargs)))
@@ -281,14 +282,14 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
             charts.plot_energy_ratio_by_workload, pal, value="energy_ratio")
     if cs["throughput_tps"].notna().any():
         add("throughput", draw, outdir / "throughput.pdf",
-            [(charts.plot_throughput_by_concurrency, throughput_lines(cs))], pal)
+            [(partial(charts.plot_throughput_by_concurrency, **labels), throughput_lines(cs))], pal)
     if not ag.empty:
         add("agentic", draw, outdir / "agentic.pdf", [(charts.plot_ttft_by_turn, ag),
                                                       (charts.plot_context_by_turn, ag)],
             pal, size=(6.4, 2.8), shared_legend=True)
     if cs["accept_length_tw"].notna().any():
-        add("accept", draw, outdir / "accept.pdf", [(charts.plot_accept_length_by_workload, cs)],
-            pal)
+        add("accept", draw, outdir / "accept.pdf",
+            [(partial(charts.plot_accept_length_by_workload, **labels), cs)], pal)
     if (dist["metric"] == "decode_tps").any():
         add("decode_tps", draw, outdir / "decode_tps.pdf",
             [(charts.plot_decode_tps_by_method, dist)], pal)

@@ -5,8 +5,8 @@
 -- campaign had one; v8 no services.replica; v9 no requests.history; see schema/store.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
--- in README.md and add a migrate_to_N step in schema/store.py.
--- These comments are the raw layer's data dictionary (README.md links here). Times are
+-- in docs/data-dictionary.md and add a migrate_to_N step in schema/store.py.
+-- These comments are the raw layer's data dictionary (docs/data-dictionary.md links here). Times are
 -- UTC wall clock; every duration is measured with time.perf_counter().
 
 -- One row per migration applied to the file (schema/store.py: one migrate_to_N per version).

@@ -4,6 +4,10 @@
 -- the same numbers, and a read-only reader (report, `make sql`) can use them as well.
 -- Each macro takes the columns it needs and returns NULL where the metric is undefined;
 -- callers add the `ok` condition (a failed request has no latency metrics).
+-- Beside them: which rows are measured (schema/measured.sql), the Python twins collect uses
+-- per request (schema.metrics.tpot_s, accept_length: parity-tested against these macros),
+-- and each metric's unit, direction and label (schema.metrics.CATALOG, written into every
+-- analysed file as the metric_catalog table; docs/metrics.md).
 
 -- tpot_s: time per output token after the first, seconds.
 --   (e2e_s - ttft_s) / (output_tokens - 1)                       when output_tokens > 1

@@ -330,10 +330,10 @@ def migrate_to_6(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE requests ADD COLUMN scheduled_s DOUBLE").fetchall()
 
 
-# v6 derived llama.cpp's verify steps as predicted_n - draft_n_accepted, counting the step that
-# sampled the prefill's token; v7 derives predicted_n - 1 - draft_n_accepted. Both were
-# specsweep's derivation from the same raw counts, so the older rows are re-derived exactly
-# (a v7 row never matches: its count is one lower).
+# v6 counted llama.cpp's prefill step in spec_verify_ct (predicted_n - draft_n_accepted), v7 not,
+# so older rows are re-derived exactly (a v7 row's count is one lower: it never matches). Its
+# accept_length is a frozen copy of schema/metrics.sql's accept_length_of on purpose: a step
+# computes what its version meant, whatever a later macro says (macros install after migrate).
 LLAMACPP_VERIFY_STEPS_V7 = """
 UPDATE requests SET spec_verify_ct = spec_verify_ct - 1,
     accept_length = (output_tokens - 1) / (spec_verify_ct - 1)

@@ -32,7 +32,8 @@ Per matched window and metric, on the prompts both campaigns measured (positive 
                       compare_stats' default floor (docs/compare.md)
     significant_raw = the unadjusted interval excludes no change
     worse           = ratio < 1 where higher is better (decode_tps, accept_length,
-                      attainment), > 1 where lower is better (TTFT, TPOT)
+                      attainment), > 1 where lower is better (TTFT, TPOT): the direction
+                      of schema.metrics.CATALOG, the one place a metric's direction lives
     effect          = |ln(value ratio)|, the order of the list (significant changes first)
 
 `speedup_ratio` puts each campaign's own speedup over its own baseline side by side (a

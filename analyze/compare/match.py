@@ -14,17 +14,19 @@ import numpy as np
 from analyze.compare import stats as cs
 from analyze.compare.prompts import PromptCheck, prompt_check
 from analyze.environment_diff import environment
+from schema import metrics
 from schema.controls import aa_control_name
 from schema.paired import holm
 
 KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency", "load")
 COLUMNS = ("decode_tps", "ttft_s", "tpot_s", "accept_length")  # ROWS_SQL's, in its order
-# metric -> (column, quantile, higher is better)
-METRICS = {"decode_tps": ("decode_tps", 0.5, True), "ttft_s": ("ttft_s", 0.5, False),
-           "tpot_s": ("tpot_s", 0.5, False), "accept_length": ("accept_length", 0.5, True),
-           "ttft_s_p90": ("ttft_s", 0.9, False), "tpot_s_p90": ("tpot_s", 0.9, False)}
-HIGHER_IS_BETTER = {metric: higher for metric, (_, _, higher) in METRICS.items()}
-HIGHER_IS_BETTER["attainment"] = True
+# metric -> (column, quantile, higher is better); the direction is the metric's catalogue entry
+METRICS = {name: (column, q, metrics.metric(name).higher_is_better) for name, column, q in (
+    ("decode_tps", "decode_tps", 0.5), ("ttft_s", "ttft_s", 0.5), ("tpot_s", "tpot_s", 0.5),
+    ("accept_length", "accept_length", 0.5), ("ttft_s_p90", "ttft_s", 0.9),
+    ("tpot_s_p90", "tpot_s", 0.9))}
+HIGHER_IS_BETTER = {name: metrics.metric(name).higher_is_better
+                    for name in (*METRICS, "attainment")}
 DRIFT = {"runs": "paired runs", "aa": "A/A control", "none": "not measured"}
 # (campaign, the window's columns, load_label's arguments, run, prompt, the metrics); ? x4
 ROWS_SQL = """

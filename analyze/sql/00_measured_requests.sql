@@ -8,28 +8,13 @@
 -- out of measured_requests: open-loop requests (scheduled_s set), which are open_requests'
 -- (23_open_requests.sql): every closed-loop object groups by concurrency, which an open-loop
 -- window does not have.
+-- The rule is written once, as the table macros kept_request_rows() and
+-- measured_request_rows() of schema/measured.sql, which collect's ranking and estimates read
+-- too.
 
 CREATE OR REPLACE TEMP VIEW kept_requests AS
-
-WITH
-
-incomplete AS (
-    SELECT campaign_id, config_id, workload, run FROM units WHERE NOT complete
-),
-
-final AS (
-    SELECT r.rowid AS rid, r.*
-    FROM requests AS r
-    WHERE NOT r.is_warmup
-      AND NOT EXISTS (
-          SELECT 1 FROM incomplete AS i
-          WHERE i.campaign_id = r.campaign_id AND i.config_id = r.config_id
-            AND i.workload = r.workload AND i.run = r.run
-      )
-)
-
-SELECT * FROM final
+SELECT * FROM kept_request_rows()
 ;
 
 CREATE OR REPLACE TEMP VIEW measured_requests AS
-SELECT * FROM kept_requests WHERE scheduled_s IS NULL
+SELECT * FROM measured_request_rows()

@@ -16,7 +16,8 @@
 --                          replies; NULL where the server counts no generated tokens;
 --                          foreign tokens, if any, are in it)
 --   accept_rate_window   = d_accepted / d_draft_tokens
--- Per request (requests of the same service and workload, warm-ups excluded, ok only):
+-- Per request (kept requests of the same service and workload: warm-ups and rows of
+-- incomplete units excluded, schema/measured.sql's kept_request_rows(); ok only):
 --   accept_length_requests = sum(output_tokens - 1) / sum(spec_verify_ct)  (the one
 --                          definition, pooled: schema/metrics.sql's accept_length_tw; rows
 --                          with output_tokens > 1 and spec_verify_ct > 0)
@@ -74,8 +75,7 @@ per_request AS (
         campaign_id, service_id, workload,
         sum(output_tokens) FILTER (WHERE ok) AS output_tokens,
         accept_length_tw(ok, output_tokens, spec_verify_ct) AS accept_length_requests
-    FROM requests
-    WHERE NOT is_warmup
+    FROM kept_request_rows()
     GROUP BY ALL
 ),
 

@@ -28,7 +28,7 @@ params AS (
 ),
 
 incomplete AS (
-    SELECT campaign_id, config_id, workload, run FROM units WHERE NOT complete
+    SELECT * FROM incomplete_units()  -- schema/measured.sql: the one incomplete-unit rule
 ),
 
 measured_windows AS (

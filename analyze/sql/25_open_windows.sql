@@ -89,7 +89,7 @@ CREATE OR REPLACE TABLE open_windows AS
 WITH
 
 incomplete AS (
-    SELECT campaign_id, config_id, workload, run FROM units WHERE NOT complete
+    SELECT * FROM incomplete_units()  -- schema/measured.sql: the one incomplete-unit rule
 ),
 
 targets AS (

@@ -11,7 +11,8 @@
 -- spec_verify_ct, e2e_s and ttft_s come from request_metrics (joined on request_id).
 -- Per request: tokens = output_tokens - 1 (the prefill token excluded), steps = spec_verify_ct,
 -- decode_s = e2e_s - ttft_s. Per cell c = (run, prompt_id), means over the cell's requests:
---   g_c = mean over M's of ln(tokens / steps)      (log acceptance length)
+--   g_c = mean over M's of ln(tokens / steps)      (log acceptance length: the macro
+--         accept_length_of of schema/metrics.sql)
 --   s_c = mean over M's of ln(decode_s / steps)    (log time of one verify step)
 --   b_c = mean over the baseline's of ln(decode_s / tokens)   (log time of one baseline token)
 -- Columns:
@@ -52,6 +53,7 @@ pairs AS (
         p.role, p.run, p.prompt_id,
         r.output_tokens - 1 AS tokens,
         r.spec_verify_ct AS steps,
+        accept_length_of(r.output_tokens, r.spec_verify_ct) AS accept_length,
         r.e2e_s - r.ttft_s AS decode_s
     FROM speedup_pairs AS p
     JOIN request_metrics AS r USING (request_id)
@@ -63,8 +65,7 @@ cells AS (
         count(*) FILTER (WHERE role = 'method') AS n,
         count(*) FILTER (WHERE role = 'baseline') AS n_baseline,
         count(*) FILTER (WHERE role = 'method' AND steps > 0) AS n_verified,
-        avg(CASE WHEN steps > 0 THEN ln(tokens / steps) END)
-            FILTER (WHERE role = 'method') AS g,
+        avg(ln(accept_length)) FILTER (WHERE role = 'method') AS g,
         avg(CASE WHEN steps > 0 THEN ln(decode_s / steps) END)
             FILTER (WHERE role = 'method') AS s,
         avg(ln(decode_s / tokens)) FILTER (WHERE role = 'baseline') AS b

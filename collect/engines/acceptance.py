@@ -7,8 +7,9 @@ details engines report, renamed into the `requests` columns.
 The token sampled at prefill is excluded: a decode step yields its accepted draft tokens
 plus one (the bonus token), so accept_length = 1 + accepted / steps, vLLM's
 mean_acceptance_length and the DFlash paper's tau (1 for plain decoding). None when
-output_tokens <= 1 or spec_verify_ct is None or 0. Each engine's own per-request figure
-is kept beside it in `engine_accept_length`.
+output_tokens <= 1 or spec_verify_ct is None or 0. The formula is schema.metrics.accept_length,
+re-exported here. Each engine's own per-request figure is kept beside it in
+`engine_accept_length`.
 
 The detail columns (lists of counts, None when the engine gives none):
     accept_histogram [j]   = verify steps that accepted exactly j draft tokens, j = 0..K
@@ -20,17 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# the one definition (schema/metrics.sql's accept_length_of macro); its Python twin lives
+# beside the macro, with the test that proves the two agree, and the engines import it here
+from schema.metrics import accept_length as accept_length
+
 DETAIL_KEYS = ("engine_accept_length", "accept_histogram", "accepted_per_pos", "step_accepted")
-
-
-def accept_length(output_tokens: Any, verify_ct: Any) -> float | None:
-    """(output_tokens - 1) / spec_verify_ct; None when either is missing, output_tokens
-    <= 1 or spec_verify_ct <= 0."""
-    if not isinstance(output_tokens, int) or not isinstance(verify_ct, int):
-        return None
-    if output_tokens <= 1 or verify_ct <= 0:
-        return None
-    return (output_tokens - 1) / verify_ct
 
 
 def no_details() -> dict[str, Any]:

@@ -19,8 +19,9 @@ Decode tok/s of one request for (method, tp, workload, concurrency c), the first
 exists:
 
 1. measured: the median of (output_tokens - 1) / (e2e_s - ttft_s) over the store's
-   requests of that method and tp (any campaign of this plan's configs: same engine,
-   model and flags, see `ServiceConfig.config_id`) on that workload at that c.
+   measured requests (the analysis' rule, schema/measured.sql) of that method and tp (any
+   campaign of this plan's configs: same engine, model and flags, see
+   `ServiceConfig.config_id`) on that workload at that c.
 2. nearest measured, same method: the measured condition that differs least, in this
    order: same tp before another tp, same workload before another workload, the closest
    c (on a log scale), the closest tp; carried over with the plan's assumed ratios
@@ -66,20 +67,21 @@ class Measured:
     startup_s: dict[tuple[str, int], float] = field(default_factory=dict)  # (method, tp)
 
 
-# decode_tps: the macro of schema/metrics.sql, the definition the views and the ranking use;
-# closed-loop windows only (an open-loop window's load is its rate: its estimate assumes one
-# request at a time, the nearest closed-loop figure)
+# The rows the analysis measures, by the same rule (schema/measured.sql: not warm-up, not in
+# a unit marked incomplete); decode_tps: the macro of schema/metrics.sql, the definition the
+# views and the ranking use. Speeds from closed-loop windows only, measured_request_rows() (an
+# open-loop window's load is its rate: its estimate assumes one request at a time, the
+# nearest closed-loop figure); reply lengths from every kept request.
 REQUEST_FIGURES = """
 SELECT config_id, workload, concurrency,
        median(decode_tps(output_tokens, e2e_s, ttft_s)), median(ttft_s)
-FROM requests
-WHERE ok AND NOT is_warmup AND output_tokens > 1 AND e2e_s > ttft_s
-  AND scheduled_s IS NULL AND list_contains(?, config_id)
+FROM measured_request_rows()
+WHERE ok AND output_tokens > 1 AND e2e_s > ttft_s AND list_contains(?, config_id)
 GROUP BY ALL
 """
 OUTPUT_TOKENS = """
-SELECT workload, max_tokens, avg(output_tokens) FROM requests
-WHERE ok AND NOT is_warmup AND list_contains(?, config_id) GROUP BY ALL
+SELECT workload, max_tokens, avg(output_tokens) FROM kept_request_rows()
+WHERE ok AND list_contains(?, config_id) GROUP BY ALL
 """
 STARTUPS = """
 SELECT config_id, median(startup_s) FROM services

@@ -40,13 +40,9 @@ from schema.paired import paired_speedup
 DECODE_SPEEDS = """
 SELECT method, workload, max_tokens, concurrency, prompt_id,
        decode_tps(output_tokens, e2e_s, ttft_s) AS decode_tps
-FROM requests AS r
-WHERE campaign_id = ? AND tp = ? AND run = ? AND ok AND NOT is_warmup
-  AND scheduled_s IS NULL  -- closed-loop windows: open-loop ones differ by rate, not concurrency
+FROM measured_request_rows()  -- schema/measured.sql: the analysis' rule, closed loop
+WHERE campaign_id = ? AND tp = ? AND run = ? AND ok
   AND decode_tps(output_tokens, e2e_s, ttft_s) IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM units AS u WHERE NOT u.complete
-                  AND u.campaign_id = r.campaign_id AND u.config_id = r.config_id
-                  AND u.workload = r.workload AND u.run = r.run)
 ORDER BY ALL
 """
 

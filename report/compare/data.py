@@ -4,7 +4,8 @@ from the DuckDB file: read-only, every value bound with ``?``.
 A and B are the campaign ids the comparison was stored under, or plan names (the latest
 stored comparison whose campaigns have those plan names). A pair with no stored rows, or
 one stored by an older specsweep (without the Holm, drift and prompt columns), is a
-:class:`~report.data.ReportError` that says which command stores it.
+:class:`~report.data.ReportError` that says which command stores it. Each change's metric
+label comes from ``metric_catalog`` (what analyze writes; the metric's name without a row).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from report.data import ReportError
+from report.data import ReportError, read_labels
 
 RUNS_SQL = "SELECT a, b, campaign_id, plan_name, started_at, n_measured FROM compare_runs"
 CHANGES_SQL = "SELECT * FROM compare_changes WHERE a = ? AND b = ? ORDER BY rank"
@@ -36,7 +37,7 @@ class CompareData:
 
     a: dict[str, Any]  # compare_runs row of A: campaign_id, plan_name, started_at, n_measured
     b: dict[str, Any]
-    changes: pd.DataFrame  # compare_changes, in rank order
+    changes: pd.DataFrame  # compare_changes, in rank order, + label (metric_catalog's or None)
     speedups: pd.DataFrame  # compare_speedups
     only: pd.DataFrame  # compare_only (side 'A' or 'B')
     environment: pd.DataFrame  # compare_environment (values with the port masked, change)
@@ -87,4 +88,6 @@ def load(db_path: Path | str, a_spec: str, b_spec: str) -> CompareData:
                               f"python -m analyze compare {a_spec} {b_spec} again")
         frames = [con.execute(sql, ids).df()
                   for sql in (SPEEDUPS_SQL, ONLY_SQL, ENVIRONMENT_SQL, PROMPTS_SQL)]
+        labels = read_labels(con, tables)
+    changes = changes.assign(label=changes["metric"].map(labels))
     return CompareData(pair[0], pair[1], changes, *frames)

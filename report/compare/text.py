@@ -19,15 +19,13 @@ from collections import defaultdict
 import pandas as pd
 from pylatex.utils import NoEscape
 
+from report.labels import metric_label as catalogue_label
 from report.latex import escape_latex, fmt_sig, texttt
 from report.tables import Col, fit_table, num, text
 
 MAX_CHANGES = 40  # rows of the changes table; the rest are counted
 MAX_SPEEDUPS = 60
 MAX_VALUE = 120  # characters of an environment value in the cause list
-METRIC = {"decode_tps": "decode tok/s", "ttft_s": "TTFT (s)", "tpot_s": "TPOT (s)",
-          "accept_length": "acceptance length", "ttft_s_p90": "TTFT p90 (s)",
-          "tpot_s_p90": "TPOT p90 (s)", "attainment": "SLO attainment"}
 ARROW = r"~$\rightarrow$~"
 DRIFT = {"runs": "runs", "aa": "A/A", "none": "none"}
 
@@ -58,6 +56,14 @@ def _missing(x: object) -> bool:
     return x is None or (isinstance(x, float) and not math.isfinite(x)) or bool(pd.isna(x))
 
 
+def metric_label(r: pd.Series) -> str:
+    """The change's metric as tables print it: the row's ``label`` (metric_catalog's, joined
+    by :func:`report.compare.data.load`), else the metric's name."""
+    found = r.get("label")
+    return catalogue_label({r["metric"]: found} if isinstance(found, str) else None,
+                           str(r["metric"]))
+
+
 def pct(ratio: float) -> str:
     return "--" if _missing(ratio) else f"{(ratio - 1) * 100:+.0f}%"
 
@@ -84,7 +90,7 @@ def change_text(r: pd.Series, frame: pd.DataFrame) -> str:
     """``<window> decode tok/s 19.0 -> 5.19 (-73%, 95% CI [-76%, -65%])``; a p90 says it is a
     point estimate."""
     what = "point estimate" if r["kind"] == "point" else f"95% CI {interval(r)}"
-    return (f"{window(r, frame)} {METRIC.get(r['metric'], r['metric'])} "
+    return (f"{window(r, frame)} {metric_label(r)} "
             f"{fmt_sig(r['value_a'])} -> {fmt_sig(r['value_b'])} ({figure(r)}, {what})")
 
 
@@ -181,7 +187,7 @@ def changes_table(changes: pd.DataFrame) -> tuple[NoEscape, int]:
     raw interval and p-value beside Holm's adjusted p and the verdict it gives."""
     shown = changes.head(MAX_CHANGES).assign(
         window=lambda f: [window(r, changes) for _, r in f.iterrows()],
-        label=lambda f: f["metric"].map(lambda m: METRIC.get(m, m)),
+        label=lambda f: [metric_label(r) for _, r in f.iterrows()],
         change=lambda f: [figure(r) for _, r in f.iterrows()],
         interval=lambda f: [interval(r) for _, r in f.iterrows()],
         drift_label=lambda f: f["drift"].map(lambda d: DRIFT.get(d, "--")))

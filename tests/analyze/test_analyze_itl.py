@@ -5,11 +5,13 @@ back, windows sorted apart."""
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pytest
 from analyze_rows import fetch, req
 
 from analyze import build, itl
+from schema import metrics
 
 WINDOWS = [("autoregressive", "chat", 1), ("autoregressive", "code", 4), ("ngram", "chat", 1)]
 
@@ -101,6 +103,8 @@ def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> 
     monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
     path = tmp_path / "w.duckdb"
     write_db(path, random_rows(seed=5))
+    with duckdb.connect(str(path)) as con:  # the build installs the macros before it scans
+        metrics.install(con)
     measured = build.read_sql(build.MEASURED)
     alone = itl.compute(path, measured, workers=1)
     shared = itl.compute(path, measured, workers=2)

@@ -130,10 +130,14 @@ def test_a_pair_is_found_by_id_or_by_plan_name() -> None:
     assert pick_pair(runs, "b1", "a1") is None
 
 
+LABELS = {"decode_tps": "decode tok/s"}  # metric_catalog's label, as report.compare.data joins
+
+
 def _changes(*rows: tuple) -> pd.DataFrame:
     """metric, ratio, significant, worse, effect per row; window fixed."""
     return pd.DataFrame([{"engine": "e", "tp": 1, "method": "m", "workload": "chat",
                           "max_tokens": 64, "concurrency": c, "metric": metric,
+                          "label": LABELS.get(metric),
                           "value_a": 10.0, "value_b": 10.0 * ratio, "ratio": ratio,
                           "kind": "ratio", "difference": None,
                           "ci_low": ratio * 0.9, "ci_high": ratio * 1.1,
