@@ -1,8 +1,13 @@
-# specsweep: the README's commands. Every target installs what it needs.
+# specsweep: the README's commands. Every target installs what it needs, then calls the venv's
+# `specsweep` command (specsweep/cli.py; `specsweep --help` lists its subcommands).
 #   make collect   run PLAN (default plans/local.yaml) into DB, resuming where it stopped
 #   make report    build the analysis views and reports/report.pdf
 #   make all       collect, then report
-#   make test      the test suite (what .ci/run calls)
+#   make test      lint, then every test (what .ci/run calls): the README's test command,
+#                  so ruff runs here rather than in .ci/run, after the venv exists
+#   make test-fast the unit tier, pytest -m "not slow" (tests/conftest.py says what is slow):
+#                  under 3 minutes on 2 cores; needs no llama-server build, no lint
+#   make lint      ruff check and ruff format --check over the tree
 #   make sql       a DuckDB prompt on DB
 #   make compare   A=... B=...: two campaigns of DB (ids or plan names) compared
 #   make compare-report A=... B=...: compare, then its PDF (COMPARE_PDF, reports/compare.pdf)
@@ -28,13 +33,15 @@ CUDA_ARCH ?=
 LLAMA_SOURCE ?=
 
 PY      := $(VENV)/bin/python
+SW      := $(VENV)/bin/specsweep
 STAMP   := $(VENV)/.specsweep-installed
 # Debian packages the targets need; installed only when run as root and missing.
 DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            texlive-latex-extra texlive-fonts-recommended lmodern poppler-utils \
-           openssh-server systemd systemd-container debootstrap
+           openssh-server systemd systemd-container debootstrap chromium-headless-shell
 
-.PHONY: all collect analyze report test sql engine system check clean bench compare gate compare-report
+.PHONY: all collect analyze report test test-fast lint sql engine system check clean bench compare \
+        gate compare-report
 
 all: collect report
 
@@ -60,37 +67,44 @@ ENGINE_ARGS := $(if $(filter-out 0 no false,$(CUDA)),--cuda) $(if $(CUDA_ARCH),-
                $(if $(LLAMA_SOURCE),--source '$(LLAMA_SOURCE)')
 
 engine: $(STAMP) system
-	$(PY) -m collect provision $(ENGINE_ARGS)
+	$(SW) provision $(ENGINE_ARGS)
 
 check: $(STAMP)
-	$(PY) -m collect check $(PLAN)
+	$(SW) check $(PLAN)
 
 collect: engine
-	$(PY) -m collect run $(PLAN) --db $(DB)
+	$(SW) run $(PLAN) --db $(DB)
 
 analyze: $(STAMP)
-	$(PY) -m analyze --db $(DB)
+	$(SW) analyze --db $(DB)
 
 report: analyze system
-	$(PY) -m report --db $(DB) --out $(PDF)
+	$(SW) report --db $(DB) --out $(PDF)
 
-test: engine
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint engine
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	for b in tests/bench/bench_*.py; do $(PY) $$b $(BENCH_ARGS) || exit 1; done
 
 compare: analyze
-	$(PY) -m analyze compare --db $(DB) $(A) $(B)
+	$(SW) compare --db $(DB) $(A) $(B)
 
 compare-report: compare system
-	$(PY) -m report --db $(DB) --compare $(A) $(B) --out $(COMPARE_PDF)
+	$(SW) report --db $(DB) --compare $(A) $(B) --out $(COMPARE_PDF)
 
 gate: analyze
-	$(PY) -m analyze gate --db $(DB) --baseline $(A) --candidate $(B) --max-regression $(MAX_REGRESSION)
+	$(SW) gate --db $(DB) --baseline $(A) --candidate $(B) --max-regression $(MAX_REGRESSION)
 
 sql: $(STAMP)
-	$(VENV)/bin/duckdb $(DB)
+	$(SW) sql --db $(DB)
 
 clean:
 	rm -rf results reports

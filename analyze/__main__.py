@@ -1,102 +1,142 @@
-"""Command line of the analysis stage: `python -m analyze [--db PATH] [--baseline METHOD]`
-builds the analysis layer; `python -m analyze export --format parquet|csv --out DIR [--db
-PATH]` writes every raw table and analysis object to files (analyze/export.py); `compare A
-B` and `gate --baseline A --candidate B --max-regression 5%` compare two campaigns
-(analyze/compare.py; exit codes 0 pass, 1 regression, 2 bad input); compare writes the
-compare_* tables (for `python -m report --compare A B`), gate does not write."""
+"""Command line of the analysis stage: `python -m analyze`, `specsweep analyze|compare|gate|export`.
+
+`python -m analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
+parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
+(analyze/export.py); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
+compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input); compare
+writes the compare_* tables (for `specsweep report --compare A B`), gate does not write.
+Exit codes of the build: 0 built, 1 no or bad results file, 2 bad command line."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
+import typer
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Parse the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m analyze", description="Build the analysis views of a specsweep database."
-    )
-    parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
-    parser.add_argument(
-        "--baseline",
-        default=None,
-        help="method the others are compared with (default: the baseline the plan names)",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each step")
-    return parser.parse_args(argv)
+DEFAULT_DB = "results/specsweep.duckdb"
+FORMATS = ("parquet", "csv", "json")
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help="Build the analysis views of a specsweep database.")
 
 
-def parse_export_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m analyze export",
-        description="Write every raw table and analysis object to Parquet or CSV files.")
-    parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
-    parser.add_argument("--format", default="parquet", choices=["parquet", "csv", "json"],
-                        help="json: one summary.json of every campaign (analyze/summary.py)")
-    parser.add_argument("--out", required=True, help="folder to write (raw/, analysis/, "
-                        "columns.json)")
-    return parser.parse_args(argv)
+@app.callback(invoke_without_command=True)
+def build(
+    ctx: typer.Context,
+    db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+    baseline: str = typer.Option(
+        None, help="Method the others are compared with (default: the baseline the plan names)."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step."),
+) -> None:
+    """Build the analysis layer, then print one line saying what was built (and, when the
+    file holds imported result files, how their printed figures compare with ours)."""
+    if ctx.invoked_subcommand is not None:
+        # the subcommand has its own --db: one given here would be silently ignored
+        for name in ("db", "baseline"):
+            if ctx.get_parameter_source(name).name != "DEFAULT":
+                raise typer.BadParameter(f"give --{name} after '{ctx.invoked_subcommand}'")
+        return
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
+    from analyze import build as building  # duckdb, numpy, pandas: only once parsed
+
+    try:
+        building.run(db, baseline=baseline)
+    except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
+        typer.echo(f"analyze: {exc}", err=True)
+        raise typer.Exit(1) from None
+    counts = building.object_counts(db)
+    built = ", ".join(f"{name} ({rows} rows)" for name, rows in counts.items())
+    typer.echo(f"analyze: built {built} in {db}")
+    for line in building.import_check_lines(db):  # only when the file holds imports
+        typer.echo(f"analyze: {line}")
 
 
-def export(argv: list[str]) -> int:
-    args = parse_export_args(argv)
+def _format(value: str) -> str:
+    if value not in FORMATS:
+        raise typer.BadParameter(f"invalid choice: {value!r} (choose from {', '.join(FORMATS)})")
+    return value
+
+
+@app.command()
+def export(
+    db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+    format: str = typer.Option(
+        "parquet", callback=_format,
+        help="parquet, csv or json (json: one summary.json of every campaign, analyze/summary.py)."
+    ),
+    out: str = typer.Option(..., help="Folder to write (raw/, analysis/, columns.json)."),
+) -> None:
+    """Write every raw table and analysis object to Parquet or CSV files."""
     from analyze import export as exporting
 
     try:
-        files = exporting.run(args.db, args.out, args.format)
+        files = exporting.run(db, out, format)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"analyze export: {exc}", file=sys.stderr)
-        return 2
-    print(f"analyze export: {len(files)} files ({args.format}) in {args.out}")
-    return 0
+        typer.echo(f"analyze export: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"analyze export: {len(files)} files ({format}) in {out}")
 
 
-def compare(argv: list[str], gating: bool) -> int:
-    """`compare A B` prints the changes; `gate --baseline A --candidate B --max-regression
-    5%` exits 1 when a matched metric regressed significantly (Holm-adjusted over the
-    comparison's tests, drift between the campaigns accounted for: analyze.compare.stats)
-    beyond the threshold."""
-    parser = argparse.ArgumentParser(prog=f"python -m analyze {'gate' if gating else 'compare'}")
-    parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
-    if gating:
-        parser.add_argument("--baseline", required=True, help="campaign id or plan name (A)")
-        parser.add_argument("--candidate", required=True, help="campaign id or plan name (B)")
-        parser.add_argument("--max-regression", default="5%", help="e.g. 5%% or 0.05")
-    else:
-        parser.add_argument("a", help="campaign id or plan name (the reference)")
-        parser.add_argument("b", help="campaign id or plan name (compared with A)")
+@app.command()
+def compare(
+    a: str = typer.Argument(..., help="Campaign id or plan name (the reference)."),
+    b: str = typer.Argument(..., help="Campaign id or plan name (compared with A)."),
+    db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+) -> None:
+    """Print what changed from campaign A to campaign B and store the compare_* tables
+    (for `specsweep report --compare A B`). Exit codes: 0 done, 2 bad input."""
+    _compare(db, a, b, threshold=None)
+
+
+@app.command()
+def gate(
+    baseline: str = typer.Option(..., help="Campaign id or plan name (A)."),
+    candidate: str = typer.Option(..., help="Campaign id or plan name (B)."),
+    max_regression: str = typer.Option("5%", help="e.g. 5% or 0.05."),
+    db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+) -> None:
+    """Exit 1 when a matched metric of B regressed significantly from A beyond
+    --max-regression (Holm-adjusted over the comparison's tests, drift between the campaigns
+    accounted for: analyze.compare.stats); writes nothing. Exit codes: 0 pass, 1 regression,
+    2 bad input."""
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 2 if exc.code else 0
+        threshold = _fraction(max_regression)
+    except ValueError as exc:
+        typer.echo(f"analyze: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _compare(db, baseline, candidate, threshold)
+
+
+def _compare(db: str, a: str, b: str, threshold: float | None) -> None:
+    """Compare (threshold None: store the result) or gate (read only, exit 1 on a failure)."""
     import duckdb
 
     from analyze import compare as comparing
     from schema.store import NotAResultsDatabase, connect
 
-    a, b = (args.baseline, args.candidate) if gating else (args.a, args.b)
+    gating = threshold is not None
     try:
-        threshold = _fraction(args.max_regression) if gating else 0.0
-        # compare stores its result for `python -m report --compare`; gate writes nothing
-        with connect(args.db, read_only=gating) as con:
+        with connect(db, read_only=gating) as con:
             result = comparing.compare(con, a, b)
             stored = {} if gating else comparing.store(con, result)
     except (duckdb.Error, ValueError, FileNotFoundError, NotAResultsDatabase) as exc:
-        print(f"analyze: {exc}", file=sys.stderr)
-        return 2
-    print("\n".join(comparing.lines(result)))
+        typer.echo(f"analyze: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo("\n".join(comparing.lines(result)))
     if stored:
-        print(f"compare: stored in {args.db}: " + ", ".join(
+        typer.echo(f"compare: stored in {db}: " + ", ".join(
             f"{name} ({n} rows)" for name, n in stored.items())
-            + f"; python -m report --compare {result.a} {result.b} builds its PDF")
-    failed = comparing.gate(result, threshold) if gating else []
-    if gating:  # significance is Holm's over every tested change, with the drift rule
-        tested = sum(c.p_holm is not None for c in result.changes)
-        print(f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
-              f"Holm over {tested} tests; docs/compare.md)" + "".join(
-                  f"\n  FAIL {comparing.describe(c)}" for c in failed))
-    return 1 if failed else 0
+            + f"; specsweep report --compare {result.a} {result.b} builds its PDF")
+    if not gating:
+        return
+    failed = comparing.gate(result, threshold)
+    tested = sum(c.p_holm is not None for c in result.changes)
+    typer.echo(f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
+               f"Holm over {tested} tests; docs/compare.md)" + "".join(
+                   f"\n  FAIL {comparing.describe(c)}" for c in failed))
+    if failed:
+        raise typer.Exit(1)
 
 
 def _fraction(text: str) -> float:
@@ -106,30 +146,13 @@ def _fraction(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Build the analysis layer, then print one line saying what was built (and, when the
-    file holds imported result files, how their printed figures compare with ours)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["export"]:
-        return export(argv[1:])
-    if argv[:1] in (["compare"], ["gate"]):
-        return compare(argv[1:], gating=argv[0] == "gate")
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    from analyze import build  # heavy imports (duckdb, numpy, pandas) only once parsed
-
-    try:
-        build.run(args.db, baseline=args.baseline)
-    except (FileNotFoundError, ValueError, build.NotAResultsDatabase) as exc:
-        print(f"analyze: {exc}", file=sys.stderr)
-        return 1
-    counts = build.object_counts(args.db)
-    built = ", ".join(f"{name} ({rows} rows)" for name, rows in counts.items())
-    print(f"analyze: built {built} in {args.db}")
-    for line in build.import_check_lines(args.db):  # only when the file holds imports
-        print(f"analyze: {line}")
+def main(argv: list[str] | None = None, prog_name: str = "python -m analyze") -> int:
+    """Run the command line on argv (default sys.argv[1:]) and return its exit code."""
+    try:  # standalone: typer prints usage errors (exit 2) and exits with every command's code
+        app(args=argv, prog_name=prog_name)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,7 @@
+"""The `specsweep` console command: one entry point over the three stages.
+
+`specsweep run|check|simulate|provision|import` are collect's commands, `analyze|compare|gate|
+export` analyze's, `report` report's, and `sql` opens the duckdb CLI on a results file. The
+commands forward their arguments to each stage's own command line (`python -m collect|analyze|
+report` keep working, with the same options and exit codes); nothing here holds stage logic.
+"""
