@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from report.data import ReportError, load
+from report.data import ReportData, ReportError, load
 
 log = logging.getLogger(__name__)
 
@@ -76,24 +76,37 @@ def run(db_path: Path | str = "results/specsweep.duckdb",
     Also writes the rendered ``.tex`` next to the PDF (same stem). ``workers``: processes
     drawing the figures (default: report.figures.figure_workers()).
     """
-    from report.context import build_context
-    from report.figures import make_figures
-
     require_latexmk()
     data = load(db_path, campaign)
     out_pdf = Path(out_pdf)
     with tempfile.TemporaryDirectory(prefix="specsweep-report-") as tmp:
         work = Path(tmp)
-        started = time.perf_counter()
-        figs = make_figures(data, work / "figures", workers)
-        log.info("%d figures drawn in %.1fs", sum(1 for f in figs.values() if f),
-                 time.perf_counter() - started)
-        tex = work / "report.tex"
-        tex.write_text(render_tex(build_context(data, figs)), encoding="utf-8")
-        out_pdf.parent.mkdir(parents=True, exist_ok=True)
-        # Copied before compiling so a LaTeX failure can be inspected.
-        shutil.copyfile(tex, out_pdf.with_suffix(".tex"))
-        pdf = compile_tex(tex)
-        shutil.copyfile(pdf, out_pdf)
+        write_pdf(data, draw_figures(data, work, workers), work, out_pdf)
+    return out_pdf
+
+
+def draw_figures(data: ReportData, work: Path, workers: int | None) -> dict[str, Path | None]:
+    """Every figure the data supports, drawn into ``work/figures`` (report.figures)."""
+    from report.figures import make_figures
+
+    started = time.perf_counter()
+    figs = make_figures(data, work / "figures", workers)
+    log.info("%d figures drawn in %.1fs", sum(1 for f in figs.values() if f),
+             time.perf_counter() - started)
+    return figs
+
+
+def write_pdf(data: ReportData, figs: dict[str, Path | None], work: Path, out_pdf: Path) -> Path:
+    """Render and compile the report in ``work`` (where ``figs`` were drawn), copy the PDF
+    and its ``.tex`` to ``out_pdf``; report.html draws the figures once for both."""
+    from report.context import build_context
+
+    tex = work / "report.tex"
+    tex.write_text(render_tex(build_context(data, figs)), encoding="utf-8")
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    # Copied before compiling so a LaTeX failure can be inspected.
+    shutil.copyfile(tex, out_pdf.with_suffix(".tex"))
+    pdf = compile_tex(tex)
+    shutil.copyfile(pdf, out_pdf)
     log.info("report for %s written to %s", data.campaign["campaign_id"], out_pdf)
     return out_pdf

@@ -1,0 +1,86 @@
+"""Build the HTML report: one self-contained file beside the PDF.
+
+The same campaign data (report.data.load), the same findings (report.findings, read back
+from their LaTeX by report.html.text), the same figures (drawn once, for both outputs, and
+embedded as PNG data URIs) and a sortable, filterable table per analysis object
+(report.html.views). Templates are ``report/html/*.j2``, rendered by jinja2 with autoescape
+on: every database and plan string is HTML-escaped unless it is a ``Markup`` built here
+from escaped parts. The page makes no request: its CSS and script are inline, there are no
+web fonts and no external images.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from report import findings
+from report.data import ReportData, load
+from report.html import figures, text, views
+
+log = logging.getLogger(__name__)
+
+TEMPLATE = "report.html.j2"
+CAMPAIGN_KEYS = ("campaign_id", "plan_name", "description", "status", "started_at",
+                 "finished_at", "n_measured", "n_warmup", "plan_sha256")
+
+
+def environment() -> jinja2.Environment:
+    """jinja2 with HTML autoescape for every template here (package data of report.html)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.files("report.html"))),
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+        lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def context(data: ReportData, figs: dict[str, Path | None],
+            tables: list[views.View]) -> dict[str, Any]:
+    """Everything ``report.html.j2`` renders."""
+    c = data.campaign
+    embedded, figure_note = figures.embed(figs)
+    return {
+        "campaign": c, "baseline": data.baseline,
+        "campaign_rows": [(k, views.cell(c.get(k)).text) for k in CAMPAIGN_KEYS if k in c],
+        "findings": text.sentences(findings.summary(data)),
+        "validity": text.sentences(findings.validity_notes(data)),
+        "figures": embedded, "figure_note": figure_note,
+        "views": tables,
+        "plan": str(c.get("plan_yaml") or ""),
+    }
+
+
+def render(data: ReportData, figs: dict[str, Path | None], tables: list[views.View]) -> str:
+    """The HTML page for ``data``, its drawn figures and its analysis tables."""
+    return environment().get_template(TEMPLATE).render(**context(data, figs, tables))
+
+
+def run(db_path: Path | str = "results/specsweep.duckdb",
+        out_html: Path | str = "reports/report.html", campaign: str | None = None,
+        workers: int | None = None, out_pdf: Path | str | None = None,
+        max_rows: int = views.MAX_ROWS) -> Path:
+    """Write the HTML report of ``campaign`` (default: latest) to ``out_html``; with
+    ``out_pdf`` also the PDF (report.build.write_pdf) from the same figures, first, so a
+    LaTeX failure stops the build as it does without ``--html``. Returns the HTML path."""
+    from report.build import draw_figures, require_latexmk, write_pdf
+
+    if out_pdf is not None:
+        require_latexmk()
+    data = load(db_path, campaign)
+    tables = views.read_views(db_path, str(data.campaign["campaign_id"]), max_rows)
+    out_html = Path(out_html)
+    with tempfile.TemporaryDirectory(prefix="specsweep-html-") as tmp:
+        work = Path(tmp)
+        figs = draw_figures(data, work, workers)
+        if out_pdf is not None:
+            write_pdf(data, figs, work, Path(out_pdf))
+        page = render(data, figs, tables)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    out_html.write_text(page, encoding="utf-8")
+    log.info("HTML report for %s written to %s (%.1f MB)", data.campaign["campaign_id"],
+             out_html, len(page.encode()) / 1e6)
+    return out_html
