@@ -2,7 +2,8 @@
 (`python -m analyze export --format json --out DIR` writes DIR/summary.json).
 
 Versioned: `summary_version` (now 1) changes whenever a key is removed or changes meaning;
-keys may be added within a version. Layout (README "JSON summary" documents every key):
+keys may be added within a version. Layout (docs/data-dictionary.md "JSON summary"
+documents every key):
 
     {"summary_version": 1, "generator": "specsweep", "built_at": ...,
      "campaigns": [{"campaign_id", "plan_name", "plan_sha256", "baseline", "status",
@@ -48,7 +49,7 @@ CAMPAIGNS_SQL = """
 SELECT campaign_id, plan_name, plan_sha256, baseline, status, started_at, finished_at
 FROM campaigns ORDER BY started_at, campaign_id
 """
-# the speedup's spread over repeated runs (README "Speedup over several runs"); added in
+# the speedup's spread over repeated runs (docs/statistics.md); added in
 # version 1 (keys may be added): a reader of an older document finds them absent
 RUN_KEYS = ("n_runs", "run_speedup_min", "run_speedup_max", "between_run_share")
 
