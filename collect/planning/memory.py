@@ -25,6 +25,12 @@ the rest; with speculative decoding it also keeps an intermediate state per draf
 key_dim x value_dim in `mamba_ssm_dtype` (default float32) (configs/mamba_utils.py).
 vLLM takes the states from the same pool as the KV cache, so there they are subtracted.
 
+Weights come from the plan's `model_info`, else (`check --probe`) from the model's files
+over the host (collect.planning.weights: sharded or single-file safetensors, a GGUF file's
+size). The draft is the model a method's flags name: vLLM's `--speculative-config` "model"
+(a draft_model, EAGLE or DFlash head), SGLang's `--speculative-draft-model-path`; `{model}`
+there is the target itself, loaded a second time, so it is counted twice.
+
 Not modelled: activations and CUDA graphs (outside the static fraction for SGLang, a few
 GiB inside vLLM's), sliding windows (a sliding layer is counted as a full KV layer, an
 over-estimate), `--max-mamba-cache-size`, SGLang's extra mamba slots for radix caching.
@@ -45,6 +51,7 @@ from collect.plan.fields import EngineConfig, ModelInfo
 from collect.plan.load import TraceWorkload
 from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
 from collect.plan.workloads import prompts
+from collect.planning.weights import config_path, weight_bytes
 
 GIB = 1 << 30
 
@@ -218,24 +225,24 @@ class Model:
 
 def read_model(info: ModelInfo | None, path: str | None, host: Any, field: str) -> Model | str:
     """The model's weights and config: the plan's values, else (with a probed host) the
-    model folder's config.json and model.safetensors.index.json; a str says what is missing."""
+    model's config.json and the bytes its weight files hold (collect.planning.weights:
+    sharded or single-file safetensors, or a GGUF file); a str says what is missing."""
     info = info or ModelInfo()
     try:
         config = info.config
         if isinstance(config, str):
             config = json.loads(Path(config).expanduser().read_text())
         elif config is None and host is not None and path:
-            config = json.loads(host.read_file(f"{path.rstrip('/')}/config.json"))
-        weights = info.weights_gib
-        if weights is None and host is not None and path:
-            index = host.read_file(f"{path.rstrip('/')}/model.safetensors.index.json")
-            weights = json.loads(index)["metadata"]["total_size"] / GIB
+            config = json.loads(host.read_file(config_path(path)))
+        weights_gib = info.weights_gib
+        if weights_gib is None and host is not None and path:
+            weights_gib = weight_bytes(host, path) / GIB
     except (OSError, ValueError, KeyError) as exc:
         return f"{field}: cannot read the model's files ({exc})"
-    if config is None or weights is None:
+    if config is None or weights_gib is None:
         return f"add {field} {{weights_gib, config}}, or run check --probe"
     try:
-        return Model(weights, architecture(config))
+        return Model(weights_gib, architecture(config))
     except (KeyError, TypeError, ValueError) as exc:
         return f"{field}.config lacks or mistypes {exc}"
 
@@ -371,6 +378,8 @@ def _budgets(plan: Plan, host: Any, gpu_gib: float | None) -> list[Budget] | str
     for config in plan_configs(plan):
         index = plan.methods.index(config.method)
         path = rules.draft_path(service_args(config))
+        if path and plan.engine.model:  # the launch expands {model}: a target drafting itself
+            path = path.replace("{model}", plan.engine.model)
         draft = None
         if path or config.method.draft:
             draft = read_model(config.method.draft, path, host, f"methods[{index}].draft")
