@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Real vLLM 0.24.0 on a lent GPU machine with no network: one step per call of the device tool,
+# from the root of the repo copy there (docs/gpu-vllm.md chains them). The calls must follow one
+# another without pauses: the machine is given back about 30 s after a call ends, and all state
+# lives under /tmp there (/tmp/specsweep-vllm).
+#
+#   piece N   (carry device/vllm/pNN) keeps one piece of the vLLM wheels, built here by
+#             `.ci/device-pieces vllm` (78 wheels, 7 pieces of at most 55 MiB).
+#   install   (carry device/wheels-cp312-core) installs specsweep's dependencies and vLLM into
+#             the image's python3 (pip --no-index; about 90 s).
+#   model-a   (carry device/model-a) keeps the SmolLM2 GGUF's first half.
+#   model-b   (carry device/model-b) joins the halves, checks the SHA-256, and starts building
+#             the models in the background (.ci/gpu/hf_models.py): SmolLM2-135M in bf16
+#             from the GGUF, and random-weight models of real shapes (MODELS, default
+#             "llama8b"; "qwen14b" too if asked) with SmolLM2's tokenizer.
+#   record    starts `vllm serve` three ways and records its real replies (.ci/gpu/record_vllm.py)
+#             into $OUT/vllm-0.24.tar.gz: the test fixtures of tests/data/vllm-0.24/.
+#   run       PLAN=... starts `specsweep run PLAN` once in the background, waits up to BUDGET
+#             seconds (call it again while it runs), then runs analyze and returns the database.
+#
+# A step that finds the state missing says the machine is a fresh one (exit 3): start again at
+# `piece 1`.
+set -uo pipefail
+S=/tmp/specsweep-vllm
+PARTS=/tmp/vllmparts
+MODELS_DIR=/tmp/models
+R=$S/results
+PLAN=${PLAN:-plans/gpu-vllm-scale.yaml}
+BUDGET=${BUDGET:-540}
+T0=$(date +%s)
+OUT=${OUT:-$S/out}
+mkdir -p "$S" "$R" "$OUT"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+export VLLM_USE_FLASHINFER_SAMPLER=0   # else FlashInfer JIT-builds its sampler at start
+
+say() { echo "[device $(date -u +%H:%M:%S)] $*"; }
+fresh() { say "FRESH MACHINE: $1 is missing (the machine was given back): start again at piece 1"; exit 3; }
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+wait_for() {  # wait_for FILE: until FILE exists or the budget is spent
+    while [ ! -f "$1" ]; do
+        [ "$(left)" -gt 15 ] || return 1
+        sleep 5
+    done
+}
+
+piece() {
+    local n
+    n=$(printf 'p%02d' "$1")
+    [ -d "device/vllm/$n" ] || { say "carry device/vllm/$n"; exit 2; }
+    [ "$1" = 1 ] || [ -d "$PARTS/p01" ] || fresh "$PARTS/p01"
+    mkdir -p "$PARTS" && cp -r "device/vllm/$n" "$PARTS/"
+    say "kept $n ($(du -sh "$PARTS/$n" | cut -f1)); have: $(ls "$PARTS" | tr '\n' ' ')"
+    [ "$1" = 1 ] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    return 0
+}
+
+install() {
+    [ -d "$PARTS/p07" ] || fresh "$PARTS/p07"
+    local tag links=() d
+    tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+    for d in device/wheels-"$tag"-*/; do [ -d "$d" ] && links+=(--find-links "$d"); done
+    [ ${#links[@]} -gt 0 ] || { say "carry device/wheels-$tag-core"; exit 2; }
+    mapfile -t reqs < <(python3 -c 'import tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-cache-dir \
+        "${links[@]}" "${reqs[@]}" || { say "specsweep's dependencies did not install"; exit 2; }
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-deps -e . \
+        --no-build-isolation || say "specsweep itself did not install (python3 -m collect works)"
+    PIP_BREAK_SYSTEM_PACKAGES=1 PYTHON=$(command -v python3) INSTALL_MODE=env bash "$PARTS/p01/install.sh" "$PARTS" \
+        > "$S/install.log" 2>&1
+    grep -E "IMPORT|checksums|ERROR" "$S/install.log"
+    local q
+    q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
+    mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
+    touch "$S/installed"
+}
+
+model_a() {
+    [ -f "$S/installed" ] || fresh "$S/installed"
+    cp device/model-a/*.part-aa "$S/" || { say "carry device/model-a"; exit 2; }
+}
+
+model_b() {
+    local a name
+    a=$(ls "$S"/*.part-aa 2>/dev/null) || fresh "the first half (call model-a)"
+    cp device/model-b/*.part-ab "$S/" || { say "carry device/model-b"; exit 2; }
+    name=$(basename "${a%.part-aa}")
+    mkdir -p "$MODELS_DIR"
+    cat "$S/$name.part-aa" "$S/$name.part-ab" > "$MODELS_DIR/$name"
+    (cd "$MODELS_DIR" && sha256sum -c "$OLDPWD/device/remote/SHA256SUMS") \
+        || { say "the joined GGUF does not match SHA256SUMS"; exit 1; }
+    rm -f "$S"/*.part-*
+    setsid bash -c "python3 .ci/gpu/hf_models.py '$MODELS_DIR/$name' '$MODELS_DIR' \
+        ${MODELS:-llama8b} > '$S/models.log' 2>&1; echo \$? > '$S/models.rc'" \
+        < /dev/null > /dev/null 2>&1 &
+    say "building the models in the background (log $S/models.log)"
+    sleep 45
+    tail -3 "$S/models.log"
+}
+
+record() {
+    [ -f "$S/installed" ] || fresh "$S/installed"
+    until [ -d "$MODELS_DIR/smollm2-135m" ] && grep -q "smollm2-135m saved" "$S/models.log"; do
+        [ -f "$S/models.rc" ] && { tail -20 "$S/models.log"; say "model build ended"; exit 1; }
+        sleep 3
+    done
+    python3 .ci/gpu/record_vllm.py "$MODELS_DIR/smollm2-135m" "$S/vllm-0.24" \
+        2>&1 | tee "$S/record.log" | tail -40
+    # one archive: the device tool brings back at most 8 files a call
+    tar -czf "$OUT/vllm-0.24.tar.gz" -C "$S" vllm-0.24 && ls -la "$OUT"
+}
+
+run() {
+    [ -f "$S/installed" ] || fresh "$S/installed"
+    local tag
+    tag=$(basename "$PLAN" .yaml)
+    if [ ! -f "$S/$tag.started" ]; then
+        wait_for "$S/models.rc" || { tail -3 "$S/models.log"; say "models still building"; exit 0; }
+        tail -4 "$S/models.log"
+        python3 -m collect check "$PLAN" --probe 2>&1 | tail -12
+        touch "$S/$tag.started"
+        setsid bash -c "python3 -m collect run '$PLAN' --db '$R/$tag.duckdb' --logs '$R/logs-$tag' \
+            --no-progress > '$S/$tag.log' 2>&1; echo \$? > '$S/$tag.rc'" \
+            < /dev/null > /dev/null 2>&1 &
+        say "campaign $tag started (log $S/$tag.log)"
+    fi
+    if ! wait_for "$S/$tag.rc"; then
+        tail -5 "$S/$tag.log"; say "campaign still running: call run again now"; exit 0
+    fi
+    say "campaign ended with exit code $(cat "$S/$tag.rc")"
+    tail -15 "$S/$tag.log"
+    python3 -m analyze --db "$R/$tag.duckdb" > "$S/analyze-$tag.log" 2>&1 \
+        || { tail -20 "$S/analyze-$tag.log"; say "analyze failed (the database still comes back)"; }
+    gzip -c "$R/$tag.duckdb" > "$OUT/$tag.duckdb.gz"   # a file over 16 MiB does not come back
+    { date -u; nvidia-smi; python3 -m pip list 2>/dev/null; } > "$OUT/machine.txt" 2>&1
+    tar -czf "$OUT/logs-$tag.tar.gz" -C "$S" --exclude results --exclude out --exclude '*.tar.gz' \
+        --exclude '*.part-*' . -C "$R" "logs-$tag"
+    ls -la "$OUT"
+}
+
+case ${1:-} in
+    piece) piece "${2:?piece N}" ;;
+    install) install ;;
+    model-a) model_a ;;
+    model-b) model_b ;;
+    record) record ;;
+    run) run ;;
+    *) echo "usage: $0 piece N|install|model-a|model-b|record|run" >&2; exit 2 ;;
+esac

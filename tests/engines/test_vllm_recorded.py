@@ -1,0 +1,170 @@
+"""The vLLM adapter on bytes a real vLLM 0.24.0 sent (tests/data/vllm-0.24/, recorded on an
+H200 on 2026-12-04 by .ci/gpu/record_vllm.py; README.md there says how). A replay server sends
+each recorded reply over a real socket, with its recorded status and content type, a streamed
+reply event by event; the expected values are read off the files by hand (or by plain JSON
+parsing here), never by the adapter's own code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+import yaml
+from shaped_http import Reply, Request
+from shaped_servers import Script, ShapedServer
+from shaped_servers import serve as serve_shaped
+
+from collect.engines.base import HookFailed
+from collect.engines.openai import parse_prometheus
+from collect.engines.vllm import VLLM, VLLMEngine, window_acceptance
+from collect.http import client
+from collect.plan.file import parse_plan
+from collect.run import runner
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "vllm-0.24"
+REPLIES = json.loads((DATA / "replies.json").read_text())
+MESSAGES = [{"role": "user", "content": "Copy this list"}]
+
+
+class Replay(ShapedServer):
+    """Answers each path with the recorded reply of the given names (path -> file name)."""
+
+    def __init__(self, routes: dict[str, str]):
+        super().__init__(Script())
+        self.routes = routes
+
+    async def route(self, req: Request, reply: Reply) -> None:
+        name = self.routes.get(f"{req.method} {req.path}")
+        if name is None:
+            await reply.send(404, {"detail": "Not Found"})
+            return
+        meta, data = REPLIES[name], (DATA / name).read_bytes()
+        if (meta.get("content_type") or "").startswith("text/event-stream"):
+            await reply.start_stream()
+            for event in data.split(b"\n\n"):
+                if event.strip():
+                    chunk = event + b"\n\n"
+                    reply.writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    await reply.writer.drain()
+                    await asyncio.sleep(0.001)
+            reply.writer.write(b"0\r\n\r\n")
+            await reply.writer.drain()
+        else:
+            await reply.send(meta["status"], data.decode(), meta["content_type"] or "text/plain")
+
+
+def _adapter() -> VLLM:
+    return VLLM(VLLMEngine.model_validate({"kind": "vllm", "model": "/tmp/models/smollm2-135m"}))
+
+
+def _events(name: str) -> list[dict]:
+    """The recorded stream's JSON events, parsed plainly ([DONE] left out)."""
+    lines = (DATA / name).read_text().splitlines()
+    return [json.loads(x[6:]) for x in lines if x.startswith("data: ") and x != "data: [DONE]"]
+
+
+def test_the_recorded_chat_stream_gives_text_tokens_and_finish_reason() -> None:
+    """The text is the deltas joined; 96 completion and 66 prompt tokens from the usage chunk,
+    which comes after the finish chunk and carries no choices."""
+    events = _events("chat-stream.sse")
+    text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+    usage = events[-1]["usage"]
+    assert (usage["completion_tokens"], usage["prompt_tokens"]) == (96, 66)
+    adapter = _adapter()
+
+    async def one(base: str) -> client.Result:
+        async with httpx.AsyncClient() as http:
+            path, body = adapter.request(MESSAGES, 96)
+            return await client.stream(http, base + path, body, adapter.parser(), 30)
+
+    with serve_shaped(Replay({"POST /v1/chat/completions": "chat-stream.sse"})) as base:
+        res = asyncio.run(one(base))
+    assert res.ok, res.error_message
+    assert res.text == text
+    assert (res.stats["output_tokens"], res.stats["prompt_tokens"]) == (96, 66)
+    assert res.stats["finish_reason"] == "length"
+    assert res.stats["spec_verify_ct"] is None  # 0.24 has no per-request spec metrics
+    content_events = sum(1 for e in events if e["choices"] and e["choices"][0]["delta"].get(
+        "content"))
+    assert len(res.chunk_times_s) == content_events
+
+
+def test_window_acceptance_from_the_real_metrics_text() -> None:
+    """metrics-ngram.txt: drafts 70, draft tokens 272, accepted 219 (per position 60, 56, 52,
+    51) after 5 requests on a fresh server: accept length 1 + 219/70 = 4.129, rate 219/272,
+    position rates 60/70 ... 51/70. The autoregressive server's text has no drafts."""
+    after = parse_prometheus((DATA / "metrics-ngram.txt").read_text())
+    w = window_acceptance([], after)
+    assert (w["drafts"], w["draft_tokens"], w["accepted_tokens"]) == (70, 272, 219)
+    assert w["accept_length"] == pytest.approx(1 + 219 / 70)
+    assert w["accept_rate"] == pytest.approx(219 / 272)
+    assert w["per_position"] == {k: pytest.approx(v / 70) for k, v in
+                                 zip(range(4), (60, 56, 52, 51))}
+    plain = window_acceptance([], parse_prometheus((DATA / "metrics-autoregressive.txt")
+                                                   .read_text()))
+    assert plain["accept_length"] is None and plain["drafts"] == 0
+
+
+def test_scrape_and_fingerprint_over_a_socket() -> None:
+    adapter = _adapter()
+    routes = {"GET /version": "version.json", "GET /v1/models": "models.json",
+              "GET /metrics": "metrics-ngram.txt"}
+
+    async def both(base: str) -> tuple[dict, list]:
+        async with httpx.AsyncClient() as http:
+            return await adapter.fingerprint(http, base), await adapter.scrape(http, base)
+
+    with serve_shaped(Replay(routes)) as base:
+        facts, samples = asyncio.run(both(base))
+    assert facts == {"engine.version": "0.24.0", "engine.served_model": "smollm2",
+                     "engine.model_root": "/tmp/models/smollm2-135m",
+                     "engine.max_model_len": "4096"}
+    drafts = [s for s in samples if s["name"] == "vllm:spec_decode_num_drafts_total"]
+    assert [s["value"] for s in drafts] == [70.0]
+
+
+@pytest.mark.parametrize("name, ok", [("reset-dev-mode.txt", True),
+                                      ("reset-no-dev-mode.txt", False)])
+def test_prefix_cache_reset_with_and_without_dev_mode(name: str, ok: bool) -> None:
+    """With VLLM_SERVER_DEV_MODE=1, 0.24 answers an empty 200; without, 404 Not Found."""
+    assert REPLIES[name]["status"] == (200 if ok else 404)
+    adapter = _adapter()
+
+    async def reset(base: str) -> str:
+        async with httpx.AsyncClient() as http:
+            return await adapter.reset_cache(http, base)
+
+    with serve_shaped(Replay({"POST /reset_prefix_cache": name})) as base:
+        if ok:
+            assert asyncio.run(reset(base)) == "reset_prefix_cache"
+        else:
+            with pytest.raises(HookFailed, match="VLLM_SERVER_DEV_MODE=1"):
+                asyncio.run(reset(base))
+
+
+def test_a_real_start_up_failure_reaches_the_services_row(tmp_path: Path) -> None:
+    """A stand-in `vllm` prints the recorded log of a failed start (a model folder that does
+    not exist) and exits 1, as the real one did: the services row is failed and its log tail
+    holds vLLM's own last error line."""
+    fake = tmp_path / "vllm"
+    fake.write_text(f"#!/bin/sh\ncat '{DATA / 'startup-failure.log'}'\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    text = yaml.safe_dump({
+        "name": "recorded-failure", "host": {"kind": "local"},
+        "engine": {"kind": "vllm", "executable": str(fake), "model": "/tmp/models/no-such-model",
+                   "startup_timeout_s": 20},
+        "methods": [{"name": "autoregressive"}],
+        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["x"]},
+                       "max_tokens": [4]}]})
+    db = tmp_path / "r.duckdb"
+    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        state, error, tail = con.execute("SELECT state, error, log_tail FROM services").fetchone()
+    assert state == "failed" and "exited" in error
+    assert "OSError: Repo id must be in the form" in tail
+    assert REPLIES["startup-failure.log"]["exit_code"] == 1
