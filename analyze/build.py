@@ -13,6 +13,8 @@ which reads speedup and rate_speedup, position_acceptance, accepted_histogram), 
 replica_agreement (each replica's median decode speed and its interval). The raw layer is
 schema's: `connect` migrates the file before anything here runs. Everything is CREATE OR
 REPLACE inside one transaction, so a failed build leaves the previous analysis layer in place.
+metric_catalog (schema.metrics.CATALOG: each metric's label, unit, direction and formula) is
+written first: report imports nothing of ours and reads the labels from it.
 
 Every analysis object is a TABLE (a snapshot of the raw tables as of analysis_params.built_at)
 except speedup_pairs, a view over the request_metrics table: a view is recomputed by every
@@ -32,6 +34,7 @@ import duckdb
 import yaml
 
 from analyze import energy, itl, openloop, stats
+from schema import metrics
 from schema.controls import aa_control_name
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
@@ -71,6 +74,7 @@ SPECULATION = (
     "31_best_setting.sql",
     "32_position_acceptance.sql",
     "33_accepted_histogram.sql",
+    "35_speedup_prediction.sql",
 )
 REPLICAS = ("34_replica_agreement.sql",)
 OBJECTS = (
@@ -104,7 +108,9 @@ OBJECTS = (
     "best_setting",
     "position_acceptance",
     "accepted_histogram",
+    "speedup_prediction",
     "replica_agreement",
+    "metric_catalog",
 )
 
 # Views cannot hold bound parameters, so the baseline name reaches SQL through this table.
@@ -158,6 +164,7 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
     con.execute(PARAMS_INSERT, [baseline, aa_control_name(baseline), stats.LEVEL,
                                 stats.MIN_PROMPTS])
     drop_views(con)
+    metrics.write_catalog(con)  # each metric's unit, direction and label, for report
     build_campaign_plan(con)
     con.execute(read_sql(MEASURED))
     itl.write(con, latencies)

@@ -12,7 +12,8 @@ the campaign, its hosts and its services come from ``campaign_summary``,
 ``accepted_histogram`` (optional: without them no such section); replicas of one
 configuration from ``replica_agreement`` (optional: a threats note when the baseline's
 replicas disagree); the baseline it compared against from ``analysis_params`` (optional: the
-campaign's plan baseline without it). A file that analyze has not
+campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional:
+a metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
 (re)built lacks them, and the report says to run ``python -m analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
@@ -32,6 +33,7 @@ import duckdb
 import pandas as pd
 
 from report.charts import BASELINE, method_palette
+from report.labels import metric_label
 
 
 class ReportError(RuntimeError):
@@ -44,7 +46,8 @@ OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation
             "host_summary", "window_energy", "energy_summary", "energy_ratio",
             "open_windows", "rate_speedup", "rate_limits", "slo_targets", "cache_hygiene",
             "method_families", "param_sweep", "speedup_decomposition", "best_setting",
-            "position_acceptance", "accepted_histogram", "replica_agreement")
+            "position_acceptance", "accepted_histogram", "replica_agreement",
+            "speedup_prediction")
 
 
 @dataclass
@@ -76,6 +79,7 @@ class ReportData:
     method_families: pd.DataFrame = field(default_factory=pd.DataFrame)
     param_sweep: pd.DataFrame = field(default_factory=pd.DataFrame)
     speedup_decomposition: pd.DataFrame = field(default_factory=pd.DataFrame)
+    speedup_prediction: pd.DataFrame = field(default_factory=pd.DataFrame)
     best_setting: pd.DataFrame = field(default_factory=pd.DataFrame)
     position_acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     accepted_histogram: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -83,6 +87,20 @@ class ReportData:
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # metric -> label (metric_catalog)
+
+    def label(self, metric: str) -> str:
+        """What a table or chart calls the metric: its catalogue label, else its name."""
+        return metric_label(self.labels, metric)
+
+
+LABELS_SQL = "SELECT metric, label FROM metric_catalog"
+
+
+def read_labels(con: duckdb.DuckDBPyConnection, have: set[str]) -> dict[str, str]:
+    """metric -> label from ``metric_catalog`` (schema.metrics.CATALOG, written by analyze);
+    empty for a file analysed before the catalogue existed."""
+    return dict(con.execute(LABELS_SQL).fetchall()) if "metric_catalog" in have else {}
 
 
 def _objects(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -123,7 +141,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "environment": _by_campaign(con, "environment_summary", cid, "host, key, value",
                                     "host, key"),
         "services": _by_campaign(con, "service_summary", cid, order="method, tp, requested_at"),
-        "distribution": _by_campaign(con, "request_distribution", cid, order="method, metric"),
+        "distribution": _distribution(con, cid, have),
         "config_summary": _by_campaign(con, "config_summary", cid,
                                        order="workload, method, max_tokens, concurrency"),
         "speedup": _by_campaign(con, "speedup", cid,
@@ -149,6 +167,8 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
                            "concurrency, held, value_num, value"),
         "speedup_decomposition": opt("speedup_decomposition",
                                      "engine, tp, workload, max_tokens, concurrency, method"),
+        "speedup_prediction": opt("speedup_prediction",
+                                  "engine, tp, workload, max_tokens, concurrency, method"),
         "best_setting": opt("best_setting",
                             "engine, tp, workload, max_tokens, family, load_kind, load"),
         "position_acceptance": opt("position_acceptance", "engine, tp, workload, max_tokens, "
@@ -161,6 +181,19 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
                                    order="workload, max_tokens, engine, tp, method")
                       if "crossover" in have else None),
     }
+
+
+# the box statistics with each metric's catalogue label (NULL without a row: its name is shown)
+DISTRIBUTION_SQL = ("SELECT d.*, c.label FROM request_distribution AS d "
+                    "LEFT JOIN metric_catalog AS c USING (metric) "
+                    "WHERE d.campaign_id = ? ORDER BY d.method, d.metric")
+
+
+def _distribution(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> pd.DataFrame:
+    """request_distribution, plus `label` from metric_catalog where the file has it."""
+    if "metric_catalog" not in have:
+        return _by_campaign(con, "request_distribution", cid, order="method, metric")
+    return _frame(con, DISTRIBUTION_SQL, [cid])
 
 
 def read_baseline(con: duckdb.DuckDBPyConnection, info: dict[str, Any], have: set[str]) -> str:
@@ -195,8 +228,9 @@ def load(db_path: Path | str, campaign: str | None = None,
         cid = str(info["campaign_id"])
         frames = _load_frames(con, cid, have)
         baseline = baseline or read_baseline(con, info, have)
+        labels = read_labels(con, have)
     data = ReportData(campaign=info, n_warmup=int(info["n_warmup"]), baseline=baseline,
-                      **frames)
+                      labels=labels, **frames)
     methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
                          data.config_summary.get("method", pd.Series(dtype=str)),
                          data.open_windows.get("method", pd.Series(dtype=str)),

@@ -20,7 +20,7 @@ import pandas as pd
 from pylatex.utils import NoEscape
 
 from report.data import ReportData
-from report.speculation import best, decomposition, detail, sweep
+from report.speculation import best, decomposition, detail, prediction, sweep
 from report.speculation.panels import parts, windows
 
 Save = Callable[[plt.Figure, Path], Path]
@@ -109,7 +109,8 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
     ps, sd = _frame(data, "param_sweep"), _frame(data, "speedup_decomposition")
     bs = _frame(data, "best_setting")
     pa, ah = _frame(data, "position_acceptance"), _frame(data, "accepted_histogram")
-    if ps.empty and sd.empty and bs.empty:
+    sp = _frame(data, "speedup_prediction")
+    if ps.empty and sd.empty and bs.empty and sp.empty:
         return {"available": False, "findings": [], "threats": []}
     sw = sweeps(ps, figs)
     losers = decomposition.losers(sd) if not sd.empty else None
@@ -122,6 +123,8 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
             "figures": _names(figs, "spec-decomposition:"), "losers": NoEscape(losers),
             "unknown": NoEscape(unknown) if unknown else None,
             "left_out": _decomposition_parts(sd)[1]},
+        "prediction": None if sp.empty else {
+            "table": prediction.table(sp), "summary": prediction.summary(sp)},
         "best_table": best.table(bs), "deploy": best.sentences(bs),
         "detail": _detail(pa, ah, figs),
         "findings": findings, "threats": [],

@@ -1,0 +1,121 @@
+-- speedup_prediction: does the textbook model of speculative decoding, speedup = acceptance
+-- length / step cost, predict a window it was not fitted on? The step cost (a verify step's
+-- time in baseline tokens' time) is taken from the OTHER windows of the same method family and
+-- draft length, where only the acceptance differs (a synthetic-acceptance sweep, or the same
+-- drafter on other prompts), and the window's own acceptance length then predicts its speedup.
+-- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, method); key: the same.
+-- One row per comparison of the `speedup` table that is not the baseline.
+--   accept_length    = config_summary.accept_length_tw (per request: decode tokens / verify
+--                      steps) where the engine counts verify steps per request; else the
+--                      window counters of the method's services on that workload,
+--                      1 + sum(d_accepted) / sum(d_drafts) (vLLM without per-request metrics:
+--                      window_acceptance, pooled over the workload's concurrency levels and
+--                      output lengths, which its counters do not separate)
+--   acceptance_source = 'requests' | 'window counters' | NULL (none: no row is predicted)
+--   draft_tokens_per_step = sum(d_draft_tokens) / sum(d_drafts): the draft length K as the
+--                      server counted it (NULL without draft counters)
+--   speedup, ci_low, ci_high = the `speedup` table's (measured)
+--   step_cost        = accept_length / speedup: the measured step cost implied by the model
+--   step_time_s      = step_cost * baseline_token_time_s, where baseline_token_time_s =
+--                      exp(mean over the comparison's baseline requests of ln(decode_s /
+--                      (output_tokens - 1))), decode_s = e2e_s - ttft_s
+--   n_siblings       = other windows with the same (campaign_id .. concurrency, family,
+--                      draft_tokens_per_step rounded to 0.01) and a step_cost
+--   predicted_step_cost = exp(mean of ln(step_cost) over those siblings) (leave one out)
+--   predicted_speedup   = accept_length / predicted_step_cost
+--   prediction_error    = predicted_speedup / speedup - 1
+--   reason           = why a row has no prediction: 'no acceptance figure', 'no draft-length
+--                      counters', 'no other window of the same family and draft length'
+-- The model holds when the step cost does not depend on how many drafts are accepted; a large
+-- error says it does (longer accepted runs write more KV, a tree verifies more nodes) or that
+-- the windows differ in something else (docs/gpu-vllm.md).
+
+CREATE OR REPLACE TABLE speedup_prediction AS
+
+WITH
+
+counters AS (
+    SELECT
+        campaign_id, engine, tp, method, workload,
+        sum(d_drafts) AS d_drafts,
+        sum(d_draft_tokens) AS d_draft_tokens,
+        sum(d_accepted) AS d_accepted
+    FROM window_acceptance
+    GROUP BY ALL
+),
+
+baseline_time AS (
+    SELECT
+        p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
+        exp(avg(ln((r.e2e_s - r.ttft_s) / (r.output_tokens - 1)))) AS baseline_token_time_s
+    FROM speedup_pairs AS p
+    JOIN request_metrics AS r USING (request_id)
+    WHERE p.role = 'baseline' AND r.output_tokens > 1 AND r.e2e_s > r.ttft_s
+    GROUP BY ALL
+),
+
+windows AS (
+    SELECT
+        s.campaign_id, s.engine, s.tp, s.workload, s.max_tokens, s.concurrency, s.method,
+        f.family,
+        coalesce(c.accept_length_tw, 1 + k.d_accepted / nullif(k.d_drafts, 0)) AS accept_length,
+        CASE
+            WHEN c.accept_length_tw IS NOT NULL THEN 'requests'
+            WHEN k.d_drafts > 0 THEN 'window counters'
+        END AS acceptance_source,
+        k.d_draft_tokens / nullif(k.d_drafts, 0) AS draft_tokens_per_step,
+        s.speedup, s.ci_low, s.ci_high,
+        b.baseline_token_time_s
+    FROM speedup AS s
+    LEFT JOIN config_summary AS c
+        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+    LEFT JOIN counters AS k USING (campaign_id, engine, tp, method, workload)
+    LEFT JOIN method_families AS f USING (campaign_id, method)
+    LEFT JOIN baseline_time AS b
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+    WHERE s.method <> s.baseline AND NOT s.is_control
+),
+
+costed AS (
+    SELECT
+        *,
+        accept_length / nullif(speedup, 0) AS step_cost,
+        round(draft_tokens_per_step, 2) AS k_key
+    FROM windows
+),
+
+predicted AS (
+    SELECT
+        a.campaign_id, a.engine, a.tp, a.workload, a.max_tokens, a.concurrency, a.method,
+        count(b.method) AS n_siblings,
+        exp(avg(ln(b.step_cost))) AS predicted_step_cost
+    FROM costed AS a
+    LEFT JOIN costed AS b
+        ON b.campaign_id = a.campaign_id AND b.engine = a.engine AND b.tp = a.tp
+        AND b.workload = a.workload AND b.max_tokens = a.max_tokens
+        AND b.concurrency = a.concurrency AND b.family = a.family AND b.k_key = a.k_key
+        AND b.method <> a.method AND b.step_cost > 0
+    GROUP BY ALL
+),
+
+final AS (
+    SELECT
+        c.campaign_id, c.engine, c.tp, c.workload, c.max_tokens, c.concurrency, c.method,
+        c.family, c.accept_length, c.acceptance_source, c.draft_tokens_per_step,
+        c.speedup, c.ci_low, c.ci_high, c.step_cost,
+        c.step_cost * c.baseline_token_time_s AS step_time_s,
+        c.baseline_token_time_s,
+        p.n_siblings, p.predicted_step_cost,
+        c.accept_length / p.predicted_step_cost AS predicted_speedup,
+        c.accept_length / p.predicted_step_cost / c.speedup - 1 AS prediction_error,
+        CASE
+            WHEN c.accept_length IS NULL THEN 'no acceptance figure'
+            WHEN c.draft_tokens_per_step IS NULL THEN 'no draft-length counters'
+            WHEN p.n_siblings = 0 THEN 'no other window of the same family and draft length'
+        END AS reason
+    FROM costed AS c
+    JOIN predicted AS p
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+)
+
+SELECT * FROM final
