@@ -30,13 +30,27 @@ from transformers import (
 
 SHAPES = {
     "llama8b": lambda vocab: LlamaConfig(
-        hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-        num_attention_heads=32, num_key_value_heads=8, vocab_size=vocab,
-        rope_theta=500000.0, max_position_embeddings=8192, tie_word_embeddings=False),
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=vocab,
+        rope_theta=500000.0,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+    ),
     "qwen14b": lambda vocab: Qwen2Config(
-        hidden_size=5120, intermediate_size=13824, num_hidden_layers=48,
-        num_attention_heads=40, num_key_value_heads=8, vocab_size=vocab,
-        rope_theta=1000000.0, max_position_embeddings=8192, tie_word_embeddings=False),
+        hidden_size=5120,
+        intermediate_size=13824,
+        num_hidden_layers=48,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        vocab_size=vocab,
+        rope_theta=1000000.0,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+    ),
 }
 
 
@@ -45,8 +59,9 @@ def smollm2(gguf: Path, out: Path) -> tuple[AutoTokenizer, int]:
     (the draft's: a target must have the same to be drafted for)."""
     t = time.monotonic()
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16
+    )
     # a GGUF-loaded model keeps its quantizer, and save_pretrained refuses it
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -70,8 +85,10 @@ def random_model(name: str, tok: AutoTokenizer, vocab: int, out: Path) -> None:
     tok.save_pretrained(out)
     del model
     torch.cuda.empty_cache()
-    print(f"{name}-random saved: {params / 1e9:.2f}e9 parameters in "
-          f"{time.monotonic() - t:.0f} s", flush=True)
+    print(
+        f"{name}-random saved: {params / 1e9:.2f}e9 parameters in {time.monotonic() - t:.0f} s",
+        flush=True,
+    )
 
 
 def main(argv: list[str]) -> int:

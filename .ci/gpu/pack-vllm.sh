@@ -12,7 +12,7 @@
 # On the device: gather the pieces in one folder (keep state under /tmp there: an ignored path not
 # carried again is removed from the repo copy on the next call), then
 #   INSTALL_MODE=env bash /tmp/vllmparts/p01/install.sh /tmp/vllmparts
-# (about 80 s; `vllm` lands on PATH in the image's python). .ci/device-vllm.sh does it, and
+# (about 80 s; `vllm` lands on PATH in the image's python). .ci/device-engine.sh does it, and
 # docs/gpu-vllm.md says what was measured with it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -30,18 +30,40 @@ import httpx
 
 PORT = 8011
 BASE = f"http://127.0.0.1:{PORT}"
-PROMPT = ("Copy this list exactly, one item per line, twice: alpha, beta, gamma, delta, epsilon, "
-          "zeta, eta, theta, iota, kappa.")
+PROMPT = (
+    "Copy this list exactly, one item per line, twice: alpha, beta, gamma, delta, epsilon, "
+    "zeta, eta, theta, iota, kappa."
+)
 replies: dict[str, dict] = {}
 
 
 def start(model: str, extra: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-           "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(PORT),
-           "--max-model-len", "4096", "--gpu-memory-utilization", "0.5", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--served-model-name",
+        "smollm2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(PORT),
+        "--max-model-len",
+        "4096",
+        "--gpu-memory-utilization",
+        "0.5",
+        *extra,
+    ]
     print("starting:", " ".join(cmd), flush=True)
-    return subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            env={**os.environ, **env}, start_new_session=True)
+    return subprocess.Popen(
+        cmd,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **env},
+        start_new_session=True,
+    )
 
 
 def healthy(proc: subprocess.Popen, limit_s: float = 240) -> float:
@@ -59,6 +81,8 @@ def healthy(proc: subprocess.Popen, limit_s: float = 240) -> float:
 
 
 def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:  # it ended by itself (a failed start): nothing to stop
+        return
     os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(30)
@@ -72,29 +96,52 @@ def keep(out: Path, name: str, method: str, path: str, body: dict | None = None)
     with httpx.Client(timeout=60) as client, client.stream(method, BASE + path, json=body) as r:
         data = b"".join(r.iter_raw())
     (out / name).write_bytes(data)
-    replies[name] = {"status": r.status_code, "content_type": r.headers.get("content-type"),
-                     "request": {"method": method, "path": path, "json": body}}
+    replies[name] = {
+        "status": r.status_code,
+        "content_type": r.headers.get("content-type"),
+        "request": {"method": method, "path": path, "json": body},
+    }
     print(f"{name}: {r.status_code}, {len(data)} bytes", flush=True)
 
 
 def chat(stream: bool, max_tokens: int = 96) -> dict:
-    return {"model": "smollm2", "messages": [{"role": "user", "content": PROMPT}],
-            "max_tokens": max_tokens, "temperature": 0, "stream": stream,
-            **({"stream_options": {"include_usage": True}} if stream else {})}
+    return {
+        "model": "smollm2",
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": stream,
+        **({"stream_options": {"include_usage": True}} if stream else {}),
+    }
 
 
 def speculative(model: str, out: Path) -> None:
     spec = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})
-    proc = start(model, ["--speculative-config", spec], {"VLLM_SERVER_DEV_MODE": "1"},
-                 out / "server-ngram.log")
+    proc = start(
+        model,
+        ["--speculative-config", spec],
+        {"VLLM_SERVER_DEV_MODE": "1"},
+        out / "server-ngram.log",
+    )
     try:
         print(f"n-gram server healthy after {healthy(proc):.0f} s", flush=True)
         keep(out, "version.json", "GET", "/version")
         keep(out, "models.json", "GET", "/v1/models")
         keep(out, "chat-stream.sse", "POST", "/v1/chat/completions", chat(True))
-        keep(out, "completion-stream.sse", "POST", "/v1/completions",
-             {"model": "smollm2", "prompt": PROMPT, "max_tokens": 64, "temperature": 0,
-              "stream": True, "stream_options": {"include_usage": True}})
+        keep(
+            out,
+            "completion-stream.sse",
+            "POST",
+            "/v1/completions",
+            {
+                "model": "smollm2",
+                "prompt": PROMPT,
+                "max_tokens": 64,
+                "temperature": 0,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
         for _ in range(3):
             httpx.post(f"{BASE}/v1/chat/completions", json=chat(False), timeout=60)
         keep(out, "metrics-ngram.txt", "GET", "/metrics")

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Real vLLM 0.24.0 on a lent GPU machine with no network: one step per call of the device tool,
-# from the root of the repo copy there (docs/gpu-vllm.md chains them). The calls must follow one
-# another without pauses: the machine is given back about 30 s after a call ends, and all state
-# lives under /tmp there (/tmp/specsweep-vllm).
+# A real engine (ENGINE=vllm, the default: vLLM 0.24.0; ENGINE=sglang: SGLang 0.5.15) on a lent
+# GPU machine with no network: one step per call of the device tool, from the root of the repo
+# copy there (docs/gpu-vllm.md chains them). The calls must follow one another without pauses:
+# the machine is given back about 30 s after a call ends, and all state lives under /tmp there
+# (/tmp/specsweep-vllm).
 #
-#   piece N   (carry device/vllm/pNN) keeps one piece of the vLLM wheels, built here by
-#             `.ci/device-pieces vllm` (78 wheels, 7 pieces of at most 55 MiB).
-#   install   (carry device/wheels-cp312-core) installs specsweep's dependencies and vLLM into
-#             the image's python3 (pip --no-index; about 90 s).
+#   piece N   (carry device/ENGINE/pNN) keeps one piece of the engine's wheels, built here by
+#             `.ci/device-pieces vllm` (78 wheels, 7 pieces of at most 55 MiB) or
+#             `.ci/gpu/pack-sglang.sh device/sglang` (55 wheels, 14 pieces).
+#   install   vLLM: (carry device/wheels-cp312-core) installs specsweep's dependencies and vLLM
+#             into the image's python3 (pip --no-index; about 75 s). SGLang: (carry nothing)
+#             installs it into its own folder /tmp/sglang-site (it pins transformers 5.12.1).
 #   model-a   (carry device/model-a) keeps the SmolLM2 GGUF's first half.
 #   model-b   (carry device/model-b) joins the halves, checks the SHA-256, and starts building
 #             the models in the background (.ci/gpu/hf_models.py): SmolLM2-135M in bf16
 #             from the GGUF, and random-weight models of real shapes (MODELS, default
 #             "llama8b"; "qwen14b" too if asked) with SmolLM2's tokenizer.
-#   record    starts `vllm serve` three ways and records its real replies (.ci/gpu/record_vllm.py)
-#             into $OUT/vllm-0.24.tar.gz: the test fixtures of tests/data/vllm-0.24/.
+#   record    starts the engine's server and records its real replies (.ci/gpu/record_ENGINE.py)
+#             into $OUT/ENGINE.tar.gz: the test fixtures of tests/data/vllm-0.24/ (sglang-0.5.15/).
 #   run       PLAN=... starts `specsweep run PLAN` once in the background, waits up to BUDGET
 #             seconds (call it again while it runs), then runs analyze and returns the database.
 #
@@ -22,7 +25,8 @@
 # `piece 1`.
 set -uo pipefail
 S=/tmp/specsweep-vllm
-PARTS=/tmp/vllmparts
+ENGINE=${ENGINE:-vllm}
+PARTS=/tmp/${ENGINE}parts
 MODELS_DIR=/tmp/models
 R=$S/results
 PLAN=${PLAN:-plans/gpu-vllm-scale.yaml}
@@ -46,15 +50,22 @@ wait_for() {  # wait_for FILE: until FILE exists or the budget is spent
 piece() {
     local n
     n=$(printf 'p%02d' "$1")
-    [ -d "device/vllm/$n" ] || { say "carry device/vllm/$n"; exit 2; }
+    [ -d "device/$ENGINE/$n" ] || { say "carry device/$ENGINE/$n"; exit 2; }
     [ "$1" = 1 ] || [ -d "$PARTS/p01" ] || fresh "$PARTS/p01"
-    mkdir -p "$PARTS" && cp -r "device/vllm/$n" "$PARTS/"
+    mkdir -p "$PARTS" && cp -r "device/$ENGINE/$n" "$PARTS/"
     say "kept $n ($(du -sh "$PARTS/$n" | cut -f1)); have: $(ls "$PARTS" | tr '\n' ' ')"
     [ "$1" = 1 ] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     return 0
 }
 
 install() {
+    if [ "$ENGINE" = sglang ]; then
+        [ -d "$PARTS/p14" ] || fresh "$PARTS/p14"
+        bash "$PARTS/p01/install.sh" "$PARTS" > "$S/install.log" 2>&1
+        grep -E "IMPORT|checksums|ERROR" "$S/install.log"; tail -3 "$S/install.log"
+        touch "$S/installed"
+        return
+    fi
     [ -d "$PARTS/p07" ] || fresh "$PARTS/p07"
     local tag links=() d
     tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
@@ -91,8 +102,10 @@ model_b() {
     (cd "$MODELS_DIR" && sha256sum -c "$OLDPWD/device/remote/SHA256SUMS") \
         || { say "the joined GGUF does not match SHA256SUMS"; exit 1; }
     rm -f "$S"/*.part-*
+    # the gguf reader is among the engine's wheels: SGLang's live in its own folder
+    [ "$ENGINE" = sglang ] && export PYTHONPATH=/tmp/sglang-site
     setsid bash -c "python3 .ci/gpu/hf_models.py '$MODELS_DIR/$name' '$MODELS_DIR' \
-        ${MODELS:-llama8b} > '$S/models.log' 2>&1; echo \$? > '$S/models.rc'" \
+        ${MODELS-llama8b} > '$S/models.log' 2>&1; echo \$? > '$S/models.rc'" \
         < /dev/null > /dev/null 2>&1 &
     say "building the models in the background (log $S/models.log)"
     sleep 45
@@ -105,10 +118,11 @@ record() {
         [ -f "$S/models.rc" ] && { tail -20 "$S/models.log"; say "model build ended"; exit 1; }
         sleep 3
     done
-    python3 .ci/gpu/record_vllm.py "$MODELS_DIR/smollm2-135m" "$S/vllm-0.24" \
-        2>&1 | tee "$S/record.log" | tail -40
+    [ "$ENGINE" = sglang ] && export PYTHONPATH=/tmp/sglang-site
+    python3 ".ci/gpu/record_$ENGINE.py" "$MODELS_DIR/smollm2-135m" "$S/$ENGINE" \
+        2>&1 | tee "$S/record-$ENGINE.log" | tail -40
     # one archive: the device tool brings back at most 8 files a call
-    tar -czf "$OUT/vllm-0.24.tar.gz" -C "$S" vllm-0.24 && ls -la "$OUT"
+    tar -czf "$OUT/$ENGINE.tar.gz" -C "$S" "$ENGINE" && ls -la "$OUT"
 }
 
 run() {
