@@ -16,8 +16,11 @@ import typer
 
 DEFAULT_DB = "results/specsweep.duckdb"
 FORMATS = ("parquet", "csv", "json")
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                  help="Build the analysis views of a specsweep database.")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Build the analysis views of a specsweep database.",
+)
 
 
 @app.callback(invoke_without_command=True)
@@ -62,8 +65,9 @@ def _format(value: str) -> str:
 def export(
     db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
     format: str = typer.Option(
-        "parquet", callback=_format,
-        help="parquet, csv or json (json: one summary.json of every campaign, analyze/summary.py)."
+        "parquet",
+        callback=_format,
+        help="parquet, csv or json (json: one summary.json of every campaign, analyze/summary.py).",
     ),
     out: str = typer.Option(..., help="Folder to write (raw/, analysis/, columns.json)."),
 ) -> None:
@@ -125,16 +129,20 @@ def _compare(db: str, a: str, b: str, threshold: float | None) -> None:
         raise typer.Exit(2) from None
     typer.echo("\n".join(comparing.lines(result)))
     if stored:
-        typer.echo(f"compare: stored in {db}: " + ", ".join(
-            f"{name} ({n} rows)" for name, n in stored.items())
-            + f"; specsweep report --compare {result.a} {result.b} builds its PDF")
+        typer.echo(
+            f"compare: stored in {db}: "
+            + ", ".join(f"{name} ({n} rows)" for name, n in stored.items())
+            + f"; specsweep report --compare {result.a} {result.b} builds its PDF"
+        )
     if not gating:
         return
     failed = comparing.gate(result, threshold)
     tested = sum(c.p_holm is not None for c in result.changes)
-    typer.echo(f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
-               f"Holm over {tested} tests; docs/compare.md)" + "".join(
-                   f"\n  FAIL {comparing.describe(c)}" for c in failed))
+    typer.echo(
+        f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
+        f"Holm over {tested} tests; docs/compare.md)"
+        + "".join(f"\n  FAIL {comparing.describe(c)}" for c in failed)
+    )
     if failed:
         raise typer.Exit(1)
 
@@ -153,6 +161,7 @@ def main(argv: list[str] | None = None, prog_name: str = "python -m analyze") ->
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -161,8 +161,9 @@ def run(db_path: str | Path, baseline: str | None = None) -> None:
 def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencies) -> None:
     """Create the analysis objects on an open connection, in dependency order."""
     con.execute(PARAMS_DDL)
-    con.execute(PARAMS_INSERT, [baseline, aa_control_name(baseline), stats.LEVEL,
-                                stats.MIN_PROMPTS])
+    con.execute(
+        PARAMS_INSERT, [baseline, aa_control_name(baseline), stats.LEVEL, stats.MIN_PROMPTS]
+    )
     drop_views(con)
     metrics.write_catalog(con)  # each metric's unit, direction and label, for report
     build_campaign_plan(con)
@@ -190,8 +191,9 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
 def drop_views(con: duckdb.DuckDBPyConnection) -> None:
     """Drop analysis objects an older build made as views (CREATE OR REPLACE TABLE cannot
     replace a view); speedup_pairs stays a view."""
-    rows = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                       "AND schema_name = 'main'").fetchall()
+    rows = con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
+    ).fetchall()
     for (name,) in rows:
         if name in OBJECTS and name != "speedup_pairs":
             con.execute(f'DROP VIEW "{name}"')  # names from OBJECTS, constants of this module
@@ -212,8 +214,10 @@ def build_campaign_plan(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(PLAN_DDL)
     rows = con.execute("SELECT campaign_id, plan_yaml FROM campaigns").fetchall()
     if rows:
-        con.executemany("INSERT INTO campaign_plan VALUES (?, ?)",
-                        [(cid, plan_description(text or "")) for cid, text in rows])
+        con.executemany(
+            "INSERT INTO campaign_plan VALUES (?, ?)",
+            [(cid, plan_description(text or "")) for cid, text in rows],
+        )
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
@@ -231,7 +235,6 @@ def object_counts(db_path: str | Path) -> dict[str, int]:
         return {name: con.table(name).aggregate("count(*)").fetchall()[0][0] for name in OBJECTS}
 
 
-
 def import_check_lines(db_path: str | Path) -> list[str]:
     """What the import_check view says, for `python -m analyze` to print: how many figures
     of imported files equal ours to the printed digit, then each one that differs."""
@@ -244,16 +247,21 @@ def import_check_lines(db_path: str | Path) -> list[str]:
         return []
     files = len({row[0] for row in rows})
     same = sum(1 for row in rows if row[6])
-    lines = [f"import_check: {same} of {len(rows)} figures printed by {files} imported "
-             "file(s) equal specsweep's to the printed digit"]
+    lines = [
+        f"import_check: {same} of {len(rows)} figures printed by {files} imported "
+        "file(s) equal specsweep's to the printed digit"
+    ]
     for cid, workload, stat, metric, theirs, ours, match, tool in rows:
         if not match:
             why = SGLANG_E2E if (tool, metric) == ("sglang", "e2el") else ""
-            lines.append(f"  differs: {cid} {workload} {stat} {metric} (ms): file {theirs}, "
-                         f"specsweep {ours}{why}")
+            lines.append(
+                f"  differs: {cid} {workload} {stat} {metric} (ms): file {theirs}, "
+                f"specsweep {ours}{why}"
+            )
     return lines
 
 
 # the one known, explained difference (collect/importing/importer.py's docstring)
-SGLANG_E2E = (" (expected: SGLang stops its E2E clock at the stream's last line, ours at "
-              "the last token)")
+SGLANG_E2E = (
+    " (expected: SGLang stops its E2E clock at the stream's last line, ours at the last token)"
+)

@@ -104,16 +104,20 @@ def compare_group(rows: pd.DataFrame) -> dict | None:
     return {
         "baseline": rows["baseline"].iat[0],
         "is_control": rows["method"].iat[0] == aa_control_name(rows["baseline"].iat[0]),
-        "energy_ratio": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
-        "ci_reason": result.reason, "df": result.df, "log_se": result.log_se,
-        "p_value": result.p_value, "significant_raw": result.significant,
+        "energy_ratio": result.speedup,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "ci_reason": result.reason,
+        "df": result.df,
+        "log_se": result.log_se,
+        "p_value": result.p_value,
+        "significant_raw": result.significant,
         "n": int(method["prompt_id"].isin(shared).sum()),
         "n_baseline": int(base["prompt_id"].isin(shared).sum()),
         "n_prompts": result.n_prompts,
         "method_j_per_token_p50": method["j_per_token"].median(),
         "baseline_j_per_token_p50": base["j_per_token"].median(),
-        "energy_source": combined_source(rows.loc[rows["prompt_id"].isin(shared),
-                                                  "energy_source"]),
+        "energy_source": combined_source(rows.loc[rows["prompt_id"].isin(shared), "energy_source"]),
     }
 
 

@@ -16,17 +16,22 @@ VOLATILE = (".startup_s",)  # environment keys that differ on every run: not a c
 VOLATILE_PARTS = re.compile(r"(--port[ =])\d+")
 
 
-def environment(con: duckdb.DuckDBPyConnection, a: str,
-                b: str) -> list[tuple[str, str, str | None, str | None]]:
+def environment(
+    con: duckdb.DuckDBPyConnection, a: str, b: str
+) -> list[tuple[str, str, str | None, str | None]]:
     """(host, key, A's value, B's value) for every key that differs (host names kept: a
     host renamed between campaigns shows as keys on one side only)."""
-    rows = con.execute("SELECT campaign_id, host, key, value FROM environment "
-                       "WHERE campaign_id IN (?, ?)", [a, b]).fetchall()
+    rows = con.execute(
+        "SELECT campaign_id, host, key, value FROM environment WHERE campaign_id IN (?, ?)", [a, b]
+    ).fetchall()
     sides: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for campaign, host, key, value in rows:
         sides[(host, key)][campaign] = stable(value)
-    return sorted((h, k, v.get(a), v.get(b)) for (h, k), v in sides.items()
-                  if v.get(a) != v.get(b) and not k.endswith(VOLATILE))
+    return sorted(
+        (h, k, v.get(a), v.get(b))
+        for (h, k), v in sides.items()
+        if v.get(a) != v.get(b) and not k.endswith(VOLATILE)
+    )
 
 
 def stable(value: str | None) -> str | None:

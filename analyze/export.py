@@ -41,9 +41,13 @@ def run(db_path: str | Path, out_dir: str | Path, fmt: str = "parquet") -> list[
     out = Path(out_dir)
     written, columns = [], {}
     with duckdb.connect(str(db_path), read_only=True) as con:
-        present = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views() "
-            "WHERE NOT internal").fetchall()}
+        present = {
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views() "
+                "WHERE NOT internal"
+            ).fetchall()
+        }
         layers = {"raw": list(CONTRACTS), "analysis": ["analysis_params", *OBJECTS]}
         for layer, names in layers.items():
             for name in (n for n in names if n in present):
@@ -54,15 +58,17 @@ def run(db_path: str | Path, out_dir: str | Path, fmt: str = "parquet") -> list[
                     relation.write_parquet(str(path))
                 else:
                     relation.write_csv(str(path), header=True, na_rep=NULL)
-                columns[f"{layer}/{path.name}"] = dict(zip(relation.columns,
-                                                           map(str, relation.types)))
+                columns[f"{layer}/{path.name}"] = dict(
+                    zip(relation.columns, map(str, relation.types))
+                )
                 written.append(path)
     (out / "columns.json").write_text(json.dumps(columns, indent=1) + "\n")
     return written
 
 
-def read_back(con: duckdb.DuckDBPyConnection, out_dir: str | Path,
-              file: str) -> duckdb.DuckDBPyRelation:
+def read_back(
+    con: duckdb.DuckDBPyConnection, out_dir: str | Path, file: str
+) -> duckdb.DuckDBPyRelation:
     """One exported file as a relation with its original column types, cast by columns.json
     (CSV keeps none; Parquet has no HUGEINT, which DuckDB writes as DOUBLE), e.g.
     read_back(con, DIR, 'raw/requests.csv')."""

@@ -147,9 +147,13 @@ class Block:
         """Only the requests where `requests` (one flag per request) is true."""
         counts = np.diff(self.ends, prepend=0)
         per_gap = np.repeat(requests, counts)
-        return Block(self.rid[requests], np.cumsum(counts[requests]), self.g[per_gap],
-                     self.per_token[per_gap],
-                     None if self.token_ok is None else self.token_ok[per_gap])
+        return Block(
+            self.rid[requests],
+            np.cumsum(counts[requests]),
+            self.g[per_gap],
+            self.per_token[per_gap],
+            None if self.token_ok is None else self.token_ok[per_gap],
+        )
 
 
 @dataclass
@@ -161,16 +165,25 @@ class Requests:
     def add(self, b: Block) -> None:
         starts = np.concatenate(([0], b.ends[:-1]))
         counts = b.ends - starts
-        self.parts.append(pd.DataFrame({
-            "rid": b.rid,
-            "itl_chunk_mean_s": np.add.reduceat(b.g, starts) / counts,
-            "itl_chunk_max_s": np.maximum.reduceat(b.g, starts),
-            "itl_token_mean_s": np.add.reduceat(b.per_token, starts) / counts,
-        }))
+        self.parts.append(
+            pd.DataFrame(
+                {
+                    "rid": b.rid,
+                    "itl_chunk_mean_s": np.add.reduceat(b.g, starts) / counts,
+                    "itl_chunk_max_s": np.maximum.reduceat(b.g, starts),
+                    "itl_token_mean_s": np.add.reduceat(b.per_token, starts) / counts,
+                }
+            )
+        )
 
     def frame(self) -> pd.DataFrame:
-        return pd.concat(self.parts, ignore_index=True) if self.parts else pd.DataFrame(
-            columns=["rid", "itl_chunk_mean_s", "itl_chunk_max_s", "itl_token_mean_s"])
+        return (
+            pd.concat(self.parts, ignore_index=True)
+            if self.parts
+            else pd.DataFrame(
+                columns=["rid", "itl_chunk_mean_s", "itl_chunk_max_s", "itl_token_mean_s"]
+            )
+        )
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
@@ -215,7 +228,8 @@ def _plan(con: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, list[tuple[int, i
     """The window index of each measured ok request by requests.rowid (-1 for every other
     row), the rowid ranges of about BLOCK_CHUNKS chunks each, and the chunks in all."""
     last, chunks = con.execute(
-        "SELECT max(rowid), coalesce(sum(len(chunk_times_s)), 0) FROM requests").fetchone()
+        "SELECT max(rowid), coalesce(sum(len(chunk_times_s)), 0) FROM requests"
+    ).fetchone()
     con.execute(WINDOWS_SQL)
     index = con.execute(REQUESTS_SQL).fetchnumpy()
     window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
@@ -226,9 +240,14 @@ def _plan(con: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, list[tuple[int, i
     return window_of, [(a, a + step) for a in range(0, last + 1, step)], int(chunks)
 
 
-def _in_workers(db_path: str | Path, window_of: np.ndarray, ranges: list[tuple[int, int]],
-                folder: Path, windows: list[int], workers: int
-                ) -> tuple[list[pd.DataFrame], list[dict]]:
+def _in_workers(
+    db_path: str | Path,
+    window_of: np.ndarray,
+    ranges: list[tuple[int, int]],
+    folder: Path,
+    windows: list[int],
+    workers: int,
+) -> tuple[list[pd.DataFrame], list[dict]]:
     """The scan's ranges dealt round-robin to worker processes, then the windows' statistics
     (spawned: the parent holds DuckDB's threads, which fork would copy half-locked)."""
     shares = [ranges[i::workers] for i in range(workers)]
@@ -243,16 +262,22 @@ def _pooled_stats(folder: Path, w: int) -> dict[str, float | int | None]:
     return window_stats(pooled(folder, "chunk", w), pooled(folder, "token", w))
 
 
-def _scan_file(db_path: str, window_of: np.ndarray, ranges: list[tuple[int, int]],
-               folder: Path, tag: str) -> pd.DataFrame:
+def _scan_file(
+    db_path: str, window_of: np.ndarray, ranges: list[tuple[int, int]], folder: Path, tag: str
+) -> pd.DataFrame:
     with duckdb.connect(db_path, read_only=True) as con:
         con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
         con.execute("SET threads = 1")  # the other cores run the other workers
         return _scan_on(con, window_of, ranges, folder, tag)
 
 
-def _scan_on(con: duckdb.DuckDBPyConnection, window_of: np.ndarray,
-             ranges: list[tuple[int, int]], folder: Path, tag: str) -> pd.DataFrame:
+def _scan_on(
+    con: duckdb.DuckDBPyConnection,
+    window_of: np.ndarray,
+    ranges: list[tuple[int, int]],
+    folder: Path,
+    tag: str,
+) -> pd.DataFrame:
     """Per-request figures of the given rowid ranges; their gaps go to the spill files."""
     requests = Requests()
     chunk_pool, token_pool = Pool(folder, "chunk", tag), Pool(folder, "token", tag)
@@ -270,8 +295,7 @@ def _scan_on(con: duckdb.DuckDBPyConnection, window_of: np.ndarray,
             _pool(token_pool, window, b.ends, b.per_token)
         else:
             # every request has a gap (CHUNKS_SQL), so no reduceat slice is empty
-            kept = np.add.reduceat(b.token_ok.astype(np.int64),
-                                   np.concatenate(([0], b.ends[:-1])))
+            kept = np.add.reduceat(b.token_ok.astype(np.int64), np.concatenate(([0], b.ends[:-1])))
             _pool(token_pool, window, np.cumsum(kept), b.per_token[b.token_ok])
     chunk_pool.spill()
     token_pool.spill()
@@ -286,8 +310,9 @@ def _pool(pool: Pool, window: np.ndarray, ends: np.ndarray, values: np.ndarray) 
     pool.add(window[runs], ends[run_ends], values)
 
 
-def blocks(con: duckdb.DuckDBPyConnection, ranges: list[tuple[int, int]]
-           ) -> Iterator[tuple[np.ndarray, ...]]:
+def blocks(
+    con: duckdb.DuckDBPyConnection, ranges: list[tuple[int, int]]
+) -> Iterator[tuple[np.ndarray, ...]]:
     """(rid, t, k) arrays of the chunks of whole requests, one rowid range at a time.
 
     DuckDB prunes a scan to the row groups a rowid range touches, so each range costs its own
@@ -319,15 +344,18 @@ def window_stats(itl_s: np.ndarray, itl_token_s: np.ndarray) -> dict[str, float 
             figures = (values.mean() * 1000, q[0], values.std() * 1000, q[1], q[2], q[3])
         else:
             figures = (None,) * len(STATS)
-        out |= {f"{name}_ms_{s}": None if v is None else float(v)
-                for s, v in zip(STATS, figures)}
+        out |= {f"{name}_ms_{s}": None if v is None else float(v) for s, v in zip(STATS, figures)}
     return out
 
 
 def _window_frame(windows: pd.DataFrame, stats: list[dict]) -> pd.DataFrame:
-    return pd.concat([windows.drop(columns="window_index").reset_index(drop=True),
-                      pd.DataFrame.from_records(stats, index=range(len(windows)),
-                                                columns=_stat_columns())], axis=1)
+    return pd.concat(
+        [
+            windows.drop(columns="window_index").reset_index(drop=True),
+            pd.DataFrame.from_records(stats, index=range(len(windows)), columns=_stat_columns()),
+        ],
+        axis=1,
+    )
 
 
 def write(con: duckdb.DuckDBPyConnection, found: Latencies) -> None:
@@ -338,18 +366,25 @@ def write(con: duckdb.DuckDBPyConnection, found: Latencies) -> None:
         con.execute("INSERT INTO request_itl BY NAME SELECT * FROM request_itl_frame")
         con.unregister("request_itl_frame")
     con.register("window_itl_frame", found.windows)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE window_itl AS SELECT {WINDOW_COLUMNS} "
-                "FROM window_itl_frame")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE window_itl AS SELECT {WINDOW_COLUMNS} FROM window_itl_frame"
+    )
     con.unregister("window_itl_frame")
 
 
 def _stat_columns() -> list[str]:
-    return [c for name in ("itl", "itl_token")
-            for c in (f"n_{name}", *(f"{name}_ms_{s}" for s in STATS))]
+    return [
+        c
+        for name in ("itl", "itl_token")
+        for c in (f"n_{name}", *(f"{name}_ms_{s}" for s in STATS))
+    ]
 
 
 # typed, so that an empty campaign still gives the columns latency_conventions reads
 WINDOW_COLUMNS = ", ".join(
-    [f"{c}::{'INTEGER' if c in ('tp', 'max_tokens', 'concurrency') else 'VARCHAR'} AS {c}"
-     for c in WINDOW_KEY]
-    + [f"{c}::{'BIGINT' if c.startswith('n_') else 'DOUBLE'} AS {c}" for c in _stat_columns()])
+    [
+        f"{c}::{'INTEGER' if c in ('tp', 'max_tokens', 'concurrency') else 'VARCHAR'} AS {c}"
+        for c in WINDOW_KEY
+    ]
+    + [f"{c}::{'BIGINT' if c.startswith('n_') else 'DOUBLE'} AS {c}" for c in _stat_columns()]
+)

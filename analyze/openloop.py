@@ -155,17 +155,30 @@ def tpot_speedups(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     for c, key in enumerate(keys.itertuples(index=False)):
         base, meth = (slice(bounds[s], bounds[s + 1]) for s in (2 * c, 2 * c + 1))
         zeros = np.zeros
-        result, _ = flat_paired_speedup(tpot[base], zeros(base.stop - base.start, int),
-                                        prompt[base], tpot[meth],
-                                        zeros(meth.stop - meth.start, int), prompt[meth])
-        records.append({**key._asdict(), "n_pairs": int(prompt[meth].max()) + 1,
-                        "n_method": meth.stop - meth.start,
-                        "n_baseline": base.stop - base.start,
-                        "is_control": key.method == aa_control_name(baseline),
-                        "tpot_speedup": result.speedup, "tpot_speedup_lo": result.ci_low,
-                        "tpot_speedup_hi": result.ci_high, "tpot_ci_reason": result.reason,
-                        "p_value": result.p_value, "df": result.df,
-                        "log_se": result.log_se})
+        result, _ = flat_paired_speedup(
+            tpot[base],
+            zeros(base.stop - base.start, int),
+            prompt[base],
+            tpot[meth],
+            zeros(meth.stop - meth.start, int),
+            prompt[meth],
+        )
+        records.append(
+            {
+                **key._asdict(),
+                "n_pairs": int(prompt[meth].max()) + 1,
+                "n_method": meth.stop - meth.start,
+                "n_baseline": base.stop - base.start,
+                "is_control": key.method == aa_control_name(baseline),
+                "tpot_speedup": result.speedup,
+                "tpot_speedup_lo": result.ci_low,
+                "tpot_speedup_hi": result.ci_high,
+                "tpot_ci_reason": result.reason,
+                "p_value": result.p_value,
+                "df": result.df,
+                "log_se": result.log_se,
+            }
+        )
     frame = pd.DataFrame.from_records(records)
     if not frame.empty:
         adjust_family([(frame, "tpot_speedup")])

@@ -216,8 +216,14 @@ def paired_speedups(con: duckdb.DuckDBPyConnection, level: float = LEVEL) -> pd.
         if control[c] or cells[c].shape[0] > 1:
             s2 = 0.0
         result = interval(cells[c], level, s2, df)
-        records.append({**key._asdict(), "is_control": bool(control[c]), "service_var": s2,
-                        **_row(result, run_spread(cells[c]), *sides[c])})
+        records.append(
+            {
+                **key._asdict(),
+                "is_control": bool(control[c]),
+                "service_var": s2,
+                **_row(result, run_spread(cells[c]), *sides[c]),
+            }
+        )
     frame = pd.DataFrame.from_records(records)
     return _attach_control(frame)
 
@@ -257,7 +263,8 @@ def adjust_family(frames: list[tuple[pd.DataFrame, str]], alpha: float = ALPHA) 
             frame.at[i, "significant"] = adjusted < alpha
             frame.at[i, "n_family"] = len(family)
             frame.at[i, "sim_ci_low"], frame.at[i, "sim_ci_high"] = t_interval(
-                frame.at[i, point], frame.at[i, "log_se"], frame.at[i, "df"], level)
+                frame.at[i, point], frame.at[i, "log_se"], frame.at[i, "df"], level
+            )
 
 
 def _column(frame: dict[str, np.ndarray], name: str) -> np.ndarray:
@@ -265,14 +272,19 @@ def _column(frame: dict[str, np.ndarray], name: str) -> np.ndarray:
     return np.ma.filled(np.ma.asarray(frame[name], dtype=float), np.nan)
 
 
-def join_sides(comparisons: pd.DataFrame, windows: pd.DataFrame, method: dict[str, str],
-               baseline: dict[str, str]) -> pd.DataFrame:
+def join_sides(
+    comparisons: pd.DataFrame,
+    windows: pd.DataFrame,
+    method: dict[str, str],
+    baseline: dict[str, str],
+) -> pd.DataFrame:
     """Each comparison (GROUP_KEY and its baseline) with columns of two window rows: the
     method's window (columns `method`, renamed by it) and the baseline's at the same
     WINDOW_KEY (columns `baseline`, renamed by it); NaN where a window is missing."""
     m_side = windows[[*GROUP_KEY, *method]].rename(columns=method)
     b_side = windows[[*WINDOW_KEY, "method", *baseline]].rename(
-        columns={"method": "baseline", **baseline})
+        columns={"method": "baseline", **baseline}
+    )
     out = comparisons.merge(m_side, on=GROUP_KEY, how="left")
     return out.merge(b_side, on=[*WINDOW_KEY, "baseline"], how="left")
 
@@ -282,9 +294,12 @@ def attach_window_ratios(speedups: pd.DataFrame, summary: pd.DataFrame) -> pd.Da
 
     throughput_speedup = throughput_tps(M) / throughput_tps(baseline); accept_length_tw of M.
     """
-    out = join_sides(speedups, summary, {"throughput_tps": "method_throughput_tps",
-                                         "accept_length_tw": "accept_length_tw"},
-                     {"throughput_tps": "baseline_throughput_tps"})
+    out = join_sides(
+        speedups,
+        summary,
+        {"throughput_tps": "method_throughput_tps", "accept_length_tw": "accept_length_tw"},
+        {"throughput_tps": "baseline_throughput_tps"},
+    )
     out["throughput_speedup"] = out["method_throughput_tps"] / out["baseline_throughput_tps"]
     return out
 

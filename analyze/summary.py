@@ -33,16 +33,28 @@ import duckdb
 
 SUMMARY_VERSION = 1
 KEY = ["engine", "tp", "method", "workload", "max_tokens", "concurrency"]
-METRICS = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "e2e_p50_s",
-           "decode_tps_p50", "decode_tps_mean", "throughput_tps", "output_tokens_mean",
-           "accept_length_tw", "accept_length_rw", "engine_accept_length_rw", "accept_rate"]
+METRICS = [
+    "ttft_p50_s",
+    "ttft_p90_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "e2e_p50_s",
+    "decode_tps_p50",
+    "decode_tps_mean",
+    "throughput_tps",
+    "output_tokens_mean",
+    "accept_length_tw",
+    "accept_length_rw",
+    "engine_accept_length_rw",
+    "accept_rate",
+]
 WINDOWS_SQL = f"""
-SELECT c.campaign_id, {', '.join('c.' + k for k in KEY)}, c.n, c.n_ok, c.error_rate,
-       {', '.join('c.' + m for m in METRICS)},
+SELECT c.campaign_id, {", ".join("c." + k for k in KEY)}, c.n, c.n_ok, c.error_rate,
+       {", ".join("c." + m for m in METRICS)},
        s.speedup, s.ci_low, s.ci_high, s.significant, s.baseline, s.n_prompts, s.n_runs,
        s.run_speedup_min, s.run_speedup_max, s.between_run_share
 FROM config_summary AS c
-LEFT JOIN speedup AS s USING (campaign_id, {', '.join(KEY)})
+LEFT JOIN speedup AS s USING (campaign_id, {", ".join(KEY)})
 ORDER BY ALL
 """
 CAMPAIGNS_SQL = """
@@ -61,21 +73,36 @@ def build(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     names = [d[0] for d in cursor.description]
     for row in cursor.fetchall():
         r = dict(zip(names, map(_plain, row)))
-        speedup = None if r["speedup"] is None and r["baseline"] is None else {
-            "value": r["speedup"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-            "significant": r["significant"], "baseline": r["baseline"],
-            "n_prompts": r["n_prompts"], **{k: r[k] for k in RUN_KEYS}}
-        windows.setdefault(r["campaign_id"], []).append({
-            **{k: r[k] for k in [*KEY, "n", "n_ok", "error_rate"]},
-            "metrics": {m: r[m] for m in METRICS}, "speedup": speedup})
+        speedup = (
+            None
+            if r["speedup"] is None and r["baseline"] is None
+            else {
+                "value": r["speedup"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "significant": r["significant"],
+                "baseline": r["baseline"],
+                "n_prompts": r["n_prompts"],
+                **{k: r[k] for k in RUN_KEYS},
+            }
+        )
+        windows.setdefault(r["campaign_id"], []).append(
+            {
+                **{k: r[k] for k in [*KEY, "n", "n_ok", "error_rate"]},
+                "metrics": {m: r[m] for m in METRICS},
+                "speedup": speedup,
+            }
+        )
     cursor = con.execute(CAMPAIGNS_SQL)
     names = [d[0] for d in cursor.description]
     campaigns = [dict(zip(names, map(_plain, row))) for row in cursor.fetchall()]
     built = con.execute("SELECT max(built_at) FROM analysis_params").fetchone()[0]
-    return {"summary_version": SUMMARY_VERSION, "generator": "specsweep",
-            "built_at": _plain(built),
-            "campaigns": [{**c, "windows": windows.get(c["campaign_id"], [])}
-                          for c in campaigns]}
+    return {
+        "summary_version": SUMMARY_VERSION,
+        "generator": "specsweep",
+        "built_at": _plain(built),
+        "campaigns": [{**c, "windows": windows.get(c["campaign_id"], [])} for c in campaigns],
+    }
 
 
 def write(db_path: str | Path, out_dir: str | Path) -> Path:

@@ -11,6 +11,7 @@ Its folders are layered; each imports only the layers below it (the `collect` co
     hosts | telemetry      where servers run (local, SSH, external); GPU sampling
     plan                   the pydantic plan; its `engine` union read from the engines' registry
     engines                adapters, each with its plan model (`Config`), found by `kind`
+    provision              builds llama-server and fetches the prompt sets (set-up only)
     http | resources | redact   the streaming client; cached binaries and models; secrets
 
 Where a lower layer needs something of a higher one it gets a protocol (the runner takes the

@@ -36,11 +36,17 @@ def run(
     progress: bool = typer.Option(True, help="Show the live progress bar."),
     phase: list[str] = typer.Option(None, help="Run only this phase (repeatable)."),
     only: list[str] = typer.Option(
-        None, help="Run only this configuration, METHOD or METHOD/TP (repeatable; the "
-        "baseline too only if named)."),
+        None,
+        help="Run only this configuration, METHOD or METHOD/TP (repeatable; the "
+        "baseline too only if named).",
+    ),
     repeat: int = typer.Option(
-        None, min=1, max=100, help="Runs of the whole campaign (default: the plan's "
-        "`repeat`, 1); more runs of a measured campaign add runs to it."),
+        None,
+        min=1,
+        max=100,
+        help="Runs of the whole campaign (default: the plan's "
+        "`repeat`, 1); more runs of a measured campaign add runs to it.",
+    ),
 ) -> None:
     """Run or resume the plan's campaign.
 
@@ -70,8 +76,14 @@ def run(
     try:
         start = runner.run if parsed.cluster is None else cluster.run  # cluster: above runner
         campaign = start(
-            parsed, plan.read_text(), db, logs, show_progress=progress, phases=phase or None,
-            only=only or None, repeat=repeat,
+            parsed,
+            plan.read_text(),
+            db,
+            logs,
+            show_progress=progress,
+            phases=phase or None,
+            only=only or None,
+            repeat=repeat,
         )
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -119,10 +131,14 @@ def check(
             count = sum(per_workload[n] for n in wnames)
             chosen = picked.top if picked and config.method.name == parsed.baseline else 0
             total += count * (1 + chosen)  # the top N counted as the baseline's size, once
-            typer.echo(f"  {config.method.name}{_family_label(config.method)} (config "
-                       f"{config.config_id}): {count} requests ({', '.join(wnames)})")
-    typer.echo(f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
-               f"about {total} measured requests")
+            typer.echo(
+                f"  {config.method.name}{_family_label(config.method)} (config "
+                f"{config.config_id}): {count} requests ({', '.join(wnames)})"
+            )
+    typer.echo(
+        f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
+        f"about {total} measured requests"
+    )
     from collect.planning.sizing import window_warnings
 
     for line in window_warnings(parsed):
@@ -148,8 +164,13 @@ def _family_label(method) -> str:  # noqa: ANN001 - Method
     return f" [family {method.family or method.name}: {values}]"
 
 
-def _time_estimate(parsed, db: Path | None, seed: int | None, gantt: bool = False,  # noqa: ANN001 - Plan
-                   hosts: list[int] | None = None) -> list[str]:
+def _time_estimate(
+    parsed,
+    db: Path | None,
+    seed: int | None,
+    gantt: bool = False,  # noqa: ANN001 - Plan
+    hosts: list[int] | None = None,
+) -> list[str]:
     from collect.planning import simulation
 
     try:
@@ -179,15 +200,18 @@ def simulate(
     ),
     seed: int = typer.Option(0, help="Seed of the start-up times drawn from estimates.startup_s."),
     hosts: str = typer.Option(
-        "1", help="Host counts to simulate, comma-separated (1,2,4): copies of the plan's host "
-        "and its GPUs; a job never spans hosts. The packed order's table is the first count's."),
+        "1",
+        help="Host counts to simulate, comma-separated (1,2,4): copies of the plan's host "
+        "and its GPUs; a job never spans hosts. The packed order's table is the first count's.",
+    ),
 ) -> None:
     """Run the scheduler on simulated services: serial and packed makespan (replicas
     included unless host.replicas is false), lower bounds, and the packed order; with
     --hosts, the packed makespan and its bounds on each host count."""
     counts = _host_counts(hosts)
-    lines = _time_estimate(_plan_or_exit(plan), db, seed, gantt=True,
-                           hosts=counts if counts != [1] else None)
+    lines = _time_estimate(
+        _plan_or_exit(plan), db, seed, gantt=True, hosts=counts if counts != [1] else None
+    )
     if lines[0].startswith("time estimate: none"):
         typer.echo(f"error: {plan}: {lines[0]}", err=True)
         raise typer.Exit(2)
@@ -196,8 +220,9 @@ def simulate(
 
 @app.command()
 def schema(
-    markdown: bool = typer.Option(False, help="Print the plan reference as markdown instead "
-                                  "(docs/plan-reference.md)."),
+    markdown: bool = typer.Option(
+        False, help="Print the plan reference as markdown instead (docs/plan-reference.md)."
+    ),
 ) -> None:
     """Print the plan's JSON Schema (for editors), or with --markdown the plan reference."""
     from collect.plan.file import json_schema
@@ -208,17 +233,26 @@ def schema(
 
 @app.command()
 def provision(
-    cuda: bool = typer.Option(False, help="Build the CUDA flavour of llama-server (needs nvcc); "
-                              "plans ask for it with engine.binary: auto-cuda."),
-    cuda_arch: str = typer.Option(None, help="CUDA architectures, e.g. 90 (implies --cuda); "
-                                  "default: nvidia-smi's compute_cap, else CMake's native."),
-    source: Path = typer.Option(None, help="Build from this local llama.cpp tree, unpacked "
-                                "llama-cpp-python sdist or .tar.gz of either, with no network "
-                                "(default: $SPECSWEEP_LLAMA_SOURCE, else the sdist from PyPI)."),
+    cuda: bool = typer.Option(
+        False,
+        help="Build the CUDA flavour of llama-server (needs nvcc); "
+        "plans ask for it with engine.binary: auto-cuda.",
+    ),
+    cuda_arch: str = typer.Option(
+        None,
+        help="CUDA architectures, e.g. 90 (implies --cuda); "
+        "default: nvidia-smi's compute_cap, else CMake's native.",
+    ),
+    source: Path = typer.Option(
+        None,
+        help="Build from this local llama.cpp tree, unpacked "
+        "llama-cpp-python sdist or .tar.gz of either, with no network "
+        "(default: $SPECSWEEP_LLAMA_SOURCE, else the sdist from PyPI).",
+    ),
 ) -> None:
     """Build the cached llama-server and fetch the prompt sets."""
+    from collect.provision import provision as do_provision
     from collect.resources import ResourceError
-    from collect.resources import provision as do_provision
 
     try:
         do_provision(cuda=cuda, cuda_arch=cuda_arch, source=source)

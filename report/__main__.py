@@ -24,20 +24,37 @@ def main(argv: list[str] | None = None) -> int:
     """Parse arguments, build the report, print the paths written."""
     parser = argparse.ArgumentParser(prog="python -m report", description=__doc__)
     parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
-    parser.add_argument("--out", default=None,
-                        help="output PDF path (default reports/report.pdf, with --compare "
-                             "reports/compare.pdf)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="output PDF path (default reports/report.pdf, with --compare reports/compare.pdf)",
+    )
     parser.add_argument("--campaign", default=None, help="campaign id (default: latest)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes drawing the figures (default: the CPUs available, "
-                             "at most 4; 1 draws them in this process)")
-    parser.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
-                        help="compare campaign B with A (ids or plan names) instead")
-    parser.add_argument("--html", nargs="?", const=HTML_DEFAULT, default=None, metavar="PATH",
-                        help="also write the self-contained HTML report (default PATH "
-                             f"{HTML_DEFAULT})")
-    parser.add_argument("--no-pdf", action="store_true",
-                        help="with --html: write the HTML only (no latexmk needed)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes drawing the figures (default: the CPUs available, "
+        "at most 4; 1 draws them in this process)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        default=None,
+        help="compare campaign B with A (ids or plan names) instead",
+    )
+    parser.add_argument(
+        "--html",
+        nargs="?",
+        const=HTML_DEFAULT,
+        default=None,
+        metavar="PATH",
+        help=f"also write the self-contained HTML report (default PATH {HTML_DEFAULT})",
+    )
+    parser.add_argument(
+        "--no-pdf", action="store_true", help="with --html: write the HTML only (no latexmk needed)"
+    )
     args = parser.parse_args(argv)
     if args.no_pdf and not args.html:
         parser.error("--no-pdf needs --html (the PDF is the report's primary output)")
@@ -72,6 +89,7 @@ def _build(args: argparse.Namespace) -> list[str]:
     from report.build import run
 
     return [str(run(args.db, pdf, args.campaign, workers=args.workers))]
+
 
 if __name__ == "__main__":
     sys.exit(main())

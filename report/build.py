@@ -27,9 +27,11 @@ def require_latexmk() -> str:
     """Path of latexmk, or a :class:`ReportError` saying how to install it."""
     exe = shutil.which("latexmk")
     if exe is None:
-        raise ReportError("latexmk not found on PATH; install it (Debian/Ubuntu: apt-get install "
-                          "latexmk texlive-latex-recommended texlive-latex-extra "
-                          "texlive-fonts-recommended lmodern)")
+        raise ReportError(
+            "latexmk not found on PATH; install it (Debian/Ubuntu: apt-get install "
+            "latexmk texlive-latex-recommended texlive-latex-extra "
+            "texlive-fonts-recommended lmodern)"
+        )
     return exe
 
 
@@ -47,16 +49,25 @@ def compile_tex(tex_path: Path) -> Path:
     cmd = [exe, *LATEXMK_ARGS, tex_path.name]
     started = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=tex_path.parent, capture_output=True, text=True,
-                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            cmd,
+            cwd=tex_path.parent,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
-        raise ReportError(f"latexmk timed out after {TIMEOUT_S}s\n"
-                          f"{log_tail(tex_path.with_suffix('.log'))}") from exc
+        raise ReportError(
+            f"latexmk timed out after {TIMEOUT_S}s\n{log_tail(tex_path.with_suffix('.log'))}"
+        ) from exc
     pdf = tex_path.with_suffix(".pdf")
     if proc.returncode != 0 or not pdf.exists():
         tail = log_tail(tex_path.with_suffix(".log")) or proc.stdout[-4000:]
-        raise ReportError(f"latexmk failed (exit {proc.returncode}) on {tex_path.name}; "
-                          f"LaTeX log tail:\n{tail}")
+        raise ReportError(
+            f"latexmk failed (exit {proc.returncode}) on {tex_path.name}; LaTeX log tail:\n{tail}"
+        )
     log.info("latexmk built %s in %.1fs", pdf.name, time.perf_counter() - started)
     return pdf
 
@@ -68,9 +79,12 @@ def render_tex(context: dict, template: str = "report.tex.j2") -> str:
     return make_environment().get_template(template).render(**context)
 
 
-def run(db_path: Path | str = "results/specsweep.duckdb",
-        out_pdf: Path | str = "reports/report.pdf",
-        campaign: str | None = None, workers: int | None = None) -> Path:
+def run(
+    db_path: Path | str = "results/specsweep.duckdb",
+    out_pdf: Path | str = "reports/report.pdf",
+    campaign: str | None = None,
+    workers: int | None = None,
+) -> Path:
     """Build the report for ``campaign`` (default: latest) and return the PDF path.
 
     Also writes the rendered ``.tex`` next to the PDF (same stem). ``workers``: processes
@@ -91,8 +105,11 @@ def draw_figures(data: ReportData, work: Path, workers: int | None) -> dict[str,
 
     started = time.perf_counter()
     figs = make_figures(data, work / "figures", workers)
-    log.info("%d figures drawn in %.1fs", sum(1 for f in figs.values() if f),
-             time.perf_counter() - started)
+    log.info(
+        "%d figures drawn in %.1fs",
+        sum(1 for f in figs.values() if f),
+        time.perf_counter() - started,
+    )
     return figs
 
 

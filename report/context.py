@@ -55,14 +55,19 @@ def env_table(env: pd.DataFrame) -> NoEscape | None:
 
 def workload_columns() -> list[Col]:
     """Columns of the per-workload result tables."""
-    return [Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
-            Col("method", text("method")), Col("speedup", num("speedup"), "r"),
-            Col("95% CI", ci(), "c"), Col("Holm p", sig("p_holm", 2), "r", optional=True),
-            Col("sig.", yes_no("significant"), "c"),
-            Col("prompts", text("n_prompts"), "r", optional=True),
-            Col("tput ratio", num("throughput_speedup"), "r", optional=True),
-            Col("TTFT ratio", num("ttft_ratio"), "r", optional=True),
-            Col("accept len", num("accept_length_tw"), "r", optional=True)]
+    return [
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("method", text("method")),
+        Col("speedup", num("speedup"), "r"),
+        Col("95% CI", ci(), "c"),
+        Col("Holm p", sig("p_holm", 2), "r", optional=True),
+        Col("sig.", yes_no("significant"), "c"),
+        Col("prompts", text("n_prompts"), "r", optional=True),
+        Col("tput ratio", num("throughput_speedup"), "r", optional=True),
+        Col("TTFT ratio", num("ttft_ratio"), "r", optional=True),
+        Col("accept len", num("accept_length_tw"), "r", optional=True),
+    ]
 
 
 def _present(frame: pd.DataFrame, cols: list[Col]) -> list[Col]:
@@ -81,11 +86,16 @@ def workloads(data: ReportData, figs: dict[str, Path | None]) -> list[dict[str, 
     """Per workload: its speedup table and figure file name."""
     out = []
     sp = data.speedup
-    for workload, sub in (sp.groupby("workload", sort=True) if not sp.empty else []):
+    for workload, sub in sp.groupby("workload", sort=True) if not sp.empty else []:
         sub = sub.sort_values(["max_tokens", "concurrency", "method"])
         fig = figs.get(f"speedup:{workload}")
-        out.append({"name": str(workload), "figure": fig.name if fig else None,
-                    "table": fit_table(sub, _present(sub, workload_columns()))})
+        out.append(
+            {
+                "name": str(workload),
+                "figure": fig.name if fig else None,
+                "table": fit_table(sub, _present(sub, workload_columns())),
+            }
+        )
     return out
 
 
@@ -93,44 +103,63 @@ def best_table(best: pd.DataFrame) -> NoEscape | None:
     """The fastest method per window (best_config view)."""
     if best.empty:
         return None
-    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
-            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
-            Col("speedup", num("speedup"), "r"), Col("sig.", yes_no("significant"), "c")]
+    cols = [
+        Col("workload", text("workload")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("method", text("method")),
+        Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
+        Col("speedup", num("speedup"), "r"),
+        Col("sig.", yes_no("significant"), "c"),
+    ]
     return fit_table(best, _present(best, cols))
 
 
 def accept_table(cs: pd.DataFrame) -> NoEscape:
     """Acceptance statistics per window with speculative counters."""
     acc = cs.dropna(subset=["accept_length_tw"])
-    cols = [Col("workload", text("workload")), Col("method", text("method")),
-            Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
-            Col("accept len (tw)", num("accept_length_tw"), "r"),
-            Col("accept len (rw)", num("accept_length_rw"), "r"),
-            Col("accept rate", num("accept_rate"), "r", optional=True)]
+    cols = [
+        Col("workload", text("workload")),
+        Col("method", text("method")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("accept len (tw)", num("accept_length_tw"), "r"),
+        Col("accept len (rw)", num("accept_length_rw"), "r"),
+        Col("accept rate", num("accept_rate"), "r", optional=True),
+    ]
     return fit_table(acc, _present(acc, cols))
 
 
 def throughput_table(cs: pd.DataFrame) -> NoEscape:
     """Throughput, effective concurrency, TTFT and errors per measured window."""
-    cols = [Col("workload", text("workload")), Col("method", text("method")),
-            Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
-            Col("eff. conc.", num("effective_concurrency", ".1f"), "r"),
-            Col("n", text("n"), "r"), Col("tok/s", num("throughput_tps", ".1f"), "r"),
-            Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
-            Col("TTFT p99 (s)", num("ttft_p99_s", ".3f"), "r"),
-            Col("errors", num("error_rate", ".1%"), "r")]
+    cols = [
+        Col("workload", text("workload")),
+        Col("method", text("method")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("eff. conc.", num("effective_concurrency", ".1f"), "r"),
+        Col("n", text("n"), "r"),
+        Col("tok/s", num("throughput_tps", ".1f"), "r"),
+        Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
+        Col("TTFT p99 (s)", num("ttft_p99_s", ".3f"), "r"),
+        Col("errors", num("error_rate", ".1%"), "r"),
+    ]
     return fit_table(cs, _present(cs, cols))
 
 
 # agentic_turns.pairing -> the table's cell: whether the turn compares across methods, and why
-PAIRING = {"first_turn": "yes (turn 0)", "replay": "yes (replay)", "script": "yes (script)",
-           "own_history": "no (own history)"}
+PAIRING = {
+    "first_turn": "yes (turn 0)",
+    "replay": "yes (replay)",
+    "script": "yes (script)",
+    "own_history": "no (own history)",
+}
 UNPAIRED_NOTE = (
     "\\par\\smallskip\\noindent Turns marked \\emph{no (own history)} hold each method's "
     "own earlier replies, so their prompts differ between methods: they are not compared "
     "with the baseline (the speedup table leaves them out). A workload with "
-    "\\texttt{history: replay} replays the baseline's replies and compares every turn.")
+    "\\texttt{history: replay} replays the baseline's replies and compares every turn."
+)
 
 
 def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
@@ -138,13 +167,17 @@ def agentic_table(ag: pd.DataFrame) -> NoEscape | None:
     baseline's (agentic_turns.pairing); a note when some turns do not."""
     if ag.empty:
         return None
-    cols = [Col("workload", text("workload")), Col("method", text("method")),
-            Col("turn", text("turn"), "r"), Col("n", text("n"), "r"),
-            Col("prompt tok", num("prompt_tokens_p50", ".0f"), "r"),
-            Col("cached tok", num("cached_tokens_p50", ".0f"), "r", optional=True),
-            Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
-            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
-            Col("paired", lambda r: PAIRING.get(r["pairing"], str(r["pairing"])))]
+    cols = [
+        Col("workload", text("workload")),
+        Col("method", text("method")),
+        Col("turn", text("turn"), "r"),
+        Col("n", text("n"), "r"),
+        Col("prompt tok", num("prompt_tokens_p50", ".0f"), "r"),
+        Col("cached tok", num("cached_tokens_p50", ".0f"), "r", optional=True),
+        Col("TTFT p50 (s)", num("ttft_p50_s", ".3f"), "r"),
+        Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
+        Col("paired", lambda r: PAIRING.get(r["pairing"], str(r["pairing"]))),
+    ]
     table = fit_table(ag, _present(ag, cols))
     unpaired = "pairing" in ag and bool((ag["pairing"] == "own_history").any())
     return NoEscape(table + UNPAIRED_NOTE) if unpaired else table
@@ -154,11 +187,15 @@ def lossless_table(ll: pd.DataFrame) -> NoEscape | None:
     """Share of outputs identical to the baseline's, next to the baseline's own repeatability."""
     if ll.empty:
         return None
-    cols = [Col("workload", text("workload")), Col("method", text("method")),
-            Col("max_tokens", text("max_tokens"), "r"), Col("conc.", text("concurrency"), "r"),
-            Col("pairs", text("n_pairs"), "r"),
-            Col("identical", num("share_identical", ".0%"), "r"),
-            Col("baseline vs itself", num("baseline_self_identical", ".0%"), "r")]
+    cols = [
+        Col("workload", text("workload")),
+        Col("method", text("method")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("pairs", text("n_pairs"), "r"),
+        Col("identical", num("share_identical", ".0%"), "r"),
+        Col("baseline vs itself", num("baseline_self_identical", ".0%"), "r"),
+    ]
     return fit_table(ll, _present(ll, cols))
 
 
@@ -166,18 +203,28 @@ def colocation_section(co: pd.DataFrame) -> dict[str, Any]:
     """How many measured requests ran beside other services (GPU packing), and per window
     that did, its decode speed beside others against alone where both were measured."""
     if co.empty or not co["n_colocated"].sum():
-        return {"n_colocated": 0, "n": int(co["n_alone"].sum()) if not co.empty else 0,
-                "table": None}
+        return {
+            "n_colocated": 0,
+            "n": int(co["n_alone"].sum()) if not co.empty else 0,
+            "table": None,
+        }
     shared = co[co["n_colocated"] > 0]
-    cols = [Col("workload", text("workload")), Col("tp", text("tp"), "r"),
-            Col("method", text("method")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("conc.", text("concurrency"), "r"), Col("alone", text("n_alone"), "r"),
-            Col("beside others", text("n_colocated"), "r"),
-            Col("neighbours", text("neighbours_max"), "r"),
-            Col("decode tok/s beside / alone", num("colocated_over_alone"), "r")]
-    return {"n_colocated": int(co["n_colocated"].sum()),
-            "n": int(co["n_alone"].sum() + co["n_colocated"].sum()),
-            "table": build_table(shared, cols)}
+    cols = [
+        Col("workload", text("workload")),
+        Col("tp", text("tp"), "r"),
+        Col("method", text("method")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("alone", text("n_alone"), "r"),
+        Col("beside others", text("n_colocated"), "r"),
+        Col("neighbours", text("neighbours_max"), "r"),
+        Col("decode tok/s beside / alone", num("colocated_over_alone"), "r"),
+    ]
+    return {
+        "n_colocated": int(co["n_colocated"].sum()),
+        "n": int(co["n_alone"].sum() + co["n_colocated"].sum()),
+        "table": build_table(shared, cols),
+    }
 
 
 def _crossover_cell(r: pd.Series) -> str:
@@ -214,25 +261,34 @@ def crossover_section(cx: pd.DataFrame | None) -> dict[str, Any]:
     n_single = len(cx) - len(swept)
     if swept.empty:
         return {"available": True, "table": None, "n_single": n_single}
-    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("tp", text("tp"), "r"), Col("method", text("method")),
-            Col("levels", _levels), Col("status", text("status")),
-            Col("crossover", _crossover_cell, "r"),
-            Col("speedup there", _if_crossing(num("crossover_speedup")), "r"),
-            Col("95% CI", _if_crossing(ci("crossover_ci_low", "crossover_ci_high")), "c"),
-            Col("paid up to", text("paid_up_to"), "r"),
-            Col("estimate < 1 from", text("point_crossover_concurrency"), "r", optional=True)]
+    cols = [
+        Col("workload", text("workload")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("tp", text("tp"), "r"),
+        Col("method", text("method")),
+        Col("levels", _levels),
+        Col("status", text("status")),
+        Col("crossover", _crossover_cell, "r"),
+        Col("speedup there", _if_crossing(num("crossover_speedup")), "r"),
+        Col("95% CI", _if_crossing(ci("crossover_ci_low", "crossover_ci_high")), "c"),
+        Col("paid up to", text("paid_up_to"), "r"),
+        Col("estimate < 1 from", text("point_crossover_concurrency"), "r", optional=True),
+    ]
     if swept["engine"].nunique() > 1:
         cols.insert(2, Col("engine", text("engine")))
     swept = swept.sort_values(["workload", "max_tokens", "engine", "tp", "method"])
-    return {"available": True, "table": fit_table(swept, _present(swept, cols)),
-            "n_single": n_single}
+    return {
+        "available": True,
+        "table": fit_table(swept, _present(swept, cols)),
+        "n_single": n_single,
+    }
 
 
 def crossover_figures(figs: dict[str, Path | None]) -> list[str]:
     """File names of the crossover figure and its continuations, in order."""
-    keys = ["crossover"] + sorted((k for k in figs if k.startswith("crossover:")),
-                                  key=lambda k: int(k.split(":")[1]))
+    keys = ["crossover"] + sorted(
+        (k for k in figs if k.startswith("crossover:")), key=lambda k: int(k.split(":")[1])
+    )
     return [figs[k].name for k in keys if figs.get(k)]
 
 
@@ -243,27 +299,34 @@ def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
     groups = list(sp.groupby(["engine", "tp"], sort=True))
     if len(groups) == 1:
         return [{"label": None, "table": speedup_table(sp)}]
-    return [{"label": f"{eng}, TP{tp}", "table": speedup_table(sub, f"engine={eng} tp={tp}")}
-            for (eng, tp), sub in groups]
+    return [
+        {"label": f"{eng}, TP{tp}", "table": speedup_table(sub, f"engine={eng} tp={tp}")}
+        for (eng, tp), sub in groups
+    ]
 
 
 def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
     """Everything ``latex/report.tex.j2`` renders."""
     c = data.campaign
     return {
-        "campaign": c, "baseline": data.baseline,
-        "findings": findings.summary(data), "validity": findings.validity_notes(data),
+        "campaign": c,
+        "baseline": data.baseline,
+        "findings": findings.summary(data),
+        "validity": findings.validity_notes(data),
         "several_runs": findings.several_runs(data.speedup),
-        "campaign_table": campaign_table(c), "env_table": env_table(data.environment),
+        "campaign_table": campaign_table(c),
+        "env_table": env_table(data.environment),
         "host_table": sections.host_table(data.hosts),
         "host_lines": sections.host_lines(data.hosts) if not data.hosts.empty else [],
         "services_table": sections.services_table(data.services),
         "shared_flags_note": sections.shared_flags_note(data.services),
         "commands": sections.launch_commands(data.services),
-        "energy": sections.energy_section(data.window_energy, data.energy_summary,
-                                          data.energy_ratio, data.environment),
+        "energy": sections.energy_section(
+            data.window_energy, data.energy_summary, data.energy_ratio, data.environment
+        ),
         "figures": {k: (v.name if v else None) for k, v in figs.items() if ":" not in k},
-        "workloads": workloads(data, figs), "best_table": best_table(data.best_config),
+        "workloads": workloads(data, figs),
+        "best_table": best_table(data.best_config),
         "accept_table": accept_table(data.config_summary),
         "throughput_table": throughput_table(data.config_summary),
         "agentic_table": agentic_table(data.agentic),

@@ -40,14 +40,38 @@ class ReportError(RuntimeError):
     """The report cannot be built (missing data, missing tool, LaTeX failure)."""
 
 
-REQUIRED = ("campaign_summary", "environment_summary", "service_summary",
-            "request_distribution", "config_summary", "speedup")
-OPTIONAL = ("best_config", "agentic_turns", "lossless", "crossover", "colocation",
-            "host_summary", "window_energy", "energy_summary", "energy_ratio",
-            "open_windows", "rate_speedup", "rate_limits", "slo_targets", "cache_hygiene",
-            "method_families", "param_sweep", "speedup_decomposition", "best_setting",
-            "position_acceptance", "accepted_histogram", "replica_agreement",
-            "speedup_prediction")
+REQUIRED = (
+    "campaign_summary",
+    "environment_summary",
+    "service_summary",
+    "request_distribution",
+    "config_summary",
+    "speedup",
+)
+OPTIONAL = (
+    "best_config",
+    "agentic_turns",
+    "lossless",
+    "crossover",
+    "colocation",
+    "host_summary",
+    "window_energy",
+    "energy_summary",
+    "energy_ratio",
+    "open_windows",
+    "rate_speedup",
+    "rate_limits",
+    "slo_targets",
+    "cache_hygiene",
+    "method_families",
+    "param_sweep",
+    "speedup_decomposition",
+    "best_setting",
+    "position_acceptance",
+    "accepted_histogram",
+    "replica_agreement",
+    "speedup_prediction",
+)
 
 
 @dataclass
@@ -120,15 +144,15 @@ def pick_campaign(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[
         sql, params = "SELECT * FROM campaign_summary WHERE campaign_id = ?", [campaign]
     frame = _frame(con, sql, params)
     if frame.empty:
-        known = [r[0] for r in
-                 con.execute("SELECT campaign_id FROM campaign_summary").fetchall()]
+        known = [r[0] for r in con.execute("SELECT campaign_id FROM campaign_summary").fetchall()]
         what = f"campaign {campaign!r}" if campaign else "any campaign"
         raise ReportError(f"no {what} in the database (known: {known or 'none'})")
     return frame.iloc[0].to_dict()
 
 
-def _by_campaign(con: duckdb.DuckDBPyConnection, name: str, cid: str, cols: str = "*",
-                 order: str = "") -> pd.DataFrame:
+def _by_campaign(
+    con: duckdb.DuckDBPyConnection, name: str, cid: str, cols: str = "*", order: str = ""
+) -> pd.DataFrame:
     sql = f"SELECT {cols} FROM {name} WHERE campaign_id = ?"  # names are constants
     return _frame(con, sql + (f" ORDER BY {order}" if order else ""), [cid])
 
@@ -138,55 +162,73 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         return _by_campaign(con, name, cid, order=order) if name in have else pd.DataFrame()
 
     return {
-        "environment": _by_campaign(con, "environment_summary", cid, "host, key, value",
-                                    "host, key"),
+        "environment": _by_campaign(
+            con, "environment_summary", cid, "host, key, value", "host, key"
+        ),
         "services": _by_campaign(con, "service_summary", cid, order="method, tp, requested_at"),
         "distribution": _distribution(con, cid, have),
-        "config_summary": _by_campaign(con, "config_summary", cid,
-                                       order="workload, method, max_tokens, concurrency"),
-        "speedup": _by_campaign(con, "speedup", cid,
-                                order="engine, tp, workload, max_tokens, concurrency, method"),
+        "config_summary": _by_campaign(
+            con, "config_summary", cid, order="workload, method, max_tokens, concurrency"
+        ),
+        "speedup": _by_campaign(
+            con, "speedup", cid, order="engine, tp, workload, max_tokens, concurrency, method"
+        ),
         "best_config": opt("best_config", "engine, tp, workload, max_tokens, concurrency"),
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
         "lossless": opt("lossless", "engine, tp, workload, max_tokens, concurrency, method"),
         "colocation": opt("colocation", "engine, tp, workload, max_tokens, concurrency, method"),
         "hosts": opt("host_summary", "campaign_id, host"),
-        "window_energy": opt("window_energy",
-                             "engine, tp, workload, max_tokens, concurrency, method, window_id"),
-        "energy_summary": opt("energy_summary",
-                              "engine, tp, workload, max_tokens, concurrency, method"),
-        "energy_ratio": opt("energy_ratio",
-                            "engine, tp, workload, max_tokens, concurrency, method"),
+        "window_energy": opt(
+            "window_energy", "engine, tp, workload, max_tokens, concurrency, method, window_id"
+        ),
+        "energy_summary": opt(
+            "energy_summary", "engine, tp, workload, max_tokens, concurrency, method"
+        ),
+        "energy_ratio": opt(
+            "energy_ratio", "engine, tp, workload, max_tokens, concurrency, method"
+        ),
         "open_windows": opt("open_windows", "tp, workload, max_tokens, method, rate, window_id"),
         "rate_speedup": opt("rate_speedup", "tp, workload, max_tokens, method, rate"),
         "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
         "slo_targets": opt("slo_targets", "campaign_id, target"),
         "cache_hygiene": opt("cache_hygiene", "tp, workload, max_tokens, method, window_id"),
         "method_families": opt("method_families", "family, method"),
-        "param_sweep": opt("param_sweep", "family, param, engine, tp, workload, max_tokens, "
-                           "concurrency, held, value_num, value"),
-        "speedup_decomposition": opt("speedup_decomposition",
-                                     "engine, tp, workload, max_tokens, concurrency, method"),
-        "speedup_prediction": opt("speedup_prediction",
-                                  "engine, tp, workload, max_tokens, concurrency, method"),
-        "best_setting": opt("best_setting",
-                            "engine, tp, workload, max_tokens, family, load_kind, load"),
-        "position_acceptance": opt("position_acceptance", "engine, tp, workload, max_tokens, "
-                                   "concurrency, method, position"),
-        "accepted_histogram": opt("accepted_histogram", "engine, tp, workload, max_tokens, "
-                                  "concurrency, method, accepted"),
-        "replica_agreement": opt("replica_agreement",
-                                 "run, config_id, max_tokens, concurrency, replica"),
-        "crossover": (_by_campaign(con, "crossover", cid,
-                                   order="workload, max_tokens, engine, tp, method")
-                      if "crossover" in have else None),
+        "param_sweep": opt(
+            "param_sweep",
+            "family, param, engine, tp, workload, max_tokens, concurrency, held, value_num, value",
+        ),
+        "speedup_decomposition": opt(
+            "speedup_decomposition", "engine, tp, workload, max_tokens, concurrency, method"
+        ),
+        "speedup_prediction": opt(
+            "speedup_prediction", "engine, tp, workload, max_tokens, concurrency, method"
+        ),
+        "best_setting": opt(
+            "best_setting", "engine, tp, workload, max_tokens, family, load_kind, load"
+        ),
+        "position_acceptance": opt(
+            "position_acceptance", "engine, tp, workload, max_tokens, concurrency, method, position"
+        ),
+        "accepted_histogram": opt(
+            "accepted_histogram", "engine, tp, workload, max_tokens, concurrency, method, accepted"
+        ),
+        "replica_agreement": opt(
+            "replica_agreement", "run, config_id, max_tokens, concurrency, replica"
+        ),
+        "crossover": (
+            _by_campaign(con, "crossover", cid, order="workload, max_tokens, engine, tp, method")
+            if "crossover" in have
+            else None
+        ),
     }
 
 
 # the box statistics with each metric's catalogue label (NULL without a row: its name is shown)
-DISTRIBUTION_SQL = ("SELECT d.*, c.label FROM request_distribution AS d "
-                    "LEFT JOIN metric_catalog AS c USING (metric) "
-                    "WHERE d.campaign_id = ? ORDER BY d.method, d.metric")
+DISTRIBUTION_SQL = (
+    "SELECT d.*, c.label FROM request_distribution AS d "
+    "LEFT JOIN metric_catalog AS c USING (metric) "
+    "WHERE d.campaign_id = ? ORDER BY d.method, d.metric"
+)
 
 
 def _distribution(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> pd.DataFrame:
@@ -209,8 +251,9 @@ def read_baseline(con: duckdb.DuckDBPyConnection, info: dict[str, Any], have: se
     return str(named) if isinstance(named, str) and named else BASELINE
 
 
-def load(db_path: Path | str, campaign: str | None = None,
-         baseline: str | None = None) -> ReportData:
+def load(
+    db_path: Path | str, campaign: str | None = None, baseline: str | None = None
+) -> ReportData:
     """Load one campaign's views; raise :class:`ReportError` if analysis is missing.
 
     ``baseline``: the method the labels and palette treat as the baseline (default: the one
@@ -222,20 +265,27 @@ def load(db_path: Path | str, campaign: str | None = None,
         have = _objects(con)
         missing = [n for n in REQUIRED if n not in have]
         if missing:
-            raise ReportError(f"{path} lacks {', '.join(missing)}; run `python -m analyze` "
-                              "after `python -m collect` first")
+            raise ReportError(
+                f"{path} lacks {', '.join(missing)}; run `python -m analyze` "
+                "after `python -m collect` first"
+            )
         info = pick_campaign(con, campaign)
         cid = str(info["campaign_id"])
         frames = _load_frames(con, cid, have)
         baseline = baseline or read_baseline(con, info, have)
         labels = read_labels(con, have)
-    data = ReportData(campaign=info, n_warmup=int(info["n_warmup"]), baseline=baseline,
-                      labels=labels, **frames)
-    methods = pd.concat([data.services.get("method", pd.Series(dtype=str)),
-                         data.config_summary.get("method", pd.Series(dtype=str)),
-                         data.open_windows.get("method", pd.Series(dtype=str)),
-                         data.param_sweep.get("method", pd.Series(dtype=str)),
-                         data.speedup_decomposition.get("method", pd.Series(dtype=str))])
+    data = ReportData(
+        campaign=info, n_warmup=int(info["n_warmup"]), baseline=baseline, labels=labels, **frames
+    )
+    methods = pd.concat(
+        [
+            data.services.get("method", pd.Series(dtype=str)),
+            data.config_summary.get("method", pd.Series(dtype=str)),
+            data.open_windows.get("method", pd.Series(dtype=str)),
+            data.param_sweep.get("method", pd.Series(dtype=str)),
+            data.speedup_decomposition.get("method", pd.Series(dtype=str)),
+        ]
+    )
     data.palette = method_palette(methods, baseline)
     return data
 
@@ -251,4 +301,5 @@ def with_effective(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
         return rows
     eff = summary.groupby(LEVEL_KEY, as_index=False)["effective_concurrency"].mean()
     return rows.drop(columns="effective_concurrency", errors="ignore").merge(
-        eff, on=LEVEL_KEY, how="left")
+        eff, on=LEVEL_KEY, how="left"
+    )

@@ -74,8 +74,9 @@ _SPECIAL: dict[str, str] = {
 # Characters that form ligatures when doubled (-- en dash, ,, low quotes).
 _LIGATURE_FIRST = frozenset("-,")
 # Latin Extended-A glyphs that T1 lacks (checked against t1enc.dfu).
-_T1_MISSING = frozenset(chr(c) for c in (0x126, 0x127, 0x138, 0x13F, 0x140, 0x149, 0x166, 0x167,
-                                         0x17F))
+_T1_MISSING = frozenset(
+    chr(c) for c in (0x126, 0x127, 0x138, 0x13F, 0x140, 0x149, 0x166, 0x167, 0x17F)
+)
 
 
 def _printable_as_is(ch: str) -> bool:
@@ -113,7 +114,7 @@ def escape_latex(s: object, newline: str = r"\newline{}") -> str:
     template through ``finalize`` or the ``raw`` filter, never through here.
     """
     text = "" if s is None else str(s)
-    out = [_escape_char(ch, text[i + 1:i + 2], newline) for i, ch in enumerate(text)]
+    out = [_escape_char(ch, text[i + 1 : i + 2], newline) for i, ch in enumerate(text)]
     escaped = "".join(out)
     # A leading `*` right after a `\\` row end would select the starred form.
     return "{*}" + escaped[1:] if escaped.startswith("*") else escaped

@@ -68,12 +68,14 @@ def host_table(hosts: pd.DataFrame) -> NoEscape | None:
     """One row per host: CPU, memory, GPUs, driver, CUDA, engine build."""
     if hosts.empty:
         return None
-    cols = [Col("CPU", _cpu, ragged(0.26)),
-            Col("memory (GB)", lambda r: _or_dash(r["memory_gb"]), "r"),
-            Col("GPUs", _gpus, ragged(0.22)),
-            Col("driver", lambda r: _or_dash(r["driver"])),
-            Col("CUDA", lambda r: _or_dash(r["cuda"])),
-            Col("engine build", _engine, ragged(0.24))]
+    cols = [
+        Col("CPU", _cpu, ragged(0.26)),
+        Col("memory (GB)", lambda r: _or_dash(r["memory_gb"]), "r"),
+        Col("GPUs", _gpus, ragged(0.22)),
+        Col("driver", lambda r: _or_dash(r["driver"])),
+        Col("CUDA", lambda r: _or_dash(r["cuda"])),
+        Col("engine build", _engine, ragged(0.24)),
+    ]
     if len(hosts) > 1:
         cols.insert(0, Col("host", text("host")))
     return build_table(hosts, cols)
@@ -83,9 +85,12 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
     """Per host, what the table has no column for: model, OS, versions, price (plain text)."""
     out = []
     for _, r in hosts.iterrows():
-        parts = [f"model {_or_dash(r['engine_model'])}", f"OS {_or_dash(r['os'])}",
-                 f"Python {_or_dash(r['python'])}",
-                 f"specsweep {_specsweep(r['specsweep_version'])}"]
+        parts = [
+            f"model {_or_dash(r['engine_model'])}",
+            f"OS {_or_dash(r['os'])}",
+            f"Python {_or_dash(r['python'])}",
+            f"specsweep {_specsweep(r['specsweep_version'])}",
+        ]
         if not pd.isna(r["gpu_hour_usd"]):
             parts.append(f"price {r['gpu_hour_usd']:g} USD per GPU-hour")
         who = f"{r['host']}: " if len(hosts) > 1 else ""
@@ -122,10 +127,13 @@ def _flags(r: pd.Series) -> str:
 
 def services_table(svc: pd.DataFrame) -> NoEscape:
     """One row per service: method, tp, GPUs, its own flags, start-up time, transport."""
-    cols = [Col("method", text("method")), Col("tp", text("tp"), "r"),
-            Col("GPUs", lambda r: r["gpus"] or "--"),
-            Col("flags (not shared by all)", _flags, ragged(0.36)),
-            Col("start-up (s)", num("startup_s", ".1f"), "r")]
+    cols = [
+        Col("method", text("method")),
+        Col("tp", text("tp"), "r"),
+        Col("GPUs", lambda r: r["gpus"] or "--"),
+        Col("flags (not shared by all)", _flags, ragged(0.36)),
+        Col("start-up (s)", num("startup_s", ".1f"), "r"),
+    ]
     if "transport" in svc:
         cols.append(Col("transport", text("transport")))
     cols.append(Col("state", text("state")))
@@ -138,8 +146,10 @@ def shared_flags_note(svc: pd.DataFrame) -> str:
     """Where the flags every service shares can be read."""
     if "own_flags" not in svc:
         return ""
-    return ("Flags that every service shares (model, context, threads, ...) are left out of "
-            "the table; the full launch commands are in the appendix.")
+    return (
+        "Flags that every service shares (model, context, threads, ...) are left out of "
+        "the table; the full launch commands are in the appendix."
+    )
 
 
 def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
@@ -149,18 +159,25 @@ def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
     notes = []
     tunnels = svc[~svc["transport"].isin(["direct", "unknown"])]
     if not tunnels.empty:
-        names = ", ".join(f"{e(r['method'])} TP{e(r['tp'])} ({e(r['transport'])})"
-                          for _, r in tunnels.iterrows())
-        notes.append(NoEscape(
-            f"The receive stamps of {names} were taken after an SSH tunnel: they mark when "
-            "the forward wrote the bytes to loopback, so TTFT and inter-token gaps include "
-            "the tunnel's delay and batching."))
+        names = ", ".join(
+            f"{e(r['method'])} TP{e(r['tp'])} ({e(r['transport'])})" for _, r in tunnels.iterrows()
+        )
+        notes.append(
+            NoEscape(
+                f"The receive stamps of {names} were taken after an SSH tunnel: they mark when "
+                "the forward wrote the bytes to loopback, so TTFT and inter-token gaps include "
+                "the tunnel's delay and batching."
+            )
+        )
     unknown = svc[svc["transport"] == "unknown"]
     if not unknown.empty:
         names = ", ".join(sorted({f"{e(m)}" for m in unknown["method"]}))
-        notes.append(NoEscape(
-            f"How {names} was reached was not recorded (an older specsweep): if through an "
-            "SSH tunnel, its receive stamps were taken after the tunnel."))
+        notes.append(
+            NoEscape(
+                f"How {names} was reached was not recorded (an older specsweep): if through an "
+                "SSH tunnel, its receive stamps were taken after the tunnel."
+            )
+        )
     return notes
 
 
@@ -176,11 +193,15 @@ def energy_rows(es: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame()
     if not er.empty:
-        rows = rows.merge(er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
-                          on=ENERGY_KEY, how="left")
+        rows = rows.merge(
+            er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
+            on=ENERGY_KEY,
+            how="left",
+        )
     else:
-        rows = rows.assign(energy_ratio=float("nan"), ci_low=float("nan"),
-                           ci_high=float("nan"), significant=None)
+        rows = rows.assign(
+            energy_ratio=float("nan"), ci_low=float("nan"), ci_high=float("nan"), significant=None
+        )
     return rows.sort_values(["workload", "max_tokens", "concurrency", "method"])
 
 
@@ -189,14 +210,21 @@ def _ratio_ci(r: pd.Series) -> str:
 
 
 def energy_table(rows: pd.DataFrame, priced: bool) -> NoEscape:
-    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
-            Col("J/token", sig("j_per_token"), "r"), Col("tokens/J", sig("tokens_per_j"), "r"),
-            Col("energy ratio", lambda r: "" if pd.isna(r["energy_ratio"])
-                else fmt_num(r["energy_ratio"]), "r"),
-            Col("95% CI", _ratio_ci, "c"),
-            Col("sig.", lambda r: "" if pd.isna(r["energy_ratio"])
-                else yes_no("significant")(r), "c")]
+    cols = [
+        Col("workload", text("workload")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("method", text("method")),
+        Col("J/token", sig("j_per_token"), "r"),
+        Col("tokens/J", sig("tokens_per_j"), "r"),
+        Col(
+            "energy ratio",
+            lambda r: "" if pd.isna(r["energy_ratio"]) else fmt_num(r["energy_ratio"]),
+            "r",
+        ),
+        Col("95% CI", _ratio_ci, "c"),
+        Col("sig.", lambda r: "" if pd.isna(r["energy_ratio"]) else yes_no("significant")(r), "c"),
+    ]
     if priced:
         cols.append(Col("USD/Mtok", sig("cost_per_mtok_usd"), "r"))
     if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:
@@ -207,27 +235,36 @@ def energy_table(rows: pd.DataFrame, priced: bool) -> NoEscape:
 def _window_flags(r: pd.Series) -> str:
     flags = []
     if r["sparse"]:
-        flags.append(f"sparse ({int(r['min_samples_per_gpu'] or 0)} samples/GPU, "
-                     f"gap {fmt_num(r['max_gap_s'])} s)")
+        flags.append(
+            f"sparse ({int(r['min_samples_per_gpu'] or 0)} samples/GPU, "
+            f"gap {fmt_num(r['max_gap_s'])} s)"
+        )
     if r["throttled"]:
         flags.append(f"throttled: {r['throttle_reasons']}")
     if r["clock_drop"]:
-        flags.append(f"SM clock {fmt_num(r['sm_clock_min_mhz'], '.0f')} MHz, median "
-                     f"{fmt_num(r['sm_clock_median_mhz'], '.0f')}")
+        flags.append(
+            f"SM clock {fmt_num(r['sm_clock_min_mhz'], '.0f')} MHz, median "
+            f"{fmt_num(r['sm_clock_median_mhz'], '.0f')}"
+        )
     return "; ".join(flags)
 
 
 def flagged_table(we: pd.DataFrame) -> NoEscape | None:
     """The windows that were throttled, lost SM clock or were sampled too sparsely."""
-    bad = we[we["sparse"].astype(bool) | we["throttled"].astype(bool)
-             | we["clock_drop"].astype(bool)]
+    bad = we[
+        we["sparse"].astype(bool) | we["throttled"].astype(bool) | we["clock_drop"].astype(bool)
+    ]
     if bad.empty:
         return None
-    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("conc.", text("concurrency"), "r"), Col("method", text("method")),
-            Col("tp", text("tp"), "r"), Col("flags", _window_flags, ragged(0.45))]
-    return fit_table(bad.sort_values(["workload", "max_tokens", "concurrency", "method"]),
-                     cols)
+    cols = [
+        Col("workload", text("workload")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("conc.", text("concurrency"), "r"),
+        Col("method", text("method")),
+        Col("tp", text("tp"), "r"),
+        Col("flags", _window_flags, ragged(0.45)),
+    ]
+    return fit_table(bad.sort_values(["workload", "max_tokens", "concurrency", "method"]), cols)
 
 
 def telemetry_sources(env: pd.DataFrame) -> str:
@@ -238,9 +275,11 @@ def telemetry_sources(env: pd.DataFrame) -> str:
     return "; ".join(sorted(set(values)))
 
 
-SOURCE_NAMES = {"counter": "the NVML energy counter",
-                "power_trapezoid": "the trapezoid of power samples",
-                "mixed": "both (some GPUs each way)"}
+SOURCE_NAMES = {
+    "counter": "the NVML energy counter",
+    "power_trapezoid": "the trapezoid of power samples",
+    "mixed": "both (some GPUs each way)",
+}
 
 
 def energy_sources(we: pd.DataFrame) -> str:
@@ -250,21 +289,23 @@ def energy_sources(we: pd.DataFrame) -> str:
     if "energy_source" not in we:
         return ""
     counts = we["energy_source"].value_counts()
-    return ", ".join(f"{counts[k]} by {name}" for k, name in SOURCE_NAMES.items()
-                     if k in counts)
+    return ", ".join(f"{counts[k]} by {name}" for k, name in SOURCE_NAMES.items() if k in counts)
 
 
-def energy_section(we: pd.DataFrame, es: pd.DataFrame, er: pd.DataFrame,
-                   env: pd.DataFrame | None = None) -> dict[str, Any]:
+def energy_section(
+    we: pd.DataFrame, es: pd.DataFrame, er: pd.DataFrame, env: pd.DataFrame | None = None
+) -> dict[str, Any]:
     """What the template's energy section shows; ``available`` false without telemetry."""
     if we.empty:
         return {"available": False}
     rows = energy_rows(es, er) if not es.empty else pd.DataFrame()
     priced = bool(we["gpu_hour_usd"].notna().any())
     return {
-        "available": True, "priced": priced,
+        "available": True,
+        "priced": priced,
         "table": energy_table(rows, priced) if not rows.empty else None,
-        "n_windows": len(we), "n_sparse": int(we["sparse"].astype(bool).sum()),
+        "n_windows": len(we),
+        "n_sparse": int(we["sparse"].astype(bool).sum()),
         "n_throttled": int(we["throttled"].astype(bool).sum()),
         "n_clock_drop": int(we["clock_drop"].astype(bool).sum()),
         "flagged": flagged_table(we),
@@ -289,12 +330,19 @@ def energy_finding(er: pd.DataFrame) -> list[str]:
     low, high, kind = "ci_low", "ci_high", "95\\% CI"
     if not pd.isna(best.get("sim_ci_low")):
         low, high, kind = "sim_ci_low", "sim_ci_high", "simultaneous 95\\% CI"
-    span = (f"{kind} {fmt_num(best[low])}--{fmt_num(best[high])}" if not pd.isna(best[low])
-            else "no interval: too few prompts")
-    where = (f"{e(best['method'])} on {e(best['workload'])} at "
-             f"{fmt_num(best['energy_ratio'])}$\\times$ ({span})")
-    lead = (f"Energy per output token (GPU board power): {less} of {len(er)} comparisons use "
-            f"significantly less than the baseline and {more} significantly more; ")
+    span = (
+        f"{kind} {fmt_num(best[low])}--{fmt_num(best[high])}"
+        if not pd.isna(best[low])
+        else "no interval: too few prompts"
+    )
+    where = (
+        f"{e(best['method'])} on {e(best['workload'])} at "
+        f"{fmt_num(best['energy_ratio'])}$\\times$ ({span})"
+    )
+    lead = (
+        f"Energy per output token (GPU board power): {less} of {len(er)} comparisons use "
+        f"significantly less than the baseline and {more} significantly more; "
+    )
     if not lower.empty:
         return [lead + f"the lowest significant ratio is {where}."]
     return [lead + f"the lowest point estimate, {where}, is not significantly below 1."]

@@ -20,8 +20,16 @@ from pylatex.utils import NoEscape
 from report.latex import escape_latex, fmt_num, fmt_sig
 
 SPEEDUP_MARKER = "% specsweep-speedup-table"
-SPEEDUP_HEADERS = ("workload", "max_tokens", "concurrency", "method", "speedup", "95% CI", "n",
-                   "significant")
+SPEEDUP_HEADERS = (
+    "workload",
+    "max_tokens",
+    "concurrency",
+    "method",
+    "speedup",
+    "95% CI",
+    "n",
+    "significant",
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +98,11 @@ def build_table(frame: pd.DataFrame, cols: Sequence[Col], long: bool = False) ->
     """A booktabs table of ``frame`` with the given columns (longtable when ``long``);
     an ``optional`` column whose every cell is empty, '--' or zero is left out."""
     rows = [[c.cell(row) for c in cols] for _, row in frame.iterrows()]
-    keep = [i for i, c in enumerate(cols)
-            if not (c.optional and rows and all(_blank(r[i]) for r in rows))]
+    keep = [
+        i
+        for i, c in enumerate(cols)
+        if not (c.optional and rows and all(_blank(r[i]) for r in rows))
+    ]
     cols = [cols[i] for i in keep]
     spec = "".join(c.align for c in cols)
     table = LongTable(spec, booktabs=True) if long else Tabular(spec, booktabs=True)
@@ -148,11 +159,22 @@ def speedup_table(frame: pd.DataFrame, group: str = "") -> NoEscape:
     return NoEscape(f"{marker}\n{body}\n% end-specsweep-speedup-table")
 
 
-_UNESCAPE = [(r"\textbackslash{}", "\\"), (r"\textasciicircum{}", "^"),
-             (r"\textasciitilde{}", "~"), (r"\textless{}", "<"), (r"\textgreater{}", ">"),
-             (r"\textbar{}", "|"), (r"\textquotedbl{}", '"'), (r"\textquotesingle{}", "'"),
-             (r"\textasciigrave{}", "`"), ("{[}", "["), ("{]}", "]"), ("{*}", "*"),
-             ("-{}", "-"), (",{}", ",")]
+_UNESCAPE = [
+    (r"\textbackslash{}", "\\"),
+    (r"\textasciicircum{}", "^"),
+    (r"\textasciitilde{}", "~"),
+    (r"\textless{}", "<"),
+    (r"\textgreater{}", ">"),
+    (r"\textbar{}", "|"),
+    (r"\textquotedbl{}", '"'),
+    (r"\textquotesingle{}", "'"),
+    (r"\textasciigrave{}", "`"),
+    ("{[}", "["),
+    ("{]}", "]"),
+    ("{*}", "*"),
+    ("-{}", "-"),
+    (",{}", ","),
+]
 
 
 def unescape_simple(cell: str) -> str:

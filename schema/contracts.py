@@ -141,8 +141,12 @@ class RequestsSchema(_Base):
     # agentic turns: own | replay (where the history's replies came from); absent: NULL
     history: Series[str] | None = pa.Field(nullable=True, isin=HISTORIES)
 
-    @pa.check("accept_histogram", "accepted_per_pos", "step_accepted",
-              name="acceptance details are lists of counts >= 0")
+    @pa.check(
+        "accept_histogram",
+        "accepted_per_pos",
+        "step_accepted",
+        name="acceptance details are lists of counts >= 0",
+    )
     def _counts(cls, s: Series[object]) -> Series[bool]:
         return s.map(_is_counts)
 
@@ -199,8 +203,15 @@ def _is_sorted_offsets(v: object) -> bool:
 
 
 LOADS = ["closed", "poisson", "gamma", "constant", "trace"]
-CACHE_RESETS = ["flush_cache", "reset_prefix_cache", "slots_erase", "cache_prompt_off", "kept",
-                "unsupported", "failed"]
+CACHE_RESETS = [
+    "flush_cache",
+    "reset_prefix_cache",
+    "slots_erase",
+    "cache_prompt_off",
+    "kept",
+    "unsupported",
+    "failed",
+]
 
 
 class WindowsSchema(_Base):
@@ -252,8 +263,7 @@ class EndpointErrorsSchema(_Base):
     service_id: Series[str]
     config_id: Series[str]
     workload: Series[str]
-    hook: Series[str] = pa.Field(
-        isin=["fingerprint", "before_workload", "scrape", "reset_cache"])
+    hook: Series[str] = pa.Field(isin=["fingerprint", "before_workload", "scrape", "reset_cache"])
     phase: Series[str] = pa.Field(isin=["start", "before", "after"])
     endpoint: Series[str]
     status: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=100, le=599)

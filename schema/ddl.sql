@@ -2,14 +2,14 @@
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
--- campaign had one; v8 no services.replica; v9 no requests.history; see schema/store.py).
+-- campaign had one; v8 no services.replica; v9 no requests.history; see schema/migrations.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
--- in docs/data-dictionary.md and add a migrate_to_N step in schema/store.py.
+-- in docs/data-dictionary.md and add a migrate_to_N step in schema/migrations.py.
 -- These comments are the raw layer's data dictionary (docs/data-dictionary.md links here). Times are
 -- UTC wall clock; every duration is measured with time.perf_counter().
 
--- One row per migration applied to the file (schema/store.py: one migrate_to_N per version).
+-- One row per migration applied to the file (schema/migrations.py: one migrate_to_N per version).
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INTEGER NOT NULL,
     applied_at  TIMESTAMP NOT NULL

@@ -53,8 +53,10 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
     """Create or replace every metric macro on con (needs a writable connection); the
     measured-request macros too when con holds the raw tables they read."""
     con.execute(macros_sql())
-    found = con.execute("SELECT count(DISTINCT table_name) FROM duckdb_tables() "
-                        "WHERE table_name IN ('requests', 'units')").fetchone()[0]
+    found = con.execute(
+        "SELECT count(DISTINCT table_name) FROM duckdb_tables() "
+        "WHERE table_name IN ('requests', 'units')"
+    ).fetchone()[0]
     if found == 2:
         con.execute(measured_sql())
 
@@ -115,36 +117,91 @@ class Metric:
 
 
 _TPOT = "(e2e_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (macro tpot_s)"
-_ACCEPT = ("(output_tokens - 1) / spec_verify_ct, output_tokens > 1 and spec_verify_ct > 0 "
-           "(macro accept_length_of)")
-CATALOG: dict[str, Metric] = {m.name: m for m in (
-    Metric("decode_tps", "decode tok/s", "tok/s", "higher",
-           "(output_tokens - 1) / (e2e_s - ttft_s), output_tokens > 1 and e2e_s > ttft_s "
-           "(macro decode_tps)"),
-    Metric("e2e_tps", "end-to-end tok/s", "tok/s", "higher",
-           "output_tokens / e2e_s, e2e_s > 0 (macro e2e_tps)"),
-    Metric("ttft_s", "TTFT (s)", "s", "lower",
-           "first chunk with generated text - t0 (request column ttft_s)"),
-    Metric("ttft_s_p90", "TTFT p90 (s)", "s", "lower", "quantile_cont(ttft_s, 0.9)"),
-    Metric("tpot_s", "TPOT (s)", "s", "lower", _TPOT),
-    Metric("tpot_s_p90", "TPOT p90 (s)", "s", "lower", "quantile_cont(tpot_s, 0.9)"),
-    Metric("e2e_s", "E2E (s)", "s", "lower",
-           "last chunk carrying generated tokens - t0 (request column e2e_s)"),
-    Metric("accept_length", "acceptance length (tok/step)", "tok/step", "higher", _ACCEPT),
-    Metric("accept_length_tw", "acceptance length (tok/step)", "tok/step", "higher",
-           "sum(output_tokens - 1) / sum(spec_verify_ct) over ok rows with output_tokens > 1 "
-           "and spec_verify_ct > 0 (macro accept_length_tw)"),
-    Metric("accept_length_rw", "acceptance length, request mean (tok/step)", "tok/step",
-           "higher", "avg(" + _ACCEPT + ") over ok rows"),
-    Metric("accept_rate", "acceptance rate", "", "higher",
-           "accepted_tokens / draft_tokens, draft_tokens > 0 (macro accept_rate)"),
-    Metric("throughput_tps", "throughput (output tok/s)", "tok/s", "higher",
-           "sum(output_tokens) / (last response end - first request sent) of a window"),
-    Metric("speedup", "speedup", "x", "higher",
-           "exp(mean over (run, prompt) cells of mean ln decode_tps of M - of the baseline)"),
-    Metric("attainment", "SLO attainment", "", "higher",
-           "share of a window's steady requests that meet every objective"),
-)}
+_ACCEPT = (
+    "(output_tokens - 1) / spec_verify_ct, output_tokens > 1 and spec_verify_ct > 0 "
+    "(macro accept_length_of)"
+)
+CATALOG: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "decode_tps",
+            "decode tok/s",
+            "tok/s",
+            "higher",
+            "(output_tokens - 1) / (e2e_s - ttft_s), output_tokens > 1 and e2e_s > ttft_s "
+            "(macro decode_tps)",
+        ),
+        Metric(
+            "e2e_tps",
+            "end-to-end tok/s",
+            "tok/s",
+            "higher",
+            "output_tokens / e2e_s, e2e_s > 0 (macro e2e_tps)",
+        ),
+        Metric(
+            "ttft_s",
+            "TTFT (s)",
+            "s",
+            "lower",
+            "first chunk with generated text - t0 (request column ttft_s)",
+        ),
+        Metric("ttft_s_p90", "TTFT p90 (s)", "s", "lower", "quantile_cont(ttft_s, 0.9)"),
+        Metric("tpot_s", "TPOT (s)", "s", "lower", _TPOT),
+        Metric("tpot_s_p90", "TPOT p90 (s)", "s", "lower", "quantile_cont(tpot_s, 0.9)"),
+        Metric(
+            "e2e_s",
+            "E2E (s)",
+            "s",
+            "lower",
+            "last chunk carrying generated tokens - t0 (request column e2e_s)",
+        ),
+        Metric("accept_length", "acceptance length (tok/step)", "tok/step", "higher", _ACCEPT),
+        Metric(
+            "accept_length_tw",
+            "acceptance length (tok/step)",
+            "tok/step",
+            "higher",
+            "sum(output_tokens - 1) / sum(spec_verify_ct) over ok rows with output_tokens > 1 "
+            "and spec_verify_ct > 0 (macro accept_length_tw)",
+        ),
+        Metric(
+            "accept_length_rw",
+            "acceptance length, request mean (tok/step)",
+            "tok/step",
+            "higher",
+            "avg(" + _ACCEPT + ") over ok rows",
+        ),
+        Metric(
+            "accept_rate",
+            "acceptance rate",
+            "",
+            "higher",
+            "accepted_tokens / draft_tokens, draft_tokens > 0 (macro accept_rate)",
+        ),
+        Metric(
+            "throughput_tps",
+            "throughput (output tok/s)",
+            "tok/s",
+            "higher",
+            "sum(output_tokens) / (last response end - first request sent) of a window",
+        ),
+        Metric(
+            "speedup",
+            "speedup",
+            "x",
+            "higher",
+            "exp(mean over (run, prompt) cells of mean ln decode_tps of M - of the baseline)",
+        ),
+        Metric(
+            "attainment",
+            "SLO attainment",
+            "",
+            "higher",
+            "share of a window's steady requests that meet every objective",
+        ),
+    )
+}
 
 
 def metric(name: str) -> Metric:
@@ -169,6 +226,7 @@ CREATE OR REPLACE TABLE metric_catalog (
 def write_catalog(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)create `metric_catalog` on con, one row per CATALOG entry."""
     con.execute(CATALOG_DDL)
-    con.executemany("INSERT INTO metric_catalog VALUES (?, ?, ?, ?, ?)",
-                    [(m.name, m.label, m.unit, m.direction, m.formula)
-                     for m in CATALOG.values()])
+    con.executemany(
+        "INSERT INTO metric_catalog VALUES (?, ?, ?, ?, ?)",
+        [(m.name, m.label, m.unit, m.direction, m.formula) for m in CATALOG.values()],
+    )

@@ -101,9 +101,14 @@ class RunSpread:
     between_run_share: float | None = None
 
 
-def cell_log_ratios(m_values: np.ndarray, m_run: np.ndarray, m_prompt: np.ndarray,
-                    b_values: np.ndarray, b_run: np.ndarray, b_prompt: np.ndarray
-                    ) -> np.ndarray:
+def cell_log_ratios(
+    m_values: np.ndarray,
+    m_run: np.ndarray,
+    m_prompt: np.ndarray,
+    b_values: np.ndarray,
+    b_run: np.ndarray,
+    b_prompt: np.ndarray,
+) -> np.ndarray:
     """The (R, P) matrix d[r, p] = mean ln M - mean ln B over the values of run r, prompt p
     (run and prompt: ordinals from 0). Every cell must hold a value on both sides, and every
     value must be positive (a speed, a time)."""
@@ -144,16 +149,24 @@ def mean_variance(d: np.ndarray) -> tuple[float, float, tuple[float, float, floa
     return combo / (n_runs * n_prompts), float(df), (ms_p, ms_r, ms_e)
 
 
-def interval(d: np.ndarray, level: float = LEVEL, service_var: float = 0.0,
-             service_df: float = float("inf")) -> Speedup:
+def interval(
+    d: np.ndarray, level: float = LEVEL, service_var: float = 0.0, service_df: float = float("inf")
+) -> Speedup:
     """The speedup, its interval and p-value from the (R, P) log-ratio matrix d
     (cell_log_ratios), with an A/A control's service variance added (module docstring)."""
     n_prompts = d.shape[1]
     point = float(np.exp(d.mean()))
     if n_prompts < MIN_PROMPTS:
-        return Speedup(point, None, None, n_prompts, reason=(
-            f"{n_prompts} prompt{'s' if n_prompts != 1 else ''}: an interval needs at least "
-            f"{MIN_PROMPTS} to keep its coverage"))
+        return Speedup(
+            point,
+            None,
+            None,
+            n_prompts,
+            reason=(
+                f"{n_prompts} prompt{'s' if n_prompts != 1 else ''}: an interval needs at least "
+                f"{MIN_PROMPTS} to keep its coverage"
+            ),
+        )
     var, df, _ = mean_variance(d)
     total = var + service_var
     if not total > TINY_VAR:
@@ -163,8 +176,15 @@ def interval(d: np.ndarray, level: float = LEVEL, service_var: float = 0.0,
     se = total**0.5
     half = float(stats.t.ppf((1 + level) / 2, df)) * se
     p_value = float(2 * stats.t.sf(abs(d.mean()) / se, df))
-    return Speedup(point, float(np.exp(d.mean() - half)), float(np.exp(d.mean() + half)),
-                   n_prompts, p_value, float(df), log_se=float(se))
+    return Speedup(
+        point,
+        float(np.exp(d.mean() - half)),
+        float(np.exp(d.mean() + half)),
+        n_prompts,
+        p_value,
+        float(df),
+        log_se=float(se),
+    )
 
 
 def run_spread(d: np.ndarray) -> RunSpread:
@@ -180,10 +200,17 @@ def run_spread(d: np.ndarray) -> RunSpread:
     return RunSpread(n_runs, float(per_run.min()), float(per_run.max()), share)
 
 
-def flat_paired_speedup(m_values: np.ndarray, m_run: np.ndarray, m_prompt: np.ndarray,
-                        b_values: np.ndarray, b_run: np.ndarray, b_prompt: np.ndarray,
-                        level: float = LEVEL, service_var: float = 0.0,
-                        service_df: float = float("inf")) -> tuple[Speedup, RunSpread]:
+def flat_paired_speedup(
+    m_values: np.ndarray,
+    m_run: np.ndarray,
+    m_prompt: np.ndarray,
+    b_values: np.ndarray,
+    b_run: np.ndarray,
+    b_prompt: np.ndarray,
+    level: float = LEVEL,
+    service_var: float = 0.0,
+    service_df: float = float("inf"),
+) -> tuple[Speedup, RunSpread]:
     """The speedup of M over B from flat arrays: value j of a side belongs to run m_run[j]
     and prompt m_prompt[j] (ordinals from 0, every (run, prompt) present on both sides)."""
     d = cell_log_ratios(m_values, m_run, m_prompt, b_values, b_run, b_prompt)
@@ -198,9 +225,13 @@ def _flatten(by_prompt: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarr
     return np.concatenate(arrays), np.repeat(np.arange(len(arrays)), [a.size for a in arrays])
 
 
-def paired_speedup(method: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]],
-                   level: float = LEVEL, service_var: float = 0.0,
-                   service_df: float = float("inf")) -> Speedup | None:
+def paired_speedup(
+    method: Mapping[str, Sequence[float]],
+    baseline: Mapping[str, Sequence[float]],
+    level: float = LEVEL,
+    service_var: float = 0.0,
+    service_df: float = float("inf"),
+) -> Speedup | None:
     """Speedup of method over baseline on the prompts both measured (prompt_id -> values of
     one run). Prompts only one side measured are left out (that is what makes it paired);
     None when the two share no prompt."""
@@ -210,9 +241,17 @@ def paired_speedup(method: Mapping[str, Sequence[float]], baseline: Mapping[str,
     m_values, m_prompt = _flatten([method[p] for p in prompts])
     b_values, b_prompt = _flatten([baseline[p] for p in prompts])
     zeros = np.zeros
-    return flat_paired_speedup(m_values, zeros(m_values.size, int), m_prompt, b_values,
-                               zeros(b_values.size, int), b_prompt, level, service_var,
-                               service_df)[0]
+    return flat_paired_speedup(
+        m_values,
+        zeros(m_values.size, int),
+        m_prompt,
+        b_values,
+        zeros(b_values.size, int),
+        b_prompt,
+        level,
+        service_var,
+        service_df,
+    )[0]
 
 
 def t_interval(point: float, log_se: float, df: float, level: float) -> tuple[float, float]:

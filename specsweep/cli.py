@@ -23,7 +23,9 @@ FORWARD = {
 COLLECT, ANALYZE, REPORT = "Collect", "Analyze", "Report and query"
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
     help="Plan, run, analyze and report speculative-decoding benchmarks. "
     "`specsweep COMMAND --help` shows a command's options.",
 )
@@ -120,8 +122,11 @@ def sql(
     # pyproject): one storage format for both; a duckdb on PATH may be another version
     binary = Path(sys.executable).parent / "duckdb"
     if not os.access(binary, os.X_OK):
-        typer.echo(f"error: no duckdb CLI at {binary}: install the duckdb-cli package into "
-                   f"this environment (make sql does)", err=True)
+        typer.echo(
+            f"error: no duckdb CLI at {binary}: install the duckdb-cli package into "
+            f"this environment (make sql does)",
+            err=True,
+        )
         raise typer.Exit(2)
     if db != ":memory:" and not Path(db).is_file():
         typer.echo(f"error: no results file {db} (specsweep run writes one)", err=True)

@@ -32,8 +32,9 @@ import pytest
 
 from collect.resources import ResourceError, llama_server_binary, resolve_model
 
-SLOW_FIXTURES = frozenset({"llama_server", "smollm_model", "sshd", "ssh_cfg", "cluster",
-                           "chromium", "browser"})
+SLOW_FIXTURES = frozenset(
+    {"llama_server", "smollm_model", "sshd", "ssh_cfg", "cluster", "chromium", "browser"}
+)
 SLOW_MARKS = frozenset({"llama", "latex", "chromium", "slow"})
 SLOW_PROGRAMS = ("latexmk", "chromium", "sshd", "llama-server")
 SLOW_FOLDERS = ("cluster",)
@@ -62,8 +63,9 @@ def smollm_model() -> str:
 def _measured_slow() -> frozenset[str]:
     """The node ids of tests/slow.txt: 'seconds node-id' lines, '#' comments."""
     lines = SLOW_LIST.read_text().splitlines() if SLOW_LIST.exists() else []
-    return frozenset(line.split()[-1] for line in lines if line.strip()
-                     and not line.startswith("#"))
+    return frozenset(
+        line.split()[-1] for line in lines if line.strip() and not line.startswith("#")
+    )
 
 
 def _is_slow(item: pytest.Item, measured: frozenset[str]) -> bool:
@@ -79,8 +81,11 @@ def _is_slow(item: pytest.Item, measured: frozenset[str]) -> bool:
         return True
     if item.path.name in SLOW_FILES:
         return True
-    folder = item.path.relative_to(REPO / "tests").parts[0] if item.path.is_relative_to(
-        REPO / "tests") else ""
+    folder = (
+        item.path.relative_to(REPO / "tests").parts[0]
+        if item.path.is_relative_to(REPO / "tests")
+        else ""
+    )
     return folder in SLOW_FOLDERS
 
 

@@ -17,16 +17,28 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-COMMANDS = {"run", "check", "simulate", "provision", "import", "analyze", "compare", "gate",
-            "export", "report", "sql"}
+COMMANDS = {
+    "run",
+    "check",
+    "simulate",
+    "provision",
+    "import",
+    "analyze",
+    "compare",
+    "gate",
+    "export",
+    "report",
+    "sql",
+}
 
 
 def specsweep(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     script = BIN / "specsweep"
     if not script.exists():
         pytest.fail(f"no {script}: pip install -e . (make test installs it)")
-    return subprocess.run([str(script), *argv], input=stdin, capture_output=True, text=True,
-                          cwd=REPO, timeout=120)
+    return subprocess.run(
+        [str(script), *argv], input=stdin, capture_output=True, text=True, cwd=REPO, timeout=120
+    )
 
 
 def test_help_lists_the_eleven_commands() -> None:
@@ -39,13 +51,16 @@ def test_help_lists_the_eleven_commands() -> None:
 
 def test_help_imports_no_stage() -> None:
     """`specsweep --help` loads none of the stages or their heavy libraries."""
-    code = ("import sys; sys.argv = ['specsweep', '--help']\n"
-            "from specsweep.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy = {'collect', 'analyze', 'report', 'schema', 'duckdb', 'pandas', 'numpy'}\n"
-            "print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & heavy))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)
+    code = (
+        "import sys; sys.argv = ['specsweep', '--help']\n"
+        "from specsweep.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = {'collect', 'analyze', 'report', 'schema', 'duckdb', 'pandas', 'numpy'}\n"
+        "print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & heavy))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
     assert "LOADED []" in done.stdout, done.stdout[-500:] + done.stderr
 
 
@@ -70,16 +85,30 @@ def test_analyze_of_a_missing_file_fails_saying_so(tmp_path: Path) -> None:
 def test_analyze_subcommands_keep_their_exit_codes(tmp_path: Path) -> None:
     """Bad input is 2 through specsweep as through python -m analyze."""
     assert specsweep("compare", "A").returncode == 2  # B missing: a usage error
-    gate = specsweep("gate", "--db", str(tmp_path / "x.duckdb"), "--baseline", "A",
-                     "--candidate", "B", "--max-regression", "150%")
+    gate = specsweep(
+        "gate",
+        "--db",
+        str(tmp_path / "x.duckdb"),
+        "--baseline",
+        "A",
+        "--candidate",
+        "B",
+        "--max-regression",
+        "150%",
+    )
     assert gate.returncode == 2 and "--max-regression must lie in" in gate.stderr
     bad = specsweep("export", "--format", "xlsx", "--out", str(tmp_path / "o"))
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
 def test_python_m_analyze_still_works() -> None:
-    done = subprocess.run([sys.executable, "-m", "analyze", "--help"], capture_output=True,
-                          text=True, cwd=REPO, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "analyze", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "python -m analyze" in done.stdout
     assert all(name in done.stdout for name in ("export", "compare", "gate"))

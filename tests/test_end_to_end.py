@@ -63,8 +63,9 @@ slo: {ttft_ms: 1000, tpot_ms: 100, target: 0.9}
 # n-gram draft size): both land with their parameter, and the sweep reaches the report.
 FAMILY_PLAN = PLAN.replace(
     '  - {name: ngram-simple, args: ["--spec-type", "ngram-simple"]}',
-    '  - {name: ngram-simple, grid: {m: [4, 8]},\n'
-    '     args: ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", "{m}"]}')
+    "  - {name: ngram-simple, grid: {m: [4, 8]},\n"
+    '     args: ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", "{m}"]}',
+)
 MEMBERS = ("ngram-simple-m4", "ngram-simple-m8")
 
 
@@ -127,15 +128,22 @@ def test_open_loop_windows_are_sent_on_schedule(campaign: Path) -> None:
     """The llama-server's open-loop windows: every request sent at its scheduled time (the
     machine is busy: 50 ms of slack), every window recorded with how its cache was left."""
     with duckdb.connect(str(campaign / "results.duckdb"), read_only=True) as con:
-        lags = con.execute("SELECT start_s - scheduled_s FROM requests "
-                           "WHERE scheduled_s IS NOT NULL").fetchall()
-        windows = con.execute("SELECT load, rate, n_scheduled, cache_reset FROM windows "
-                              "WHERE workload = 'open' ORDER BY rate").fetchall()
-        kinds = con.execute("SELECT DISTINCT load, cache_reset FROM windows "
-                            "WHERE workload <> 'open'").fetchall()
+        lags = con.execute(
+            "SELECT start_s - scheduled_s FROM requests WHERE scheduled_s IS NOT NULL"
+        ).fetchall()
+        windows = con.execute(
+            "SELECT load, rate, n_scheduled, cache_reset FROM windows "
+            "WHERE workload = 'open' ORDER BY rate"
+        ).fetchall()
+        kinds = con.execute(
+            "SELECT DISTINCT load, cache_reset FROM windows WHERE workload <> 'open'"
+        ).fetchall()
     assert len(lags) == 3 * 12 and all(0 <= lag < 0.05 for (lag,) in lags)
-    assert windows == [("poisson", 2.0, 6, "cache_prompt_off")] * 3 + [
-        ("poisson", 8.0, 6, "cache_prompt_off")] * 3
+    assert (
+        windows
+        == [("poisson", 2.0, 6, "cache_prompt_off")] * 3
+        + [("poisson", 8.0, 6, "cache_prompt_off")] * 3
+    )
     assert kinds == [("closed", "cache_prompt_off")]
 
 
@@ -193,8 +201,11 @@ def _recompute(db: Path) -> dict[tuple[str, int, int, str], float]:
         if m == "autoregressive" or not base:
             continue
         shared = sorted(set(by_prompt) & set(base))
-        logs = [statistics.fmean(math.log(x) for x in by_prompt[p])
-                - statistics.fmean(math.log(x) for x in base[p]) for p in shared]
+        logs = [
+            statistics.fmean(math.log(x) for x in by_prompt[p])
+            - statistics.fmean(math.log(x) for x in base[p])
+            for p in shared
+        ]
         out[(w, mt, c, m)] = math.exp(statistics.fmean(logs))
     return out
 
@@ -204,14 +215,18 @@ def test_a_family_lands_its_parameter_and_reaches_the_report(campaign: Path) -> 
     the parameter's axis and splits their speedup into acceptance gain and step cost, whose
     ratio is the speedup table's point estimate (stats.py, numpy) on the same requests."""
     with duckdb.connect(str(campaign / "results.duckdb"), read_only=True) as con:
-        params = con.execute("SELECT method, family, param, value, value_num "
-                             "FROM method_params ORDER BY method").fetchall()
-        swept = con.execute("SELECT DISTINCT method, value_num FROM param_sweep "
-                            "WHERE family = 'ngram-simple' AND param = 'm' ORDER BY 1").fetchall()
+        params = con.execute(
+            "SELECT method, family, param, value, value_num FROM method_params ORDER BY method"
+        ).fetchall()
+        swept = con.execute(
+            "SELECT DISTINCT method, value_num FROM param_sweep "
+            "WHERE family = 'ngram-simple' AND param = 'm' ORDER BY 1"
+        ).fetchall()
         decomposition = con.execute(
             "SELECT d.method, d.acceptance_gain, d.step_cost, s.speedup "
             "FROM speedup_decomposition AS d JOIN speedup AS s USING (campaign_id, engine, tp, "
-            "workload, max_tokens, concurrency, method)").fetchall()
+            "workload, max_tokens, concurrency, method)"
+        ).fetchall()
     assert params == [(m, "ngram-simple", "m", v, float(v)) for m, v in zip(MEMBERS, "48")]
     assert swept == [(MEMBERS[0], 4.0), (MEMBERS[1], 8.0)]
     assert {d[0] for d in decomposition} == set(MEMBERS)
@@ -264,23 +279,45 @@ def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
         con.execute("DELETE FROM requests WHERE config_id = ? AND workload = 'agentic'", [config])
         con.execute("DELETE FROM units WHERE config_id = ? AND workload = 'agentic'", [config])
     requests, services, units = _counts(db)
-    _run("-m", "collect", "run", str(campaign / "plan.yaml"), "--db", str(db),
-         "--logs", str(campaign / "logs"), "--no-progress")
+    _run(
+        "-m",
+        "collect",
+        "run",
+        str(campaign / "plan.yaml"),
+        "--db",
+        str(db),
+        "--logs",
+        str(campaign / "logs"),
+        "--no-progress",
+    )
     # 3 agentic turns come back, plus the new service's warm-up request
     assert _counts(db) == (requests + 3 + 1, services + 1, units + 1)
 
 
-def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str], int], None],
-                  timeout_s: float) -> tuple[subprocess.Popen[str], str, Path]:
+def _mid_campaign(
+    tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str], int], None], timeout_s: float
+) -> tuple[subprocess.Popen[str], str, Path]:
     """Run the CLI on PLAN with `reps` repetitions; once its first server has answered 3
     requests, call act(process, server_pid); return the finished process, its stderr and
     the database."""
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(PLAN.replace("repetitions: 2", f"repetitions: {reps}"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
-         str(tmp_path / "logs"), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "collect",
+            "run",
+            str(plan),
+            "--db",
+            str(db),
+            "--logs",
+            str(tmp_path / "logs"),
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
@@ -292,8 +329,9 @@ def _mid_campaign(tmp_path: Path, reps: int, act: Callable[[subprocess.Popen[str
             proc.send_signal(signal.SIGUSR1)  # the CLI prints its threads' stacks
             time.sleep(1)
             proc.kill()
-            raise AssertionError(f"still running after {timeout_s} s:\n"
-                                 f"{proc.communicate()[1][-6000:]}") from None
+            raise AssertionError(
+                f"still running after {timeout_s} s:\n{proc.communicate()[1][-6000:]}"
+            ) from None
     finally:
         proc.kill()
     return proc, err, db
@@ -322,8 +360,17 @@ def test_interrupt_stops_the_server_and_keeps_what_was_measured(tmp_path: Path) 
     _run("-m", "analyze", "--db", str(db))
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM request_metrics").fetchone()[0] == 0
-    _run("-m", "collect", "run", str(tmp_path / "plan.yaml"), "--db", str(db), "--logs",
-         str(tmp_path / "logs"), "--no-progress")
+    _run(
+        "-m",
+        "collect",
+        "run",
+        str(tmp_path / "plan.yaml"),
+        "--db",
+        str(db),
+        "--logs",
+        str(tmp_path / "logs"),
+        "--no-progress",
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         done = con.execute("SELECT count(*) FILTER (complete), count(*) FROM units").fetchone()
         measured = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
@@ -338,8 +385,12 @@ def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
     while time.monotonic() < deadline:
         for log in logs.glob("*/*.log"):
             if "listening on" in log.read_text(errors="replace"):
-                out = subprocess.run(["pgrep", "-P", str(parent), "llama-server"],
-                                     capture_output=True, text=True, check=False).stdout
+                out = subprocess.run(
+                    ["pgrep", "-P", str(parent), "llama-server"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
                 pids = [int(p) for p in out.split()]
                 if pids:
                     return pids[0]
@@ -351,8 +402,13 @@ def _wait_for_replies(logs: Path, n: int, timeout_s: float) -> None:
     """Until the server's log has timed n finished requests (a load-independent 'mid-run')."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if sum(log.read_text(errors="replace").count("total time =")
-               for log in logs.glob("*/*.log")) >= n:
+        if (
+            sum(
+                log.read_text(errors="replace").count("total time =")
+                for log in logs.glob("*/*.log")
+            )
+            >= n
+        ):
             return
         time.sleep(0.05)
     raise AssertionError(f"the server did not finish {n} requests in {timeout_s} s")
@@ -364,19 +420,23 @@ def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, err
     with duckdb.connect(str(db), read_only=True) as con:
-        services = con.execute("SELECT method, state, error FROM services "
-                               "ORDER BY requested_at").fetchall()
+        services = con.execute(
+            "SELECT method, state, error FROM services ORDER BY requested_at"
+        ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         failed_rows = con.execute("SELECT count(*) FROM requests WHERE NOT ok").fetchone()[0]
     assert services[0][:2] == ("autoregressive", "failed") and "died" in services[0][2]
-    assert [s[:2] for s in services[1:]] == [("autoregressive", "stopped"),
-                                             ("ngram-simple", "stopped")]
+    assert [s[:2] for s in services[1:]] == [
+        ("autoregressive", "stopped"),
+        ("ngram-simple", "stopped"),
+    ]
     # the workload the server died in was not committed; the restart measured it whole
     assert status == "complete" and failed_rows == 0
 
 
-def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path,
-                                                              llama_server: str) -> None:
+def test_kill_9_at_random_points_loses_and_duplicates_nothing(
+    tmp_path: Path, llama_server: str
+) -> None:
     """SIGKILL the campaign at 20 random moments (start-up, mid-stream, mid-insert, between
     units), rerunning after each; then let it finish. Every unit lands exactly once, no
     server outlives its campaign process, and the rows equal an uninterrupted run's count."""
@@ -384,8 +444,18 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path,
 
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 3"))
-    argv = [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
-            str(tmp_path / "logs"), "--no-progress"]
+    argv = [
+        sys.executable,
+        "-m",
+        "collect",
+        "run",
+        str(plan),
+        "--db",
+        str(db),
+        "--logs",
+        str(tmp_path / "logs"),
+        "--no-progress",
+    ]
     rng = random.Random(20261202)
     for _ in range(20):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -403,10 +473,10 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path,
         per_unit = con.execute(
             "SELECT count(*) FROM (SELECT config_id, workload, count(*) AS n FROM requests "
             "WHERE NOT is_warmup GROUP BY ALL HAVING n != CASE workload WHEN 'rewrite' "
-            "THEN 3 * 3 * 2 WHEN 'open' THEN 2 * 6 ELSE 3 END)").fetchone()[0]
+            "THEN 3 * 3 * 2 WHEN 'open' THEN 2 * 6 ELSE 3 END)"
+        ).fetchone()[0]
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
-        windows = con.execute("SELECT count(*), count(DISTINCT window_id) FROM windows "
-                              ).fetchone()
+        windows = con.execute("SELECT count(*), count(DISTINCT window_id) FROM windows ").fetchone()
     # per method: rewrite 3 prompts x 3 reps x 2 concurrencies + agentic 3 turns x 1 session
     # + 2 open-loop windows of 6 requests; windows: 2 rewrite + 1 agentic + 2 open
     assert (units, measured, per_unit, status) == (6, 2 * (18 + 3 + 12), 0, "complete")
@@ -432,16 +502,35 @@ def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) 
     key is nowhere in the database, the report or the logs specsweep keeps."""
     secret = "sk-specsweep-test-0123456789abcdef"
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
-    plan.write_text(PLAN.replace(
-        '"--metrics"]', '"--metrics", "--api-key", "{api_key}"]\n  api_key_env: SPECSWEEP_KEY'
-    ).replace("repetitions: 2", "repetitions: 1"))
+    plan.write_text(
+        PLAN.replace(
+            '"--metrics"]', '"--metrics", "--api-key", "{api_key}"]\n  api_key_env: SPECSWEEP_KEY'
+        ).replace("repetitions: 2", "repetitions: 1")
+    )
     env = {**os.environ, "SPECSWEEP_KEY": secret}
-    for argv in (["-m", "collect", "run", str(plan), "--db", str(db), "--logs",
-                  str(tmp_path / "logs"), "--no-progress"],
-                 ["-m", "analyze", "--db", str(db)],
-                 ["-m", "report", "--db", str(db), "--out", str(tmp_path / "report.pdf")]):
-        done = subprocess.run([sys.executable, *argv], capture_output=True, text=True,
-                              env=env, timeout=600, check=False)
+    for argv in (
+        [
+            "-m",
+            "collect",
+            "run",
+            str(plan),
+            "--db",
+            str(db),
+            "--logs",
+            str(tmp_path / "logs"),
+            "--no-progress",
+        ],
+        ["-m", "analyze", "--db", str(db)],
+        ["-m", "report", "--db", str(db), "--out", str(tmp_path / "report.pdf")],
+    ):
+        done = subprocess.run(
+            [sys.executable, *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert secret not in done.stdout + done.stderr
     with duckdb.connect(str(db), read_only=True) as con:
@@ -450,16 +539,18 @@ def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) 
         command = con.execute("SELECT launch_command FROM services LIMIT 1").fetchone()[0]
     assert ok[0] and ok[1] > 0  # the key was sent: llama-server answers 401 without it
     assert hits == [] and "--api-key ***" in command
-    pdf_text = subprocess.run(["pdftotext", str(tmp_path / "report.pdf"), "-"],
-                              capture_output=True, text=True, check=True).stdout
+    pdf_text = subprocess.run(
+        ["pdftotext", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
     assert secret not in pdf_text and secret not in (tmp_path / "report.tex").read_text()
     for log in (tmp_path / "logs").rglob("*.log"):
         assert secret not in log.read_text(errors="replace"), log
 
 
 def _text_columns_containing(con: duckdb.DuckDBPyConnection, needle: str) -> list[str]:
-    cols = con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                       "WHERE data_type = 'VARCHAR'").fetchall()
+    cols = con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE data_type = 'VARCHAR'"
+    ).fetchall()
     hits = []
     for table, column in cols:
         sql = f'SELECT count(*) FROM "{table}" WHERE "{column}" LIKE ?'  # names from the catalog

@@ -33,7 +33,10 @@ def lint_imports(config: Path, cwd: Path = ROOT, path: Path = ROOT) -> tuple[int
     """Run import-linter on a contract file; (exit code, its report)."""
     done = subprocess.run(
         [sys.executable, "-c", LINT, "--no-cache", "--no-logo", str(config)],
-        cwd=cwd, capture_output=True, text=True, timeout=120,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"},
     )
     return done.returncode, done.stdout + done.stderr

@@ -129,6 +129,7 @@ def _doc_pages() -> list[Path]:
 
 # --- the repository ---------------------------------------------------------------------
 
+
 def test_readme_names_only_existing_paths():
     assert missing_paths(README.read_text(), ROOT) == []
 
@@ -149,6 +150,7 @@ def test_relative_links_resolve(page: Path):
 
 # --- the checks themselves, on hand-made text --------------------------------------------
 
+
 def test_missing_paths_finds_a_bad_path():
     text = (
         "Run `plans/local.yaml` or `plans/nope.yaml`; see [it](docs/nope.md#x), `tokens/J`,\n"
@@ -158,7 +160,12 @@ def test_missing_paths_finds_a_bad_path():
         "```\nnot/a/span.md `inside/a/fence.md`\n```\n"
     )
     assert missing_paths(text, ROOT) == [
-        "plans/nope.yaml", ".ci/nope", "collect/nowhere/", "docs/nope.md", "DESIGN.md"]
+        "plans/nope.yaml",
+        ".ci/nope",
+        "collect/nowhere/",
+        "docs/nope.md",
+        "DESIGN.md",
+    ]
 
 
 def test_missing_paths_in_a_copied_tree(tmp_path: Path):
@@ -172,17 +179,26 @@ def test_missing_paths_in_a_copied_tree(tmp_path: Path):
 
 def test_escaping_links_finds_links_out_of_the_root():
     page = ROOT / "docs" / "x.md"
-    text = ("[up](../README.md) [out](../../etc/passwd) [abs](/work/shared/DESIGN.md) "
-            "[web](https://docs.ray.io) [here](#top) see ../shared/STYLE.md")
+    text = (
+        "[up](../README.md) [out](../../etc/passwd) [abs](/work/shared/DESIGN.md) "
+        "[web](https://docs.ray.io) [here](#top) see ../shared/STYLE.md"
+    )
     assert escaping_links(text, page, ROOT) == [
-        "/work/", "../shared", "../../etc/passwd", "/work/shared/DESIGN.md"]
+        "/work/",
+        "../shared",
+        "../../etc/passwd",
+        "/work/shared/DESIGN.md",
+    ]
 
 
 def test_broken_links_checks_files_and_anchors(tmp_path: Path):
-    (tmp_path / "b.md").write_text("# Speculation's knobs\n\n## The `load:` block\n\n## Notes\n"
-                                   "\n## Notes\n")
+    (tmp_path / "b.md").write_text(
+        "# Speculation's knobs\n\n## The `load:` block\n\n## Notes\n\n## Notes\n"
+    )
     page = tmp_path / "a.md"
     page.write_text("# Top\n")
-    text = ("[1](b.md) [2](b.md#speculations-knobs) [3](b.md#the-load-block) [4](b.md#notes-1) "
-            "[5](b.md#nothing) [6](c.md) [7](#top) [8](#bottom)")
+    text = (
+        "[1](b.md) [2](b.md#speculations-knobs) [3](b.md#the-load-block) [4](b.md#notes-1) "
+        "[5](b.md#nothing) [6](c.md) [7](#top) [8](#bottom)"
+    )
     assert broken_links(text, page) == ["b.md#nothing", "c.md", "#bottom"]

@@ -49,27 +49,33 @@ Gate: a change fails when it is significant (Holm, drift rule) and worse, and it
 worse than the threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and
 size together, as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
 
-Modules: match (windows, prompts, the changes, the gate), stats (intervals, drift, the
-Newcombe difference, the floor rule), prompts (same text and chat template?), store (the
-compare_* tables), text (what the command prints). docs/compare.md is the user's page.
+Modules: match (windows, prompts, the changes), change (METRICS, Change and its verdict,
+Comparison, the gate), stats (intervals, drift, the Newcombe difference, the floor rule),
+prompts (same text and chat template?), store (the compare_* tables), text (what the command
+prints). docs/compare.md is the user's page.
 """
 
-from analyze.compare.match import (
-    COLUMNS,
-    HIGHER_IS_BETTER,
-    KEY,
-    METRICS,
-    Change,
-    Comparison,
-    compare,
-    gate,
-    load_label,
-    resolve,
-    window_text,
-)
+from analyze.compare.change import HIGHER_IS_BETTER, METRICS, Change, Comparison, gate
+from analyze.compare.match import COLUMNS, KEY, compare, load_label, resolve, window_text
 from analyze.compare.store import OBJECTS, STORE_DDL, store
 from analyze.compare.text import describe, drift_line, lines
 
-__all__ = ["COLUMNS", "HIGHER_IS_BETTER", "KEY", "METRICS", "OBJECTS", "STORE_DDL", "Change",
-           "Comparison", "compare", "describe", "drift_line", "gate", "lines", "load_label",
-           "resolve", "store", "window_text"]
+__all__ = [
+    "COLUMNS",
+    "HIGHER_IS_BETTER",
+    "KEY",
+    "METRICS",
+    "OBJECTS",
+    "STORE_DDL",
+    "Change",
+    "Comparison",
+    "compare",
+    "describe",
+    "drift_line",
+    "gate",
+    "lines",
+    "load_label",
+    "resolve",
+    "store",
+    "window_text",
+]

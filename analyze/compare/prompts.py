@@ -20,8 +20,10 @@ import duckdb
 import yaml
 
 PLANS_SQL = "SELECT campaign_id, plan_yaml FROM campaigns WHERE campaign_id IN (?, ?)"
-BODIES_SQL = ("SELECT campaign_id, key, any_value(value) FROM environment WHERE campaign_id "
-              "IN (?, ?) AND key LIKE 'service.%.request_body' GROUP BY ALL")
+BODIES_SQL = (
+    "SELECT campaign_id, key, any_value(value) FROM environment WHERE campaign_id "
+    "IN (?, ?) AND key LIKE 'service.%.request_body' GROUP BY ALL"
+)
 TURN = re.compile(r"/turn(\d+)$")
 
 
@@ -54,8 +56,9 @@ def prompt_facts(workload: dict, prompt_id: str) -> dict[str, Any]:
         if source.get("kind") == "inline":
             index = prompt_id.rsplit("/", 1)[-1]
             texts = source.get("texts") or []
-            facts["text"] = texts[int(index)] if index.isdigit() and int(index) < len(texts) \
-                else None
+            facts["text"] = (
+                texts[int(index)] if index.isdigit() and int(index) < len(texts) else None
+            )
     return facts
 
 
@@ -105,13 +108,16 @@ class PromptCheck:
     def template(self, method: str, tp: int) -> str | None:
         """Why the chat template differs for (method, tp): the plan engine's chat_template
         or api, or the recorded chat_template_kwargs; None when the same or unknown."""
-        engines = [p.get("engine") if isinstance(p.get("engine"), dict) else {}
-                   for p in self.plans]
-        differ = [f"engine.{k}" for k in ("chat_template", "api")
-                  if all(self.plans) and engines[0].get(k) != engines[1].get(k)]
+        engines = [p.get("engine") if isinstance(p.get("engine"), dict) else {} for p in self.plans]
+        differ = [
+            f"engine.{k}"
+            for k in ("chat_template", "api")
+            if all(self.plans) and engines[0].get(k) != engines[1].get(k)
+        ]
         key = f"service.{method}.tp{tp}.request_body"
-        if all(key in side for side in self.bodies) and \
-                _kwargs(self.bodies[0][key]) != _kwargs(self.bodies[1][key]):
+        if all(key in side for side in self.bodies) and _kwargs(self.bodies[0][key]) != _kwargs(
+            self.bodies[1][key]
+        ):
             differ.append("chat_template_kwargs")
         return ", ".join(differ) or None
 

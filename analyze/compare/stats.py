@@ -129,8 +129,9 @@ def measure(b: Cells, a: Cells, noise: Noise | None) -> Measured | None:
     if n >= 2:
         prompts = sorted(_prompts(a, runs_a[:n]) & _prompts(b, runs_b[:n]))
         if prompts:
-            result, _ = flat_paired_speedup(*_flat(b, runs_b[:n], prompts),
-                                            *_flat(a, runs_a[:n], prompts))
+            result, _ = flat_paired_speedup(
+                *_flat(b, runs_b[:n], prompts), *_flat(a, runs_a[:n], prompts)
+            )
             return Measured(result, "runs", n, 0.0)
     s2, df, drift = 0.0, math.inf, "none"
     if noise is not None:
@@ -147,8 +148,9 @@ def aa_rows(control: Cells, baseline: Cells) -> list[np.ndarray]:
     for run in sorted(set(runs_of(control)) & set(runs_of(baseline))):
         prompts = sorted(_prompts(control, [run]) & _prompts(baseline, [run]))
         if len(prompts) >= 2:
-            rows.append(cell_log_ratios(*_flat(control, [run], prompts),
-                                        *_flat(baseline, [run], prompts)))
+            rows.append(
+                cell_log_ratios(*_flat(control, [run], prompts), *_flat(baseline, [run], prompts))
+            )
     return rows
 
 
@@ -183,18 +185,20 @@ def wilson(x: int, n: int, z: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _bounds(x_b: int, n_b: int, x_a: int, n_a: int, z: float,
-            s2: float) -> tuple[float, float]:
+def _bounds(x_b: int, n_b: int, x_a: int, n_a: int, z: float, s2: float) -> tuple[float, float]:
     p_b, p_a = x_b / n_b, x_a / n_a
     (l_b, u_b), (l_a, u_a) = wilson(x_b, n_b, z), wilson(x_a, n_a, z)
     extra = z * z * s2
     d = p_b - p_a
-    return (d - math.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2 + extra),
-            d + math.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2 + extra))
+    return (
+        d - math.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2 + extra),
+        d + math.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2 + extra),
+    )
 
 
-def newcombe(x_b: int, n_b: int, x_a: int, n_a: int, level: float = LEVEL,
-             service_var: float = 0.0) -> tuple[float, float, float]:
+def newcombe(
+    x_b: int, n_b: int, x_a: int, n_a: int, level: float = LEVEL, service_var: float = 0.0
+) -> tuple[float, float, float]:
     """(p_B - p_A, lo, hi): Newcombe's hybrid score interval (module docstring)."""
     z = float(stats.norm.ppf((1 + level) / 2))
     return (x_b / n_b - x_a / n_a, *_bounds(x_b, n_b, x_a, n_a, z, service_var))

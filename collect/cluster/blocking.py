@@ -98,19 +98,29 @@ def ask(plan: Plan, phase: str, tp: int) -> tuple[dict[str, float], int, str]:
     if not services:
         return {}, 0, ""
     need = {resource(s.name): 1.0 for s in services}
-    gpus = [int(n["Resources"].get("GPU", 0)) for n in ray.nodes()
-            if n["Alive"] and all(n["Resources"].get(k, 0) >= v for k, v in need.items())]
+    gpus = [
+        int(n["Resources"].get("GPU", 0))
+        for n in ray.nodes()
+        if n["Alive"] and all(n["Resources"].get(k, 0) >= v for k, v in need.items())
+    ]
     node_gpus = max(gpus, default=0)
     extra = len({g for s in services for g in s.gpus})
     if gpus and tp > node_gpus + extra:
-        return need, node_gpus, (f"tp {tp} needs more GPUs than a node running "
-                                 f"{', '.join(s.name for s in services)} has: {node_gpus} "
-                                 f"of Ray's and {extra} of the stopped services")
+        return (
+            need,
+            node_gpus,
+            (
+                f"tp {tp} needs more GPUs than a node running "
+                f"{', '.join(s.name for s in services)} has: {node_gpus} "
+                f"of Ray's and {extra} of the stopped services"
+            ),
+        )
     return need, node_gpus, ""
 
 
-def gpus_for(ray_gpus: tuple[int, ...], services: list[BlockingService], tp: int
-             ) -> tuple[int, ...]:
+def gpus_for(
+    ray_gpus: tuple[int, ...], services: list[BlockingService], tp: int
+) -> tuple[int, ...]:
     """The GPUs a stop phase's configuration gets: Ray's, then the services' (first tp)."""
     extra = [g for s in services for g in s.gpus if g not in ray_gpus]
     return (tuple(ray_gpus) + tuple(dict.fromkeys(extra)))[:tp]
@@ -134,18 +144,24 @@ def stopped(host: Any, services: list[BlockingService], notes: Any) -> Iterator[
         yield state
         return
     starts = json.dumps({s.name: s.start for s in services})
-    guard = subprocess.Popen([sys.executable, "-c", GUARD, starts, str(TIMEOUT_S)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    guard = subprocess.Popen(
+        [sys.executable, "-c", GUARD, starts, str(TIMEOUT_S)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     guard.wait()  # the first fork returns at once; the guard lives on, holding the pipes
     assert guard.stdin is not None and guard.stdout is not None
     try:
         for s in services:
             rc, _, err = host.run(s.stop, timeout_s=TIMEOUT_S)
             if rc != 0:
-                state.failure = (f"could not stop blocking service {s.name!r} (exit {rc}): "
-                                 f"{redact(err.strip())[-500:]}; not measured here, and "
-                                 f"{s.name} not started again (its state is unknown)")
+                state.failure = (
+                    f"could not stop blocking service {s.name!r} (exit {rc}): "
+                    f"{redact(err.strip())[-500:]}; not measured here, and "
+                    f"{s.name} not started again (its state is unknown)"
+                )
                 log.error("%s", state.failure)
                 notes.note(f"[red]{state.failure}[/red]")
                 break
@@ -169,7 +185,7 @@ def _answers(state: Stopped, text: str, notes: Any) -> None:
             notes.note(f"started blocking service {name} again")
             continue
         state.start_errors[name] = f"exit {rc}: {redact(str(err).strip())[-500:]}"
-        log.error("could not start blocking service %s again (%s)", name,
-                  state.start_errors[name])
-        notes.note(f"[red]blocking service {name} did NOT start again "
-                   f"({state.start_errors[name]})[/red]")
+        log.error("could not start blocking service %s again (%s)", name, state.start_errors[name])
+        notes.note(
+            f"[red]blocking service {name} did NOT start again ({state.start_errors[name]})[/red]"
+        )

@@ -99,11 +99,18 @@ class RayCluster:
     def fingerprint(self) -> dict[str, str]:
         """The cluster as the campaign starts (host 'cluster'): Ray's version, its address,
         every live node's resources; each node's own facts come with its tasks' rows."""
-        nodes = {n["NodeManagerHostname"] + "/" + n["NodeID"][:8]: _resources(n["Resources"])
-                 for n in ray.nodes() if n["Alive"]}
-        return {"cluster.kind": "ray", "ray.version": ray.__version__,
-                "cluster.address": redact(self.cluster.address), "cluster.nodes": str(len(nodes)),
-                "cluster.resources": json.dumps(nodes, sort_keys=True)}
+        nodes = {
+            n["NodeManagerHostname"] + "/" + n["NodeID"][:8]: _resources(n["Resources"])
+            for n in ray.nodes()
+            if n["Alive"]
+        }
+        return {
+            "cluster.kind": "ray",
+            "ray.version": ray.__version__,
+            "cluster.address": redact(self.cluster.address),
+            "cluster.nodes": str(len(nodes)),
+            "cluster.resources": json.dumps(nodes, sort_keys=True),
+        }
 
     def close(self) -> None:
         if self._owned and ray.is_initialized():
@@ -117,9 +124,11 @@ class RayCluster:
         c.progress.eta = Eta((), (), True)
         queue.expand()
         if queue.jobs:
-            c.progress.note(f"{len(queue.jobs)} configuration(s) to run on the Ray cluster "
-                            f"({_describe(ray.cluster_resources())}), estimated "
-                            f"{eta_text(c.progress.eta.seconds_left())} on enough nodes")
+            c.progress.note(
+                f"{len(queue.jobs)} configuration(s) to run on the Ray cluster "
+                f"({_describe(ray.cluster_resources())}), estimated "
+                f"{eta_text(c.progress.eta.seconds_left())} on enough nodes"
+            )
         running: dict[ray.ObjectRef, str] = {}
         with c.signals_stop() as stop:
             try:
@@ -164,23 +173,37 @@ class RayCluster:
             return None
         log_dir = str(Path(c.log_dir).resolve())
         return self.remote.options(**options).remote(
-            self.plan_text, c.campaign_id, key, phase.name, config.config_id,
-            [w.name for w in workloads], c.run, log_dir, needs_gpus(self.plan))
+            self.plan_text,
+            c.campaign_id,
+            key,
+            phase.name,
+            config.config_id,
+            [w.name for w in workloads],
+            c.run,
+            log_dir,
+            needs_gpus(self.plan),
+        )
 
     def options(self, phase: str, config: ServiceConfig) -> dict[str, Any]:
         """Ray task options for one configuration (the module docstring says which)."""
         gpus = config.tp if needs_gpus(self.plan) else 0
         pin = self.cluster.pin
-        resource = pin.get(phase) or pin.get(config.method.name) or pin.get(
-            config.method.family or "")
+        resource = (
+            pin.get(phase) or pin.get(config.method.name) or pin.get(config.method.family or "")
+        )
         resources = {resource: 0.001} if resource else {}
         services, node_gpus, _ = blocking.ask(self.plan, phase, config.tp)
         if services:  # the whole node: every GPU Ray has there, one such task at a time
             gpus = node_gpus
             resources.update(services)
-        return {"num_cpus": 1, "num_gpus": gpus, "resources": resources,
-                "max_retries": self.cluster.max_retries, "retry_exceptions": False,
-                "name": f"specsweep {config.method.name} tp{config.tp}"}
+        return {
+            "num_cpus": 1,
+            "num_gpus": gpus,
+            "resources": resources,
+            "max_retries": self.cluster.max_retries,
+            "retry_exceptions": False,
+            "name": f"specsweep {config.method.name} tp{config.tp}",
+        }
 
     def _land(self, c: Campaign, key: str, ref: ray.ObjectRef) -> None:
         """Land a finished task's rows; a task lost for good (its node died more often than
@@ -192,8 +215,10 @@ class RayCluster:
         except RayError as exc:
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             log.error("%s lost after %s retries: %s", key, self.cluster.max_retries, text)
-            c.progress.note(f"[red]{key} lost (node or worker died, retried "
-                            f"{self.cluster.max_retries} times); resume redoes it[/red]")
+            c.progress.note(
+                f"[red]{key} lost (node or worker died, retried "
+                f"{self.cluster.max_retries} times); resume redoes it[/red]"
+            )
             return
         land(c, key, result)
         if result.get("skipped"):  # its note came with the rows; the driver's log too
@@ -267,8 +292,9 @@ def _infeasible(options: dict[str, Any]) -> str:
 
 
 def _describe(resources: dict[str, float]) -> str:
-    shown = {k: v for k, v in resources.items() if not k.startswith(("node:", "memory",
-                                                                     "object_store"))}
+    shown = {
+        k: v for k, v in resources.items() if not k.startswith(("node:", "memory", "object_store"))
+    }
     return ", ".join(f"{v:g} {k}" for k, v in sorted(shown.items())) or "nothing"
 
 

@@ -44,8 +44,9 @@ def land(c: Campaign, key: str, result: dict[str, Any]) -> int:
         c.store.append("quarantine", rows["quarantine"])
     for unit in rows["units"]:
         _commit_unit(c, unit, rows)
-        measured = [r for r in rows["requests"]
-                    if r["workload"] == unit["workload"] and not r["is_warmup"]]
+        measured = [
+            r for r in rows["requests"] if r["workload"] == unit["workload"] and not r["is_warmup"]
+        ]
         for _ in measured:
             c.progress.request_done(key)
     nodes = sorted({r["host"] for r in rows["services"]})
@@ -68,8 +69,7 @@ WHERE campaign_id = ? AND service_id IN (
 """
 
 
-def _commit_unit(c: Campaign, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]
-                 ) -> None:
+def _commit_unit(c: Campaign, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> None:
     """One transaction: the unit's old rows out (an interrupted earlier try, on this or
     another node), its new ones in (collect.run.configuration.replace_unit)."""
     replace_unit(c.store, unit, {t: [r for r in rows[t] if _of(r, unit)] for t in UNIT_TABLES})
@@ -78,5 +78,8 @@ def _commit_unit(c: Campaign, unit: dict[str, Any], rows: dict[str, list[dict[st
 def _of(row: dict[str, Any], unit: dict[str, Any]) -> bool:
     """The row belongs to the unit: its configuration and workload (and run, where the
     table has one; a task measures one run)."""
-    return (row["config_id"] == unit["config_id"] and row["workload"] == unit["workload"]
-            and row.get("run", unit["run"]) == unit["run"])
+    return (
+        row["config_id"] == unit["config_id"]
+        and row["workload"] == unit["workload"]
+        and row.get("run", unit["run"]) == unit["run"]
+    )

@@ -35,8 +35,17 @@ from collect.run.fingerprint import put_environment, record_environment
 from schema.store import Store
 
 # every table a configuration's run writes (campaigns and method_params are the driver's)
-TABLES = ("environment", "services", "units", "requests", "windows", "server_metrics",
-          "gpu_samples", "endpoint_errors", "quarantine")
+TABLES = (
+    "environment",
+    "services",
+    "units",
+    "requests",
+    "windows",
+    "server_metrics",
+    "gpu_samples",
+    "endpoint_errors",
+    "quarantine",
+)
 
 
 class Notes:
@@ -63,9 +72,17 @@ def node_name() -> str:
     return f"{socket.gethostname()}/{node_id[:8]}"
 
 
-def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: str,
-            workloads: list[str], run: int, log_dir: str, gpu: bool = True
-            ) -> dict[str, Any]:
+def run_job(
+    plan_text: str,
+    campaign_id: str,
+    key: str,
+    phase: str,
+    config_id: str,
+    workloads: list[str],
+    run: int,
+    log_dir: str,
+    gpu: bool = True,
+) -> dict[str, Any]:
     """Run job `key` (the configuration `config_id` of `phase`, these workloads, run `run`)
     on this node; {"node": name, "rows": {table: [row, ...]}, "notes": [...],
     "skipped": why nothing was measured, or ''}. A phase that stops blocking services
@@ -92,24 +109,35 @@ def run_job(plan_text: str, campaign_id: str, key: str, phase: str, config_id: s
         try:
             engine.prepare(host)
             record_environment(store, campaign_id, host, plan)
-            put_environment(store, campaign_id, node, {
-                "ray.node_id": ray.get_runtime_context().get_node_id(),
-                "ray.version": ray.__version__,
-                "ray.gpu_ids": ",".join(map(str, ray.get_gpu_ids())) or "none"})
-            c = Campaign(store, plan, campaign_id, host, engine, _log_dir(log_dir),
-                         notes, run=run)  # type: ignore[arg-type]
+            put_environment(
+                store,
+                campaign_id,
+                node,
+                {
+                    "ray.node_id": ray.get_runtime_context().get_node_id(),
+                    "ray.version": ray.__version__,
+                    "ray.gpu_ids": ",".join(map(str, ray.get_gpu_ids())) or "none",
+                },
+            )
+            c = Campaign(store, plan, campaign_id, host, engine, _log_dir(log_dir), notes, run=run)  # type: ignore[arg-type]
             with blocking.stopped(host, services, notes) as state:
                 if not state.failure:
-                    serve.run_config(c, key, config, todo, gpus or None,
-                                     port_offset=gpus[0] if gpus else 0)
+                    serve.run_config(
+                        c, key, config, todo, gpus or None, port_offset=gpus[0] if gpus else 0
+                    )
             if state.start_errors:  # beside the notes: the results file keeps it
-                put_environment(store, campaign_id, node, {
-                    f"blocking.{name}.start_error": error
-                    for name, error in state.start_errors.items()})
+                put_environment(
+                    store,
+                    campaign_id,
+                    node,
+                    {
+                        f"blocking.{name}.start_error": error
+                        for name, error in state.start_errors.items()
+                    },
+                )
         finally:
             host.close()
-        return {"node": node, "rows": dump(path), "notes": notes.lines,
-                "skipped": state.failure}
+        return {"node": node, "rows": dump(path), "notes": notes.lines, "skipped": state.failure}
 
 
 def gpu_indices(ids: list[Any]) -> tuple[int, ...]:
@@ -121,9 +149,11 @@ def gpu_indices(ids: list[Any]) -> tuple[int, ...]:
     try:
         return tuple(int(g) for g in ids)
     except ValueError:
-        raise RuntimeError(f"Ray assigned GPU ids {ids}, not indices: start this node's "
-                           "`ray start` with CUDA_VISIBLE_DEVICES as GPU indices "
-                           "(e.g. 1,2,3), not UUIDs") from None
+        raise RuntimeError(
+            f"Ray assigned GPU ids {ids}, not indices: start this node's "
+            "`ray start` with CUDA_VISIBLE_DEVICES as GPU indices "
+            "(e.g. 1,2,3), not UUIDs"
+        ) from None
 
 
 def _log_dir(path: str) -> Path:

@@ -32,8 +32,9 @@ def modules() -> dict[str, ModuleType]:
             continue
         kind = module.KIND
         if kind in found:
-            raise ValueError(f"engine kind {kind!r} defined twice: {found[kind].__name__}, "
-                             f"{module.__name__}")
+            raise ValueError(
+                f"engine kind {kind!r} defined twice: {found[kind].__name__}, {module.__name__}"
+            )
         found[kind] = module
     return found
 

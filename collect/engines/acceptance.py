@@ -128,15 +128,20 @@ def vllm_details(spec: dict[str, Any] | None) -> dict[str, Any]:
     accepted_per_pos     = None (vLLM reports it per window on /metrics, not per request)
     """
     if not spec:
-        return {"spec_verify_ct": None, "draft_tokens": None, "accepted_tokens": None,
-                **no_details()}
+        return {
+            "spec_verify_ct": None,
+            "draft_tokens": None,
+            "accepted_tokens": None,
+            **no_details(),
+        }
     return {
         "spec_verify_ct": _count(spec.get("num_spec_steps")),
         "draft_tokens": _count(spec.get("num_draft_tokens")),
         "accepted_tokens": _count(spec.get("num_accepted_draft_tokens")),
         "engine_accept_length": number(spec.get("mean_acceptance_length")),
-        "accept_histogram": dense_histogram(spec.get("acceptance_histogram"),
-                                            spec.get("num_spec_tokens")),
+        "accept_histogram": dense_histogram(
+            spec.get("acceptance_histogram"), spec.get("num_spec_tokens")
+        ),
         "accepted_per_pos": None,
         "step_accepted": counts(spec.get("per_step_accepted")),
     }

@@ -67,8 +67,13 @@ class Engine(Protocol):
     def draft_model(self, method: MethodFlags) -> str | None: ...
 
 
-CACHE_RESETS = ("flush_cache", "reset_prefix_cache", "slots_erase", "cache_prompt_off",
-                "unsupported")  # what reset_cache may return (windows.cache_reset values)
+CACHE_RESETS = (
+    "flush_cache",
+    "reset_prefix_cache",
+    "slots_erase",
+    "cache_prompt_off",
+    "unsupported",
+)  # what reset_cache may return (windows.cache_reset values)
 
 
 class EngineHooks:
@@ -124,8 +129,11 @@ class MemoryRules:
     def fraction(self, args: list[str], gpu_gib: float, tp: int) -> tuple[float, str]:
         """The fraction flag's value, else the engine's default."""
         given = flag(args, self.fraction_flag)
-        return (float(given), self.fraction_flag) if given is not None else (
-            self.default_fraction(gpu_gib, tp))
+        return (
+            (float(given), self.fraction_flag)
+            if given is not None
+            else (self.default_fraction(gpu_gib, tp))
+        )
 
     def draft_tokens(self, args: list[str]) -> int:
         given = flag(args, self.draft_tokens_flag) if self.draft_tokens_flag else None
@@ -150,4 +158,3 @@ class ResultFormat:
     def summary_key(self, metric: str, stat: str) -> str:
         """The file's key for a summary number, e.g. mean_e2el_ms."""
         return f"{stat}_{self.metric_keys.get(metric, metric)}_ms"
-

@@ -24,16 +24,19 @@ class ModelInfo(Strict):
     """What `check`'s memory budget needs to know of a model (target or draft)."""
 
     weights_gib: float | None = Field(
-        None, gt=0, description="Size of the weights in GiB (the safetensors files' total); "
+        None,
+        gt=0,
+        description="Size of the weights in GiB (the safetensors files' total); "
         "default: read over the host by `check --probe` from the sharded index "
-        "(metadata.total_size), a single model.safetensors header, or a .gguf file's size."
+        "(metadata.total_size), a single model.safetensors header, or a .gguf file's size.",
     )
     config: str | dict[str, Any] | None = Field(
-        None, description="The model's config.json: a path to a local copy, or its mapping "
+        None,
+        description="The model's config.json: a path to a local copy, or its mapping "
         "inline (at least num_hidden_layers, num_attention_heads, num_key_value_heads, "
         "head_dim, torch_dtype; hybrid models also layer_types or full_attention_interval and "
         "the linear_* keys); default: <model>/config.json, read over the host by "
-        "`check --probe`."
+        "`check --probe`.",
     )
 
 

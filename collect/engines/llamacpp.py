@@ -81,8 +81,15 @@ def llamacpp_stats(
 
 KIND = "llamacpp"
 # llama-server's draft model: a GGUF path, else a hub repo (llama-server --help)
-DRAFT_FLAGS = ("--spec-draft-model", "-md", "--model-draft", "--spec-draft-hf", "-hfd", "-hfrd",
-               "--hf-repo-draft")
+DRAFT_FLAGS = (
+    "--spec-draft-model",
+    "-md",
+    "--model-draft",
+    "--spec-draft-hf",
+    "-hfd",
+    "-hfrd",
+    "--hf-repo-draft",
+)
 
 
 class LlamaCppEngine(EngineConfig):
@@ -113,8 +120,14 @@ class LlamaCppEngine(EngineConfig):
     def uses_gpus(self) -> bool:
         """On a GPU only when built for one and asked to offload layers: binary `auto-cuda`,
         or `-ngl` / `--n-gpu-layers` / `--gpu-layers` other than 0 in args; else the CPU."""
-        layers = next((v for name in ("-ngl", "--n-gpu-layers", "--gpu-layers")
-                       if (v := flag(self.args, name)) is not None), None)
+        layers = next(
+            (
+                v
+                for name in ("-ngl", "--n-gpu-layers", "--gpu-layers")
+                if (v := flag(self.args, name)) is not None
+            ),
+            None,
+        )
         return self.binary == "auto-cuda" or layers not in (None, "0")
 
 
@@ -158,8 +171,11 @@ class LlamaCpp(EngineHooks):
         except (httpx.HTTPError, ValueError):
             return {}
         settings = props.get("default_generation_settings") or {}
-        built = build_label(resolve_llama_server(self.cfg.binary)) if self.cfg.binary in (
-            "auto", "auto-cuda") else ""
+        built = (
+            build_label(resolve_llama_server(self.cfg.binary))
+            if self.cfg.binary in ("auto", "auto-cuda")
+            else ""
+        )
         return {
             **({"engine.version": built} if built else {}),
             "engine.build_info": str(props.get("build_info", "")),
@@ -200,23 +216,30 @@ class LlamaCpp(EngineHooks):
                 "llama-server keeps prompts in a host-memory prompt cache (--cache-ram, "
                 "8192 MiB by default) that no endpoint empties: a slot erase would leave "
                 "cached prompts served; start it with `--cache-ram 0` (engine.args) and "
-                "`--slot-save-path DIR`, or set request_extra cache_prompt: false")
+                "`--slot-save-path DIR`, or set request_extra cache_prompt: false"
+            )
         props = await client.get(f"{base_url}/props", timeout=10)
         total = props.json().get("total_slots") if props.status_code == 200 else None
         if not isinstance(total, int) or total < 1:
-            raise HookFailed(f"llama-server's /props gave no total_slots (HTTP "
-                             f"{props.status_code}: {props.text.strip()[:200]!r})")
+            raise HookFailed(
+                f"llama-server's /props gave no total_slots (HTTP "
+                f"{props.status_code}: {props.text.strip()[:200]!r})"
+            )
         for slot in range(total):
-            reply = await client.post(f"{base_url}/slots/{slot}?action=erase",
-                                      timeout=self.cfg.request_timeout_s)
+            reply = await client.post(
+                f"{base_url}/slots/{slot}?action=erase", timeout=self.cfg.request_timeout_s
+            )
             if reply.status_code == 501:
                 raise HookFailed(
                     "llama-server refused to erase its slots (HTTP 501: "
                     f"{_error_message(reply)}): start it with `--slot-save-path DIR` "
-                    "(engine.args), or set request_extra cache_prompt: false")
+                    "(engine.args), or set request_extra cache_prompt: false"
+                )
             if reply.status_code != 200:
-                raise HookFailed(f"llama-server did not erase slot {slot} (HTTP "
-                                 f"{reply.status_code}: {_error_message(reply)})")
+                raise HookFailed(
+                    f"llama-server did not erase slot {slot} (HTTP "
+                    f"{reply.status_code}: {_error_message(reply)})"
+                )
         return "slots_erase"
 
 

@@ -212,8 +212,11 @@ class SGLang(EngineHooks):
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]:
         if self.cfg.api == "chat":
-            extra = {"model": self.cfg.model, "return_spec_tokens_details": True,
-                     **self.cfg.request_extra}
+            extra = {
+                "model": self.cfg.model,
+                "return_spec_tokens_details": True,
+                **self.cfg.request_extra,
+            }
             return self.chat_path, chat_body(messages, max_tokens, extra)
         body = {
             "text": self.render_prompt(messages),

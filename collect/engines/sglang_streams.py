@@ -93,7 +93,9 @@ class SGLangChatStream(OpenAIChatStream):
         out = sglang_stats(meta)
         out["server_stats"] = json.dumps(
             {"usage": usage, "sglext": {"spec_tokens_details": self.details}},
-            sort_keys=True, default=str)
+            sort_keys=True,
+            default=str,
+        )
         return out
 
 

@@ -77,8 +77,9 @@ class VLLMChatStream(OpenAIChatStream):
         return vllm_stats(self.usage, self.finish_reason, self.spec)
 
 
-def vllm_stats(usage: dict[str, Any], finish_reason: str | None,
-               spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def vllm_stats(
+    usage: dict[str, Any], finish_reason: str | None, spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The requests-table statistics from the final `usage` and, when the server sent it,
     `metrics.speculative_decoding` (else no speculative fields)."""
     details = usage.get("prompt_tokens_details") or {}
@@ -91,8 +92,7 @@ def vllm_stats(usage: dict[str, Any], finish_reason: str | None,
         "finish_reason": finish_reason,
         "server_stats": json.dumps(raw, sort_keys=True),
         **counters,
-        "accept_length": accept_length(usage.get("completion_tokens"),
-                                       counters["spec_verify_ct"]),
+        "accept_length": accept_length(usage.get("completion_tokens"), counters["spec_verify_ct"]),
     }
 
 
@@ -227,15 +227,19 @@ class VLLM(EngineHooks):
             if reply.status_code == 404:
                 raise HookFailed(
                     "vLLM does not offer POST /reset_prefix_cache (HTTP 404): it serves it only "
-                    "when started with VLLM_SERVER_DEV_MODE=1 in its environment (engine.env)")
+                    "when started with VLLM_SERVER_DEV_MODE=1 in its environment (engine.env)"
+                )
             if reply.status_code != 200:
-                raise HookFailed(f"vLLM did not reset its prefix cache (HTTP "
-                                 f"{reply.status_code}: {reply.text.strip()[:300]!r})")
+                raise HookFailed(
+                    f"vLLM did not reset its prefix cache (HTTP "
+                    f"{reply.status_code}: {reply.text.strip()[:300]!r})"
+                )
             return reply
 
         # only a 200 that is not a success is sent again; an error or exception ends it at once
         reply = await tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(RESET_TRIES), wait=tenacity.wait_fixed(RESET_WAIT_S),
+            stop=tenacity.stop_after_attempt(RESET_TRIES),
+            wait=tenacity.wait_fixed(RESET_WAIT_S),
             retry=tenacity.retry_if_result(lambda reply: not _reset_succeeded(reply.text)),
             retry_error_callback=lambda state: state.outcome.result(),  # the last reply
         )(post)
@@ -244,7 +248,8 @@ class VLLM(EngineHooks):
         raise HookFailed(
             f"vLLM did not reset its prefix cache: {RESET_TRIES} tries answered "
             f"{reply.text.strip()[:300]!r} (blocks still held by running requests or KV "
-            "transfers)")
+            "transfers)"
+        )
 
 
 def _reset_succeeded(body: str) -> bool:

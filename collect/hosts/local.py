@@ -35,23 +35,33 @@ class Local:
     def start(self, argv: list[str], env: dict[str, str], log_path: Path) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
-            popen = _spawner().submit(
-                subprocess.Popen,
-                argv,
-                env={**os.environ, **env},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
-            ).result()
+            popen = (
+                _spawner()
+                .submit(
+                    subprocess.Popen,
+                    argv,
+                    env={**os.environ, **env},
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+                )
+                .result()
+            )
         return Process(pid=popen.pid, log_path=log_path, popen=popen)
 
     def run(self, cmd: list[str], timeout_s: float = 60.0) -> tuple[int, str, str]:
         """Run a command (argv, no shell); (returncode, stdout, stderr)."""
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                                  check=False, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return 127, "", str(exc)
         return done.returncode, done.stdout, done.stderr

@@ -207,9 +207,11 @@ class SystemdManager:
         script = 'loginctl show-user "$(id -un)" --property=Linger --value'
         rc, out, _ = self.runner.run(["sh", "-c", script])
         if rc == 0 and out.strip() == "no":
-            _log.warning("systemd user units stop ~10 s after the last SSH session of this user "
-                        "ends (a dropped link kills the servers): run `loginctl enable-linger` "
-                        "on the host, or use the process manager")
+            _log.warning(
+                "systemd user units stop ~10 s after the last SSH session of this user "
+                "ends (a dropped link kills the servers): run `loginctl enable-linger` "
+                "on the host, or use the process manager"
+            )
 
     def _systemctl(self, *args: str, timeout_s: float = 60.0) -> tuple[int, str, str]:
         return self.runner.run(["systemctl", *self.user, *args], timeout_s=timeout_s)

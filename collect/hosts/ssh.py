@@ -3,19 +3,18 @@ forwards through an OpenSSH `ssh -L` process where one can run, `collect.hosts.t
 
 Every command goes out as one line built with `shlex.join`, so each argument reaches the
 remote program literally; the remote login shell must be POSIX-like (sh, dash, bash, zsh).
-Host keys are checked against known_hosts and unknown keys rejected unless the plan says
-otherwise. A dropped link is reconnected with exponential backoff (0.5 s, doubling) and the
-interrupted call is retried once; a host that cannot be reached raises `HostUnreachable`
-with a one-line reason (`collect.hosts.reach`). Servers run under a manager
-(`collect.hosts.managers`).
+It logs in as `collect.hosts.login` says (the plan over ~/.ssh/config). Host keys are
+checked against known_hosts and unknown keys rejected unless the plan says otherwise. A
+dropped link is reconnected with exponential backoff (0.5 s, doubling) and the interrupted
+call is retried once; a host that cannot be reached raises `HostUnreachable` with a one-line
+reason (`collect.hosts.reach`). Servers run under a manager (`collect.hosts.managers`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import getpass
+import functools
 import logging
-import os
 import select
 import shlex
 import socket
@@ -23,13 +22,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import paramiko
 import tenacity
 
-from collect.hosts import facts, reach
+from collect.hosts import facts, login, reach
 from collect.hosts.base import HostUnreachable, Process
+from collect.hosts.login import SSHError
 from collect.hosts.managers import ProcessManager, SystemdManager
 from collect.hosts.tunnel import OpenSSHTunnel, Tunnel, forward_kind, known_hosts, open_forward
 from collect.plan.components import SSHHost
@@ -39,7 +39,6 @@ T = TypeVar("T")
 # next call raises anyway, and that this module turns into one line: keep it quiet
 TRANSPORT_LOG = "specsweep.ssh.transport"
 logging.getLogger(TRANSPORT_LOG).setLevel(logging.CRITICAL)
-SSH_CONFIG = "~/.ssh/config"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WILDCARD = {"0.0.0.0", "::", ""}
 
@@ -47,10 +46,6 @@ WILDCARD = {"0.0.0.0", "::", ""}
 _FREE_PORT = (
     "import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])"
 )
-
-
-class SSHError(RuntimeError):
-    """The SSH host cannot do what was asked (configuration, link, authentication)."""
 
 
 class CommandTimeout(SSHError):
@@ -82,49 +77,13 @@ class SSH:
 
     # --- connection -----------------------------------------------------------------------
 
-    def _target(self) -> dict[str, Any]:
-        """paramiko connect() arguments: the plan's fields over ~/.ssh/config's."""
-        conf: dict[str, Any] = {}
-        path = Path(os.path.expanduser(SSH_CONFIG))
-        if self.cfg.use_ssh_config and path.exists():
-            conf = dict(paramiko.SSHConfig.from_path(str(path)).lookup(self.cfg.address))
-        key = self.cfg.key_file and os.path.expanduser(self.cfg.key_file)
-        if key and not Path(key).exists():
-            raise SSHError(f"{self.name}: key_file {key} does not exist")
-        configured = [os.path.expanduser(k) for k in conf.get("identityfile", [])]
-        key = key or next((k for k in configured if Path(k).exists()), None)
-        target: dict[str, Any] = {
-            "hostname": conf.get("hostname", self.cfg.address),
-            "port": self.cfg.port or int(conf.get("port", 22)),
-            "username": self.cfg.user or conf.get("user") or getpass.getuser(),
-            "key_filename": key,
-            "look_for_keys": key is None,
-        }
-        if "proxycommand" in conf:
-            target["sock"] = paramiko.ProxyCommand(conf["proxycommand"])
-        return target
-
-    def _password(self) -> str | None:
-        name = self.cfg.password_env
-        if name is None:
-            return None
-        if name not in os.environ:
-            raise SSHError(f"{self.name}: password_env names {name}, which is not set")
-        return os.environ[name]
-
-    def _address(self, target: dict[str, Any] | None = None) -> str:
-        """user@host:port as connect() is given them (the plan's values before ssh_config's)."""
-        t = target or {}
-        user = t.get("username") or self.cfg.user or getpass.getuser()
-        return f"{user}@{t.get('hostname', self.cfg.address)}:{t.get('port', self.cfg.port or 22)}"
-
     def _connect_once(self) -> paramiko.SSHClient:
         """A connected client, or HostUnreachable saying why in one line."""
         try:
-            target = self._target()
-            password = self._password()
+            target = login.target(self.cfg, self.name)
+            password = login.password(self.cfg, self.name)
         except SSHError as exc:
-            raise HostUnreachable(self.name, self._address(), str(exc)) from None
+            raise HostUnreachable(self.name, login.address(self.cfg), str(exc)) from None
         client = paramiko.SSHClient()
         client.set_log_channel(TRANSPORT_LOG)
         known = known_hosts(self.cfg)
@@ -148,24 +107,14 @@ class SSH:
             link = client.get_transport()
             banner = link is not None and bool(link.remote_version)
             client.close()
-            why, retry = reach.why(exc, t, banner, self._tried(target, password), known)
-            raise HostUnreachable(self.name, self._address(target), why, retry) from exc
+            tried = login.tried(self.cfg, target, password)
+            why, retry = reach.why(exc, t, banner, tried, known)
+            raise HostUnreachable(self.name, login.address(self.cfg, target), why, retry) from exc
         except BaseException:
             client.close()
             raise
         client.get_transport().set_keepalive(15)  # type: ignore[union-attr]
         return client
-
-    def _tried(self, target: dict[str, Any], password: str | None) -> list[str]:
-        """The authentication methods connect() tries, by name (never a secret)."""
-        methods = [f"publickey ({target['key_filename']})"] if target["key_filename"] else []
-        if os.environ.get("SSH_AUTH_SOCK"):
-            methods.append("publickey (ssh-agent)")
-        if target["look_for_keys"]:
-            methods.append("publickey (~/.ssh/id_*)")
-        if password is not None:
-            methods.append(f"password (${self.cfg.password_env})")
-        return methods
 
     def _active(self) -> bool:
         transport = self._client.get_transport() if self._client else None
@@ -187,9 +136,10 @@ class SSH:
             attempts = self.cfg.reconnect_attempts if attempts is None else attempts
             if attempts == 0:
                 why = "link lost and reconnect_attempts is 0"
-                raise HostUnreachable(self.name, self._address(), why)
+                raise HostUnreachable(self.name, login.address(self.cfg), why)
             retrying = tenacity.Retrying(
-                stop=tenacity.stop_after_attempt(attempts), reraise=True,
+                stop=tenacity.stop_after_attempt(attempts),
+                reraise=True,
                 wait=tenacity.wait_exponential(multiplier=0.5),
                 retry=tenacity.retry_if_exception(_worth_retrying),
             )
@@ -336,7 +286,8 @@ class SSH:
         key = (remote_host, remote_port)
         with self._tunnels_lock:
             if key not in self._tunnels:
-                tunnel = open_forward(self._forwarder, self.cfg, self._target, self._transport, key)
+                target = functools.partial(login.target, self.cfg, self.name)
+                tunnel = open_forward(self._forwarder, self.cfg, target, self._transport, key)
                 self._tunnels[key], self._forwarder = tunnel, tunnel.kind
             return self._tunnels[key].port
 
@@ -361,6 +312,7 @@ class SSH:
     def stream(self, cmd: list[str]) -> paramiko.Channel:
         """Start a long-running command (e.g. nvidia-smi -lms) on its own channel, stderr
         merged into stdout: read it with recv() as it comes; close() ends it."""
+
         def open_channel() -> paramiko.Channel:
             chan = self._transport().open_session(timeout=self.cfg.connect_timeout_s)
             chan.set_combine_stderr(True)

@@ -115,16 +115,23 @@ class OpenSSHTunnel:
 
     kind = "ssh-tunnel"  # services.transport
 
-    def __init__(self, ssh: list[str], remote: tuple[str, int], timeout_s: float,
-                 restarts: int = 5, pty: bool = True):
+    def __init__(
+        self,
+        ssh: list[str],
+        remote: tuple[str, int],
+        timeout_s: float,
+        restarts: int = 5,
+        pty: bool = True,
+    ):
         self.remote, self._ssh, self._timeout_s, self._pty = remote, ssh, timeout_s, pty
         with socket.socket() as s:  # free now; ssh binds it moments later
             s.bind(("127.0.0.1", 0))
             self.port: int = s.getsockname()[1]
         self._closed = threading.Event()
         self.proc = self._start()
-        threading.Thread(target=self._watch, args=(restarts,), daemon=True,
-                         name=f"ssh-tunnel-{self.port}").start()
+        threading.Thread(
+            target=self._watch, args=(restarts,), daemon=True, name=f"ssh-tunnel-{self.port}"
+        ).start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         """A running ssh that listens on self.port; with pty, once the remote shell has
@@ -210,8 +217,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def ssh_command(target: dict[str, Any], destination: str, known_hosts: Path,
-                accept_unknown: bool, use_ssh_config: bool, timeout_s: float) -> list[str]:
+def ssh_command(
+    target: dict[str, Any],
+    destination: str,
+    known_hosts: Path,
+    accept_unknown: bool,
+    use_ssh_config: bool,
+    timeout_s: float,
+) -> list[str]:
     """The OpenSSH client command that reaches the host as paramiko does (`target`: the
     connect() arguments; destination: the plan's address, so ~/.ssh/config applies to it),
     with the same host-key policy: known_hosts only, an unknown key rejected (accepted
@@ -242,8 +255,11 @@ def forward_kind(cfg: SSHHost) -> str:
 
 
 def open_forward(
-    kind: str, cfg: SSHHost, target: Callable[[], dict[str, Any]],
-    transport: Callable[[], paramiko.Transport], remote: tuple[str, int],
+    kind: str,
+    cfg: SSHHost,
+    target: Callable[[], dict[str, Any]],
+    transport: Callable[[], paramiko.Transport],
+    remote: tuple[str, int],
 ) -> Tunnel | OpenSSHTunnel:
     """A forward of `kind` to remote; with forward 'auto', paramiko's where ssh fails."""
     if kind == "ssh-tunnel":

@@ -97,8 +97,9 @@ def http_client(**options: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(trust_env=False, **options)
 
 
-async def prewarm(client: httpx.AsyncClient, base_url: str, n: int,
-                  probe: str | None = None) -> None:
+async def prewarm(
+    client: httpx.AsyncClient, base_url: str, n: int, probe: str | None = None
+) -> None:
     """Before a window of n concurrent streams: hold n open connections to the server in
     `client`'s pool, each having answered `GET probe` if given (see http1.prewarm); a failure
     here is left to the requests to report."""
@@ -131,8 +132,9 @@ async def stream(
             for attempt in range(NO_REPLY_ATTEMPTS):
                 result.t0 = time.perf_counter()  # a resent request is measured from its send
                 try:
-                    status, error_body = await http1.post(client, url, headers, payload,
-                                                          events, result.t0, reuse=not attempt)
+                    status, error_body = await http1.post(
+                        client, url, headers, payload, events, result.t0, reuse=not attempt
+                    )
                     break
                 except http1.NoReply:
                     if attempt == NO_REPLY_ATTEMPTS - 1:
@@ -209,8 +211,9 @@ def _decode(data: bytes) -> dict[str, Any]:
     return event
 
 
-def _take(parser: StreamParser, event: dict[str, Any], offset: float, result: Result,
-          texts: list[str]) -> None:
+def _take(
+    parser: StreamParser, event: dict[str, Any], offset: float, result: Result, texts: list[str]
+) -> None:
     """Feed one event to the parser; a text event moves TTFT and E2E and adds to texts
     (joined into result.text at the end: += on an attribute copies the whole text)."""
     text, n_tokens = parser.feed(event)

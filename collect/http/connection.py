@@ -60,8 +60,6 @@ READ_SIZE = 1 << 16  # at most per read
 ANC_SIZE = socket.CMSG_SPACE(TIMESPEC.size) if SO_TIMESTAMPNS else 0
 
 
-
-
 class ConnectFailed(Exception):
     """No connection: unresolvable, refused, or the TLS handshake failed."""
 
@@ -121,8 +119,15 @@ async def _answers(conn: Connection, url: str, path: str) -> bool:
     return conn.reusable()
 
 
-async def post(owner: object, url: str, headers: dict[str, str], body: bytes, sink: Sink,
-               t0: float, reuse: bool = True) -> tuple[int, bytes]:
+async def post(
+    owner: object,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    sink: Sink,
+    t0: float,
+    reuse: bool = True,
+) -> tuple[int, bytes]:
     """POST body to url; a 200 reply's body goes to sink until it says done or the body ends.
     Returns (status, the first bytes of any other reply's body). Stamps are >= t0. With
     `reuse`, an idle pooled connection is taken if there is one; else a new connection is
@@ -131,8 +136,12 @@ async def post(owner: object, url: str, headers: dict[str, str], body: bytes, si
     key, idle = _pool_key(url), _idle(owner)
     conn = (idle.take(key) if reuse else None) or await Connection.open(*key)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    lines = [f"POST {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
-             *(f"{k}: {v}" for k, v in headers.items()), f"Content-Length: {len(body)}"]
+    lines = [
+        f"POST {target} HTTP/1.1",
+        f"Host: {parts.netloc.rpartition('@')[2]}",
+        *(f"{k}: {v}" for k, v in headers.items()),
+        f"Content-Length: {len(body)}",
+    ]
     reply = Reply(sink, t0)
     try:
         status, error_body = await conn.exchange(
@@ -167,8 +176,9 @@ class Connection:
     async def open(cls, scheme: str, host: str, port: int) -> Connection:
         loop = asyncio.get_running_loop()
         try:  # an IP address needs no resolver (whose thread pool would queue many streams)
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                       flags=socket.AI_NUMERICHOST)
+            infos = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
+            )
         except OSError:
             try:
                 infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -195,7 +205,8 @@ class Connection:
 
     async def _handshake(self, loop: asyncio.AbstractEventLoop, host: str) -> None:
         self.tls = ssl.create_default_context().wrap_bio(
-            self.incoming, self.outgoing, server_hostname=host)
+            self.incoming, self.outgoing, server_hostname=host
+        )
         try:
             while True:
                 try:

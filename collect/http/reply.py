@@ -99,7 +99,7 @@ class Reply:
             end = self.head.find(b"\r\n\r\n")
             if end < 0:
                 return None
-            rest = bytes(self.head[end + 4:])
+            rest = bytes(self.head[end + 4 :])
             self._parse_head(bytes(self.head[:end]))
             if not 100 <= self.status < 200 or self.status == 101:
                 return rest
@@ -117,8 +117,9 @@ class Reply:
         encoding = self.header("content-encoding") or "identity"
         if encoding != "identity":
             raise BadReply(f"compressed reply ({encoding}) was not asked for")
-        self.keep_alive = "close" not in _tokens(self.header("connection")) and \
-            parts[0] == "HTTP/1.1"
+        self.keep_alive = (
+            "close" not in _tokens(self.header("connection")) and parts[0] == "HTTP/1.1"
+        )
         if "chunked" in _tokens(self.header("transfer-encoding")):
             self.framing = "chunked"
         elif "content-length" in self.headers:

@@ -138,8 +138,9 @@ def campaign_id(path: Path, sha256: str) -> str:
     return f"import-{path.stem}-{sha256[:12]}"
 
 
-def build_rows(path: Path, sha256: str, runs: list[Run], options: ImportOptions
-               ) -> dict[str, list[dict[str, Any]]]:
+def build_rows(
+    path: Path, sha256: str, runs: list[Run], options: ImportOptions
+) -> dict[str, list[dict[str, Any]]]:
     """Every raw-table row the file becomes, keyed by table."""
     cid = campaign_id(path, sha256)
     now = utcnow()
@@ -232,8 +233,13 @@ def error_kind(text: str) -> str:
 def _unit(window: dict[str, Any], n: int, at: datetime) -> dict[str, Any]:
     row = {key: window[key] for key in ("campaign_id", "config_id", "workload", "service_id")}
     # a result file is one run of one server: nothing known to have shared its host
-    return row | {"n_requests": n, "complete": True, "colocated_with": "", "started_at": at,
-                  "finished_at": at}
+    return row | {
+        "n_requests": n,
+        "complete": True,
+        "colocated_with": "",
+        "started_at": at,
+        "finished_at": at,
+    }
 
 
 def _environment(cid: str, path: Path, sha256: str, runs: list[Run]) -> list[dict[str, Any]]:
@@ -244,8 +250,9 @@ def _environment(cid: str, path: Path, sha256: str, runs: list[Run]) -> list[dic
             if not isinstance(value, (list, dict)):
                 values[f"import.run{k}.{key}"] = json.dumps(value)
         values[f"import.run{k}.keys_from"] = "; ".join(run.notes)
-    return [{"campaign_id": cid, "host": "imported", "key": k, "value": v}
-            for k, v in values.items()]
+    return [
+        {"campaign_id": cid, "host": "imported", "key": k, "value": v} for k, v in values.items()
+    ]
 
 
 def _file_date(data: dict[str, Any]) -> datetime | None:
@@ -301,8 +308,12 @@ def run(path: Path, db: Path, options: ImportOptions) -> list[str]:
     cid, runs = import_file(path, db, options)
     lines = [f"imported {path} ({runs[0].tool}, {len(runs)} run(s)) as campaign {cid} in {db}"]
     for run_ in runs:
-        lines.append(f"run at line {run_.line}: workload {run_.workload}, {run_.n} requests; "
-                     + "; ".join(run_.notes))
-    lines.append(f"next: `python -m analyze --db {db}` builds the views and compares the "
-                 "file's printed figures with specsweep's (view import_check)")
+        lines.append(
+            f"run at line {run_.line}: workload {run_.workload}, {run_.n} requests; "
+            + "; ".join(run_.notes)
+        )
+    lines.append(
+        f"next: `python -m analyze --db {db}` builds the views and compares the "
+        "file's printed figures with specsweep's (view import_check)"
+    )
     return lines

@@ -70,16 +70,21 @@ class _GPUHost(Strict):
     """The GPU fields a local and an SSH host share (one definition, one meaning)."""
 
     gpus: list[int] | None = Field(
-        None, description="GPU indices services may use; default: what nvidia-smi lists "
-        "(none without nvidia-smi or its driver: a CPU-only machine)."
+        None,
+        description="GPU indices services may use; default: what nvidia-smi lists "
+        "(none without nvidia-smi or its driver: a CPU-only machine).",
     )
     gpu_memory_gib: float | None = Field(
-        None, gt=0, description="Memory of each GPU in GiB (nvidia-smi's memory.total / 1024), "
-        "for `check`'s memory budget; `check --probe` reads it from the host instead."
+        None,
+        gt=0,
+        description="Memory of each GPU in GiB (nvidia-smi's memory.total / 1024), "
+        "for `check`'s memory budget; `check --probe` reads it from the host instead.",
     )
     gpu_wait_s: float = Field(
-        0, ge=0, description="How long a service waits for busy GPUs to free up before its "
-        "configuration is skipped (0: skip at once)."
+        0,
+        ge=0,
+        description="How long a service waits for busy GPUs to free up before its "
+        "configuration is skipped (0: skip at once).",
     )
     pack: bool = Field(
         True,
@@ -183,8 +188,10 @@ class Cluster(Strict):
     """Several hosts through Ray: each configuration is a Ray task on one node, with its
     `tp` GPUs there; the driver (where `collect run` runs) writes every row."""
 
-    kind: Literal["ray"] = Field(description="The distributed engine: Ray (`pip install "
-                                 "specsweep[ray]`, the same version on every node).")
+    kind: Literal["ray"] = Field(
+        description="The distributed engine: Ray (`pip install "
+        "specsweep[ray]`, the same version on every node)."
+    )
     address: str = Field(
         "auto",
         description="Which Ray cluster: 'auto' (one started with `ray start` that this "
@@ -192,7 +199,9 @@ class Cluster(Strict):
         "'HOST:6379' (the head's address) or 'ray://HOST:10001' (Ray Client).",
     )
     max_retries: int = Field(
-        2, ge=0, le=10,
+        2,
+        ge=0,
+        le=10,
         description="Times a configuration whose node or worker died is run again elsewhere "
         "(Ray's task retries; a configuration that fails by itself is not retried).",
     )
@@ -219,14 +228,18 @@ def _fits_the_plan(cluster: Cluster | None, info: ValidationInfo) -> Cluster | N
         return None
     host = info.data.get("host")
     if host is not None and host.kind != "local":
-        raise ValueError(f"a cluster runs every service as a local process on its node: "
-                         f"host.kind must be 'local', not {host.kind!r}")
+        raise ValueError(
+            f"a cluster runs every service as a local process on its node: "
+            f"host.kind must be 'local', not {host.kind!r}"
+        )
     methods = info.data.get("methods") or []
     names = {n for m in methods for n in (m.name, m.family) if n} | _phase_names(info.data)
     unknown = sorted(set(cluster.pin) - names)
     if names and unknown:
-        raise ValueError(f"cluster.pin names {unknown}, neither phases nor methods of the plan "
-                         f"(or families) {sorted(names)}")
+        raise ValueError(
+            f"cluster.pin names {unknown}, neither phases nor methods of the plan "
+            f"(or families) {sorted(names)}"
+        )
     return cluster
 
 
@@ -260,9 +273,7 @@ class Telemetry(Strict):
     enabled: bool = Field(
         True, description="Sample the GPUs a service holds (nothing happens without GPUs)."
     )
-    period_s: float = Field(
-        0.1, ge=0.02, le=60, description="Seconds between samples of each GPU."
-    )
+    period_s: float = Field(0.1, ge=0.02, le=60, description="Seconds between samples of each GPU.")
 
 
 # --- assumed speeds -----------------------------------------------------------------------

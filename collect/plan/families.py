@@ -52,8 +52,10 @@ def check_param_name(field: str, param: str) -> None:
     if not re.match(PARAM_PATTERN, param):
         raise ValueError(f"{field}: parameter name {param!r} must match {PARAM_PATTERN}")
     if param in ENGINE_PLACEHOLDERS | FAMILY_PLACEHOLDERS:
-        raise ValueError(f"{field}: {param!r} is reserved ({{model}} and {{api_key}} are the "
-                         "engine's, {name} and {family} the family's name)")
+        raise ValueError(
+            f"{field}: {param!r} is reserved ({{model}} and {{api_key}} are the "
+            "engine's, {name} and {family} the family's name)"
+        )
 
 
 def check_values(param: str, values: Sequence[Scalar]) -> None:
@@ -71,8 +73,10 @@ def check_values(param: str, values: Sequence[Scalar]) -> None:
 def combinations(grid: Mapping[str, Sequence[Scalar]]) -> list[dict[str, Scalar]]:
     """Every combination of the grid's values (the cross product, in grid order)."""
     params = list(grid)
-    return [dict(zip(params, combo, strict=True))
-            for combo in itertools.product(*(grid[p] for p in params))]
+    return [
+        dict(zip(params, combo, strict=True))
+        for combo in itertools.product(*(grid[p] for p in params))
+    ]
 
 
 def derived_name(family: str, template: str | None, values: Mapping[str, Scalar]) -> str:
@@ -81,37 +85,53 @@ def derived_name(family: str, template: str | None, values: Mapping[str, Scalar]
     return substitute(template, {"name": family, "family": family, **values})
 
 
-def check_family(name: str, grid: Mapping[str, Sequence[Scalar]], params: Mapping[str, Scalar],
-                 args: Sequence[str], env: Mapping[str, str], template: str | None,
-                 family: str | None) -> list[str]:
+def check_family(
+    name: str,
+    grid: Mapping[str, Sequence[Scalar]],
+    params: Mapping[str, Scalar],
+    args: Sequence[str],
+    env: Mapping[str, str],
+    template: str | None,
+    family: str | None,
+) -> list[str]:
     """Check one method's family fields; return the names it expands to (its own name
     when it has no grid)."""
     for param in params:
         check_param_name("params", param)
     overlap = sorted(set(grid) & set(params))
     if overlap:
-        raise ValueError(f"params: {overlap} are also in grid: a parameter is either fixed "
-                         "(params) or swept (grid)")
+        raise ValueError(
+            f"params: {overlap} are also in grid: a parameter is either fixed "
+            "(params) or swept (grid)"
+        )
     _check_placeholders(grid, params, args, env)
     if not grid:
         if template is not None:
             raise ValueError("name_template: only a method with a grid derives names")
         return [name]
     if family is not None:
-        raise ValueError(f"family: a method with a grid is the family {name!r} itself; "
-                         "family is set on each expanded method")
+        raise ValueError(
+            f"family: a method with a grid is the family {name!r} itself; "
+            "family is set on each expanded method"
+        )
     for param, values in grid.items():
         check_values(param, values)
     texts = [*args, *env.values()]
     unused = [p for p in grid if p not in placeholders(texts)]
     if unused:
-        raise ValueError(f"grid.{unused[0]}: {{{unused[0]}}} appears in no arg or env value, "
-                         "so every value would run the same configuration")
+        raise ValueError(
+            f"grid.{unused[0]}: {{{unused[0]}}} appears in no arg or env value, "
+            "so every value would run the same configuration"
+        )
     return _member_names(name, grid, template)
 
 
-def _check_placeholders(grid: Mapping[str, Any], params: Mapping[str, Scalar],
-                        args: Sequence[str], env: Mapping[str, str]) -> None:
+def _check_placeholders(
+    grid: Mapping[str, Any],
+    params: Mapping[str, Scalar],
+    args: Sequence[str],
+    env: Mapping[str, str],
+) -> None:
     known = set(grid) | set(params) | ENGINE_PLACEHOLDERS
     for field, texts in (("args", args), ("env", list(env.values()))):
         unknown = sorted(placeholders(texts) - known)
@@ -119,22 +139,28 @@ def _check_placeholders(grid: Mapping[str, Any], params: Mapping[str, Scalar],
             raise ValueError(
                 f"{field}: {', '.join('{' + u + '}' for u in unknown)} names no parameter of "
                 f"this method (grid: {sorted(grid) or 'none'}, params: {sorted(params) or 'none'}"
-                "; {model} and {api_key} are the engine's)")
+                "; {model} and {api_key} are the engine's)"
+            )
 
 
-def _member_names(name: str, grid: Mapping[str, Sequence[Scalar]],
-                  template: str | None) -> list[str]:
+def _member_names(
+    name: str, grid: Mapping[str, Sequence[Scalar]], template: str | None
+) -> list[str]:
     if template is not None:
         unknown = sorted(placeholders([template]) - set(grid) - FAMILY_PLACEHOLDERS)
         if unknown:
-            raise ValueError(f"name_template: {{{unknown[0]}}} is not a grid parameter "
-                             f"(grid: {list(grid)}; {{name}} is the family's name)")
+            raise ValueError(
+                f"name_template: {{{unknown[0]}}} is not a grid parameter "
+                f"(grid: {list(grid)}; {{name}} is the family's name)"
+            )
     names: dict[str, dict[str, Scalar]] = {}
     for values in combinations(grid):
         derived = derived_name(name, template, values)
         if derived in names:
-            raise ValueError(f"name_template: {derived!r} is derived for both {names[derived]} "
-                             f"and {values}; name every swept parameter in the template")
+            raise ValueError(
+                f"name_template: {derived!r} is derived for both {names[derived]} "
+                f"and {values}; name every swept parameter in the template"
+            )
         names[derived] = values
     return list(names)
 
@@ -144,20 +170,31 @@ def expand(method: Any) -> list[Any]:
     if not method.grid:
         if not placeholders([*method.args, *method.env.values()]) & set(method.params):
             return [method]
-        return [method.model_copy(update={  # hand-written params fill their placeholders
-            "args": [substitute(a, method.params) for a in method.args],
-            "env": {k: substitute(v, method.params) for k, v in method.env.items()}})]
+        return [
+            method.model_copy(
+                update={  # hand-written params fill their placeholders
+                    "args": [substitute(a, method.params) for a in method.args],
+                    "env": {k: substitute(v, method.params) for k, v in method.env.items()},
+                }
+            )
+        ]
     members = []
     for values in combinations(method.grid):
-        members.append(method.model_copy(update={
-            "name": derived_name(method.name, method.name_template, values),
-            "args": [substitute(a, {**method.params, **values}) for a in method.args],
-            "env": {k: substitute(v, {**method.params, **values}) for k, v in method.env.items()},
-            "grid": {},
-            "name_template": None,
-            "family": method.name,
-            "params": {**method.params, **values},
-        }))
+        members.append(
+            method.model_copy(
+                update={
+                    "name": derived_name(method.name, method.name_template, values),
+                    "args": [substitute(a, {**method.params, **values}) for a in method.args],
+                    "env": {
+                        k: substitute(v, {**method.params, **values}) for k, v in method.env.items()
+                    },
+                    "grid": {},
+                    "name_template": None,
+                    "family": method.name,
+                    "params": {**method.params, **values},
+                }
+            )
+        )
     return members
 
 
@@ -168,14 +205,17 @@ def expand_all(methods: Sequence[Any]) -> list[Any]:
     names = [m.name for m in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        derived = sorted({m.name for m in methods if m.grid
-                          and {c.name for c in expand(m)} & set(dupes)})
+        derived = sorted(
+            {m.name for m in methods if m.grid and {c.name for c in expand(m)} & set(dupes)}
+        )
         source = f" (derived by families {derived})" if derived else ""
         raise ValueError(f"duplicate method names {dupes}{source}")
     clash = sorted(set(family_members(out)) & set(names))
     if clash:
-        raise ValueError(f"family names {clash} are also method names: a phase or estimate "
-                         "naming them would be ambiguous")
+        raise ValueError(
+            f"family names {clash} are also method names: a phase or estimate "
+            "naming them would be ambiguous"
+        )
     return out
 
 
@@ -189,14 +229,26 @@ def with_aa_control(methods: Sequence[Any], baseline: str, on: bool) -> list[Any
     either way, since analysis reads a method of that name as the control."""
     control = aa_control_name(baseline)
     if any(m.name == control for m in methods):
-        raise ValueError(f"aa_control: method name {control!r} is reserved for the A/A control "
-                         f"of baseline {baseline!r} (the baseline started again, which analysis "
-                         "recognises by this name); rename the method")
+        raise ValueError(
+            f"aa_control: method name {control!r} is reserved for the A/A control "
+            f"of baseline {baseline!r} (the baseline started again, which analysis "
+            "recognises by this name); rename the method"
+        )
     if not on:
         return list(methods)
     base = next(m for m in methods if m.name == baseline)
-    return [*methods, base.model_copy(update={
-        "name": control, "family": None, "params": {}, "grid": {}, "name_template": None})]
+    return [
+        *methods,
+        base.model_copy(
+            update={
+                "name": control,
+                "family": None,
+                "params": {},
+                "grid": {},
+                "name_template": None,
+            }
+        ),
+    ]
 
 
 def one_member(name: str, methods: Iterable[Any]) -> str:
@@ -205,8 +257,9 @@ def one_member(name: str, methods: Iterable[Any]) -> str:
     if members is None:
         return name
     if len(members) != 1:
-        raise ValueError(f"{name!r} is a family of {len(members)} methods {members}; "
-                         "name one of them")
+        raise ValueError(
+            f"{name!r} is a family of {len(members)} methods {members}; name one of them"
+        )
     return members[0]
 
 
@@ -243,8 +296,12 @@ def resolve_phases(phases: list[Any] | None, methods: Iterable[Any]) -> list[Any
     grouped = family_members(methods)
     if phases is None or not grouped:
         return phases
-    return [p.model_copy(update={"methods": resolve(p.methods, grouped)})
-            if isinstance(p.methods, list) else p for p in phases]
+    return [
+        p.model_copy(update={"methods": resolve(p.methods, grouped)})
+        if isinstance(p.methods, list)
+        else p
+        for p in phases
+    ]
 
 
 def numeric(value: Scalar) -> float | None:

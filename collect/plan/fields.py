@@ -63,12 +63,15 @@ class Method(Strict):
 
     @model_validator(mode="after")
     def _valid_family(self) -> Method:
-        names = families.check_family(self.name, self.grid, self.params, self.args, self.env,
-                                      self.name_template, self.family)
+        names = families.check_family(
+            self.name, self.grid, self.params, self.args, self.env, self.name_template, self.family
+        )
         bad = [n for n in names if not re.match(NAME_PATTERN, n) or len(n) > 64]
         if bad:
-            raise ValueError(f"name_template: derived name {bad[0]!r} is not a valid method "
-                             f"name ({NAME_PATTERN}, at most 64 characters)")
+            raise ValueError(
+                f"name_template: derived name {bad[0]!r} is not a valid method "
+                f"name ({NAME_PATTERN}, at most 64 characters)"
+            )
         return self
 
     def expanded(self) -> list[Method]:

@@ -62,7 +62,8 @@ class OpenLoad(Strict):
         None, gt=0, description="Seconds of sending per window: requests = ceil(rate x duration)."
     )
     max_concurrency: int | None = Field(
-        None, ge=1,
+        None,
+        ge=1,
         description="At most this many requests in flight: a request whose time has come waits "
         "for a free slot (vLLM's and AIPerf's sleep-then-gate, no catch-up); the wait counts "
         "as schedule lag.",
@@ -118,15 +119,20 @@ class TraceWorkload(Strict):
         "length (formats: collect/plan/traces.py and docs/open-loop.md)."
     )
     name: Name = Field(description="Workload label.")
-    path: Path = Field(description="The trace file (JSONL); relative paths are relative to "
-                       "the directory `collect` runs in.")
+    path: Path = Field(
+        description="The trace file (JSONL); relative paths are relative to "
+        "the directory `collect` runs in."
+    )
     format: Literal["specsweep", "mooncake"] = Field(
-        "specsweep", description="Line layout: specsweep's own, or Mooncake's (SGLang's "
-        "bench_serving --dataset-name mooncake)."
+        "specsweep",
+        description="Line layout: specsweep's own, or Mooncake's (SGLang's "
+        "bench_serving --dataset-name mooncake).",
     )
     time_scale: float = Field(
-        1.0, gt=0, description="Multiplies every timestamp (2 = half the rate; SGLang's "
-        "--mooncake-slowdown-factor)."
+        1.0,
+        gt=0,
+        description="Multiplies every timestamp (2 = half the rate; SGLang's "
+        "--mooncake-slowdown-factor).",
     )
     limit: int | None = Field(None, ge=1, description="Replay only the first N requests.")
     max_input_tokens: int | None = Field(
@@ -142,8 +148,15 @@ class TraceWorkload(Strict):
 
     def items(self) -> list[TraceItem]:
         """The trace's requests, read once per process."""
-        return _read(self.path, self.format, self.name, self.time_scale, self.limit,
-                     self.max_input_tokens, self.system)
+        return _read(
+            self.path,
+            self.format,
+            self.name,
+            self.time_scale,
+            self.limit,
+            self.max_input_tokens,
+            self.system,
+        )
 
     @property
     def max_tokens(self) -> list[int]:
@@ -161,11 +174,25 @@ class TraceWorkload(Strict):
 
 
 @lru_cache(maxsize=16)
-def _read(path: Path, fmt: str, name: str, time_scale: float, limit: int | None,
-          clip: int | None, system: str | None) -> list[TraceItem]:
+def _read(
+    path: Path,
+    fmt: str,
+    name: str,
+    time_scale: float,
+    limit: int | None,
+    clip: int | None,
+    system: str | None,
+) -> list[TraceItem]:
     try:
-        return read_trace(path, fmt, name=name, time_scale=time_scale, limit=limit,  # type: ignore[arg-type]
-                          max_input_tokens=clip, system=system)
+        return read_trace(
+            path,
+            fmt,
+            name=name,
+            time_scale=time_scale,
+            limit=limit,  # type: ignore[arg-type]
+            max_input_tokens=clip,
+            system=system,
+        )
     except OSError as exc:
         raise ValueError(f"trace {path}: {exc.strerror or exc}") from exc
 
@@ -182,7 +209,9 @@ class Slo(Strict):
         0.99, gt=0, le=1, description="Attainment a rate must reach to count as sustained."
     )
     trim: float = Field(
-        0.1, ge=0, lt=0.5,
+        0.1,
+        ge=0,
+        lt=0.5,
         description="Steady state: requests scheduled in the first and last `trim` of a "
         "window's sending span are warm-up and cool-down.",
     )
@@ -193,8 +222,9 @@ class Slo(Strict):
             raise ValueError("an slo needs at least one of ttft_ms, tpot_ms, e2e_ms")
         return self
 
-    def met(self, ok: bool, ttft_s: float | None, e2e_s: float | None,
-            output_tokens: int | None) -> bool:
+    def met(
+        self, ok: bool, ttft_s: float | None, e2e_s: float | None, output_tokens: int | None
+    ) -> bool:
         """Whether one request meets every objective given (vLLM's goodput rule): failed
         requests never do; TPOT = schema.metrics.tpot_s, (e2e - ttft) / (output_tokens - 1),
         the tpot_s macro's twin (tests/schema/test_metrics_parity.py), and a request of fewer
@@ -205,9 +235,11 @@ class Slo(Strict):
         if not ok or ttft_s is None or e2e_s is None:
             return False
         tpot = tpot_s(output_tokens, e2e_s, ttft_s)
-        return ((self.ttft_ms is None or ttft_s * 1000 <= self.ttft_ms)
-                and (self.tpot_ms is None or tpot is None or tpot * 1000 <= self.tpot_ms)
-                and (self.e2e_ms is None or e2e_s * 1000 <= self.e2e_ms))
+        return (
+            (self.ttft_ms is None or ttft_s * 1000 <= self.ttft_ms)
+            and (self.tpot_ms is None or tpot is None or tpot * 1000 <= self.tpot_ms)
+            and (self.e2e_ms is None or e2e_s * 1000 <= self.e2e_ms)
+        )
 
     def attainment(self, rows: list[dict]) -> float:
         """Share of a window's requests (rows of `requests`) that meet every objective."""
@@ -216,6 +248,11 @@ class Slo(Strict):
 
     def environment(self) -> dict[str, str]:
         """The campaign's environment rows (host 'campaign') analysis reads."""
-        given = {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms,
-                 "target": self.target, "trim": self.trim}
+        given = {
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "e2e_ms": self.e2e_ms,
+            "target": self.target,
+            "trim": self.trim,
+        }
         return {f"slo.{k}": repr(float(v)) for k, v in given.items() if v is not None}

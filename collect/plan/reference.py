@@ -16,8 +16,14 @@ from collect.plan.model import Plan
 __all__ = ["REGENERATE", "markdown"]
 
 REGENERATE = "python -m collect schema --markdown > docs/plan-reference.md"
-_SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
-            "null": "null", "object": "mapping"}
+_SCALARS = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "null": "null",
+    "object": "mapping",
+}
 _HEADER = f"""# Plan reference
 
 Generated from the pydantic models (`collect/plan/`, each engine's in `collect/engines/`);
@@ -63,10 +69,20 @@ def _type(node: dict[str, Any]) -> str:
 def _bounds(node: dict[str, Any]) -> str:
     """Numeric and length bounds of a field, from the node or its non-null option."""
     options = [node, *node.get("anyOf", [])]
-    words = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">",
-             "exclusiveMaximum": "<", "minItems": "items >=", "maxLength": "length <="}
-    found = [f"{sign} {option[key]}" for option in options
-             for key, sign in words.items() if key in option]
+    words = {
+        "minimum": ">=",
+        "maximum": "<=",
+        "exclusiveMinimum": ">",
+        "exclusiveMaximum": "<",
+        "minItems": "items >=",
+        "maxLength": "length <=",
+    }
+    found = [
+        f"{sign} {option[key]}"
+        for option in options
+        for key, sign in words.items()
+        if key in option
+    ]
     return f" ({', '.join(found)})" if found else ""
 
 
@@ -89,8 +105,12 @@ def _table(name: str, model: dict[str, Any]) -> list[str]:
     lines += ["| field | type | default | description |", "|---|---|---|---|"]
     required = set(model.get("required", []))
     for field, node in model.get("properties", {}).items():
-        cells = [f"`{field}`", _cell(_type(node) + _bounds(node)),
-                 _default(node, field in required), _cell(node.get("description", ""))]
+        cells = [
+            f"`{field}`",
+            _cell(_type(node) + _bounds(node)),
+            _default(node, field in required),
+            _cell(node.get("description", "")),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
 

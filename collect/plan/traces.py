@@ -97,9 +97,16 @@ class _Line:
     hash_ids: tuple[int, ...] = ()
 
 
-def read_trace(path: Path, fmt: Literal["specsweep", "mooncake"], *, name: str,
-               time_scale: float = 1.0, limit: int | None = None,
-               max_input_tokens: int | None = None, system: str | None = None) -> list[TraceItem]:
+def read_trace(
+    path: Path,
+    fmt: Literal["specsweep", "mooncake"],
+    *,
+    name: str,
+    time_scale: float = 1.0,
+    limit: int | None = None,
+    max_input_tokens: int | None = None,
+    system: str | None = None,
+) -> list[TraceItem]:
     """The trace's requests, sorted by send time (formats and rules: the module docstring)."""
     parsers = {"specsweep": _specsweep, "mooncake": _mooncake}
     if fmt not in parsers:
@@ -113,9 +120,15 @@ def read_trace(path: Path, fmt: Literal["specsweep", "mooncake"], *, name: str,
     if not lines:
         raise TraceError(f"{path}: the trace holds no requests")
     first = lines[0].ts_s
-    return [TraceItem((r.ts_s - first) * time_scale, f"trace/{name}/{r.line_no}",
-                      _messages(r, name, max_input_tokens, system), r.max_tokens)
-            for r in lines[:limit]]
+    return [
+        TraceItem(
+            (r.ts_s - first) * time_scale,
+            f"trace/{name}/{r.line_no}",
+            _messages(r, name, max_input_tokens, system),
+            r.max_tokens,
+        )
+        for r in lines[:limit]
+    ]
 
 
 def _lines(path: Path, parse: Any) -> list[_Line]:
@@ -142,8 +155,9 @@ def _lines(path: Path, parse: Any) -> list[_Line]:
 def _specsweep(obj: dict[str, Any], where: str, no: int) -> _Line:
     unknown = [k for k in obj if k not in SPECSWEEP_FIELDS]
     if unknown:
-        raise TraceError(f"{where}: unknown field {unknown[0]!r} "
-                         f"(fields: {', '.join(SPECSWEEP_FIELDS)})")
+        raise TraceError(
+            f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(SPECSWEEP_FIELDS)})"
+        )
     units = [k for k in ("timestamp_s", "timestamp_ms") if k in obj]
     if len(units) == 2:
         raise TraceError(f"{where}: give timestamp_s or timestamp_ms, not both")
@@ -152,8 +166,10 @@ def _specsweep(obj: dict[str, Any], where: str, no: int) -> _Line:
     ts = _number(obj, units[0], where) / (1000.0 if units[0] == "timestamp_ms" else 1.0)
     sources = [k for k in SOURCES if k in obj]
     if len(sources) != 1:
-        raise TraceError(f"{where}: give exactly one of messages, prompt, input_length, "
-                         f"got {', '.join(sources) if sources else 'none'}")
+        raise TraceError(
+            f"{where}: give exactly one of messages, prompt, input_length, "
+            f"got {', '.join(sources) if sources else 'none'}"
+        )
     max_tokens = _int(obj, "output_length", where)
     if sources[0] == "input_length":
         return _Line(where, no, ts, max_tokens, None, _int(obj, "input_length", where))
@@ -171,16 +187,16 @@ def _mooncake(obj: dict[str, Any], where: str, no: int) -> _Line:
     if "hash_ids" not in obj:
         raise TraceError(f"{where}: missing field 'hash_ids'")
     ids = obj["hash_ids"]
-    if not isinstance(ids, list) or any(isinstance(h, bool) or not isinstance(h, int)
-                                        for h in ids):
+    if not isinstance(ids, list) or any(isinstance(h, bool) or not isinstance(h, int) for h in ids):
         raise TraceError(f"{where}: hash_ids must be a list of integers, got {ids!r:.80}")
     return _Line(where, no, ts, max_tokens, None, n_in, tuple(ids))
 
 
 def _chat(messages: Any, where: str) -> list[dict[str, str]]:
     if not isinstance(messages, list) or not messages:
-        raise TraceError(f"{where}: messages must be a non-empty list of {{role, content}}, "
-                         f"got {messages!r:.80}")
+        raise TraceError(
+            f"{where}: messages must be a non-empty list of {{role, content}}, got {messages!r:.80}"
+        )
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise TraceError(f"{where}: messages[{i}] must be an object, got {_kind(m)}")
@@ -198,8 +214,12 @@ def _number(obj: dict[str, Any], key: str, where: str) -> float:
     if key not in obj:
         raise TraceError(f"{where}: missing field {key!r}")
     value = obj[key]
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or value < 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise TraceError(f"{where}: {key} must be a number >= 0, got {value!r}")
     return float(value)
 
@@ -227,8 +247,10 @@ def _messages(r: _Line, name: str, clip: int | None, system: str | None) -> list
     if system is None:
         return body
     if body[0]["role"] == "system":
-        raise TraceError(f"{r.where}: messages start with a system message and the workload "
-                         f"gives `system` too; drop one")
+        raise TraceError(
+            f"{r.where}: messages start with a system message and the workload "
+            f"gives `system` too; drop one"
+        )
     return [{"role": "system", "content": system}, *body]
 
 

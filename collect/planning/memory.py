@@ -49,8 +49,9 @@ from typing import Any
 from collect.engines.base import MemoryRules, flag
 from collect.plan.fields import EngineConfig, ModelInfo
 from collect.plan.load import TraceWorkload
-from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
-from collect.plan.workloads import prompts
+from collect.plan.model import Plan, ServiceConfig
+from collect.plan.workloads import AgenticWorkload, prompts
+from collect.planning.architecture import DTYPE_BYTES, Architecture, architecture
 from collect.planning.weights import config_path, weight_bytes
 
 GIB = 1 << 30
@@ -67,71 +68,13 @@ def memory_rules(engine: EngineConfig) -> MemoryRules:
     if engine.memory is None:
         raise ValueError(f"engine {engine.kind!r} has no memory rules")
     return engine.memory
+
+
 TIGHT_SHARE = 0.8  # above 80% of the KV pool a config is TIGHT: estimates, fragmentation
 CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD_TOKENS = 32
-DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2,
-               "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "float8_e4m3fn": 1}
 FITS, TIGHT, NO_FIT = "FITS", "TIGHT", "DOES NOT FIT"
 _RANK = {FITS: 0, TIGHT: 1, NO_FIT: 2}
-
-# --- what a config.json says -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """The numbers of a model's config.json the budget needs."""
-
-    kv_layers: int
-    kv_heads: int
-    head_dim: int
-    dtype_bytes: int
-    max_positions: int | None = None
-    linear_layers: int = 0
-    key_heads: int = 0
-    value_heads: int = 0
-    key_dim: int = 0
-    value_dim: int = 0
-    conv_kernel: int = 0
-    state_bytes: int = 4
-
-
-def layer_kinds(cfg: dict[str, Any]) -> list[str]:
-    """Per layer: `layer_types` if given, else every `full_attention_interval`-th layer is
-    full attention and the others linear (Qwen3-Next style), else all full attention."""
-    n = int(cfg["num_hidden_layers"])
-    if cfg.get("layer_types"):
-        return list(cfg["layer_types"])[:n]
-    interval = cfg.get("full_attention_interval")
-    if interval:
-        return ["full_attention" if (i + 1) % int(interval) == 0 else "linear_attention"
-                for i in range(n)]
-    return ["full_attention"] * n
-
-
-def architecture(config: dict[str, Any]) -> Architecture:
-    """Read a config.json (a multimodal one's `text_config`); KeyError names a missing key."""
-    cfg = config.get("text_config") or config
-    kinds = layer_kinds(cfg)
-    linear = sum(k == "linear_attention" for k in kinds)
-    dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or config.get("torch_dtype")
-                or "bfloat16")
-    heads = int(cfg["num_attention_heads"])
-    return Architecture(
-        kv_layers=len(kinds) - linear,
-        kv_heads=int(cfg.get("num_key_value_heads") or heads),
-        head_dim=int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads),
-        dtype_bytes=DTYPE_BYTES[dtype],
-        max_positions=cfg.get("max_position_embeddings"),
-        linear_layers=linear,
-        key_heads=int(cfg.get("linear_num_key_heads", 0)) if linear else 0,
-        value_heads=int(cfg.get("linear_num_value_heads", 0)) if linear else 0,
-        key_dim=int(cfg.get("linear_key_head_dim", 0)) if linear else 0,
-        value_dim=int(cfg.get("linear_value_head_dim", 0)) if linear else 0,
-        conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)) if linear else 0,
-        state_bytes=DTYPE_BYTES[str(cfg.get("mamba_ssm_dtype") or "float32")],
-    )
-
 
 # --- the arithmetic ----------------------------------------------------------------------
 
@@ -200,8 +143,12 @@ def workload_peak(workload: Any) -> tuple[int, int]:
         context = system + sum(prompt_tokens(t.content) for t in workload.turns)
         per_seq = [context + mt * len(workload.turns) for mt in workload.max_tokens]
     elif isinstance(workload, TraceWorkload):
-        per_seq = [max(sum(prompt_tokens(m["content"]) for m in i.messages) + i.max_tokens
-                       for i in workload.items())]
+        per_seq = [
+            max(
+                sum(prompt_tokens(m["content"]) for m in i.messages) + i.max_tokens
+                for i in workload.items()
+            )
+        ]
     else:
         longest = system + max(prompt_tokens(p.text) for p in prompts(workload.prompts))
         per_seq = [longest + mt for mt in workload.max_tokens]
@@ -256,8 +203,9 @@ class Budget:
     lines: tuple[str, ...]
 
 
-def budget(config: ServiceConfig, gpu_gib: float, target: Model, draft: Model | None,
-           peak: tuple[int, int]) -> Budget:
+def budget(
+    config: ServiceConfig, gpu_gib: float, target: Model, draft: Model | None, peak: tuple[int, int]
+) -> Budget:
     """The budget of one service at its tp for a load of peak = (tokens, sequences)."""
     tp, args, rules = config.tp, service_args(config), memory_rules(config.engine)
     fraction, fraction_src = rules.fraction(args, gpu_gib, tp)
@@ -296,8 +244,10 @@ def budget(config: ServiceConfig, gpu_gib: float, target: Model, draft: Model | 
     )
     share = f"{needed_tokens / kv_tokens:.1%}" if kv_tokens else "all"
     fits = "fits" if context <= kv_tokens else "does NOT fit"
-    lines.append(f"context {context:,} tokens per sequence {fits}; plan peak "
-                 f"{needed_tokens:,} tokens = {share} of the KV cache")
+    lines.append(
+        f"context {context:,} tokens per sequence {fits}; plan peak "
+        f"{needed_tokens:,} tokens = {share} of the KV cache"
+    )
     return Budget(f"{config.phase}/{config.method.name}", result, tuple(lines))
 
 
@@ -318,14 +268,21 @@ def gpu_lines(plan: Plan, host: Any) -> tuple[list[str], float | None, bool]:
 
     declared, gpu_gib = plan.host.gpus, plan.host.gpu_memory_gib
     need = max(p.tp for p in plan.all_phases())
-    lines = [f"GPUs: declared {declared} ({len(declared)}); phases need up to {need}"
-             if declared is not None else
-             f"GPUs: not declared (host.gpus); phases need up to {need}"]
+    lines = [
+        f"GPUs: declared {declared} ({len(declared)}); phases need up to {need}"
+        if declared is not None
+        else f"GPUs: not declared (host.gpus); phases need up to {need}"
+    ]
     count = len(declared) if declared is not None else None
     if host is not None:
         memory, busy = facts.gpu_memory_mib(host), host.busy_gpus()
-        listed = ", ".join(f"{i}: {mib / 1024:.1f} GiB {'busy' if i in busy else 'free'}"
-                           for i, mib in sorted(memory.items())) or "nvidia-smi lists none"
+        listed = (
+            ", ".join(
+                f"{i}: {mib / 1024:.1f} GiB {'busy' if i in busy else 'free'}"
+                for i, mib in sorted(memory.items())
+            )
+            or "nvidia-smi lists none"
+        )
         lines.append(f"GPUs on {host.name} (probed): {listed}")
         count = len(host.gpu_indices())
         gpu_gib = gpu_gib or (min(memory.values()) / 1024 if memory else None)
@@ -351,8 +308,10 @@ def check_plan(plan: Plan, probe: bool = False) -> tuple[list[str], bool]:
             host.close()
     if isinstance(budgets, str):
         return [*lines, f"memory: not checked ({budgets})"], short
-    lines.append(f"memory budget per GPU (GiB = 2^30 bytes; TIGHT above {TIGHT_SHARE:.0%} "
-                 "of the KV cache, or when one full-context sequence would not fit):")
+    lines.append(
+        f"memory budget per GPU (GiB = 2^30 bytes; TIGHT above {TIGHT_SHARE:.0%} "
+        "of the KV cache, or when one full-context sequence would not fit):"
+    )
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for b in budgets:  # methods with the same numbers (same draft) share one entry
         groups.setdefault((b.verdict, b.lines), []).append(b.label)
@@ -366,8 +325,10 @@ def _budgets(plan: Plan, host: Any, gpu_gib: float | None) -> list[Budget] | str
     """Every config's budget, or why none can be computed."""
     rules = plan.engine.memory
     if rules is None:
-        return (f"{plan.engine.kind} has no memory rules: its server allocates what its flags "
-                "ask at start-up, and one that does not fit fails and is skipped")
+        return (
+            f"{plan.engine.kind} has no memory rules: its server allocates what its flags "
+            "ask at start-up, and one that does not fit fails and is skipped"
+        )
     if gpu_gib is None:
         return "add host.gpu_memory_gib, or run check --probe"
     target = read_model(plan.engine.model_info, plan.engine.model, host, "engine.model_info")

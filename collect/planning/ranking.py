@@ -67,9 +67,15 @@ class Ranked:
         return self.ci_low <= other.ci_high and other.ci_low <= self.ci_high
 
 
-def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str,
-                 workloads: list[str] | None = None, methods: list[str] | None = None,
-                 run: int = 1) -> list[Ranked]:
+def rank_methods(
+    store: Any,
+    campaign_id: str,
+    tp: int,
+    baseline: str,
+    workloads: list[str] | None = None,
+    methods: list[str] | None = None,
+    run: int = 1,
+) -> list[Ranked]:
     """Every method measured at tp in run with a paired window, fastest first, but the
     baseline and its A/A control (schema.controls: the baseline started again, never a pick);
     only the given workloads and methods when given (an earlier phase's: the module
@@ -78,7 +84,8 @@ def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str,
     rows = store.execute(DECODE_SPEEDS, [campaign_id, tp, run])
     for method, w, mt, c, prompt, tps in rows:
         if (workloads is None or w in workloads) and (
-                methods is None or method in methods or method == baseline):
+            methods is None or method in methods or method == baseline
+        ):
             speeds[method][(w, mt, c)].setdefault(prompt, []).append(tps)
     base = speeds.pop(baseline, {})
     speeds.pop(aa_control_name(baseline), None)  # the baseline again (A/A): no candidate
@@ -86,23 +93,34 @@ def rank_methods(store: Any, campaign_id: str, tp: int, baseline: str,
     return sorted(ranked, key=lambda r: (-r.score, r.method))
 
 
-def _score(method: str, windows: dict[Window, ByPrompt], base: dict[Window, ByPrompt]
-           ) -> Ranked | None:
+def _score(
+    method: str, windows: dict[Window, ByPrompt], base: dict[Window, ByPrompt]
+) -> Ranked | None:
     """Median over the windows the method shares with the baseline; None when none."""
-    found = [s for w, by_prompt in windows.items()
-             if w in base and (s := paired_speedup(by_prompt, base[w])) is not None]
+    found = [
+        s
+        for w, by_prompt in windows.items()
+        if w in base and (s := paired_speedup(by_prompt, base[w])) is not None
+    ]
     if not found:
         return None
     bounded = [s for s in found if s.ci_low is not None]
-    return Ranked(method, median(s.speedup for s in found),
-                  median(s.ci_low for s in bounded) if bounded else None,
-                  median(s.ci_high for s in bounded) if bounded else None, len(found))
+    return Ranked(
+        method,
+        median(s.speedup for s in found),
+        median(s.ci_low for s in bounded) if bounded else None,
+        median(s.ci_high for s in bounded) if bounded else None,
+        len(found),
+    )
 
 
 def describe(ranked: list[Ranked]) -> str:
     """One line: each method's score and interval, the ones not separable from the leader."""
-    parts = [f"{r.method} {r.score:.2f}x " + (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]"
-             if r.ci_low is not None else "[no interval]") for r in ranked]
+    parts = [
+        f"{r.method} {r.score:.2f}x "
+        + (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "[no interval]")
+        for r in ranked
+    ]
     text = ", ".join(parts)
     if ranked:
         close = [r.method for r in ranked[1:] if r.overlaps(ranked[0])]

@@ -69,8 +69,9 @@ def replica_of(key: str) -> int:
     return int(index) if mark and index.isdigit() else 1
 
 
-def shares(est: Estimator, c: Candidate, k: int,
-           seconds: dict[str, float] | None = None) -> list[Replica]:
+def shares(
+    est: Estimator, c: Candidate, k: int, seconds: dict[str, float] | None = None
+) -> list[Replica]:
     """The candidate's workloads in k replicas balanced by estimated seconds (LPT: longest
     first onto the least loaded); each replica keeps the plan's order of its workloads.
     `seconds`: each workload's estimate, when the caller has them already."""
@@ -82,27 +83,41 @@ def shares(est: Estimator, c: Candidate, k: int,
         i = min(range(len(bins)), key=lambda b: (load[b], b))
         bins[i].append(w)
         load[i] += seconds[w.name]
-    bins = sorted((sorted(b, key=lambda w: order[w.name]) for b in bins),
-                  key=lambda b: order[b[0].name])
-    return [Replica(replica_key(c.key, i), i, tuple(b),
-                    est.fixed_s(c.config, b) + sum(seconds[w.name] for w in b))
-            for i, b in enumerate(bins, start=1)]
+    bins = sorted(
+        (sorted(b, key=lambda w: order[w.name]) for b in bins), key=lambda b: order[b[0].name]
+    )
+    return [
+        Replica(
+            replica_key(c.key, i),
+            i,
+            tuple(b),
+            est.fixed_s(c.config, b) + sum(seconds[w.name] for w in b),
+        )
+        for i, b in enumerate(bins, start=1)
+    ]
 
 
-def score(split_: dict[str, list[Replica]], gpus: dict[str, int], usable: int,
-          hosts: int = 1) -> float:
+def score(
+    split_: dict[str, list[Replica]], gpus: dict[str, int], usable: int, hosts: int = 1
+) -> float:
     """What the batch may take packed: max(area + slack, width, longest) (module docstring)."""
     reps = [(gpus[key], r.seconds) for key, rs in split_.items() for r in rs]
     m = max(usable * hosts, 1)
     area = sum(g * s for g, s in reps) / m
     slack = max(((1 - g / m) * s for g, s in reps if 2 * g <= usable), default=0.0)
-    width = max((sum(s for h, s in reps if h >= g) / (hosts * (usable // g))
-                 for g in {g for g, _ in reps if 0 < g <= usable}), default=0.0)
+    width = max(
+        (
+            sum(s for h, s in reps if h >= g) / (hosts * (usable // g))
+            for g in {g for g, _ in reps if 0 < g <= usable}
+        ),
+        default=0.0,
+    )
     return max(area + slack, width, max((s for _, s in reps), default=0.0))
 
 
-def split(est: Estimator, batch: Sequence[Candidate], usable: int, hosts: int = 1,
-          enabled: bool = True) -> dict[str, list[Replica]]:
+def split(
+    est: Estimator, batch: Sequence[Candidate], usable: int, hosts: int = 1, enabled: bool = True
+) -> dict[str, list[Replica]]:
     """Candidate key -> its replicas (one when it is not split), by the rule of the module
     docstring; `usable`: the GPUs of one host the batch's jobs may use, on `hosts` hosts."""
     options = {}
@@ -114,11 +129,14 @@ def split(est: Estimator, batch: Sequence[Candidate], usable: int, hosts: int = 
     best = {key: opts[0] for key, opts in options.items()}
     best_score = score(best, gpus, usable, hosts)
     fixed = max((est.fixed_s(c.config, list(c.workloads)) for c in batch), default=0.0)
-    targets = sorted({max(r.seconds for r in o) for opts in options.values() for o in opts},
-                     reverse=True)
+    targets = sorted(
+        {max(r.seconds for r in o) for opts in options.values() for o in opts}, reverse=True
+    )
     for target in targets:  # every job cut to its fewest replicas no longer than target
-        choice = {key: next((o for o in opts if max(r.seconds for r in o) <= target),
-                            opts[-1]) for key, opts in options.items()}
+        choice = {
+            key: next((o for o in opts if max(r.seconds for r in o) <= target), opts[-1])
+            for key, opts in options.items()
+        }
         now = score(choice, gpus, usable, hosts)
         if now < best_score - fixed:  # it must win more than the start-up it adds
             best, best_score = choice, now

@@ -59,8 +59,9 @@ class Scheduler:
     GPUs come from one host, an alone job holds its host, a waited-for alone job drains one
     host (the one with the fewest busy GPUs) while the others go on."""
 
-    def __init__(self, gpus: Sequence[int], reserved: Sequence[int] = (), packed: bool = True,
-                 hosts: int = 1):
+    def __init__(
+        self, gpus: Sequence[int], reserved: Sequence[int] = (), packed: bool = True, hosts: int = 1
+    ):
         unknown = sorted(set(reserved) - set(gpus))
         if unknown:
             raise ValueError(f"reserved GPUs {unknown} are not among the host's GPUs {list(gpus)}")
@@ -150,8 +151,13 @@ class Scheduler:
         for job in ready:
             if job.alone:
                 continue
-            fits = [h for h in busy if h != self._draining and not any(j.alone for j in busy[h])
-                    and job.gpus <= len(self._free(h))]
+            fits = [
+                h
+                for h in busy
+                if h != self._draining
+                and not any(j.alone for j in busy[h])
+                and job.gpus <= len(self._free(h))
+            ]
             if fits:  # the fullest host it fits on: wide jobs keep room elsewhere
                 host = min(fits, key=lambda h: (len(self._free(h)), h))
                 picked.append(self._place(job, host, busy))
@@ -161,8 +167,9 @@ class Scheduler:
                 picked.append(self._place(job, idle[0], busy))
         return picked
 
-    def _place(self, job: Job, host: int, busy: dict[int, list[Job]]
-               ) -> tuple[Job, tuple[int, ...]]:
+    def _place(
+        self, job: Job, host: int, busy: dict[int, list[Job]]
+    ) -> tuple[Job, tuple[int, ...]]:
         """Start the job on the host: the host's lowest free indices, unreserved GPUs first."""
         if job.alone and busy[host]:
             raise RuntimeError(f"alone job {job.key} picked while others run")  # policy bug
@@ -235,8 +242,9 @@ def makespan(timeline: Sequence[Slot]) -> float:
     return max((s.end for s in timeline), default=0.0)
 
 
-def lower_bound(slots: Sequence[Slot], gpus: Sequence[int], reserved: Sequence[int],
-                hosts: int = 1) -> float:
+def lower_bound(
+    slots: Sequence[Slot], gpus: Sequence[int], reserved: Sequence[int], hosts: int = 1
+) -> float:
     """No order can finish sooner than: the alone jobs one after another (each holds the
     whole host, reserved GPUs included), plus every other job's GPU-seconds spread over
     the GPUs those jobs may use (the host's minus the reserved ones), all of it shared by
@@ -250,8 +258,9 @@ def lower_bound(slots: Sequence[Slot], gpus: Sequence[int], reserved: Sequence[i
     return (alone + sum(s.job.gpus * (s.end - s.start) for s in shared) / usable) / hosts
 
 
-def dependency_bound(slots: Sequence[Slot], gpus: Sequence[int], reserved: Sequence[int],
-                     hosts: int = 1) -> float:
+def dependency_bound(
+    slots: Sequence[Slot], gpus: Sequence[int], reserved: Sequence[int], hosts: int = 1
+) -> float:
     """A tighter lower bound that also sees `after`: the alone jobs one after another, plus,
     for the other jobs, the largest of (a) their area bound, (b) their longest dependency
     chain, and (c) for each job h: the longest chain ending with h, then what h's
@@ -276,18 +285,17 @@ def dependency_bound(slots: Sequence[Slot], gpus: Sequence[int], reserved: Seque
         after_head = [k for k in _dependants(jobs, head) if k in shared]
         if after_head:
             need = max(
-                sum((usable if shared[k].alone else shared[k].gpus) * dur[k]
-                    for k in after_head) / (usable * hosts),
+                sum((usable if shared[k].alone else shared[k].gpus) * dur[k] for k in after_head)
+                / (usable * hosts),
                 max(dur[k] for k in after_head),
-                sum(dur[k] for k in after_head
-                    if shared[k].alone or 2 * shared[k].gpus > usable) / hosts,
+                sum(dur[k] for k in after_head if shared[k].alone or 2 * shared[k].gpus > usable)
+                / hosts,
             )
             best = max(best, chain[head] + need)
     return alone + max(best, _phase_bound(shared, dur, usable, hosts))
 
 
-def _phase_bound(shared: dict[str, Job], dur: dict[str, float], usable: int,
-                 hosts: int) -> float:
+def _phase_bound(shared: dict[str, Job], dur: dict[str, float], usable: int, hosts: int) -> float:
     """For each set P of jobs that others wait for (a best_of phase's source): P must end
     (at T1) before its dependants D start. T1 >= P's GPU-seconds / the GPUs; after T1, D
     needs its area, its longest job or its wide jobs back to back (per host). A wide job
@@ -303,11 +311,18 @@ def _phase_bound(shared: dict[str, Job], dur: dict[str, float], usable: int,
             continue
         wide = [k for k in waiting if 2 * width[k] > usable]
         before = sum(width[k] * dur[k] for k in source) / gpus_all
-        floor = max(sum(width[k] * dur[k] for k in waiting) / gpus_all,
-                    max(dur[k] for k in waiting))
+        floor = max(
+            sum(width[k] * dur[k] for k in waiting) / gpus_all, max(dur[k] for k in waiting)
+        )
         chain = sum(dur[k] for k in wide) / hosts
-        others = [k for k, j in shared.items() if k not in source and k not in waiting
-                  and 2 * width[k] > usable and not (j.after & set(waiting))]
+        others = [
+            k
+            for k, j in shared.items()
+            if k not in source
+            and k not in waiting
+            and 2 * width[k] > usable
+            and not (j.after & set(waiting))
+        ]
         chain += sum(dur[k] for k in others) / hosts  # all of them after T1 to start with
         for k in sorted(others, key=lambda k: width[k]):  # cheapest to move first
             moved = min(dur[k] / hosts, max(0.0, chain - floor))

@@ -59,8 +59,7 @@ class PlanJobs:
     the estimator's speeds: measured where the store has them, else assumed.
     """
 
-    def __init__(self, plan: Plan, est: Estimator, gpu_host: bool, usable: int = 0,
-                 hosts: int = 1):
+    def __init__(self, plan: Plan, est: Estimator, gpu_host: bool, usable: int = 0, hosts: int = 1):
         self.plan, self.est, self.gpu_host = plan, est, gpu_host
         self.usable, self.hosts = usable, hosts
         self.configs: dict[str, tuple[Phase, ServiceConfig]] = {}
@@ -71,8 +70,11 @@ class PlanJobs:
     def initial(self) -> list[Job]:
         jobs = []
         for phase in self.plan.all_phases():
-            picked = None if isinstance(phase.methods, BestOf) else (
-                phase.methods or [m.name for m in self.plan.methods])
+            picked = (
+                None
+                if isinstance(phase.methods, BestOf)
+                else (phase.methods or [m.name for m in self.plan.methods])
+            )
             jobs += self._jobs(phase, picked or [])
             if picked is not None:
                 self.methods[phase.name] = picked
@@ -90,10 +92,19 @@ class PlanJobs:
             workloads = tuple(self.plan.workloads_of(config))
             if key in self.configs or not workloads:
                 continue
-            batch.append(Candidate(key, config, workloads, config.tp if self.gpu_host else 0,
-                                   alone=bool(phase.stop_services)))
-        jobs, replicas = [], split(self.est, batch, self.usable, self.hosts,
-                                   enabled=self.usable > 0)
+            batch.append(
+                Candidate(
+                    key,
+                    config,
+                    workloads,
+                    config.tp if self.gpu_host else 0,
+                    alone=bool(phase.stop_services),
+                )
+            )
+        jobs, replicas = (
+            [],
+            split(self.est, batch, self.usable, self.hosts, enabled=self.usable > 0),
+        )
         for c in batch:
             for r in replicas[c.key]:
                 self.configs[r.key] = (phase, c.config)
@@ -107,8 +118,12 @@ class PlanJobs:
         jobs: list[Job] = []
         for phase in self.plan.all_phases():
             bo = phase.methods
-            if (not isinstance(bo, BestOf) or phase.name in self.methods
-                    or bo.best_of not in self.methods or self._open.get(bo.best_of)):
+            if (
+                not isinstance(bo, BestOf)
+                or phase.name in self.methods
+                or bo.best_of not in self.methods
+                or self._open.get(bo.best_of)
+            ):
                 continue
             chosen = self.rank(bo.best_of)[: bo.top]
             self.methods[phase.name] = [self.plan.baseline, *chosen]
@@ -125,7 +140,8 @@ class PlanJobs:
             ratios = [
                 self.est.decode_tps(m, phase.tp, w.name, c).value
                 / self.est.decode_tps(self.plan.baseline, phase.tp, w.name, c).value
-                for w in self.plan.workloads_of(config) for c in w.concurrency
+                for w in self.plan.workloads_of(config)
+                for c in w.concurrency
             ]
             if m not in (self.plan.baseline, aa_control_name(self.plan.baseline)) and ratios:
                 scores.append((-statistics.median(ratios), m))
@@ -154,8 +170,9 @@ class Simulation:
         return dependency_bound(self.packed, self.gpus, self.reserved, self.hosts)
 
 
-def simulate_plan(plan: Plan, est: Estimator, seed: int | None = 0, hosts: int = 1,
-                  replicas: bool | None = None) -> Simulation:
+def simulate_plan(
+    plan: Plan, est: Estimator, seed: int | None = 0, hosts: int = 1, replicas: bool | None = None
+) -> Simulation:
     """Serial and packed order of the plan on simulated services; the packed one on `hosts`
     copies of the plan's host, with replicas unless the plan's `host.replicas` is false
     (or `replicas` says otherwise). Start-up: the measured median when the store has one,
@@ -167,11 +184,13 @@ def simulate_plan(plan: Plan, est: Estimator, seed: int | None = 0, hosts: int =
     for packed in (False, True):
         usable = len(gpus) - len(reserved) if packed and split_ and gpus else 0
         jobs = PlanJobs(plan, est, gpu_host=bool(gpus), usable=usable, hosts=hosts)
-        scheduler = Scheduler(gpus, reserved, packed=packed and bool(gpus),
-                              hosts=hosts if packed and gpus else 1)
+        scheduler = Scheduler(
+            gpus, reserved, packed=packed and bool(gpus), hosts=hosts if packed and gpus else 1
+        )
         stride = scheduler.stride
-        timelines.append(simulate(scheduler, jobs.initial(), _durations(jobs, est, seed),
-                                  jobs.on_finish))
+        timelines.append(
+            simulate(scheduler, jobs.initial(), _durations(jobs, est, seed), jobs.on_finish)
+        )
     return Simulation(timelines[0], timelines[1], gpus, reserved, jobs.configs, hosts, stride)
 
 
@@ -207,8 +226,10 @@ def sources(est: Estimator, configs: Iterable[ServiceConfig]) -> Counter[str]:
     """Where the decode speed of each measured window comes from."""
     return Counter(
         est.decode_tps(c.method.name, c.tp, w.name, conc).source
-        for c in configs for w in est.plan.workloads_of(c)
-        for _ in w.max_tokens for conc in w.concurrency
+        for c in configs
+        for w in est.plan.workloads_of(c)
+        for _ in w.max_tokens
+        for conc in w.concurrency
     )
 
 
@@ -232,8 +253,9 @@ def gpu_list(gpus: Iterable[int]) -> str:
             runs[-1].append(g)
         else:
             runs.append([g])
-    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r))
-                    for r in runs) or "cpu"
+    return (
+        ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs) or "cpu"
+    )
 
 
 def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
@@ -241,12 +263,16 @@ def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
     configs = list({k.partition("#")[0]: c for k, (_, c) in sim.configs.items()}.values())
     got = sources(est, configs)
     serial, packed = makespan(sim.serial), makespan(sim.packed)
-    lines = ["decode speeds per window: " + ", ".join(
-        f"{n} {source}" for source, n in sorted(got.items(), key=lambda kv: -kv[1]))]
+    lines = [
+        "decode speeds per window: "
+        + ", ".join(f"{n} {source}" for source, n in sorted(got.items(), key=lambda kv: -kv[1]))
+    ]
     measured_starts = sum((c.method.name, c.tp) in est.measured.startup_s for c in configs)
     low, high = est.assume.startup_range()
-    lines.append(f"start-ups: {measured_starts} of {len(configs)} measured, the others "
-                 f"assumed {low:g}-{high:g} s")
+    lines.append(
+        f"start-ups: {measured_starts} of {len(configs)} measured, the others "
+        f"assumed {low:g}-{high:g} s"
+    )
     lines.append(f"serial order (one service at a time): {duration(serial)}")
     if not sim.gpus:
         lines.append("a CPU host runs one service at a time: no packed order")
@@ -256,12 +282,16 @@ def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
     hosts = f"{sim.hosts} hosts, each with " if sim.hosts > 1 else ""
     lines.append(f"packed order on {hosts}GPUs {gpu_list(sim.gpus)}{held}: {duration(packed)}")
     over = f", shared by {sim.hosts} hosts" if sim.hosts > 1 else ""
-    lines.append(f"lower bound {duration(sim.bound)} (alone jobs back to back + the other "
-                 f"jobs' GPU-seconds / {len(sim.gpus) - len(sim.reserved)} unreserved GPUs"
-                 f"{over}); packed / lower bound = {packed / sim.bound:.2f}")
+    lines.append(
+        f"lower bound {duration(sim.bound)} (alone jobs back to back + the other "
+        f"jobs' GPU-seconds / {len(sim.gpus) - len(sim.reserved)} unreserved GPUs"
+        f"{over}); packed / lower bound = {packed / sim.bound:.2f}"
+    )
     dep = sim.dependency_bound
-    lines.append(f"dependency-aware lower bound {duration(dep)} (also sees best_of waits and "
-                 f"wide jobs that cannot run side by side); packed / it = {packed / dep:.2f}")
+    lines.append(
+        f"dependency-aware lower bound {duration(dep)} (also sees best_of waits and "
+        f"wide jobs that cannot run side by side); packed / it = {packed / dep:.2f}"
+    )
     return lines
 
 
@@ -273,36 +303,70 @@ def gantt_lines(sim: Simulation) -> list[str]:
         i = replica_of(slot.job.key)
         host = slot.gpus[0] // sim.stride if slot.gpus and sim.stride else 0
         local = [g - host * sim.stride for g in slot.gpus]
-        rows.append((phase.name, config.method.name + (f"#{i}" if i > 1 else ""),
-                     str(config.tp), str(host + 1), gpu_list(local), clock(slot.start),
-                     clock(slot.end)))
+        rows.append(
+            (
+                phase.name,
+                config.method.name + (f"#{i}" if i > 1 else ""),
+                str(config.tp),
+                str(host + 1),
+                gpu_list(local),
+                clock(slot.start),
+                clock(slot.end),
+            )
+        )
     if sim.hosts == 1:
         rows = [row[:3] + row[4:] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def hosts_lines(plan: Plan, est: Estimator, seed: int | None, counts: list[int]) -> list[str]:
     """Packed makespan on each host count (copies of the plan's host), with replicas and
     without, beside its area bound and dependency-aware bound."""
-    rows = [("hosts", "GPUs", "packed", "no replicas", "replicas", "area bound", "packed/area",
-             "dependency bound", "packed/dep")]
+    rows = [
+        (
+            "hosts",
+            "GPUs",
+            "packed",
+            "no replicas",
+            "replicas",
+            "area bound",
+            "packed/area",
+            "dependency bound",
+            "packed/dep",
+        )
+    ]
     for n in counts:
         sim = simulate_plan(plan, est, seed, hosts=n)
         plain = makespan(simulate_plan(plan, est, seed, hosts=n, replicas=False).packed)
         packed, area, dep = makespan(sim.packed), sim.bound, sim.dependency_bound
         extra = sum(replica_of(k) > 1 for k in sim.configs)
-        rows.append((str(n), str(n * len(sim.gpus)), duration(packed), duration(plain),
-                     f"+{extra}", duration(area), f"{packed / area:.3f}", duration(dep),
-                     f"{packed / dep:.3f}"))
+        rows.append(
+            (
+                str(n),
+                str(n * len(sim.gpus)),
+                duration(packed),
+                duration(plain),
+                f"+{extra}",
+                duration(area),
+                f"{packed / area:.3f}",
+                duration(dep),
+                f"{packed / dep:.3f}",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
-def report_lines(plan: Plan, db: Path | None, seed: int | None, gantt: bool,
-                 hosts: list[int] | None = None) -> list[str]:
+def report_lines(
+    plan: Plan, db: Path | None, seed: int | None, gantt: bool, hosts: list[int] | None = None
+) -> list[str]:
     """`check`'s time estimate (seed None: start-ups at their midpoint) or, with the
     packed order's table, `simulate`'s report; with `hosts`, the packed order on each of
     those host counts too (the table for the first)."""
@@ -315,10 +379,11 @@ def report_lines(plan: Plan, db: Path | None, seed: int | None, gantt: bool,
     if hosts and not sim.gpus:
         body.append("--hosts: the plan's host has no GPUs; several CPU hosts are not simulated")
     if hosts and sim.gpus:
-        body += [f"on {', '.join(map(str, counts))} host(s) of GPUs {gpu_list(sim.gpus)} "
-                 "each (a job never spans hosts):",
-                 *(f"  {line}" for line in hosts_lines(plan, est, seed, counts))]
+        body += [
+            f"on {', '.join(map(str, counts))} host(s) of GPUs {gpu_list(sim.gpus)} "
+            "each (a job never spans hosts):",
+            *(f"  {line}" for line in hosts_lines(plan, est, seed, counts)),
+        ]
     where = f" on {counts[0]} hosts" if counts[0] > 1 else ""
-    table = ([f"packed order (simulated{where}):", *gantt_lines(sim)]
-             if gantt and sim.gpus else [])
+    table = [f"packed order (simulated{where}):", *gantt_lines(sim)] if gantt and sim.gpus else []
     return head + [f"  {line}" for line in body] + table

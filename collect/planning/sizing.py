@@ -52,12 +52,14 @@ def _windows(workload: RequestsWorkload | AgenticWorkload) -> list[tuple[int | N
     if isinstance(workload, AgenticWorkload):
         return [(None, reps, "sessions (repetitions)")]
     n_prompts = len(prompts(workload.prompts))
-    sizes = {mt: min(n_prompts, workload.prompt_limit(mt) or n_prompts)
-             for mt in workload.max_tokens}
+    sizes = {
+        mt: min(n_prompts, workload.prompt_limit(mt) or n_prompts) for mt in workload.max_tokens
+    }
     if len(set(sizes.values())) == 1:  # one line for all max_tokens
         sizes = {None: next(iter(sizes.values()))}
-    return [(mt, n * reps, f"requests ({n} prompts x {reps} repetitions)")
-            for mt, n in sizes.items()]
+    return [
+        (mt, n * reps, f"requests ({n} prompts x {reps} repetitions)") for mt, n in sizes.items()
+    ]
 
 
 def _range(n: int, c: int) -> str:
@@ -73,7 +75,8 @@ def window_warnings(plan: Plan) -> list[str]:
     lines = []
     for i, workload in enumerate(plan.workloads):
         closed = isinstance(workload, AgenticWorkload) or (
-            isinstance(workload, RequestsWorkload) and workload.load is None)
+            isinstance(workload, RequestsWorkload) and workload.load is None
+        )
         if not closed:
             continue
         for max_tokens, n, what in _windows(workload):
@@ -86,5 +89,6 @@ def window_warnings(plan: Plan) -> list[str]:
                     f"{n} {what} per window keeps about {_range(n, c)} of {c} in flight on "
                     f"average; give it at least {MIN_REQUESTS_PER_SLOT * c} "
                     f"({MIN_REQUESTS_PER_SLOT} x concurrency: raise `repetitions` or the "
-                    f"prompts) or lower `concurrency`")
+                    f"prompts) or lower `concurrency`"
+                )
     return lines

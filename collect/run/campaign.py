@@ -1,6 +1,8 @@
 """The state one campaign run shares between the runner, its workers and each configuration's
-run: the store, the plan, the host and engine, the progress display and the stop flag; and
-the campaign's `method_params` rows, written with its `campaigns` row."""
+run: the store, the plan, the host and engine, the progress display and the stop flag; the
+campaign's `campaigns` row (begun, then finished with its status) and its `method_params`
+rows, written with it; and what is left to run: each phase's methods (a best_of phase's
+picked from the store) and its configurations with unfinished units."""
 
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ from pathlib import Path
 from collect import engines
 from collect.hosts.base import Cluster, Host
 from collect.plan.families import numeric
-from collect.plan.model import Plan
+from collect.plan.model import Plan, ServiceConfig, Workload
+from collect.plan.phases import BestOf, Phase
+from collect.planning.ranking import describe, rank_methods
+from collect.redact import redact
 from collect.run.progress import CampaignProgress
-from schema.store import Store
+from schema.store import Store, utcnow
 
 
 @dataclass
@@ -42,8 +47,9 @@ class Campaign:
         """The host this campaign starts its services on. A cluster's driver starts none (each
         job runs on a node, with a local host of its own there): asking it is a bug."""
         if not isinstance(self.host, Host):
-            raise TypeError(f"{type(self.host).__name__} starts no service: its jobs run on "
-                            "its nodes")
+            raise TypeError(
+                f"{type(self.host).__name__} starts no service: its jobs run on its nodes"
+            )
         return self.host
 
     @contextmanager
@@ -103,8 +109,14 @@ def method_params_rows(plan: Plan, campaign_id: str) -> list[dict[str, object]]:
     family the method's family (its own name when it has none). A method without parameters
     has no rows."""
     return [
-        {"campaign_id": campaign_id, "method": m.name, "family": m.family or m.name,
-         "param": param, "value": str(value), "value_num": numeric(value)}
+        {
+            "campaign_id": campaign_id,
+            "method": m.name,
+            "family": m.family or m.name,
+            "param": param,
+            "value": str(value),
+            "value_num": numeric(value),
+        }
         for m in plan.methods
         for param, value in m.params.items()
     ]
@@ -116,3 +128,94 @@ def record_method_params(store: Store, plan: Plan, campaign_id: str) -> None:
     with store.transaction():
         store.execute("DELETE FROM method_params WHERE campaign_id = ?", [campaign_id])
         store.append("method_params", method_params_rows(plan, campaign_id))
+
+
+def begin_campaign(store: Store, plan: Plan, plan_text: str, campaign_id: str) -> None:
+    """Add the campaign's `campaigns` row (status running), or mark a resumed one running."""
+    exists = store.execute("SELECT 1 FROM campaigns WHERE campaign_id = ?", [campaign_id])
+    if exists:
+        store.execute(
+            "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE campaign_id = ?",
+            [campaign_id],
+        )
+        return
+    store.append(
+        "campaigns",
+        [
+            {
+                "campaign_id": campaign_id,
+                "plan_name": plan.name,
+                "plan_sha256": plan.sha256(),
+                "plan_yaml": redact(plan_text),
+                "baseline": plan.baseline,
+                "started_at": utcnow(),
+                "finished_at": None,
+                "status": "running",
+            }
+        ],
+    )
+
+
+def finish_campaign(store: Store, campaign_id: str, status: str) -> None:
+    """Set the campaign's status; finished_at only when it is complete."""
+    finished = utcnow() if status == "complete" else None
+    store.execute(
+        "UPDATE campaigns SET status = ?, finished_at = ? WHERE campaign_id = ?",
+        [status, finished, campaign_id],
+    )
+
+
+def campaign_status(c: Campaign, runs: int) -> str:
+    """complete when no phase of any run has work left; partial when only unselected phases
+    (or runs) do."""
+    left = False
+    for c.run in range(1, runs + 1):
+        left = left or any(todo(c, p) for p in c.plan.all_phases())
+    return "partial" if left else "complete"
+
+
+def phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
+    """The phase's methods; for {best_of, top}, the fastest in that phase (said if `announce`)."""
+    if not isinstance(phase.methods, BestOf):
+        return phase.methods or [m.name for m in c.plan.methods]
+    source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
+    ranked = rank_methods(
+        c.store,
+        c.campaign_id,
+        source.tp,
+        c.plan.baseline,
+        source.workloads,
+        phase_methods(c, source, False),
+    )
+    chosen = [r.method for r in ranked[: phase.methods.top]]
+    if not announce:
+        return chosen
+    if not ranked:
+        c.progress.note(
+            f"phase {phase.name}: phase {source.name} has no results yet to choose "
+            "methods from; only the baseline runs"
+        )
+    else:
+        c.progress.note(
+            f"phase {phase.name}: fastest in {source.name}: "
+            + describe(ranked)
+            + f"; running {chosen}"
+        )
+    return chosen
+
+
+def todo(
+    c: Campaign, phase: Phase, announce: bool = False, methods: list[str] | None = None
+) -> list[tuple[ServiceConfig, list[Workload]]]:
+    """The phase's configurations with unfinished units (methods: these, not the phase's)."""
+    out = []
+    chosen = phase_methods(c, phase, announce) if methods is None else methods
+    for config in c.plan.phase_configs(phase, chosen):
+        pending = [
+            w
+            for w in c.plan.workloads_of(config)
+            if not c.store.unit_done(c.campaign_id, config.config_id, w.name, c.run)
+        ]
+        if pending:
+            out.append((config, pending))
+    return out

@@ -35,26 +35,42 @@ from schema.store import Store, utcnow
 log = logging.getLogger("specsweep.collect")
 
 
-def run_config(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workload],
-                gpus: tuple[int, ...] | None, port_offset: int) -> None:
+def run_config(
+    c: Campaign,
+    key: str,
+    config: ServiceConfig,
+    workloads: list[Workload],
+    gpus: tuple[int, ...] | None,
+    port_offset: int,
+) -> None:
     """Start the service (on `gpus` when given) and run its workloads; a server that dies
     after it was ready is restarted once for the workloads left, then the configuration
     is skipped."""
     for attempt in (1, 2):
-        pending = [w for w in workloads
-                   if not c.store.unit_done(c.campaign_id, config.config_id, w.name, c.run)]
+        pending = [
+            w
+            for w in workloads
+            if not c.store.unit_done(c.campaign_id, config.config_id, w.name, c.run)
+        ]
         if not pending or not _serve(c, key, config, pending, gpus, port_offset):
             return
         if attempt == 1:
             c.progress.note(f"restarting {config.method.name} (tp {config.tp}) once")
 
 
-def _serve(c: Campaign, key: str, config: ServiceConfig, workloads: list[Workload],
-           gpus: tuple[int, ...] | None, port_offset: int) -> bool:
+def _serve(
+    c: Campaign,
+    key: str,
+    config: ServiceConfig,
+    workloads: list[Workload],
+    gpus: tuple[int, ...] | None,
+    port_offset: int,
+) -> bool:
     """One service start of job `key`; True when the server died after it had become
     ready."""
-    service = Service(c.service_host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset,
-                      c.stopping)
+    service = Service(
+        c.service_host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset, c.stopping
+    )
     service.row["run"], service.row["replica"] = c.run, replica_of(key)
     c.progress.status(f"starting {config.method.name} (tp {config.tp})")
     recorded = False
@@ -102,9 +118,12 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
     api_key = service.engine.cfg.api_key()
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     calls = Endpoints(store, campaign_id, service.service_id, config.config_id)
-    async with http_client(limits=limits, timeout=None, headers=headers,
-                           event_hooks=calls.hooks()) as http, \
-            sampling(c.service_host, service.row["gpus"], c.plan.telemetry) as sampler:
+    async with (
+        http_client(
+            limits=limits, timeout=None, headers=headers, event_hooks=calls.hooks()
+        ) as http,
+        sampling(c.service_host, service.row["gpus"], c.plan.telemetry) as sampler,
+    ):
         ctx = Context(
             http,
             service.engine,
@@ -147,14 +166,32 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
                 continue
             except (asyncio.CancelledError, KeyboardInterrupt):
                 # Ctrl-C / SIGTERM: keep what was measured, marked incomplete; resume redoes it
-                commit_unit(c, service, w.name, warm + ctx.sink, before, started, False,
-                            ctx.gpu_sink, ctx.window_sink)
+                commit_unit(
+                    c,
+                    service,
+                    w.name,
+                    warm + ctx.sink,
+                    before,
+                    started,
+                    False,
+                    ctx.gpu_sink,
+                    ctx.window_sink,
+                )
                 raise
             after = await _scrape(ctx, calls, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")
-            commit_unit(c, service, w.name, warm + rows, before + after, started, True,
-                        ctx.gpu_sink, ctx.window_sink)
+            commit_unit(
+                c,
+                service,
+                w.name,
+                warm + rows,
+                before + after,
+                started,
+                True,
+                ctx.gpu_sink,
+                ctx.window_sink,
+            )
             warm = []
 
 
@@ -166,28 +203,49 @@ def replay_script(c: Campaign, config: ServiceConfig) -> Any:
     return partial(replay.script, c.store, c.campaign_id, c.plan.baseline, config.tp, c.run)
 
 
-def commit_unit(c: Campaign, service: Service, workload: str, rows: list[dict[str, Any]],
-                 metrics: list[dict[str, Any]], started: Any, complete: bool,
-                 gpu_samples: list[dict[str, Any]] | None = None,
-                 windows: list[dict[str, Any]] | None = None) -> None:
+def commit_unit(
+    c: Campaign,
+    service: Service,
+    workload: str,
+    rows: list[dict[str, Any]],
+    metrics: list[dict[str, Any]],
+    started: Any,
+    complete: bool,
+    gpu_samples: list[dict[str, Any]] | None = None,
+    windows: list[dict[str, Any]] | None = None,
+) -> None:
     """Land one unit of this run (replace_unit), with the services that shared the host
     during it."""
     now = utcnow()
-    shared = sorted(sid for sid, (launched, stopped) in list(c.spans.items())
-                    if sid != service.service_id and launched < now
-                    and (stopped is None or stopped > started))
-    replace_unit(c.store, {
-        "campaign_id": c.campaign_id, "config_id": service.config.config_id,
-        "workload": workload, "service_id": service.service_id,
-        "n_requests": sum(not r["is_warmup"] for r in rows), "complete": complete,
-        "colocated_with": ",".join(shared), "started_at": started, "finished_at": now,
-        "run": c.run,
-    }, {"requests": rows, "windows": windows or [], "server_metrics": metrics,
-        "gpu_samples": gpu_samples or []})
+    shared = sorted(
+        sid
+        for sid, (launched, stopped) in list(c.spans.items())
+        if sid != service.service_id and launched < now and (stopped is None or stopped > started)
+    )
+    replace_unit(
+        c.store,
+        {
+            "campaign_id": c.campaign_id,
+            "config_id": service.config.config_id,
+            "workload": workload,
+            "service_id": service.service_id,
+            "n_requests": sum(not r["is_warmup"] for r in rows),
+            "complete": complete,
+            "colocated_with": ",".join(shared),
+            "started_at": started,
+            "finished_at": now,
+            "run": c.run,
+        },
+        {
+            "requests": rows,
+            "windows": windows or [],
+            "server_metrics": metrics,
+            "gpu_samples": gpu_samples or [],
+        },
+    )
 
 
-def replace_unit(store: Store, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]
-                 ) -> None:
+def replace_unit(store: Store, unit: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> None:
     """One transaction: drop what an interrupted earlier try left of the unit (on this host
     or, on a cluster, another node), then land its rows (requests, windows, server_metrics,
     gpu_samples) and its `units` row. Server metrics and GPU samples belong to the unit's
@@ -195,23 +253,30 @@ def replace_unit(store: Store, unit: dict[str, Any], rows: dict[str, list[dict[s
     key = [unit["campaign_id"], unit["config_id"], unit["workload"], unit["run"]]
     with store.transaction():
         for table in ("requests", "windows", "units"):  # fixed names
-            store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                          "AND workload = ? AND run = ?", key)
+            store.execute(
+                f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                "AND workload = ? AND run = ?",
+                key,
+            )
         for table in ("server_metrics", "gpu_samples"):
-            store.execute(f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
-                          "AND workload = ? AND service_id IN (SELECT service_id FROM "
-                          "services WHERE campaign_id = ? AND run = ?)",
-                          [*key[:3], key[0], key[3]])
+            store.execute(
+                f"DELETE FROM {table} WHERE campaign_id = ? AND config_id = ? "
+                "AND workload = ? AND service_id IN (SELECT service_id FROM "
+                "services WHERE campaign_id = ? AND run = ?)",
+                [*key[:3], key[0], key[3]],
+            )
         for table, table_rows in rows.items():  # the fixed names above
             store.append(table, table_rows)
         store.append("units", [unit])
 
 
-async def _scrape(ctx: Context, calls: Endpoints, workload: str,
-                  phase: str) -> list[dict[str, Any]]:
+async def _scrape(
+    ctx: Context, calls: Endpoints, workload: str, phase: str
+) -> list[dict[str, Any]]:
     """Server metrics around a workload; none (and an endpoint_errors row) if it fails."""
-    samples = await calls.call("scrape", workload, phase,
-                               ctx.engine.scrape(ctx.http, ctx.base_url), [])
+    samples = await calls.call(
+        "scrape", workload, phase, ctx.engine.scrape(ctx.http, ctx.base_url), []
+    )
     now = utcnow()
     return [
         {
@@ -227,16 +292,19 @@ async def _scrape(ctx: Context, calls: Endpoints, workload: str,
     ]
 
 
-async def _record_fingerprint(store: Store, ctx: Context, service: Service,
-                              calls: Endpoints) -> None:
+async def _record_fingerprint(
+    store: Store, ctx: Context, service: Service, calls: Endpoints
+) -> None:
     """What the server says about itself (none if that fails; version, build), how it was
     launched, and what changes acceptance: the request body sent (prompt left out) and the
     draft model (collect/run/fingerprint.py)."""
-    facts = await calls.call("fingerprint", "", "start",
-                             ctx.engine.fingerprint(ctx.http, ctx.base_url), {})
+    facts = await calls.call(
+        "fingerprint", "", "start", ctx.engine.fingerprint(ctx.http, ctx.base_url), {}
+    )
     facts.update(request_facts(ctx.engine))
-    facts.update(await asyncio.to_thread(draft_facts, ctx.engine, service.config.method,
-                                         service.host))
+    facts.update(
+        await asyncio.to_thread(draft_facts, ctx.engine, service.config.method, service.host)
+    )
     prefix = f"service.{ctx.method}.tp{ctx.tp}"
     facts = {f"{prefix}.{k}": v for k, v in facts.items()}
     facts[f"{prefix}.launch_command"] = service.row["launch_command"]
@@ -244,7 +312,8 @@ async def _record_fingerprint(store: Store, ctx: Context, service: Service,
     if service.row["gpus"]:  # where its gpu_samples come from (nvml has the energy counter)
         sampler = ctx.telemetry
         facts[f"{prefix}.telemetry"] = (
-            f"{sampler.name} every {sampler.period_s:g} s" if sampler else "off")
+            f"{sampler.name} every {sampler.period_s:g} s" if sampler else "off"
+        )
     put_environment(store, ctx.campaign_id, service.host.name, facts)
 
 
@@ -252,8 +321,9 @@ async def workload_rows(ctx: Context, w: Workload) -> list[dict[str, Any]]:
     """Every measured window of a workload, in plan order: closed-loop windows
     (collect/run/windows.py) or open-loop ones (collect/run/openloop.py)."""
     if isinstance(w, TraceWorkload):
-        return await openloop.open_loop_window(ctx, w.name, openloop.trace_schedule(w),
-                                               "trace", w.max_concurrency, {})
+        return await openloop.open_loop_window(
+            ctx, w.name, openloop.trace_schedule(w), "trace", w.max_concurrency, {}
+        )
     rows: list[dict[str, Any]] = []
     items = prompts(w.prompts) if isinstance(w, RequestsWorkload) else []
     for max_tokens in w.max_tokens:

@@ -42,8 +42,7 @@ class Endpoints:
     async def _response(self, response: httpx.Response) -> None:
         self.status = response.status_code
 
-    async def call(self, hook: str, workload: str, phase: str, work: Awaitable[T],
-                   default: T) -> T:
+    async def call(self, hook: str, workload: str, phase: str, work: Awaitable[T], default: T) -> T:
         """The result of `work`, or `default` once its failure is recorded."""
         self.endpoint, self.status = "", None
         try:
@@ -58,8 +57,18 @@ class Endpoints:
         where = self.endpoint or hook
         log.warning("%s: %s failed (%s): %s", self.key["config_id"], where, phase, error)
         log.debug("%s: %s failed", self.key["config_id"], where, exc_info=exc)
-        self.store.append("endpoint_errors", [{
-            **self.key, "workload": workload, "hook": hook, "phase": phase,
-            "endpoint": self.endpoint, "status": self.status, "error": error,
-            "failed_at": utcnow(),
-        }])
+        self.store.append(
+            "endpoint_errors",
+            [
+                {
+                    **self.key,
+                    "workload": workload,
+                    "hook": hook,
+                    "phase": phase,
+                    "endpoint": self.endpoint,
+                    "status": self.status,
+                    "error": error,
+                    "failed_at": utcnow(),
+                }
+            ],
+        )

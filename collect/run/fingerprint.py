@@ -48,8 +48,10 @@ def _redacted(value: Any) -> Any:
     """value with secret-named keys' text values masked (a flag such as return_token_ids:
     true stays) and every string redacted; still JSON."""
     if isinstance(value, dict):
-        return {k: MASK if SECRET_NAME.search(str(k)) and isinstance(v, str) else _redacted(v)
-                for k, v in value.items()}
+        return {
+            k: MASK if SECRET_NAME.search(str(k)) and isinstance(v, str) else _redacted(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_redacted(v) for v in value]
     return redact(value) if isinstance(value, str) else value
@@ -116,8 +118,10 @@ def record_environment(store: Store, campaign_id: str, host: Site, plan: Plan) -
         facts["price.gpu_hour_usd"] = repr(plan.gpu_hour_usd)
     put_environment(store, campaign_id, host.name, facts)
     # the latency objectives analysis reads (not measurements: a resume may change them)
-    store.execute("DELETE FROM environment WHERE campaign_id = ? AND host = 'campaign' "
-                  "AND key LIKE 'slo.%'", [campaign_id])
+    store.execute(
+        "DELETE FROM environment WHERE campaign_id = ? AND host = 'campaign' AND key LIKE 'slo.%'",
+        [campaign_id],
+    )
     if plan.slo is not None:
         put_environment(store, campaign_id, "campaign", plan.slo.environment())
 

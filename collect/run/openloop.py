@@ -74,14 +74,22 @@ def offsets(load: OpenLoad, rate: float | None, n: int) -> np.ndarray:
     return np.cumsum(gaps)
 
 
-def schedule(load: OpenLoad, rate: float | None, items: list[Prompt], system: str | None,
-             max_tokens: int) -> list[Arrival]:
+def schedule(
+    load: OpenLoad, rate: float | None, items: list[Prompt], system: str | None, max_tokens: int
+) -> list[Arrival]:
     """The window's arrivals: prompts in order, cycling (request i: prompt i mod n, rep i div n)."""
     n = load.window_requests(rate)
     times = offsets(load, rate, n)
-    return [Arrival(float(t), items[i % len(items)].prompt_id, i // len(items),
-                    messages(system, items[i % len(items)].text), max_tokens)
-            for i, t in enumerate(times)]
+    return [
+        Arrival(
+            float(t),
+            items[i % len(items)].prompt_id,
+            i // len(items),
+            messages(system, items[i % len(items)].text),
+            max_tokens,
+        )
+        for i, t in enumerate(times)
+    ]
 
 
 async def sleep_until(deadline: float, spin_s: float = SPIN_S) -> None:
@@ -90,19 +98,26 @@ async def sleep_until(deadline: float, spin_s: float = SPIN_S) -> None:
         await asyncio.sleep(left - spin_s if left > spin_s else 0)
 
 
-async def prepare(ctx: Any, arrivals: list[Arrival],
-                  cap: int | None) -> list[tuple[str, dict[str, Any]]]:
+async def prepare(
+    ctx: Any, arrivals: list[Arrival], cap: int | None
+) -> list[tuple[str, dict[str, Any]]]:
     """Before the window: every request's (path, body), and connections opened for it."""
     bodies = [ctx.engine.request(a.messages, a.max_tokens) for a in arrivals]
-    await client.prewarm(ctx.http, ctx.base_url, min(len(arrivals), cap or PREWARM),
-                         ctx.engine.health_path)
+    await client.prewarm(
+        ctx.http, ctx.base_url, min(len(arrivals), cap or PREWARM), ctx.engine.health_path
+    )
     return bodies
 
 
-async def send_schedule(ctx: Any, arrivals: list[Arrival], bodies: list[tuple[str, dict]],
-                        cap: int | None, t_start: float,
-                        done: Callable[[Arrival, client.Result], None],
-                        spin_s: float = SPIN_S) -> None:
+async def send_schedule(
+    ctx: Any,
+    arrivals: list[Arrival],
+    bodies: list[tuple[str, dict]],
+    cap: int | None,
+    t_start: float,
+    done: Callable[[Arrival, client.Result], None],
+    spin_s: float = SPIN_S,
+) -> None:
     """Send arrival i at t_start + its t_s (perf_counter); `done(arrival, result)` as each
     ends (the caller makes its row at once, so an interrupted window keeps what finished)."""
     gate = asyncio.Semaphore(cap) if cap else None
@@ -113,8 +128,7 @@ async def send_schedule(ctx: Any, arrivals: list[Arrival], bodies: list[tuple[st
             res = await client.stream(ctx.http, url + path, body, ctx.engine.parser(), timeout)
         else:
             async with gate:
-                res = await client.stream(ctx.http, url + path, body, ctx.engine.parser(),
-                                          timeout)
+                res = await client.stream(ctx.http, url + path, body, ctx.engine.parser(), timeout)
         done(a, res)
 
     tasks: list[asyncio.Task[None]] = []
@@ -138,8 +152,9 @@ def trace_schedule(w: TraceWorkload) -> list[Arrival]:
 # --- open-loop windows ----------------------------------------------------------------
 
 
-async def rate_sweep(ctx: Context, w: RequestsWorkload, items: list[Prompt],
-                     max_tokens: int) -> list[dict[str, Any]]:
+async def rate_sweep(
+    ctx: Context, w: RequestsWorkload, items: list[Prompt], max_tokens: int
+) -> list[dict[str, Any]]:
     """An open-loop workload's windows at one max_tokens: each swept rate (or the ramp), then,
     with `search: max_rate_under_slo`, bisection windows between the highest rate meeting the
     SLO target (with every lower rate) and the next swept rate (ctx.slo.attainment)."""
@@ -149,8 +164,9 @@ async def rate_sweep(ctx: Context, w: RequestsWorkload, items: list[Prompt],
 
     async def window(rate: float | None) -> None:
         arrivals = schedule(load, rate, items, w.system, max_tokens)
-        by_rate[rate] = await open_loop_window(ctx, w.name, arrivals, load.arrival,
-                                               load.max_concurrency, load_fields(w, rate), rate)
+        by_rate[rate] = await open_loop_window(
+            ctx, w.name, arrivals, load.arrival, load.max_concurrency, load_fields(w, rate), rate
+        )
 
     for rate in load.windows():
         await window(rate)
@@ -174,15 +190,24 @@ def load_fields(w: RequestsWorkload, rate: float | None) -> dict[str, Any]:
     load = w.load
     assert load is not None
     ramp = load.ramp if rate is None else None
-    return {"rate": rate, "ramp": ramp.strategy if ramp else None,
-            "ramp_start_rate": ramp.start_rate if ramp else None,
-            "ramp_end_rate": ramp.end_rate if ramp else None,
-            "burstiness": load.burstiness if load.arrival == "gamma" else None,
-            "seed": load.seed}
+    return {
+        "rate": rate,
+        "ramp": ramp.strategy if ramp else None,
+        "ramp_start_rate": ramp.start_rate if ramp else None,
+        "ramp_end_rate": ramp.end_rate if ramp else None,
+        "burstiness": load.burstiness if load.arrival == "gamma" else None,
+        "seed": load.seed,
+    }
 
 
-def open_window_id(ctx: Context, workload: str, max_tokens: int | None, rate: float | None,
-                   fields: dict[str, Any], cap: int | None) -> str:
+def open_window_id(
+    ctx: Context,
+    workload: str,
+    max_tokens: int | None,
+    rate: float | None,
+    fields: dict[str, Any],
+    cap: int | None,
+) -> str:
     """e.g. <config>/chat/64/r2 (rate 2/s), .../64/ramp-linear-1-8, .../trace; /cN: a cap."""
     if fields.get("ramp"):
         shape = f"ramp-{fields['ramp']}-{fields['ramp_start_rate']:g}-{fields['ramp_end_rate']:g}"
@@ -192,29 +217,48 @@ def open_window_id(ctx: Context, workload: str, max_tokens: int | None, rate: fl
     return ctx.window_id(f"{where}/{shape}" + (f"/c{cap}" if cap else ""))
 
 
-async def open_loop_window(ctx: Context, workload: str, arrivals: list[Arrival],
-                           load: str, cap: int | None, fields: dict[str, Any],
-                           rate: float | None = None) -> list[dict[str, Any]]:
+async def open_loop_window(
+    ctx: Context,
+    workload: str,
+    arrivals: list[Arrival],
+    load: str,
+    cap: int | None,
+    fields: dict[str, Any],
+    rate: float | None = None,
+) -> list[dict[str, Any]]:
     """One open-loop window: the schedule sent on time, one row per arrival."""
     max_tokens = max(a.max_tokens for a in arrivals)
     same = len({a.max_tokens for a in arrivals}) == 1
     wid = open_window_id(ctx, workload, max_tokens if same else None, rate, fields, cap)
     key = window_key(workload, wid, max_tokens, cap or 0)
-    opened = await open_window(ctx, key, len(arrivals), cap,
-                               {"load": load, **fields, "schedule_span_s": arrivals[-1].t_s})
+    opened = await open_window(
+        ctx, key, len(arrivals), cap, {"load": load, **fields, "schedule_span_s": arrivals[-1].t_s}
+    )
     bodies = await prepare(ctx, arrivals, cap)
     rows: list[dict[str, Any]] = []
     t_start = time.perf_counter()
 
     def done(a: Arrival, res: client.Result) -> None:
         ctx.on_done()
-        rows.append(row(ctx, res, t_start, **window_key(workload, wid, a.max_tokens, cap or 0),
-                        prompt_id=a.prompt_id, rep=a.rep, scheduled_s=a.t_s))
+        rows.append(
+            row(
+                ctx,
+                res,
+                t_start,
+                **window_key(workload, wid, a.max_tokens, cap or 0),
+                prompt_id=a.prompt_id,
+                rep=a.rep,
+                scheduled_s=a.t_s,
+            )
+        )
         ctx.sink.append(rows[-1])
 
-    await sampled(ctx, key, t_start,
-                  _returning(rows, send_schedule(ctx, arrivals, bodies, cap,
-                                                          t_start, done)))
+    await sampled(
+        ctx,
+        key,
+        t_start,
+        _returning(rows, send_schedule(ctx, arrivals, bodies, cap, t_start, done)),
+    )
     close_window(ctx, opened, t_start)
     return sorted(rows, key=lambda r: r["scheduled_s"])
 

@@ -72,8 +72,13 @@ class _Track:
 class Eta:
     """Seconds left in the campaign (see the module docstring for the formula)."""
 
-    def __init__(self, gpus: Sequence[int] = (), reserved: Sequence[int] = (),
-                 packed: bool = False, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        gpus: Sequence[int] = (),
+        reserved: Sequence[int] = (),
+        packed: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.gpus, self.reserved, self.packed, self.clock = gpus, reserved, packed, clock
         self._jobs: dict[str, _Track] = {}
         self._lock = threading.Lock()
@@ -104,8 +109,11 @@ class Eta:
     def ratio(self) -> float:
         """Measured wall seconds over estimated seconds of the work done so far."""
         now = self.clock()
-        pairs = [((t.ended or now) - t.started, t.work_done())
-                 for t in self._jobs.values() if t.started is not None and t.work_done() > 0]
+        pairs = [
+            ((t.ended or now) - t.started, t.work_done())
+            for t in self._jobs.values()
+            if t.started is not None and t.work_done() > 0
+        ]
         spent, estimated = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
         return spent / estimated if estimated > 0 else 1.0
 
@@ -126,11 +134,11 @@ class Eta:
                 (running if t.started is not None else queued).append((rest, t.job.after))
         return self._replay(running, queued)
 
-    def _replay(self, running: list[tuple[Job, frozenset[str]]],
-                queued: list[tuple[Job, frozenset[str]]]) -> float:
+    def _replay(
+        self, running: list[tuple[Job, frozenset[str]]], queued: list[tuple[Job, frozenset[str]]]
+    ) -> float:
         known = {job.key for job, _ in running + queued}
-        queued_jobs = [Job(j.key, j.gpus, j.seconds, after & known, j.alone) for j, after in
-                       queued]
+        queued_jobs = [Job(j.key, j.gpus, j.seconds, after & known, j.alone) for j, after in queued]
         scheduler = Scheduler(self.gpus, self.reserved, packed=self.packed)
         first = [job for job, _ in running]
         if not self.packed:  # serial: the running job, then the queue in order

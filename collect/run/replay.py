@@ -43,13 +43,22 @@ def replays(w: Workload) -> bool:
     return isinstance(w, AgenticWorkload) and w.history == "replay"
 
 
-def script(store: Store, campaign_id: str, baseline: str, tp: int, run: int,
-           w: AgenticWorkload, max_tokens: int, concurrency: int) -> dict[int, list[str]]:
+def script(
+    store: Store,
+    campaign_id: str,
+    baseline: str,
+    tp: int,
+    run: int,
+    w: AgenticWorkload,
+    max_tokens: int,
+    concurrency: int,
+) -> dict[int, list[str]]:
     """rep -> the baseline's replies of turns 0, 1, ... of that session, up to its first
     failed or missing turn (where the baseline's own session stopped). ReplayMissing when a
     session has no baseline turn at all."""
-    rows = store.execute(BASELINE_TURNS, [campaign_id, baseline, tp, w.name, max_tokens,
-                                          concurrency, run])
+    rows = store.execute(
+        BASELINE_TURNS, [campaign_id, baseline, tp, w.name, max_tokens, concurrency, run]
+    )
     found = replies(rows)
     missing = [rep for rep in range(w.repetitions) if rep not in found]
     if missing:
@@ -58,7 +67,8 @@ def script(store: Store, campaign_id: str, baseline: str, tp: int, run: int,
             f"workload {w.name!r} (history: replay), session(s) {sessions} of max_tokens "
             f"{max_tokens}, concurrency {concurrency}, run {run}: the baseline {baseline!r} "
             f"(tp {tp}) has no recorded replies to replay; it runs first, so it failed or was "
-            "left out (--only)")
+            "left out (--only)"
+        )
     return found
 
 
@@ -74,8 +84,12 @@ def replies(rows: Iterable[Sequence[Any]]) -> dict[int, list[str]]:
     return out
 
 
-def waits_for(plan: Plan, config: ServiceConfig, workloads: Iterable[Workload],
-              jobs: Mapping[str, tuple[Any, ServiceConfig, list[Workload]]]) -> frozenset[str]:
+def waits_for(
+    plan: Plan,
+    config: ServiceConfig,
+    workloads: Iterable[Workload],
+    jobs: Mapping[str, tuple[Any, ServiceConfig, list[Workload]]],
+) -> frozenset[str]:
     """Keys of the queued jobs of the plan's baseline (same tp) that run a replayed workload
     this job runs: a method's job starts after them (the `after` of collect.planning.schedule:
     serial or packed). The baseline's own job waits for nothing."""
@@ -83,6 +97,10 @@ def waits_for(plan: Plan, config: ServiceConfig, workloads: Iterable[Workload],
     names = {w.name for w in workloads if replays(w)}
     if config.method.name == baseline or not names:
         return frozenset()
-    return frozenset(key for key, (_, other, theirs) in jobs.items()
-                     if other.method.name == baseline and other.tp == config.tp
-                     and names & {w.name for w in theirs})
+    return frozenset(
+        key
+        for key, (_, other, theirs) in jobs.items()
+        if other.method.name == baseline
+        and other.tp == config.tp
+        and names & {w.name for w in theirs}
+    )

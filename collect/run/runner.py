@@ -6,7 +6,8 @@ is either complete or absent; rerunning the same plan skips complete units (resu
 starts each configuration with unfinished units once, running all of them on that start.
 A configuration whose server fails to start is recorded in `services` with its log tail
 and skipped; the campaign goes on. This module decides what runs when and where (phases,
-the scheduler, blocking services); `collect.run.configuration` runs one configuration.
+the scheduler, blocking services); `collect.run.campaign` says what is left to run and
+writes the `campaigns` row, `collect.run.configuration` runs one configuration.
 """
 
 from __future__ import annotations
@@ -24,14 +25,20 @@ from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.plan.workloads import request_count
 from collect.planning.estimate import Estimator, load_measured
-from collect.planning.ranking import describe, rank_methods
 from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.run import configuration as serve
-from collect.run.campaign import Campaign, record_method_params
+from collect.run.campaign import (
+    Campaign,
+    begin_campaign,
+    campaign_status,
+    finish_campaign,
+    record_method_params,
+    todo,
+)
 from collect.run.fingerprint import put_environment, record_environment
 from collect.run.progress import CampaignProgress, Eta, eta_text
-from schema.store import Store, utcnow
+from schema.store import Store
 
 log = logging.getLogger("specsweep.collect")
 
@@ -59,7 +66,7 @@ def run(
     chosen = select_configs(plan, only)
     with Store(db_path) as store:
         with store.transaction():  # the campaigns row and its methods' parameters together
-            _begin(store, plan, plan_text, campaign_id)
+            begin_campaign(store, plan, plan_text, campaign_id)
             record_method_params(store, plan, campaign_id)
         status = "interrupted"
         host: Host | Cluster | None = None
@@ -71,13 +78,21 @@ def run(
             engine.prepare(host)
             record_environment(store, campaign_id, host, plan)
             with CampaignProgress(0, enabled=show_progress) as progress:
-                c = Campaign(store, plan, campaign_id, host, engine, log_dir / campaign_id,
-                             progress, only=chosen)
+                c = Campaign(
+                    store,
+                    plan,
+                    campaign_id,
+                    host,
+                    engine,
+                    log_dir / campaign_id,
+                    progress,
+                    only=chosen,
+                )
                 for c.run in range(1, runs + 1):
                     if runs > 1:
                         progress.note(f"run {c.run} of {runs}")
                     _run_phases(c, selected)
-                status = _status(c, runs)
+                status = campaign_status(c, runs)
         except HostUnreachable as exc:  # at the start, or a dropped link that stayed down
             status = "unreachable"
             put_environment(store, campaign_id, exc.host, {"host.last_error": str(exc)})
@@ -85,7 +100,7 @@ def run(
         finally:
             if host is not None:
                 host.close()
-            _finish(store, campaign_id, status)
+            finish_campaign(store, campaign_id, status)
     return campaign_id
 
 
@@ -133,8 +148,10 @@ def _run_phases(c: Campaign, phases: list[Phase]) -> None:
     queue.expand()
     if queue.jobs:  # before the first start: what the estimates (plan or store) expect
         how = "packed on GPUs " + ",".join(map(str, queue.gpus)) if queue.packed else "serial"
-        c.progress.note(f"{len(queue.jobs)} configuration(s) to run ({how}), estimated "
-                        f"{eta_text(c.progress.eta.seconds_left())}")
+        c.progress.note(
+            f"{len(queue.jobs)} configuration(s) to run ({how}), estimated "
+            f"{eta_text(c.progress.eta.seconds_left())}"
+        )
     with c.signals_stop() as stop, ThreadPoolExecutor(max_workers=max(1, len(queue.gpus))) as pool:
         running: dict[Future[None], str] = {}
         try:
@@ -205,12 +222,13 @@ class _Queue:
                 break
             source = phase.methods.best_of if isinstance(phase.methods, BestOf) else None
             ready = source is None or not (
-                self.open.get(source) or any(p.name == source for p in self.waiting))
+                self.open.get(source) or any(p.name == source for p in self.waiting)
+            )
             if ready:
                 self.waiting.remove(phase)
-                configs = _todo(self.c, phase, announce=True)
+                configs = todo(self.c, phase, announce=True)
             elif self.packed:  # the baseline does not depend on the ranking
-                configs = _todo(self.c, phase, methods=[])
+                configs = todo(self.c, phase, methods=[])
             else:
                 break
             added |= self._add(phase, configs)
@@ -222,40 +240,58 @@ class _Queue:
         a share of its workloads each (collect.planning.replicas says when and how)."""
         from collect.planning.replicas import Candidate, split
         from collect.run.replay import waits_for
-        batch = [Candidate(f"{phase.name}:{config.config_id}", config, tuple(workloads),
-                           config.tp if self.gpus or self.room else 0,
-                           alone=bool(phase.stop_services))
-                 for config, workloads in todo if phase.name not in self.skipped
-                 and f"{phase.name}:{config.config_id}" not in self.jobs and self._chosen(config)]
+
+        batch = [
+            Candidate(
+                f"{phase.name}:{config.config_id}",
+                config,
+                tuple(workloads),
+                config.tp if self.gpus or self.room else 0,
+                alone=bool(phase.stop_services),
+            )
+            for config, workloads in todo
+            if phase.name not in self.skipped
+            and f"{phase.name}:{config.config_id}" not in self.jobs
+            and self._chosen(config)
+        ]
         usable, hosts = self.room or (len(self.gpus) - len(self.scheduler.reserved), 1)
-        shares = split(self.estimator, batch, usable, hosts,
-                       enabled=self.packed and self.c.plan.host.replicas)
+        shares = split(
+            self.estimator, batch, usable, hosts, enabled=self.packed and self.c.plan.host.replicas
+        )
         added = False
         for one in batch:
             config = one.config
             for r in shares[one.key]:
-                job = Job(r.key, one.gpus if self.gpus else 0, r.seconds,  # Ray places a cluster's
-                          waits_for(self.c.plan, config, r.workloads, self.jobs), one.alone)
+                job = Job(
+                    r.key,
+                    one.gpus if self.gpus else 0,
+                    r.seconds,  # Ray places a cluster's
+                    waits_for(self.c.plan, config, r.workloads, self.jobs),
+                    one.alone,
+                )
                 try:
                     self.scheduler.add(job)
                 except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs
                     log.error("%s (tp %s) skipped: %s", config.method.name, config.tp, exc)
-                    self.c.progress.note(f"[red]{config.method.name} (tp {config.tp}) "
-                                         f"skipped: {exc}[/red]")
+                    self.c.progress.note(
+                        f"[red]{config.method.name} (tp {config.tp}) skipped: {exc}[/red]"
+                    )
                     break
                 self.jobs[r.key] = (phase, config, list(r.workloads))
                 self.open.setdefault(phase.name, set()).add(r.key)
                 requests = sum(request_count(w) for w in r.workloads)
                 self.c.progress.add_total(requests)
-                self.c.progress.job_added(job, requests,
-                                          self.estimator.fixed_s(config, list(r.workloads)))
+                self.c.progress.job_added(
+                    job, requests, self.estimator.fixed_s(config, list(r.workloads))
+                )
                 added = True
         return added
 
     def _chosen(self, config: ServiceConfig) -> bool:
         only = self.c.only
         return only is None or any(
-            config.method.name == m and tp in (None, config.tp) for m, tp in only)
+            config.method.name == m and tp in (None, config.tp) for m, tp in only
+        )
 
     def begin(self, job: Job) -> bool:
         """Stop the blocking services the job's phase needs stopped; False (the phase is
@@ -300,8 +336,9 @@ def _stop_blocking(c: Campaign, name: str) -> None:
     service = next(s for s in c.plan.host.blocking_services if s.name == name)
     rc, _, err = c.host.run(service.stop, timeout_s=300)
     if rc != 0:
-        raise BlockingServiceError(f"could not stop blocking service {name!r} (exit {rc}): "
-                                   f"{redact(err.strip())[-500:]}")
+        raise BlockingServiceError(
+            f"could not stop blocking service {name!r} (exit {rc}): {redact(err.strip())[-500:]}"
+        )
     c.progress.note(f"stopped blocking service {name}")
 
 
@@ -309,8 +346,12 @@ def _start_blocking(c: Campaign, name: str) -> None:
     service = next(s for s in c.plan.host.blocking_services if s.name == name)
     rc, _, err = c.host.run(service.start, timeout_s=300)
     if rc != 0:
-        log.error("could not start blocking service %s again (exit %s): %s",
-                  name, rc, redact(err.strip())[-500:])
+        log.error(
+            "could not start blocking service %s again (exit %s): %s",
+            name,
+            rc,
+            redact(err.strip())[-500:],
+        )
         c.progress.note(f"[red]blocking service {name} did NOT start again[/red]")
     else:
         c.progress.note(f"started blocking service {name} again")
@@ -318,83 +359,6 @@ def _start_blocking(c: Campaign, name: str) -> None:
 
 def _run_job(c: Campaign, queue: _Queue, key: str, gpus: tuple[int, ...]) -> None:
     _, config, workloads = queue.jobs[key]
-    serve.run_config(c, key, config, workloads, gpus or None,
-                port_offset=gpus[0] if queue.packed else 0)
-
-
-def _status(c: Campaign, runs: int) -> str:
-    """complete when no phase of any run has work left; partial when only unselected phases
-    (or runs) do."""
-    left = False
-    for c.run in range(1, runs + 1):
-        left = left or any(_todo(c, p) for p in c.plan.all_phases())
-    return "partial" if left else "complete"
-
-
-def _phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
-    """The phase's methods; for {best_of, top}, the fastest in that phase (said if `announce`)."""
-    if not isinstance(phase.methods, BestOf):
-        return phase.methods or [m.name for m in c.plan.methods]
-    source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
-    ranked = rank_methods(c.store, c.campaign_id, source.tp, c.plan.baseline,
-                          source.workloads, _phase_methods(c, source, False))
-    chosen = [r.method for r in ranked[: phase.methods.top]]
-    if not announce:
-        return chosen
-    if not ranked:
-        c.progress.note(f"phase {phase.name}: phase {source.name} has no results yet to choose "
-                        "methods from; only the baseline runs")
-    else:
-        c.progress.note(f"phase {phase.name}: fastest in {source.name}: "
-                        + describe(ranked) + f"; running {chosen}")
-    return chosen
-
-
-def _todo(
-    c: Campaign, phase: Phase, announce: bool = False, methods: list[str] | None = None
-) -> list[tuple[ServiceConfig, list[Workload]]]:
-    """The phase's configurations with unfinished units (methods: these, not the phase's)."""
-    out = []
-    chosen = _phase_methods(c, phase, announce) if methods is None else methods
-    for config in c.plan.phase_configs(phase, chosen):
-        pending = [
-            w
-            for w in c.plan.workloads_of(config)
-            if not c.store.unit_done(c.campaign_id, config.config_id, w.name, c.run)
-        ]
-        if pending:
-            out.append((config, pending))
-    return out
-
-
-def _begin(store: Store, plan: Plan, plan_text: str, campaign_id: str) -> None:
-    exists = store.execute("SELECT 1 FROM campaigns WHERE campaign_id = ?", [campaign_id])
-    if exists:
-        store.execute(
-            "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE campaign_id = ?",
-            [campaign_id],
-        )
-        return
-    store.append(
-        "campaigns",
-        [
-            {
-                "campaign_id": campaign_id,
-                "plan_name": plan.name,
-                "plan_sha256": plan.sha256(),
-                "plan_yaml": redact(plan_text),
-                "baseline": plan.baseline,
-                "started_at": utcnow(),
-                "finished_at": None,
-                "status": "running",
-            }
-        ],
-    )
-
-
-def _finish(store: Store, campaign_id: str, status: str) -> None:
-    finished = utcnow() if status == "complete" else None
-    store.execute(
-        "UPDATE campaigns SET status = ?, finished_at = ? WHERE campaign_id = ?",
-        [status, finished, campaign_id],
+    serve.run_config(
+        c, key, config, workloads, gpus or None, port_offset=gpus[0] if queue.packed else 0
     )

@@ -160,8 +160,13 @@ async def run_workers(
 
 def window_key(workload: str, wid: str, max_tokens: int, concurrency: int) -> dict[str, Any]:
     """The row fields every request of a measured window shares."""
-    return {"workload": workload, "window_id": wid, "max_tokens": max_tokens,
-            "concurrency": concurrency, "is_warmup": False}
+    return {
+        "workload": workload,
+        "window_id": wid,
+        "max_tokens": max_tokens,
+        "concurrency": concurrency,
+        "is_warmup": False,
+    }
 
 
 def window_id(ctx: Context, workload: str, max_tokens: int, concurrency: int) -> str:
@@ -175,8 +180,9 @@ async def requests_window(
     work_items = [(rep, p) for rep in range(w.repetitions) for p in items]
     key = window_key(w.name, wid, max_tokens, concurrency)
     opened = await open_window(ctx, key, len(work_items), max_concurrency=concurrency)
-    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, len(work_items)),
-                         ctx.engine.health_path)
+    await client.prewarm(
+        ctx.http, ctx.base_url, min(concurrency, len(work_items)), ctx.engine.health_path
+    )
     t_start = time.perf_counter()
 
     async def one(item: tuple[int, Prompt]) -> list[dict[str, Any]]:
@@ -192,8 +198,9 @@ async def requests_window(
     return rows
 
 
-async def sampled(ctx: Context, key: dict[str, Any], t_start: float,
-                  work: Awaitable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+async def sampled(
+    ctx: Context, key: dict[str, Any], t_start: float, work: Awaitable[list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
     """Await a window's work, then put its GPU samples in ctx.gpu_sink: after waiting (a
     few periods at most) for each GPU's first sample past the end; when interrupted, what
     was sampled so far, at once."""
@@ -210,14 +217,24 @@ async def sampled(ctx: Context, key: dict[str, Any], t_start: float,
     return rows
 
 
-def gpu_rows(ctx: Context, key: dict[str, Any], t_start: float,
-             t_end: float) -> list[dict[str, Any]]:
+def gpu_rows(
+    ctx: Context, key: dict[str, Any], t_start: float, t_end: float
+) -> list[dict[str, Any]]:
     """gpu_samples rows of the window [t_start, t_end] (perf_counter)."""
     assert ctx.telemetry is not None
-    return [{"campaign_id": ctx.campaign_id, "service_id": ctx.service_id,
-             "config_id": ctx.config_id, "workload": key["workload"],
-             "window_id": key["window_id"], "gpu_index": s.gpu, "t_s": s.t - t_start,
-             **s.values} for s in ctx.telemetry.take(t_start, t_end)]
+    return [
+        {
+            "campaign_id": ctx.campaign_id,
+            "service_id": ctx.service_id,
+            "config_id": ctx.config_id,
+            "workload": key["workload"],
+            "window_id": key["window_id"],
+            "gpu_index": s.gpu,
+            "t_s": s.t - t_start,
+            **s.values,
+        }
+        for s in ctx.telemetry.take(t_start, t_end)
+    ]
 
 
 async def agentic_window(
@@ -231,10 +248,10 @@ async def agentic_window(
     mode = "own" if script is None else "replay"
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     key = window_key(w.name, wid, max_tokens, concurrency)
-    opened = await open_window(ctx, key, w.repetitions * len(w.turns),
-                               max_concurrency=concurrency)
-    await client.prewarm(ctx.http, ctx.base_url, min(concurrency, w.repetitions),
-                         ctx.engine.health_path)
+    opened = await open_window(ctx, key, w.repetitions * len(w.turns), max_concurrency=concurrency)
+    await client.prewarm(
+        ctx.http, ctx.base_url, min(concurrency, w.repetitions), ctx.engine.health_path
+    )
     t_start = time.perf_counter()
 
     async def session(rep: int) -> list[dict[str, Any]]:
@@ -245,8 +262,19 @@ async def agentic_window(
             history.append(turn_message(spec))
             res = await send(ctx, list(history), max_tokens)
             ctx.on_done()
-            rows.append(row(ctx, res, t_start, **key, prompt_id=f"{w.name}/turn{turn}",
-                            rep=rep, session_id=f"{wid}/s{rep}", turn=turn, history=mode))
+            rows.append(
+                row(
+                    ctx,
+                    res,
+                    t_start,
+                    **key,
+                    prompt_id=f"{w.name}/turn{turn}",
+                    rep=rep,
+                    session_id=f"{wid}/s{rep}",
+                    turn=turn,
+                    history=mode,
+                )
+            )
             ctx.sink.append(rows[-1])
             if not res.ok:
                 break  # the rest of the session has no reply to build on
@@ -256,8 +284,9 @@ async def agentic_window(
             history.append({"role": "assistant", "content": reply})
         return rows
 
-    rows = await sampled(ctx, key, t_start,
-                         run_workers(list(range(w.repetitions)), concurrency, session))
+    rows = await sampled(
+        ctx, key, t_start, run_workers(list(range(w.repetitions)), concurrency, session)
+    )
     close_window(ctx, opened, t_start)
     return rows
 
@@ -269,14 +298,25 @@ def replayed(ctx: Context, w: AgenticWorkload) -> bool:
 
 
 # a closed-loop window's description in `windows`; an open-loop one overrides it
-CLOSED_LOOP = {"load": "closed", "rate": None, "ramp": None, "ramp_start_rate": None,
-               "ramp_end_rate": None, "burstiness": None, "seed": None,
-               "schedule_span_s": None}
+CLOSED_LOOP = {
+    "load": "closed",
+    "rate": None,
+    "ramp": None,
+    "ramp_start_rate": None,
+    "ramp_end_rate": None,
+    "burstiness": None,
+    "seed": None,
+    "schedule_span_s": None,
+}
 
 
-async def open_window(ctx: Context, key: dict[str, Any], n_scheduled: int,
-                      max_concurrency: int | None,
-                      schedule: dict[str, Any] | None = None) -> dict[str, Any]:
+async def open_window(
+    ctx: Context,
+    key: dict[str, Any],
+    n_scheduled: int,
+    max_concurrency: int | None,
+    schedule: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Before a window: reset the prefix cache (unless the plan keeps it); the window's
     `windows` row so far (close_window completes it); `schedule`: an open-loop window's
     load, rate, ramp, burstiness, seed and schedule span."""
@@ -285,14 +325,28 @@ async def open_window(ctx: Context, key: dict[str, Any], n_scheduled: int,
     elif ctx.calls is None:
         how = await ctx.engine.reset_cache(ctx.http, ctx.base_url)
     else:
-        how = await ctx.calls.call("reset_cache", key["workload"], "before",
-                                   ctx.engine.reset_cache(ctx.http, ctx.base_url), "failed")
-    return {"campaign_id": ctx.campaign_id, "service_id": ctx.service_id,
-            "config_id": ctx.config_id, "workload": key["workload"],
-            "window_id": key["window_id"], "max_tokens": key["max_tokens"],
-            **CLOSED_LOOP, **(schedule or {}), "max_concurrency": max_concurrency,
-            "n_scheduled": n_scheduled, "cache_reset": how, "started_at": utcnow(),
-            "run": ctx.run}
+        how = await ctx.calls.call(
+            "reset_cache",
+            key["workload"],
+            "before",
+            ctx.engine.reset_cache(ctx.http, ctx.base_url),
+            "failed",
+        )
+    return {
+        "campaign_id": ctx.campaign_id,
+        "service_id": ctx.service_id,
+        "config_id": ctx.config_id,
+        "workload": key["workload"],
+        "window_id": key["window_id"],
+        "max_tokens": key["max_tokens"],
+        **CLOSED_LOOP,
+        **(schedule or {}),
+        "max_concurrency": max_concurrency,
+        "n_scheduled": n_scheduled,
+        "cache_reset": how,
+        "started_at": utcnow(),
+        "run": ctx.run,
+    }
 
 
 def close_window(ctx: Context, window: dict[str, Any], t_start: float) -> None:
@@ -315,7 +369,9 @@ async def warmup_rows(
     t_start = time.perf_counter()
     for i in range(n):
         res = await send(ctx, msgs, min(w.max_tokens))
-        key = {**window_key(w.name, f"{ctx.service_id}/warmup", min(w.max_tokens), 1),
-               "is_warmup": True}
+        key = {
+            **window_key(w.name, f"{ctx.service_id}/warmup", min(w.max_tokens), 1),
+            "is_warmup": True,
+        }
         rows.append(row(ctx, res, t_start, **key, prompt_id=pid, rep=i))
     return rows

@@ -76,13 +76,13 @@ class Nvml:
             "power_w": power / 1000 if power is not None else None,
             "energy_j": energy / 1000 if energy is not None else None,
             "sm_clock_mhz": _float(self._get(n.nvmlDeviceGetClockInfo, handle, n.NVML_CLOCK_SM)),
-            "mem_clock_mhz": _float(self._get(n.nvmlDeviceGetClockInfo, handle,
-                                              n.NVML_CLOCK_MEM)),
+            "mem_clock_mhz": _float(self._get(n.nvmlDeviceGetClockInfo, handle, n.NVML_CLOCK_MEM)),
             "util_gpu_pct": _float(util.gpu) if util is not None else None,
             "util_mem_pct": _float(util.memory) if util is not None else None,
             "memory_used_mib": memory.used / MIB if memory is not None else None,
-            "temperature_c": _float(self._get(n.nvmlDeviceGetTemperature, handle,
-                                              n.NVML_TEMPERATURE_GPU)),
+            "temperature_c": _float(
+                self._get(n.nvmlDeviceGetTemperature, handle, n.NVML_TEMPERATURE_GPU)
+            ),
             "throttle_reasons": reason_names(reasons) if reasons is not None else "",
         }
 
@@ -108,7 +108,8 @@ class Nvml:
 def _reasons_call(nvml: Any) -> Callable[..., Any]:
     """Clock-event reasons: the current name, or the older 'throttle' one."""
     return getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
-        nvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
 
 
 def _float(value: Any) -> float | None:

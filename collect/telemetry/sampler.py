@@ -19,8 +19,17 @@ from typing import Any, Protocol
 
 log = logging.getLogger("specsweep.collect")
 
-VALUE_COLUMNS = ("power_w", "energy_j", "sm_clock_mhz", "mem_clock_mhz", "util_gpu_pct",
-                 "util_mem_pct", "memory_used_mib", "temperature_c", "throttle_reasons")
+VALUE_COLUMNS = (
+    "power_w",
+    "energy_j",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "memory_used_mib",
+    "temperature_c",
+    "throttle_reasons",
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,9 @@ class Sampler:
         self._samples: list[Sample] = []
         self._lock = threading.Lock()
         self._closing = False
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"specsweep-telemetry-{source.name}")
+        self._thread = threading.Thread(
+            target=self._run, daemon=True, name=f"specsweep-telemetry-{source.name}"
+        )
 
     @property
     def name(self) -> str:

@@ -22,14 +22,37 @@ from typing import Any
 from collect.telemetry.sampler import Sample
 
 NVIDIA_SMI = "nvidia-smi"  # the command; a test points it at a scripted stand-in
-FIELDS = ("index", "power.draw", "clocks.sm", "clocks.mem", "utilization.gpu",
-          "utilization.memory", "memory.used", "temperature.gpu", "clocks_event_reasons.active")
-COLUMNS = ("power_w", "sm_clock_mhz", "mem_clock_mhz", "util_gpu_pct", "util_mem_pct",
-           "memory_used_mib", "temperature_c")
+FIELDS = (
+    "index",
+    "power.draw",
+    "clocks.sm",
+    "clocks.mem",
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "temperature.gpu",
+    "clocks_event_reasons.active",
+)
+COLUMNS = (
+    "power_w",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "memory_used_mib",
+    "temperature_c",
+)
 # NVML's clock-event (throttle) reason bits; 0x1 (idle) is left out of throttle_reasons
-REASONS = {0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-           0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-           0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+REASONS = {
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
 IDLE = 0x1
 OLD_REASONS = "clocks_throttle_reasons.active"  # the reasons field's name before R535
 # exec stdbuf -oL where the host has it (line-buffered pipe), else nvidia-smi itself
@@ -40,9 +63,19 @@ def command(gpus: list[int], period_s: float, reasons: str | None = None) -> lis
     """The sampling command (argv) for these GPUs (the host's indices); `reasons` names the
     reasons field where the driver calls it otherwise."""
     fields = [*FIELDS[:-1], reasons or FIELDS[-1]]
-    return ["sh", "-c", _WRAPPER, "sh", NVIDIA_SMI, f"--query-gpu={','.join(fields)}",
-            "--format=csv,noheader,nounits", "-lms", str(max(1, round(period_s * 1000))),
-            "-i", ",".join(map(str, gpus))]
+    return [
+        "sh",
+        "-c",
+        _WRAPPER,
+        "sh",
+        NVIDIA_SMI,
+        f"--query-gpu={','.join(fields)}",
+        "--format=csv,noheader,nounits",
+        "-lms",
+        str(max(1, round(period_s * 1000))),
+        "-i",
+        ",".join(map(str, gpus)),
+    ]
 
 
 def number(text: str) -> float | None:
@@ -118,8 +151,7 @@ class _Stream:
                     continue
                 sampled = True
                 yield Sample(t, parsed[0], parsed[1])
-            refused = any(FIELDS[-1] in line and "not a valid field" in line
-                          for line in self.other)
+            refused = any(FIELDS[-1] in line and "not a valid field" in line for line in self.other)
             if sampled or not retry or not refused or self._closed.is_set():
                 break
             self.other = []
@@ -141,8 +173,13 @@ class LocalSmi(_Stream):
     specsweep die without closing it)."""
 
     def _open(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def _chunks(self) -> Iterator[bytes]:
         out = self.proc.stdout

@@ -27,22 +27,30 @@ def context(data: CompareData, chart: str | None) -> dict[str, Any]:
     speedups_table, speedups_left = words.speedups_table(data.speedups)
     sig = data.changes["significant"].astype(bool) if not data.changes.empty else []
     return {
-        "a": data.a, "b": data.b,
-        "a_started": _when(data.a["started_at"]), "b_started": _when(data.b["started_at"]),
-        "a_id": texttt(data.a["campaign_id"]), "b_id": texttt(data.b["campaign_id"]),
+        "a": data.a,
+        "b": data.b,
+        "a_started": _when(data.a["started_at"]),
+        "b_started": _when(data.b["started_at"]),
+        "a_id": texttt(data.a["campaign_id"]),
+        "b_id": texttt(data.b["campaign_id"]),
         "summary": words.tex(words.summary(data.changes)),
         "drift": words.tex(words.drift_sentence(data.changes)),
         "prompts": [words.tex(line) for line in words.prompt_lines(data.prompts)],
         "n_tested": int(data.changes["p_holm"].notna().sum()) if not data.changes.empty else 0,
         "n_raw": int(data.changes["significant_raw"].fillna(False).astype(bool).sum())
-        if not data.changes.empty else 0,
+        if not data.changes.empty
+        else 0,
         "cause": words.cause_sentence(data.environment),
         "causes": words.cause_items(data.environment),
-        "chart": chart, "n_changes": len(data.changes), "n_significant": int(sum(sig)),
-        "changes_table": changes_table, "changes_left": changes_left,
+        "chart": chart,
+        "n_changes": len(data.changes),
+        "n_significant": int(sum(sig)),
+        "changes_table": changes_table,
+        "changes_left": changes_left,
         "speedups_table": speedups_table if not data.speedups.empty else None,
         "speedups_left": speedups_left,
-        "only_a": words.only(data.only, "A"), "only_b": words.only(data.only, "B"),
+        "only_a": words.only(data.only, "A"),
+        "only_b": words.only(data.only, "B"),
     }
 
 
@@ -50,8 +58,9 @@ def _when(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
 
 
-def run(db_path: Path | str, a_spec: str, b_spec: str,
-        out_pdf: Path | str = "reports/compare.pdf") -> tuple[Path, str]:
+def run(
+    db_path: Path | str, a_spec: str, b_spec: str, out_pdf: Path | str = "reports/compare.pdf"
+) -> tuple[Path, str]:
     """Build the compare PDF of A and B; returns its path and the summary sentence. The
     rendered ``.tex`` is written next to the PDF (same stem)."""
     require_latexmk()
@@ -61,11 +70,16 @@ def run(db_path: Path | str, a_spec: str, b_spec: str,
         work = Path(tmp)
         chart = figure.draw(data.changes, work / "figures" / "decode-ratio.pdf")
         tex = work / "compare.tex"
-        tex.write_text(render_tex(context(data, chart.name if chart else None), TEMPLATE),
-                       encoding="utf-8")
+        tex.write_text(
+            render_tex(context(data, chart.name if chart else None), TEMPLATE), encoding="utf-8"
+        )
         out_pdf.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tex, out_pdf.with_suffix(".tex"))  # before compiling: inspectable
         shutil.copyfile(compile_tex(tex), out_pdf)
-    log.info("compare report of %s and %s written to %s", data.a["campaign_id"],
-             data.b["campaign_id"], out_pdf)
+    log.info(
+        "compare report of %s and %s written to %s",
+        data.a["campaign_id"],
+        data.b["campaign_id"],
+        out_pdf,
+    )
     return out_pdf, words.summary(data.changes)

@@ -24,8 +24,10 @@ CHANGES_SQL = "SELECT * FROM compare_changes WHERE a = ? AND b = ? ORDER BY rank
 SPEEDUPS_SQL = "SELECT * FROM compare_speedups WHERE a = ? AND b = ?"
 ONLY_SQL = "SELECT * FROM compare_only WHERE a = ? AND b = ? ORDER BY side"
 ENVIRONMENT_SQL = "SELECT * FROM compare_environment WHERE a = ? AND b = ? ORDER BY host, key"
-PROMPTS_SQL = ("SELECT * FROM compare_prompts WHERE a = ? AND b = ? "
-               "ORDER BY status, workload, method, prompt_id")
+PROMPTS_SQL = (
+    "SELECT * FROM compare_prompts WHERE a = ? AND b = ? "
+    "ORDER BY status, workload, method, prompt_id"
+)
 TABLES_SQL = "SELECT table_name FROM information_schema.tables"
 # columns of compare_changes this report reads that older specsweeps did not store
 NEEDED = {"kind", "p_value", "p_holm", "drift", "verdict", "difference"}
@@ -45,8 +47,10 @@ class CompareData:
 
 
 def _missing(db: Path, a_spec: str, b_spec: str) -> ReportError:
-    return ReportError(f"{db} holds no stored comparison of {a_spec} and {b_spec}; run "
-                       f"python -m analyze compare {a_spec} {b_spec} first")
+    return ReportError(
+        f"{db} holds no stored comparison of {a_spec} and {b_spec}; run "
+        f"python -m analyze compare {a_spec} {b_spec} first"
+    )
 
 
 def pick_pair(runs: list[tuple], a_spec: str, b_spec: str) -> tuple[dict, dict] | None:
@@ -54,8 +58,12 @@ def pick_pair(runs: list[tuple], a_spec: str, b_spec: str) -> tuple[dict, dict] 
     first): the compare_runs rows of A and of B, or None."""
     by_pair: dict[tuple[str, str], dict[str, dict]] = {}
     for a, b, cid, plan, started, n in runs:
-        by_pair.setdefault((a, b), {})[cid] = {"campaign_id": cid, "plan_name": plan,
-                                               "started_at": started, "n_measured": n}
+        by_pair.setdefault((a, b), {})[cid] = {
+            "campaign_id": cid,
+            "plan_name": plan,
+            "started_at": started,
+            "n_measured": n,
+        }
     found = []
     for (a, b), rows in by_pair.items():
         ra, rb = rows.get(a), rows.get(b)
@@ -84,10 +92,14 @@ def load(db_path: Path | str, a_spec: str, b_spec: str) -> CompareData:
         ids = [pair[0]["campaign_id"], pair[1]["campaign_id"]]
         changes = con.execute(CHANGES_SQL, ids).df()
         if not set(changes.columns) >= NEEDED or "compare_prompts" not in tables:
-            raise ReportError(f"{path} holds a comparison stored by an older specsweep; run "
-                              f"python -m analyze compare {a_spec} {b_spec} again")
-        frames = [con.execute(sql, ids).df()
-                  for sql in (SPEEDUPS_SQL, ONLY_SQL, ENVIRONMENT_SQL, PROMPTS_SQL)]
+            raise ReportError(
+                f"{path} holds a comparison stored by an older specsweep; run "
+                f"python -m analyze compare {a_spec} {b_spec} again"
+            )
+        frames = [
+            con.execute(sql, ids).df()
+            for sql in (SPEEDUPS_SQL, ONLY_SQL, ENVIRONMENT_SQL, PROMPTS_SQL)
+        ]
         labels = read_labels(con, tables)
     changes = changes.assign(label=changes["metric"].map(labels))
     return CompareData(pair[0], pair[1], changes, *frames)

@@ -1,6 +1,6 @@
 """The compare report's chart: B/A decode speed per matched window with its 95% paired t
-interval, drawn as the main report draws speedups (:func:`report.figures.ratio_figure`: a
-panel per workload and max_tokens, a point per concurrency and method, log-2 axis around
+interval, drawn as the main report draws speedups (:func:`report.figures.layout.ratio_figure`:
+a panel per workload and max_tokens, a point per concurrency and method, log-2 axis around
 the dashed 1x line; filled markers significant after Holm's adjustment and the drift rule,
 hollow ones not)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from report import charts
-from report.figures import ratio_figure, save_figure
+from report.figures.layout import ratio_figure, save_figure
 
 YLABEL = "B / A decode tok/s"
 
@@ -21,8 +21,9 @@ def decode_ratios(changes: pd.DataFrame) -> pd.DataFrame:
     point per concurrency; open-loop windows are in the changes table."""
     closed = changes["load"] == "closed" if "load" in changes else True
     frame = changes[(changes["metric"] == "decode_tps") & closed]
-    return frame.assign(speedup=frame["ratio"],
-                        significant=frame["significant"].astype(bool)).reset_index(drop=True)
+    return frame.assign(
+        speedup=frame["ratio"], significant=frame["significant"].astype(bool)
+    ).reset_index(drop=True)
 
 
 def draw(changes: pd.DataFrame, path: Path) -> Path | None:

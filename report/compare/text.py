@@ -46,9 +46,14 @@ def window(r: pd.Series, frame: pd.DataFrame) -> str:
     else:
         cap = r["concurrency"]
         tail = str(load) + (f" cap {int(cap)}" if pd.notna(cap) else "")
-    parts = [f"{r['engine']}" if frame["engine"].nunique() > 1 else "",
-             f"TP{r['tp']}" if frame["tp"].nunique() > 1 else "",
-             str(r["method"]), str(r["workload"]), str(r["max_tokens"]), tail]
+    parts = [
+        f"{r['engine']}" if frame["engine"].nunique() > 1 else "",
+        f"TP{r['tp']}" if frame["tp"].nunique() > 1 else "",
+        str(r["method"]),
+        str(r["workload"]),
+        str(r["max_tokens"]),
+        tail,
+    ]
     return " ".join(p for p in parts if p)
 
 
@@ -60,8 +65,9 @@ def metric_label(r: pd.Series) -> str:
     """The change's metric as tables print it: the row's ``label`` (metric_catalog's, joined
     by :func:`report.compare.data.load`), else the metric's name."""
     found = r.get("label")
-    return catalogue_label({r["metric"]: found} if isinstance(found, str) else None,
-                           str(r["metric"]))
+    return catalogue_label(
+        {r["metric"]: found} if isinstance(found, str) else None, str(r["metric"])
+    )
 
 
 def pct(ratio: float) -> str:
@@ -90,8 +96,10 @@ def change_text(r: pd.Series, frame: pd.DataFrame) -> str:
     """``<window> decode tok/s 19.0 -> 5.19 (-73%, 95% CI [-76%, -65%])``; a p90 says it is a
     point estimate."""
     what = "point estimate" if r["kind"] == "point" else f"95% CI {interval(r)}"
-    return (f"{window(r, frame)} {metric_label(r)} "
-            f"{fmt_sig(r['value_a'])} -> {fmt_sig(r['value_b'])} ({figure(r)}, {what})")
+    return (
+        f"{window(r, frame)} {metric_label(r)} "
+        f"{fmt_sig(r['value_a'])} -> {fmt_sig(r['value_b'])} ({figure(r)}, {what})"
+    )
 
 
 def _count(n: int) -> str:
@@ -109,25 +117,38 @@ def summary(changes: pd.DataFrame) -> str:
     sig = changes[changes["significant"].astype(bool)]
     worse, better = sig[sig["worse"].astype(bool)], sig[~sig["worse"].astype(bool)]
     if sig.empty:
-        return (f"No significant change: none of the {n} matched metrics moved beyond its "
-                "95% interval after Holm's adjustment and the drift rule.")
+        return (
+            f"No significant change: none of the {n} matched metrics moved beyond its "
+            "95% interval after Holm's adjustment and the drift rule."
+        )
     decode = sig[sig["metric"] == "decode_tps"]
     flags = decode["worse"].astype(bool)
     slower, faster = int(flags.sum()), int((~flags).sum())
-    verdict = ("B is slower" if slower > faster else "B is faster" if faster > slower
-               else "B is neither faster nor slower overall")
+    verdict = (
+        "B is slower"
+        if slower > faster
+        else "B is faster"
+        if faster > slower
+        else "B is neither faster nor slower overall"
+    )
     if decode.empty:
-        verdict = ("B is worse" if len(worse) > len(better) else "B is better"
-                   if len(better) > len(worse) else "B is neither better nor worse overall")
-    pool = decode[decode["worse"].astype(bool) == (slower > faster)] if slower != faster \
-        else sig
+        verdict = (
+            "B is worse"
+            if len(worse) > len(better)
+            else "B is better"
+            if len(better) > len(worse)
+            else "B is neither better nor worse overall"
+        )
+    pool = decode[decode["worse"].astype(bool) == (slower > faster)] if slower != faster else sig
     if pool.empty:
         pool = worse if len(worse) >= len(better) else better
     top = pool.sort_values("effect", ascending=False).iloc[0]
     what = "decode-speed change" if top["metric"] == "decode_tps" else "change"
-    return (f"{verdict}: {_count(len(worse))} of {n} matched metrics are significantly "
-            f"worse, {_count(len(better))} better (Holm-adjusted); the largest {what} is "
-            f"{change_text(top, changes)}.")
+    return (
+        f"{verdict}: {_count(len(worse))} of {n} matched metrics are significantly "
+        f"worse, {_count(len(better))} better (Holm-adjusted); the largest {what} is "
+        f"{change_text(top, changes)}."
+    )
 
 
 def _pattern(keys: list[str]) -> str:
@@ -148,7 +169,7 @@ def _value(value: object) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return "(absent)"
     text = " ".join(str(value).split())
-    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 3] + "..."
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
 
 
 def causes(environment: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -156,26 +177,35 @@ def causes(environment: pd.DataFrame) -> list[tuple[str, str, str]]:
     change is the differing arguments of a command line, else the two values."""
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for _, r in environment.iterrows():
-        change = r["change"] if isinstance(r["change"], str) else \
-            f"{_value(r['value_a'])} -> {_value(r['value_b'])}"
+        change = (
+            r["change"]
+            if isinstance(r["change"], str)
+            else f"{_value(r['value_a'])} -> {_value(r['value_b'])}"
+        )
         groups[(str(r["host"]), change)].append(str(r["key"]))
     return [(host, _pattern(keys), change) for (host, change), keys in groups.items()]
 
 
 def cause_sentence(environment: pd.DataFrame) -> str:
     if environment.empty:
-        return ("Every environment fact recorded for the two campaigns is the same (ports "
-                "and start-up times aside): the record names no cause; suspect the host's "
-                "load or run-to-run noise.")
+        return (
+            "Every environment fact recorded for the two campaigns is the same (ports "
+            "and start-up times aside): the record names no cause; suspect the host's "
+            "load or run-to-run noise."
+        )
     n = len(causes(environment))
-    return (f"Likely cause: {len(environment)} recorded environment fact(s) differ, in "
-            f"{n} distinct change(s):")
+    return (
+        f"Likely cause: {len(environment)} recorded environment fact(s) differ, in "
+        f"{n} distinct change(s):"
+    )
 
 
 def cause_items(environment: pd.DataFrame) -> list[NoEscape]:
     """One LaTeX line per distinct change: the change in bold, then where (host, keys)."""
-    return [NoEscape(r"\textbf{" + tex(change) + "} on " + escape_latex(host) + ": "
-                     + texttt(keys)) for host, keys, change in causes(environment)]
+    return [
+        NoEscape(r"\textbf{" + tex(change) + "} on " + escape_latex(host) + ": " + texttt(keys))
+        for host, keys, change in causes(environment)
+    ]
 
 
 def _p(x: object) -> str:
@@ -190,16 +220,22 @@ def changes_table(changes: pd.DataFrame) -> tuple[NoEscape, int]:
         label=lambda f: [metric_label(r) for _, r in f.iterrows()],
         change=lambda f: [figure(r) for _, r in f.iterrows()],
         interval=lambda f: [interval(r) for _, r in f.iterrows()],
-        drift_label=lambda f: f["drift"].map(lambda d: DRIFT.get(d, "--")))
-    cols = [Col("#", text("rank"), "r"), Col("window", text("window")),
-            Col("metric", text("label")),
-            Col("A", lambda r: fmt_sig(r["value_a"]), "r"),
-            Col("B", lambda r: fmt_sig(r["value_b"]), "r"),
-            Col("B/A", text("change"), "r"), Col("95% CI", text("interval"), "c"),
-            Col("p", lambda r: _p(r["p_value"]), "r"),
-            Col("p Holm", lambda r: _p(r["p_holm"]), "r"),
-            Col("drift", text("drift_label"), "c"),
-            Col("n", text("n_prompts"), "r"), Col("verdict", text("verdict"), "c")]
+        drift_label=lambda f: f["drift"].map(lambda d: DRIFT.get(d, "--")),
+    )
+    cols = [
+        Col("#", text("rank"), "r"),
+        Col("window", text("window")),
+        Col("metric", text("label")),
+        Col("A", lambda r: fmt_sig(r["value_a"]), "r"),
+        Col("B", lambda r: fmt_sig(r["value_b"]), "r"),
+        Col("B/A", text("change"), "r"),
+        Col("95% CI", text("interval"), "c"),
+        Col("p", lambda r: _p(r["p_value"]), "r"),
+        Col("p Holm", lambda r: _p(r["p_holm"]), "r"),
+        Col("drift", text("drift_label"), "c"),
+        Col("n", text("n_prompts"), "r"),
+        Col("verdict", text("verdict"), "c"),
+    ]
     return fit_table(shown, cols), max(0, len(changes) - MAX_CHANGES)
 
 
@@ -207,16 +243,19 @@ def drift_sentence(changes: pd.DataFrame) -> str:
     """How drift between the campaigns entered the tested changes' intervals."""
     tested = changes[changes["kind"] != "point"] if not changes.empty else changes
     count = {k: int((tested["drift"] == k).sum()) if not tested.empty else 0 for k in DRIFT}
-    held = int((changes["verdict"] == "not separable from drift").sum()) \
-        if not changes.empty else 0
-    out = (f"Drift between the campaigns is measured by paired runs for {count['runs']} "
-           f"tested change(s), by an A/A control for {count['aa']}, and not at all for "
-           f"{count['none']}.")
+    held = int((changes["verdict"] == "not separable from drift").sum()) if not changes.empty else 0
+    out = (
+        f"Drift between the campaigns is measured by paired runs for {count['runs']} "
+        f"tested change(s), by an A/A control for {count['aa']}, and not at all for "
+        f"{count['none']}."
+    )
     if count["none"]:
-        out += (" Those intervals cover prompts only, so a change must also exceed the "
-                "default floor (a ratio outside 0.80-1.25, or 10 attainment points) to "
-                f"count; {_count(held)} significant change(s) fall within it and are "
-                "reported as not separable from drift.")
+        out += (
+            " Those intervals cover prompts only, so a change must also exceed the "
+            "default floor (a ratio outside 0.80-1.25, or 10 attainment points) to "
+            f"count; {_count(held)} significant change(s) fall within it and are "
+            "reported as not separable from drift."
+        )
     return out
 
 
@@ -240,9 +279,14 @@ def speedups_table(speedups: pd.DataFrame) -> tuple[NoEscape, int]:
     frame = speedups.sort_values(["method", "workload", "max_tokens", "concurrency"])
     frame = frame.head(MAX_SPEEDUPS).assign(
         window=lambda f: [window(r, speedups) for _, r in f.iterrows()],
-        ratio=lambda f: f["speedup_b"] / f["speedup_a"])
-    cols = [Col("window", text("window")), Col("speedup in A", num("speedup_a"), "r"),
-            Col("speedup in B", num("speedup_b"), "r"), Col("B / A", num("ratio"), "r")]
+        ratio=lambda f: f["speedup_b"] / f["speedup_a"],
+    )
+    cols = [
+        Col("window", text("window")),
+        Col("speedup in A", num("speedup_a"), "r"),
+        Col("speedup in B", num("speedup_b"), "r"),
+        Col("B / A", num("ratio"), "r"),
+    ]
     return fit_table(frame, cols), max(0, len(speedups) - MAX_SPEEDUPS)
 
 

@@ -26,29 +26,45 @@ from report.html import figures, text, views
 log = logging.getLogger(__name__)
 
 TEMPLATE = "report.html.j2"
-CAMPAIGN_KEYS = ("campaign_id", "plan_name", "description", "status", "started_at",
-                 "finished_at", "n_measured", "n_warmup", "plan_sha256")
+CAMPAIGN_KEYS = (
+    "campaign_id",
+    "plan_name",
+    "description",
+    "status",
+    "started_at",
+    "finished_at",
+    "n_measured",
+    "n_warmup",
+    "plan_sha256",
+)
 
 
 def environment() -> jinja2.Environment:
     """jinja2 with HTML autoescape for every template here (package data of report.html)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.files("report.html"))),
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-        lstrip_blocks=True, keep_trailing_newline=True)
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
 
 
-def context(data: ReportData, figs: dict[str, Path | None],
-            tables: list[views.View]) -> dict[str, Any]:
+def context(
+    data: ReportData, figs: dict[str, Path | None], tables: list[views.View]
+) -> dict[str, Any]:
     """Everything ``report.html.j2`` renders."""
     c = data.campaign
     embedded, figure_note = figures.embed(figs)
     return {
-        "campaign": c, "baseline": data.baseline,
+        "campaign": c,
+        "baseline": data.baseline,
         "campaign_rows": [(k, views.cell(c.get(k)).text) for k in CAMPAIGN_KEYS if k in c],
         "findings": text.sentences(findings.summary(data)),
         "validity": text.sentences(findings.validity_notes(data)),
-        "figures": embedded, "figure_note": figure_note,
+        "figures": embedded,
+        "figure_note": figure_note,
         "views": tables,
         "plan": str(c.get("plan_yaml") or ""),
     }
@@ -59,10 +75,14 @@ def render(data: ReportData, figs: dict[str, Path | None], tables: list[views.Vi
     return environment().get_template(TEMPLATE).render(**context(data, figs, tables))
 
 
-def run(db_path: Path | str = "results/specsweep.duckdb",
-        out_html: Path | str = "reports/report.html", campaign: str | None = None,
-        workers: int | None = None, out_pdf: Path | str | None = None,
-        max_rows: int = views.MAX_ROWS) -> Path:
+def run(
+    db_path: Path | str = "results/specsweep.duckdb",
+    out_html: Path | str = "reports/report.html",
+    campaign: str | None = None,
+    workers: int | None = None,
+    out_pdf: Path | str | None = None,
+    max_rows: int = views.MAX_ROWS,
+) -> Path:
     """Write the HTML report of ``campaign`` (default: latest) to ``out_html``; with
     ``out_pdf`` also the PDF (report.build.write_pdf) from the same figures, first, so a
     LaTeX failure stops the build as it does without ``--html``. Returns the HTML path."""
@@ -81,6 +101,10 @@ def run(db_path: Path | str = "results/specsweep.duckdb",
         page = render(data, figs, tables)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     out_html.write_text(page, encoding="utf-8")
-    log.info("HTML report for %s written to %s (%.1f MB)", data.campaign["campaign_id"],
-             out_html, len(page.encode()) / 1e6)
+    log.info(
+        "HTML report for %s written to %s (%.1f MB)",
+        data.campaign["campaign_id"],
+        out_html,
+        len(page.encode()) / 1e6,
+    )
     return out_html

@@ -52,15 +52,23 @@ def title(key: str) -> str:
     'crossover (part 2)')."""
     name, _, part = key.partition(":")
     head = TITLES.get(name, name.replace("-", " ").replace("_", " ").capitalize())
-    return f"{head} (part {part})" if part and name in TITLES else (
-        f"{head}: {part}" if part else head)
+    return (
+        f"{head} (part {part})"
+        if part and name in TITLES
+        else (f"{head}: {part}" if part else head)
+    )
 
 
 def png_uri(pdf: Path, exe: str) -> str:
     """``pdf`` (one page) rasterised at :data:`DPI`, as a base64 PNG data URI."""
     stem = pdf.with_suffix("")  # pdftocairo -singlefile writes <stem>.png
-    subprocess.run([exe, "-png", "-singlefile", "-r", str(DPI), str(pdf), str(stem)],
-                   check=True, capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        [exe, "-png", "-singlefile", "-r", str(DPI), str(pdf), str(stem)],
+        check=True,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
     data = stem.with_suffix(".png").read_bytes()
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
@@ -72,8 +80,10 @@ def embed(figs: dict[str, Path | None]) -> tuple[list[Figure], str | None]:
     exe = shutil.which("pdftocairo")
     if exe is None:
         log.warning("pdftocairo not found: the HTML report has no figures")
-        return [], ("The figures are in the PDF: pdftocairo (Debian: poppler-utils) was not "
-                    "found to embed them here.") if drawn else None
+        return [], (
+            "The figures are in the PDF: pdftocairo (Debian: poppler-utils) was not "
+            "found to embed them here."
+        ) if drawn else None
     out, failed = [], []
     for key, pdf in drawn:
         try:

@@ -1,6 +1,6 @@
 """The findings' sentences as HTML: one source, read back from the LaTeX they are written in.
 
-report/findings.py (and the sentences it takes from report/sections.py) assemble each
+report/findings/ (and the sentences it takes from report/sections.py) assemble each
 sentence once, as LaTeX built from escaped data values (report.latex.escape_latex) and a few
 fixed markup commands. Rather than keep a second copy of that logic, the HTML report reads
 those sentences back: :func:`latex_to_html` knows the escaper's every output (it inverts the
@@ -34,8 +34,11 @@ def _inverse() -> dict[str, str]:
     """escape_latex's escape sequence -> the character it prints (the invertible ones:
     sequences that start a command or a group, or a tie)."""
     # latex._SPECIAL is private to report.latex; read here so that there is one table, not two
-    out = {seq: ch for ch, seq in latex._SPECIAL.items()
-           if seq != ch and (seq[:1] in ("\\", "{") or seq == "~")}
+    out = {
+        seq: ch
+        for ch, seq in latex._SPECIAL.items()
+        if seq != ch and (seq[:1] in ("\\", "{") or seq == "~")
+    }
     out[r"\newline{}"] = "\n"  # escape_latex's default newline
     out["~"] = "\u00a0"
     return out
@@ -45,12 +48,24 @@ INVERSE = _inverse()
 # Commands with one argument -> the HTML element that shows it.
 MARKUP = {"emph": "em", "textbf": "strong", "texttt": "code", "textit": "em"}
 # Fixed pieces of the sentences (and of escape_latex's ligature breaks) -> what they print.
-FIXED = {r"$\times$": "\u00d7", "---": "\u2014", "--": "\u2013", "-{}": "-", ",{}": ",",
-         r"\allowbreak{}": "", "{*}": "*", r"\ ": " ", "{}": ""}
+FIXED = {
+    r"$\times$": "\u00d7",
+    "---": "\u2014",
+    "--": "\u2013",
+    "-{}": "-",
+    ",{}": ",",
+    r"\allowbreak{}": "",
+    "{*}": "*",
+    r"\ ": " ",
+    "{}": "",
+}
 _OPEN = re.compile(r"\\([A-Za-z]+)\{")
-_TOKEN = re.compile("|".join(
-    [re.escape(s) for s in sorted([*INVERSE, *FIXED], key=len, reverse=True)]
-    + [_OPEN.pattern, r"\\[A-Za-z]+", r"\\.", r"[{}$]", r"[^\\{}$~\-,]+", r"[\-,]"]))
+_TOKEN = re.compile(
+    "|".join(
+        [re.escape(s) for s in sorted([*INVERSE, *FIXED], key=len, reverse=True)]
+        + [_OPEN.pattern, r"\\[A-Za-z]+", r"\\.", r"[{}$]", r"[^\\{}$~\-,]+", r"[\-,]"]
+    )
+)
 
 
 def latex_to_html(text: str) -> Markup:

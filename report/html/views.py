@@ -24,11 +24,26 @@ from report.latex import fmt_sig
 
 MAX_ROWS = 500  # rows per table; the rest are counted, not read
 LONG_CELL = 160  # characters beyond which a cell folds (plans, launch commands, log tails)
-RAW = frozenset({"schema_version", "campaigns", "environment", "services", "units", "requests",
-                 "windows", "server_metrics", "endpoint_errors", "gpu_samples", "method_params",
-                 "quarantine"})
-OBJECTS_SQL = ("SELECT table_name, table_type FROM information_schema.tables "
-               "WHERE table_schema = 'main' ORDER BY table_name")
+RAW = frozenset(
+    {
+        "schema_version",
+        "campaigns",
+        "environment",
+        "services",
+        "units",
+        "requests",
+        "windows",
+        "server_metrics",
+        "endpoint_errors",
+        "gpu_samples",
+        "method_params",
+        "quarantine",
+    }
+)
+OBJECTS_SQL = (
+    "SELECT table_name, table_type FROM information_schema.tables "
+    "WHERE table_schema = 'main' ORDER BY table_name"
+)
 
 
 @dataclass
@@ -82,8 +97,9 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def read_view(con: duckdb.DuckDBPyConnection, name: str, kind: str, campaign: str,
-              max_rows: int) -> View:
+def read_view(
+    con: duckdb.DuckDBPyConnection, name: str, kind: str, campaign: str, max_rows: int
+) -> View:
     """Up to ``max_rows`` rows of ``name`` for ``campaign``, and how many there are."""
     columns = [d[0] for d in con.execute(f"SELECT * FROM {quoted(name)} LIMIT 0").description]
     by_campaign = "campaign_id" in columns
@@ -91,8 +107,14 @@ def read_view(con: duckdb.DuckDBPyConnection, name: str, kind: str, campaign: st
     source = f"FROM {quoted(name)}{where}"
     n_total = con.execute(f"SELECT count(*) {source}", params).fetchone()[0]
     rows = con.execute(f"SELECT * {source} ORDER BY ALL LIMIT ?", [*params, max_rows]).fetchall()
-    return View(name, kind.lower().replace("base ", ""), columns,
-                [[cell(v) for v in row] for row in rows], int(n_total), by_campaign)
+    return View(
+        name,
+        kind.lower().replace("base ", ""),
+        columns,
+        [[cell(v) for v in row] for row in rows],
+        int(n_total),
+        by_campaign,
+    )
 
 
 def read_views(db_path: Path | str, campaign: str, max_rows: int = MAX_ROWS) -> list[View]:

@@ -64,8 +64,7 @@ def _save(save: Save, path: Path, make: Callable[..., plt.Figure], *args: object
     return save(make(*args), path)
 
 
-def figure_jobs(data: ReportData, outdir: Path,
-                save: Save) -> list[tuple[str, Callable[[], Path]]]:
+def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[tuple[str, Callable[[], Path]]]:
     """Jobs for report.figures: per setting (tp, workload, max_tokens) ``openloop-latency:i``,
     ``openloop-goodput:i`` (with an SLO) and ``openloop-speedup:i`` (with rate_speedup
     rows), then ``openloop-lag:0``; none without open-loop windows."""
@@ -122,6 +121,7 @@ def _under_slo(col: str) -> Callable[[pd.Series], str]:
             return "--" if pd.isna(r["lowest"]) else f"< {fmt_num(r['lowest'], 'g')}"
         every = r[col] == r["highest"]
         return fmt_num(r[col], "g") + (" (all)" if every else "")
+
     return cell
 
 
@@ -134,16 +134,28 @@ def _stops(r: pd.Series, baseline: str) -> str:
 def limits_table(rows: pd.DataFrame, has_slo: bool, baseline: str) -> NoEscape:
     """Per setting and method: max rate under the SLO (point estimate and Wilson lower
     bound), the first saturated rate and the rate where speculation stops paying (req/s)."""
-    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("method", text("method"))]
+    cols = [
+        Col("workload", text("workload")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("method", text("method")),
+    ]
     if rows["tp"].nunique() > 1:
         cols.insert(1, Col("tp", text("tp"), "r"))
     if has_slo:
-        cols += [Col("max rate under SLO", _under_slo("max_rate_under_slo"), "r"),
-                 Col("strict (Wilson)", _under_slo("max_rate_under_slo_strict"), "r")]
-    cols += [Col("saturates at", lambda r: "none" if pd.isna(r["saturation_rate"])
-                 else fmt_num(r["saturation_rate"], "g"), "r"),
-             Col("stops paying at", lambda r: _stops(r, baseline), "r")]
+        cols += [
+            Col("max rate under SLO", _under_slo("max_rate_under_slo"), "r"),
+            Col("strict (Wilson)", _under_slo("max_rate_under_slo_strict"), "r"),
+        ]
+    cols += [
+        Col(
+            "saturates at",
+            lambda r: (
+                "none" if pd.isna(r["saturation_rate"]) else fmt_num(r["saturation_rate"], "g")
+            ),
+            "r",
+        ),
+        Col("stops paying at", lambda r: _stops(r, baseline), "r"),
+    ]
     return fit_table(rows, cols)
 
 
@@ -154,17 +166,21 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
         later = r.get("pays_at_rate")
         if r["method"] != baseline and pd.notna(r["stops_paying_rate"]):
             low = _rate(r["lowest"])
-            stops.append(f"{m} stops paying (significantly slower) at "
-                         f"{_rate(r['stops_paying_rate'])}"
-                         if r["stops_paying_rate"] != r["lowest"]
-                         else f"{m} is slower at {low} but faster at {_rate(later)}"
-                         if pd.notna(later) else f"{m} is slower even at the lowest rate, {low}")
+            stops.append(
+                f"{m} stops paying (significantly slower) at {_rate(r['stops_paying_rate'])}"
+                if r["stops_paying_rate"] != r["lowest"]
+                else f"{m} is slower at {low} but faster at {_rate(later)}"
+                if pd.notna(later)
+                else f"{m} is slower even at the lowest rate, {low}"
+            )
         elif r["method"] != baseline and r["compared"] and pd.notna(r["highest"]):
             up_to = _rate(r["highest"])
-            stops.append(f"{m} is faster from {_rate(later)} and significantly slower at no "
-                         f"rate up to {up_to}" if pd.notna(later) else
-                         f"{m} is neither significantly faster nor slower at any rate up to "
-                         f"{up_to}")
+            stops.append(
+                f"{m} is faster from {_rate(later)} and significantly slower at no "
+                f"rate up to {up_to}"
+                if pd.notna(later)
+                else f"{m} is neither significantly faster nor slower at any rate up to {up_to}"
+            )
         if has_slo and pd.notna(r["max_rate_under_slo"]):
             every = " (every rate measured)" if r["max_rate_under_slo"] == r["highest"] else ""
             meets.append(f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}{every}")
@@ -175,13 +191,14 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
     return stops + meets + sat
 
 
-def findings(rows: pd.DataFrame, ow: pd.DataFrame, has_slo: bool,
-             baseline: str) -> list[NoEscape]:
+def findings(rows: pd.DataFrame, ow: pd.DataFrame, has_slo: bool, baseline: str) -> list[NoEscape]:
     """One sentence per setting: where each method stops paying, up to which rate it meets
     the SLO, where it saturates (rates are swept rates; TPOT speedup per paired prompts)."""
-    return [NoEscape(f"Open loop on {e(title(key, ow))}: " + "; ".join(c) + ".")
-            for key, sub in rows.groupby(SETTING, sort=True)
-            if (c := _clauses(sub, has_slo, baseline))]
+    return [
+        NoEscape(f"Open loop on {e(title(key, ow))}: " + "; ".join(c) + ".")
+        for key, sub in rows.groupby(SETTING, sort=True)
+        if (c := _clauses(sub, has_slo, baseline))
+    ]
 
 
 def _where(r: pd.Series, ow: pd.DataFrame) -> str:
@@ -195,28 +212,41 @@ def _listed(items: list[str]) -> str:
 
 
 def _duration(seconds: float) -> str:
-    return (f"{fmt_num(seconds, '.2f')} s" if abs(seconds) >= 1
-            else f"{fmt_num(1000 * seconds, '.1f')} ms")
+    return (
+        f"{fmt_num(seconds, '.2f')} s"
+        if abs(seconds) >= 1
+        else f"{fmt_num(1000 * seconds, '.1f')} ms"
+    )
 
 
 def lag_notes(ow: pd.DataFrame, figure: bool = True) -> list[str]:
     """A threats sentence on schedule lag: the windows behind schedule (lag growing by more
     than 0.1 s per s of schedule), by name, or the largest p90 lag when none is."""
     behind = ow[flag(ow, "behind_schedule")]
-    head = ("Open-loop schedule lag is the actual send time minus the time the schedule asked "
-            "for" + (" (Figure~\\ref{fig:openloop-lag}); " if figure else "; ")
-            + "latency, SLO attainment and goodput count it, from the scheduled send. ")
+    head = (
+        "Open-loop schedule lag is the actual send time minus the time the schedule asked "
+        "for"
+        + (" (Figure~\\ref{fig:openloop-lag}); " if figure else "; ")
+        + "latency, SLO attainment and goodput count it, from the scheduled send. "
+    )
     if behind.empty:
         top = ow.loc[ow["lag_p90_s"].fillna(0).idxmax()]
-        return [head + "No window fell behind its schedule (lag growing by more than 0.1 s "
-                f"per second of schedule); the largest p90 lag was "
-                f"{_duration(top['lag_p90_s'])} ({_where(top, ow)})."]
-    named = [f"{_where(r, ow)} (lag grew {fmt_num(r['lag_growth'], '.2f')} s per s, p90 lag "
-             f"{_duration(r['lag_p90_s'])})" for _, r in behind.iterrows()]
-    return [head + f"{len(behind)} of {len(ow)} window(s) fell behind their schedule (lag "
-            "growing by more than 0.1 s per second of schedule: the server was offered less "
-            "than 91\\% of the rate), so their goodput is not reported: "
-            f"{_listed(named)}."]
+        return [
+            head + "No window fell behind its schedule (lag growing by more than 0.1 s "
+            f"per second of schedule); the largest p90 lag was "
+            f"{_duration(top['lag_p90_s'])} ({_where(top, ow)})."
+        ]
+    named = [
+        f"{_where(r, ow)} (lag grew {fmt_num(r['lag_growth'], '.2f')} s per s, p90 lag "
+        f"{_duration(r['lag_p90_s'])})"
+        for _, r in behind.iterrows()
+    ]
+    return [
+        head + f"{len(behind)} of {len(ow)} window(s) fell behind their schedule (lag "
+        "growing by more than 0.1 s per second of schedule: the server was offered less "
+        "than 91\\% of the rate), so their goodput is not reported: "
+        f"{_listed(named)}."
+    ]
 
 
 def send_notes(ow: pd.DataFrame, gap: float = 0.05) -> list[str]:
@@ -229,18 +259,27 @@ def send_notes(ow: pd.DataFrame, gap: float = 0.05) -> list[str]:
     hid = ow[diff.fillna(0).to_numpy() > gap]
     if hid.empty:
         return []
-    named = [f"{_where(r, ow)} ({fmt_num(100 * r['attainment'], '.0f')}\\% from the scheduled "
-             f"send, {fmt_num(100 * r['attainment_from_send'], '.0f')}\\% from the actual send)"
-             for _, r in hid.iterrows()]
-    return [f"Counted from the actual send, as vLLM's benchmark\\_serving and AIPerf count it, "
-            f"SLO attainment would read more than {fmt_num(100 * gap, 'g')} points higher in "
-            f"{len(hid)} window(s), the wait in the client's own queue left out: "
-            f"{_listed(named)}."]
+    named = [
+        f"{_where(r, ow)} ({fmt_num(100 * r['attainment'], '.0f')}\\% from the scheduled "
+        f"send, {fmt_num(100 * r['attainment_from_send'], '.0f')}\\% from the actual send)"
+        for _, r in hid.iterrows()
+    ]
+    return [
+        f"Counted from the actual send, as vLLM's benchmark\\_serving and AIPerf count it, "
+        f"SLO attainment would read more than {fmt_num(100 * gap, 'g')} points higher in "
+        f"{len(hid)} window(s), the wait in the client's own queue left out: "
+        f"{_listed(named)}."
+    ]
 
 
 def _point(r: pd.Series) -> str:
-    at = (f"concurrency {fmt_num(r['concurrency'], '.0f')}" if r["load"] == "closed" else
-          _rate(r["rate"]) if pd.notna(r["rate"]) else f"its {e(r['load'])} schedule")
+    at = (
+        f"concurrency {fmt_num(r['concurrency'], '.0f')}"
+        if r["load"] == "closed"
+        else _rate(r["rate"])
+        if pd.notna(r["rate"])
+        else f"its {e(r['load'])} schedule"
+    )
     return f"{e(r['method'])} on {e(r['workload'])} at {at}"
 
 
@@ -252,18 +291,27 @@ def cache_notes(ch: pd.DataFrame) -> list[str]:
     notes = []
     bad = ch[flag(ch, "cache_mismatch")]
     if not bad.empty:
-        named = [f"{_point(r)} (cached share {fmt_num(100 * r['cached_share'], '.0f')}\\% vs "
-                 f"the baseline's {fmt_num(100 * r.get('baseline_cached_share', np.nan), '.0f')}"
-                 f"\\%, reset {e(r['cache_reset'])})" for _, r in bad.iterrows()]
-        notes.append(f"{len(bad)} window(s) met the prefix cache differently from the "
-                     "baseline's window at the same load point (cached share differing by more "
-                     f"than 0.1, or a different reset): {_listed(named)}.")
-    for state, what in (("failed", "the prefix-cache reset failed before"),
-                        ("kept", "the plan kept the prefix cache (no reset) for")):
+        named = [
+            f"{_point(r)} (cached share {fmt_num(100 * r['cached_share'], '.0f')}\\% vs "
+            f"the baseline's {fmt_num(100 * r.get('baseline_cached_share', np.nan), '.0f')}"
+            f"\\%, reset {e(r['cache_reset'])})"
+            for _, r in bad.iterrows()
+        ]
+        notes.append(
+            f"{len(bad)} window(s) met the prefix cache differently from the "
+            "baseline's window at the same load point (cached share differing by more "
+            f"than 0.1, or a different reset): {_listed(named)}."
+        )
+    for state, what in (
+        ("failed", "the prefix-cache reset failed before"),
+        ("kept", "the plan kept the prefix cache (no reset) for"),
+    ):
         rows = ch[ch["cache_reset"] == state]
         if not rows.empty:
-            notes.append(f"In {len(rows)} window(s) {what} the window: "
-                         f"{_listed([_point(r) for _, r in rows.iterrows()])}.")
+            notes.append(
+                f"In {len(rows)} window(s) {what} the window: "
+                f"{_listed([_point(r) for _, r in rows.iterrows()])}."
+            )
     return notes
 
 
@@ -277,14 +325,24 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
     def name(key: str) -> str | None:
         return figs[key].name if figs.get(key) else None
 
-    parts = [{"title": title(key, ow), "latency": name(f"openloop-latency:{i}"),
-              "goodput": name(f"openloop-goodput:{i}"), "speedup": name(f"openloop-speedup:{i}")}
-             for i, (key, _) in enumerate(settings(ow))]
+    parts = [
+        {
+            "title": title(key, ow),
+            "latency": name(f"openloop-latency:{i}"),
+            "goodput": name(f"openloop-goodput:{i}"),
+            "speedup": name(f"openloop-speedup:{i}"),
+        }
+        for i, (key, _) in enumerate(settings(ow))
+    ]
     rows, lag = data.rate_limits, name("openloop-lag:0")
     rows = limits_rows(rows, ow, data.rate_speedup) if not rows.empty else rows
-    return {"available": True, "n_windows": len(ow), "settings": parts,
-            "slo": slo_text(s) if s else None, "lag_figure": lag,
-            "table": limits_table(rows, s is not None, data.baseline) if len(rows) else None,
-            "findings": findings(rows, ow, s is not None, data.baseline) if len(rows) else [],
-            "threats": [NoEscape(n) for n in lag_notes(ow, lag is not None)
-                        + send_notes(ow) + notes]}
+    return {
+        "available": True,
+        "n_windows": len(ow),
+        "settings": parts,
+        "slo": slo_text(s) if s else None,
+        "lag_figure": lag,
+        "table": limits_table(rows, s is not None, data.baseline) if len(rows) else None,
+        "findings": findings(rows, ow, s is not None, data.baseline) if len(rows) else [],
+        "threats": [NoEscape(n) for n in lag_notes(ow, lag is not None) + send_notes(ow) + notes],
+    }

@@ -23,13 +23,18 @@ from report.latex import fmt_num
 
 SETTING = ["tp", "workload", "max_tokens"]
 # (from-schedule column, its from-send twin or None, axis label)
-LATENCY = (("ttft_from_schedule_p50_s", "ttft_p50_s", "TTFT p50 (ms)"),
-           ("ttft_from_schedule_p99_s", "ttft_p99_s", "TTFT p99 (ms)"),
-           ("tpot_p50_s", None, "TPOT p50 (ms)"), ("tpot_p99_s", None, "TPOT p99 (ms)"))
+LATENCY = (
+    ("ttft_from_schedule_p50_s", "ttft_p50_s", "TTFT p50 (ms)"),
+    ("ttft_from_schedule_p99_s", "ttft_p99_s", "TTFT p99 (ms)"),
+    ("tpot_p50_s", None, "TPOT p50 (ms)"),
+    ("tpot_p99_s", None, "TPOT p99 (ms)"),
+)
 # drawn only: the rule itself is open_windows.behind_schedule (25_open_windows.sql)
 BEHIND_GROWTH = 0.1
-SOLID_DASHED = [(Line2D([], [], color="0.35", marker="o", ms=4), "from scheduled send"),
-                (Line2D([], [], color="0.35", ls="--", lw=0.9), "from actual send")]
+SOLID_DASHED = [
+    (Line2D([], [], color="0.35", marker="o", ms=4), "from scheduled send"),
+    (Line2D([], [], color="0.35", ls="--", lw=0.9), "from actual send"),
+]
 
 
 def flag(frame: pd.DataFrame, col: str) -> np.ndarray:
@@ -80,8 +85,14 @@ def rate_axis(ax: Axes, xs: pd.Series) -> None:
     ax.set_xlabel("offered rate (req/s)")
 
 
-def plot_by_rate(ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette,
-                 scale: float = 1.0, band: tuple[str, str] | None = None) -> Axes:
+def plot_by_rate(
+    ax: Axes,
+    frame: pd.DataFrame,
+    y: str,
+    palette: charts.Palette,
+    scale: float = 1.0,
+    band: tuple[str, str] | None = None,
+) -> Axes:
     """``y`` (times ``scale``) against the rate, a line per method through its fixed-rate
     windows (ramps and trace replays are lone points at their scheduled rate), ``band`` as
     error bars; saturated windows hollow, windows behind schedule crossed (x)."""
@@ -91,21 +102,30 @@ def plot_by_rate(ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette,
         x, v = sub["x"].to_numpy(float), sub[y].to_numpy(float) * scale
         if band:
             lo, hi = (sub[c].to_numpy(float) * scale for c in band)
-            ax.errorbar(x, v, yerr=np.abs(np.vstack([v - lo, hi - v])), fmt="none",
-                        ecolor=colour, capsize=2, lw=1)
+            ax.errorbar(
+                x,
+                v,
+                yerr=np.abs(np.vstack([v - lo, hi - v])),
+                fmt="none",
+                ecolor=colour,
+                capsize=2,
+                lw=1,
+            )
         fixed = sub["rate"].notna().to_numpy(bool)
         ax.plot(x[fixed], v[fixed], color=colour, marker=marker, ms=5, lw=1.2, zorder=3)
         ax.plot(x[~fixed], v[~fixed], ls="none", color=colour, marker=marker, ms=5, zorder=3)
         sat, behind = flag(sub, "saturated"), flag(sub, "behind_schedule")
-        ax.scatter(x[sat], v[sat], marker=marker, s=16, facecolor="white", edgecolor=colour,
-                   zorder=4)
+        ax.scatter(
+            x[sat], v[sat], marker=marker, s=16, facecolor="white", edgecolor=colour, zorder=4
+        )
         ax.scatter(x[behind], v[behind], marker="x", s=40, color="black", lw=1, zorder=5)
     rate_axis(ax, frame["x"])
     return ax
 
 
-def plot_beside(ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette,
-                scale: float = 1.0) -> Axes:
+def plot_beside(
+    ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette, scale: float = 1.0
+) -> Axes:
     """The from-send twin of a from-schedule figure: a thin dashed line per method through
     its fixed-rate windows, no markers (nothing when the column is absent: an older file)."""
     if y not in frame:
@@ -113,20 +133,39 @@ def plot_beside(ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette,
     for method in _methods(palette, frame):
         sub = frame[(frame["method"] == method) & frame["rate"].notna()].dropna(subset=[y])
         sub = sub.sort_values("x")
-        ax.plot(sub["x"].to_numpy(float), sub[y].to_numpy(float) * scale, ls="--", lw=0.9,
-                color=palette[method], zorder=2)
+        ax.plot(
+            sub["x"].to_numpy(float),
+            sub[y].to_numpy(float) * scale,
+            ls="--",
+            lw=0.9,
+            color=palette[method],
+            zorder=2,
+        )
     return ax
 
 
-def _legend(fig: plt.Figure, palette: charts.Palette, methods: list[str],
-            extra: list[tuple[Line2D, str]] | None = None, hollow: bool = True) -> None:
-    rows = [(Line2D([], [], color=palette[m], marker=_marker(palette, m), ms=5),
-             charts.plain(m)) for m in methods] + (extra or [])
-    rows += [(Line2D([], [], ls="none", marker="o", ms=5, mfc="white", mec="0.35"),
-              "hollow: saturated")][:int(hollow)]
+def _legend(
+    fig: plt.Figure,
+    palette: charts.Palette,
+    methods: list[str],
+    extra: list[tuple[Line2D, str]] | None = None,
+    hollow: bool = True,
+) -> None:
+    rows = [
+        (Line2D([], [], color=palette[m], marker=_marker(palette, m), ms=5), charts.plain(m))
+        for m in methods
+    ] + (extra or [])
+    rows += [
+        (Line2D([], [], ls="none", marker="o", ms=5, mfc="white", mec="0.35"), "hollow: saturated")
+    ][: int(hollow)]
     rows += [(Line2D([], [], ls="none", marker="x", ms=6, color="black"), "x: behind schedule")]
-    fig.legend(*zip(*rows), loc="outside lower center", fontsize="small", frameon=False,
-               ncol=min(len(rows), 4))
+    fig.legend(
+        *zip(*rows),
+        loc="outside lower center",
+        fontsize="small",
+        frameon=False,
+        ncol=min(len(rows), 4),
+    )
 
 
 def _primary(frame: pd.DataFrame, col: str, twin: str | None) -> str:
@@ -149,8 +188,7 @@ def latency_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
     return fig
 
 
-def goodput_figure(frame: pd.DataFrame, palette: charts.Palette,
-                   target: float) -> plt.Figure:
+def goodput_figure(frame: pd.DataFrame, palette: charts.Palette, target: float) -> plt.Figure:
     """Goodput (95% interval; none for a window behind schedule) against the rate with the
     y = x line of the offered rate, and SLO attainment (%) with the target as a horizontal
     line, one setting; both from the scheduled send, the from-send figures dashed."""
@@ -160,14 +198,22 @@ def goodput_figure(frame: pd.DataFrame, palette: charts.Palette,
     lo, hi = frame["x"].min(), frame["x"].max()
     left.plot([lo, hi], [lo, hi], ls=":", color="0.4", lw=1)
     left.set_ylabel("goodput (req/s)")
-    plot_by_rate(right, frame, "attainment", palette, 100.0,
-                 band=("attainment_lo", "attainment_hi"))
+    plot_by_rate(
+        right, frame, "attainment", palette, 100.0, band=("attainment_lo", "attainment_hi")
+    )
     plot_beside(right, frame, "attainment_from_send", palette, 100.0)
     right.axhline(100 * target, ls="--", color="0.3", lw=1)
     right.set_ylabel("SLO attainment (%)")
-    _legend(fig, palette, _methods(palette, frame),
-            [*SOLID_DASHED, (Line2D([], [], ls=":", color="0.4"), "offered rate (y = x)"),
-             (Line2D([], [], ls="--", color="0.3", lw=1.4), f"target {100 * target:g}%")])
+    _legend(
+        fig,
+        palette,
+        _methods(palette, frame),
+        [
+            *SOLID_DASHED,
+            (Line2D([], [], ls=":", color="0.4"), "offered rate (y = x)"),
+            (Line2D([], [], ls="--", color="0.3", lw=1.4), f"target {100 * target:g}%"),
+        ],
+    )
     return fig
 
 
@@ -175,27 +221,55 @@ def speedup_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
     """TPOT speedup over the baseline against the rate (rate_speedup, 95% intervals, log-2
     ratio axis), drawn as the crossover chart; rings mark each method's stops-paying rate."""
     fig, ax = plt.subplots(figsize=(4.8, 3.0), layout="constrained")
-    charts.plot_speedup_by_concurrency(ax, frame.rename(columns={
-        "rate": "concurrency", "tpot_speedup": "speedup", "tpot_speedup_lo": "ci_low",
-        "tpot_speedup_hi": "ci_high"}), palette)
+    charts.plot_speedup_by_concurrency(
+        ax,
+        frame.rename(
+            columns={
+                "rate": "concurrency",
+                "tpot_speedup": "speedup",
+                "tpot_speedup_lo": "ci_low",
+                "tpot_speedup_hi": "ci_high",
+            }
+        ),
+        palette,
+    )
     ax.set_xlabel("offered rate (req/s)")
     ax.set_ylabel("TPOT speedup")
     entries = {lb: h for h, lb in zip(*ax.get_legend_handles_labels())}
     rows = [(h, "ring: stops paying" if lb == "crossover" else lb) for lb, h in entries.items()]
-    fig.legend(*zip(*(rows + charts.significance_legend())), loc="outside lower center",
-               fontsize="small", frameon=False, ncol=2)
+    fig.legend(
+        *zip(*(rows + charts.significance_legend())),
+        loc="outside lower center",
+        fontsize="small",
+        frameon=False,
+        ncol=2,
+    )
     return fig
 
 
-def _scatter(ax: Axes, frame: pd.DataFrame, col: str, palette: charts.Palette,
-             scale: float) -> None:
+def _scatter(
+    ax: Axes, frame: pd.DataFrame, col: str, palette: charts.Palette, scale: float
+) -> None:
     for method in _methods(palette, frame):
         sub = frame[frame["method"] == method]
-        ax.scatter(sub["x"], sub[col] * scale, color=palette[method], s=18,
-                   marker=_marker(palette, method), zorder=3)
+        ax.scatter(
+            sub["x"],
+            sub[col] * scale,
+            color=palette[method],
+            s=18,
+            marker=_marker(palette, method),
+            zorder=3,
+        )
         behind = flag(sub, "behind_schedule")
-        ax.scatter(sub["x"][behind], sub[col][behind] * scale, marker="x", s=40,
-                   color="black", lw=1, zorder=4)
+        ax.scatter(
+            sub["x"][behind],
+            sub[col][behind] * scale,
+            marker="x",
+            s=40,
+            color="black",
+            lw=1,
+            zorder=4,
+        )
     rate_axis(ax, frame["x"])
 
 
@@ -211,7 +285,11 @@ def lag_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
     right.set_yscale("symlog", linthresh=0.01)
     right.axhline(BEHIND_GROWTH, ls="--", color="0.3", lw=1)
     right.set_ylabel("lag growth (s per s)")
-    _legend(fig, palette, _methods(palette, frame),
-            [(Line2D([], [], ls="--", color="0.3"), f"threshold {BEHIND_GROWTH:g} s per s")],
-            hollow=False)
+    _legend(
+        fig,
+        palette,
+        _methods(palette, frame),
+        [(Line2D([], [], ls="--", color="0.3"), f"threshold {BEHIND_GROWTH:g} s per s")],
+        hollow=False,
+    )
     return fig

@@ -42,8 +42,11 @@ def _load(r: pd.Series) -> str:
 
 def ordered(bs: pd.DataFrame) -> pd.DataFrame:
     """best_setting rows by setting, family ((any) last), closed loop first, then load."""
-    return bs.assign(_any=bs["family"] == ANY).sort_values(
-        [*SETTING, "_any", "family", "load_kind", "load"]).drop(columns="_any")
+    return (
+        bs.assign(_any=bs["family"] == ANY)
+        .sort_values([*SETTING, "_any", "family", "load_kind", "load"])
+        .drop(columns="_any")
+    )
 
 
 def table(bs: pd.DataFrame) -> NoEscape | None:
@@ -51,13 +54,16 @@ def table(bs: pd.DataFrame) -> NoEscape | None:
     if bs.empty:
         return None
     rows = ordered(bs)
-    cols = [Col("workload", text("workload")), Col("max_tokens", text("max_tokens"), "r"),
-            Col("load", _load, "r"), Col("family", text("family")),
-            Col("best setting", choice),
-            Col("speedup", lambda r: "" if r["decision"] != "method" else num("speedup")(r),
-                "r"),
-            Col("95% CI", lambda r: "" if r["decision"] != "method" else ci()(r), "c"),
-            Col("candidates", text("n_candidates"), "r")]
+    cols = [
+        Col("workload", text("workload")),
+        Col("max_tokens", text("max_tokens"), "r"),
+        Col("load", _load, "r"),
+        Col("family", text("family")),
+        Col("best setting", choice),
+        Col("speedup", lambda r: "" if r["decision"] != "method" else num("speedup")(r), "r"),
+        Col("95% CI", lambda r: "" if r["decision"] != "method" else ci()(r), "c"),
+        Col("candidates", text("n_candidates"), "r"),
+    ]
     if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:
         cols.insert(2, Col("engine", lambda r: f"{r['engine']} TP{r['tp']}"))
     return fit_table(rows, cols)
@@ -86,8 +92,10 @@ def plan(group: pd.DataFrame) -> str:
         c, loads = chunks[0]
         if len(loads) == 1:
             return f"{c} at {first}{unit(loads[0])}"
-        return f"{c} at every {'rate' if rate else 'concurrency'} measured " \
-               f"({unit(loads[0])} to {unit(loads[-1])})"
+        return (
+            f"{c} at every {'rate' if rate else 'concurrency'} measured "
+            f"({unit(loads[0])} to {unit(loads[-1])})"
+        )
     out = []
     for i, (c, loads) in enumerate(chunks):
         lead = first if i == 0 else ""

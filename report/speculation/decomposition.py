@@ -43,14 +43,32 @@ def plot_factors_by_method(ax: Axes, frame: pd.DataFrame, palette: charts.Palett
         colour = palette.get(method, (0.5, 0.5, 0.5))
         gain, cost = float(r["acceptance_gain"]), float(r["step_cost"])
         ax.bar(i - WIDTH / 2, gain - 1, WIDTH, bottom=1, color=charts.fill(colour))
-        ax.bar(i + WIDTH / 2, cost - 1, WIDTH, bottom=1, facecolor="white",
-               edgecolor=colour, hatch=HATCH, lw=0.8)
+        ax.bar(
+            i + WIDTH / 2,
+            cost - 1,
+            WIDTH,
+            bottom=1,
+            facecolor="white",
+            edgecolor=colour,
+            hatch=HATCH,
+            lw=0.8,
+        )
         if pd.notna(r["speedup"]):
             s = float(r["speedup"])
             lo, hi = r["ci_low"], r["ci_high"]
             yerr = None if pd.isna(lo) or pd.isna(hi) else [[s - lo], [hi - s]]
-            ax.errorbar([i], [s], yerr=np.abs(yerr) if yerr else None, fmt="D", ms=5,
-                        color="black", mfc="black", capsize=2, lw=1, zorder=4)
+            ax.errorbar(
+                [i],
+                [s],
+                yerr=np.abs(yerr) if yerr else None,
+                fmt="D",
+                ms=5,
+                color="black",
+                mfc="black",
+                capsize=2,
+                lw=1,
+                zorder=4,
+            )
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     values = data[["acceptance_gain", "step_cost", "speedup", "ci_low", "ci_high"]]
     charts.ratio_axis(ax, values.to_numpy(float).ravel())
@@ -67,11 +85,14 @@ def plot_factors_by_method(ax: Axes, frame: pd.DataFrame, palette: charts.Palett
 
 def legend() -> list[Entry]:
     """What the bars and the diamond mean (the methods are named under their bars)."""
-    return [(Patch(facecolor="0.6"), "acceptance gain (tokens / verify step)"),
-            (Patch(facecolor="white", edgecolor="0.35", hatch=HATCH),
-             "step cost (verify step in baseline tokens)"),
-            (Line2D([], [], ls="none", marker="D", ms=5, color="black"),
-             "measured speedup (95% CI)")]
+    return [
+        (Patch(facecolor="0.6"), "acceptance gain (tokens / verify step)"),
+        (
+            Patch(facecolor="white", edgecolor="0.35", hatch=HATCH),
+            "step cost (verify step in baseline tokens)",
+        ),
+        (Line2D([], [], ls="none", marker="D", ms=5, color="black"), "measured speedup (95% CI)"),
+    ]
 
 
 def columns(frame: pd.DataFrame) -> int:
@@ -97,10 +118,13 @@ MAX_NAMED = 6  # methods named per clause; the rest are counted
 def _worst(sub: pd.DataFrame, frame: pd.DataFrame) -> str:
     """A method's slowest losing window: its two factors and its speedup there."""
     r = sub.loc[sub["speedup"].idxmin()]
-    return (f"{e(r['method'])} (acceptance gain {fmt_num(r['acceptance_gain'])}, step cost "
-            f"{fmt_num(r['step_cost'])}: {fmt_num(r['speedup'])}$\\times$ on "
-            f"{e(name(tuple(r[WINDOW]), frame))}"
-            + (f"; {len(sub)} windows" if len(sub) > 1 else "") + ")")
+    return (
+        f"{e(r['method'])} (acceptance gain {fmt_num(r['acceptance_gain'])}, step cost "
+        f"{fmt_num(r['step_cost'])}: {fmt_num(r['speedup'])}$\\times$ on "
+        f"{e(name(tuple(r[WINDOW]), frame))}"
+        + (f"; {len(sub)} windows" if len(sub) > 1 else "")
+        + ")"
+    )
 
 
 def _named(rows: pd.DataFrame, frame: pd.DataFrame) -> str:
@@ -122,11 +146,13 @@ def losers(frame: pd.DataFrame) -> str:
     if not cost.empty:
         parts.append(f"on step cost, not acceptance: {_named(cost, frame)}")
     if not acc.empty:
-        parts.append(f"on acceptance (at most 1.05 tokens per verify step): "
-                     f"{_named(acc, frame)}")
-    return ("Where a method is slower than the baseline (its speedup's 95\\% interval below "
-            "1; its acceptance gain is then below its step cost), it loses "
-            + "; and ".join(parts) + ".")
+        parts.append(f"on acceptance (at most 1.05 tokens per verify step): {_named(acc, frame)}")
+    return (
+        "Where a method is slower than the baseline (its speedup's 95\\% interval below "
+        "1; its acceptance gain is then below its step cost), it loses "
+        + "; and ".join(parts)
+        + "."
+    )
 
 
 def unknown(frame: pd.DataFrame) -> str | None:
@@ -137,8 +163,12 @@ def unknown(frame: pd.DataFrame) -> str | None:
     rows = frame[frame["acceptance_gain"].isna()]
     if rows.empty:
         return None
-    named = ", ".join(f"{e(r['method'])} on {e(name(tuple(r[WINDOW]), frame))}"
-                      for _, r in rows.head(MAX_NAMED).iterrows())
+    named = ", ".join(
+        f"{e(r['method'])} on {e(name(tuple(r[WINDOW]), frame))}"
+        for _, r in rows.head(MAX_NAMED).iterrows()
+    )
     more = f" and {len(rows) - MAX_NAMED} more" if len(rows) > MAX_NAMED else ""
-    return (f"{len(rows)} method window(s) are not decomposed, because some of the requests "
-            f"their speedup rests on carry no verify count: {named}{more}.")
+    return (
+        f"{len(rows)} method window(s) are not decomposed, because some of the requests "
+        f"their speedup rests on carry no verify count: {named}{more}."
+    )

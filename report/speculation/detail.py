@@ -30,8 +30,12 @@ def plot_rate_by_position(ax: Axes, frame: pd.DataFrame, palette: charts.Palette
         return charts._empty(ax, "no per-position counts")
     for method in _methods(data, palette):
         line = data[data["method"] == method].sort_values("position")
-        ax.plot(line["position"], line["rate"], color=palette.get(method, (0.5, 0.5, 0.5)),
-                **charts.LINE_MARKER)
+        ax.plot(
+            line["position"],
+            line["rate"],
+            color=palette.get(method, (0.5, 0.5, 0.5)),
+            **charts.LINE_MARKER,
+        )
     ax.set_ylim(0, 1.02)
     ax.set_xticks(sorted(data["position"].unique()))
     ax.set_xlabel("draft position k")
@@ -50,8 +54,12 @@ def plot_share_by_accepted(ax: Axes, frame: pd.DataFrame, palette: charts.Palett
     for i, method in enumerate(methods):
         sub = data[data["method"] == method]
         x = sub["accepted"].to_numpy(float) - 0.4 + width * (i + 0.5)
-        ax.bar(x, sub["share"].to_numpy(float), width,
-               color=charts.fill(palette.get(method, (0.5, 0.5, 0.5))))
+        ax.bar(
+            x,
+            sub["share"].to_numpy(float),
+            width,
+            color=charts.fill(palette.get(method, (0.5, 0.5, 0.5))),
+        )
     js = sorted(data["accepted"].unique())
     ax.set_xticks(js)
     ax.set_xlim(min(js) - 0.5, max(js) + 0.5)
@@ -61,8 +69,9 @@ def plot_share_by_accepted(ax: Axes, frame: pd.DataFrame, palette: charts.Palett
     return ax
 
 
-def figure(frame: pd.DataFrame, keys: list[tuple], palette: charts.Palette,
-           plot: str) -> plt.Figure:
+def figure(
+    frame: pd.DataFrame, keys: list[tuple], palette: charts.Palette, plot: str
+) -> plt.Figure:
     """A panel per window in ``keys`` drawn by ``plot`` ('position' or 'histogram'); one
     legend of the methods below."""
     draw = plot_rate_by_position if plot == "position" else plot_share_by_accepted
@@ -78,8 +87,11 @@ def figure(frame: pd.DataFrame, keys: list[tuple], palette: charts.Palette,
 
 def sources(pa: pd.DataFrame) -> str:
     """Where the per-position counts came from, as a phrase (plain text)."""
-    words = {"per_pos": "per-position counters", "histogram": "acceptance histograms",
-             "steps": "per-step accepted counts"}
+    words = {
+        "per_pos": "per-position counters",
+        "histogram": "acceptance histograms",
+        "steps": "per-step accepted counts",
+    }
     kinds = {k for s in pa["source"].dropna() for k in str(s).split(",") if k}
     found = [words.get(k, k) for k in sorted(kinds)]  # a window's sources: 'histogram,per_pos'
     return " and ".join(found) if found else ""

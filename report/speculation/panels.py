@@ -49,14 +49,21 @@ def window_name(key: tuple, frame: pd.DataFrame, load: str | None = "concurrency
     return out
 
 
-def grid(n: int, ncols: int, panel: tuple[float, float],
-         sharey: bool = False) -> tuple[plt.Figure, list[Axes]]:
+def grid(
+    n: int, ncols: int, panel: tuple[float, float], sharey: bool = False
+) -> tuple[plt.Figure, list[Axes]]:
     """A figure of ``n`` panels in rows of ``ncols`` (spare cells removed), each about
     ``panel`` inches, laid out by constrained layout with room for a legend below."""
     ncols = max(1, min(ncols, n))
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, squeeze=False, sharey=sharey, layout="constrained",
-                             figsize=(min(6.4, panel[0] * ncols), 0.6 + panel[1] * nrows))
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        squeeze=False,
+        sharey=sharey,
+        layout="constrained",
+        figsize=(min(6.4, panel[0] * ncols), 0.6 + panel[1] * nrows),
+    )
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.remove()
@@ -66,20 +73,30 @@ def grid(n: int, ncols: int, panel: tuple[float, float],
 def method_entries(palette: charts.Palette, methods: object) -> list[Entry]:
     """One legend entry per method present, a dot in its colour, in palette order."""
     present = set(methods)  # type: ignore[arg-type]
-    return [(Line2D([], [], ls="none", marker="o", ms=6, color=palette[m]), charts.plain(m))
-            for m in palette if m in present]
+    return [
+        (Line2D([], [], ls="none", marker="o", ms=6, color=palette[m]), charts.plain(m))
+        for m in palette
+        if m in present
+    ]
 
 
 def legend_below(fig: plt.Figure, entries: list[Entry], ncol: int = 3) -> None:
     """One legend under every panel of ``fig``."""
     if entries:
-        fig.legend(*zip(*entries), loc="outside lower center", fontsize="small",
-                   frameon=False, ncol=max(1, min(ncol, len(entries))))
+        fig.legend(
+            *zip(*entries),
+            loc="outside lower center",
+            fontsize="small",
+            frameon=False,
+            ncol=max(1, min(ncol, len(entries))),
+        )
 
 
 def parts(keys: list[tuple], per_figure: int, max_figures: int) -> tuple[list[list[tuple]], int]:
     """``keys`` cut into figures of at most ``per_figure`` panels, at most ``max_figures``
     of them; also how many keys were left out."""
-    shown = keys[:per_figure * max_figures]
-    return ([shown[i:i + per_figure] for i in range(0, len(shown), per_figure)],
-            len(keys) - len(shown))
+    shown = keys[: per_figure * max_figures]
+    return (
+        [shown[i : i + per_figure] for i in range(0, len(shown), per_figure)],
+        len(keys) - len(shown),
+    )

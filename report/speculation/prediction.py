@@ -32,19 +32,27 @@ def table(sp: pd.DataFrame) -> NoEscape | None:
     with its interval, step cost and time, the leave-one-out prediction and its error."""
     if sp.empty:
         return None
-    rows = sp.sort_values([*SETTING, "concurrency", "family", "draft_tokens_per_step",
-                           "accept_length"])
-    cols = [Col("workload", text("workload")), Col("conc.", text("concurrency"), "r"),
-            Col("method", text("method")),
-            Col("accept. length", num("accept_length"), "r"),
-            Col("source", text("acceptance_source")),
-            Col("K", num("draft_tokens_per_step", ".1f"), "r"),
-            Col("speedup", num("speedup"), "r"), Col("95% CI", ci(), "c"),
-            Col("step cost", num("step_cost"), "r"),
-            Col("step ms", lambda r: "" if pd.isna(r["step_time_s"])
-                else f"{1000 * float(r['step_time_s']):.1f}", "r"),
-            Col("predicted", num("predicted_speedup"), "r"),
-            Col("error", _error, "r")]
+    rows = sp.sort_values(
+        [*SETTING, "concurrency", "family", "draft_tokens_per_step", "accept_length"]
+    )
+    cols = [
+        Col("workload", text("workload")),
+        Col("conc.", text("concurrency"), "r"),
+        Col("method", text("method")),
+        Col("accept. length", num("accept_length"), "r"),
+        Col("source", text("acceptance_source")),
+        Col("K", num("draft_tokens_per_step", ".1f"), "r"),
+        Col("speedup", num("speedup"), "r"),
+        Col("95% CI", ci(), "c"),
+        Col("step cost", num("step_cost"), "r"),
+        Col(
+            "step ms",
+            lambda r: "" if pd.isna(r["step_time_s"]) else f"{1000 * float(r['step_time_s']):.1f}",
+            "r",
+        ),
+        Col("predicted", num("predicted_speedup"), "r"),
+        Col("error", _error, "r"),
+    ]
     if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:
         cols.insert(0, Col("engine", lambda r: f"{r['engine']} TP{r['tp']}"))
     return fit_table(rows, cols)
@@ -62,10 +70,12 @@ def summary(sp: pd.DataFrame) -> NoEscape | None:
         err = done["prediction_error"].astype(float)
         within = int((err.abs() <= TOLERANCE).sum())
         worst = done.loc[err.abs().idxmax()]
-        out.append(f"{within} of {len(done)} predicted windows are within "
-                   f"{100 * TOLERANCE:.0f}\\% of the measured speedup; the largest miss is "
-                   f"\\emph{{{e(worst['method'])}}} on {e(worst['workload'])} "
-                   f"({100 * float(worst['prediction_error']):+.1f}\\%).")
+        out.append(
+            f"{within} of {len(done)} predicted windows are within "
+            f"{100 * TOLERANCE:.0f}\\% of the measured speedup; the largest miss is "
+            f"\\emph{{{e(worst['method'])}}} on {e(worst['workload'])} "
+            f"({100 * float(worst['prediction_error']):+.1f}\\%)."
+        )
     if not missing.empty:
         reasons = missing["reason"].fillna("no speedup").value_counts()
         said = "; ".join(f"{n} {e(why)}" for why, n in reasons.items())

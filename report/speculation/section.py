@@ -65,8 +65,10 @@ def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[Job]:
             add(f"spec-sweep:{i}-{p}", sweep.figure, frame, keys, pal)
     for p, keys in enumerate(_decomposition_parts(sd)[0] if not sd.empty else []):
         add(f"spec-decomposition:{p}", decomposition.figure, sd, keys, pal)
-    for key, frame, kind in (("spec-positions:0", pa, "position"),
-                             ("spec-histogram:0", ah, "histogram")):
+    for key, frame, kind in (
+        ("spec-positions:0", pa, "position"),
+        ("spec-histogram:0", ah, "histogram"),
+    ):
         if not frame.empty:
             keys = parts(windows(frame), DETAIL_PER_FIGURE, 1)[0][0]
             add(key, detail.figure, frame, keys, pal, kind)
@@ -74,8 +76,10 @@ def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[Job]:
 
 
 def _names(figs: dict[str, Path | None], prefix: str) -> list[str]:
-    keys = sorted((k for k in figs if k.startswith(prefix) and figs[k]),
-                  key=lambda k: [int(x) for x in k.split(":")[1].split("-")])
+    keys = sorted(
+        (k for k in figs if k.startswith(prefix) and figs[k]),
+        key=lambda k: [int(x) for x in k.split(":")[1].split("-")],
+    )
     return [figs[k].name for k in keys]  # type: ignore[union-attr]
 
 
@@ -85,10 +89,15 @@ def sweeps(ps: pd.DataFrame, figs: dict[str, Path | None]) -> list[dict[str, Any
     for i, (family, param) in enumerate(sweep.swept(ps)):
         frame = _sweep(ps, family, param)
         finding = sweep.finding(frame, family, param)
-        out.append({"family": family, "param": param,
-                    "figures": _names(figs, f"spec-sweep:{i}-"),
-                    "finding": NoEscape(finding) if finding else None,
-                    "left_out": parts(windows(frame), SWEEP_PER_FIGURE, MAX_FIGURES)[1]})
+        out.append(
+            {
+                "family": family,
+                "param": param,
+                "figures": _names(figs, f"spec-sweep:{i}-"),
+                "finding": NoEscape(finding) if finding else None,
+                "left_out": parts(windows(frame), SWEEP_PER_FIGURE, MAX_FIGURES)[1],
+            }
+        )
     return out
 
 
@@ -97,11 +106,14 @@ def _detail(pa: pd.DataFrame, ah: pd.DataFrame, figs: dict[str, Path | None]) ->
     if both.empty:
         return {"reported": False}
     shown = min(DETAIL_PER_FIGURE, len(windows(both)))
-    return {"reported": True, "engines": detail.engines(both),
-            "sources": detail.sources(pa) if not pa.empty else "",
-            "positions": _names(figs, "spec-positions:"),
-            "histogram": _names(figs, "spec-histogram:"),
-            "left_out": max(len(windows(pa)), len(windows(ah))) - shown}
+    return {
+        "reported": True,
+        "engines": detail.engines(both),
+        "sources": detail.sources(pa) if not pa.empty else "",
+        "positions": _names(figs, "spec-positions:"),
+        "histogram": _names(figs, "spec-histogram:"),
+        "left_out": max(len(windows(pa)), len(windows(ah))) - shown,
+    }
 
 
 def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
@@ -118,14 +130,23 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
     findings = [s["finding"] for s in sw if s["finding"]]
     findings += [NoEscape(losers)] if losers and not losers.startswith("No method") else []
     return {
-        "available": True, "families": NoEscape(sweep.values_note(ps)), "sweeps": sw,
-        "decomposition": None if sd.empty else {
-            "figures": _names(figs, "spec-decomposition:"), "losers": NoEscape(losers),
+        "available": True,
+        "families": NoEscape(sweep.values_note(ps)),
+        "sweeps": sw,
+        "decomposition": None
+        if sd.empty
+        else {
+            "figures": _names(figs, "spec-decomposition:"),
+            "losers": NoEscape(losers),
             "unknown": NoEscape(unknown) if unknown else None,
-            "left_out": _decomposition_parts(sd)[1]},
-        "prediction": None if sp.empty else {
-            "table": prediction.table(sp), "summary": prediction.summary(sp)},
-        "best_table": best.table(bs), "deploy": best.sentences(bs),
+            "left_out": _decomposition_parts(sd)[1],
+        },
+        "prediction": None
+        if sp.empty
+        else {"table": prediction.table(sp), "summary": prediction.summary(sp)},
+        "best_table": best.table(bs),
+        "deploy": best.sentences(bs),
         "detail": _detail(pa, ah, figs),
-        "findings": findings, "threats": [],
+        "findings": findings,
+        "threats": [],
     }

@@ -50,7 +50,7 @@ def value_axis(ax: Axes, xs: dict[str, float], numeric: bool, param: str) -> Non
     if numeric and pos and pos[0] > 0 and pos[-1] / pos[0] >= 4:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlim(pos[0] / 2 ** 0.3, pos[-1] * 2 ** 0.3)
+        ax.set_xlim(pos[0] / 2**0.3, pos[-1] * 2**0.3)
     elif not numeric:
         ax.set_xlim(-0.5, len(pos) - 0.5)
         ax.grid(axis="x", visible=False)
@@ -65,8 +65,14 @@ def dashes(frame: pd.DataFrame) -> dict[str, tuple]:
     return {h: charts.DASHES[i % len(charts.DASHES)] for i, h in enumerate(held)}
 
 
-def _lines(ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette,
-           xs: dict[str, float], styles: dict[str, tuple]) -> None:
+def _lines(
+    ax: Axes,
+    frame: pd.DataFrame,
+    y: str,
+    palette: charts.Palette,
+    xs: dict[str, float],
+    styles: dict[str, tuple],
+) -> None:
     """The grey line per held through ``y``, then each point in its method's colour;
     hollow where ``significant`` is false (speedup panels), black ring where ``best_<y>``."""
     for held, line in frame.dropna(subset=[y]).groupby(frame["held"].fillna("").astype(str)):
@@ -74,18 +80,29 @@ def _lines(ax: Axes, frame: pd.DataFrame, y: str, palette: charts.Palette,
         ax.plot(line["x"], line[y], color=LINE, dashes=styles.get(held, ()), lw=1, zorder=2)
         for _, r in line.iterrows():
             colour = palette.get(r["method"], (0.3, 0.3, 0.3))
-            hollow = y == "speedup" and not (pd.notna(r["significant"])
-                                             and bool(r["significant"]))
-            ax.scatter([r["x"]], [r[y]], s=30, zorder=3, color=colour,
-                       facecolor="white" if hollow else colour)
+            hollow = y == "speedup" and not (pd.notna(r["significant"]) and bool(r["significant"]))
+            ax.scatter(
+                [r["x"]],
+                [r[y]],
+                s=30,
+                zorder=3,
+                color=colour,
+                facecolor="white" if hollow else colour,
+            )
         best = line[_flag(line, "best_speedup" if y == "speedup" else "best_acceptance")]
-        ax.scatter(best["x"], best[y], s=95, facecolor="none", edgecolor="black",
-                   linewidths=1.0, zorder=4)
+        ax.scatter(
+            best["x"], best[y], s=95, facecolor="none", edgecolor="black", linewidths=1.0, zorder=4
+        )
 
 
-def plot_accept_length_by_value(ax: Axes, frame: pd.DataFrame, palette: charts.Palette,
-                                xs: dict[str, float] | None = None, numeric: bool = True,
-                                styles: dict[str, tuple] | None = None) -> Axes:
+def plot_accept_length_by_value(
+    ax: Axes,
+    frame: pd.DataFrame,
+    palette: charts.Palette,
+    xs: dict[str, float] | None = None,
+    numeric: bool = True,
+    styles: dict[str, tuple] | None = None,
+) -> Axes:
     """Pooled acceptance length (tokens per verify step) against the parameter's value, one
     line per held; an x beside a point is the engine's own figure where it reported one."""
     if frame.empty or frame["accept_length"].notna().sum() == 0:
@@ -93,17 +110,29 @@ def plot_accept_length_by_value(ax: Axes, frame: pd.DataFrame, palette: charts.P
     xs, numeric = (xs, numeric) if xs else positions(frame)
     _lines(ax, frame, "accept_length", palette, xs, styles or dashes(frame))
     own = frame.dropna(subset=["engine_accept_length"])
-    ax.scatter(own["value"].astype(str).map(xs), own["engine_accept_length"], marker="x",
-               s=22, color="black", lw=0.9, zorder=5)
+    ax.scatter(
+        own["value"].astype(str).map(xs),
+        own["engine_accept_length"],
+        marker="x",
+        s=22,
+        color="black",
+        lw=0.9,
+        zorder=5,
+    )
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     value_axis(ax, xs, numeric, str(frame["param"].iloc[0]))
     ax.set_ylabel("acceptance length")
     return ax
 
 
-def plot_speedup_by_value(ax: Axes, frame: pd.DataFrame, palette: charts.Palette,
-                          xs: dict[str, float] | None = None, numeric: bool = True,
-                          styles: dict[str, tuple] | None = None) -> Axes:
+def plot_speedup_by_value(
+    ax: Axes,
+    frame: pd.DataFrame,
+    palette: charts.Palette,
+    xs: dict[str, float] | None = None,
+    numeric: bool = True,
+    styles: dict[str, tuple] | None = None,
+) -> Axes:
     """Speedup over the baseline against the parameter's value with 95% intervals, one line
     per held, log-2 ratio axis; hollow: not significant; ring: the line's best value."""
     data = frame.dropna(subset=["speedup"])
@@ -113,8 +142,16 @@ def plot_speedup_by_value(ax: Axes, frame: pd.DataFrame, palette: charts.Palette
     for _, r in data.dropna(subset=["ci_low", "ci_high"]).iterrows():
         y = float(r["speedup"])
         err = np.abs([[y - float(r["ci_low"])], [float(r["ci_high"]) - y]])
-        ax.errorbar([xs[str(r["value"])]], [y], yerr=err, fmt="none", capsize=2, lw=1,
-                    ecolor=palette.get(r["method"], (0.3, 0.3, 0.3)), zorder=2)
+        ax.errorbar(
+            [xs[str(r["value"])]],
+            [y],
+            yerr=err,
+            fmt="none",
+            capsize=2,
+            lw=1,
+            ecolor=palette.get(r["method"], (0.3, 0.3, 0.3)),
+            zorder=2,
+        )
     _lines(ax, data, "speedup", palette, xs, styles or dashes(frame))
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     charts.ratio_axis(ax, data[["speedup", "ci_low", "ci_high"]].to_numpy(float).ravel())
@@ -123,25 +160,40 @@ def plot_speedup_by_value(ax: Axes, frame: pd.DataFrame, palette: charts.Palette
     return ax
 
 
-def legend(frame: pd.DataFrame, palette: charts.Palette,
-           styles: dict[str, tuple]) -> list[Entry]:
+def legend(frame: pd.DataFrame, palette: charts.Palette, styles: dict[str, tuple]) -> list[Entry]:
     """One entry per method in the order of its value, one per held line (when the family
     has other parameters), then what the markers mean."""
     xs, _ = positions(frame)
     order = frame.assign(_x=frame["value"].astype(str).map(xs)).sort_values(["_x", "held"])
-    rows = [(Line2D([], [], ls="none", marker="o", ms=6,
-                    color=palette.get(m, (0.3, 0.3, 0.3))), charts.plain(m))
-            for m in dict.fromkeys(order["method"])]  # by value: b8 before b16
+    rows = [
+        (
+            Line2D([], [], ls="none", marker="o", ms=6, color=palette.get(m, (0.3, 0.3, 0.3))),
+            charts.plain(m),
+        )
+        for m in dict.fromkeys(order["method"])
+    ]  # by value: b8 before b16
     if any(styles):
-        rows += [(Line2D([], [], color=LINE, dashes=d), charts.plain(h) or "(none held)")
-                 for h, d in styles.items()]
-    rows += [(Line2D([], [], ls="none", marker="o", ms=6, mfc="white", mec="0.35"),
-              "hollow: not significant"),
-             (Line2D([], [], ls="none", marker="o", ms=9, mfc="none", mec="black"),
-              "ring: best of its line")]
+        rows += [
+            (Line2D([], [], color=LINE, dashes=d), charts.plain(h) or "(none held)")
+            for h, d in styles.items()
+        ]
+    rows += [
+        (
+            Line2D([], [], ls="none", marker="o", ms=6, mfc="white", mec="0.35"),
+            "hollow: not significant",
+        ),
+        (
+            Line2D([], [], ls="none", marker="o", ms=9, mfc="none", mec="black"),
+            "ring: best of its line",
+        ),
+    ]
     if frame["engine_accept_length"].notna().any():
-        rows.append((Line2D([], [], ls="none", marker="x", ms=5, color="black"),
-                     "x: the engine's own figure"))
+        rows.append(
+            (
+                Line2D([], [], ls="none", marker="x", ms=5, color="black"),
+                "x: the engine's own figure",
+            )
+        )
     return rows
 
 
@@ -169,8 +221,10 @@ def _value(r: pd.Series) -> str:
 
 
 def _speed(r: pd.Series) -> str:
-    return (f"{fmt_num(r['speedup'])}$\\times$ {{[}}{fmt_num(r['ci_low'])}, "
-            f"{fmt_num(r['ci_high'])}{{]}}")  # braced: a bracket could read as an option
+    return (
+        f"{fmt_num(r['speedup'])}$\\times$ {{[}}{fmt_num(r['ci_low'])}, "
+        f"{fmt_num(r['ci_high'])}{{]}}"
+    )  # braced: a bracket could read as an option
 
 
 def clause(line: pd.DataFrame) -> str | None:
@@ -184,13 +238,18 @@ def clause(line: pd.DataFrame) -> str | None:
     paid = "" if b["ci_low"] > 1 else ", not above 1"
     if acc.empty or acc.iloc[0]["value"] == b["value"]:
         a = f"{fmt_num(b['accept_length'])}; " if pd.notna(b["accept_length"]) else ""
-        return (f"acceptance and speedup both peak at {_value(b)} ({a}{_speed(b)}{paid})"
-                if not acc.empty else f"speedup peaks at {_value(b)} ({_speed(b)}{paid})")
+        return (
+            f"acceptance and speedup both peak at {_value(b)} ({a}{_speed(b)}{paid})"
+            if not acc.empty
+            else f"speedup peaks at {_value(b)} ({_speed(b)}{paid})"
+        )
     a = acc.iloc[0]
     last = line["value_num"].notna().all() and a["value_num"] == line["value_num"].max()
     verb = "keeps rising to" if last else "peaks at"
-    return (f"acceptance {verb} {_value(a)} ({fmt_num(a['accept_length'])}) while speedup "
-            f"peaks at {_value(b)} ({_speed(b)}{paid})")
+    return (
+        f"acceptance {verb} {_value(a)} ({fmt_num(a['accept_length'])}) while speedup "
+        f"peaks at {_value(b)} ({_speed(b)}{paid})"
+    )
 
 
 MAX_CLAUSES = 4  # windows named per family sentence; the rest are counted
@@ -209,14 +268,18 @@ def finding(sweep: pd.DataFrame, family: str, param: str) -> str | None:
         return None
     more = len(clauses) - MAX_CLAUSES
     tail = f"; {more} more window(s)" if more > 0 else ""
-    return (f"\\emph{{{e(family)}}} over {e(param)}: " + "; ".join(clauses[:MAX_CLAUSES])
-            + tail + ".")
+    return (
+        f"\\emph{{{e(family)}}} over {e(param)}: " + "; ".join(clauses[:MAX_CLAUSES]) + tail + "."
+    )
 
 
 def swept(ps: pd.DataFrame) -> list[tuple[str, str]]:
     """The (family, param) pairs of param_sweep, sorted."""
-    return sorted(ps[SWEEP].drop_duplicates().itertuples(index=False, name=None)) \
-        if not ps.empty else []
+    return (
+        sorted(ps[SWEEP].drop_duplicates().itertuples(index=False, name=None))
+        if not ps.empty
+        else []
+    )
 
 
 def values_note(ps: pd.DataFrame) -> str:

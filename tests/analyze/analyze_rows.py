@@ -16,8 +16,16 @@ from schema.store import Store
 
 DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
 # the raw tables analyze reads
-TABLES_READ = ("campaigns", "requests", "services", "server_metrics", "units", "gpu_samples",
-               "environment", "method_params")
+TABLES_READ = (
+    "campaigns",
+    "requests",
+    "services",
+    "server_metrics",
+    "units",
+    "gpu_samples",
+    "environment",
+    "method_params",
+)
 CREATE_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(.*?\n\);", re.DOTALL)
 
 COLUMNS = (
@@ -125,8 +133,9 @@ def gpu_sample(t_s: float, power_w: float | None, **overrides: Any) -> dict[str,
     return row
 
 
-def power_trace(times: list[float], watts: float | list[float], **overrides: Any
-                ) -> list[dict[str, Any]]:
+def power_trace(
+    times: list[float], watts: float | list[float], **overrides: Any
+) -> list[dict[str, Any]]:
     """gpu_sample rows at `times`, at a constant power or one power per time."""
     powers = watts if isinstance(watts, list) else [watts] * len(times)
     return [gpu_sample(t, w, **overrides) for t, w in zip(times, powers)]
@@ -144,30 +153,70 @@ def insert_rows(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
 # --- open-loop windows -------------------------------------------------------------------
 
 
-def open_req(scheduled_s: float, lag_s: float = 0.0, *, ttft: float | None = 0.1,
-             tpot: float | None = 0.02, tokens: int = 11, failed: bool = False,
-             **overrides: Any) -> dict[str, Any]:
+def open_req(
+    scheduled_s: float,
+    lag_s: float = 0.0,
+    *,
+    ttft: float | None = 0.1,
+    tpot: float | None = 0.02,
+    tokens: int = 11,
+    failed: bool = False,
+    **overrides: Any,
+) -> dict[str, Any]:
     """A requests row of an open-loop window, e2e = ttft + (tokens - 1) * tpot."""
     if failed:
-        shape = {"ok": False, "error_kind": "timeout", "ttft_s": None, "e2e_s": None,
-                 "output_tokens": None, "cached_tokens": None}
+        shape = {
+            "ok": False,
+            "error_kind": "timeout",
+            "ttft_s": None,
+            "e2e_s": None,
+            "output_tokens": None,
+            "cached_tokens": None,
+        }
     else:
         e2e = ttft if tokens < 2 else ttft + (tokens - 1) * tpot
         shape = {"ttft_s": ttft, "e2e_s": e2e, "output_tokens": tokens}
-    row = req(start_s=scheduled_s + lag_s, concurrency=overrides.pop("concurrency", 0),
-              **{**shape, **overrides})
+    row = req(
+        start_s=scheduled_s + lag_s,
+        concurrency=overrides.pop("concurrency", 0),
+        **{**shape, **overrides},
+    )
     return {**row, "scheduled_s": scheduled_s}
 
 
-def window(campaign: str, window_id: str, method: str = AR, *, rate: float | None, n: int,
-           span: float | None, elapsed: float, **overrides: Any) -> dict[str, Any]:
+def window(
+    campaign: str,
+    window_id: str,
+    method: str = AR,
+    *,
+    rate: float | None,
+    n: int,
+    span: float | None,
+    elapsed: float,
+    **overrides: Any,
+) -> dict[str, Any]:
     """A windows row of an open-loop window: poisson at `rate` on chat, 256 tokens, no cap."""
-    row = {"campaign_id": campaign, "service_id": f"svc-{method}", "config_id": f"cfg-{method}",
-           "workload": "chat", "window_id": window_id, "max_tokens": 256, "load": "poisson",
-           "rate": rate, "ramp": None, "ramp_start_rate": None, "ramp_end_rate": None,
-           "burstiness": None, "seed": 1, "max_concurrency": None, "n_scheduled": n,
-           "schedule_span_s": span, "cache_reset": "flush_cache",
-           "started_at": req()["sent_at"], "elapsed_s": elapsed}
+    row = {
+        "campaign_id": campaign,
+        "service_id": f"svc-{method}",
+        "config_id": f"cfg-{method}",
+        "workload": "chat",
+        "window_id": window_id,
+        "max_tokens": 256,
+        "load": "poisson",
+        "rate": rate,
+        "ramp": None,
+        "ramp_start_rate": None,
+        "ramp_end_rate": None,
+        "burstiness": None,
+        "seed": 1,
+        "max_concurrency": None,
+        "n_scheduled": n,
+        "schedule_span_s": span,
+        "cache_reset": "flush_cache",
+        "started_at": req()["sent_at"],
+        "elapsed_s": elapsed,
+    }
     row.update(overrides)
     return row
 
@@ -185,35 +234,90 @@ SERVICE_T = datetime(2026, 1, 1, 12, 0, 0)
 
 
 def service(campaign: str, method: str, engine: str) -> dict[str, Any]:
-    return {"service_id": f"svc-{campaign}-{method}", "campaign_id": campaign,
-            "config_id": f"cfg-{campaign}-{method}", "engine": engine, "method": method,
-            "tp": 1, "gpus": "0", "host": "h", "launch_command": "x", "requested_at": SERVICE_T,
-            "ready_at": None, "stopped_at": None, "startup_s": None, "state": "stopped",
-            "error": None, "log_tail": None, "transport": "direct"}
+    return {
+        "service_id": f"svc-{campaign}-{method}",
+        "campaign_id": campaign,
+        "config_id": f"cfg-{campaign}-{method}",
+        "engine": engine,
+        "method": method,
+        "tp": 1,
+        "gpus": "0",
+        "host": "h",
+        "launch_command": "x",
+        "requested_at": SERVICE_T,
+        "ready_at": None,
+        "stopped_at": None,
+        "startup_s": None,
+        "state": "stopped",
+        "error": None,
+        "log_tail": None,
+        "transport": "direct",
+    }
 
 
 def params(campaign: str, method: str, family: str, **values: Any) -> list[dict[str, Any]]:
-    return [{"campaign_id": campaign, "method": method, "family": family, "param": k,
-             "value": str(v), "value_num": float(v) if isinstance(v, int) else None}
-            for k, v in values.items()]
+    return [
+        {
+            "campaign_id": campaign,
+            "method": method,
+            "family": family,
+            "param": k,
+            "value": str(v),
+            "value_num": float(v) if isinstance(v, int) else None,
+        }
+        for k, v in values.items()
+    ]
 
 
 def ident(campaign: str, method: str, engine: str) -> dict[str, Any]:
-    return {"campaign_id": campaign, "method": method, "engine": engine,
-            "service_id": f"svc-{campaign}-{method}", "config_id": f"cfg-{campaign}-{method}"}
+    return {
+        "campaign_id": campaign,
+        "method": method,
+        "engine": engine,
+        "service_id": f"svc-{campaign}-{method}",
+        "config_id": f"cfg-{campaign}-{method}",
+    }
 
 
 def rt_window(method: str, rate: float, tpot: Callable[[int], float]) -> tuple[list[dict], dict]:
     """An open-loop window of campaign rt (vllm): 11 requests at 0..10 s on prompts p0..p10,
     request i with TPOT tpot(i), and its windows row."""
     wid = f"rt-{method}-{rate:g}"
-    rows = [{**req(**ident("rt", method, "vllm"), window_id=wid, prompt_id=f"p{i}",
-                   concurrency=0, start_s=float(i), ttft_s=0.1, e2e_s=0.1 + 10 * tpot(i),
-                   output_tokens=11), "scheduled_s": float(i)} for i in range(11)]
-    window = {"campaign_id": "rt", "service_id": f"svc-rt-{method}",
-              "config_id": f"cfg-rt-{method}", "workload": "chat", "window_id": wid,
-              "max_tokens": 256, "load": "poisson", "rate": rate, "ramp": None,
-              "ramp_start_rate": None, "ramp_end_rate": None, "burstiness": None, "seed": 1,
-              "max_concurrency": None, "n_scheduled": 11, "schedule_span_s": 10.0,
-              "cache_reset": "flush_cache", "started_at": SERVICE_T, "elapsed_s": 12.0}
+    rows = [
+        {
+            **req(
+                **ident("rt", method, "vllm"),
+                window_id=wid,
+                prompt_id=f"p{i}",
+                concurrency=0,
+                start_s=float(i),
+                ttft_s=0.1,
+                e2e_s=0.1 + 10 * tpot(i),
+                output_tokens=11,
+            ),
+            "scheduled_s": float(i),
+        }
+        for i in range(11)
+    ]
+    window = {
+        "campaign_id": "rt",
+        "service_id": f"svc-rt-{method}",
+        "config_id": f"cfg-rt-{method}",
+        "workload": "chat",
+        "window_id": wid,
+        "max_tokens": 256,
+        "load": "poisson",
+        "rate": rate,
+        "ramp": None,
+        "ramp_start_rate": None,
+        "ramp_end_rate": None,
+        "burstiness": None,
+        "seed": 1,
+        "max_concurrency": None,
+        "n_scheduled": 11,
+        "schedule_span_s": 10.0,
+        "cache_reset": "flush_cache",
+        "started_at": SERVICE_T,
+        "elapsed_s": 12.0,
+    }
     return rows, window

@@ -24,9 +24,16 @@ def _session_rows() -> tuple[list[dict], dict[str, str | None]]:
             for s in (0, 1):
                 for turn in (0, 1):
                     tps = 10.0 if method == AR else 20.0
-                    r = decode_req(tps, method=method, workload=workload, session_id=f"s{s}",
-                                   turn=turn, rep=s, prompt_id=f"{workload}/turn{turn}",
-                                   window_id=f"{workload}-{method}")
+                    r = decode_req(
+                        tps,
+                        method=method,
+                        workload=workload,
+                        session_id=f"s{s}",
+                        turn=turn,
+                        rep=s,
+                        prompt_id=f"{workload}/turn{turn}",
+                        window_id=f"{workload}-{method}",
+                    )
                     rows.append(r)
                     history[r["request_id"]] = mode
     return rows, history
@@ -37,15 +44,20 @@ def _analyzed(tmp_path: Path) -> Path:
     rows, history = _session_rows()
     write_db(path, rows)
     with duckdb.connect(str(path)) as con:  # analyze_rows writes no history: set it here
-        con.executemany("UPDATE requests SET history = ? WHERE request_id = ?",
-                        [[h, rid] for rid, h in history.items()])
+        con.executemany(
+            "UPDATE requests SET history = ? WHERE request_id = ?",
+            [[h, rid] for rid, h in history.items()],
+        )
     build.run(path, baseline=AR)
     return path
 
 
 def test_agentic_turns_say_which_turns_pair_and_why(tmp_path: Path) -> None:
-    rows = fetch(_analyzed(tmp_path), "SELECT workload, method, turn, history, paired, pairing "
-                                      "FROM agentic_turns ORDER BY workload, method, turn")
+    rows = fetch(
+        _analyzed(tmp_path),
+        "SELECT workload, method, turn, history, paired, pairing "
+        "FROM agentic_turns ORDER BY workload, method, turn",
+    )
     assert [tuple(r.values()) for r in rows] == [
         # owned: only turn 0 pairs; FAST's NULL history (an older file) counts as its own
         ("owned", AR, 0, "own", True, "first_turn"),
@@ -62,14 +74,19 @@ def test_agentic_turns_say_which_turns_pair_and_why(tmp_path: Path) -> None:
 
 def test_the_speedup_pairs_only_turns_with_the_same_prompt(tmp_path: Path) -> None:
     path = _analyzed(tmp_path)
-    cells = fetch(path, "SELECT workload, role, prompt_id, count(*) AS n FROM speedup_pairs "
-                        "GROUP BY ALL ORDER BY ALL")
+    cells = fetch(
+        path,
+        "SELECT workload, role, prompt_id, count(*) AS n FROM speedup_pairs "
+        "GROUP BY ALL ORDER BY ALL",
+    )
     # owned: turn 0 of 2 sessions on each side; replayed: both turns, 2 sessions each side
     assert [tuple(c.values()) for c in cells] == [
-        ("owned", "baseline", "owned/turn0", 2), ("owned", "method", "owned/turn0", 2),
+        ("owned", "baseline", "owned/turn0", 2),
+        ("owned", "method", "owned/turn0", 2),
         ("replayed", "baseline", "replayed/turn0", 2),
         ("replayed", "baseline", "replayed/turn1", 2),
-        ("replayed", "method", "replayed/turn0", 2), ("replayed", "method", "replayed/turn1", 2),
+        ("replayed", "method", "replayed/turn0", 2),
+        ("replayed", "method", "replayed/turn1", 2),
     ]
     shared = fetch(path, "SELECT workload, n_prompts FROM speedup ORDER BY workload")
     assert [(r["workload"], r["n_prompts"]) for r in shared] == [("owned", 1), ("replayed", 2)]

@@ -92,8 +92,12 @@ def test_views_of_an_older_build_become_tables(tmp_path):
         con.execute("CREATE VIEW config_summary AS SELECT 1 AS stale")
     build.run(path, baseline="autoregressive")
     with duckdb.connect(str(path), read_only=True) as con:
-        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() "
-                                           "WHERE NOT internal").fetchall()}
+        views = {
+            r[0]
+            for r in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        }
         n = con.execute("SELECT count(*) FROM config_summary").fetchone()[0]
     assert views == {"speedup_pairs"}
     assert n == 2

@@ -22,21 +22,34 @@ def _units(path: Path, rows: list[tuple[str, str, str]]) -> None:
             "INSERT INTO units (campaign_id, config_id, workload, service_id, n_requests, "
             "complete, colocated_with, started_at, finished_at) "
             "VALUES ('c1', ?, ?, 'svc', 1, true, ?, ?, ?)",
-            [[cfg, w, shared, T, T] for cfg, w, shared in rows])
+            [[cfg, w, shared, T, T] for cfg, w, shared in rows],
+        )
 
 
 def test_a_window_measured_alone_and_beside_others_gets_the_ratio(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
     # baseline at 4.0 tok/s; method m: chat alone at 10 and 12 tok/s, code beside 2 services
     # at 6 and 9 tok/s; the same window (workload 'chat' of m) on both ways through units
-    write_db(path, [
-        decode_req(4.0), decode_req(4.0, workload="code"),
-        decode_req(10.0, method="m"), decode_req(12.0, method="m"),
-        decode_req(6.0, method="m", config_id="cfg-m2"),
-        decode_req(9.0, method="m", config_id="cfg-m2"),
-    ])
-    _units(path, [("cfg-autoregressive", "chat", ""), ("cfg-autoregressive", "code", "a"),
-                  ("cfg-m", "chat", ""), ("cfg-m2", "chat", "svc-x,svc-y")])
+    write_db(
+        path,
+        [
+            decode_req(4.0),
+            decode_req(4.0, workload="code"),
+            decode_req(10.0, method="m"),
+            decode_req(12.0, method="m"),
+            decode_req(6.0, method="m", config_id="cfg-m2"),
+            decode_req(9.0, method="m", config_id="cfg-m2"),
+        ],
+    )
+    _units(
+        path,
+        [
+            ("cfg-autoregressive", "chat", ""),
+            ("cfg-autoregressive", "code", "a"),
+            ("cfg-m", "chat", ""),
+            ("cfg-m2", "chat", "svc-x,svc-y"),
+        ],
+    )
     build.run(path, baseline="autoregressive")
     m = one(path, "SELECT * FROM colocation WHERE method = 'm'")
     assert (m["n_alone"], m["n_colocated"], m["neighbours_max"]) == (2, 2, 2)
@@ -45,8 +58,11 @@ def test_a_window_measured_alone_and_beside_others_gets_the_ratio(tmp_path: Path
     assert m["colocated_over_alone"] == pytest.approx(7.5 / 11.0)
     code = one(path, "SELECT * FROM colocation WHERE workload = 'code'")
     assert (code["n_alone"], code["n_colocated"], code["colocated_over_alone"]) == (0, 1, None)
-    flags = one(path, "SELECT list(DISTINCT neighbours ORDER BY neighbours) AS n, "
-                      "count(*) FILTER (colocated) AS c FROM request_metrics")
+    flags = one(
+        path,
+        "SELECT list(DISTINCT neighbours ORDER BY neighbours) AS n, "
+        "count(*) FILTER (colocated) AS c FROM request_metrics",
+    )
     assert flags == {"n": [0, 1, 2], "c": 3}
 
 

@@ -37,21 +37,31 @@ AA = "autoregressive-aa"
 
 def _plan(texts: list[str], chat_template: str | None = None) -> str:
     engine = "engine: {kind: sglang, model: m" + (
-        f", chat_template: '{chat_template}'}}" if chat_template else "}")
-    return (f"name: nightly\n{engine}\nworkloads:\n  - name: chat\n    prompts:\n"
-            f"      kind: inline\n      texts: {texts}\n    max_tokens: [256]\n")
+        f", chat_template: '{chat_template}'}}" if chat_template else "}"
+    )
+    return (
+        f"name: nightly\n{engine}\nworkloads:\n  - name: chat\n    prompts:\n"
+        f"      kind: inline\n      texts: {texts}\n    max_tokens: [256]\n"
+    )
 
 
-def _campaign(cid: str, slowdown: float, extra_workload: bool = False,
-              concurrency: tuple[int, ...] = (1,), runs: dict[int, float] | None = None,
-              aa: float | None = None, jitter: float = 0.02) -> list[dict]:
+def _campaign(
+    cid: str,
+    slowdown: float,
+    extra_workload: bool = False,
+    concurrency: tuple[int, ...] = (1,),
+    runs: dict[int, float] | None = None,
+    aa: float | None = None,
+    jitter: float = 0.02,
+) -> list[dict]:
     """autoregressive 40 tok/s and ngram 60 tok/s on 6 prompts x 3 reps; ngram times
     slowdown * exp(jitter * JITTER[i]) (B's change); runs: run -> ngram's start factor;
     aa: the A/A control's start factor (speeds of autoregressive times aa * exp(0.01 K_i))."""
     rows = []
     methods = [("autoregressive", 40.0), ("ngram", 60.0)] + ([(AA, 40.0)] if aa else [])
-    for (run, start), c, (method, tps) in ((r, c, m) for r in (runs or {1: 1.0}).items()
-                                           for c in concurrency for m in methods):
+    for (run, start), c, (method, tps) in (
+        (r, c, m) for r in (runs or {1: 1.0}).items() for c in concurrency for m in methods
+    ):
         for i, prompt in enumerate(PROMPTS):
             for rep in range(3):
                 speed = tps * (1 + 0.02 * i + 0.005 * rep)
@@ -60,46 +70,96 @@ def _campaign(cid: str, slowdown: float, extra_workload: bool = False,
                 if method == AA:
                     speed *= aa * math.exp(0.01 * AA_SPREAD[i])
                 tail = f"-c{c}/run{run}"
-                rows.append(decode_req(speed, campaign_id=cid, method=method, concurrency=c,
-                                       prompt_id=prompt, rep=rep, config_id=f"{cid}-{method}",
-                                       window_id=f"{cid}-{method}{tail}"))
+                rows.append(
+                    decode_req(
+                        speed,
+                        campaign_id=cid,
+                        method=method,
+                        concurrency=c,
+                        prompt_id=prompt,
+                        rep=rep,
+                        config_id=f"{cid}-{method}",
+                        window_id=f"{cid}-{method}{tail}",
+                    )
+                )
                 if extra_workload:
-                    rows.append(decode_req(speed, campaign_id=cid, method=method,
-                                           prompt_id=prompt, rep=rep, workload="code",
-                                           window_id=f"{cid}-{method}-code{tail}"))
+                    rows.append(
+                        decode_req(
+                            speed,
+                            campaign_id=cid,
+                            method=method,
+                            prompt_id=prompt,
+                            rep=rep,
+                            workload="code",
+                            window_id=f"{cid}-{method}-code{tail}",
+                        )
+                    )
     return rows
 
 
-def _db(tmp_path: Path, b_slowdown: float, extra: bool = False, plan: str = "nightly",
-        plans: tuple[str, str] = ("", ""), **options: dict) -> Path:
+def _db(
+    tmp_path: Path,
+    b_slowdown: float,
+    extra: bool = False,
+    plan: str = "nightly",
+    plans: tuple[str, str] = ("", ""),
+    **options: dict,
+) -> Path:
     """Campaigns A (no change, no jitter) and B (ngram times b_slowdown, jittered);
     options: per campaign ('A'/'B') the keyword arguments of _campaign."""
     path = tmp_path / "r.duckdb"
-    write_db(path, _campaign("A", 1.0, **{"jitter": 0.0, **options.get("A", {})})
-             + _campaign("B", b_slowdown, extra, **options.get("B", {})))
+    write_db(
+        path,
+        _campaign("A", 1.0, **{"jitter": 0.0, **options.get("A", {})})
+        + _campaign("B", b_slowdown, extra, **options.get("B", {})),
+    )
     with duckdb.connect(str(path)) as con:
-        con.execute("UPDATE requests SET run = regexp_extract(window_id, '/run(\\d+)$', 1)"
-                    "::INTEGER")
+        con.execute(
+            "UPDATE requests SET run = regexp_extract(window_id, '/run(\\d+)$', 1)::INTEGER"
+        )
         for cid, yaml_text in zip("AB", plans):
-            con.execute("INSERT INTO campaigns VALUES (?, ?, repeat('0', 64), ?, "
-                        "'autoregressive', ?, NULL, 'complete')",
-                        [cid, plan, yaml_text, f"2026-12-0{1 if cid == 'A' else 2} 00:00:00"])
-        con.execute("INSERT INTO environment VALUES ('A', 'gpu1', 'engine.version', '0.29'), "
-                    "('B', 'gpu1', 'engine.version', '0.30'), ('A', 'gpu1', 'cpu.model', 'x'), "
-                    "('B', 'gpu1', 'cpu.model', 'x')")
+            con.execute(
+                "INSERT INTO campaigns VALUES (?, ?, repeat('0', 64), ?, "
+                "'autoregressive', ?, NULL, 'complete')",
+                [cid, plan, yaml_text, f"2026-12-0{1 if cid == 'A' else 2} 00:00:00"],
+            )
+        con.execute(
+            "INSERT INTO environment VALUES ('A', 'gpu1', 'engine.version', '0.29'), "
+            "('B', 'gpu1', 'engine.version', '0.30'), ('A', 'gpu1', 'cpu.model', 'x'), "
+            "('B', 'gpu1', 'cpu.model', 'x')"
+        )
     build.run(path, baseline="autoregressive")
     return path
 
 
 def _compare(db: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analyze", "compare", "--db", str(db), a, b],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "analyze", "compare", "--db", str(db), a, b],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _gate(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analyze", "gate", "--db", str(db),
-                           "--baseline", "A", "--candidate", "B", *extra],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "analyze",
+            "gate",
+            "--db",
+            str(db),
+            "--baseline",
+            "A",
+            "--candidate",
+            "B",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _result(db: Path) -> compare.Comparison:
@@ -108,8 +168,11 @@ def _result(db: Path) -> compare.Comparison:
 
 
 def _get(result: compare.Comparison, method: str, metric: str, c: int = 1) -> compare.Change:
-    return next(x for x in result.changes if x.window[2] == method and x.metric == metric
-                and x.window[5] == c)
+    return next(
+        x
+        for x in result.changes
+        if x.window[2] == method and x.metric == metric and x.window[5] == c
+    )
 
 
 def _t_interval(mean: float, var: float, df: float) -> tuple[float, float, float]:
@@ -131,7 +194,10 @@ def test_a_slowdown_beyond_the_floor_is_found_and_fails_the_gate(tmp_path: Path)
     lo, hi, p = _t_interval(math.log(0.6), _prompt_var(), 5)
     assert decode.ratio == pytest.approx(0.6)  # the jitter's logs sum to 0
     assert (decode.ci_low, decode.ci_high, decode.p_value) == (
-        pytest.approx(lo), pytest.approx(hi), pytest.approx(p, rel=1e-6))
+        pytest.approx(lo),
+        pytest.approx(hi),
+        pytest.approx(p, rel=1e-6),
+    )
     assert decode.drift == "none" and decode.significant and decode.worse
     assert decode.verdict == "worse" and decode.n_prompts == 6
     tpot = _get(result, "ngram", "tpot_s")  # TPOT = 1 / decode speed per request
@@ -140,18 +206,19 @@ def test_a_slowdown_beyond_the_floor_is_found_and_fails_the_gate(tmp_path: Path)
     assert _get(result, "ngram", "ttft_s").verdict == "no interval"
     assert all(not c.significant for c in result.changes if c.window[2] == AR)
     assert result.changes[0].window[2] == "ngram" and result.changes[0].significant
-    (sa, sb), = result.speedup_ratio.values()  # each campaign's own speedup: 1.5x, 0.9x
+    ((sa, sb),) = result.speedup_ratio.values()  # each campaign's own speedup: 1.5x, 0.9x
     assert (sa, sb) == (pytest.approx(1.5), pytest.approx(0.9))
     assert result.environment == [("gpu1", "engine.version", "0.29", "0.30")]
     done = _gate(db, "--max-regression", "5%")
     assert done.returncode == 1 and "FAIL" in done.stdout and "ngram" in done.stdout
-    assert "drift between campaigns: measured by paired runs for 0, by an A/A control for " \
+    assert (
+        "drift between campaigns: measured by paired runs for 0, by an A/A control for "
         "0, not measured for" in done.stdout
+    )
     assert _gate(db, "--max-regression", "70%").returncode == 0  # TPOT +67%: within
 
 
-def test_without_an_aa_control_a_change_within_the_floor_is_not_separable(
-        tmp_path: Path) -> None:
+def test_without_an_aa_control_a_change_within_the_floor_is_not_separable(tmp_path: Path) -> None:
     """15% slower: a tiny raw p-value, but drift between campaigns is not measured and
     0.85 lies within [0.8, 1.25]: not significant, the gate passes."""
     db = _db(tmp_path, 0.85)
@@ -171,8 +238,9 @@ def _aa_s2(*starts: float) -> float:
 
 
 @pytest.mark.parametrize(("starts", "counts"), [((1.01, 0.99), True), ((1.2, 0.8), False)])
-def test_an_aa_control_adds_the_service_variance(tmp_path: Path, starts: tuple,
-                                                 counts: bool) -> None:
+def test_an_aa_control_adds_the_service_variance(
+    tmp_path: Path, starts: tuple, counts: bool
+) -> None:
     """A/A controls in both campaigns (the baseline's second start at 1.01x / 0.99x, or
     1.2x / 0.8x): service_var = s2 on W = 2 windows, Satterthwaite's df; a 15% slowdown
     counts over the small noise floor and not over the large one."""
@@ -183,7 +251,10 @@ def test_an_aa_control_adds_the_service_variance(tmp_path: Path, starts: tuple,
     lo, hi, p = _t_interval(math.log(0.85), v + s2, df)
     assert decode.drift == "aa" and decode.service_var == pytest.approx(s2)
     assert (decode.ci_low, decode.ci_high, decode.p_value) == (
-        pytest.approx(lo), pytest.approx(hi), pytest.approx(p, rel=1e-6))
+        pytest.approx(lo),
+        pytest.approx(hi),
+        pytest.approx(p, rel=1e-6),
+    )
     assert decode.significant is counts
 
 
@@ -191,8 +262,7 @@ def test_runs_of_two_campaigns_pair_by_run_order(tmp_path: Path) -> None:
     """A measured 3 runs (ngram's start 1.0, 1.1, 0.95), B 2 (0.9, 1.0) and 30% slower: run 1
     pairs with run 1 and run 2 with run 2, A's run 3 is left out, so the ratio is
     0.7 * sqrt(0.9 * 1.0 / (1.0 * 1.1)) and the run-to-run spread widens the interval."""
-    db = _db(tmp_path, 0.7, A={"runs": {1: 1.0, 2: 1.1, 3: 0.95}},
-             B={"runs": {1: 0.9, 2: 1.0}})
+    db = _db(tmp_path, 0.7, A={"runs": {1: 1.0, 2: 1.1, 3: 0.95}}, B={"runs": {1: 0.9, 2: 1.0}})
     decode = _get(_result(db), "ngram", "decode_tps")
     assert decode.drift == "runs" and decode.n_runs == 2
     assert decode.ratio == pytest.approx(0.7 * math.sqrt(0.9 / 1.1))
@@ -204,8 +274,7 @@ def test_holm_over_the_family_decides_the_gate(tmp_path: Path) -> None:
     """A 30% slowdown with a wide per-prompt spread (jitter 0.18) at c=1 and c=4: four tests
     (decode and TPOT, two windows) with the same raw p ~ 0.02 < 0.05; Holm's adjusted p is
     4p > 0.05, so none counts and the gate passes although each raw interval excludes 1."""
-    db = _db(tmp_path, 0.7, A={"concurrency": (1, 4)},
-             B={"concurrency": (1, 4), "jitter": 0.18})
+    db = _db(tmp_path, 0.7, A={"concurrency": (1, 4)}, B={"concurrency": (1, 4), "jitter": 0.18})
     result = _result(db)
     _, _, p = _t_interval(math.log(0.7), _prompt_var(0.18), 5)
     assert 0.0125 < p < 0.05  # raw: significant; 4p: not
@@ -231,17 +300,23 @@ def test_prompts_of_another_text_or_template_are_not_paired(tmp_path: Path) -> N
     assert decode.ratio == pytest.approx(0.6 * math.exp(0.02 * sum(kept) / 5))
     assert result.prompts == [("chat", None, None, "inline/1", "text differs", "text")]
     assert "prompts chat inline/1: text differs (text), not paired" in "\n".join(
-        compare.lines(result))
+        compare.lines(result)
+    )
     other = tmp_path / "template"
     other.mkdir()
     db = _db(other, 0.6, plans=(_plan(texts), _plan(texts, chat_template="x")))
     result = _result(db)
     assert result.changes == []
-    assert ("chat", "ngram", 1, None, "chat template differs", "engine.chat_template") in \
-        result.prompts
+    assert (
+        "chat",
+        "ngram",
+        1,
+        None,
+        "chat template differs",
+        "engine.chat_template",
+    ) in result.prompts
     done = _compare(db)
-    assert "chat ngram tp1: chat template differs (engine.chat_template), not paired" in \
-        done.stdout
+    assert "chat ngram tp1: chat template differs (engine.chat_template), not paired" in done.stdout
 
 
 def test_no_change_passes_and_partly_different_plans_list_their_windows(tmp_path: Path) -> None:
@@ -252,16 +327,26 @@ def test_no_change_passes_and_partly_different_plans_list_their_windows(tmp_path
     assert [k[3] for k in result.only_a] == ["code", "code"] and result.only_b == []
     assert not any(c.significant for c in result.changes)
     # plans without workload definitions: the prompts could not be checked, and it says so
-    assert ("chat", None, None, None, "not checked", "a plan does not define the workload") \
-        in result.prompts
+    assert (
+        "chat",
+        None,
+        None,
+        None,
+        "not checked",
+        "a plan does not define the workload",
+    ) in result.prompts
     done = _gate(db)
     assert done.returncode == 0 and "gate: 0 regression(s) beyond 5.0%" in done.stdout
 
 
 def test_bad_input_exits_2(tmp_path: Path) -> None:
     db = _db(tmp_path, 1.0)
-    unknown = subprocess.run([sys.executable, "-m", "analyze", "compare", "--db", str(db), "A",
-                              "nosuch"], capture_output=True, text=True, timeout=120)
+    unknown = subprocess.run(
+        [sys.executable, "-m", "analyze", "compare", "--db", str(db), "A", "nosuch"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert unknown.returncode == 2 and "no campaign 'nosuch'" in unknown.stderr
     assert _gate(db, "--max-regression", "150%").returncode == 2
 
@@ -279,14 +364,18 @@ def test_the_environment_diff_ignores_the_port_and_names_the_changed_arguments()
 
 def _stored(db: Path, table: str, a: str = "A", b: str = "B") -> list[tuple]:
     with duckdb.connect(str(db), read_only=True) as con:
-        return con.execute(f"SELECT * EXCLUDE (a, b) FROM {table} WHERE a = ? AND b = ? "
-                           "ORDER BY ALL", [a, b]).fetchall()
+        return con.execute(
+            f"SELECT * EXCLUDE (a, b) FROM {table} WHERE a = ? AND b = ? ORDER BY ALL", [a, b]
+        ).fetchall()
 
 
 def _counts(db: Path) -> dict[tuple[str, str, str], int]:
     with duckdb.connect(str(db), read_only=True) as con:
-        return {(t, a, b): n for t in compare.OBJECTS for a, b, n in
-                con.execute(f"SELECT a, b, count(*) FROM {t} GROUP BY ALL").fetchall()}
+        return {
+            (t, a, b): n
+            for t in compare.OBJECTS
+            for a, b, n in con.execute(f"SELECT a, b, count(*) FROM {t} GROUP BY ALL").fetchall()
+        }
 
 
 def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
@@ -296,24 +385,41 @@ def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
     assert "compare: stored in" in done.stdout and "compare_changes (10 rows)" in done.stdout
     result = _result(db)
     with duckdb.connect(str(db), read_only=True) as con:
-        changes = con.execute("SELECT metric, kind, ratio, ci_low, ci_high, p_value, p_holm, "
-                              "significant, significant_raw, drift, verdict, worse, rank "
-                              "FROM compare_changes WHERE a = 'A' AND b = 'B' ORDER BY rank"
-                              ).fetchall()
-    assert changes == [(c.metric, c.kind, c.ratio, c.ci_low, c.ci_high, c.p_value, c.p_holm,
-                        c.significant, c.significant_raw, c.drift, c.verdict, c.worse, rank)
-                       for rank, c in enumerate(result.changes, 1)]
+        changes = con.execute(
+            "SELECT metric, kind, ratio, ci_low, ci_high, p_value, p_holm, "
+            "significant, significant_raw, drift, verdict, worse, rank "
+            "FROM compare_changes WHERE a = 'A' AND b = 'B' ORDER BY rank"
+        ).fetchall()
+    assert changes == [
+        (
+            c.metric,
+            c.kind,
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.p_value,
+            c.p_holm,
+            c.significant,
+            c.significant_raw,
+            c.drift,
+            c.verdict,
+            c.worse,
+            rank,
+        )
+        for rank, c in enumerate(result.changes, 1)
+    ]
     assert changes[0][-3:] == ("worse", True, 1)
     kinds = {(m, k) for m, k, *_ in changes}
     assert ("ttft_s_p90", "point") in kinds and ("decode_tps", "ratio") in kinds
     assert all(r[3] is None and r[6] is None for r in changes if r[1] == "point")
-    assert _stored(db, "compare_speedups") == [(*k, pytest.approx(1.5), pytest.approx(0.9))
-                                               for k in result.speedup_ratio]
+    assert _stored(db, "compare_speedups") == [
+        (*k, pytest.approx(1.5), pytest.approx(0.9)) for k in result.speedup_ratio
+    ]
     assert _stored(db, "compare_only") == sorted(("B", *k) for k in result.only_b) != []
-    assert _stored(db, "compare_prompts") == [("chat", None, None, None, "not checked",
-                                               "a plan does not define the workload")]
-    assert _stored(db, "compare_environment") == [
-        ("gpu1", "engine.version", "0.29", "0.30", None)]
+    assert _stored(db, "compare_prompts") == [
+        ("chat", None, None, None, "not checked", "a plan does not define the workload")
+    ]
+    assert _stored(db, "compare_environment") == [("gpu1", "engine.version", "0.29", "0.30", None)]
     runs = _stored(db, "compare_runs")  # 2 methods x 6 prompts x 3 reps, B twice (code)
     assert [(r[0], r[1], r[3]) for r in runs] == [("A", "nightly", 36), ("B", "nightly", 72)]
 
@@ -324,8 +430,9 @@ def test_a_second_compare_replaces_the_pairs_rows_and_keeps_other_pairs(tmp_path
     first = _counts(db)
     assert first[("compare_changes", "A", "B")] == first[("compare_changes", "B", "A")] == 10
     with duckdb.connect(str(db)) as con:  # a row the next compare of (A, B) must delete
-        con.execute("INSERT INTO compare_only VALUES ('A', 'B', 'A', 'e', 1, 'm', 'w', 1, 1, "
-                    "'closed')")
+        con.execute(
+            "INSERT INTO compare_only VALUES ('A', 'B', 'A', 'e', 1, 'm', 'w', 1, 1, 'closed')"
+        )
     assert _compare(db).returncode == 0
     assert _counts(db) == first  # (A, B) replaced, not doubled; (B, A) kept
     build.run(db, baseline="autoregressive")  # rebuilding the analysis keeps them
@@ -336,8 +443,9 @@ def test_gate_writes_nothing(tmp_path: Path) -> None:
     db = _db(tmp_path, 0.6)
     assert _gate(db).returncode == 1
     with duckdb.connect(str(db), read_only=True) as con:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
-                  .fetchall()}
+        tables = {
+            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
     assert not tables & set(compare.OBJECTS)
 
 
@@ -354,22 +462,54 @@ def _open_db(tmp_path: Path, slo: dict[str, str] | None = None) -> Path:
     campaign's slo.ttft_ms (none by default)."""
     requests, windows = [], []
     for cid in "AB":
-        requests += [open_req(float(i), ttft=_b_ttft(i) if cid == "B" else 0.1 * (1 + 0.03 * i),
-                              campaign_id=cid, window_id=f"{cid}-open", prompt_id=f"p{i}")
-                     for i in range(11)]
+        requests += [
+            open_req(
+                float(i),
+                ttft=_b_ttft(i) if cid == "B" else 0.1 * (1 + 0.03 * i),
+                campaign_id=cid,
+                window_id=f"{cid}-open",
+                prompt_id=f"p{i}",
+            )
+            for i in range(11)
+        ]
         windows.append(window(cid, f"{cid}-open", rate=2.0, n=11, span=10.0, elapsed=12.0))
-    requests += [open_req(float(i), campaign_id="B", window_id="B-ramp", prompt_id=f"p{i}")
-                 for i in range(5)]
-    windows.append(window("B", "B-ramp", rate=None, n=5, span=4.0, elapsed=5.0,
-                          ramp="linear", ramp_start_rate=0.5, ramp_end_rate=2.0))
-    campaigns = [{"campaign_id": c, "plan_name": "open", "plan_sha256": "ab" * 32,
-                  "plan_yaml": "name: open\n", "baseline": AR, "started_at": req()["sent_at"],
-                  "finished_at": None, "status": "complete"} for c in "AB"]
+    requests += [
+        open_req(float(i), campaign_id="B", window_id="B-ramp", prompt_id=f"p{i}") for i in range(5)
+    ]
+    windows.append(
+        window(
+            "B",
+            "B-ramp",
+            rate=None,
+            n=5,
+            span=4.0,
+            elapsed=5.0,
+            ramp="linear",
+            ramp_start_rate=0.5,
+            ramp_end_rate=2.0,
+        )
+    )
+    campaigns = [
+        {
+            "campaign_id": c,
+            "plan_name": "open",
+            "plan_sha256": "ab" * 32,
+            "plan_yaml": "name: open\n",
+            "baseline": AR,
+            "started_at": req()["sent_at"],
+            "finished_at": None,
+            "status": "complete",
+        }
+        for c in "AB"
+    ]
     path = tmp_path / "open.duckdb"
-    environment = [{"campaign_id": c, "host": "campaign", "key": "slo.ttft_ms", "value": v}
-                   for c, v in (slo or {}).items()]
-    store_rows(path, requests=requests, windows=windows, campaigns=campaigns,
-               environment=environment)
+    environment = [
+        {"campaign_id": c, "host": "campaign", "key": "slo.ttft_ms", "value": v}
+        for c, v in (slo or {}).items()
+    ]
+    store_rows(
+        path, requests=requests, windows=windows, campaigns=campaigns, environment=environment
+    )
     build.run(path, baseline=AR)
     return path
 
@@ -391,9 +531,11 @@ def test_open_loop_windows_are_matched_on_their_load(tmp_path: Path) -> None:
     assert p90.ci_low is None and p90.p_value is None and not p90.significant
     assert "accept_length" not in by_metric  # no verify counts
     assert result.only_a == [] and result.only_b == [
-        ("sglang", 1, AR, "chat", 256, None, "poisson linear ramp 0.5-2 rps")]
-    assert compare.describe(ttft).startswith("sglang/1/autoregressive/chat/256/poisson 2 rps "
-                                             "ttft_s: ")
+        ("sglang", 1, AR, "chat", 256, None, "poisson linear ramp 0.5-2 rps")
+    ]
+    assert compare.describe(ttft).startswith(
+        "sglang/1/autoregressive/chat/256/poisson 2 rps ttft_s: "
+    )
     assert "point estimate, no interval" in compare.describe(p90)
     done = _gate(db, "--max-regression", "5%")
     assert done.returncode == 1 and "poisson 2 rps ttft_s" in done.stdout
@@ -406,10 +548,12 @@ def test_load_labels() -> None:
     assert label("gamma", 0.5, None, None, None, 0.25) == "gamma(0.25) 0.5 rps"
     assert label("constant", 2.5, None, None, None, None) == "constant 2.5 rps"
     assert label("poisson", None, "exponential", 1.0, 8.0, None) == (
-        "poisson exponential ramp 1-8 rps")
+        "poisson exponential ramp 1-8 rps"
+    )
     assert label("trace", None, None, None, None, None) == "trace"
     assert compare.window_text(("e", 1, "m", "w", 64, 8, "poisson 4 rps")) == (
-        "e/1/m/w/64/poisson 4 rps cap 8")
+        "e/1/m/w/64/poisson 4 rps cap 8"
+    )
     assert compare.window_text(("e", 1, "m", "w", 64, 4, "closed")) == "e/1/m/w/64/c=4"
 
 
@@ -418,9 +562,11 @@ def test_compare_tables_of_an_older_specsweep_are_made_anew(tmp_path: Path) -> N
     with this version's columns; the pair's rows are stored."""
     db = _db(tmp_path, 1.0, extra=True)
     with duckdb.connect(str(db)) as con:
-        con.execute("CREATE TABLE compare_only (a VARCHAR NOT NULL, b VARCHAR NOT NULL, "
-                    "side VARCHAR NOT NULL, engine VARCHAR, tp INTEGER, method VARCHAR, "
-                    "workload VARCHAR, max_tokens INTEGER, concurrency INTEGER)")
+        con.execute(
+            "CREATE TABLE compare_only (a VARCHAR NOT NULL, b VARCHAR NOT NULL, "
+            "side VARCHAR NOT NULL, engine VARCHAR, tp INTEGER, method VARCHAR, "
+            "workload VARCHAR, max_tokens INTEGER, concurrency INTEGER)"
+        )
         con.execute("INSERT INTO compare_only VALUES ('X', 'Y', 'A', 'e', 1, 'm', 'w', 1, 1)")
     assert _compare(db, "A", "B").returncode == 0
     rows = _stored(db, "compare_only")
@@ -430,8 +576,10 @@ def test_compare_tables_of_an_older_specsweep_are_made_anew(tmp_path: Path) -> N
 
 def _wilson(x: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     p = x / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), \
-        z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    centre, half = (
+        (p + z * z / (2 * n)) / (1 + z * z / n),
+        z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)),
+    )
     return centre - half, centre + half
 
 

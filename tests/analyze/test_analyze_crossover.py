@@ -25,8 +25,21 @@ def _row(method: str, level: tuple) -> list:
     conc, lo, hi = level[:3]
     point = level[3] if len(level) > 3 else (lo + hi) / 2
     significant = level[4] if len(level) > 4 else (lo > 1 or hi < 1)
-    return ["c1", "sglang", 1, "chat", 256, conc, method, "autoregressive", False, point, lo,
-            hi, significant]
+    return [
+        "c1",
+        "sglang",
+        1,
+        "chat",
+        256,
+        conc,
+        method,
+        "autoregressive",
+        False,
+        point,
+        lo,
+        hi,
+        significant,
+    ]
 
 
 def _crossover(path: Path, groups: dict[str, Levels]) -> dict[str, dict[str, Any]]:
@@ -37,7 +50,8 @@ def _crossover(path: Path, groups: dict[str, Levels]) -> dict[str, dict[str, Any
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens, concurrency,"
             " method, baseline, is_control, speedup, ci_low, ci_high, significant)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [_row(m, lv) for m, levels in groups.items() for lv in levels])
+            [_row(m, lv) for m, levels in groups.items() for lv in levels],
+        )
         con.execute(build.read_sql("09_crossover.sql"))
     return {r["method"]: r for r in fetch(path, "SELECT * FROM crossover")}
 
@@ -93,8 +107,9 @@ def test_always_pays_has_no_crossover(crossover) -> None:  # noqa: ANN001
 
 
 def test_never_pays_when_no_level_does(crossover) -> None:  # noqa: ANN001
-    rows = crossover({"flat": [(1, 0.9, 1.2), (4, 0.8, 1.05)],
-                      "slow": [(1, 0.5, 0.7), (4, 0.4, 0.6)]})
+    rows = crossover(
+        {"flat": [(1, 0.9, 1.2), (4, 0.8, 1.05)], "slow": [(1, 0.5, 0.7), (4, 0.4, 0.6)]}
+    )
     assert rows["flat"]["status"] == rows["slow"]["status"] == "never pays"
     assert rows["flat"]["crossover_concurrency"] is None
     assert rows["flat"]["first_slower_concurrency"] is None
@@ -125,9 +140,11 @@ def test_the_control_is_not_a_claim(tmp_path: Path) -> None:
     path = tmp_path / "x.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
-        con.execute("INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens,"
-                    " concurrency, method, baseline, is_control, speedup) VALUES"
-                    " ('c1', 'e', 1, 'chat', 64, 1, 'ar-aa', 'ar', true, 1.0)")
+        con.execute(
+            "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens,"
+            " concurrency, method, baseline, is_control, speedup) VALUES"
+            " ('c1', 'e', 1, 'chat', 64, 1, 'ar-aa', 'ar', true, 1.0)"
+        )
         con.execute(build.read_sql("09_crossover.sql"))
     assert fetch(path, "SELECT * FROM crossover") == []
 
@@ -141,8 +158,12 @@ def test_groups_are_separate_per_tp_workload_and_max_tokens(tmp_path: Path) -> N
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens, concurrency,"
             " method, baseline, is_control, speedup, ci_low, ci_high, significant) VALUES"
             " ('c1', 'e', ?, 'chat', 64, ?, 'm', 'ar', false, ?, ?, ?, ?)",
-            [[1, 1, 1.3, 1.2, 1.4, True], [1, 4, 0.8, 0.7, 0.9, True],
-             [4, 1, 1.3, 1.2, 1.4, True], [4, 4, 1.15, 1.1, 1.2, True]],
+            [
+                [1, 1, 1.3, 1.2, 1.4, True],
+                [1, 4, 0.8, 0.7, 0.9, True],
+                [4, 1, 1.3, 1.2, 1.4, True],
+                [4, 4, 1.15, 1.1, 1.2, True],
+            ],
         )
         con.execute(build.read_sql("09_crossover.sql"))
     rows = {r["tp"]: r["status"] for r in fetch(path, "SELECT tp, status FROM crossover")}
@@ -155,11 +176,22 @@ def test_built_from_requests_by_analyze(analyzed) -> None:  # noqa: ANN001
     rows = []
     for p in range(8):
         speed = 10.0 + p
-        for method, conc, factor in (("autoregressive", 1, 1), ("m", 1, 2),
-                                     ("autoregressive", 4, 1), ("m", 4, 0.6)):
+        for method, conc, factor in (
+            ("autoregressive", 1, 1),
+            ("m", 1, 2),
+            ("autoregressive", 4, 1),
+            ("m", 4, 0.6),
+        ):
             jitter = 1 + 0.03 * ((p * 7) % 5 - 2) if method == "m" else 1
-            rows.append(decode_req(speed * factor * jitter, method=method, concurrency=conc,
-                                   prompt_id=f"p{p}", window_id=f"w-{method}-{conc}"))
+            rows.append(
+                decode_req(
+                    speed * factor * jitter,
+                    method=method,
+                    concurrency=conc,
+                    prompt_id=f"p{p}",
+                    window_id=f"w-{method}-{conc}",
+                )
+            )
     path = analyzed(rows)
     row = one(path, "SELECT * FROM crossover")
     assert (row["method"], row["status"], row["crossover_concurrency"]) == ("m", "stops paying", 4)

@@ -22,13 +22,28 @@ def tenths(start: float, end: float) -> list[float]:
 
 
 def service(method: str, gpus: str = "0") -> dict[str, Any]:
-    return {"service_id": f"svc-{method}", "campaign_id": "c1", "config_id": f"cfg-{method}",
-            "engine": "sglang", "method": method, "tp": 1, "gpus": gpus, "host": "h",
-            "launch_command": "serve", "requested_at": T, "state": "stopped"}
+    return {
+        "service_id": f"svc-{method}",
+        "campaign_id": "c1",
+        "config_id": f"cfg-{method}",
+        "engine": "sglang",
+        "method": method,
+        "tp": 1,
+        "gpus": gpus,
+        "host": "h",
+        "launch_command": "serve",
+        "requested_at": T,
+        "state": "stopped",
+    }
 
 
-def analysed(tmp_path: Path, requests: list[dict], samples: list[dict],
-             services: list[dict] = (), env: list[dict] = ()) -> Path:
+def analysed(
+    tmp_path: Path,
+    requests: list[dict],
+    samples: list[dict],
+    services: list[dict] = (),
+    env: list[dict] = (),
+) -> Path:
     path = tmp_path / "energy.duckdb"
     write_db(path, requests)
     insert_rows(path, "gpu_samples", samples)
@@ -40,16 +55,17 @@ def analysed(tmp_path: Path, requests: list[dict], samples: list[dict],
 
 def seq(starts_ends: list[tuple[float, float]], tokens: list[int], **kw: Any) -> list[dict]:
     """Requests [start, end] with the given output tokens (ttft 0.1 s, prompts p1, p2, ...)."""
-    return [req(start_s=s, e2e_s=e - s, ttft_s=0.1, output_tokens=n, prompt_id=f"p{i + 1}", **kw)
-            for i, ((s, e), n) in enumerate(zip(starts_ends, tokens))]
+    return [
+        req(start_s=s, e2e_s=e - s, ttft_s=0.1, output_tokens=n, prompt_id=f"p{i + 1}", **kw)
+        for i, ((s, e), n) in enumerate(zip(starts_ends, tokens))
+    ]
 
 
 def test_constant_power_two_requests_back_to_back(tmp_path: Path) -> None:
     """300 W for 2 s on one GPU, two requests back to back ([0, 1] and [1, 2]) of 100 tokens:
     window energy = 300 * 2 = 600 J; 600 / 200 = 3 J/token; 1/3 token/J; mean power 300 W.
     Each request is alone in flight for its second: 300 J, 300 / 100 = 3 J/token."""
-    path = analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]),
-                    power_trace(tenths(0, 2), 300.0))
+    path = analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), power_trace(tenths(0, 2), 300.0))
     w = one(path, "SELECT * FROM window_energy")
     assert w["energy_j"] == pytest.approx(600) and w["j_per_token"] == pytest.approx(3)
     assert w["tokens_per_j"] == pytest.approx(1 / 3) and w["mean_power_w"] == pytest.approx(300)
@@ -74,7 +90,11 @@ def test_power_is_interpolated_at_the_span_ends_and_summed_over_gpus(tmp_path: P
     w = one(path, "SELECT * FROM window_energy")
     assert w["energy_j"] == pytest.approx(625) and w["j_per_token"] == pytest.approx(12.5)
     assert (w["n_samples"], w["min_samples_per_gpu"], w["max_gap_s"], w["period_s"]) == (
-        4, 2, 1.0, 1.0)
+        4,
+        2,
+        1.0,
+        1.0,
+    )
     assert (w["gpus_sampled"], w["n_gpus"], w["sparse"]) == ("0,1", 2, False)
 
 
@@ -83,8 +103,9 @@ def test_overlapping_requests_share_power_equally(tmp_path: Path) -> None:
     Window: 400 * 3 = 1200 J. A: [0, 1] alone 400 J + [1, 2] half of 400 = 200 -> 600 J,
     6 J/token. B: [1, 2] 200 + [2, 3] alone 400 -> 600 J, 12 J/token. Shares sum to 1200."""
     path = analysed(tmp_path, seq([(0, 2), (1, 3)], [100, 50]), power_trace(tenths(0, 3), 400.0))
-    rows = fetch(path, "SELECT prompt_id, attributed_j, j_per_token FROM request_energy "
-                       "ORDER BY prompt_id")
+    rows = fetch(
+        path, "SELECT prompt_id, attributed_j, j_per_token FROM request_energy ORDER BY prompt_id"
+    )
     assert [r["attributed_j"] for r in rows] == pytest.approx([600, 600])
     assert [r["j_per_token"] for r in rows] == pytest.approx([6, 12])
     assert one(path, "SELECT energy_j FROM window_energy")["energy_j"] == pytest.approx(1200)
@@ -105,10 +126,13 @@ def test_time_with_no_request_in_flight_is_idle_energy(tmp_path: Path) -> None:
 def test_cost_per_million_tokens_uses_the_price_and_the_services_gpus(tmp_path: Path) -> None:
     """price 2.0 USD per GPU-hour, the service holds GPUs '0,1' (2; only GPU 0 sampled),
     busy 2 s, 200 tokens: 2.0 * 2 * 2 / 3600 / 200 * 1e6 = 11.111... USD per 1M tokens."""
-    path = analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]),
-                    power_trace(tenths(0, 2), 300.0), services=[service("autoregressive", "0,1")],
-                    env=[{"campaign_id": "c1", "host": "h", "key": "price.gpu_hour_usd",
-                          "value": "2.0"}])
+    path = analysed(
+        tmp_path,
+        seq([(0, 1), (1, 2)], [100, 100]),
+        power_trace(tenths(0, 2), 300.0),
+        services=[service("autoregressive", "0,1")],
+        env=[{"campaign_id": "c1", "host": "h", "key": "price.gpu_hour_usd", "value": "2.0"}],
+    )
     w = one(path, "SELECT * FROM window_energy")
     assert (w["n_gpus"], w["gpu_hour_usd"]) == (2, 2.0)
     assert w["cost_per_mtok_usd"] == pytest.approx(2.0 * 2 * 2 / 3600 / 200 * 1e6)
@@ -130,8 +154,7 @@ def test_throttle_reasons_and_clock_drop_in_the_busy_span(tmp_path: Path) -> Non
     path = analysed(tmp_path, seq([(0, 1)], [10]), samples)
     w = one(path, "SELECT * FROM window_energy")
     assert (w["throttled"], w["throttle_reasons"]) == (True, "hw_slowdown,sw_power_cap")
-    assert (w["sm_clock_min_mhz"], w["sm_clock_median_mhz"], w["clock_drop"]) == (
-        1700, 1980, True)
+    assert (w["sm_clock_min_mhz"], w["sm_clock_median_mhz"], w["clock_drop"]) == (1700, 1980, True)
 
 
 def test_a_clock_within_ten_percent_is_no_drop(tmp_path: Path) -> None:
@@ -142,12 +165,16 @@ def test_a_clock_within_ten_percent_is_no_drop(tmp_path: Path) -> None:
     assert (w["clock_drop"], w["throttled"], w["throttle_reasons"]) == (False, False, "")
 
 
-@pytest.mark.parametrize(("times", "why"), [
-    ([0.0, 0.1, 0.2, 0.3, 0.4, 2.0], "gap 1.6 s > 3 * 0.1 s period"),
-    ([-1.0, 0.5, 3.0], "one sample in the span"),
-])
-def test_sparse_windows_are_left_out_of_energy_figures(tmp_path: Path, times: list[float],
-                                                       why: str) -> None:
+@pytest.mark.parametrize(
+    ("times", "why"),
+    [
+        ([0.0, 0.1, 0.2, 0.3, 0.4, 2.0], "gap 1.6 s > 3 * 0.1 s period"),
+        ([-1.0, 0.5, 3.0], "one sample in the span"),
+    ],
+)
+def test_sparse_windows_are_left_out_of_energy_figures(
+    tmp_path: Path, times: list[float], why: str
+) -> None:
     """Span [0, 2]. Samples every 0.1 s up to 0.4 then 2.0: gaps of the span points are at
     most 1.6 s against a median period of 0.1 s -> sparse. Or a single sample inside the span
     (< 2 per GPU) -> sparse. A sparse window keeps energy_j but has no j_per_token and no
@@ -179,21 +206,31 @@ def test_energy_ratio_is_the_paired_ratio_of_j_per_token(tmp_path: Path) -> None
     path = analysed(tmp_path, base + spec, samples)
     r = one(path, "SELECT * FROM energy_ratio")
     assert (r["method"], r["baseline"], r["n"], r["n_baseline"], r["n_prompts"]) == (
-        "spec", "autoregressive", 2, 2, 2)
+        "spec",
+        "autoregressive",
+        2,
+        2,
+        2,
+    )
     assert r["energy_ratio"] == pytest.approx(0.5**0.5)
     assert r["ci_low"] is None and r["ci_reason"].startswith("2 prompts:")
     assert r["significant"] is None and r["is_control"] is False
     assert r["window_energy_ratio"] == pytest.approx(2 / 3)
     assert r["energy_source"] == "power_trapezoid"  # power only on both sides
     assert (r["method_j_per_token_p50"], r["baseline_j_per_token_p50"]) == pytest.approx(
-        (2.25, 3.0))
+        (2.25, 3.0)
+    )
 
 
 def test_gpu_sample_builder_defaults() -> None:
     """The row builder names every gpu_samples column of the DDL once."""
     row = gpu_sample(0.5, 250.0)
     assert (row["t_s"], row["power_w"], row["window_id"], row["throttle_reasons"]) == (
-        0.5, 250.0, "w-autoregressive", "")
+        0.5,
+        250.0,
+        "w-autoregressive",
+        "",
+    )
 
 
 def test_nvml_counter_is_primary_and_the_trapezoid_is_the_check(tmp_path: Path) -> None:
@@ -208,12 +245,15 @@ def test_nvml_counter_is_primary_and_the_trapezoid_is_the_check(tmp_path: Path) 
     path = analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples)
     w = one(path, "SELECT * FROM window_energy")
     assert (w["energy_j"], w["counter_energy_j"], w["trapezoid_energy_j"]) == pytest.approx(
-        (600, 600, 600))
+        (600, 600, 600)
+    )
     assert w["energy_source"] == "counter"
     path.unlink()
     samples += power_trace(times, 100.0, gpu_index=1)
-    w = one(analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples),
-            "SELECT * FROM window_energy")
+    w = one(
+        analysed(tmp_path, seq([(0, 1), (1, 2)], [100, 100]), samples),
+        "SELECT * FROM window_energy",
+    )
     assert w["energy_j"] == pytest.approx(800) and w["counter_energy_j"] is None
     assert (w["energy_source"], w["n_gpus_counter"]) == ("mixed", 1)
 
@@ -224,16 +264,27 @@ def test_energy_summary_sums_usable_windows_of_a_setting(tmp_path: Path) -> None
     j_per_token = (100 + 300) / (50 + 50) = 4; tokens_per_j = 0.25; mean power 400 J / 2 s =
     200 W. Price 1 USD per GPU-hour, 1 GPU, busy 1 s, 50 tokens: each window 1 * 1 * 1 /
     3600 / 50 * 1e6 = 5.555... USD per 1M tokens, so the token-weighted cost is the same."""
-    requests = [req(start_s=0, e2e_s=1, ttft_s=0.1, output_tokens=50, window_id=w)
-                for w in ("w1", "w2", "w3")]
-    samples = (power_trace(tenths(0, 1), 100.0, window_id="w1")
-               + power_trace(tenths(0, 1), 300.0, window_id="w2")
-               + power_trace([0.5], 300.0, window_id="w3"))
-    path = analysed(tmp_path, requests, samples,
-                    env=[{"campaign_id": "c1", "host": "h", "key": "price.gpu_hour_usd",
-                          "value": "1"}])
+    requests = [
+        req(start_s=0, e2e_s=1, ttft_s=0.1, output_tokens=50, window_id=w)
+        for w in ("w1", "w2", "w3")
+    ]
+    samples = (
+        power_trace(tenths(0, 1), 100.0, window_id="w1")
+        + power_trace(tenths(0, 1), 300.0, window_id="w2")
+        + power_trace([0.5], 300.0, window_id="w3")
+    )
+    path = analysed(
+        tmp_path,
+        requests,
+        samples,
+        env=[{"campaign_id": "c1", "host": "h", "key": "price.gpu_hour_usd", "value": "1"}],
+    )
     s = one(path, "SELECT * FROM energy_summary")
     assert (s["n_windows"], s["n_sparse"], s["output_tokens_sum"]) == (3, 1, 100)
     assert (s["energy_j"], s["j_per_token"], s["tokens_per_j"], s["mean_power_w"]) == (
-        pytest.approx(400), pytest.approx(4), pytest.approx(0.25), pytest.approx(200))
+        pytest.approx(400),
+        pytest.approx(4),
+        pytest.approx(0.25),
+        pytest.approx(200),
+    )
     assert s["cost_per_mtok_usd"] == pytest.approx(1e6 / 3600 / 50)

@@ -41,17 +41,23 @@ def test_every_table_round_trips(analyzed_golden: Path, tmp_path: Path, fmt: str
             assert back.types == original.types, file
             for a, b in ((original, back), (back, original)):  # equal as multisets of rows
                 assert a.except_(b).aggregate("count(*)").fetchone() == (0,), file
-            assert back.aggregate("count(*)").fetchone() == original.aggregate(
-                "count(*)").fetchone()
+            assert (
+                back.aggregate("count(*)").fetchone() == original.aggregate("count(*)").fetchone()
+            )
         rows = con.table("requests").aggregate("count(*)").fetchone()[0]
     assert rows > 100  # the golden campaign, lists and all
 
 
-def test_the_command_line_writes_files_and_refuses_bad_input(analyzed_golden: Path,
-                                                             tmp_path: Path) -> None:
+def test_the_command_line_writes_files_and_refuses_bad_input(
+    analyzed_golden: Path, tmp_path: Path
+) -> None:
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "analyze", "export", *argv],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "analyze", "export", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     done = cli("--db", str(analyzed_golden), "--format", "csv", "--out", str(tmp_path / "o"))
     assert done.returncode == 0 and "files (csv)" in done.stdout, done.stderr
@@ -62,23 +68,29 @@ def test_the_command_line_writes_files_and_refuses_bad_input(analyzed_golden: Pa
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
-def test_the_json_summary_holds_every_window_with_its_speedup(analyzed_golden: Path,
-                                                              tmp_path: Path) -> None:
+def test_the_json_summary_holds_every_window_with_its_speedup(
+    analyzed_golden: Path, tmp_path: Path
+) -> None:
     (path,) = export.run(analyzed_golden, tmp_path, "json")
     document = json.loads(path.read_text())  # strict JSON: NaN was written as null
     assert document["summary_version"] == 1 and document["generator"] == "specsweep"
     (campaign,) = document["campaigns"]
     with duckdb.connect(str(analyzed_golden), read_only=True) as con:
         n_windows = con.execute("SELECT count(*) FROM config_summary").fetchone()[0]
-        speedups = {row[:6]: row[6:] for row in con.execute(
-            "SELECT engine, tp, method, workload, max_tokens, concurrency, speedup, ci_low, "
-            "ci_high, significant FROM speedup").fetchall()}
+        speedups = {
+            row[:6]: row[6:]
+            for row in con.execute(
+                "SELECT engine, tp, method, workload, max_tokens, concurrency, speedup, ci_low, "
+                "ci_high, significant FROM speedup"
+            ).fetchall()
+        }
         baseline = con.execute("SELECT baseline FROM campaigns").fetchone()[0]
     windows = campaign["windows"]
     assert campaign["baseline"] == baseline and len(windows) == n_windows == 30
     for w in windows:
-        key = tuple(w[k] for k in ("engine", "tp", "method", "workload", "max_tokens",
-                                   "concurrency"))
+        key = tuple(
+            w[k] for k in ("engine", "tp", "method", "workload", "max_tokens", "concurrency")
+        )
         if w["method"] == baseline:
             assert w["speedup"] is None and w["metrics"]["accept_length_tw"] == 1.0
         else:

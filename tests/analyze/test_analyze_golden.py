@@ -25,20 +25,34 @@ import duckdb
 import pytest
 
 from analyze import build
-from schema.store import LLAMACPP_VERIFY_STEPS_V7, connect
+from schema.migrations import LLAMACPP_VERIFY_STEPS_V7
+from schema.store import connect
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "default-campaign"
-FLOATS = ("speedup", "ci_low", "ci_high", "df", "p_value", "p_holm", "sim_ci_low",
-          "sim_ci_high", "throughput_speedup", "ttft_ratio", "accept_length_tw",
-          "method_decode_tps_p50", "baseline_decode_tps_p50")
+FLOATS = (
+    "speedup",
+    "ci_low",
+    "ci_high",
+    "df",
+    "p_value",
+    "p_holm",
+    "sim_ci_low",
+    "sim_ci_high",
+    "throughput_speedup",
+    "ttft_ratio",
+    "accept_length_tw",
+    "method_decode_tps_p50",
+    "baseline_decode_tps_p50",
+)
 BOOLS = ("significant", "significant_raw")
 
 
 def golden_db(path: Path) -> Path:
     with connect(path, create=True) as con:  # the current schema; the files hold raw rows
         for table in sorted(DATA.glob("*.parquet")):
-            con.execute(f"INSERT INTO {table.stem} BY NAME SELECT * FROM read_parquet(?)",
-                        [str(table)])
+            con.execute(
+                f"INSERT INTO {table.stem} BY NAME SELECT * FROM read_parquet(?)", [str(table)]
+            )
         # the files hold v6 llama.cpp rows: what migrate_to_7 does to them
         con.execute(LLAMACPP_VERIFY_STEPS_V7)
     return path

@@ -51,8 +51,11 @@ def reference(rows: list[dict]) -> tuple[dict, dict]:
         gaps = np.diff(times)
         known = r["chunk_tokens"] is not None and len(r["chunk_tokens"]) == len(times)
         tokens = np.asarray(r["chunk_tokens"] if known else [1] * len(times))[1:]
-        per_request[r["request_id"]] = (gaps.mean(), gaps.max(),
-                                        (gaps / np.where(tokens > 0, tokens, 1)).mean())
+        per_request[r["request_id"]] = (
+            gaps.mean(),
+            gaps.max(),
+            (gaps / np.where(tokens > 0, tokens, 1)).mean(),
+        )
         chunk_ms, token_ms = pooled.setdefault((r["method"], r["workload"]), ([], []))
         chunk_ms.extend(gaps * 1000)
         if known:
@@ -92,7 +95,11 @@ def test_a_window_without_gaps_has_null_itl(analyzed) -> None:
     path = analyzed([req(chunk_times_s=[0.5], chunk_tokens=[9])])
     (w,) = fetch(path, "SELECT * FROM latency_conventions")
     assert (w["n_itl"], w["itl_ms_median"], w["n_itl_token"], w["itl_token_ms_p99"]) == (
-        0, None, 0, None)
+        0,
+        None,
+        0,
+        None,
+    )
 
 
 def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> None:
@@ -108,11 +115,13 @@ def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> 
     measured = build.read_sql(build.MEASURED)
     alone = itl.compute(path, measured, workers=1)
     shared = itl.compute(path, measured, workers=2)
-    by_rid = [f.sort_values("rid").reset_index(drop=True) for f in (alone.per_request,
-                                                                   shared.per_request)]
+    by_rid = [
+        f.sort_values("rid").reset_index(drop=True) for f in (alone.per_request, shared.per_request)
+    ]
     assert len(by_rid[0]) > 200
     assert by_rid[0].equals(by_rid[1])
     assert alone.windows.drop(columns=[c for c in alone.windows if "_ms_" in c]).equals(
-        shared.windows.drop(columns=[c for c in shared.windows if "_ms_" in c]))
+        shared.windows.drop(columns=[c for c in shared.windows if "_ms_" in c])
+    )
     for c in (c for c in alone.windows if "_ms_" in c):  # pooled in another order: ulps
         assert list(shared.windows[c]) == pytest.approx(list(alone.windows[c]), rel=1e-12)

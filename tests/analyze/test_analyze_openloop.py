@@ -56,31 +56,55 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 
 def env(campaign: str, **values: str) -> list[dict[str, Any]]:
-    return [{"campaign_id": campaign, "host": "campaign", "key": f"slo.{k}", "value": v}
-            for k, v in values.items()]
+    return [
+        {"campaign_id": campaign, "host": "campaign", "key": f"slo.{k}", "value": v}
+        for k, v in values.items()
+    ]
 
 
 def c1_rows() -> tuple[list[dict], list[dict]]:
     rows = []
     for i in range(11):
-        common = {"campaign_id": "c1", "window_id": "c1-w1", "prompt_id": f"p{i}",
-                  "cached_tokens": 50 if i % 2 == 0 else 0}
+        common = {
+            "campaign_id": "c1",
+            "window_id": "c1-w1",
+            "prompt_id": f"p{i}",
+            "cached_tokens": 50 if i % 2 == 0 else 0,
+        }
         lag = 0.001 * ((9 - i) % 11)
         if i == 5:
             rows.append(open_req(5.0, lag, failed=True, **{**common, "cached_tokens": None}))
         elif i == 10:
             rows.append(open_req(10.0, lag, tokens=1, **common))
         else:
-            rows.append(open_req(float(i), lag, ttft=0.6 if i == 1 else 0.1,
-                                 tpot=0.01 if i == 0 else 0.02 * i, **common))
+            rows.append(
+                open_req(
+                    float(i),
+                    lag,
+                    ttft=0.6 if i == 1 else 0.1,
+                    tpot=0.01 if i == 0 else 0.02 * i,
+                    **common,
+                )
+            )
     return rows, [window("c1", "c1-w1", rate=1.0, n=11, span=10.0, elapsed=12.0)]
 
 
 def twenty(window_id: str, ttft_of: Any, failed: set[int] = frozenset(), **kw: Any) -> list[dict]:
     """21 requests of c2 at 0..20 s, 2 tokens, e2e = ttft + 0.01."""
-    return [open_req(float(i), ttft=ttft_of(i), tpot=0.01, tokens=2, failed=i in failed,
-                     campaign_id="c2", window_id=window_id, prompt_id=f"p{i}", **kw)
-            for i in range(21)]
+    return [
+        open_req(
+            float(i),
+            ttft=ttft_of(i),
+            tpot=0.01,
+            tokens=2,
+            failed=i in failed,
+            campaign_id="c2",
+            window_id=window_id,
+            prompt_id=f"p{i}",
+            **kw,
+        )
+        for i in range(21)
+    ]
 
 
 def thirds(first: float, last: float, other: float):
@@ -89,36 +113,99 @@ def thirds(first: float, last: float, other: float):
 
 def c2_rows() -> tuple[list[dict], list[dict]]:
     rows = twenty("c2-growth", thirds(0.05, 0.2, 0.1))
-    rows.append({**open_req(0.0, campaign_id="c2", window_id="c2-growth", prompt_id="w"),
-                 "is_warmup": True})
+    rows.append(
+        {**open_req(0.0, campaign_id="c2", window_id="c2-growth", prompt_id="w"), "is_warmup": True}
+    )
     rows += twenty("c2-small", thirds(0.01, 0.05, 0.02))
     rows += twenty("c2-completion", lambda i: 0.1, failed=set(range(10, 21)))
     rows += twenty("c2-both", thirds(0.05, 0.5, 0.5), failed={10, 11, 12})
-    rows += [open_req(i * 0.01, 0.002, ttft=0.01, tpot=0.01, tokens=2, campaign_id="c2",
-                      window_id="c2-behind", prompt_id=f"p{i}", concurrency=4)
-             for i in range(11)]
-    rows += [open_req(float(i), campaign_id="c2", window_id="c2-cut", workload="cut",
-                      prompt_id=f"p{i}") for i in range(3)]
-    rows += [open_req(i * 0.5, ttft=1.79, tpot=0.01, tokens=2, campaign_id="c2",
-                      window_id="c2-long", workload="long", prompt_id=f"p{i}")
-             for i in range(11)]
+    rows += [
+        open_req(
+            i * 0.01,
+            0.002,
+            ttft=0.01,
+            tpot=0.01,
+            tokens=2,
+            campaign_id="c2",
+            window_id="c2-behind",
+            prompt_id=f"p{i}",
+            concurrency=4,
+        )
+        for i in range(11)
+    ]
+    rows += [
+        open_req(float(i), campaign_id="c2", window_id="c2-cut", workload="cut", prompt_id=f"p{i}")
+        for i in range(3)
+    ]
+    rows += [
+        open_req(
+            i * 0.5,
+            ttft=1.79,
+            tpot=0.01,
+            tokens=2,
+            campaign_id="c2",
+            window_id="c2-long",
+            workload="long",
+            prompt_id=f"p{i}",
+        )
+        for i in range(11)
+    ]
     # a cap of 1 in flight: due every 0.5 s, each takes 1 s, so request i goes out at i s
-    rows += [open_req(i * 0.5, i * 0.5, ttft=0.1, tpot=0.09, tokens=11, campaign_id="c2",
-                      window_id="c2-capped", workload="capped", prompt_id=f"p{i}",
-                      concurrency=1) for i in range(21)]
-    rows += [open_req(s, campaign_id="c2", window_id="c2-ramp", workload="ramp",
-                      prompt_id=f"p{i}") for i, s in enumerate((0.0, 2.0, 3.0, 3.5, 4.0))]
-    wins = [window("c2", w, rate=r, n=21, span=20.0, elapsed=21.0)
-            for w, r in (("c2-growth", 1.0), ("c2-small", 1.5), ("c2-completion", 2.0),
-                         ("c2-both", 3.0))]
-    wins += [window("c2", "c2-behind", rate=100.0, n=11, span=0.1, elapsed=0.2,
-                    max_concurrency=4),
-             window("c2", "c2-cut", rate=5.0, n=3, span=2.0, elapsed=3.0, workload="cut"),
-             window("c2", "c2-long", rate=2.0, n=11, span=5.0, elapsed=6.8, workload="long"),
-             window("c2", "c2-capped", rate=2.0, n=21, span=10.0, elapsed=21.0,
-                    workload="capped", max_concurrency=1),
-             window("c2", "c2-ramp", rate=None, n=5, span=4.0, elapsed=5.0, workload="ramp",
-                    ramp="linear", ramp_start_rate=0.5, ramp_end_rate=2.0)]
+    rows += [
+        open_req(
+            i * 0.5,
+            i * 0.5,
+            ttft=0.1,
+            tpot=0.09,
+            tokens=11,
+            campaign_id="c2",
+            window_id="c2-capped",
+            workload="capped",
+            prompt_id=f"p{i}",
+            concurrency=1,
+        )
+        for i in range(21)
+    ]
+    rows += [
+        open_req(s, campaign_id="c2", window_id="c2-ramp", workload="ramp", prompt_id=f"p{i}")
+        for i, s in enumerate((0.0, 2.0, 3.0, 3.5, 4.0))
+    ]
+    wins = [
+        window("c2", w, rate=r, n=21, span=20.0, elapsed=21.0)
+        for w, r in (
+            ("c2-growth", 1.0),
+            ("c2-small", 1.5),
+            ("c2-completion", 2.0),
+            ("c2-both", 3.0),
+        )
+    ]
+    wins += [
+        window("c2", "c2-behind", rate=100.0, n=11, span=0.1, elapsed=0.2, max_concurrency=4),
+        window("c2", "c2-cut", rate=5.0, n=3, span=2.0, elapsed=3.0, workload="cut"),
+        window("c2", "c2-long", rate=2.0, n=11, span=5.0, elapsed=6.8, workload="long"),
+        window(
+            "c2",
+            "c2-capped",
+            rate=2.0,
+            n=21,
+            span=10.0,
+            elapsed=21.0,
+            workload="capped",
+            max_concurrency=1,
+        ),
+        window(
+            "c2",
+            "c2-ramp",
+            rate=None,
+            n=5,
+            span=4.0,
+            elapsed=5.0,
+            workload="ramp",
+            ramp="linear",
+            ramp_start_rate=0.5,
+            ramp_end_rate=2.0,
+        ),
+    ]
     return rows, wins
 
 
@@ -133,19 +220,52 @@ def c3_rows() -> tuple[list[dict], list[dict]]:
                 if method == DF:  # with a jitter of its own, so the ratios have a spread
                     tpot *= (1.25 if rate == 4.0 else 0.5) * (1 + 0.01 * ((3 * i) % 5 - 2))
                 slow = (method, rate) == (DF, 1.0) and i >= 5 or (method, rate, i) == (AR, 2.0, 0)
-                rows.append(open_req(float(i), ttft=0.6 if slow else 0.1, tpot=tpot, tokens=61,
-                                     failed=(method, rate) == (AR, 4.0) and 16 <= i <= 23,
-                                     campaign_id="c3", window_id=wid, method=method,
-                                     prompt_id=f"p{i}", cached_tokens=cached))
+                rows.append(
+                    open_req(
+                        float(i),
+                        ttft=0.6 if slow else 0.1,
+                        tpot=tpot,
+                        tokens=61,
+                        failed=(method, rate) == (AR, 4.0) and 16 <= i <= 23,
+                        campaign_id="c3",
+                        window_id=wid,
+                        method=method,
+                        prompt_id=f"p{i}",
+                        cached_tokens=cached,
+                    )
+                )
             reset = "kept" if (method, rate) == (DF, 8.0) else "flush_cache"
-            wins.append(window("c3", wid, method, rate=rate, n=40, span=39.0, elapsed=40.0,
-                               cache_reset=reset))
+            wins.append(
+                window(
+                    "c3", wid, method, rate=rate, n=40, span=39.0, elapsed=40.0, cache_reset=reset
+                )
+            )
     for method, cached in ((AR, 0), (DF, 30)):
         wid = f"c3-{method}-closed"
-        rows += [req(campaign_id="c3", window_id=wid, method=method, prompt_id=f"p{i}",
-                     cached_tokens=cached) for i in range(2)]
-        wins.append(window("c3", wid, method, rate=None, n=2, span=None, elapsed=3.0,
-                           load="closed", seed=None, max_concurrency=1))
+        rows += [
+            req(
+                campaign_id="c3",
+                window_id=wid,
+                method=method,
+                prompt_id=f"p{i}",
+                cached_tokens=cached,
+            )
+            for i in range(2)
+        ]
+        wins.append(
+            window(
+                "c3",
+                wid,
+                method,
+                rate=None,
+                n=2,
+                span=None,
+                elapsed=3.0,
+                load="closed",
+                seed=None,
+                max_concurrency=1,
+            )
+        )
     return rows, wins
 
 
@@ -156,17 +276,42 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for rows, wins in (c1_rows(), c2_rows(), c3_rows()):
         requests += rows
         windows += wins
-    units = [{"campaign_id": "c2", "config_id": f"cfg-{AR}", "workload": "cut",
-              "service_id": f"svc-{AR}", "n_requests": 3, "complete": False,
-              "colocated_with": "", "started_at": req()["sent_at"],
-              "finished_at": req()["sent_at"]}]
-    environment = (env("c1", ttft_ms="500.0", tpot_ms="100.0")
-                   + env("c3", ttft_ms="500.0", target="0.9", trim="0.2"))
-    campaigns = [{"campaign_id": "c2", "plan_name": "c2", "plan_sha256": "ab" * 32,
-                  "plan_yaml": "name: c2\n", "baseline": AR, "started_at": req()["sent_at"],
-                  "finished_at": None, "status": "running"}]
-    store_rows(path, requests=requests, windows=windows, units=units, environment=environment,
-               campaigns=campaigns)
+    units = [
+        {
+            "campaign_id": "c2",
+            "config_id": f"cfg-{AR}",
+            "workload": "cut",
+            "service_id": f"svc-{AR}",
+            "n_requests": 3,
+            "complete": False,
+            "colocated_with": "",
+            "started_at": req()["sent_at"],
+            "finished_at": req()["sent_at"],
+        }
+    ]
+    environment = env("c1", ttft_ms="500.0", tpot_ms="100.0") + env(
+        "c3", ttft_ms="500.0", target="0.9", trim="0.2"
+    )
+    campaigns = [
+        {
+            "campaign_id": "c2",
+            "plan_name": "c2",
+            "plan_sha256": "ab" * 32,
+            "plan_yaml": "name: c2\n",
+            "baseline": AR,
+            "started_at": req()["sent_at"],
+            "finished_at": None,
+            "status": "running",
+        }
+    ]
+    store_rows(
+        path,
+        requests=requests,
+        windows=windows,
+        units=units,
+        environment=environment,
+        campaigns=campaigns,
+    )
     build.run(path, baseline=AR)
     return path
 
@@ -192,12 +337,30 @@ def test_wilson_macro_matches_hand_computed_intervals() -> None:
 
 def test_slo_targets_read_strings_and_apply_defaults(db: Path) -> None:
     rows = {r["campaign_id"]: r for r in fetch(db, "SELECT * FROM slo_targets")}
-    assert rows["c1"] == {"campaign_id": "c1", "ttft_ms": 500.0, "tpot_ms": 100.0,
-                          "e2e_ms": None, "target": 0.99, "trim": 0.1, "has_slo": True}
-    assert rows["c2"] == {"campaign_id": "c2", "ttft_ms": None, "tpot_ms": None,
-                          "e2e_ms": None, "target": 0.99, "trim": 0.1, "has_slo": False}
-    assert (rows["c3"]["ttft_ms"], rows["c3"]["tpot_ms"], rows["c3"]["target"],
-            rows["c3"]["trim"]) == (500.0, None, 0.9, 0.2)
+    assert rows["c1"] == {
+        "campaign_id": "c1",
+        "ttft_ms": 500.0,
+        "tpot_ms": 100.0,
+        "e2e_ms": None,
+        "target": 0.99,
+        "trim": 0.1,
+        "has_slo": True,
+    }
+    assert rows["c2"] == {
+        "campaign_id": "c2",
+        "ttft_ms": None,
+        "tpot_ms": None,
+        "e2e_ms": None,
+        "target": 0.99,
+        "trim": 0.1,
+        "has_slo": False,
+    }
+    assert (
+        rows["c3"]["ttft_ms"],
+        rows["c3"]["tpot_ms"],
+        rows["c3"]["target"],
+        rows["c3"]["trim"],
+    ) == (500.0, None, 0.9, 0.2)
 
 
 def test_open_requests_tpot_lag_steady_and_slo(db: Path) -> None:
@@ -206,34 +369,68 @@ def test_open_requests_tpot_lag_steady_and_slo(db: Path) -> None:
     assert [r["lag_s"] for r in rows] == pytest.approx([0.001 * ((9 - i) % 11) for i in range(11)])
     tpot = [r["tpot_s"] for r in rows]
     assert tpot[5] is None and tpot[10] is None  # failed; one token
-    assert tpot[:5] + tpot[6:10] == pytest.approx([0.01, 0.02, 0.04, 0.06, 0.08, 0.12, 0.14,
-                                                   0.16, 0.18])
-    assert [r["meets_slo"] for r in rows] == [True, False, True, True, True, False, False,
-                                             False, False, False, True]
+    assert tpot[:5] + tpot[6:10] == pytest.approx(
+        [0.01, 0.02, 0.04, 0.06, 0.08, 0.12, 0.14, 0.16, 0.18]
+    )
+    assert [r["meets_slo"] for r in rows] == [
+        True,
+        False,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]
     # collect's Slo.met (the search's rule, from the actual send) agrees with the SQL's
     # from-send rule on every row (here lags of at most 10 ms move no request across 500 ms)
     slo = Slo(ttft_ms=500, tpot_ms=100)
-    raw = fetch(db, "SELECT ok, ttft_s, e2e_s, output_tokens FROM requests "
-                    "WHERE window_id = 'c1-w1' ORDER BY scheduled_s")
+    raw = fetch(
+        db,
+        "SELECT ok, ttft_s, e2e_s, output_tokens FROM requests "
+        "WHERE window_id = 'c1-w1' ORDER BY scheduled_s",
+    )
     assert [slo.met(**r) for r in raw] == [r["meets_slo_from_send"] for r in rows]
     assert [r["meets_slo_from_send"] for r in rows] == [r["meets_slo"] for r in rows]
 
 
 def test_trim_from_the_campaign_moves_the_steady_edges(db: Path) -> None:
-    steady = fetch(db, "SELECT prompt_id FROM open_requests WHERE window_id = 'c3-dflash-1' "
-                       "AND steady ORDER BY scheduled_s")
+    steady = fetch(
+        db,
+        "SELECT prompt_id FROM open_requests WHERE window_id = 'c3-dflash-1' "
+        "AND steady ORDER BY scheduled_s",
+    )
     assert [r["prompt_id"] for r in steady] == [f"p{i}" for i in range(8, 32)]  # [7.8, 31.2]
 
 
 def test_open_window_of_c1(db: Path) -> None:
     w = win(db, "c1-w1")
     assert (w["method"], w["n_scheduled"], w["n_sent"], w["n_ok"], w["n_steady"]) == (
-        AR, 11, 11, 10, 9)
-    expect = {"scheduled_rps": 1.0, "achieved_rps": 10 / 12, "lag_p50_s": 0.005,
-              "lag_p99_s": 0.0099, "lag_max_s": 0.010, "ttft_p50_s": 0.1,
-              "ttft_p99_s": 0.1 + 0.93 * 0.5, "tpot_p50_s": 0.10, "tpot_p99_s": 0.1786,
-              "e2e_p50_s": 1.1, "e2e_p99_s": 1.886, "output_tps": 100 / 12,
-              "completion_ratio": 6 / 9, "cached_share": 0.3}
+        AR,
+        11,
+        11,
+        10,
+        9,
+    )
+    expect = {
+        "scheduled_rps": 1.0,
+        "achieved_rps": 10 / 12,
+        "lag_p50_s": 0.005,
+        "lag_p99_s": 0.0099,
+        "lag_max_s": 0.010,
+        "ttft_p50_s": 0.1,
+        "ttft_p99_s": 0.1 + 0.93 * 0.5,
+        "tpot_p50_s": 0.10,
+        "tpot_p99_s": 0.1786,
+        "e2e_p50_s": 1.1,
+        "e2e_p99_s": 1.886,
+        "output_tps": 100 / 12,
+        "completion_ratio": 6 / 9,
+        "cached_share": 0.3,
+    }
     assert {k: w[k] for k in expect} == pytest.approx(expect, rel=1e-9)
     # p99 lag 9.9 ms is over 1 ms but under 0.1 / rate = 100 ms: on schedule
     assert w["behind_schedule"] is False
@@ -244,10 +441,19 @@ def test_goodput_and_attainment_with_wilson_intervals(db: Path) -> None:
     w = win(db, "c1-w1")
     lo, hi = wilson(5, 11)
     slo_lo, slo_hi = wilson(3, 9)
-    expect = {"n_good": 5, "n_good_steady": 3, "goodput_rps": 5 / 12, "attainment": 5 / 11,
-              "attainment_lo": lo, "attainment_hi": hi, "goodput_lo": 11 / 12 * lo,
-              "goodput_hi": 11 / 12 * hi, "attainment_steady": 3 / 9,
-              "attainment_steady_lo": slo_lo, "attainment_steady_hi": slo_hi}
+    expect = {
+        "n_good": 5,
+        "n_good_steady": 3,
+        "goodput_rps": 5 / 12,
+        "attainment": 5 / 11,
+        "attainment_lo": lo,
+        "attainment_hi": hi,
+        "goodput_lo": 11 / 12 * lo,
+        "goodput_hi": 11 / 12 * hi,
+        "attainment_steady": 3 / 9,
+        "attainment_steady_lo": slo_lo,
+        "attainment_steady_hi": slo_hi,
+    }
     assert {k: w[k] for k in expect} == pytest.approx(expect, rel=1e-12)
     assert (round(lo, 4), round(hi, 4)) == (0.2127, 0.7199)  # by hand: 0.4663 -/+ 0.2536
 
@@ -258,14 +464,19 @@ def test_goodput_and_attainment_with_wilson_intervals(db: Path) -> None:
     ("c2-completion", "completion", 0.1, None),  # 8 of 17 complete; no ok late request
     ("c2-both", "both", 0.05, 0.5),            # 13 of 17 complete, and 10x
 ])  # fmt: skip
-def test_saturation(db: Path, window_id: str, reason: str | None, first: float,
-                    last: float | None) -> None:
+def test_saturation(
+    db: Path, window_id: str, reason: str | None, first: float, last: float | None
+) -> None:
     w = win(db, window_id)
     assert (w["saturation_reason"], w["saturated"]) == (reason, reason is not None)
     assert w["ttft_first_third_s"] == pytest.approx(first)
     assert w["ttft_last_third_s"] == (None if last is None else pytest.approx(last))
-    ratio = {"c2-growth": 15 / 17, "c2-small": 15 / 17, "c2-completion": 8 / 17,
-             "c2-both": 13 / 17}[window_id]
+    ratio = {
+        "c2-growth": 15 / 17,
+        "c2-small": 15 / 17,
+        "c2-completion": 8 / 17,
+        "c2-both": 13 / 17,
+    }[window_id]
     assert w["completion_ratio"] == pytest.approx(ratio)
 
 
@@ -285,7 +496,10 @@ def test_a_cap_that_holds_sends_back_is_saturation_not_only_lag(db: Path) -> Non
     w = win(db, "c2-capped")
     assert w["completion_ratio"] == pytest.approx(9 / 17)
     assert (w["saturated"], w["saturation_reason"], w["behind_schedule"]) == (
-        True, "completion", True)
+        True,
+        "completion",
+        True,
+    )
     # lag i * 0.5 at scheduled i * 0.5: one second of lag per second of schedule
     assert w["lag_growth"] == pytest.approx(1.0)
 
@@ -295,23 +509,43 @@ def test_a_level_lag_at_100_per_second_is_not_behind_schedule(db: Path) -> None:
     server got the rate 2 ms later; the from-schedule TTFT carries the 2 ms: 0.01 + 0.002."""
     w = win(db, "c2-behind")
     assert (w["scheduled_rps"], w["lag_p99_s"], w["lag_growth"], w["behind_schedule"]) == (
-        pytest.approx(100), pytest.approx(0.002), pytest.approx(0, abs=1e-9), False)
+        pytest.approx(100),
+        pytest.approx(0.002),
+        pytest.approx(0, abs=1e-9),
+        False,
+    )
     assert (w["ttft_p50_s"], w["ttft_from_schedule_p50_s"]) == (
-        pytest.approx(0.01), pytest.approx(0.012))
+        pytest.approx(0.01),
+        pytest.approx(0.012),
+    )
     assert w["max_concurrency"] == 4
 
 
 def test_no_slo_leaves_goodput_columns_null_and_warmup_and_cut_units_out(db: Path) -> None:
     w = win(db, "c2-growth")
-    cols = ["n_good", "goodput_rps", "goodput_lo", "goodput_hi", "attainment", "attainment_lo",
-            "attainment_hi", "attainment_steady", "attainment_steady_lo", "attainment_steady_hi"]
+    cols = [
+        "n_good",
+        "goodput_rps",
+        "goodput_lo",
+        "goodput_hi",
+        "attainment",
+        "attainment_lo",
+        "attainment_hi",
+        "attainment_steady",
+        "attainment_steady_lo",
+        "attainment_steady_hi",
+    ]
     assert all(w[c] is None for c in cols)
-    assert one(db, "SELECT count(*) AS n, count(meets_slo) AS met FROM open_requests "
-                   "WHERE campaign_id = 'c2'") == {"n": 21 * 4 + 11 + 5 + 11 + 21, "met": 0}
+    assert one(
+        db,
+        "SELECT count(*) AS n, count(meets_slo) AS met FROM open_requests WHERE campaign_id = 'c2'",
+    ) == {"n": 21 * 4 + 11 + 5 + 11 + 21, "met": 0}
     # the campaign's counts hold them too; the interrupted unit's 3 rows wait for resume
-    assert one(db, "SELECT n_measured, n_measured_open, n_in_incomplete, n_warmup "
-                   "FROM campaign_summary WHERE campaign_id = 'c2'") == {
-        "n_measured": 132, "n_measured_open": 132, "n_in_incomplete": 3, "n_warmup": 1}
+    assert one(
+        db,
+        "SELECT n_measured, n_measured_open, n_in_incomplete, n_warmup "
+        "FROM campaign_summary WHERE campaign_id = 'c2'",
+    ) == {"n_measured": 132, "n_measured_open": 132, "n_in_incomplete": 3, "n_warmup": 1}
     assert w["n_sent"] == 21  # the warm-up request is not one of them
     assert fetch(db, "SELECT * FROM open_windows WHERE window_id = 'c2-cut'") == []
     assert fetch(db, "SELECT * FROM cache_hygiene WHERE window_id = 'c2-cut'") == []
@@ -328,37 +562,57 @@ def test_rate_speedup_in_rate_space(db: Path) -> None:
         assert speedup * 0.98 < r["tpot_speedup_lo"] < r["tpot_speedup_hi"] < speedup * 1.02
         assert (r["n_pairs"], r["significant"], r["is_control"]) == (pairs, True, False)
     assert [rows[r]["goodput_ratio"] for r in (1.0, 2.0, 4.0, 8.0)] == pytest.approx(
-        [5 / 40, 40 / 39, 40 / 32, 1.0])
-    assert [rows[r]["baseline_saturated"] for r in (1.0, 2.0, 4.0, 8.0)] == [False, False, True,
-                                                                           False]
+        [5 / 40, 40 / 39, 40 / 32, 1.0]
+    )
+    assert [rows[r]["baseline_saturated"] for r in (1.0, 2.0, 4.0, 8.0)] == [
+        False,
+        False,
+        True,
+        False,
+    ]
     assert not any(rows[r]["method_saturated"] for r in rows)
     # 8 req/s: dflash kept the cache (and 50% cached); 2 req/s: 10% cached is not > 0.1
-    assert [rows[r]["cache_mismatch"] for r in (1.0, 2.0, 4.0, 8.0)] == [False, False, False,
-                                                                       True]
+    assert [rows[r]["cache_mismatch"] for r in (1.0, 2.0, 4.0, 8.0)] == [False, False, False, True]
 
 
 def test_rate_limits(db: Path) -> None:
     rows = {r["method"]: r for r in fetch(db, "SELECT * FROM rate_limits WHERE campaign_id = 'c3'")}
     assert rows[AR] | {"campaign_id": None} == {
-        "campaign_id": None, "tp": 1, "method": AR, "workload": "chat", "max_tokens": 256,
-        "n_rates": 4, "target": 0.9, "max_rate_under_slo": 2.0,
-        "max_rate_under_slo_strict": 1.0, "saturation_rate": 4.0, "stops_paying_rate": None,
-        "pays_at_rate": None}
+        "campaign_id": None,
+        "tp": 1,
+        "method": AR,
+        "workload": "chat",
+        "max_tokens": 256,
+        "n_rates": 4,
+        "target": 0.9,
+        "max_rate_under_slo": 2.0,
+        "max_rate_under_slo_strict": 1.0,
+        "saturation_rate": 4.0,
+        "stops_paying_rate": None,
+        "pays_at_rate": None,
+    }
     df = rows[DF]
-    assert (df["max_rate_under_slo"], df["max_rate_under_slo_strict"],
-            df["saturation_rate"], df["stops_paying_rate"], df["pays_at_rate"]) == (
-        None, None, None, 4.0, 1.0)
+    assert (
+        df["max_rate_under_slo"],
+        df["max_rate_under_slo_strict"],
+        df["saturation_rate"],
+        df["stops_paying_rate"],
+        df["pays_at_rate"],
+    ) == (None, None, None, 4.0, 1.0)
     c2 = one(db, "SELECT * FROM rate_limits WHERE campaign_id = 'c2' AND workload = 'chat'")
     assert (c2["max_rate_under_slo"], c2["saturation_rate"], c2["target"]) == (None, 1.0, 0.99)
     ramp = one(db, "SELECT * FROM rate_limits WHERE workload = 'ramp'")  # no single rate
-    assert (ramp["n_rates"], ramp["max_rate_under_slo"], ramp["saturation_rate"]) == (
-        0, None, None)
+    assert (ramp["n_rates"], ramp["max_rate_under_slo"], ramp["saturation_rate"]) == (0, None, None)
 
 
 def test_a_ramp_window_has_a_scheduled_rate_and_no_rate_speedup(db: Path) -> None:
     w = win(db, "c2-ramp")  # 5 requests over 4 s: (5 - 1) / 4
     assert (w["rate"], w["ramp"], w["ramp_end_rate"], w["scheduled_rps"]) == (
-        None, "linear", 2.0, 1.0)
+        None,
+        "linear",
+        2.0,
+        1.0,
+    )
     assert fetch(db, "SELECT * FROM rate_speedup WHERE workload = 'ramp'") == []
 
 
@@ -369,16 +623,24 @@ def test_only_a_ttft_objective_ignores_tpot(db: Path) -> None:
 
 
 def test_cache_hygiene_covers_both_kinds_of_window(db: Path) -> None:
-    rows = {r["window_id"]: r for r in fetch(db, "SELECT * FROM cache_hygiene "
-                                                 "WHERE campaign_id = 'c3'")}
+    rows = {
+        r["window_id"]: r for r in fetch(db, "SELECT * FROM cache_hygiene WHERE campaign_id = 'c3'")
+    }
     closed = rows["c3-dflash-closed"]
-    assert (closed["load"], closed["concurrency"], closed["cached_share"],
-            closed["baseline_window_id"], closed["cache_mismatch"]) == (
-        "closed", 1, pytest.approx(0.3), "c3-autoregressive-closed", True)
+    assert (
+        closed["load"],
+        closed["concurrency"],
+        closed["cached_share"],
+        closed["baseline_window_id"],
+        closed["cache_mismatch"],
+    ) == ("closed", 1, pytest.approx(0.3), "c3-autoregressive-closed", True)
     assert rows["c3-autoregressive-closed"]["cache_mismatch"] is None  # the baseline's own
     kept = rows["c3-dflash-8"]
     assert (kept["cache_reset"], kept["baseline_cache_reset"], kept["cache_mismatch"]) == (
-        "kept", "flush_cache", True)
+        "kept",
+        "flush_cache",
+        True,
+    )
     assert rows["c3-dflash-2"]["cached_share"] == pytest.approx(0.1)
     assert rows["c3-dflash-2"]["cache_mismatch"] is False
     assert len(rows) == 10
@@ -386,9 +648,11 @@ def test_cache_hygiene_covers_both_kinds_of_window(db: Path) -> None:
 
 def test_closed_loop_rows_stay_out_of_the_open_loop_objects(db: Path) -> None:
     assert one(db, "SELECT count(*) AS n FROM open_requests WHERE window_id LIKE '%closed'") == {
-        "n": 0}
-    assert one(db, "SELECT count(*) AS n FROM request_metrics WHERE scheduled_s IS NOT NULL"
-               ) == {"n": 0}
+        "n": 0
+    }
+    assert one(db, "SELECT count(*) AS n FROM request_metrics WHERE scheduled_s IS NOT NULL") == {
+        "n": 0
+    }
 
 
 def test_a_file_without_open_loop_rows_has_empty_open_loop_tables(tmp_path: Path) -> None:
@@ -397,5 +661,14 @@ def test_a_file_without_open_loop_rows_has_empty_open_loop_tables(tmp_path: Path
     build.run(path, baseline=AR)
     counts = build.object_counts(path)
     assert counts["request_metrics"] == 2
-    assert all(counts[name] == 0 for name in ("slo_targets", "open_requests", "open_windows",
-                                              "cache_hygiene", "rate_speedup", "rate_limits"))
+    assert all(
+        counts[name] == 0
+        for name in (
+            "slo_targets",
+            "open_requests",
+            "open_windows",
+            "cache_hygiene",
+            "rate_speedup",
+            "rate_limits",
+        )
+    )

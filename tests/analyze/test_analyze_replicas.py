@@ -15,28 +15,55 @@ from analyze import build
 T = datetime(2026, 1, 1, 12)
 
 
-def _service(service_id: str, replica: int, gpus: str, method: str = "autoregressive"
-             ) -> dict[str, object]:
-    return {"service_id": service_id, "campaign_id": "c1", "config_id": f"cfg-{method}",
-            "engine": "sglang", "method": method, "tp": 1, "gpus": gpus, "host": "h",
-            "launch_command": "x", "requested_at": T, "state": "stopped", "replica": replica}
+def _service(
+    service_id: str, replica: int, gpus: str, method: str = "autoregressive"
+) -> dict[str, object]:
+    return {
+        "service_id": service_id,
+        "campaign_id": "c1",
+        "config_id": f"cfg-{method}",
+        "engine": "sglang",
+        "method": method,
+        "tp": 1,
+        "gpus": gpus,
+        "host": "h",
+        "launch_command": "x",
+        "requested_at": T,
+        "state": "stopped",
+        "replica": replica,
+    }
 
 
 def _requests(speeds: list[float], service_id: str, workload: str, **kw: object) -> list:
-    return [decode_req(v, service_id=service_id, workload=workload, prompt_id=f"p{i}", **kw)
-            for i, v in enumerate(speeds)]
+    return [
+        decode_req(v, service_id=service_id, workload=workload, prompt_id=f"p{i}", **kw)
+        for i, v in enumerate(speeds)
+    ]
 
 
 def test_replicas_that_agree_and_one_that_does_not(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
     # replica 1 (GPU 1): coding at 20..29 tok/s; replica 2 (GPU 2): math at 21..30 tok/s;
     # replica 3 (GPU 3): writing at 40..49 tok/s, a slow-down elsewhere: no overlap
-    write_db(path, [*_requests([20.0 + i for i in range(10)], "s1", "coding"),
-                    *_requests([21.0 + i for i in range(10)], "s2", "math"),
-                    *_requests([40.0 + i for i in range(10)], "s3", "writing"),
-                    *_requests([5.0, 6.0], "solo", "coding", method="m")])
-    insert_rows(path, "services", [_service("s1", 1, "1"), _service("s2", 2, "2"),
-                                   _service("s3", 3, "3"), _service("solo", 1, "4", "m")])
+    write_db(
+        path,
+        [
+            *_requests([20.0 + i for i in range(10)], "s1", "coding"),
+            *_requests([21.0 + i for i in range(10)], "s2", "math"),
+            *_requests([40.0 + i for i in range(10)], "s3", "writing"),
+            *_requests([5.0, 6.0], "solo", "coding", method="m"),
+        ],
+    )
+    insert_rows(
+        path,
+        "services",
+        [
+            _service("s1", 1, "1"),
+            _service("s2", 2, "2"),
+            _service("s3", 3, "3"),
+            _service("solo", 1, "4", "m"),
+        ],
+    )
     build.run(path, baseline="autoregressive")
     rows = fetch(path, "SELECT * FROM replica_agreement ORDER BY replica")
     assert [r["replica"] for r in rows] == [1, 2, 3]  # m ran as one replica: not listed
@@ -53,8 +80,13 @@ def test_replicas_that_agree_and_one_that_does_not(tmp_path: Path) -> None:
 
 def test_two_replicas_that_agree(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
-    write_db(path, [*_requests([20.0 + i for i in range(30)], "s1", "coding"),
-                    *_requests([22.0 + i for i in range(30)], "s2", "math")])
+    write_db(
+        path,
+        [
+            *_requests([20.0 + i for i in range(30)], "s1", "coding"),
+            *_requests([22.0 + i for i in range(30)], "s2", "math"),
+        ],
+    )
     insert_rows(path, "services", [_service("s1", 1, "1"), _service("s2", 2, "2")])
     build.run(path, baseline="autoregressive")
     rows = fetch(path, "SELECT * FROM replica_agreement ORDER BY replica")

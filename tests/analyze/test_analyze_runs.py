@@ -29,8 +29,11 @@ def _run_rows(run: int, method: str, factor: float, prompts: range) -> list[dict
     prompts jittered by up to 3%, a fixed pattern), 2 reps (the second 1% faster). run r >
     1's window_id ends in /run<r>, as collect writes it."""
     window = f"w-{method}" + ("" if run == 1 else f"/run{run}")
-    jitter = (lambda p: 1.0) if method == "autoregressive" else (
-        lambda p: 1 + 0.03 * math.sin(p * 1.7 + run))
+    jitter = (
+        (lambda p: 1.0)
+        if method == "autoregressive"
+        else (lambda p: 1 + 0.03 * math.sin(p * 1.7 + run))
+    )
     return [decode_req(factor * _level(p) * jitter(p) * (1 + 0.01 * rep), method=method,
                        window_id=window,
                        prompt_id=f"p{p:02d}", rep=rep, request_id=f"{window}-{p}-{rep}")
@@ -63,10 +66,15 @@ def _cells(path: Path) -> list[list[float]]:
     runs, prompts = sorted({r["run"] for r in rows}), sorted({r["prompt_id"] for r in rows})
     logs: dict[tuple, list[float]] = {}
     for r in rows:
-        logs.setdefault((r["role"], r["run"], r["prompt_id"]), []).append(
-            math.log(r["decode_tps"]))
-    return [[statistics.fmean(logs[("method", run, p)]) - statistics.fmean(
-        logs[("baseline", run, p)]) for p in prompts] for run in runs]
+        logs.setdefault((r["role"], r["run"], r["prompt_id"]), []).append(math.log(r["decode_tps"]))
+    return [
+        [
+            statistics.fmean(logs[("method", run, p)])
+            - statistics.fmean(logs[("baseline", run, p)])
+            for p in prompts
+        ]
+        for run in runs
+    ]
 
 
 def _mean_squares(d: list[list[float]]) -> tuple[float, float, float]:
@@ -89,7 +97,8 @@ def test_one_run_is_the_paired_t_interval(tmp_path: Path) -> None:
     half = sps.t.ppf(0.975, N_PROMPTS - 1) * se
     assert row["speedup"] == pytest.approx(math.exp(mean))
     assert (row["ci_low"], row["ci_high"]) == pytest.approx(
-        (math.exp(mean - half), math.exp(mean + half)))
+        (math.exp(mean - half), math.exp(mean + half))
+    )
     assert row["n_runs"] == 1 and row["n_prompts"] == N_PROMPTS and row["df"] == 11
     assert row["run_speedup_min"] is None and row["run_speedup_max"] is None
     assert row["between_run_share"] is None
@@ -116,7 +125,8 @@ def test_a_faster_run_widens_the_interval(tmp_path: Path, factors: list[float]) 
     mean = sum(map(sum, d)) / (r * p)
     assert row["df"] == pytest.approx(df)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx(
-        (math.exp(mean - half), math.exp(mean + half)))
+        (math.exp(mean - half), math.exp(mean + half))
+    )
     flat = [x for run in d for x in run]
     prompts_only = sps.t.ppf(0.975, len(flat) - 1) * statistics.stdev(flat) / math.sqrt(len(flat))
     assert half > 3 * prompts_only

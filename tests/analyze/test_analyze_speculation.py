@@ -36,14 +36,27 @@ AR = "autoregressive"
 T = datetime(2026, 1, 1, 12, 0, 0)
 
 
-def closed(campaign: str, method: str, conc: int, speeds: list[float],
-           steps: list[int | None] | None = None, engine: str = "sglang") -> list[dict]:
+def closed(
+    campaign: str,
+    method: str,
+    conc: int,
+    speeds: list[float],
+    steps: list[int | None] | None = None,
+    engine: str = "sglang",
+) -> list[dict]:
     """One closed-loop window: prompt p{i+1} decoded at speeds[i] in steps[i] verify steps."""
     steps = steps or [None] * len(speeds)
-    return [decode_req(s, **ident(campaign, method, engine), concurrency=conc,
-                       window_id=f"{campaign}-{method}-c{conc}", prompt_id=f"p{i + 1}",
-                       spec_verify_ct=n)
-            for i, (s, n) in enumerate(zip(speeds, steps))]
+    return [
+        decode_req(
+            s,
+            **ident(campaign, method, engine),
+            concurrency=conc,
+            window_id=f"{campaign}-{method}-c{conc}",
+            prompt_id=f"p{i + 1}",
+            spec_verify_ct=n,
+        )
+        for i, (s, n) in enumerate(zip(speeds, steps))
+    ]
 
 
 def sw_rows() -> list[dict]:
@@ -64,8 +77,12 @@ def sw_rows() -> list[dict]:
     return rows
 
 
-GRID = {"ddt-b8-k2": (8, 2, 12, 30), "ddt-b16-k2": (16, 2, 15, 20),
-        "ddt-b8-k4": (8, 4, 16, 24), "ddt-b16-k4": (16, 4, 13, 15)}
+GRID = {
+    "ddt-b8-k2": (8, 2, 12, 30),
+    "ddt-b16-k2": (16, 2, 15, 20),
+    "ddt-b8-k4": (8, 4, 16, 24),
+    "ddt-b16-k4": (16, 4, 13, 15),
+}
 
 
 RATE_TPOT = {2.0: (0.02, 0.01, 0.008), 8.0: (0.02, 0.016, 0.04), 32.0: (0.02, 0.04, 0.04)}
@@ -85,8 +102,13 @@ def detail(method: str, i: int, **kw: Any) -> dict[str, Any]:
     return req(**ident("ps", method, "vllm"), window_id=f"ps-{method}", prompt_id=f"p{i}", **kw)
 
 
-FAILED = {"ok": False, "error_kind": "timeout", "ttft_s": None, "e2e_s": None,
-          "output_tokens": None}
+FAILED = {
+    "ok": False,
+    "error_kind": "timeout",
+    "ttft_s": None,
+    "e2e_s": None,
+    "output_tokens": None,
+}
 
 
 def ps_rows() -> list[dict]:
@@ -109,13 +131,15 @@ def ps_rows() -> list[dict]:
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("speculation") / "spec.duckdb"
     requests = sw_rows() + closed("gr", AR, 1, [10, 10]) + ps_rows()
-    services = [service("sw", m, "sglang")
-                for m in (AR, "ddtree-b8", "ddtree-b16", "ddtree-b32", "ngram")]
+    services = [
+        service("sw", m, "sglang") for m in (AR, "ddtree-b8", "ddtree-b16", "ddtree-b32", "ngram")
+    ]
     services += [service("gr", m, "sglang") for m in (AR, *GRID, "ngram-k4")]
     services += [service("rt", m, "vllm") for m in (AR, "ngram-k2", "ngram-k4")]
     services += [service("ps", m, "vllm") for m in ("pp", "hist", "steps", "both", "none")]
-    method_params = [p for b in (8, 16, 32) for p in params("sw", f"ddtree-b{b}", "ddtree",
-                                                             budget=b)]
+    method_params = [
+        p for b in (8, 16, 32) for p in params("sw", f"ddtree-b{b}", "ddtree", budget=b)
+    ]
     for method, (budget, k, speed, steps) in GRID.items():
         method_params += params("gr", method, "ddt", budget=budget, k=k, mode="tree")
         requests += closed("gr", method, 1, [speed, speed], [steps, steps])
@@ -124,8 +148,12 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     method_params += params("rt", "ngram-k2", "ngram", k=2) + params("rt", "ngram-k4", "ngram", k=4)
     open_rows, windows = rt_rows()
     store = Store(path)
-    for table, rows in (("requests", requests + open_rows), ("services", services),
-                        ("method_params", method_params), ("windows", windows)):
+    for table, rows in (
+        ("requests", requests + open_rows),
+        ("services", services),
+        ("method_params", method_params),
+        ("windows", windows),
+    ):
         assert store.append(table, rows) == len(rows), table  # nothing quarantined
     build.run(path, baseline=AR)
     return path
@@ -138,11 +166,11 @@ def by(rows: list[dict], *keys: str) -> dict:
 def test_method_families(db: Path) -> None:
     rows = by(fetch(db, "SELECT * FROM method_families"), "campaign_id", "method")
     assert len(rows) == 5 + 6 + 3 + 5  # every method with a services row, 'gone' not
-    assert [rows["sw", m][c] for m in (AR, "ddtree-b16") for c in
-            ("family", "params_label", "n_params")] == [AR, "", 0, "ddtree", "budget=16", 1]
+    assert [
+        rows["sw", m][c] for m in (AR, "ddtree-b16") for c in ("family", "params_label", "n_params")
+    ] == [AR, "", 0, "ddtree", "budget=16", 1]
     assert rows["gr", "ddt-b16-k4"]["params_label"] == "budget=16, k=4, mode=tree"
-    assert (rows["gr", "ngram-k4"]["family"], rows["gr", "ngram-k4"]["n_params"]) == (
-        "ngram-k4", 1)
+    assert (rows["gr", "ngram-k4"]["family"], rows["gr", "ngram-k4"]["n_params"]) == ("ngram-k4", 1)
 
 
 def test_param_sweep_peaks_apart(db: Path) -> None:
@@ -151,8 +179,9 @@ def test_param_sweep_peaks_apart(db: Path) -> None:
     is significant; c8: b16's prompts at 0.5, 1.4, 1.4, 1.4x have a geometric mean of 1.08x,
     below b8's 1.2x (the median said 1.4x), and its interval reaches below 1; ngram (no
     parameters) has no rows."""
-    rows = fetch(db, "SELECT * FROM param_sweep WHERE campaign_id = 'sw' ORDER BY concurrency,"
-                     " value_num")
+    rows = fetch(
+        db, "SELECT * FROM param_sweep WHERE campaign_id = 'sw' ORDER BY concurrency, value_num"
+    )
     assert {(r["family"], r["param"], r["held"]) for r in rows} == {("ddtree", "budget", "")}
     c1 = [r for r in rows if r["concurrency"] == 1]
     assert [r["value"] for r in c1] == ["8", "16", "32"]
@@ -171,8 +200,9 @@ def test_param_sweep_peaks_apart(db: Path) -> None:
 def test_param_sweep_two_parameter_grid_holds_the_other(db: Path) -> None:
     """budget swept at k=2: 1.2 (b8) < 1.5 (b16); at k=4: 1.6 (b8) > 1.3 (b16); k swept at
     budget 8: 1.2 < 1.6, at 16: 1.5 > 1.3. mode (one value) is held, never swept."""
-    rows = by(fetch(db, "SELECT * FROM param_sweep WHERE campaign_id = 'gr'"),
-              "param", "held", "method")
+    rows = by(
+        fetch(db, "SELECT * FROM param_sweep WHERE campaign_id = 'gr'"), "param", "held", "method"
+    )
     assert len(rows) == 8
     best = {key: r["best_speedup"] for key, r in rows.items()}
     assert best == {
@@ -191,8 +221,12 @@ def test_param_sweep_two_parameter_grid_holds_the_other(db: Path) -> None:
 
 
 def decomposition(db: Path, method: str, conc: int) -> dict[str, Any]:
-    return one(db, "SELECT * FROM speedup_decomposition WHERE campaign_id = 'sw' AND method = ?"
-                   " AND concurrency = ?", [method, conc])
+    return one(
+        db,
+        "SELECT * FROM speedup_decomposition WHERE campaign_id = 'sw' AND method = ?"
+        " AND concurrency = ?",
+        [method, conc],
+    )
 
 
 def test_decomposition_factors(db: Path) -> None:
@@ -216,13 +250,14 @@ def test_decomposition_names_what_limits_a_slow_method(db: Path) -> None:
     0.4, step cost. ngram at c32: 1.0 token per step of (60 / 9) / 60 s = 1.11 tokens: 0.9,
     acceptance."""
     slow = decomposition(db, "ddtree-b32", 8)
-    assert (slow["acceptance_gain"], slow["step_cost"]) == (pytest.approx(4.0),
-                                                            pytest.approx(10))
+    assert (slow["acceptance_gain"], slow["step_cost"]) == (pytest.approx(4.0), pytest.approx(10))
     assert slow["speedup"] == pytest.approx(0.4)
     assert slow["limited_by"] == "step cost"
     flat = decomposition(db, "ngram", 32)
-    assert (flat["acceptance_gain"], flat["step_cost"]) == (pytest.approx(1.0),
-                                                            pytest.approx(10 / 9))
+    assert (flat["acceptance_gain"], flat["step_cost"]) == (
+        pytest.approx(1.0),
+        pytest.approx(10 / 9),
+    )
     assert flat["limited_by"] == "acceptance"
 
 
@@ -239,8 +274,9 @@ def test_decomposition_identity_and_rows(db: Path) -> None:
 
 
 def positions(db: Path, method: str) -> list[tuple]:
-    rows = fetch(db, "SELECT * FROM position_acceptance WHERE method = ? ORDER BY position",
-                 [method])
+    rows = fetch(
+        db, "SELECT * FROM position_acceptance WHERE method = ? ORDER BY position", [method]
+    )
     return [(r["position"], r["steps"], r["accepted"], r["rate"], r["source"]) for r in rows]
 
 
@@ -250,21 +286,28 @@ def test_position_acceptance_from_each_source(db: Path) -> None:
     = 12, >= 2 5 + 4 = 9. steps [0, 2, 1, 2] + [3]: 5 steps, >= 1 4, >= 2 3, >= 3 1 (the
     first request's 4 steps count at position 3 with none accepted). A request with all
     three is read from accepted_per_pos; one with none has no rows."""
-    assert positions(db, "pp") == [(1, 15, 12, pytest.approx(0.8), "per_pos"),
-                                   (2, 15, 6, pytest.approx(0.4), "per_pos"),
-                                   (3, 15, 2, pytest.approx(2 / 15), "per_pos")]
-    assert positions(db, "hist") == [(1, 14, 12, pytest.approx(12 / 14), "histogram"),
-                                     (2, 14, 9, pytest.approx(9 / 14), "histogram")]
-    assert positions(db, "steps") == [(1, 5, 4, pytest.approx(0.8), "steps"),
-                                      (2, 5, 3, pytest.approx(0.6), "steps"),
-                                      (3, 5, 1, pytest.approx(0.2), "steps")]
+    assert positions(db, "pp") == [
+        (1, 15, 12, pytest.approx(0.8), "per_pos"),
+        (2, 15, 6, pytest.approx(0.4), "per_pos"),
+        (3, 15, 2, pytest.approx(2 / 15), "per_pos"),
+    ]
+    assert positions(db, "hist") == [
+        (1, 14, 12, pytest.approx(12 / 14), "histogram"),
+        (2, 14, 9, pytest.approx(9 / 14), "histogram"),
+    ]
+    assert positions(db, "steps") == [
+        (1, 5, 4, pytest.approx(0.8), "steps"),
+        (2, 5, 3, pytest.approx(0.6), "steps"),
+        (3, 5, 1, pytest.approx(0.2), "steps"),
+    ]
     assert positions(db, "both") == [(1, 4, 3, 0.75, "per_pos"), (2, 4, 1, 0.25, "per_pos")]
     assert positions(db, "none") == []
 
 
 def histogram(db: Path, method: str) -> list[tuple]:
-    rows = fetch(db, "SELECT * FROM accepted_histogram WHERE method = ? ORDER BY accepted",
-                 [method])
+    rows = fetch(
+        db, "SELECT * FROM accepted_histogram WHERE method = ? ORDER BY accepted", [method]
+    )
     return [(r["accepted"], r["steps"], r["share"], r["source"]) for r in rows]
 
 
@@ -272,11 +315,20 @@ def test_accepted_histogram_shares(db: Path) -> None:
     """histogram [2, 3, 5] + [0, 0, 4] = 2, 3, 9 of 14; steps [0, 2, 1, 2] + [3]: one step
     each with 0, 1 and 3 accepted, two with 2, of 5; the request with all three is read from
     its histogram; accepted_per_pos alone gives none."""
-    assert histogram(db, "hist") == [(0, 2, pytest.approx(2 / 14), "histogram"),
-                                     (1, 3, pytest.approx(3 / 14), "histogram"),
-                                     (2, 9, pytest.approx(9 / 14), "histogram")]
-    assert histogram(db, "steps") == [(0, 1, 0.2, "steps"), (1, 1, 0.2, "steps"),
-                                      (2, 2, 0.4, "steps"), (3, 1, 0.2, "steps")]
-    assert histogram(db, "both") == [(0, 1, 0.25, "histogram"), (1, 2, 0.5, "histogram"),
-                                     (2, 1, 0.25, "histogram")]
+    assert histogram(db, "hist") == [
+        (0, 2, pytest.approx(2 / 14), "histogram"),
+        (1, 3, pytest.approx(3 / 14), "histogram"),
+        (2, 9, pytest.approx(9 / 14), "histogram"),
+    ]
+    assert histogram(db, "steps") == [
+        (0, 1, 0.2, "steps"),
+        (1, 1, 0.2, "steps"),
+        (2, 2, 0.4, "steps"),
+        (3, 1, 0.2, "steps"),
+    ]
+    assert histogram(db, "both") == [
+        (0, 1, 0.25, "histogram"),
+        (1, 2, 0.5, "histogram"),
+        (2, 1, 0.25, "histogram"),
+    ]
     assert histogram(db, "pp") == [] and histogram(db, "none") == []

@@ -120,7 +120,8 @@ def test_holm_across_the_campaign(analyzed):
         mean = statistics.fmean(logs[m])
         assert got[m]["n_family"] == 3
         assert (got[m]["sim_ci_low"], got[m]["sim_ci_high"]) == pytest.approx(
-            (math.exp(mean - half), math.exp(mean + half)))
+            (math.exp(mean - half), math.exp(mean + half))
+        )
         assert got[m]["sim_ci_low"] < got[m]["ci_low"]
 
 
@@ -135,10 +136,14 @@ def test_the_aa_control_sets_the_noise_floor(analyzed):
         aa_logs[w] = [aa_shift + n for n in noise]
         m_logs[w] = [m_shift + 2 * n for n in noise]
         rows += _rows("autoregressive", base, workload=w)
-        rows += _rows("autoregressive-aa", {p: v * math.exp(d) for (p, v), d
-                                             in zip(base.items(), aa_logs[w])}, workload=w)
-        rows += _rows("dflash", {p: v * math.exp(d) for (p, v), d
-                                 in zip(base.items(), m_logs[w])}, workload=w)
+        rows += _rows(
+            "autoregressive-aa",
+            {p: v * math.exp(d) for (p, v), d in zip(base.items(), aa_logs[w])},
+            workload=w,
+        )
+        rows += _rows(
+            "dflash", {p: v * math.exp(d) for (p, v), d in zip(base.items(), m_logs[w])}, workload=w
+        )
     got = {(r["workload"], r["method"]): r for r in fetch(analyzed(rows), "SELECT * FROM speedup")}
     terms = [statistics.fmean(a) ** 2 - statistics.variance(a) / 4 for a in aa_logs.values()]
     s2 = max(0.0, statistics.fmean(terms))
@@ -155,7 +160,8 @@ def test_the_aa_control_sets_the_noise_floor(analyzed):
     mean = statistics.fmean(m_logs["chat"])
     assert method["df"] == pytest.approx(df)
     assert (method["ci_low"], method["ci_high"]) == pytest.approx(
-        (math.exp(mean - half), math.exp(mean + half)))
+        (math.exp(mean - half), math.exp(mean + half))
+    )
 
 
 def test_window_ratios(analyzed):
@@ -168,8 +174,14 @@ def test_window_ratios(analyzed):
     # (the stored accept_length is not read: the one definition is recomputed)
     base = [decode_req(10, prompt_id=f"p{i}", ttft_s=t) for i, t in enumerate((0.4, 0.5, 0.6))]
     method = [
-        decode_req(20, method="dflash", prompt_id=f"p{i}", ttft_s=t, accept_length=9.0,
-                   spec_verify_ct=steps)
+        decode_req(
+            20,
+            method="dflash",
+            prompt_id=f"p{i}",
+            ttft_s=t,
+            accept_length=9.0,
+            spec_verify_ct=steps,
+        )
         for i, (t, steps) in enumerate(((0.1, 20), (0.25, 20), (0.7, 30)))
     ]
     row = one(analyzed([*base, *method]), "SELECT * FROM speedup")
@@ -206,8 +218,10 @@ def _by_hand(pairs: list[dict]) -> dict[tuple, tuple[float, float, float, int]]:
         groups[key][r["prompt_id"]][r["role"]].append(math.log(r["decode_tps"]))
     out = {}
     for key, prompts in groups.items():
-        logs = [statistics.fmean(s["method"]) - statistics.fmean(s["baseline"])
-                for s in prompts.values()]
+        logs = [
+            statistics.fmean(s["method"]) - statistics.fmean(s["baseline"])
+            for s in prompts.values()
+        ]
         t = sps.t.ppf(0.975, len(logs) - 1)
         out[key] = (*_t_by_hand(logs, t), len(logs))
     return out

@@ -27,23 +27,49 @@ def insert(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
 
 
 def campaign(cid: str, finished: datetime | None = None) -> dict[str, Any]:
-    return {"campaign_id": cid, "plan_name": f"plan-{cid}", "plan_sha256": "ab" * 32,
-            "plan_yaml": "name: x\n", "baseline": "autoregressive", "started_at": T,
-            "finished_at": finished, "status": "complete" if finished else "running"}
+    return {
+        "campaign_id": cid,
+        "plan_name": f"plan-{cid}",
+        "plan_sha256": "ab" * 32,
+        "plan_yaml": "name: x\n",
+        "baseline": "autoregressive",
+        "started_at": T,
+        "finished_at": finished,
+        "status": "complete" if finished else "running",
+    }
 
 
 def service(sid: str, method: str, state: str = "stopped") -> dict[str, Any]:
-    return {"service_id": sid, "campaign_id": "c1", "config_id": f"cfg-{method}",
-            "engine": "sglang", "method": method, "tp": 1, "gpus": "0", "host": "h",
-            "launch_command": f"serve --{method}", "requested_at": T, "startup_s": 3.5,
-            "state": state, "error": "OOM" if state == "failed" else None,
-            "log_tail": "last lines"}
+    return {
+        "service_id": sid,
+        "campaign_id": "c1",
+        "config_id": f"cfg-{method}",
+        "engine": "sglang",
+        "method": method,
+        "tp": 1,
+        "gpus": "0",
+        "host": "h",
+        "launch_command": f"serve --{method}",
+        "requested_at": T,
+        "startup_s": 3.5,
+        "state": state,
+        "error": "OOM" if state == "failed" else None,
+        "log_tail": "last lines",
+    }
 
 
 def unit(config_id: str, workload: str, service_id: str, complete: bool) -> dict[str, Any]:
-    return {"campaign_id": "c1", "config_id": config_id, "workload": workload,
-            "service_id": service_id, "n_requests": 2, "complete": complete,
-            "colocated_with": "", "started_at": T, "finished_at": T}
+    return {
+        "campaign_id": "c1",
+        "config_id": config_id,
+        "workload": workload,
+        "service_id": service_id,
+        "n_requests": 2,
+        "complete": complete,
+        "colocated_with": "",
+        "started_at": T,
+        "finished_at": T,
+    }
 
 
 @pytest.fixture
@@ -59,10 +85,19 @@ def campaign_db(tmp_path: Path) -> Path:
         req(workload="code", window_id="w-code"), req(workload="code", window_id="w-code"),
     ])  # fmt: skip
     insert(path, "campaigns", [campaign("c1", T + timedelta(seconds=90)), campaign("c2")])
-    insert(path, "services", [service("svc-autoregressive", "autoregressive"),
-                              service("svc-m", "m", state="failed")])
-    insert(path, "units", [unit("cfg-autoregressive", "chat", "svc-autoregressive", True),
-                           unit("cfg-autoregressive", "code", "svc-autoregressive", False)])
+    insert(
+        path,
+        "services",
+        [service("svc-autoregressive", "autoregressive"), service("svc-m", "m", state="failed")],
+    )
+    insert(
+        path,
+        "units",
+        [
+            unit("cfg-autoregressive", "chat", "svc-autoregressive", True),
+            unit("cfg-autoregressive", "code", "svc-autoregressive", False),
+        ],
+    )
     build.run(path, baseline="autoregressive")
     return path
 
@@ -89,24 +124,43 @@ def test_service_summary_counts_per_service_and_drops_the_log_tail(campaign_db: 
     assert "log_tail" not in ran
     assert (ran["n_units"], ran["n_units_incomplete"], ran["n_warmup"]) == (2, 1, 1)
     assert (ran["n_measured"], ran["n_ok"], ran["n_failed"]) == (3, 2, 1)
-    assert (ran["launch_command"], ran["startup_s"], ran["gpus"]) == ("serve --autoregressive",
-                                                                     3.5, "0")
+    assert (ran["launch_command"], ran["startup_s"], ran["gpus"]) == (
+        "serve --autoregressive",
+        3.5,
+        "0",
+    )
     assert (failed["state"], failed["error"], failed["n_units"], failed["n_measured"]) == (
-        "failed", "OOM", 0, 0)
+        "failed",
+        "OOM",
+        0,
+        0,
+    )
 
 
 def test_environment_summary_adds_topic_and_host_count(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
     write_db(path, [])
-    facts = [("c1", "a", "gpu.0.name", "H200"), ("c1", "b", "cpu.model", "Xeon"),
-             ("c1", "b", "engine", "sglang"), ("c2", "a", "cpu.model", "EPYC")]
-    insert(path, "environment", [dict(zip(("campaign_id", "host", "key", "value"), f))
-                                 for f in facts])
+    facts = [
+        ("c1", "a", "gpu.0.name", "H200"),
+        ("c1", "b", "cpu.model", "Xeon"),
+        ("c1", "b", "engine", "sglang"),
+        ("c2", "a", "cpu.model", "EPYC"),
+    ]
+    insert(
+        path, "environment", [dict(zip(("campaign_id", "host", "key", "value"), f)) for f in facts]
+    )
     build.run(path, baseline="autoregressive")
-    rows = fetch(path, "SELECT campaign_id, host, key, value, topic, n_hosts "
-                       "FROM environment_summary ORDER BY ALL")
+    rows = fetch(
+        path,
+        "SELECT campaign_id, host, key, value, topic, n_hosts "
+        "FROM environment_summary ORDER BY ALL",
+    )
     assert [(r["topic"], r["n_hosts"]) for r in rows] == [
-        ("gpu", 2), ("cpu", 2), ("engine", 2), ("cpu", 1)]
+        ("gpu", 2),
+        ("cpu", 2),
+        ("engine", 2),
+        ("cpu", 1),
+    ]
     assert [tuple(r.values())[:4] for r in rows] == sorted(facts)
 
 

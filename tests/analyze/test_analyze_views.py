@@ -37,8 +37,13 @@ CONTRACT = {
 
 # the texts, the chunk lists and the per-step acceptance list stay in `requests` (join USING
 # (request_id)): request_metrics is a table, and copying every chunk list would double the file
-RAW_COLUMNS_DROPPED = {"output_text", "server_stats", "chunk_times_s", "chunk_tokens",
-                       "step_accepted"}
+RAW_COLUMNS_DROPPED = {
+    "output_text",
+    "server_stats",
+    "chunk_times_s",
+    "chunk_tokens",
+    "step_accepted",
+}
 
 
 def _columns(path, name: str) -> list[str]:
@@ -164,8 +169,13 @@ def _best_config_rows() -> list[dict]:
               8: {"autoregressive": 30, "dflash": 20}}  # fmt: skip
     jitter = [1.0, 1.03, 0.98, 1.01, 0.97]
     return [
-        decode_req(tps * (1 if m == "autoregressive" else j), method=m, concurrency=c,
-                   prompt_id=f"p{i}", window_id=f"{m}-{c}")
+        decode_req(
+            tps * (1 if m == "autoregressive" else j),
+            method=m,
+            concurrency=c,
+            prompt_id=f"p{i}",
+            window_id=f"{m}-{c}",
+        )
         for c, by_method in speeds.items()
         for m, tps in by_method.items()
         for i, j in enumerate(jitter)

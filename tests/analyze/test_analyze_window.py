@@ -46,13 +46,18 @@ def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         create_raw_tables(con)
         for r in rows:
-            con.execute(f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
-                        list(r.values()))
+            con.execute(
+                f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
+                list(r.values()),
+            )
         con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
-        con.execute("INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
-                    "tp, gpus, host, launch_command, requested_at, state) VALUES "
-                    "('svc', 'c1', 'cfg', 'vllm', 'm', 4, '0,1,2,3', 'h', 'vllm serve', ?, "
-                    "'stopped')", [T])
+        con.execute(
+            "INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+            "tp, gpus, host, launch_command, requested_at, state) VALUES "
+            "('svc', 'c1', 'cfg', 'vllm', 'm', 4, '0,1,2,3', 'h', 'vllm serve', ?, "
+            "'stopped')",
+            [T],
+        )
     build.run(path, baseline="autoregressive")
     w = one(path, "SELECT * FROM window_acceptance")
     assert (w["d_drafts"], w["d_draft_tokens"], w["d_accepted"]) == (20, 80, 40)
@@ -66,13 +71,19 @@ def test_no_drafts_gives_null_not_a_division_error(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
     with duckdb.connect(str(path)) as con:
         create_raw_tables(con)
-        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-            _metric("svc", "before", "llamacpp:spec_decode_num_draft_tokens_total", 7),
-            _metric("svc", "after", "llamacpp:spec_decode_num_draft_tokens_total", 7),
-        ])
-        con.execute("INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
-                    "tp, gpus, host, launch_command, requested_at, state) VALUES "
-                    "('svc', 'c1', 'cfg', 'llamacpp', 'm', 1, '', 'h', 'x', ?, 'stopped')", [T])
+        con.executemany(
+            "INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                _metric("svc", "before", "llamacpp:spec_decode_num_draft_tokens_total", 7),
+                _metric("svc", "after", "llamacpp:spec_decode_num_draft_tokens_total", 7),
+            ],
+        )
+        con.execute(
+            "INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+            "tp, gpus, host, launch_command, requested_at, state) VALUES "
+            "('svc', 'c1', 'cfg', 'llamacpp', 'm', 1, '', 'h', 'x', ?, 'stopped')",
+            [T],
+        )
     build.run(path, baseline="autoregressive")
     w = one(path, "SELECT * FROM window_acceptance")
     assert w["d_draft_tokens"] == 0 and w["accept_rate_window"] is None
@@ -86,12 +97,19 @@ def test_rows_of_an_incomplete_unit_are_left_out(tmp_path: Path) -> None:
     path = tmp_path / "r.duckdb"
     write_db(path, [req(workload="chat"), req(workload="code", method="m")])
     with duckdb.connect(str(path)) as con:
-        cols = "(campaign_id, config_id, workload, service_id, n_requests, complete, " \
-               "started_at, finished_at)"
-        con.execute(f"INSERT INTO units {cols} VALUES ('c1', 'cfg-m', 'code', 'svc-m', 1, false, "
-                    "?, ?)", [T, T])
-        con.execute(f"INSERT INTO units {cols} VALUES ('c1', 'cfg-autoregressive', 'chat', "
-                    "'svc-autoregressive', 1, true, ?, ?)", [T, T])
+        cols = (
+            "(campaign_id, config_id, workload, service_id, n_requests, complete, "
+            "started_at, finished_at)"
+        )
+        con.execute(
+            f"INSERT INTO units {cols} VALUES ('c1', 'cfg-m', 'code', 'svc-m', 1, false, ?, ?)",
+            [T, T],
+        )
+        con.execute(
+            f"INSERT INTO units {cols} VALUES ('c1', 'cfg-autoregressive', 'chat', "
+            "'svc-autoregressive', 1, true, ?, ?)",
+            [T, T],
+        )
     build.run(path, baseline="autoregressive")
     assert one(path, "SELECT count(*) AS n FROM request_metrics")["n"] == 1
     assert one(path, "SELECT workload FROM request_metrics")["workload"] == "chat"

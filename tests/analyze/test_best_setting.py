@@ -35,15 +35,28 @@ def _jitter(size: float) -> list[float]:
 
 
 def _closed(method: str, conc: int, factor: float, jitter: list[float]) -> list[dict]:
-    return [decode_req(10 * factor * b * j, **ident("bs", method, "sglang"), concurrency=conc,
-                       window_id=f"bs-{method}-c{conc}", prompt_id=f"p{i}")
-            for i, (b, j) in enumerate(zip(BASE, jitter))]
+    return [
+        decode_req(
+            10 * factor * b * j,
+            **ident("bs", method, "sglang"),
+            concurrency=conc,
+            window_id=f"bs-{method}-c{conc}",
+            prompt_id=f"p{i}",
+        )
+        for i, (b, j) in enumerate(zip(BASE, jitter))
+    ]
 
 
-CLOSED = {1: {"ddtree-b8": (1.5, SMALL), "ddtree-b16": (1.8, SMALL),
-              "ddtree-b32": (1.02, _jitter(0.08)), "ngram": (3.0, SMALL)},
-          8: {"ddtree-b8": (1.2, SMALL), "ddtree-b16": (1.4, _jitter(0.4))},
-          32: {"ddtree-b8": (0.8, SMALL), "ngram": (0.9, SMALL)}}
+CLOSED = {
+    1: {
+        "ddtree-b8": (1.5, SMALL),
+        "ddtree-b16": (1.8, SMALL),
+        "ddtree-b32": (1.02, _jitter(0.08)),
+        "ngram": (3.0, SMALL),
+    },
+    8: {"ddtree-b8": (1.2, SMALL), "ddtree-b16": (1.4, _jitter(0.4))},
+    32: {"ddtree-b8": (0.8, SMALL), "ngram": (0.9, SMALL)},
+}
 TPOT = {2.0: {"ngram-k2": 2.0, "ngram-k4": 2.5}, 32.0: {"ngram-k2": 0.5, "ngram-k4": 0.5}}
 
 
@@ -66,22 +79,31 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             rows, window = _open(method, rate, speedup)
             requests += rows
             windows.append(window)
-    services = [service("bs", m, "sglang") for m in (AR, "ddtree-b8", "ddtree-b16",
-                                                      "ddtree-b32", "ngram")]
+    services = [
+        service("bs", m, "sglang") for m in (AR, "ddtree-b8", "ddtree-b16", "ddtree-b32", "ngram")
+    ]
     services += [service("rt", m, "vllm") for m in (AR, "ngram-k2", "ngram-k4")]
     family = [p for b in (8, 16, 32) for p in params("bs", f"ddtree-b{b}", "ddtree", budget=b)]
     family += params("rt", "ngram-k2", "ngram", k=2) + params("rt", "ngram-k4", "ngram", k=4)
     store = Store(path)
-    for table, rows in (("requests", requests), ("services", services),
-                        ("method_params", family), ("windows", windows)):
+    for table, rows in (
+        ("requests", requests),
+        ("services", services),
+        ("method_params", family),
+        ("windows", windows),
+    ):
         assert store.append(table, rows) == len(rows), table
     build.run(path, baseline=AR)
     return path
 
 
 def best(db: Path, campaign: str, kind: str, load: float, family: str) -> dict[str, Any]:
-    return one(db, "SELECT * FROM best_setting WHERE campaign_id = ? AND load_kind = ? AND "
-                   "load = ? AND family = ?", [campaign, kind, load, family])
+    return one(
+        db,
+        "SELECT * FROM best_setting WHERE campaign_id = ? AND load_kind = ? AND "
+        "load = ? AND family = ?",
+        [campaign, kind, load, family],
+    )
 
 
 def test_the_pick_quotes_its_simultaneous_interval(db: Path) -> None:
@@ -89,14 +111,19 @@ def test_the_pick_quotes_its_simultaneous_interval(db: Path) -> None:
     at level 1 - 0.05 / 8 (the campaign's 8 claims) on 4 df, computed here by hand."""
     pick = best(db, "bs", "concurrency", 1, "ddtree")
     assert (pick["method"], pick["params_label"], pick["decision"], pick["n_candidates"]) == (
-        "ddtree-b16", "budget=16", "method", 3)
+        "ddtree-b16",
+        "budget=16",
+        "method",
+        3,
+    )
     logs = [math.log(1.8 * j) for j in SMALL]
     mean = sum(logs) / 5
     se = (sum((x - mean) ** 2 for x in logs) / 4) ** 0.5 / 5**0.5
     half = sps.t.ppf(1 - 0.05 / 16, 4) * se
     assert pick["speedup"] == pytest.approx(math.exp(mean))
     assert (pick["ci_low"], pick["ci_high"]) == pytest.approx(
-        (math.exp(mean - half), math.exp(mean + half)))
+        (math.exp(mean - half), math.exp(mean + half))
+    )
     row = one(db, "SELECT * FROM speedup WHERE method = 'ddtree-b16' AND concurrency = 1")
     assert row["n_family"] == 8 and row["ci_low"] > pick["ci_low"]
 
@@ -115,7 +142,11 @@ def test_only_backed_claims_are_picked(db: Path) -> None:
     for family, n in (("ddtree", 1), ("ngram", 1), ("(any)", 2)):
         off = best(db, "bs", "concurrency", 32, family)
         assert (off["decision"], off["method"], off["speedup"], off["n_candidates"]) == (
-            "off", None, None, n)
+            "off",
+            None,
+            None,
+            n,
+        )
 
 
 def test_best_setting_per_rate(db: Path) -> None:
@@ -126,5 +157,6 @@ def test_best_setting_per_rate(db: Path) -> None:
     assert picks[2.0]["speedup"] == pytest.approx(2.5, rel=0.01)
     assert picks[2.0]["engine"] == "vllm" and picks[2.0]["params_label"] == "k=4"
     assert picks[2.0]["ci_low"] > 1
-    assert not fetch(db, "SELECT * FROM best_setting WHERE campaign_id = 'rt' AND "
-                         "load_kind = 'concurrency'")
+    assert not fetch(
+        db, "SELECT * FROM best_setting WHERE campaign_id = 'rt' AND load_kind = 'concurrency'"
+    )

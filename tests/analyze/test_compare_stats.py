@@ -25,21 +25,24 @@ def _wilson(x: int, n: int, z: float = Z) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def _hybrid(x1: int, n1: int, x2: int, n2: int, z: float = Z,
-            s2: float = 0.0) -> tuple[float, float, float]:
+def _hybrid(
+    x1: int, n1: int, x2: int, n2: int, z: float = Z, s2: float = 0.0
+) -> tuple[float, float, float]:
     """Newcombe's method 10 by hand: d = p1 - p2, d -/+ sqrt of the squared distances."""
     p1, p2 = x1 / n1, x2 / n2
     (l1, u1), (l2, u2) = _wilson(x1, n1, z), _wilson(x2, n2, z)
     d = p1 - p2
-    return (d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 + z * z * s2),
-            d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2 + z * z * s2))
+    return (
+        d,
+        d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 + z * z * s2),
+        d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2 + z * z * s2),
+    )
 
 
 def test_newcombe_matches_the_worked_example() -> None:
     d, lo, hi = _hybrid(56, 70, 48, 80)
     assert (round(d, 4), round(lo, 4), round(hi, 4)) == (0.2, 0.0524, 0.3339)  # the paper's
-    assert cs.newcombe(56, 70, 48, 80) == (pytest.approx(d), pytest.approx(lo),
-                                           pytest.approx(hi))
+    assert cs.newcombe(56, 70, 48, 80) == (pytest.approx(d), pytest.approx(lo), pytest.approx(hi))
 
 
 def test_newcombe_has_width_where_one_side_never_meets_the_slo() -> None:
@@ -66,13 +69,17 @@ def test_the_p_value_inverts_the_interval() -> None:
 def test_the_aa_start_variance_widens_the_interval() -> None:
     d, lo, hi = _hybrid(56, 70, 48, 80, s2=0.006)
     assert cs.newcombe(56, 70, 48, 80, service_var=0.006) == (
-        pytest.approx(d), pytest.approx(lo), pytest.approx(hi))
+        pytest.approx(d),
+        pytest.approx(lo),
+        pytest.approx(hi),
+    )
     assert lo < 0 and cs.newcombe_p(56, 70, 48, 80, 0.006) > 0.05  # 0 inside: p > 0.05
 
 
 def test_attainment_start_variance_from_aa_windows() -> None:
     """Two A/A window runs: control 8/10 vs baseline 5/10, and 6/10 vs 6/10; each term is
     (p_c - p_b)^2 - p_c(1 - p_c)/(n - 1) - p_b(1 - p_b)/(n - 1)."""
+
     def cells(*met: list[int]) -> dict:
         return {(run, "p0"): m for run, m in enumerate(met, 1)}
 

@@ -17,13 +17,28 @@ from analyze_rows import AR, fetch, one, req, write_db
 from analyze import build
 
 
-def tok(method: str, prompt: str, decode_s: float, steps: int | None = None, *,
-        run: int = 1, **overrides: object) -> dict:
+def tok(
+    method: str,
+    prompt: str,
+    decode_s: float,
+    steps: int | None = None,
+    *,
+    run: int = 1,
+    **overrides: object,
+) -> dict:
     """A request of 64 decode tokens in decode_s seconds and `steps` verify steps (None: the
     engine gave no count); run r > 1 is marked in the window id (read back by _analyzed)."""
     window = f"w-{method}" + ("" if run == 1 else f"/run{run}")
-    return req(method=method, prompt_id=prompt, ttft_s=0.5, e2e_s=0.5 + decode_s,
-               output_tokens=65, spec_verify_ct=steps, window_id=window, **overrides)
+    return req(
+        method=method,
+        prompt_id=prompt,
+        ttft_s=0.5,
+        e2e_s=0.5 + decode_s,
+        output_tokens=65,
+        spec_verify_ct=steps,
+        window_id=window,
+        **overrides,
+    )
 
 
 def _analyzed(tmp_path: Path, rows: list[dict]) -> Path:
@@ -31,8 +46,10 @@ def _analyzed(tmp_path: Path, rows: list[dict]) -> Path:
     path = tmp_path / "decomposition.duckdb"
     write_db(path, rows)
     with duckdb.connect(str(path)) as con:
-        con.execute("UPDATE requests SET run = coalesce(try_cast("
-                    "regexp_extract(window_id, '/run(\\d+)$', 1) AS INTEGER), 1)")
+        con.execute(
+            "UPDATE requests SET run = coalesce(try_cast("
+            "regexp_extract(window_id, '/run(\\d+)$', 1) AS INTEGER), 1)"
+        )
     build.run(path, baseline=AR)
     return path
 
@@ -50,15 +67,17 @@ def one_run_rows() -> list[dict]:
     steps in 6.4 * 1.1 s (gain 1, step 0.11 s). partial: p1 16 steps, p2 and p3 no count.
     plain (no verify counts at all) has no row."""
     base = [tok(AR, "p1", 6.4), tok(AR, "p2", 12.8), tok(AR, "p3", 6.4)]
-    dd = [tok("dd", "p1", 3.2, 16), tok("dd", "p2", 6.4, 32, rep=0),
-          tok("dd", "p2", 3.2, 16, rep=1), tok("dd", "p3", 12.8, 32),
-          tok("dd", "p4", 0.8, 8), tok("dd", "p1", 1.0, 16, rep=1, ok=False,
-                                     error_kind="http")]
+    dd = [
+        tok("dd", "p1", 3.2, 16),
+        tok("dd", "p2", 6.4, 32, rep=0),
+        tok("dd", "p2", 3.2, 16, rep=1),
+        tok("dd", "p3", 12.8, 32),
+        tok("dd", "p4", 0.8, 8),
+        tok("dd", "p1", 1.0, 16, rep=1, ok=False, error_kind="http"),
+    ]
     slow = [tok("slow", p, 12.8, 16) for p in ("p1", "p2", "p3")]
-    flat = [tok("flat", p, 6.4 * 1.1 * (2 if p == "p2" else 1), 64)
-            for p in ("p1", "p2", "p3")]
-    partial = [tok("partial", "p1", 3.2, 16), tok("partial", "p2", 6.4),
-               tok("partial", "p3", 3.2)]
+    flat = [tok("flat", p, 6.4 * 1.1 * (2 if p == "p2" else 1), 64) for p in ("p1", "p2", "p3")]
+    partial = [tok("partial", "p1", 3.2, 16), tok("partial", "p2", 6.4), tok("partial", "p3", 3.2)]
     plain = [tok("plain", p, 6.4) for p in ("p1", "p2", "p3")]
     return [*base, *dd, *slow, *flat, *partial, *plain]
 
@@ -76,7 +95,12 @@ def test_factors_are_geometric_means_over_the_speedups_cells(one_run: Path) -> N
     Pooled, the acceptance would be 256 / 96 = 2.667 over p1..p3 (and 320 / 104 with p4)."""
     r = _row(one_run, "dd")
     assert (r["n"], r["n_baseline"], r["n_verified"], r["n_prompts"], r["n_runs"]) == (
-        4, 3, 4, 3, 1)
+        4,
+        3,
+        4,
+        3,
+        1,
+    )
     assert r["acceptance_gain"] == pytest.approx(2**1.5)
     assert r["step_time_s"] == pytest.approx(0.2 * 2 ** (1 / 3))
     assert r["baseline_token_time_s"] == pytest.approx(0.1 * 2 ** (1 / 3))
@@ -102,8 +126,7 @@ def test_limited_by_reads_the_factors(one_run: Path) -> None:
     assert slow["acceptance_gain"] == pytest.approx(4.0)
     assert slow["step_cost"] == pytest.approx(8 / 2 ** (1 / 3))
     assert slow["limited_by"] == "step cost"
-    assert (flat["acceptance_gain"], flat["step_cost"]) == (pytest.approx(1.0),
-                                                            pytest.approx(1.1))
+    assert (flat["acceptance_gain"], flat["step_cost"]) == (pytest.approx(1.0), pytest.approx(1.1))
     assert flat["limited_by"] == "acceptance"
 
 
@@ -114,7 +137,8 @@ def test_a_request_without_a_verify_count_leaves_no_factors(one_run: Path) -> No
     p = _row(one_run, "partial")
     assert (p["n"], p["n_verified"]) == (3, 1)
     assert [p[k] for k in ("acceptance_gain", "step_time_s", "step_cost", "limited_by")] == [
-        None] * 4
+        None
+    ] * 4
     assert p["speedup"] is not None
     methods = {r["method"] for r in fetch(one_run, "SELECT method FROM speedup_decomposition")}
     assert methods == {"dd", "slow", "flat", "partial"}
@@ -125,8 +149,14 @@ def two_run_rows() -> list[dict]:
     run 1: p1 (32, 3.2) and (8, 3.2); p2 (16, 6.4); p3 (32, 1.6)
     run 2: p1 (16, 1.6); p2 (64, 6.4); p3 (16, 3.2)"""
     rows = [tok(AR, p, 6.4, run=run) for run in (1, 2) for p in ("p1", "p2", "p3")]
-    cells = {(1, "p1"): [(32, 3.2), (8, 3.2)], (1, "p2"): [(16, 6.4)], (1, "p3"): [(32, 1.6)],
-             (2, "p1"): [(16, 1.6)], (2, "p2"): [(64, 6.4)], (2, "p3"): [(16, 3.2)]}
+    cells = {
+        (1, "p1"): [(32, 3.2), (8, 3.2)],
+        (1, "p2"): [(16, 6.4)],
+        (1, "p3"): [(32, 1.6)],
+        (2, "p1"): [(16, 1.6)],
+        (2, "p2"): [(64, 6.4)],
+        (2, "p3"): [(16, 3.2)],
+    }
     for (run, p), reqs in cells.items():
         rows += [tok("tw", p, d, s, run=run, rep=i) for i, (s, d) in enumerate(reqs)]
     return rows

@@ -24,12 +24,12 @@ def analysed(tmp_path: Path, requests: list[dict], samples: list[dict]) -> Path:
 
 
 def request(start: float, end: float, tokens: int, prompt: str = "p1", **kw: Any) -> dict:
-    return req(start_s=start, e2e_s=end - start, ttft_s=0.1, output_tokens=tokens,
-               prompt_id=prompt, **kw)
+    return req(
+        start_s=start, e2e_s=end - start, ttft_s=0.1, output_tokens=tokens, prompt_id=prompt, **kw
+    )
 
 
-def counter_trace(points: dict[float, float], watts: float | None = 300.0,
-                  **kw: Any) -> list[dict]:
+def counter_trace(points: dict[float, float], watts: float | None = 300.0, **kw: Any) -> list[dict]:
     """gpu_samples with the energy counter at {t_s: joules} and a constant (wrong) power."""
     return [gpu_sample(t, watts, energy_j=e, **kw) for t, e in points.items()]
 
@@ -40,8 +40,15 @@ def test_the_counter_gives_100_j_where_the_power_samples_say_600(tmp_path: Path)
     0.5, ..., 2.5: E(2) - E(0) = 1100 - 1000 = 100 J. The counter wins: energy_j 100,
     mean power 100 / 2 = 50 W, 100 / 50 = 2 J/token; the request alone gets all 100 J;
     trapezoid_energy_j keeps the 600 J for comparison."""
-    counter = {-0.5: 990.0, 0.0: 1000.0, 0.5: 1010.0, 1.0: 1070.0, 1.5: 1090.0, 2.0: 1100.0,
-               2.5: 1120.0}
+    counter = {
+        -0.5: 990.0,
+        0.0: 1000.0,
+        0.5: 1010.0,
+        1.0: 1070.0,
+        1.5: 1090.0,
+        2.0: 1100.0,
+        2.5: 1120.0,
+    }
     path = analysed(tmp_path, [request(0, 2, 50)], counter_trace(counter))
     w = one(path, "SELECT * FROM window_energy")
     assert (w["energy_source"], w["n_gpus_counter"], w["sparse"]) == ("counter", 1, False)
@@ -50,7 +57,10 @@ def test_the_counter_gives_100_j_where_the_power_samples_say_600(tmp_path: Path)
     assert (w["mean_power_w"], w["j_per_token"]) == pytest.approx((50, 2))
     r = one(path, "SELECT * FROM request_energy")
     assert (r["attributed_j"], r["j_per_token"], r["energy_source"]) == (
-        pytest.approx(100), pytest.approx(2), "counter")
+        pytest.approx(100),
+        pytest.approx(2),
+        "counter",
+    )
     segs = fetch(path, "SELECT DISTINCT energy_source FROM energy_segments")
     assert segs == [{"energy_source": "counter"}]
 
@@ -66,16 +76,26 @@ def test_the_counter_is_interpolated_at_request_boundaries(tmp_path: Path) -> No
     (The flat 250 W would have given A 0.75 * 250 + 0.25 * 250 / 2 = 218.75 J.)"""
     base = 5e6
     counter = {0.0: base, 1.0: base + 100, 2.0: base + 400, 3.0: base + 500}
-    path = analysed(tmp_path, [request(0.5, 1.5, 50, "pA"), request(1.25, 2.5, 100, "pB")],
-                    counter_trace(counter, 250.0))
-    rows = fetch(path, "SELECT prompt_id, attributed_j, j_per_token FROM request_energy "
-                       "ORDER BY prompt_id")
+    path = analysed(
+        tmp_path,
+        [request(0.5, 1.5, 50, "pA"), request(1.25, 2.5, 100, "pB")],
+        counter_trace(counter, 250.0),
+    )
+    rows = fetch(
+        path, "SELECT prompt_id, attributed_j, j_per_token FROM request_energy ORDER BY prompt_id"
+    )
     assert [r["attributed_j"] for r in rows] == pytest.approx([162.5, 237.5])
     assert [r["j_per_token"] for r in rows] == pytest.approx([3.25, 2.375])
-    segs = fetch(path, "SELECT t_start_s, t_end_s, energy_j, n_in_flight FROM energy_segments "
-                       "ORDER BY seg")
+    segs = fetch(
+        path, "SELECT t_start_s, t_end_s, energy_j, n_in_flight FROM energy_segments ORDER BY seg"
+    )
     assert [(s["t_start_s"], s["t_end_s"]) for s in segs] == [
-        (0.5, 1.0), (1.0, 1.25), (1.25, 1.5), (1.5, 2.0), (2.0, 2.5)]
+        (0.5, 1.0),
+        (1.0, 1.25),
+        (1.25, 1.5),
+        (1.5, 2.0),
+        (2.0, 2.5),
+    ]
     assert [s["energy_j"] for s in segs] == pytest.approx([50, 75, 75, 150, 50])
     assert [s["n_in_flight"] for s in segs] == [1, 1, 2, 1, 1]
     w = one(path, "SELECT energy_j, idle_energy_j FROM window_energy")
@@ -89,13 +109,19 @@ def test_a_gpu_without_the_counter_falls_back_to_the_trapezoid(tmp_path: Path) -
     path = analysed(tmp_path, [request(0, 2, 40)], power_trace([0, 1, 2], [100.0, 200.0, 300.0]))
     w = one(path, "SELECT * FROM window_energy")
     assert (w["energy_source"], w["n_gpus_counter"], w["counter_energy_j"]) == (
-        "power_trapezoid", 0, None)
+        "power_trapezoid",
+        0,
+        None,
+    )
     assert w["energy_j"] == pytest.approx(400) and w["trapezoid_energy_j"] == pytest.approx(400)
     r = one(path, "SELECT * FROM request_energy")
     assert (r["attributed_j"], r["energy_source"]) == (pytest.approx(400), "power_trapezoid")
     s = one(path, "SELECT * FROM energy_summary")
     assert (s["energy_source"], s["n_windows_counter"], s["j_per_token"]) == (
-        "power_trapezoid", 0, pytest.approx(10))
+        "power_trapezoid",
+        0,
+        pytest.approx(10),
+    )
 
 
 def test_one_gpu_by_counter_one_by_trapezoid_is_mixed(tmp_path: Path) -> None:
@@ -116,8 +142,10 @@ def test_a_counter_that_does_not_cover_the_span_is_not_used(tmp_path: Path) -> N
     """Request [0, 2]; GPU 0 at 300 W every 0.5 s from 0 to 2, its counter only from t = 0.5
     (a read failed at 0): the counter cannot give E(0) without holding it flat, so the GPU
     falls back to the trapezoid: 2 s * 300 W = 600 J, 'power_trapezoid'."""
-    samples = [gpu_sample(t, 300.0, energy_j=None if t < 0.5 else 1000 + 10 * t)
-               for t in (0.0, 0.5, 1.0, 1.5, 2.0)]
+    samples = [
+        gpu_sample(t, 300.0, energy_j=None if t < 0.5 else 1000 + 10 * t)
+        for t in (0.0, 0.5, 1.0, 1.5, 2.0)
+    ]
     w = one(analysed(tmp_path, [request(0, 2, 10)], samples), "SELECT * FROM window_energy")
     assert (w["energy_source"], w["energy_j"]) == ("power_trapezoid", pytest.approx(600))
 
@@ -128,7 +156,10 @@ def test_a_gpu_with_only_the_counter_uses_it(tmp_path: Path) -> None:
     samples = counter_trace({-1.0: 0.0, 0.0: 10.0, 1.0: 50.0, 2.0: 70.0}, watts=None)
     w = one(analysed(tmp_path, [request(0, 1.5, 25)], samples), "SELECT * FROM window_energy")
     assert (w["energy_source"], w["energy_j"], w["trapezoid_energy_j"]) == (
-        "counter", pytest.approx(50), None)
+        "counter",
+        pytest.approx(50),
+        None,
+    )
 
 
 def test_energy_summary_says_mixed_when_its_windows_differ(tmp_path: Path) -> None:
@@ -136,21 +167,26 @@ def test_energy_summary_says_mixed_when_its_windows_differ(tmp_path: Path) -> No
     to 1.5) and w2 (trapezoid: 300 W, 300 J), one request [0, 1] of 50 tokens each:
     energy 400 J over 100 tokens = 4 J/token, source 'mixed', 1 window by counter."""
     requests = [request(0, 1, 50, window_id=w) for w in ("w1", "w2")]
-    samples = counter_trace({t: 100.0 * min(max(t, 0.0), 1.0) for t in (-0.5, 0, 0.5, 1, 1.5)},
-                            window_id="w1")
+    samples = counter_trace(
+        {t: 100.0 * min(max(t, 0.0), 1.0) for t in (-0.5, 0, 0.5, 1, 1.5)}, window_id="w1"
+    )
     samples += power_trace([-0.5, 0, 0.5, 1, 1.5], 300.0, window_id="w2")
     s = one(analysed(tmp_path, requests, samples), "SELECT * FROM energy_summary")
     assert (s["energy_source"], s["n_windows_counter"], s["n_windows"]) == ("mixed", 1, 2)
     assert (s["energy_j"], s["j_per_token"]) == pytest.approx((400, 4))
 
 
-@pytest.mark.parametrize(("values", "expected"), [
-    (["counter", "counter"], "counter"),
-    (["power_trapezoid"], "power_trapezoid"),
-    (["counter", "power_trapezoid"], "mixed"),
-    (["counter", "mixed"], "mixed"),
-    ([], None),
-])
-def test_energy_ratio_source_is_the_requests_one_source(values: list[str],
-                                                        expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["counter", "counter"], "counter"),
+        (["power_trapezoid"], "power_trapezoid"),
+        (["counter", "power_trapezoid"], "mixed"),
+        (["counter", "mixed"], "mixed"),
+        ([], None),
+    ],
+)
+def test_energy_ratio_source_is_the_requests_one_source(
+    values: list[str], expected: str | None
+) -> None:
     assert combined_source(pd.Series(values, dtype=object)) == expected

@@ -32,15 +32,20 @@ def analysed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _labels(path: Path) -> dict[str, str]:
     with duckdb.connect(str(path), read_only=True) as con:
-        have = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables").fetchall()}
+        have = {
+            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
         return read_labels(con, have)
 
 
 def test_analyze_writes_the_catalogue(analysed: Path) -> None:
     with duckdb.connect(str(analysed), read_only=True) as con:
-        rows = {r[0]: r[1:] for r in con.execute(
-            "SELECT metric, label, unit, direction, formula FROM metric_catalog").fetchall()}
+        rows = {
+            r[0]: r[1:]
+            for r in con.execute(
+                "SELECT metric, label, unit, direction, formula FROM metric_catalog"
+            ).fetchall()
+        }
     assert set(rows) == set(CATALOG)
     assert rows["decode_tps"][:3] == ("decode tok/s", "tok/s", "higher")
     assert rows["ttft_s"][:3] == ("TTFT (s)", "s", "lower")
@@ -48,8 +53,9 @@ def test_analyze_writes_the_catalogue(analysed: Path) -> None:
     assert rows["accept_length"][2] == "higher"
 
 
-def test_report_reads_labels_and_falls_back_to_the_name_without_a_row(analysed: Path,
-                                                                      tmp_path: Path) -> None:
+def test_report_reads_labels_and_falls_back_to_the_name_without_a_row(
+    analysed: Path, tmp_path: Path
+) -> None:
     assert label(_labels(analysed), "ttft_s") == "TTFT (s)"
     # a file whose catalogue lacks a metric's row: only that one is labelled by its name
     copy = tmp_path / "copy.duckdb"
@@ -85,11 +91,14 @@ def test_charts_and_compare_tables_print_the_catalogue_label(analysed: Path) -> 
 
 def test_report_loads_the_box_rows_with_their_labels(analysed: Path) -> None:
     with duckdb.connect(str(analysed), read_only=True) as con:
-        have = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables").fetchall()}
+        have = {
+            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
         frame = _distribution(con, "c1", have)
-    assert dict(zip(frame["metric"], frame["label"])) == {"decode_tps": "decode tok/s",
-                                                          "ttft_s": "TTFT (s)"}
+    assert dict(zip(frame["metric"], frame["label"])) == {
+        "decode_tps": "decode tok/s",
+        "ttft_s": "TTFT (s)",
+    }
 
 
 def test_compare_takes_each_direction_from_the_catalogue() -> None:
@@ -100,7 +109,23 @@ def test_compare_takes_each_direction_from_the_catalogue() -> None:
 
 def charts_frame(label: str | None) -> pd.DataFrame:
     """request_distribution rows of one method's TTFT box, with a catalogue label."""
-    return pd.DataFrame([{"campaign_id": "c1", "method": "m", "metric": "ttft_s", "n": 5,
-                          "mean": 0.5, "min": 0.1, "max": 0.9, "p25": 0.3, "p50": 0.5,
-                          "p75": 0.7, "iqr": 0.4, "whislo": 0.1, "whishi": 0.9,
-                          "label": label}])
+    return pd.DataFrame(
+        [
+            {
+                "campaign_id": "c1",
+                "method": "m",
+                "metric": "ttft_s",
+                "n": 5,
+                "mean": 0.5,
+                "min": 0.1,
+                "max": 0.9,
+                "p25": 0.3,
+                "p50": 0.5,
+                "p75": 0.7,
+                "iqr": 0.4,
+                "whislo": 0.1,
+                "whishi": 0.9,
+                "label": label,
+            }
+        ]
+    )

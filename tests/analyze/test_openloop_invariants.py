@@ -30,22 +30,29 @@ REASON = "requests outnumber the schedule: 5 sent, 3 scheduled"
 
 
 def rows_of(wid: str, method: str, times: list[float]) -> list[dict]:
-    return [open_req(t, campaign_id="v", window_id=wid, method=method, prompt_id=f"p{i}")
-            for i, t in enumerate(times)]
+    return [
+        open_req(t, campaign_id="v", window_id=wid, method=method, prompt_id=f"p{i}")
+        for i, t in enumerate(times)
+    ]
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("invariants") / "v.duckdb"
     eleven = [float(i) for i in range(11)]
-    requests = (rows_of("v-ar-1", AR, eleven) + rows_of("v-ar-2", AR, [0.0, 0.5, 1.0, 1.5, 2.0])
-                + rows_of("v-df-1", DF, eleven) + rows_of("v-df-2", DF, eleven))
-    windows = [window("v", "v-ar-1", AR, rate=1.0, n=11, span=10.0, elapsed=12.0),
-               window("v", "v-ar-2", AR, rate=2.0, n=3, span=1.0, elapsed=3.0),
-               window("v", "v-df-1", DF, rate=1.0, n=11, span=10.0, elapsed=12.0),
-               window("v", "v-df-2", DF, rate=2.0, n=11, span=10.0, elapsed=12.0)]
-    environment = [{"campaign_id": "v", "host": "campaign", "key": "slo.ttft_ms",
-                    "value": "500.0"}]
+    requests = (
+        rows_of("v-ar-1", AR, eleven)
+        + rows_of("v-ar-2", AR, [0.0, 0.5, 1.0, 1.5, 2.0])
+        + rows_of("v-df-1", DF, eleven)
+        + rows_of("v-df-2", DF, eleven)
+    )
+    windows = [
+        window("v", "v-ar-1", AR, rate=1.0, n=11, span=10.0, elapsed=12.0),
+        window("v", "v-ar-2", AR, rate=2.0, n=3, span=1.0, elapsed=3.0),
+        window("v", "v-df-1", DF, rate=1.0, n=11, span=10.0, elapsed=12.0),
+        window("v", "v-df-2", DF, rate=2.0, n=11, span=10.0, elapsed=12.0),
+    ]
+    environment = [{"campaign_id": "v", "host": "campaign", "key": "slo.ttft_ms", "value": "500.0"}]
     store_rows(path, requests=requests, windows=windows, environment=environment)
     build.run(path, baseline=AR)  # before the fix: duckdb.OutOfRangeException
     return path
@@ -55,11 +62,22 @@ def test_window_with_more_requests_than_scheduled_is_named_not_computed(db: Path
     row = one(db, "SELECT * FROM open_windows WHERE window_id = 'v-ar-2'")
     assert row["invalid_reason"] == REASON
     assert (row["n_sent"], row["n_scheduled"], row["n_good"]) == (5, 3, 5)
-    against_schedule = ("scheduled_rps", "attainment", "attainment_lo", "attainment_hi",
-                        "attainment_steady", "attainment_steady_lo", "attainment_steady_hi",
-                        "attainment_from_send", "attainment_from_send_lo",
-                        "attainment_from_send_hi", "goodput_rps", "goodput_lo", "goodput_hi",
-                        "goodput_from_send_rps")
+    against_schedule = (
+        "scheduled_rps",
+        "attainment",
+        "attainment_lo",
+        "attainment_hi",
+        "attainment_steady",
+        "attainment_steady_lo",
+        "attainment_steady_hi",
+        "attainment_from_send",
+        "attainment_from_send_lo",
+        "attainment_from_send_hi",
+        "goodput_rps",
+        "goodput_lo",
+        "goodput_hi",
+        "goodput_from_send_rps",
+    )
     assert {c: row[c] for c in against_schedule} == dict.fromkeys(against_schedule)
     assert row["goodput_reason"] == REASON
 
@@ -85,7 +103,9 @@ def test_an_invalid_window_misses_its_rate_and_withholds_goodput(db: Path) -> No
 def test_wilson_macros_are_null_outside_0_le_k_le_n() -> None:
     con = duckdb.connect()
     con.execute(build.read_sql("21_wilson.sql"))
-    got = con.execute("SELECT wilson_lo(5, 3), wilson_hi(5, 3), wilson_lo(-1, 3), "
-                      "wilson_hi(-1, 3), wilson_lo(1, -2), wilson_hi(3, 3)").fetchone()
+    got = con.execute(
+        "SELECT wilson_lo(5, 3), wilson_hi(5, 3), wilson_lo(-1, 3), "
+        "wilson_hi(-1, 3), wilson_lo(1, -2), wilson_hi(3, 3)"
+    ).fetchone()
     assert got[:5] == (None,) * 5
     assert got[5] == pytest.approx(1.0, rel=1e-12)  # k = n is inside: the bound is 1

@@ -41,51 +41,98 @@ DF = "dflash"
 
 
 def env(campaign: str, **values: str) -> list[dict[str, Any]]:
-    return [{"campaign_id": campaign, "host": "campaign", "key": f"slo.{k}", "value": v}
-            for k, v in values.items()]
+    return [
+        {"campaign_id": campaign, "host": "campaign", "key": f"slo.{k}", "value": v}
+        for k, v in values.items()
+    ]
 
 
 def capped(campaign: str, wid: str, method: str = AR) -> list[dict]:
     """21 requests due every 0.5 s, one in flight, 1.0 s each: request i is sent at i s."""
-    return [open_req(0.5 * i, 0.5 * i, ttft=0.1, tpot=0.09, campaign_id=campaign,
-                     window_id=wid, method=method, prompt_id=f"p{i}", concurrency=1)
-            for i in range(21)]
+    return [
+        open_req(
+            0.5 * i,
+            0.5 * i,
+            ttft=0.1,
+            tpot=0.09,
+            campaign_id=campaign,
+            window_id=wid,
+            method=method,
+            prompt_id=f"p{i}",
+            concurrency=1,
+        )
+        for i in range(21)
+    ]
 
 
 def s1_rows() -> tuple[list[dict], list[dict]]:
-    rows = [open_req(0.5 * i, ttft=0.6 if i in (3, 7) else 0.1, tpot=0.09, campaign_id="s1",
-                     window_id="s1-ar-2", prompt_id=f"p{i}") for i in range(21)]
+    rows = [
+        open_req(
+            0.5 * i,
+            ttft=0.6 if i in (3, 7) else 0.1,
+            tpot=0.09,
+            campaign_id="s1",
+            window_id="s1-ar-2",
+            prompt_id=f"p{i}",
+        )
+        for i in range(21)
+    ]
     rows += capped("s1", "s1-df-2", DF)
     lags = {1: -0.0005, 2: 0.001}
-    rows += [open_req(0.5 * i, lags.get(i, 0.0), campaign_id="s1", window_id="s1-jitter",
-                      workload="jitter", prompt_id=f"p{i}") for i in range(11)]
-    wins = [window("s1", "s1-ar-2", rate=2.0, n=21, span=10.0, elapsed=11.0),
-            window("s1", "s1-df-2", DF, rate=2.0, n=21, span=10.0, elapsed=21.0,
-                   max_concurrency=1),
-            window("s1", "s1-jitter", rate=2.0, n=11, span=5.0, elapsed=6.0, workload="jitter")]
+    rows += [
+        open_req(
+            0.5 * i,
+            lags.get(i, 0.0),
+            campaign_id="s1",
+            window_id="s1-jitter",
+            workload="jitter",
+            prompt_id=f"p{i}",
+        )
+        for i in range(11)
+    ]
+    wins = [
+        window("s1", "s1-ar-2", rate=2.0, n=21, span=10.0, elapsed=11.0),
+        window("s1", "s1-df-2", DF, rate=2.0, n=21, span=10.0, elapsed=21.0, max_concurrency=1),
+        window("s1", "s1-jitter", rate=2.0, n=11, span=5.0, elapsed=6.0, workload="jitter"),
+    ]
     return rows, wins
 
 
 def s2_rows() -> tuple[list[dict], list[dict]]:
-    rows = [open_req(float(i), campaign_id="s2", window_id="s2-1", prompt_id=f"p{i}")
-            for i in range(11)]
+    rows = [
+        open_req(float(i), campaign_id="s2", window_id="s2-1", prompt_id=f"p{i}") for i in range(11)
+    ]
     rows += capped("s2", "s2-2")
-    wins = [window("s2", "s2-1", rate=1.0, n=11, span=10.0, elapsed=11.0),
-            window("s2", "s2-2", rate=2.0, n=21, span=10.0, elapsed=21.0, max_concurrency=1)]
+    wins = [
+        window("s2", "s2-1", rate=1.0, n=11, span=10.0, elapsed=11.0),
+        window("s2", "s2-2", rate=2.0, n=21, span=10.0, elapsed=21.0, max_concurrency=1),
+    ]
     return rows, wins
 
 
 def s3_rows() -> tuple[list[dict], list[dict]]:
-    rows = [open_req(0.5 * i, 0.3, ttft=0.1, tpot=0.09 if i % 2 == 0 else 0.17,
-                     campaign_id="s3", window_id="s3-level", prompt_id=f"p{i}", concurrency=4)
-            for i in range(21)]
-    return rows, [window("s3", "s3-level", rate=2.0, n=21, span=10.0, elapsed=11.3,
-                         max_concurrency=4)]
+    rows = [
+        open_req(
+            0.5 * i,
+            0.3,
+            ttft=0.1,
+            tpot=0.09 if i % 2 == 0 else 0.17,
+            campaign_id="s3",
+            window_id="s3-level",
+            prompt_id=f"p{i}",
+            concurrency=4,
+        )
+        for i in range(21)
+    ]
+    return rows, [
+        window("s3", "s3-level", rate=2.0, n=21, span=10.0, elapsed=11.3, max_concurrency=4)
+    ]
 
 
 def s4_rows() -> tuple[list[dict], list[dict]]:
-    rows = [open_req(float(i), campaign_id="s4", window_id="s4-1", prompt_id=f"p{i}")
-            for i in range(3)]
+    rows = [
+        open_req(float(i), campaign_id="s4", window_id="s4-1", prompt_id=f"p{i}") for i in range(3)
+    ]
     return rows, [window("s4", "s4-1", rate=1.0, n=3, span=2.0, elapsed=3.0)]
 
 
@@ -96,8 +143,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for rows, wins in (s1_rows(), s2_rows(), s3_rows(), s4_rows()):
         requests += rows
         windows += wins
-    environment = (env("s1", ttft_ms="500", tpot_ms="100") + env("s2", ttft_ms="100000")
-                   + env("s3", e2e_ms="2000"))
+    environment = (
+        env("s1", ttft_ms="500", tpot_ms="100")
+        + env("s2", ttft_ms="100000")
+        + env("s3", e2e_ms="2000")
+    )
     store_rows(path, requests=requests, windows=windows, environment=environment)
     build.run(path, baseline=AR)
     return path
@@ -108,15 +158,17 @@ def win(path: Path, window_id: str) -> dict[str, Any]:
 
 
 def test_from_schedule_latency_adds_the_lag_per_request(db: Path) -> None:
-    rows = fetch(db, "SELECT * FROM open_requests WHERE window_id = 's1-df-2' "
-                     "ORDER BY scheduled_s")
+    rows = fetch(db, "SELECT * FROM open_requests WHERE window_id = 's1-df-2' ORDER BY scheduled_s")
     # request 4: due at 2.0 s, sent at 4.0 s (lag 2.0), ttft 0.1, e2e 0.1 + 10 * 0.09 = 1.0
     r = rows[4]
     assert (r["lag_s"], r["ttft_s"], r["e2e_s"]) == (pytest.approx(2.0), 0.1, pytest.approx(1.0))
     assert (r["ttft_from_schedule_s"], r["e2e_from_schedule_s"]) == (
-        pytest.approx(2.1), pytest.approx(3.0))
+        pytest.approx(2.1),
+        pytest.approx(3.0),
+    )
     assert [x["ttft_from_schedule_s"] for x in rows] == pytest.approx(
-        [0.1 + 0.5 * i for i in range(21)])
+        [0.1 + 0.5 * i for i in range(21)]
+    )
     # TTFT from send meets 500 ms everywhere; from schedule only request 0 does
     assert [x["meets_slo_from_send"] for x in rows] == [True] * 21
     assert [x["meets_slo"] for x in rows] == [True] + [False] * 20
@@ -124,31 +176,46 @@ def test_from_schedule_latency_adds_the_lag_per_request(db: Path) -> None:
 
 def test_a_capped_window_that_fell_behind(db: Path) -> None:
     w = win(db, "s1-df-2")
-    expect = {"lag_growth": 1.0, "lag_p90_s": 9.0, "ttft_p50_s": 0.1,
-              "ttft_from_schedule_p50_s": 5.1, "ttft_from_schedule_p99_s": 9.02,
-              "e2e_p50_s": 1.0, "e2e_from_schedule_p50_s": 6.0, "tpot_p50_s": 0.09,
-              "attainment": 1 / 21, "attainment_from_send": 1.0, "goodput_from_send_rps": 1.0}
+    expect = {
+        "lag_growth": 1.0,
+        "lag_p90_s": 9.0,
+        "ttft_p50_s": 0.1,
+        "ttft_from_schedule_p50_s": 5.1,
+        "ttft_from_schedule_p99_s": 9.02,
+        "e2e_p50_s": 1.0,
+        "e2e_from_schedule_p50_s": 6.0,
+        "tpot_p50_s": 0.09,
+        "attainment": 1 / 21,
+        "attainment_from_send": 1.0,
+        "goodput_from_send_rps": 1.0,
+    }
     assert {k: w[k] for k in expect} == pytest.approx(expect, rel=1e-9)
     assert (w["n_good"], w["n_good_from_send"]) == (1, 21)
     assert w["attainment"] < w["attainment_from_send"]
     assert w["behind_schedule"] is True
     assert (w["goodput_rps"], w["goodput_lo"], w["goodput_hi"]) == (None, None, None)
-    assert w["goodput_reason"] == ("behind schedule: lag grew 1.00 s per s of schedule "
-                                   "(p90 lag 9.00 s)")
+    assert w["goodput_reason"] == (
+        "behind schedule: lag grew 1.00 s per s of schedule (p90 lag 9.00 s)"
+    )
 
 
 def test_an_uncapped_on_time_window_gives_equal_figures(db: Path) -> None:
     w = win(db, "s1-ar-2")
     assert (w["lag_growth"], w["behind_schedule"], w["goodput_reason"]) == (0.0, False, None)
-    for send, sched in (("ttft_p50_s", "ttft_from_schedule_p50_s"),
-                        ("ttft_p99_s", "ttft_from_schedule_p99_s"),
-                        ("e2e_p50_s", "e2e_from_schedule_p50_s"),
-                        ("e2e_p99_s", "e2e_from_schedule_p99_s"),
-                        ("attainment_from_send", "attainment"),
-                        ("goodput_from_send_rps", "goodput_rps")):
+    for send, sched in (
+        ("ttft_p50_s", "ttft_from_schedule_p50_s"),
+        ("ttft_p99_s", "ttft_from_schedule_p99_s"),
+        ("e2e_p50_s", "e2e_from_schedule_p50_s"),
+        ("e2e_p99_s", "e2e_from_schedule_p99_s"),
+        ("attainment_from_send", "attainment"),
+        ("goodput_from_send_rps", "goodput_rps"),
+    ):
         assert w[send] == w[sched], (send, sched)
     assert (w["n_good"], w["attainment"], w["goodput_rps"]) == (
-        19, pytest.approx(19 / 21), pytest.approx(19 / 11))
+        19,
+        pytest.approx(19 / 21),
+        pytest.approx(19 / 11),
+    )
 
 
 def test_a_level_lag_keeps_goodput_and_counts_the_wait(db: Path) -> None:
@@ -158,32 +225,50 @@ def test_a_level_lag_keeps_goodput_and_counts_the_wait(db: Path) -> None:
     assert (w["behind_schedule"], w["goodput_reason"]) == (False, None)
     assert w["lag_growth"] == pytest.approx(0.0, abs=1e-9)
     assert (w["n_good"], w["n_good_from_send"]) == (11, 21)
-    expect = {"goodput_rps": 11 / 11.3, "goodput_from_send_rps": 21 / 11.3,
-              "e2e_from_schedule_p50_s": 1.3, "e2e_from_schedule_p99_s": 2.1,
-              "e2e_p50_s": 1.0, "e2e_p99_s": 1.8, "ttft_from_schedule_p50_s": 0.4}
+    expect = {
+        "goodput_rps": 11 / 11.3,
+        "goodput_from_send_rps": 21 / 11.3,
+        "e2e_from_schedule_p50_s": 1.3,
+        "e2e_from_schedule_p99_s": 2.1,
+        "e2e_p50_s": 1.0,
+        "e2e_p99_s": 1.8,
+        "ttft_from_schedule_p50_s": 0.4,
+    }
     assert {k: w[k] for k in expect} == pytest.approx(expect, rel=1e-9)
 
 
 def test_a_negative_lag_is_kept_raw(db: Path) -> None:
-    rows = fetch(db, "SELECT lag_s, ttft_from_schedule_s FROM open_requests "
-                     "WHERE window_id = 's1-jitter' ORDER BY scheduled_s")
+    rows = fetch(
+        db,
+        "SELECT lag_s, ttft_from_schedule_s FROM open_requests "
+        "WHERE window_id = 's1-jitter' ORDER BY scheduled_s",
+    )
     assert [r["lag_s"] for r in rows[:3]] == pytest.approx([0.0, -0.0005, 0.001], abs=1e-12)
     assert [r["ttft_from_schedule_s"] for r in rows[:3]] == pytest.approx(
-        [0.1, 0.0995, 0.101], abs=1e-12)
+        [0.1, 0.0995, 0.101], abs=1e-12
+    )
     w = win(db, "s1-jitter")
     assert (w["lag_min_s"], w["lag_max_s"]) == (pytest.approx(-0.0005), pytest.approx(0.001))
 
 
 def test_no_slo_is_the_reason_without_one(db: Path) -> None:
     w = win(db, "s4-1")
-    assert (w["goodput_rps"], w["goodput_from_send_rps"], w["attainment_from_send"],
-            w["goodput_reason"]) == (None, None, None, "no SLO")
+    assert (
+        w["goodput_rps"],
+        w["goodput_from_send_rps"],
+        w["attainment_from_send"],
+        w["goodput_reason"],
+    ) == (None, None, None, "no SLO")
 
 
 def test_rate_speedup_withholds_the_goodput_of_a_side_behind(db: Path) -> None:
     r = one(db, "SELECT * FROM rate_speedup WHERE campaign_id = 's1'")
     assert (r["method"], r["rate"], r["method_goodput_rps"], r["goodput_ratio"]) == (
-        DF, 2.0, None, None)
+        DF,
+        2.0,
+        None,
+        None,
+    )
     assert r["baseline_goodput_rps"] == pytest.approx(19 / 11)
 
 

@@ -34,21 +34,45 @@ PROMPTS = ("p1", "p2", "p3")
 
 
 def _requests(method: str, decode_s: float, steps: int | None = None) -> list[dict]:
-    return [req(campaign_id="c1", engine="vllm", method=method, service_id=f"svc-c1-{method}",
-                config_id=f"cfg-c1-{method}", prompt_id=p, ttft_s=0.5, e2e_s=0.5 + decode_s,
-                output_tokens=65, spec_verify_ct=steps) for p in PROMPTS]
+    return [
+        req(
+            campaign_id="c1",
+            engine="vllm",
+            method=method,
+            service_id=f"svc-c1-{method}",
+            config_id=f"cfg-c1-{method}",
+            prompt_id=p,
+            ttft_s=0.5,
+            e2e_s=0.5 + decode_s,
+            output_tokens=65,
+            spec_verify_ct=steps,
+        )
+        for p in PROMPTS
+    ]
 
 
 def _counters(method: str, drafts: int, draft_tokens: int, accepted: int) -> list[dict]:
     rows = []
-    for name, value in (("spec_decode_num_drafts", drafts),
-                        ("spec_decode_num_draft_tokens", draft_tokens),
-                        ("spec_decode_num_accepted_tokens", accepted)):
+    for name, value in (
+        ("spec_decode_num_drafts", drafts),
+        ("spec_decode_num_draft_tokens", draft_tokens),
+        ("spec_decode_num_accepted_tokens", accepted),
+    ):
         for phase, v in (("before", 0), ("after", value)):
-            rows.append({"campaign_id": "c1", "service_id": f"svc-c1-{method}",
-                         "config_id": f"cfg-c1-{method}", "workload": "chat", "phase": phase,
-                         "source": "metrics", "name": f"vllm:{name}_total", "labels": "{}",
-                         "value": v, "scraped_at": T})
+            rows.append(
+                {
+                    "campaign_id": "c1",
+                    "service_id": f"svc-c1-{method}",
+                    "config_id": f"cfg-c1-{method}",
+                    "workload": "chat",
+                    "phase": phase,
+                    "source": "metrics",
+                    "name": f"vllm:{name}_total",
+                    "labels": "{}",
+                    "value": v,
+                    "scraped_at": T,
+                }
+            )
     return rows
 
 
@@ -62,12 +86,25 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_db(path, rows)
     methods = (AR, "s2", "s3", "s4", "lone", "counted")
     insert_rows(path, "services", [{**service("c1", m, "vllm")} for m in methods])
-    insert_rows(path, "method_params", [
-        *params("c1", "s2", "synth", k=4, acc="2"), *params("c1", "s3", "synth", k=4, acc="3"),
-        *params("c1", "s4", "synth", k=4, acc="4")])
-    insert_rows(path, "server_metrics", [
-        *_counters("s2", 100, 400, 100), *_counters("s3", 100, 400, 200),
-        *_counters("s4", 100, 400, 300), *_counters("lone", 100, 200, 100)])
+    insert_rows(
+        path,
+        "method_params",
+        [
+            *params("c1", "s2", "synth", k=4, acc="2"),
+            *params("c1", "s3", "synth", k=4, acc="3"),
+            *params("c1", "s4", "synth", k=4, acc="4"),
+        ],
+    )
+    insert_rows(
+        path,
+        "server_metrics",
+        [
+            *_counters("s2", 100, 400, 100),
+            *_counters("s3", 100, 400, 200),
+            *_counters("s4", 100, 400, 300),
+            *_counters("lone", 100, 200, 100),
+        ],
+    )
     build.run(path, baseline=AR)
     return path
 
@@ -79,8 +116,11 @@ def _rows(db: Path) -> dict[str, dict]:
 def test_measured_factors_from_the_window_counters(db: Path) -> None:
     r = _rows(db)
     assert set(r) == {"s2", "s3", "s4", "lone", "counted"}  # the baseline has no row
-    for m, length, speedup, cost in (("s2", 2, 0.8, 2.5), ("s3", 3, 1.2, 2.5),
-                                     ("s4", 4, 4 / 3, 3.0)):
+    for m, length, speedup, cost in (
+        ("s2", 2, 0.8, 2.5),
+        ("s3", 3, 1.2, 2.5),
+        ("s4", 4, 4 / 3, 3.0),
+    ):
         assert r[m]["acceptance_source"] == "window counters"
         assert r[m]["accept_length"] == pytest.approx(length)
         assert r[m]["draft_tokens_per_step"] == pytest.approx(4.0)

@@ -48,8 +48,13 @@ from collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
-BODY = {"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": CHUNKS,
-        "stream": True, "stream_options": {"include_usage": True}}
+BODY = {
+    "model": "m",
+    "messages": [{"role": "user", "content": "x"}],
+    "max_tokens": CHUNKS,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
 PATH = "/v1/chat/completions"
 
 # one stream's (arrival stamps, send stamps) of its text chunks
@@ -140,21 +145,24 @@ Sender = Callable[[Any, str], Awaitable[tuple[Pairs, int]]]
 class Client:
     """One client kind: how to open its session and send one request."""
 
-    def __init__(self, name: str, session: Callable[[int], Any], one: Sender,
-                 plain: Sender | None = None):
+    def __init__(
+        self, name: str, session: Callable[[int], Any], one: Sender, plain: Sender | None = None
+    ):
         self.name, self.session, self.one = name, session, one
         self.plain = plain or one  # the sender for capacity
 
 
 def _httpx(n: int) -> httpx.AsyncClient:
-    return httpx.AsyncClient(limits=httpx.Limits(max_connections=n + 4,
-                                                 max_keepalive_connections=n + 4))
+    return httpx.AsyncClient(
+        limits=httpx.Limits(max_connections=n + 4, max_keepalive_connections=n + 4)
+    )
 
 
 def _aiohttp(n: int) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=n + 4, ttl_dns_cache=300, keepalive_timeout=60)
-    return aiohttp.ClientSession(connector=connector,
-                                 timeout=aiohttp.ClientTimeout(total=6 * 60 * 60))
+    return aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=6 * 60 * 60)
+    )
 
 
 class H11Reply(Reply):
@@ -166,8 +174,9 @@ class H11Reply(Reply):
     def __init__(self, sink: Sink, t0: float):
         super().__init__(sink, t0)
         self.h11 = h11.Connection(h11.CLIENT)
-        self.h11.send(h11.Request(method="POST", target="/",
-                                  headers=[("Host", "x"), ("Content-Length", "0")]))
+        self.h11.send(
+            h11.Request(method="POST", target="/", headers=[("Host", "x"), ("Content-Length", "0")])
+        )
         self.h11.send(h11.EndOfMessage())
 
     def feed(self, stamp: float, data: bytes) -> bool:
@@ -214,20 +223,26 @@ def _with_parser(reply: type[Reply], one: Sender) -> Sender:
             return await one(session, url)
         finally:
             connection.Reply = Reply
+
     return send
 
 
 OURS = Client("specsweep", _httpx, specsweep_one, specsweep_plain)
-H11 = Client("spec-h11", _httpx, _with_parser(H11Reply, specsweep_one),
-             _with_parser(H11Reply, specsweep_plain))
+H11 = Client(
+    "spec-h11",
+    _httpx,
+    _with_parser(H11Reply, specsweep_one),
+    _with_parser(H11Reply, specsweep_plain),
+)
 CLIENTS = [OURS, Client("vllm-style", _aiohttp, vllm_one)]
 
 
 # --- runs --------------------------------------------------------------------------------
 
 
-async def fidelity(c: Client, url: str, streams: int, requests: int,
-                   cold: bool = False) -> list[Pairs]:
+async def fidelity(
+    c: Client, url: str, streams: int, requests: int, cold: bool = False
+) -> list[Pairs]:
     """`requests` requests in batches of `streams` concurrent ones, after a warm-up batch
     (of `streams`, or of 4 when `cold`)."""
     out: list[Pairs] = []
@@ -274,9 +289,13 @@ def p99(xs: list[float]) -> float:
 @contextmanager
 def truth_server(*args: str) -> Iterator[tuple[str, int]]:
     """(base URL, pid) of a truth server process; it stops when this exits."""
-    proc = subprocess.Popen([sys.executable, str(ENGINES / "truth_server.py"), *args],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            cwd=ENGINES)
+    proc = subprocess.Popen(
+        [sys.executable, str(ENGINES / "truth_server.py"), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ENGINES,
+    )
     try:
         yield f"http://127.0.0.1:{int(proc.stdout.readline())}", proc.pid
     finally:
@@ -301,26 +320,36 @@ def fidelity_table(args: argparse.Namespace, url: str) -> None:
             for c in order:
                 runs = asyncio.run(fidelity(c, url + PATH, streams, args.requests, args.cold))
                 found.setdefault((c.name, streams), []).extend(runs)
-    print(f"\nMeasurement error, ms (arrival stamp - server send stamp); TTFT {TTFT_S * 1e3:g} "
-          f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks, {args.rounds} rounds, "
-          + ("cold pools" if args.cold else "pools warmed to the concurrency"))
-    print(f"{'streams':>7} {'client':<11} {'n req':>6} {'TTFT p50':>9} {'TTFT p99':>9} "
-          f"{'chunk p50':>9} {'chunk p99':>9}")
+    print(
+        f"\nMeasurement error, ms (arrival stamp - server send stamp); TTFT {TTFT_S * 1e3:g} "
+        f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks, {args.rounds} rounds, "
+        + ("cold pools" if args.cold else "pools warmed to the concurrency")
+    )
+    print(
+        f"{'streams':>7} {'client':<11} {'n req':>6} {'TTFT p50':>9} {'TTFT p99':>9} "
+        f"{'chunk p50':>9} {'chunk p99':>9}"
+    )
     for streams in args.concurrency:
         rows = {}
         for c in CLIENTS:
             runs = found[(c.name, streams)]
             ttft, chunks = errors(runs)
             rows[c.name] = (p99(ttft), p99(chunks))
-            print(f"{streams:>7} {c.name:<11} {len(runs):>6} {_ms(statistics.median(ttft))} "
-                  f"{_ms(p99(ttft))} {_ms(statistics.median(chunks))} {_ms(p99(chunks))}")
+            print(
+                f"{streams:>7} {c.name:<11} {len(runs):>6} {_ms(statistics.median(ttft))} "
+                f"{_ms(p99(ttft))} {_ms(statistics.median(chunks))} {_ms(p99(chunks))}"
+            )
         ours, theirs = rows["specsweep"], rows["vllm-style"]
-        print(f"{streams:>7} {'ratio':<11} {'':>6} {'':>9} {ours[0] / theirs[0]:>9.3f} "
-              f"{'':>9} {ours[1] / theirs[1]:>9.3f}")
+        print(
+            f"{streams:>7} {'ratio':<11} {'':>6} {'':>9} {ours[0] / theirs[0]:>9.3f} "
+            f"{'':>9} {ours[1] / theirs[1]:>9.3f}"
+        )
         if H11.name in rows:
             h = rows[H11.name]
-            print(f"{streams:>7} {'h11/ours':<11} {'':>6} {'':>9} {h[0] / ours[0]:>9.3f} "
-                  f"{'':>9} {h[1] / ours[1]:>9.3f}")
+            print(
+                f"{streams:>7} {'h11/ours':<11} {'':>6} {'':>9} {h[0] / ours[0]:>9.3f} "
+                f"{'':>9} {h[1] / ours[1]:>9.3f}"
+            )
 
 
 def capacity_table(args: argparse.Namespace) -> None:
@@ -331,15 +360,20 @@ def capacity_table(args: argparse.Namespace) -> None:
             for c in CLIENTS if r % 2 == 0 else CLIENTS[::-1]:
                 cpu0, t0 = cpu_seconds(pid), time.perf_counter()
                 rates[c.name].append(
-                    asyncio.run(capacity(c, url + PATH, args.streams, args.seconds)))
+                    asyncio.run(capacity(c, url + PATH, args.streams, args.seconds))
+                )
                 server_cpu += cpu_seconds(pid) - cpu0
                 wall += time.perf_counter() - t0
-    print(f"\nCapacity, text chunks/s ingested ({args.streams} streams, replies of "
-          f"{args.capacity_chunks} chunks back to back, {args.seconds:g} s per round; server "
-          f"process busy {server_cpu / wall:.0%} of one core)")
+    print(
+        f"\nCapacity, text chunks/s ingested ({args.streams} streams, replies of "
+        f"{args.capacity_chunks} chunks back to back, {args.seconds:g} s per round; server "
+        f"process busy {server_cpu / wall:.0%} of one core)"
+    )
     for name, xs in rates.items():
-        print(f"  {name:<11} median {statistics.median(xs):>9,.0f}   rounds "
-              + " ".join(f"{x:,.0f}" for x in xs))
+        print(
+            f"  {name:<11} median {statistics.median(xs):>9,.0f}   rounds "
+            + " ".join(f"{x:,.0f}" for x in xs)
+        )
     ratio = statistics.median(rates["specsweep"]) / statistics.median(rates["vllm-style"])
     print(f"  {'ratio':<11} {ratio:>16.2f}")
     if H11.name in rates:
@@ -353,25 +387,39 @@ def _ms(seconds: float) -> str:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--concurrency", default="1,16,64,256",
-                        type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument(
+        "--concurrency", default="1,16,64,256", type=lambda s: [int(x) for x in s.split(",")]
+    )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=16,
-                        help="requests per client, concurrency and round (at least one batch)")
-    parser.add_argument("--cold", action="store_true",
-                        help="fidelity: warm up with 4 requests, not a batch per concurrency")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=16,
+        help="requests per client, concurrency and round (at least one batch)",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="fidelity: warm up with 4 requests, not a batch per concurrency",
+    )
     parser.add_argument("--streams", type=int, default=64, help="capacity: concurrent streams")
     parser.add_argument("--seconds", type=float, default=3.0, help="capacity: per client and round")
     parser.add_argument("--capacity-chunks", type=int, default=2000)
-    parser.add_argument("--parsers", choices=["ours", "both"], default="ours",
-                        help="both: also specsweep's client with h11 parsing the reply")
+    parser.add_argument(
+        "--parsers",
+        choices=["ours", "both"],
+        default="ours",
+        help="both: also specsweep's client with h11 parsing the reply",
+    )
     parser.add_argument("--skip", choices=["none", "fidelity", "capacity"], default="none")
     args = parser.parse_args(argv)
     if args.parsers == "both":
         CLIENTS.insert(1, H11)
-    print(f"bench_client: {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-          f"aiohttp {aiohttp.__version__}, httpx {httpx.__version__}, load average "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        f"bench_client: {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+        f"aiohttp {aiohttp.__version__}, httpx {httpx.__version__}, load average "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     if args.skip != "fidelity":
         with truth_server(str(TTFT_S), str(GAP_S), str(CHUNKS), "--shape", "vllm") as (url, _):
             fidelity_table(args, url)

@@ -59,23 +59,31 @@ def timed(cmd: list[str], limit_s: float, max_rss_mib: float, log: Path) -> Stag
     seconds or when the group's RSS passes max_rss_mib (rc None: see `killed`)."""
     started = time.perf_counter()
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     group = 0.0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return Stage(time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode,
-                         group_mib=group)
+            return Stage(
+                time.perf_counter() - started,
+                usage.ru_maxrss / 1024,
+                proc.returncode,
+                group_mib=group,
+            )
         elapsed = time.perf_counter() - started
         rss = _group_rss_mib(proc.pid)
         group = max(group, rss)
         if elapsed > limit_s or rss > max_rss_mib:
             os.killpg(proc.pid, signal.SIGKILL)
             _, _, usage = os.wait4(proc.pid, 0)
-            why = (f"KILLED after {_clock(elapsed)}" if elapsed > limit_s else
-                   f"KILLED at {rss:,.0f} MiB resident after {_clock(elapsed)}")
+            why = (
+                f"KILLED after {_clock(elapsed)}"
+                if elapsed > limit_s
+                else f"KILLED at {rss:,.0f} MiB resident after {_clock(elapsed)}"
+            )
             return Stage(elapsed, usage.ru_maxrss / 1024, None, why)
         time.sleep(0.05)
 
@@ -108,8 +116,9 @@ CACHE = Path.home() / ".cache" / "specsweep" / "bench-scale"
 def raw_file(n: int, args: argparse.Namespace) -> tuple[Path, int, float | None]:
     """The generated file of n requests (cached unless --no-cache), its row count and the
     seconds generation took (None: it came from the cache)."""
-    key = hashlib.sha256(Path(scale_campaign.__file__).read_bytes()
-                         + (ROOT / "schema" / "ddl.sql").read_bytes()).hexdigest()[:12]
+    key = hashlib.sha256(
+        Path(scale_campaign.__file__).read_bytes() + (ROOT / "schema" / "ddl.sql").read_bytes()
+    ).hexdigest()[:12]
     path = (CACHE if not args.no_cache else args.workdir) / f"{key}-seed{args.seed}-n{n}.duckdb"
     if path.exists() and not args.no_cache:
         return path, n, None
@@ -130,13 +139,28 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     raw, landed, gen_s = raw_file(n, args)
     shutil.copyfile(raw, db)
     py, cap = sys.executable, args.max_rss_gb * 1024
-    analyze = timed([py, "-m", "analyze", "--db", str(db)], args.limit_s, cap,
-                    folder / "analyze.log")
-    report = (timed([py, "-m", "report", "--db", str(db), "--out", str(folder / "scale.pdf")],
-                    args.limit_s, cap, folder / "report.log") if analyze.rc == 0 else None)
-    return {"n": landed, "gen_s": gen_s, "mib": db.stat().st_size / 2**20,
-            "analyze": analyze, "report": report, "folder": folder,
-            "views": view_times(db) if args.views and analyze.rc == 0 else []}
+    analyze = timed(
+        [py, "-m", "analyze", "--db", str(db)], args.limit_s, cap, folder / "analyze.log"
+    )
+    report = (
+        timed(
+            [py, "-m", "report", "--db", str(db), "--out", str(folder / "scale.pdf")],
+            args.limit_s,
+            cap,
+            folder / "report.log",
+        )
+        if analyze.rc == 0
+        else None
+    )
+    return {
+        "n": landed,
+        "gen_s": gen_s,
+        "mib": db.stat().st_size / 2**20,
+        "analyze": analyze,
+        "report": report,
+        "folder": folder,
+        "views": view_times(db) if args.views and analyze.rc == 0 else [],
+    }
 
 
 def view_times(db: Path) -> list[tuple[str, int, float]]:
@@ -157,10 +181,17 @@ def view_times(db: Path) -> list[tuple[str, int, float]]:
 def stage_line(name: str, stage: Stage | None, log: Path) -> str:
     if stage is None:
         return f"  {name:<8} not run (analyze did not finish)"
-    what = (stage.killed if stage.rc is None else "ok" if stage.rc == 0
-            else f"FAILED rc={stage.rc}: {log.read_text()[-300:].strip()}")
-    return (f"  {name:<8} {_clock(stage.wall_s):>10} {stage.peak_mib:>10,.0f} "
-            f"{stage.group_mib:>10,.0f}   {what}")
+    what = (
+        stage.killed
+        if stage.rc is None
+        else "ok"
+        if stage.rc == 0
+        else f"FAILED rc={stage.rc}: {log.read_text()[-300:].strip()}"
+    )
+    return (
+        f"  {name:<8} {_clock(stage.wall_s):>10} {stage.peak_mib:>10,.0f} "
+        f"{stage.group_mib:>10,.0f}   {what}"
+    )
 
 
 def _clock(s: float) -> str:
@@ -169,10 +200,15 @@ def _clock(s: float) -> str:
 
 def show(r: dict[str, Any]) -> None:
     folder = r["folder"]
-    made = ("taken from the cache" if r["gen_s"] is None
-            else f"generated in {_clock(r['gen_s'])} through Store.append")
-    print(f"N = {r['n']:,} measured requests ({len(windows())} windows): {made}, DuckDB file "
-          f"{r['mib']:,.0f} MiB")
+    made = (
+        "taken from the cache"
+        if r["gen_s"] is None
+        else f"generated in {_clock(r['gen_s'])} through Store.append"
+    )
+    print(
+        f"N = {r['n']:,} measured requests ({len(windows())} windows): {made}, DuckDB file "
+        f"{r['mib']:,.0f} MiB"
+    )
     print(f"  {'stage':<8} {'wall':>10} {'peak MiB':>10} {'all MiB':>10}")
     print(stage_line("analyze", r["analyze"], folder / "analyze.log"))
     print(stage_line("report", r["report"], folder / "report.log"))
@@ -183,8 +219,11 @@ def show(r: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000",
-                        help="comma-separated request counts (the full run: 10000,100000,1000000)")
+    parser.add_argument(
+        "--sizes",
+        default="10000,100000,1000000",
+        help="comma-separated request counts (the full run: 10000,100000,1000000)",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/specsweep-scale"))
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--seed", type=int, default=7)
@@ -192,8 +231,11 @@ def main() -> None:
     parser.add_argument("--limit-s", type=float, default=600.0, help="kill a stage after this")
     parser.add_argument("--max-rss-gb", type=float, default=16.0, help="or at this RSS (GiB)")
     parser.add_argument("--views", action="store_true", help="time count(*) of every view")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="generate the files anew (in --workdir) instead of reusing them")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="generate the files anew (in --workdir) instead of reusing them",
+    )
     args = parser.parse_args()
     print(f"scale benchmark, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M %Z')}")
     try:

@@ -42,10 +42,21 @@ TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 20
 
 @contextmanager
 def truth_server() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(ENGINES / "truth_server.py"), str(TTFT_S),
-                             str(GAP_S), str(CHUNKS), "--shape", "vllm"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            cwd=ENGINES)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ENGINES / "truth_server.py"),
+            str(TTFT_S),
+            str(GAP_S),
+            str(CHUNKS),
+            "--shape",
+            "vllm",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ENGINES,
+    )
     try:
         assert proc.stdout is not None and proc.stdin is not None
         yield f"http://127.0.0.1:{int(proc.stdout.readline())}"
@@ -74,8 +85,14 @@ async def one_window(url: str, rate: float, seconds: float, spin_s: float) -> di
         await openloop.send_schedule(ctx, arrivals, bodies, None, t_start, done, spin_s)
         wall, cpu = time.perf_counter() - t_start, time.process_time() - cpu0
     ms = np.asarray(lags) * 1000
-    return {"n": len(ms), "p50": float(np.quantile(ms, 0.5)), "p99": float(np.quantile(ms, 0.99)),
-            "max": float(ms.max()), "cpu": cpu / wall, "failed": failed}
+    return {
+        "n": len(ms),
+        "p50": float(np.quantile(ms, 0.5)),
+        "p99": float(np.quantile(ms, 0.99)),
+        "max": float(ms.max()),
+        "cpu": cpu / wall,
+        "failed": failed,
+    }
 
 
 def main() -> None:
@@ -85,8 +102,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
-    print(f"server: first chunk {TTFT_S * 1000:.0f} ms, then {CHUNKS - 1} chunks "
-          f"{GAP_S * 1000:.0f} ms apart; {args.seconds:g} s per window, Poisson, uncapped")
+    print(
+        f"server: first chunk {TTFT_S * 1000:.0f} ms, then {CHUNKS - 1} chunks "
+        f"{GAP_S * 1000:.0f} ms apart; {args.seconds:g} s per window, Poisson, uncapped"
+    )
     print("rate/s  spin   n     lag p50 ms  lag p99 ms  lag max ms  sender CPU  failed")
     with truth_server() as url:
         for rate in rates:
@@ -97,12 +116,16 @@ def main() -> None:
                     results[spin].append(asyncio.run(one_window(url, rate, args.seconds, spin)))
             for spin, runs in results.items():
                 for run in runs:
-                    print(f"{rate:6g}  {spin * 1000:3g}ms {run['n']:5.0f}  {run['p50']:10.3f}  "
-                          f"{run['p99']:10.3f}  {run['max']:10.3f}  {run['cpu']:9.0%}  "
-                          f"{run['failed']:6.0f}")
+                    print(
+                        f"{rate:6g}  {spin * 1000:3g}ms {run['n']:5.0f}  {run['p50']:10.3f}  "
+                        f"{run['p99']:10.3f}  {run['max']:10.3f}  {run['cpu']:9.0%}  "
+                        f"{run['failed']:6.0f}"
+                    )
             med = {s: statistics.median(r["p99"] for r in runs) for s, runs in results.items()}
-            print(f"        median p99 lag: spin {med[openloop.SPIN_S]:.3f} ms, "
-                  f"no spin {med[0.0]:.3f} ms")
+            print(
+                f"        median p99 lag: spin {med[openloop.SPIN_S]:.3f} ms, "
+                f"no spin {med[0.0]:.3f} ms"
+            )
 
 
 if __name__ == "__main__":

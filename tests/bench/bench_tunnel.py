@@ -69,7 +69,7 @@ def _host(sshd: Sshd, folder: Path, forward: str) -> SSH:
 def measure(args: argparse.Namespace, urls: dict[str, str]) -> dict[tuple[str, int], list]:
     found: dict[tuple[str, int], list] = {}
     for r in range(args.rounds):
-        order = PATHS[r % len(PATHS):] + PATHS[: r % len(PATHS)]
+        order = PATHS[r % len(PATHS) :] + PATHS[: r % len(PATHS)]
         for streams in args.concurrency:
             for name in order:
                 try:
@@ -99,13 +99,17 @@ def fresh(args: argparse.Namespace, urls: dict[str, str]) -> None:
     """The new-connection table: per path, quantiles and the median added to direct's."""
     found: dict[str, list[float]] = {name: [] for name in PATHS}
     for r in range(args.rounds):
-        for name in PATHS[r % len(PATHS):] + PATHS[: r % len(PATHS)]:
+        for name in PATHS[r % len(PATHS) :] + PATHS[: r % len(PATHS)]:
             found[name] += [asyncio.run(first_byte(urls[name])) for _ in range(args.fresh)]
     base = statistics.median(found["direct"])
-    print(f"\nNew connection to first reply byte (GET /health), ms; {args.rounds} rounds of "
-          f"{args.fresh} connections per path, one at a time")
-    print("| path | connections | median | p90 | p99 | max | median added to direct |\n"
-          "|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"\nNew connection to first reply byte (GET /health), ms; {args.rounds} rounds of "
+        f"{args.fresh} connections per path, one at a time"
+    )
+    print(
+        "| path | connections | median | p90 | p99 | max | median added to direct |\n"
+        "|---|---:|---:|---:|---:|---:|---:|"
+    )
     for name in PATHS:
         xs = found[name]
         p90 = statistics.quantiles(xs, n=10, method="inclusive")[8]
@@ -114,41 +118,68 @@ def fresh(args: argparse.Namespace, urls: dict[str, str]) -> None:
 
 
 def table(args: argparse.Namespace, found: dict[tuple[str, int], list]) -> None:
-    print(f"\nMeasurement error, ms (arrival stamp - server send stamp); TTFT {TTFT_S * 1e3:g} "
-          f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks; {args.rounds} rounds of "
-          f"{args.requests} requests per path and stream count")
-    print("| streams | path | requests | chunks | chunk median | chunk p99 | chunk max "
-          "| TTFT median | TTFT p99 |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"\nMeasurement error, ms (arrival stamp - server send stamp); TTFT {TTFT_S * 1e3:g} "
+        f"ms, a chunk every {GAP_S * 1e3:g} ms, {CHUNKS} chunks; {args.rounds} rounds of "
+        f"{args.requests} requests per path and stream count"
+    )
+    print(
+        "| streams | path | requests | chunks | chunk median | chunk p99 | chunk max "
+        "| TTFT median | TTFT p99 |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
     for streams in args.concurrency:
         for name in PATHS:
             runs = found[(name, streams)]
             ttft, chunks = errors(runs)
-            cells = [statistics.median(chunks), p99(chunks), max(chunks),
-                     statistics.median(ttft), p99(ttft)]
-            print(f"| {streams} | {name} | {len(runs)} | {len(chunks)} | "
-                  + " | ".join(f"{x * 1e3:.3f}" for x in cells) + " |")
+            cells = [
+                statistics.median(chunks),
+                p99(chunks),
+                max(chunks),
+                statistics.median(ttft),
+                p99(ttft),
+            ]
+            print(
+                f"| {streams} | {name} | {len(runs)} | {len(chunks)} | "
+                + " | ".join(f"{x * 1e3:.3f}" for x in cells)
+                + " |"
+            )
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--concurrency", default="1,16,64",
-                        type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument(
+        "--concurrency", default="1,16,64", type=lambda s: [int(x) for x in s.split(",")]
+    )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=16,
-                        help="requests per path, stream count and round (at least one batch)")
-    parser.add_argument("--fresh", type=int, default=20,
-                        help="new connections per path and round (0: no such table)")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=16,
+        help="requests per path, stream count and round (at least one batch)",
+    )
+    parser.add_argument(
+        "--fresh",
+        type=int,
+        default=20,
+        help="new connections per path and round (0: no such table)",
+    )
     args = parser.parse_args(argv)
-    print(f"bench_tunnel: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        f"bench_tunnel: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     started = time.perf_counter()
     truth = truth_server(str(TTFT_S), str(GAP_S), str(CHUNKS), "--shape", "vllm")
     with tempfile.TemporaryDirectory() as tmp, running_sshd(Path(tmp)) as sshd, \
             truth as (url, _), _host(sshd, Path(tmp), "paramiko") as paramiko_host, \
             _host(sshd, Path(tmp), "openssh") as openssh_host:  # fmt: skip
         port = int(url.rsplit(":", 1)[1])
-        target = {"hostname": "127.0.0.1", "port": sshd.port, "username": getpass.getuser(),
-                  "key_filename": str(sshd.key_file)}
+        target = {
+            "hostname": "127.0.0.1",
+            "port": sshd.port,
+            "username": getpass.getuser(),
+            "key_filename": str(sshd.key_file),
+        }
         command = ssh_command(target, "127.0.0.1", sshd.known_hosts, False, False, 5)
         plain = OpenSSHTunnel(command, ("127.0.0.1", port), 5, pty=False)
         urls = {
@@ -165,8 +196,10 @@ def main(argv: list[str]) -> None:
                 fresh(args, urls)
         finally:
             plain.close()
-    print(f"\n{time.perf_counter() - started:.0f} s; load average after "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        f"\n{time.perf_counter() - started:.0f} s; load average after "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
 
 
 if __name__ == "__main__":

@@ -91,8 +91,9 @@ def _digest(*key: object) -> str:
 
 
 def windows() -> list[Window]:
-    combos = [(m, w, mt, c) for m in METHODS for w in WORKLOADS for mt in MAX_TOKENS
-              for c in CONCURRENCY]
+    combos = [
+        (m, w, mt, c) for m in METHODS for w in WORKLOADS for mt in MAX_TOKENS for c in CONCURRENCY
+    ]
     return [Window(m, w, mt, c, i, np.zeros(c)) for i, (m, w, mt, c) in enumerate(combos)]
 
 
@@ -101,27 +102,46 @@ def prompts(rng: np.random.Generator) -> dict[tuple[str, int], list[Prompt]]:
     out = {}
     for workload in WORKLOADS:
         for mt in MAX_TOKENS:
-            ids = ([f"{workload}/turn{t}" for t in range(TURNS)] if workload == "agentic"
-                   else [f"{workload}/p{i:02d}" for i in range(N_PROMPTS)])
+            ids = (
+                [f"{workload}/turn{t}" for t in range(TURNS)]
+                if workload == "agentic"
+                else [f"{workload}/p{i:02d}" for i in range(N_PROMPTS)]
+            )
             out[workload, mt] = [_prompt(rng, workload, mt, pid, i) for i, pid in enumerate(ids)]
     return out
 
 
 def _prompt(rng: np.random.Generator, workload: str, mt: int, pid: str, i: int) -> Prompt:
-    lo, hi = {"chat": (60, 300), "rewrite": (200, 800), "summarize": (800, 2000),
-              "code": (300, 1200), "agentic": (1500 + 900 * i, 1700 + 900 * i)}[workload]
+    lo, hi = {
+        "chat": (60, 300),
+        "rewrite": (200, 800),
+        "summarize": (800, 2000),
+        "code": (300, 1200),
+        "agentic": (1500 + 900 * i, 1700 + 900 * i),
+    }[workload]
     prompt_tokens = int(rng.integers(lo, hi))
-    share = {"chat": rng.uniform(0.35, 1.2), "rewrite": prompt_tokens * 1.1 / mt,
-             "summarize": rng.uniform(0.2, 0.6), "code": 1.0,
-             "agentic": rng.uniform(0.3, 0.9)}[workload]
+    share = {
+        "chat": rng.uniform(0.35, 1.2),
+        "rewrite": prompt_tokens * 1.1 / mt,
+        "summarize": rng.uniform(0.2, 0.6),
+        "code": 1.0,
+        "agentic": rng.uniform(0.3, 0.9),
+    }[workload]
     output_tokens = max(2, min(mt, int(share * mt)))
     words = f"{pid} " * max(1, output_tokens // 2)
-    return Prompt(pid, prompt_tokens, output_tokens, float(rng.lognormal(0, 0.08)),
-                  float(rng.lognormal(0, 0.12)), words[: 4 * output_tokens])
+    return Prompt(
+        pid,
+        prompt_tokens,
+        output_tokens,
+        float(rng.lognormal(0, 0.08)),
+        float(rng.lognormal(0, 0.12)),
+        words[: 4 * output_tokens],
+    )
 
 
-def chunks(rng: np.random.Generator, tokens: int, accept: float, block: int, ttft: float,
-           e2e: float) -> tuple[list[float], list[int]]:
+def chunks(
+    rng: np.random.Generator, tokens: int, accept: float, block: int, ttft: float, e2e: float
+) -> tuple[list[float], list[int]]:
     """Chunk arrival offsets and tokens per chunk: the first token at TTFT, then one chunk
     per verify step of 1 + accepted tokens (baseline: one token per chunk), the last at E2E."""
     rest = tokens - 1
@@ -140,16 +160,24 @@ def chunks(rng: np.random.Generator, tokens: int, accept: float, block: int, ttf
     return [ttft, *times.tolist()], [1, *sizes.tolist()]
 
 
-def request(rng: np.random.Generator, win: Window, p: Prompt, rep: int, lane: int,
-            session: str | None, turn: int | None) -> dict[str, Any]:
+def request(
+    rng: np.random.Generator,
+    win: Window,
+    p: Prompt,
+    rep: int,
+    lane: int,
+    session: str | None,
+    turn: int | None,
+) -> dict[str, Any]:
     """One ok measured `requests` row of window `win` for prompt p."""
     block, step_cost, per_doubling = METHODS[win.method]
     c = win.concurrency
     base = BASE_TPS / (1 + 0.05 * (c - 1)) * (0.92 if win.max_tokens > 256 else 1.0)
     accept = 1.0
     if block:
-        accept = max(1.05, ACCEPTANCE[win.workload][win.method] * p.acceptance
-                     * rng.lognormal(0, 0.05))
+        accept = max(
+            1.05, ACCEPTANCE[win.workload][win.method] * p.acceptance * rng.lognormal(0, 0.05)
+        )
     speed = accept / (step_cost * (1 + per_doubling * math.log2(c)))
     tps = base * speed * p.speed * rng.lognormal(0, 0.06)
     ttft = (0.02 + p.prompt_tokens / 4000 * (1 + 0.1 * (c - 1))) * rng.lognormal(0, 0.1)
@@ -195,8 +223,9 @@ def requests(rng: np.random.Generator, n: int) -> Iterator[dict[str, Any]]:
         rep += 1
 
 
-def _window_rep(rng: np.random.Generator, win: Window, items: list[Prompt], rep: int
-                ) -> Iterator[dict[str, Any]]:
+def _window_rep(
+    rng: np.random.Generator, win: Window, items: list[Prompt], rep: int
+) -> Iterator[dict[str, Any]]:
     if win.workload != "agentic":
         for p in items:
             yield request(rng, win, p, rep, int(np.argmin(win.lanes)), None, None)
@@ -210,15 +239,30 @@ def _window_rep(rng: np.random.Generator, win: Window, items: list[Prompt], rep:
 def campaign_rows() -> dict[str, list[dict[str, Any]]]:
     """The campaigns, environment and services rows the views join to."""
     plan = f"name: scale-bench\ndescription: synthetic campaign of {CAMPAIGN}\n"
-    campaign = {"campaign_id": CAMPAIGN, "plan_name": "scale-bench",
-                "plan_sha256": hashlib.sha256(plan.encode()).hexdigest(), "plan_yaml": plan,
-                "baseline": BASELINE, "started_at": START, "finished_at": START + timedelta(
-                    hours=len(windows())), "status": "complete"}
-    facts = {"os": "Linux", "cpu.model": "synthetic", "cpu.count": "2", "python": "3.11",
-             "engine.kind": "sglang", "engine.model": "synthetic-27b", "gpus": "1",
-             "gpu.0.name": "NVIDIA H200", "gpu.0.memory_total_mib": "143771"}
-    environment = [{"campaign_id": CAMPAIGN, "host": "local", "key": k, "value": v}
-                   for k, v in facts.items()]
+    campaign = {
+        "campaign_id": CAMPAIGN,
+        "plan_name": "scale-bench",
+        "plan_sha256": hashlib.sha256(plan.encode()).hexdigest(),
+        "plan_yaml": plan,
+        "baseline": BASELINE,
+        "started_at": START,
+        "finished_at": START + timedelta(hours=len(windows())),
+        "status": "complete",
+    }
+    facts = {
+        "os": "Linux",
+        "cpu.model": "synthetic",
+        "cpu.count": "2",
+        "python": "3.11",
+        "engine.kind": "sglang",
+        "engine.model": "synthetic-27b",
+        "gpus": "1",
+        "gpu.0.name": "NVIDIA H200",
+        "gpu.0.memory_total_mib": "143771",
+    }
+    environment = [
+        {"campaign_id": CAMPAIGN, "host": "local", "key": k, "value": v} for k, v in facts.items()
+    ]
     services = [{
         "service_id": f"svc-{m}", "campaign_id": CAMPAIGN, "config_id": f"cfg-{m}-tp1",
         "engine": "sglang", "method": m, "tp": 1, "gpus": "0", "host": "local",
@@ -245,8 +289,21 @@ def generate(db: Path, n: int, seed: int, batch: int) -> int:
             landed += store.append("requests", pending)
             pending = []
     landed += store.append("requests", pending)
-    store.append("units", [
-        {"campaign_id": CAMPAIGN, "config_id": cfg, "workload": w, "service_id": svc,
-         "n_requests": k, "complete": True, "colocated_with": "", "started_at": START,
-         "finished_at": START} for (cfg, w, svc), k in units.items()])
+    store.append(
+        "units",
+        [
+            {
+                "campaign_id": CAMPAIGN,
+                "config_id": cfg,
+                "workload": w,
+                "service_id": svc,
+                "n_requests": k,
+                "complete": True,
+                "colocated_with": "",
+                "started_at": START,
+                "finished_at": START,
+            }
+            for (cfg, w, svc), k in units.items()
+        ],
+    )
     return landed

@@ -108,8 +108,10 @@ def cluster(llama_server: str, smollm_model: str) -> Iterator[Any]:
         pytest.skip(NO_RAY)
     from ray.cluster_utils import Cluster
 
-    nodes = Cluster(initialize_head=True, head_node_args={
-        **NODE, "num_cpus": 0, "num_gpus": 0, "include_dashboard": False})
+    nodes = Cluster(
+        initialize_head=True,
+        head_node_args={**NODE, "num_cpus": 0, "num_gpus": 0, "include_dashboard": False},
+    )
     _RUNNING.append(nodes)
     try:
         for resources in ({"pin_a": 1}, {}):  # pin_a: a custom resource to pin work to

@@ -25,15 +25,15 @@ pytestmark = [pytest.mark.timeout(150)]
 SERVICE = "specsweep:gpu0-service"
 
 
-
-
 def _plan(address: str, events: Path, stop_exit: int = 0) -> str:
     """The tiny plan (gpu: true) whose one phase, tp1, stops a service on GPU 4 that the
     node with SERVICE runs; its stop and start append to `events`."""
     stop = f"echo stop >> {events}; exit {stop_exit}"
-    host = ("host:\n  kind: local\n  blocking_services:\n    - {name: gpu0-service, "
-            f"stop: [sh, -c, '{stop}'], start: [sh, -c, 'echo start >> {events}'], "
-            "gpus: [4]}\nphases:\n  - {name: tp1, tp: 1, stop_services: [gpu0-service]}\n")
+    host = (
+        "host:\n  kind: local\n  blocking_services:\n    - {name: gpu0-service, "
+        f"stop: [sh, -c, '{stop}'], start: [sh, -c, 'echo start >> {events}'], "
+        "gpus: [4]}\nphases:\n  - {name: tp1, tp: 1, stop_services: [gpu0-service]}\n"
+    )
     return plan_text(address, "gpu: true").replace("host: {kind: local}\n", host)
 
 
@@ -41,8 +41,9 @@ def _plan(address: str, events: Path, stop_exit: int = 0) -> str:
 def service_node(cluster: Any) -> Iterator[Any]:
     """A third node that runs the service: joined with its resource and without its GPU
     (none of Ray's), so the phase's configuration runs there on the service's GPU 4."""
-    node = cluster.add_node(num_cpus=1, num_gpus=0, object_store_memory=100 * 1024 * 1024,
-                            resources={SERVICE: 1})
+    node = cluster.add_node(
+        num_cpus=1, num_gpus=0, object_store_memory=100 * 1024 * 1024, resources={SERVICE: 1}
+    )
     cluster.wait_for_nodes(timeout=60)
     try:
         yield node
@@ -51,14 +52,19 @@ def service_node(cluster: Any) -> Iterator[Any]:
 
 
 @pytest.mark.llama
-def test_a_stop_phase_runs_on_the_services_node_with_its_gpu(cluster: Any, service_node: Any,
-                                                             tmp_path: Path) -> None:
+def test_a_stop_phase_runs_on_the_services_node_with_its_gpu(
+    cluster: Any, service_node: Any, tmp_path: Path
+) -> None:
     db, events = tmp_path / "results.duckdb", tmp_path / "events"
     text = _plan(cluster.address, events)
-    run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
-               only=["autoregressive"])
-    resources = json.loads(query(db, "SELECT value FROM environment WHERE host = 'cluster' "
-                                      "AND key = 'cluster.resources'")[0][0])
+    run_on_cluster(
+        parse_plan(text), text, db, tmp_path / "logs", show_progress=False, only=["autoregressive"]
+    )
+    resources = json.loads(
+        query(
+            db, "SELECT value FROM environment WHERE host = 'cluster' AND key = 'cluster.resources'"
+        )[0][0]
+    )
     [node] = [name for name, r in resources.items() if SERVICE in r]
     assert query(db, "SELECT host, gpus FROM services") == [(node, "4")]
     assert events.read_text() == "stop\nstart\n"
@@ -67,7 +73,8 @@ def test_a_stop_phase_runs_on_the_services_node_with_its_gpu(cluster: Any, servi
 
 @pytest.mark.llama
 def test_a_service_that_will_not_stop_leaves_its_configurations_unmeasured(
-        cluster: Any, service_node: Any, tmp_path: Path) -> None:
+    cluster: Any, service_node: Any, tmp_path: Path
+) -> None:
     """Each of the phase's three configurations tries on the node, none is measured, the
     service is not started (its stop failed: its state is unknown); the campaign partial."""
     db, events = tmp_path / "results.duckdb", tmp_path / "events"
@@ -95,9 +102,14 @@ with stopped(Local(LocalHost(kind="local")), [service], Notes()) as state:
 
 def test_a_killed_task_still_starts_the_service_again(tmp_path: Path) -> None:
     events = tmp_path / "events"
-    done = subprocess.run([sys.executable, "-c", KILLED, str(events)], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).parents[2],
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED, str(events)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
     assert done.returncode == -9 and "stopped blocking service s" in done.stdout
     deadline = time.monotonic() + 20
     while events.read_text() != "stop\nstart\n" and time.monotonic() < deadline:

@@ -24,22 +24,26 @@ phases:
 """
 
 
-def test_a_best_of_phase_waits_for_its_source_across_nodes(cluster: Any,
-                                                           tmp_path: Path) -> None:
+def test_a_best_of_phase_waits_for_its_source_across_nodes(cluster: Any, tmp_path: Path) -> None:
     db = tmp_path / "results.duckdb"
     text = PLAN + PHASES + f"cluster: {{kind: ray, address: '{cluster.address}'}}\n"
     run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     con = duckdb.connect(str(db), read_only=True)
     try:
         assert con.execute("SELECT status FROM campaigns").fetchall() == [("complete",)]
-        units = con.execute("SELECT workload, count(*), bool_and(complete) FROM units "
-                            "GROUP BY 1 ORDER BY 1").fetchall()
+        units = con.execute(
+            "SELECT workload, count(*), bool_and(complete) FROM units GROUP BY 1 ORDER BY 1"
+        ).fetchall()
         assert units == [("chat", 3, True), ("rewrite", 2, True)]  # baseline + the best one
-        first_end = con.execute("SELECT max(s.stopped_at) FROM services s JOIN units u "
-                                "USING (service_id) WHERE u.workload = 'chat'").fetchone()[0]
-        picked = con.execute("SELECT s.method, s.requested_at FROM services s JOIN units u "
-                             "USING (service_id) WHERE u.workload = 'rewrite' "
-                             "AND s.method <> 'autoregressive'").fetchall()
+        first_end = con.execute(
+            "SELECT max(s.stopped_at) FROM services s JOIN units u "
+            "USING (service_id) WHERE u.workload = 'chat'"
+        ).fetchone()[0]
+        picked = con.execute(
+            "SELECT s.method, s.requested_at FROM services s JOIN units u "
+            "USING (service_id) WHERE u.workload = 'rewrite' "
+            "AND s.method <> 'autoregressive'"
+        ).fetchall()
         hosts = con.execute("SELECT count(DISTINCT host) FROM services").fetchone()[0]
     finally:
         con.close()

@@ -20,35 +20,42 @@ from tests.cluster.conftest import plan_text, query
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
 
 
-
-
 def _run_only(text: str, db: Path, logs: Path, *methods: str) -> None:
     run_on_cluster(parse_plan(text), text, db, logs, show_progress=False, only=list(methods))
 
 
-def test_pinned_configurations_run_on_their_node_with_rays_gpus(cluster: Any,
-                                                                 tmp_path: Path) -> None:
+def test_pinned_configurations_run_on_their_node_with_rays_gpus(
+    cluster: Any, tmp_path: Path
+) -> None:
     """Two configurations pinned to the node of 1 CPU that has pin_a: both run there, one
     after the other (unpinned, they would take one node each)."""
     db = tmp_path / "results.duckdb"
     text = plan_text(cluster.address, "gpu: true, pin: {autoregressive: pin_a, tp1: pin_a}")
     _run_only(text, db, tmp_path / "logs", "autoregressive", "ngram-simple")
-    resources = json.loads(query(db, "SELECT value FROM environment WHERE host = 'cluster' "
-                                      "AND key = 'cluster.resources'")[0][0])
+    resources = json.loads(
+        query(
+            db, "SELECT value FROM environment WHERE host = 'cluster' AND key = 'cluster.resources'"
+        )[0][0]
+    )
     [node_a] = [name for name, r in resources.items() if "pin_a" in r]
     services = query(db, "SELECT host, gpus FROM services")
     assert len(services) == 2 and {h for h, _ in services} == {node_a}
     assert all(g in {"0", "1", "2", "3"} for _, g in services)  # one of the node's four
-    assert query(db, f"SELECT value FROM environment WHERE host = '{node_a}' "
-                      "AND key = 'ray.gpu_ids'")[0][0] in {g for _, g in services}
+    assert query(
+        db, f"SELECT value FROM environment WHERE host = '{node_a}' AND key = 'ray.gpu_ids'"
+    )[0][0] in {g for _, g in services}
     assert query(db, "SELECT count(*), bool_and(complete) FROM units") == [(4, True)]
     assert query(db, "SELECT status FROM campaigns") == [("partial",)]  # --only
 
 
 def test_a_configuration_no_node_can_hold_is_skipped(cluster: Any, tmp_path: Path) -> None:
     db = tmp_path / "results.duckdb"
-    _run_only(plan_text(cluster.address, "pin: {autoregressive: nowhere}"), db,
-              tmp_path / "logs", "autoregressive")
+    _run_only(
+        plan_text(cluster.address, "pin: {autoregressive: nowhere}"),
+        db,
+        tmp_path / "logs",
+        "autoregressive",
+    )
     assert query(db, "SELECT count(*) FROM services") == [(0,)]
     assert query(db, "SELECT status FROM campaigns") == [("partial",)]
 

@@ -21,19 +21,26 @@ pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
 SLOW = "estimates: {startup_s: 1, decode_tps: {1: 0.5}}\n"
 
 
-def test_a_long_configuration_runs_as_replicas_across_the_cluster(cluster: Any,
-                                                                   tmp_path: Path) -> None:
+def test_a_long_configuration_runs_as_replicas_across_the_cluster(
+    cluster: Any, tmp_path: Path
+) -> None:
     db = tmp_path / "results.duckdb"
-    text = plan_text(cluster.address, "gpu: true").replace("warmup_requests: 1",
-                                                           "warmup_requests: 0") + SLOW
-    run_on_cluster(parse_plan(text), text, db, tmp_path / "logs", show_progress=False,
-               only=["autoregressive"])
+    text = (
+        plan_text(cluster.address, "gpu: true").replace("warmup_requests: 1", "warmup_requests: 0")
+        + SLOW
+    )
+    run_on_cluster(
+        parse_plan(text), text, db, tmp_path / "logs", show_progress=False, only=["autoregressive"]
+    )
     con = duckdb.connect(str(db), read_only=True)
     try:
-        services = con.execute("SELECT replica, gpus, state FROM services ORDER BY replica"
-                               ).fetchall()
-        units = con.execute("SELECT s.replica, u.workload, u.complete FROM units AS u "
-                            "JOIN services AS s USING (service_id) ORDER BY 1").fetchall()
+        services = con.execute(
+            "SELECT replica, gpus, state FROM services ORDER BY replica"
+        ).fetchall()
+        units = con.execute(
+            "SELECT s.replica, u.workload, u.complete FROM units AS u "
+            "JOIN services AS s USING (service_id) ORDER BY 1"
+        ).fetchall()
     finally:
         con.close()
     assert [r for r, _, _ in services] == [1, 2]

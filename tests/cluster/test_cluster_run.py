@@ -37,19 +37,25 @@ def _run(text: str, db: Path, logs: Path) -> str:
     return run_on_cluster(parse_plan(text), text, db, logs, show_progress=False)
 
 
-
-
 def _shape(db: Path) -> dict[str, Any]:
     """What must not depend on where the plan ran: row counts per table, per configuration
     and workload, and the units (every one complete, each once)."""
     shape: dict[str, Any] = {}
-    for table in ("services", "units", "windows", "server_metrics", "endpoint_errors",
-                  "quarantine"):
+    for table in (
+        "services",
+        "units",
+        "windows",
+        "server_metrics",
+        "endpoint_errors",
+        "quarantine",
+    ):
         shape[table] = query(db, f"SELECT count(*) FROM {table}")[0][0]
-    shape["requests"] = query(db, "SELECT method, workload, is_warmup, count(*) FROM requests "
-                                   "GROUP BY ALL ORDER BY ALL")
-    shape["units"] = query(db, "SELECT config_id, workload, run, complete, n_requests "
-                                "FROM units ORDER BY ALL")
+    shape["requests"] = query(
+        db, "SELECT method, workload, is_warmup, count(*) FROM requests GROUP BY ALL ORDER BY ALL"
+    )
+    shape["units"] = query(
+        db, "SELECT config_id, workload, run, complete, n_requests FROM units ORDER BY ALL"
+    )
     return shape
 
 
@@ -102,12 +108,33 @@ def test_ctrl_c_cancels_the_tasks_and_a_resume_finishes(cluster: Any, tmp_path: 
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(plan_text(cluster.address))
     driver = subprocess.Popen(
-        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
-         str(tmp_path / "logs"), "--no-progress"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "collect",
+            "run",
+            str(plan),
+            "--db",
+            str(db),
+            "--logs",
+            str(tmp_path / "logs"),
+            "--no-progress",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        _wait(lambda: db.exists() and query(db, "SELECT count(*) FROM units")[0][0] > 0
-              or driver.poll() is not None, 120, "a first configuration to land")
+        _wait(
+            lambda: (
+                db.exists()
+                and query(db, "SELECT count(*) FROM units")[0][0] > 0
+                or driver.poll() is not None
+            ),
+            120,
+            "a first configuration to land",
+        )
         _wait(lambda: _servers() or driver.poll() is not None, 60, "a running server")
         driver.send_signal(signal.SIGINT)
         out, _ = driver.communicate(timeout=90)
@@ -163,8 +190,9 @@ def test_a_node_removed_mid_run_reruns_its_configuration(cluster: Any, tmp_path:
     assert not query(db, "SELECT * FROM quarantine")
 
 
-def test_a_configuration_lost_past_its_retries_is_left_to_a_resume(cluster: Any,
-                                                                   tmp_path: Path) -> None:
+def test_a_configuration_lost_past_its_retries_is_left_to_a_resume(
+    cluster: Any, tmp_path: Path
+) -> None:
     db, logs = tmp_path / "results.duckdb", tmp_path / "logs"
     text = plan_text(cluster.address, "max_retries: 0")
     victim = _remove_a_node_mid_run(cluster, text, db, logs)

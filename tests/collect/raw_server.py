@@ -19,7 +19,8 @@ def raw_server(handler: Handler) -> Iterator[str]:
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     server = asyncio.run_coroutine_threadsafe(
-        asyncio.start_server(handler, "127.0.0.1", 0), loop).result(5)
+        asyncio.start_server(handler, "127.0.0.1", 0), loop
+    ).result(5)
     try:
         yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     finally:

@@ -41,7 +41,11 @@ def test_the_control_is_the_baseline_under_its_own_name_and_config_id() -> None:
     assert [m.name for m in plan.methods] == ["autoregressive", "a", "c", CONTROL]
     base, control = plan.methods[0], plan.methods[-1]
     assert (control.args, control.env, control.tp, control.workloads) == (
-        ["--spec-type", "none"], {"X": "1"}, None, ["w1"])
+        ["--spec-type", "none"],
+        {"X": "1"},
+        None,
+        ["w1"],
+    )
     assert control.family is None and control.params == {}
     base_cfg, control_cfg = [c for c in plan.configs() if c.phase == "p1"][::3]
     assert (base_cfg.method, control_cfg.method) == (base, control)
@@ -53,14 +57,26 @@ def test_the_control_follows_the_baseline_into_every_phase_last() -> None:
     plan = parse_plan(PLAN)
     phases = {p.name: p for p in plan.all_phases()}
     assert [c.method.name for c in plan.phase_configs(phases["p1"], ["a", "c"])] == [
-        "autoregressive", "a", "c", CONTROL]
+        "autoregressive",
+        "a",
+        "c",
+        CONTROL,
+    ]
     # a best_of phase: before the ranking (nothing chosen) and after it
     assert [c.method.name for c in plan.phase_configs(phases["p2"], [])] == [
-        "autoregressive", CONTROL]
+        "autoregressive",
+        CONTROL,
+    ]
     assert [c.method.name for c in plan.phase_configs(phases["p2"], ["c"])] == [
-        "autoregressive", "c", CONTROL]
+        "autoregressive",
+        "c",
+        CONTROL,
+    ]
     assert [c.method.name for c in plan.configs() if c.phase == "p3"] == [
-        "autoregressive", "c", CONTROL]
+        "autoregressive",
+        "c",
+        CONTROL,
+    ]
 
 
 def test_off_by_default_and_the_hash_of_plans_without_it_is_unchanged() -> None:
@@ -74,8 +90,11 @@ def test_off_by_default_and_the_hash_of_plans_without_it_is_unchanged() -> None:
 
 @pytest.mark.parametrize("aa_control", ["true", "false"])
 def test_a_method_named_like_the_control_is_refused_naming_the_field(aa_control: str) -> None:
-    text = PLAN.replace("aa_control: true", f"aa_control: {aa_control}").replace(
-        "{name: c, args: [--c]}", f"{{name: {CONTROL}, args: [--c]}}").replace("[c]", "[a]")
+    text = (
+        PLAN.replace("aa_control: true", f"aa_control: {aa_control}")
+        .replace("{name: c, args: [--c]}", f"{{name: {CONTROL}, args: [--c]}}")
+        .replace("[c]", "[a]")
+    )
     with pytest.raises(PlanError) as err:
         parse_plan(text)
     assert "aa_control" in str(err.value) and repr(CONTROL) in str(err.value)
@@ -91,9 +110,18 @@ def test_ranking_never_picks_the_control(tmp_path: Path) -> None:
     """Decode speed = 10 tokens / (e2e - ttft): baseline 10 / 1.0 = 10 tok/s, a 10 / 0.5 = 20
     (2.0x), the control 10 / 0.25 = 40 (4.0x, by chance): still not ranked."""
     store = Store(tmp_path / "r.duckdb")
-    rows = [request_row(i, method=m, prompt_id="p0", ttft_s=0.1, e2e_s=0.1 + d,
-                        output_tokens=11, chunk_times_s=[0.1, 0.1 + d])
-            for i, (m, d) in enumerate([("autoregressive", 1.0), ("a", 0.5), (CONTROL, 0.25)])]
+    rows = [
+        request_row(
+            i,
+            method=m,
+            prompt_id="p0",
+            ttft_s=0.1,
+            e2e_s=0.1 + d,
+            output_tokens=11,
+            chunk_times_s=[0.1, 0.1 + d],
+        )
+        for i, (m, d) in enumerate([("autoregressive", 1.0), ("a", 0.5), (CONTROL, 0.25)])
+    ]
     assert store.append("requests", rows) == 3
     ranked = rank_methods(store, "camp", 1, "autoregressive")
     assert [(r.method, round(r.score, 9)) for r in ranked] == [("a", 2.0)]

@@ -57,12 +57,15 @@ def test_a_bad_history_names_the_field_and_its_line() -> None:
         _plan("replays")
     line = (PLAN + "    history: replays\n").splitlines().index("    history: replays") + 1
     assert f"workloads.1.history (line {line}): Input should be 'own' or 'replay'" in str(
-        info.value), str(info.value)
+        info.value
+    ), str(info.value)
 
 
 def test_history_is_an_agentic_field_only() -> None:
-    text = PLAN.replace("    max_tokens: [8]\n  - name: ag",
-                        "    max_tokens: [8]\n    history: replay\n  - name: ag")
+    text = PLAN.replace(
+        "    max_tokens: [8]\n  - name: ag",
+        "    max_tokens: [8]\n    history: replay\n  - name: ag",
+    )
     with pytest.raises(PlanError, match=r"history.*[Ee]xtra inputs are not permitted"):
         parse_plan(text, "p.yaml")
 
@@ -71,15 +74,28 @@ def test_history_is_an_agentic_field_only() -> None:
 
 
 def test_replies_stop_at_the_first_failed_or_missing_turn() -> None:
-    rows = [(0, 0, True, "a0"), (0, 1, True, "a1"), (0, 2, True, "a2"),
-            (1, 0, True, "b0"), (1, 1, False, None), (1, 2, True, "b2"),  # failed at 1
-            (2, 0, False, None),                                          # failed at 0
-            (3, 0, True, "d0"), (3, 2, True, "d2")]                       # turn 1 missing
+    rows = [
+        (0, 0, True, "a0"),
+        (0, 1, True, "a1"),
+        (0, 2, True, "a2"),
+        (1, 0, True, "b0"),
+        (1, 1, False, None),
+        (1, 2, True, "b2"),  # failed at 1
+        (2, 0, False, None),  # failed at 0
+        (3, 0, True, "d0"),
+        (3, 2, True, "d2"),
+    ]  # turn 1 missing
     assert replies(rows) == {0: ["a0", "a1", "a2"], 1: ["b0"], 2: [], 3: ["d0"]}
 
 
-def _land(store: Store, method: str, turns: dict[int, list[str | None]], complete: bool = True,
-          tp: int = 1, run: int = 1) -> None:
+def _land(
+    store: Store,
+    method: str,
+    turns: dict[int, list[str | None]],
+    complete: bool = True,
+    tp: int = 1,
+    run: int = 1,
+) -> None:
     """Hand-built requests of one agentic window (max_tokens 8, concurrency 1) and its unit:
     turns = rep -> output texts by turn (None: the turn failed)."""
     config = f"cfg-{method}-{tp}"
@@ -91,18 +107,40 @@ def _land(store: Store, method: str, turns: dict[int, list[str | None]], complet
                 "session_id, turn, is_warmup, sent_at, start_s, ok, output_text, run, history) "
                 "VALUES (?, 'c', ?, 's', 'llamacpp', ?, ?, 'ag', 'w', ?, 8, ?, 1, ?, ?, false, "
                 "now(), 0, ?, ?, ?, 'own')",
-                [f"{config}-{run}-{rep}-{turn}", config, method, tp, f"ag/turn{turn}", rep,
-                 f"w/s{rep}", turn, text is not None, text, run])
-    store.execute("INSERT INTO units VALUES ('c', ?, 'ag', 's', 1, ?, '', now(), now(), ?)",
-                  [config, complete, run])
+                [
+                    f"{config}-{run}-{rep}-{turn}",
+                    config,
+                    method,
+                    tp,
+                    f"ag/turn{turn}",
+                    rep,
+                    f"w/s{rep}",
+                    turn,
+                    text is not None,
+                    text,
+                    run,
+                ],
+            )
+    store.execute(
+        "INSERT INTO units VALUES ('c', ?, 'ag', 's', 1, ?, '', now(), now(), ?)",
+        [config, complete, run],
+    )
 
 
 def _script(store: Store, **kw: object) -> dict[int, list[str]]:
     w = _plan().workloads[1]
     assert isinstance(w, AgenticWorkload)
     args = {"tp": 1, "run": 1, "max_tokens": 8, "concurrency": 1, **kw}
-    return script(store, "c", "autoregressive", args["tp"], args["run"], w,
-                  args["max_tokens"], args["concurrency"])
+    return script(
+        store,
+        "c",
+        "autoregressive",
+        args["tp"],
+        args["run"],
+        w,
+        args["max_tokens"],
+        args["concurrency"],
+    )
 
 
 def test_the_script_is_the_baselines_replies_of_the_same_window(tmp_path: Path) -> None:
@@ -116,11 +154,15 @@ def test_the_script_is_the_baselines_replies_of_the_same_window(tmp_path: Path) 
 
 
 def test_a_session_without_baseline_replies_fails_naming_workload_and_session(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = Store(tmp_path / "r.duckdb")
     _land(store, "autoregressive", {0: ["a0", "a1"]})  # session s1 never ran
-    with pytest.raises(ReplayMissing, match=r"workload 'ag' .*session\(s\) s1 of max_tokens "
-                                            r"8, concurrency 1, run 1.*'autoregressive'"):
+    with pytest.raises(
+        ReplayMissing,
+        match=r"workload 'ag' .*session\(s\) s1 of max_tokens "
+        r"8, concurrency 1, run 1.*'autoregressive'",
+    ):
         _script(store)
     with pytest.raises(ReplayMissing, match=r"session\(s\) s0, s1 .*run 1"):
         _script(store, concurrency=2)  # no such baseline window at all
@@ -139,8 +181,11 @@ def test_an_incomplete_baseline_unit_is_no_script(tmp_path: Path) -> None:
 
 def _jobs(history: str) -> tuple[Plan, dict[str, tuple[None, ServiceConfig, list]]]:
     plan = _plan(history)
-    configs = {(m.name, tp): ServiceConfig(method=m, tp=tp, engine=plan.engine)
-               for m in plan.methods for tp in (1, 2)}
+    configs = {
+        (m.name, tp): ServiceConfig(method=m, tp=tp, engine=plan.engine)
+        for m in plan.methods
+        for tp in (1, 2)
+    }
     jobs = {f"tp{tp}:{m}": (None, c, list(plan.workloads)) for (m, tp), c in configs.items()}
     jobs["tp1:autoregressive#2"] = (None, configs["autoregressive", 1], [plan.workloads[0]])
     return plan, jobs
@@ -164,8 +209,14 @@ def test_packed_the_method_starts_only_once_the_baseline_finished() -> None:
     queued = {"tp1:autoregressive": jobs["tp1:autoregressive"]}
     s = Scheduler([0, 1, 2, 3], packed=True)
     s.add(Job("tp1:autoregressive", 1, 10.0))
-    s.add(Job("tp1:ngram", 1, 50.0,
-              after=waits_for(plan, jobs["tp1:ngram"][1], plan.workloads, queued)))
+    s.add(
+        Job(
+            "tp1:ngram",
+            1,
+            50.0,
+            after=waits_for(plan, jobs["tp1:ngram"][1], plan.workloads, queued),
+        )
+    )
     assert [j.key for j, _ in s.start()] == ["tp1:autoregressive"]
     assert s.start() == []
     s.finish("tp1:autoregressive")

@@ -35,18 +35,35 @@ ARGS = ["-t", "2", "-c", "2048", "-np", "1"]
 BASELINE = {"name": "autoregressive", "args": ["--spec-type", "none"]}
 # a server default the requests leave alone: its greedy replies are not the baseline's
 CAPPED = {"name": "capped", "args": ["--spec-type", "none", "--repeat-penalty", "2.0"]}
-WORKLOAD = {"name": "agentic", "kind": "agentic", "history": "replay", "max_tokens": [64],
-            "repetitions": 1,
-            "turns": [{"role": "user", "content": "Write a Python function that adds two "
-                                                  "numbers, with a docstring and an example."},
-                      {"role": "user", "content": "Now add type hints."}]}
+WORKLOAD = {
+    "name": "agentic",
+    "kind": "agentic",
+    "history": "replay",
+    "max_tokens": [64],
+    "repetitions": 1,
+    "turns": [
+        {
+            "role": "user",
+            "content": "Write a Python function that adds two "
+            "numbers, with a docstring and an example.",
+        },
+        {"role": "user", "content": "Now add type hints."},
+    ],
+}
 
 
 def _engine(llama_server: str, **extra: object) -> LlamaCppEngine:
-    return LlamaCppEngine.model_validate({
-        "kind": "llamacpp", "binary": llama_server, "model": MODEL, "args": ARGS,
-        "startup_timeout_s": 60, "request_timeout_s": 60,
-        "request_extra": {"cache_prompt": False, **extra}})
+    return LlamaCppEngine.model_validate(
+        {
+            "kind": "llamacpp",
+            "binary": llama_server,
+            "model": MODEL,
+            "args": ARGS,
+            "startup_timeout_s": 60,
+            "request_timeout_s": 60,
+            "request_extra": {"cache_prompt": False, **extra},
+        }
+    )
 
 
 def _recording(engine: Engine, sent: list[list[dict[str, str]]]) -> Engine:
@@ -69,15 +86,34 @@ async def _window(svc: Service, store: Store, script: bool) -> list[dict]:
     config = svc.config
     lookup = partial(replay.script, store, "c", "autoregressive", 1, 1) if script else None
     async with httpx.AsyncClient() as http:
-        ctx = Context(http, svc.engine, svc.base_url, "c", config.config_id, svc.service_id,
-                      config.method.name, 1, script=lookup)
+        ctx = Context(
+            http,
+            svc.engine,
+            svc.base_url,
+            "c",
+            config.config_id,
+            svc.service_id,
+            config.method.name,
+            1,
+            script=lookup,
+        )
         rows = await agentic_window(ctx, w, 64, 1)
-    replace_unit(store, {"campaign_id": "c", "config_id": config.config_id,
-                         "workload": w.name, "service_id": svc.service_id,
-                         "n_requests": len(rows), "complete": True, "colocated_with": "",
-                         "started_at": utcnow(), "finished_at": utcnow(), "run": 1},
-                 {"requests": rows, "windows": ctx.window_sink, "server_metrics": [],
-                  "gpu_samples": []})
+    replace_unit(
+        store,
+        {
+            "campaign_id": "c",
+            "config_id": config.config_id,
+            "workload": w.name,
+            "service_id": svc.service_id,
+            "n_requests": len(rows),
+            "complete": True,
+            "colocated_with": "",
+            "started_at": utcnow(),
+            "finished_at": utcnow(),
+            "run": 1,
+        },
+        {"requests": rows, "windows": ctx.window_sink, "server_metrics": [], "gpu_samples": []},
+    )
     return rows
 
 
@@ -85,12 +121,15 @@ def test_a_replayed_turn_sends_the_baselines_prompt(tmp_path: Path, llama_server
     store, host = Store(tmp_path / "r.duckdb"), Local(LocalHost(kind="local"))
     sent: dict[str, list[list[dict[str, str]]]] = {"base": [], "capped": []}
     rows = {}
-    for name, engine in (("base", _engine(llama_server)),
-                         ("capped", _engine(llama_server, max_tokens=8))):  # the body's cap
+    for name, engine in (
+        ("base", _engine(llama_server)),
+        ("capped", _engine(llama_server, max_tokens=8)),
+    ):  # the body's cap
         method = Method.model_validate(BASELINE if name == "base" else CAPPED)
         config = ServiceConfig(method=method, tp=1, engine=engine)
-        with Service(host, _recording(create(engine), sent[name]), config,
-                     tmp_path / name, "c") as svc:
+        with Service(
+            host, _recording(create(engine), sent[name]), config, tmp_path / name, "c"
+        ) as svc:
             rows[name] = asyncio.run(_window(svc, store, name == "capped"))
     base, capped = rows["base"], rows["capped"]
     assert all(r["ok"] for r in base + capped) and len(base) == len(capped) == 2
@@ -104,12 +143,23 @@ def test_a_replayed_turn_sends_the_baselines_prompt(tmp_path: Path, llama_server
 
 
 def _plan(llama_server: str) -> str:
-    return yaml.safe_dump({
-        "name": "replay-live", "baseline": "autoregressive", "warmup_requests": 0,
-        "engine": {"kind": "llamacpp", "binary": llama_server, "model": MODEL, "args": ARGS,
-                   "startup_timeout_s": 60, "request_timeout_s": 60},
-        "methods": [CAPPED, BASELINE],  # listed first, the capped method still runs second
-        "workloads": [WORKLOAD]})
+    return yaml.safe_dump(
+        {
+            "name": "replay-live",
+            "baseline": "autoregressive",
+            "warmup_requests": 0,
+            "engine": {
+                "kind": "llamacpp",
+                "binary": llama_server,
+                "model": MODEL,
+                "args": ARGS,
+                "startup_timeout_s": 60,
+                "request_timeout_s": 60,
+            },
+            "methods": [CAPPED, BASELINE],  # listed first, the capped method still runs second
+            "workloads": [WORKLOAD],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +177,13 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Pat
 
 
 def test_without_the_baselines_replies_the_unit_fails_and_resume_measures_it(
-        campaign: Path) -> None:
+    campaign: Path,
+) -> None:
     with duckdb.connect(str(campaign), read_only=True) as con:
-        units = con.execute("SELECT s.method, u.complete FROM units AS u JOIN services AS s "
-                            "USING (service_id) ORDER BY u.started_at").fetchall()
+        units = con.execute(
+            "SELECT s.method, u.complete FROM units AS u JOIN services AS s "
+            "USING (service_id) ORDER BY u.started_at"
+        ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()
     assert units == [("autoregressive", True), ("capped", True)] and status == ("complete",)
 
@@ -139,9 +192,14 @@ def test_the_runner_replays_the_baseline_in_every_turn(campaign: Path) -> None:
     with duckdb.connect(str(campaign), read_only=True) as con:
         turns = con.execute(
             "SELECT method, turn, history, prompt_tokens, output_tokens, output_text FROM requests "
-            "WHERE session_id IS NOT NULL ORDER BY method, turn").fetchall()
-    assert [t[:3] for t in turns] == [("autoregressive", 0, "own"), ("autoregressive", 1, "own"),
-                                      ("capped", 0, "replay"), ("capped", 1, "replay")]
+            "WHERE session_id IS NOT NULL ORDER BY method, turn"
+        ).fetchall()
+    assert [t[:3] for t in turns] == [
+        ("autoregressive", 0, "own"),
+        ("autoregressive", 1, "own"),
+        ("capped", 0, "replay"),
+        ("capped", 1, "replay"),
+    ]
     (base0, base1), (cap0, cap1) = turns[:2], turns[2:]
     assert cap0[5] != base0[5]  # its own reply would have made another turn-1 prompt
     assert cap0[3] == base0[3] and cap1[3] == base1[3]  # the same prompts, turn by turn

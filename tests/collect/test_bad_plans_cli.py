@@ -12,21 +12,21 @@ from typer.testing import CliRunner
 from collect.__main__ import app
 
 MORE = [
-    edit("max_tokens: [64]", "max_tokens: [64"),                      # unclosed bracket
-    edit("  model: m.gguf", "\tmodel: m.gguf"),                       # tab indent
-    BASE + "name: again\n",                                           # key given twice
-    "- name: t\n- engine: x\n",                                       # a list, not a mapping
-    "",                                                               # empty file
-    BASE + "warmup_requests: -1\n",                                   # negative count
-    BASE + "warmup_requests: 99\n",                                   # above the limit
-    BASE + "tp: [0]\n",                                               # impossible tp
-    BASE + "host: {kind: ssh}\n",                                     # ssh without address
-    BASE + "host: {kind: cloud}\n",                                   # unknown host kind
-    BASE + "host: {kind: external, url: 'not a url'}\n",              # bad external url
-    BASE + "host: {kind: ssh, address: h, port: 70000}\n",            # port out of range
-    BASE + "phases: [{name: p, tp: 1}, {name: p, tp: 1}]\n",          # duplicate phase
+    edit("max_tokens: [64]", "max_tokens: [64"),  # unclosed bracket
+    edit("  model: m.gguf", "\tmodel: m.gguf"),  # tab indent
+    BASE + "name: again\n",  # key given twice
+    "- name: t\n- engine: x\n",  # a list, not a mapping
+    "",  # empty file
+    BASE + "warmup_requests: -1\n",  # negative count
+    BASE + "warmup_requests: 99\n",  # above the limit
+    BASE + "tp: [0]\n",  # impossible tp
+    BASE + "host: {kind: ssh}\n",  # ssh without address
+    BASE + "host: {kind: cloud}\n",  # unknown host kind
+    BASE + "host: {kind: external, url: 'not a url'}\n",  # bad external url
+    BASE + "host: {kind: ssh, address: h, port: 70000}\n",  # port out of range
+    BASE + "phases: [{name: p, tp: 1}, {name: p, tp: 1}]\n",  # duplicate phase
     BASE + "phases: [{name: a, tp: 1, methods: {best_of: b}}, {name: b, tp: 1}]\n",  # order
-    BASE + "phases: [{name: p, tp: 1, stop_services: [gpu0]}]\n",     # unknown service
+    BASE + "phases: [{name: p, tp: 1, stop_services: [gpu0]}]\n",  # unknown service
 ]
 
 

@@ -18,20 +18,32 @@ def _plan(tmp_path: Path, stop_cmd: list[str]) -> str:
     broken.write_text("#!/bin/sh\necho cannot start\nexit 3\n")
     broken.chmod(broken.stat().st_mode | stat.S_IEXEC)
     events = tmp_path / "events"
-    return yaml.safe_dump({
-        "name": "blocking",
-        "host": {"kind": "local", "blocking_services": [{
-            "name": "gpu0-service",
-            "stop": stop_cmd,
-            "start": ["sh", "-c", f"echo start >> {events}"],
-        }]},
-        "engine": {"kind": "llamacpp", "binary": str(broken), "model": "/nonexistent.gguf",
-                   "startup_timeout_s": 5},
-        "methods": [{"name": "autoregressive"}],
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["x"]},
-                       "max_tokens": [4]}],
-        "phases": [{"name": "tp1", "tp": 1, "stop_services": ["gpu0-service"]}],
-    })
+    return yaml.safe_dump(
+        {
+            "name": "blocking",
+            "host": {
+                "kind": "local",
+                "blocking_services": [
+                    {
+                        "name": "gpu0-service",
+                        "stop": stop_cmd,
+                        "start": ["sh", "-c", f"echo start >> {events}"],
+                    }
+                ],
+            },
+            "engine": {
+                "kind": "llamacpp",
+                "binary": str(broken),
+                "model": "/nonexistent.gguf",
+                "startup_timeout_s": 5,
+            },
+            "methods": [{"name": "autoregressive"}],
+            "workloads": [
+                {"name": "w", "prompts": {"kind": "inline", "texts": ["x"]}, "max_tokens": [4]}
+            ],
+            "phases": [{"name": "tp1", "tp": 1, "stop_services": ["gpu0-service"]}],
+        }
+    )
 
 
 def _run(tmp_path: Path, text: str) -> Path:

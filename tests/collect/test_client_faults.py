@@ -18,29 +18,42 @@ from collect.http import connection as http1
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
-HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-        b"Connection: close\r\n\r\n")
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 
 FAULTS = {
     # path: (bytes to send, then: "close" | "hang")
     "/ok": (HEAD + CHUNK + CHUNK + FINAL + b"data: [DONE]\n\n", "close"),
-    "/http500": (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n"
-                 b"Connection: close\r\n\r\nboom!", "close"),
+    "/http500": (
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n"
+        b"Connection: close\r\n\r\nboom!",
+        "close",
+    ),
     "/truncated": (HEAD + CHUNK + CHUNK, "close"),
     "/malformed": (HEAD + CHUNK + b"data: {not json\n\n", "close"),
     "/error-event": (HEAD + b'data: {"error": {"message": "OOM"}}\n\n', "close"),
     "/empty": (HEAD + b"data: [DONE]\n\n", "close"),
     "/hang": (HEAD + CHUNK, "hang"),
-    "/crash": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-               b"Content-Length: 10000\r\n\r\n" + CHUNK, "close"),
+    "/crash": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Content-Length: 10000\r\n\r\n" + CHUNK,
+        "close",
+    ),
 }
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     head = await reader.readuntil(b"\r\n\r\n")
     path = head.split(b" ", 2)[1].decode()
-    length = int(next((ln.split(b":")[1] for ln in head.split(b"\r\n")
-                       if ln.lower().startswith(b"content-length")), b"0"))
+    length = int(
+        next(
+            (
+                ln.split(b":")[1]
+                for ln in head.split(b"\r\n")
+                if ln.lower().startswith(b"content-length")
+            ),
+            b"0",
+        )
+    )
     await reader.readexactly(length)
     payload, then = FAULTS[path]
     writer.write(payload)
@@ -97,10 +110,12 @@ def test_refused_connection() -> None:
     assert res.error_kind == "connect"
 
 
-KEEP_ALIVE_OK = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                 b"Transfer-Encoding: chunked\r\n\r\n"
-                 + b"".join(b"%x\r\n%s\r\n" % (len(p), p)
-                            for p in (CHUNK, CHUNK, FINAL, b"data: [DONE]\n\n")) + b"0\r\n\r\n")
+KEEP_ALIVE_OK = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n"
+    + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (CHUNK, CHUNK, FINAL, b"data: [DONE]\n\n"))
+    + b"0\r\n\r\n"
+)
 
 
 async def _closing_on_reuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -109,8 +124,13 @@ async def _closing_on_reuse(reader: asyncio.StreamReader, writer: asyncio.Stream
     llama-server behind an SSH tunnel)."""
     for answered in (True, False):
         head = await reader.readuntil(b"\r\n\r\n")
-        length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
-                          if ln.lower().startswith(b"content-length")))
+        length = int(
+            next(
+                ln.split(b":")[1]
+                for ln in head.split(b"\r\n")
+                if ln.lower().startswith(b"content-length")
+            )
+        )
         await reader.readexactly(length)
         if not answered:
             break
@@ -122,6 +142,7 @@ async def _closing_on_reuse(reader: asyncio.StreamReader, writer: asyncio.Stream
 def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() -> None:
     """The second request goes out on the pooled connection, which the server closes
     unanswered; it is sent again on a new connection and measured from that send."""
+
     async def go() -> tuple[list[client.Result], int]:
         connections = 0
 
@@ -133,8 +154,9 @@ def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() ->
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
         async with server, httpx.AsyncClient() as http:
-            results = [await client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
-                       for _ in range(2)]
+            results = [
+                await client.stream(http, url, {"x": 1}, ChatStream(), 5.0) for _ in range(2)
+            ]
         return results, connections
 
     results, connections = asyncio.run(go())
@@ -146,6 +168,7 @@ def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() ->
 def test_a_server_that_closes_every_connection_unanswered_is_server_died() -> None:
     """A close before any reply byte is resent on new connections a bounded number of
     times (a tunnel may drop one); a server that always does it is recorded server_died."""
+
     async def go() -> tuple[client.Result, int]:
         connections = 0
 
@@ -166,6 +189,7 @@ def test_a_server_that_closes_every_connection_unanswered_is_server_died() -> No
 
 def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
     """prewarm(n) leaves n idle connections; n concurrent streams then open no more."""
+
     async def go() -> tuple[int, int, list[client.Result]]:
         connections = 0
 
@@ -174,8 +198,13 @@ def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
             connections += 1
             with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
                 while head := await reader.readuntil(b"\r\n\r\n"):
-                    length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
-                                      if ln.lower().startswith(b"content-length")))
+                    length = int(
+                        next(
+                            ln.split(b":")[1]
+                            for ln in head.split(b"\r\n")
+                            if ln.lower().startswith(b"content-length")
+                        )
+                    )
                     await reader.readexactly(length)
                     await asyncio.sleep(0.05)  # all 6 requests are in flight at once
                     writer.write(KEEP_ALIVE_OK)
@@ -188,8 +217,9 @@ def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
             await client.prewarm(http, url, 6)
             await asyncio.sleep(0.05)
             before = connections
-            results = await asyncio.gather(*(client.stream(http, url, {"x": 1}, ChatStream(), 5.0)
-                                             for _ in range(6)))
+            results = await asyncio.gather(
+                *(client.stream(http, url, {"x": 1}, ChatStream(), 5.0) for _ in range(6))
+            )
             return before, connections, results
 
     before, after, results = asyncio.run(go())
@@ -197,7 +227,8 @@ def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
 
 
 def test_a_prewarmed_connection_the_server_does_not_read_is_not_kept(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A server that leaves every second connection unread (as llama-server's HTTP workers
     can after a burst of accepts): prewarm with a probe keeps only connections that answered
     GET /health, so a window's first request never waits on an unread one."""

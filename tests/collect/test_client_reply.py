@@ -14,11 +14,15 @@ from collect.engines.llamacpp import ChatStream
 from collect.http import client
 from collect.http.reply import BadReply, Reply
 
-EARLY_HINTS = (b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n"
-               b"Link: </b.js>; rel=preload\r\n\r\n")
+EARLY_HINTS = (
+    b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nLink: </b.js>; rel=preload\r\n\r\n"
+)
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-EVENTS = [b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n',
-          b'data: {"choices": [{"delta": {"content": " there"}}]}\n\n', b"data: [DONE]\n\n"]
+EVENTS = [
+    b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n',
+    b'data: {"choices": [{"delta": {"content": " there"}}]}\n\n',
+    b"data: [DONE]\n\n",
+]
 
 
 def _chunk(data: bytes) -> bytes:
@@ -30,8 +34,11 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     streamed in chunks, each in its own write."""
     head = await reader.readuntil(b"\r\n\r\n")
     path = head.split(b" ", 2)[1]
-    length = next(int(ln.split(b":")[1]) for ln in head.split(b"\r\n")
-                  if ln.lower().startswith(b"content-length"))
+    length = next(
+        int(ln.split(b":")[1])
+        for ln in head.split(b"\r\n")
+        if ln.lower().startswith(b"content-length")
+    )
     await reader.readexactly(length)
     if path == b"/apart":
         writer.write(EARLY_HINTS)
@@ -74,16 +81,19 @@ def _parsed(head: bytes) -> Reply:
 
 
 def test_repeated_header_lines_keep_every_value() -> None:
-    reply = _parsed(b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
-                    b"Connection: keep-alive\r\nconnection: close\r\nContent-Length: 0\r\n\r\n")
+    reply = _parsed(
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
+        b"Connection: keep-alive\r\nconnection: close\r\nContent-Length: 0\r\n\r\n"
+    )
     assert reply.headers["set-cookie"] == ["a=1", "b=2"]
     assert reply.header("connection") == "keep-alive, close"
     assert not reply.keep_alive  # `close` on any line of the field counts
 
 
 def test_transfer_encoding_over_two_lines_is_chunked() -> None:
-    reply = _parsed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n"
-                    b"Transfer-Encoding:\r\n\r\n")
+    reply = _parsed(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nTransfer-Encoding:\r\n\r\n"
+    )
     assert reply.framing == "chunked"
 
 

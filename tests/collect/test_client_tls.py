@@ -23,8 +23,10 @@ from collect.http import client
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
 BODY = CHUNK + CHUNK + FINAL + b"data: [DONE]\n\n"
-REPLY = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked"
-         b"\r\n\r\n" + b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY))
+REPLY = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked"
+    b"\r\n\r\n" + b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+)
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
@@ -33,19 +35,30 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "specsweep test")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_path, key_path
 
 
@@ -57,8 +70,13 @@ def _send_over_tls(cert: Path, key: Path) -> client.Result:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
-                                  if ln.lower().startswith(b"content-length")))
+                length = int(
+                    next(
+                        ln.split(b":")[1]
+                        for ln in head.split(b"\r\n")
+                        if ln.lower().startswith(b"content-length")
+                    )
+                )
                 await reader.readexactly(length)
                 writer.write(REPLY)
                 await writer.drain()
@@ -82,8 +100,9 @@ def test_a_trusted_tls_server_streams(tmp_path: Path, monkeypatch: pytest.Monkey
     assert result.text == "hihi" and len(result.chunk_times_s) == 2
 
 
-def test_an_untrusted_certificate_fails_as_connect(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_untrusted_certificate_fails_as_connect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cert, key = _certificate(tmp_path)
     other, _ = _certificate(tmp_path / "other")  # trusted: a different certificate
     monkeypatch.setenv("SSL_CERT_FILE", str(other))

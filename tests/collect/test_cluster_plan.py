@@ -22,12 +22,15 @@ def test_cluster_is_not_in_the_hash() -> None:
     assert plan.campaign_id() == parse_plan(LOCAL).campaign_id()
 
 
-@pytest.mark.parametrize(("extra", "says"), [
-    ("cluster: {kind: ray, adress: auto}", "cluster.adress"),
-    ("cluster: {kind: dask}", "cluster.kind"),
-    ("cluster: {kind: ray, max_retries: -1}", "cluster.max_retries"),
-    ("cluster: {kind: ray, pin: {nope: h200a}}", "cluster.pin names ['nope']"),
-])
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ("cluster: {kind: ray, adress: auto}", "cluster.adress"),
+        ("cluster: {kind: dask}", "cluster.kind"),
+        ("cluster: {kind: ray, max_retries: -1}", "cluster.max_retries"),
+        ("cluster: {kind: ray, pin: {nope: h200a}}", "cluster.pin names ['nope']"),
+    ],
+)
 def test_a_bad_cluster_block_names_the_field(extra: str, says: str) -> None:
     with pytest.raises(PlanError, match=r"cluster") as exc:
         parse_plan(LOCAL + "\n" + extra + "\n")
@@ -35,8 +38,9 @@ def test_a_bad_cluster_block_names_the_field(extra: str, says: str) -> None:
 
 
 def test_pin_takes_phases_methods_and_families() -> None:
-    plan = parse_plan(LOCAL + "\ncluster: {kind: ray, pin: {tp1: a, ngram-simple: b, "
-                              "draft-simple: c}}\n")
+    plan = parse_plan(
+        LOCAL + "\ncluster: {kind: ray, pin: {tp1: a, ngram-simple: b, draft-simple: c}}\n"
+    )
     assert plan.cluster is not None and plan.cluster.pin["draft-simple"] == "c"
 
 
@@ -49,18 +53,23 @@ def test_a_cluster_needs_a_local_host() -> None:
 
 def test_a_cluster_accepts_blocking_services() -> None:
     """Each runs on the nodes with its custom resource (collect/cluster/blocking.py)."""
-    blocking = LOCAL.replace("host:\n  kind: local\n", "host:\n  kind: local\n  "
-                             "blocking_services: [{name: s, stop: [x], start: [y]}]\n")
+    blocking = LOCAL.replace(
+        "host:\n  kind: local\n",
+        "host:\n  kind: local\n  blocking_services: [{name: s, stop: [x], start: [y]}]\n",
+    )
     plan = parse_plan(blocking + "\ncluster: {kind: ray}\n")
     assert plan.cluster is not None and [s.name for s in plan.host.blocking_services] == ["s"]
 
 
 def test_the_single_host_paths_never_import_ray() -> None:
-    code = ("import sys; import collect.run.runner, collect.__main__; "
-            "from collect.plan.file import parse_plan; "
-            f"parse_plan(open({str(REPO / 'plans/local.yaml')!r}).read() + "
-            "'\\ncluster: {kind: ray}\\n'); "
-            "assert 'ray' not in sys.modules, 'ray imported'")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import sys; import collect.run.runner, collect.__main__; "
+        "from collect.plan.file import parse_plan; "
+        f"parse_plan(open({str(REPO / 'plans/local.yaml')!r}).read() + "
+        "'\\ncluster: {kind: ray}\\n'); "
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from collect.provision import llama_cpp_tree
 from collect.resources import (
     CMAKE_FLAGS,
     LLAMA_CPP_PYTHON_VERSION,
@@ -25,7 +26,6 @@ from collect.resources import (
     cuda_builds,
     detect_cuda_arch,
     flavour_label,
-    llama_cpp_tree,
     llama_server_path,
     mtbench_path,
     parse_compute_caps,
@@ -74,7 +74,8 @@ def test_flavour_names_the_folder(cache: Path) -> None:
     h200 = llama_server_path("9.9.9", "90")
     assert h200.parent.parent.name.startswith("llama-server-9.9.9-cuda90-")
     assert llama_server_path("9.9.9", "86;90").parent.parent.name.startswith(
-        "llama-server-9.9.9-cuda86-90-")
+        "llama-server-9.9.9-cuda86-90-"
+    )
     assert flavour_label("native") == "cudanative" and flavour_label(None) == ""
     # the hash differs per architecture, so two builds never share a folder
     others = {llama_server_path("9.9.9", "89"), llama_server_path("9.9.9", "native")}
@@ -85,7 +86,7 @@ def test_cuda_flags_extend_the_cpu_flags() -> None:
     assert cmake_flags() == CMAKE_FLAGS
     flags = cmake_flags("90")
     assert flags[: len(CMAKE_FLAGS)] == CMAKE_FLAGS
-    assert flags[len(CMAKE_FLAGS):] == ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"]
+    assert flags[len(CMAKE_FLAGS) :] == ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"]
 
 
 def test_arch_is_detected_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +119,8 @@ def test_a_cached_build_says_how_it_was_built(cache: Path, tmp_path: Path) -> No
     """The fingerprint's engine.version for an sdist build (its own build_info is
     'b0-unknown'); nothing for a binary outside the cache, even with a build.json."""
     assert build_label(str(fake_build(cache, "90"))) == (
-        f"llama.cpp of llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} (cuda90)")
+        f"llama.cpp of llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} (cuda90)"
+    )
     assert build_label(str(fake_build(cache, None))).endswith("(cpu)")
     elsewhere = tmp_path / "opt" / "bin" / "llama-server"
     elsewhere.parent.mkdir(parents=True)
@@ -142,7 +144,7 @@ def test_stale_and_ambiguous_cuda_builds(
     assert cuda_builds() == {"90": h200, "80": a100}
     with pytest.raises(ResourceError, match="several CUDA builds"):
         resolve_llama_server("auto-cuda")  # no nvidia-smi to choose with
-    script(bin_dir, "nvidia-smi", 'echo 8.0\n')
+    script(bin_dir, "nvidia-smi", "echo 8.0\n")
     assert resolve_llama_server("auto-cuda") == str(a100)
 
 
@@ -192,16 +194,22 @@ def test_provision_cuda_from_a_local_source(
     bin_dir = tmp_path / "bin"
     script(bin_dir, "cmake", FAKE_CMAKE)
     script(bin_dir, "nvcc", "exit 0\n")
-    script(bin_dir, "nvidia-smi", 'echo 9.0\n')
+    script(bin_dir, "nvidia-smi", "echo 9.0\n")
     for tool in ("c++", "sh", "mkdir"):
-        os.symlink(subprocess.check_output(["sh", "-c", f"command -v {tool}"], text=True).strip(),
-                   bin_dir / tool)
+        os.symlink(
+            subprocess.check_output(["sh", "-c", f"command -v {tool}"], text=True).strip(),
+            bin_dir / tool,
+        )
     mtbench = mtbench_path()  # cached already: provision fetches nothing
     mtbench.parent.mkdir(parents=True)
     mtbench.write_text('{"question_id": 81, "category": "writing", "turns": ["Hi"]}\n')
     tree = sdist_tree(tmp_path / "src", LLAMA_CPP_PYTHON_VERSION)
-    env = {**os.environ, "PATH": f"{bin_dir}", "CMAKE_LOG": str(tmp_path / "cmake.log"),
-           "SPECSWEEP_CACHE": str(cache)}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}",
+        "CMAKE_LOG": str(tmp_path / "cmake.log"),
+        "SPECSWEEP_CACHE": str(cache),
+    }
     argv = [sys.executable, "-m", "collect", "provision", "--cuda"]
     if how == "flag":
         argv += ["--source", str(tree.parent.parent)]
@@ -221,8 +229,16 @@ def test_provision_cuda_from_a_local_source(
     assert resolve_llama_server("auto-cuda") == str(target)
     # an explicit architecture wins over nvidia-smi's and builds into its own folder
     (tmp_path / "cmake.log").unlink()
-    argv = [sys.executable, "-m", "collect", "provision", "--cuda-arch", "89",
-            "--source", str(tree)]
+    argv = [
+        sys.executable,
+        "-m",
+        "collect",
+        "provision",
+        "--cuda-arch",
+        "89",
+        "--source",
+        str(tree),
+    ]
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "-DCMAKE_CUDA_ARCHITECTURES=89" in (tmp_path / "cmake.log").read_text()
@@ -234,8 +250,14 @@ def test_provision_cuda_without_nvcc_says_so(cache: Path, tmp_path: Path) -> Non
     script(bin_dir, "cmake", FAKE_CMAKE)
     script(bin_dir, "c++", "exit 0\n")
     env = {**os.environ, "PATH": str(bin_dir), "SPECSWEEP_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-m", "collect", "provision", "--cuda-arch", "90"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "collect", "provision", "--cuda-arch", "90"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1
     assert "nvcc not found" in done.stderr
 

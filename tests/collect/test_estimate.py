@@ -56,8 +56,11 @@ def plan():  # noqa: ANN201 - Plan
 
 
 def config(p, method: str = "autoregressive", tp: int = 1):  # noqa: ANN001, ANN201
-    return next(c for c in p.configs() if c.method.name == method and c.tp == tp) if tp == 1 \
+    return (
+        next(c for c in p.configs() if c.method.name == method and c.tp == tp)
+        if tp == 1
         else p.phase_configs(p.all_phases()[1], [method])[-1]
+    )
 
 
 def test_assumed_durations_by_hand() -> None:
@@ -83,11 +86,25 @@ def test_assumed_durations_by_hand() -> None:
 
 
 def _service_row(config_id: str, startup_s: float) -> dict:
-    return {"service_id": f"svc-{config_id}", "campaign_id": "camp", "config_id": config_id,
-            "engine": "sglang", "method": "autoregressive", "tp": 1, "gpus": "1",
-            "host": "h", "launch_command": "x", "requested_at": datetime(2024, 5, 1),
-            "ready_at": datetime(2024, 5, 1), "stopped_at": None, "startup_s": startup_s,
-            "state": "stopped", "error": None, "log_tail": None, "transport": "direct"}
+    return {
+        "service_id": f"svc-{config_id}",
+        "campaign_id": "camp",
+        "config_id": config_id,
+        "engine": "sglang",
+        "method": "autoregressive",
+        "tp": 1,
+        "gpus": "1",
+        "host": "h",
+        "launch_command": "x",
+        "requested_at": datetime(2024, 5, 1),
+        "ready_at": datetime(2024, 5, 1),
+        "stopped_at": None,
+        "startup_s": startup_s,
+        "state": "stopped",
+        "error": None,
+        "log_tail": None,
+        "transport": "direct",
+    }
 
 
 def _store(tmp_path: Path, rows: list[dict], services: list[dict] = ()) -> Store:
@@ -97,12 +114,32 @@ def _store(tmp_path: Path, rows: list[dict], services: list[dict] = ()) -> Store
     return store
 
 
-def _row(i: int, config_id: str, method: str, tp: int, workload: str, c: int,
-         decode_tps: float, output_tokens: int = 101, ttft: float = 0.5) -> dict:
+def _row(
+    i: int,
+    config_id: str,
+    method: str,
+    tp: int,
+    workload: str,
+    c: int,
+    decode_tps: float,
+    output_tokens: int = 101,
+    ttft: float = 0.5,
+) -> dict:
     e2e = ttft + (output_tokens - 1) / decode_tps
-    return request_row(i, config_id=config_id, method=method, tp=tp, workload=workload,
-                       concurrency=c, ttft_s=ttft, e2e_s=e2e, output_tokens=output_tokens,
-                       max_tokens=101, chunk_times_s=[ttft, e2e], chunk_tokens=None)
+    return request_row(
+        i,
+        config_id=config_id,
+        method=method,
+        tp=tp,
+        workload=workload,
+        concurrency=c,
+        ttft_s=ttft,
+        e2e_s=e2e,
+        output_tokens=output_tokens,
+        max_tokens=101,
+        chunk_times_s=[ttft, e2e],
+        chunk_tokens=None,
+    )
 
 
 def test_measured_figures_and_the_nearest_fallbacks(tmp_path: Path) -> None:
@@ -115,8 +152,7 @@ def test_measured_figures_and_the_nearest_fallbacks(tmp_path: Path) -> None:
         _row(1, ar1.config_id, "autoregressive", 1, "w", 1, 10),
         _row(2, ar1.config_id, "autoregressive", 1, "w", 1, 16, output_tokens=51),
         _row(3, "other-plan", "autoregressive", 1, "w", 1, 999),  # another config: ignored
-        _row(4, ar1.config_id, "autoregressive", 1, "w", 1, 10, ttft=0.1).copy() | {
-            "ok": False},
+        _row(4, ar1.config_id, "autoregressive", 1, "w", 1, 10, ttft=0.1).copy() | {"ok": False},
     ]
     services = [_service_row(ar1.config_id, startup_s=30.0)]
     with _store(tmp_path, rows, services) as store:
@@ -143,8 +179,10 @@ def test_measured_figures_and_the_nearest_fallbacks(tmp_path: Path) -> None:
 
 def test_an_own_measurement_beats_the_baseline(tmp_path: Path) -> None:
     p = plan()
-    rows = [_row(0, config(p, "fast").config_id, "fast", 1, "agent", 2, 30),
-            _row(1, config(p).config_id, "autoregressive", 1, "w", 1, 10)]
+    rows = [
+        _row(0, config(p, "fast").config_id, "fast", 1, "agent", 2, 30),
+        _row(1, config(p).config_id, "autoregressive", 1, "w", 1, 10),
+    ]
     with _store(tmp_path, rows) as store:
         est = Estimator(p, load_measured(store, p))
     # same method, other workload and concurrency: 30 * (1 + 0.5) at c=1
@@ -182,8 +220,13 @@ def test_packed_eta_replays_the_scheduler() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "collect", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "collect", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_simulate_ct200_plan_packs_to_its_dependency_bound() -> None:

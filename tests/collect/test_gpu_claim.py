@@ -38,7 +38,8 @@ def test_free_gpus_are_claimed_in_order(tmp_path: Path) -> None:
     assert svc.env["CUDA_VISIBLE_DEVICES"] == "1,3" and svc.row["gpus"] == "1,3"
     assert svc.env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # nvidia-smi's numbering
     assert svc.row["launch_command"].startswith(
-        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,3 ")
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,3 "
+    )
 
 
 def test_too_few_free_gpus_fail_with_the_reason(tmp_path: Path) -> None:

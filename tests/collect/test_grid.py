@@ -51,24 +51,33 @@ def test_a_one_parameter_grid_expands_with_its_template(tmp_path: Path) -> None:
 
 
 def test_two_parameters_make_the_cross_product_with_default_names() -> None:
-    text = edit("workloads:\n", """\
+    text = edit(
+        "workloads:\n",
+        """\
   - name: tree
     grid: {k: [2, 4], budget: [8, 16.5]}
     args: [--k, "{k}", --budget, "{budget}"]
     params: {variant: fast}
 workloads:
-""")
+""",
+    )
     tree = [m for m in parse_plan(text).methods if m.family == "tree"]
-    assert [m.name for m in tree] == ["tree-k2-budget8", "tree-k2-budget16.5",
-                                      "tree-k4-budget8", "tree-k4-budget16.5"]
+    assert [m.name for m in tree] == [
+        "tree-k2-budget8",
+        "tree-k2-budget16.5",
+        "tree-k4-budget8",
+        "tree-k4-budget16.5",
+    ]
     assert tree[1].params == {"variant": "fast", "k": 2, "budget": 16.5}
     assert tree[3].args == ["--k", "4", "--budget", "16.5"]
 
 
 def test_a_hand_written_method_may_carry_parameters() -> None:
-    text = edit('    args: ["--spec-type", "ngram-simple"]\n',
-                '    args: ["--spec-type", "ngram-simple", "--n", "{n}"]\n'
-                "    params: {n: 4, greedy: true}\n    family: ngram-n\n")
+    text = edit(
+        '    args: ["--spec-type", "ngram-simple"]\n',
+        '    args: ["--spec-type", "ngram-simple", "--n", "{n}"]\n'
+        "    params: {n: 4, greedy: true}\n    family: ngram-n\n",
+    )
     ngram = parse_plan(text).methods[1]
     assert (ngram.name, ngram.family) == ("ngram", "ngram-n")
     assert ngram.params == {"n": 4, "greedy": True}
@@ -76,14 +85,22 @@ def test_a_hand_written_method_may_carry_parameters() -> None:
 
 
 def test_a_grid_written_out_keeps_names_config_ids_and_the_campaign_id() -> None:
-    by_hand = edit("workloads:\n", "".join(f"""\
+    by_hand = edit(
+        "workloads:\n",
+        "".join(
+            f"""\
   - name: tree-b{b}
     args: [--spec, tree, -md, "{{model}}", --budget, "{b}"]
     env: {{TREE_BUDGET: "b={b}", KEY: "{{api_key}}"}}
-""" for b in (8, 16, 32)) + "workloads:\n")
+"""
+            for b in (8, 16, 32)
+        )
+        + "workloads:\n",
+    )
     grid, written = parse_plan(GRID_PLAN), parse_plan(by_hand)
     assert [(c.method.name, c.config_id) for c in grid.configs()] == [
-        (c.method.name, c.config_id) for c in written.configs()]
+        (c.method.name, c.config_id) for c in written.configs()
+    ]
     assert grid.campaign_id() == written.campaign_id()
 
 
@@ -99,8 +116,11 @@ def test_the_ct200_ddtree_grid_keeps_the_hand_written_ids() -> None:
     ddtree = [m for m in plan.methods if m.family == "ddtree"]
     assert [m.name for m in ddtree] == [f"ddtree-b{b}" for b in (8, 12, 15, 16, 32, 64)]
     assert plan.campaign_id() == "ct200-qwen36-a320edded409"  # as with six blocks by hand
-    ids = {(c.method.name, c.tp): c.config_id for p in plan.all_phases()
-           for c in plan.phase_configs(p, [m.name for m in plan.methods])}
+    ids = {
+        (c.method.name, c.tp): c.config_id
+        for p in plan.all_phases()
+        for c in plan.phase_configs(p, [m.name for m in plan.methods])
+    }
     assert ids[("ddtree-b8", 1)] == "5ec3b209a6ad" and ids[("ddtree-b64", 8)] == "b9cbabf2fbe4"
 
 
@@ -114,30 +134,52 @@ def test_the_default_plan_sweeps_a_llamacpp_parameter() -> None:
 
 
 BAD = [  # (edit to the family entry, the field the message names, words it says)
-    ('grid: {budget: [8, 16, 32]}', 'grid: {budget: [8, 16], k: [1, 2]}',
-     "grid.k", "appears in no arg or env value"),
+    (
+        "grid: {budget: [8, 16, 32]}",
+        "grid: {budget: [8, 16], k: [1, 2]}",
+        "grid.k",
+        "appears in no arg or env value",
+    ),
     ('"{budget}"]', '"{budget}", --x, "{budgt}"]', "args", "{budgt} names no parameter"),
     ('{TREE_BUDGET: "b={budget}"', '{TREE_BUDGET: "b={size}"', "env", "{size}"),
-    ('grid: {budget: [8, 16, 32]}', 'grid: {budget: []}', "grid.budget", "empty"),
-    ('grid: {budget: [8, 16, 32]}', 'grid: {budget: [8, 16, "8"]}', "grid.budget",
-     "duplicate values ['8']"),
+    ("grid: {budget: [8, 16, 32]}", "grid: {budget: []}", "grid.budget", "empty"),
+    (
+        "grid: {budget: [8, 16, 32]}",
+        'grid: {budget: [8, 16, "8"]}',
+        "grid.budget",
+        "duplicate values ['8']",
+    ),
     ('"tree-b{budget}"', '"tree"', "name_template", "'tree' is derived for both"),
     ('"tree-b{budget}"', '"tree-{size}"', "name_template", "{size} is not a grid parameter"),
-    ('"tree-b{budget}"', '"tree b{budget}"', "name_template",
-     "derived name 'tree b8' is not a valid method name"),
-    ('    grid:', '    params: {budget: 4}\n    grid:', "params", "['budget'] are also in grid"),
-    ('    grid:', '    family: other\n    grid:', "family", "is the family 'tree' itself"),
-    ('{budget: [8, 16, 32]}', '{budget: [8, 16, 32], model: [a, b]}', "grid",
-     "'model' is reserved"),
-    ('{budget: [8, 16, 32]}', '{budget: [8, 16, 32], "2x": [a, b]}', "grid",
-     "parameter name '2x' must match"),
+    (
+        '"tree-b{budget}"',
+        '"tree b{budget}"',
+        "name_template",
+        "derived name 'tree b8' is not a valid method name",
+    ),
+    ("    grid:", "    params: {budget: 4}\n    grid:", "params", "['budget'] are also in grid"),
+    ("    grid:", "    family: other\n    grid:", "family", "is the family 'tree' itself"),
+    (
+        "{budget: [8, 16, 32]}",
+        "{budget: [8, 16, 32], model: [a, b]}",
+        "grid",
+        "'model' is reserved",
+    ),
+    (
+        "{budget: [8, 16, 32]}",
+        '{budget: [8, 16, 32], "2x": [a, b]}',
+        "grid",
+        "parameter name '2x' must match",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "field", "words"), BAD,
-                         ids=[f"{b[2]}-{i}" for i, b in enumerate(BAD)])
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"), BAD, ids=[f"{b[2]}-{i}" for i, b in enumerate(BAD)]
+)
 def test_a_bad_grid_names_the_field_and_the_family_line(
-        tmp_path: Path, old: str, new: str, field: str, words: str) -> None:
+    tmp_path: Path, old: str, new: str, field: str, words: str
+) -> None:
     text = edit(old, new, GRID_PLAN)
     with pytest.raises(PlanError) as err:
         load_plan(write(tmp_path, text))
@@ -148,33 +190,46 @@ def test_a_bad_grid_names_the_field_and_the_family_line(
 
 def test_names_derived_twice_or_like_a_family_fail() -> None:
     clash = edit("  - name: ngram\n", "  - name: tree-b16\n", GRID_PLAN)
-    with pytest.raises(PlanError, match=r"duplicate method names \['tree-b16'\] \(derived by "
-                                        r"families \['tree'\]\)"):
+    with pytest.raises(
+        PlanError,
+        match=r"duplicate method names \['tree-b16'\] \(derived by "
+        r"families \['tree'\]\)",
+    ):
         parse_plan(clash)
     named = edit("  - name: ngram\n", "  - name: tree\n", GRID_PLAN)
     with pytest.raises(PlanError, match=r"family names \['tree'\] are also method names"):
         parse_plan(named)
-    plain = edit('    args: ["--spec-type", "ngram-simple"]\n',
-                 '    args: ["--spec-type", "{kind}"]\n')
+    plain = edit(
+        '    args: ["--spec-type", "ngram-simple"]\n', '    args: ["--spec-type", "{kind}"]\n'
+    )
     with pytest.raises(PlanError, match=r"args: \{kind\} names no parameter"):
         parse_plan(plain)
-    template = edit('    args: ["--spec-type", "ngram-simple"]\n',
-                    '    args: ["--spec-type", "ngram-simple"]\n    name_template: "x{n}"\n')
+    template = edit(
+        '    args: ["--spec-type", "ngram-simple"]\n',
+        '    args: ["--spec-type", "ngram-simple"]\n    name_template: "x{n}"\n',
+    )
     with pytest.raises(PlanError, match="name_template: only a method with a grid"):
         parse_plan(template)
 
 
 def test_phases_estimates_and_baseline_may_name_a_family() -> None:
-    text = GRID_PLAN + """\
+    text = (
+        GRID_PLAN
+        + """\
 phases:
   - {name: first, tp: 1, methods: [tree, ngram]}
 estimates:
   speedup: {tree: 2.0, tree-b32: 3.0, ngram: 1.1}
 """
+    )
     plan = parse_plan(text)
     assert plan.all_phases()[0].methods == ["tree-b8", "tree-b16", "tree-b32", "ngram"]
-    assert plan.estimates.speedup == {"tree-b8": 2.0, "tree-b16": 2.0, "tree-b32": 3.0,
-                                      "ngram": 1.1}
+    assert plan.estimates.speedup == {
+        "tree-b8": 2.0,
+        "tree-b16": 2.0,
+        "tree-b32": 3.0,
+        "ngram": 1.1,
+    }
     with pytest.raises(PlanError, match=r"speedup names unknown methods \['trees'\]"):
         parse_plan(edit("{tree: 2.0", "{trees: 2.0", text))
     with pytest.raises(PlanError, match=r"'tree' is a family of 3 methods"):
@@ -187,8 +242,12 @@ def _unreachable_plan() -> tuple[Plan, str]:
     """A plan whose host cannot be resolved: the campaign starts, records its rows and ends
     as unreachable at once."""
     data = yaml.safe_load(GRID_PLAN)
-    data["host"] = {"kind": "ssh", "address": "no-such-box.invalid", "connect_timeout_s": 1,
-                    "reconnect_attempts": 0}
+    data["host"] = {
+        "kind": "ssh",
+        "address": "no-such-box.invalid",
+        "connect_timeout_s": 1,
+        "reconnect_attempts": 0,
+    }
     data["methods"][1]["params"] = {"greedy": True, "mode": "fast", "n": "0.5"}
     text = yaml.safe_dump(data, sort_keys=False)
     return parse_plan(text), text
@@ -201,8 +260,10 @@ def test_method_params_land_with_the_campaign_and_a_resume_keeps_them(tmp_path: 
         with pytest.raises(HostUnreachable):
             runner.run(plan, text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute("SELECT campaign_id, method, family, param, value, value_num "
-                           "FROM method_params ORDER BY method, param").fetchall()
+        rows = con.execute(
+            "SELECT campaign_id, method, family, param, value, value_num "
+            "FROM method_params ORDER BY method, param"
+        ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchall()
     cid = plan.campaign_id()
     assert status == [("unreachable",)]
@@ -222,7 +283,8 @@ def test_check_lists_the_expanded_configurations(tmp_path: Path) -> None:
     lines = [line.strip() for line in result.output.splitlines()]
     tree = [line for line in lines if line.startswith("tree-b")]
     assert [line.split(" (config")[0] for line in tree] == [
-        "tree-b8 [family tree: budget=8]", "tree-b16 [family tree: budget=16]",
-        "tree-b32 [family tree: budget=32]"]
+        "tree-b8 [family tree: budget=8]",
+        "tree-b16 [family tree: budget=16]",
+        "tree-b32 [family tree: budget=32]",
+    ]
     assert any(line.startswith("ngram (config ") for line in lines)
-

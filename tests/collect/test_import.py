@@ -26,8 +26,9 @@ OPTIONS = importers.ImportOptions(method="autoregressive", tp=8)
 
 def counts(db: Path) -> dict[str, int]:
     with duckdb.connect(str(db), read_only=True) as con:
-        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                for t in importers.TABLE_ORDER}
+        return {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in importers.TABLE_ORDER
+        }
 
 
 def compared(db: Path, path: Path) -> dict[tuple[str, str], dict]:
@@ -68,8 +69,7 @@ def test_import_check_sets_the_files_figures_beside_ours(path: Path, tmp_path: P
     data = json.loads(path.read_text().splitlines()[0])
     e2e = "e2e_latency" if path == SGLANG else "e2el"
     expected = {(m, s) for m in ("ttft", "tpot", "itl") for s in ("mean", "median", "std", "p99")}
-    expected |= {("e2el", s) for s in ("mean", "median", "std", "p99")
-                 if f"{s}_{e2e}_ms" in data}
+    expected |= {("e2el", s) for s in ("mean", "median", "std", "p99") if f"{s}_{e2e}_ms" in data}
     assert set(rows) == expected
     for (metric, stat), row in rows.items():
         key = f"{stat}_{e2e if metric == 'e2el' else metric}_ms"
@@ -105,8 +105,14 @@ def test_rows_follow_the_file(tmp_path: Path) -> None:
     assert row[0] == ttft
     assert row[1] == pytest.approx(ttft + sum(itls), abs=1e-12)
     assert len(row[2]) == len(itls) + 1 and row[2][1] == pytest.approx(ttft + itls[0])
-    assert row[3:] == (data["output_lens"][3], data["input_lens"][3], None, 8,
-                       "autoregressive", 200)  # no client limit: all 200 requests in flight
+    assert row[3:] == (
+        data["output_lens"][3],
+        data["input_lens"][3],
+        None,
+        8,
+        "autoregressive",
+        200,
+    )  # no client limit: all 200 requests in flight
     assert cid.startswith("import-vllm_deepseek") and status == "complete"
     assert "not a plan" in plan
 
@@ -138,7 +144,8 @@ def test_failed_requests_become_error_rows(tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT ok, ttft_s, e2e_s, output_tokens, error_kind, error_message FROM requests "
-            "WHERE campaign_id = ? ORDER BY prompt_id", [cid],
+            "WHERE campaign_id = ? ORDER BY prompt_id",
+            [cid],
         ).fetchall()
     assert rows[0][:4] == (True, 0.1, pytest.approx(0.15), 3)
     assert rows[1][:5] == (False, None, None, None, "empty")
@@ -148,12 +155,15 @@ def test_failed_requests_become_error_rows(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (json.dumps({k: v for k, v in vllm_like(completed=1).items() if k != "itls"}),
-         "one.json line 1: missing key 'itls'"),
-        (json.dumps(vllm_like(completed=1)) + "\n" + "{not json\n",
-         "one.json line 2: not JSON"),
-        (json.dumps(vllm_like(completed=1)) + "\n" + json.dumps(vllm_like(output_lens=[3])),
-         "one.json line 2: 'output_lens' has 1 entries, ttfts 2"),
+        (
+            json.dumps({k: v for k, v in vllm_like(completed=1).items() if k != "itls"}),
+            "one.json line 1: missing key 'itls'",
+        ),
+        (json.dumps(vllm_like(completed=1)) + "\n" + "{not json\n", "one.json line 2: not JSON"),
+        (
+            json.dumps(vllm_like(completed=1)) + "\n" + json.dumps(vllm_like(output_lens=[3])),
+            "one.json line 2: 'output_lens' has 1 entries, ttfts 2",
+        ),
         (json.dumps(vllm_like(completed=2)), "1 requests have no error but 'completed' is 2"),
         ("[1, 2]", "expected a JSON object"),
         ("", "empty file"),
@@ -183,8 +193,10 @@ def test_import_writes_raw_rows_only_and_analyze_compares(
     assert views == []  # the views are analyze's to build
     assert analyze_main(["--db", str(db)]) == 0
     out = capsys.readouterr().out  # ttft, tpot, itl x mean, median, std, p99; no e2el saved
-    assert ("analyze: import_check: 12 of 12 figures printed by 1 imported file(s) equal "
-            "specsweep's to the printed digit") in out
+    assert (
+        "analyze: import_check: 12 of 12 figures printed by 1 imported file(s) equal "
+        "specsweep's to the printed digit"
+    ) in out
     assert "differs" not in out
     row = compared(db, VLLM)[("ttft", "mean")]
     assert (row["file_printed"], row["specsweep_printed"]) == ("1746.93", "1746.93")

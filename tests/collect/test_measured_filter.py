@@ -19,9 +19,18 @@ from tests.collect.test_estimate import _row, config, plan
 
 def _unit(config_id: str, run: int, complete: bool) -> dict:
     t = datetime(2024, 5, 1, 12)
-    return {"campaign_id": "camp", "config_id": config_id, "workload": "w",
-            "service_id": f"svc-{config_id}", "n_requests": 1, "complete": complete,
-            "colocated_with": "", "started_at": t, "finished_at": t, "run": run}
+    return {
+        "campaign_id": "camp",
+        "config_id": config_id,
+        "workload": "w",
+        "service_id": f"svc-{config_id}",
+        "n_requests": 1,
+        "complete": complete,
+        "colocated_with": "",
+        "started_at": t,
+        "finished_at": t,
+        "run": run,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +40,12 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     request at 70 tok/s (scheduled_s set)."""
     p = plan()
     cid = config(p).config_id
-    rows = [_row(0, cid, "autoregressive", 1, "w", 1, 10) | {"run": 1},
-            _row(1, cid, "autoregressive", 1, "w", 1, 40, output_tokens=51) | {"run": 2},
-            _row(2, cid, "autoregressive", 1, "w", 1, 100) | {"is_warmup": True},
-            _row(3, cid, "autoregressive", 1, "w", 1, 70) | {"scheduled_s": 0.0}]
+    rows = [
+        _row(0, cid, "autoregressive", 1, "w", 1, 10) | {"run": 1},
+        _row(1, cid, "autoregressive", 1, "w", 1, 40, output_tokens=51) | {"run": 2},
+        _row(2, cid, "autoregressive", 1, "w", 1, 100) | {"is_warmup": True},
+        _row(3, cid, "autoregressive", 1, "w", 1, 70) | {"scheduled_s": 0.0},
+    ]
     path = tmp_path_factory.mktemp("measured") / "r.duckdb"
     store = Store(path)
     assert store.append("requests", rows) == 4
@@ -55,6 +66,7 @@ def test_the_estimate_leaves_out_an_incomplete_unit(results: Path) -> None:
 def test_the_estimate_and_the_analysis_read_the_same_requests(results: Path) -> None:
     build.run(results)
     with duckdb.connect(str(results), read_only=True) as con:
+
         def ids(source: str) -> set[str]:
             return {r[0] for r in con.execute(f"SELECT request_id FROM {source}").fetchall()}
 

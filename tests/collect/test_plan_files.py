@@ -41,10 +41,18 @@ def test_gpu_vllm_methods() -> None:
     assert plan.engine.kind == "vllm" and plan.engine.per_request_spec_metrics == "none"
     assert plan.aa_control
     specs = {m.name: _spec(m) for m in plan.methods}
-    assert list(specs) == ["autoregressive", "ngram-k4", "draft-k2", "draft-k4",
-                           "autoregressive-aa"]
-    assert specs["ngram-k4"] == {"method": "ngram", "num_speculative_tokens": 4,
-                                 "prompt_lookup_max": 4}
+    assert list(specs) == [
+        "autoregressive",
+        "ngram-k4",
+        "draft-k2",
+        "draft-k4",
+        "autoregressive-aa",
+    ]
+    assert specs["ngram-k4"] == {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "prompt_lookup_max": 4,
+    }
     # the target drafts for itself: the launch (and the memory budget) expand {model}
     assert specs["draft-k2"] == {"model": "{model}", "num_speculative_tokens": 2}
     assert specs["draft-k4"]["num_speculative_tokens"] == 4
@@ -54,14 +62,19 @@ def test_gpu_vllm_scale_sweep() -> None:
     plan = load_plan(PLAN_DIR / "gpu-vllm-scale.yaml")
     assert plan.engine.model == "/tmp/models/llama8b-random"
     assert plan.engine.per_request_spec_metrics == "none" and not plan.aa_control
-    points = {(s["num_speculative_tokens"], s["synthetic_acceptance_length"])
-              for s in map(_spec, plan.methods) if s}
+    points = {
+        (s["num_speculative_tokens"], s["synthetic_acceptance_length"])
+        for s in map(_spec, plan.methods)
+        if s
+    }
     assert points == {(2, 1.5), (2, 2.5), (4, 1.5), (4, 2.5), (4, 4.0)}
     assert all(length <= k + 1 for k, length in points)
     for method in plan.methods[1:]:
         spec = _spec(method)
         assert spec["model"] == "/tmp/models/smollm2-135m"
         assert spec["rejection_sample_method"] == "synthetic"
-        assert method.params == {"k": spec["num_speculative_tokens"],
-                                 "L": spec["synthetic_acceptance_length"]}
+        assert method.params == {
+            "k": spec["num_speculative_tokens"],
+            "L": spec["synthetic_acceptance_length"],
+        }
     assert [w.name for w in plan.workloads] == ["rewrite"]

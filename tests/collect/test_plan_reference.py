@@ -14,7 +14,8 @@ COMMITTED = ROOT / "docs" / "plan-reference.md"
 
 def test_committed_reference_is_current() -> None:
     assert COMMITTED.read_text(encoding="utf-8") == markdown(), (
-        f"docs/plan-reference.md is stale: the plan models changed; run `{REGENERATE}`")
+        f"docs/plan-reference.md is stale: the plan models changed; run `{REGENERATE}`"
+    )
 
 
 def test_every_model_and_field_is_listed() -> None:
@@ -38,6 +39,11 @@ def test_types_defaults_and_links_read_as_written() -> None:
 
 
 def test_cli_prints_the_same_text() -> None:
-    out = subprocess.run([sys.executable, "-m", "collect", "schema", "--markdown"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "collect", "schema", "--markdown"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out == markdown()

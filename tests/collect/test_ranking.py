@@ -18,8 +18,16 @@ BASE = "autoregressive"
 def speed_row(i: int, method: str, prompt: str, tps: float, **changes: Any) -> dict[str, Any]:
     """A request of decode speed tps: 11 tokens, ttft 0.1 s, e2e = 0.1 + 10 / tps."""
     e2e = 0.1 + 10 / tps
-    return request_row(i, method=method, prompt_id=prompt, ttft_s=0.1, e2e_s=e2e,
-                       output_tokens=11, chunk_times_s=[0.1, e2e], **changes)
+    return request_row(
+        i,
+        method=method,
+        prompt_id=prompt,
+        ttft_s=0.1,
+        e2e_s=e2e,
+        output_tokens=11,
+        chunk_times_s=[0.1, e2e],
+        **changes,
+    )
 
 
 def store_of(tmp_path: Path, specs: list[tuple]) -> Store:
@@ -36,11 +44,19 @@ def test_scores_are_median_window_speedups(tmp_path: Path) -> None:
     interval (too few prompts). Another tp, a failed request and another campaign are not
     counted."""
     w2 = {"workload": "w2"}
-    specs = [(BASE, "p0", 10, {}), (BASE, "p1", 10, {}), (BASE, "p0", 10, w2),
-             ("a", "p0", 20, {}), ("a", "p1", 20, {}), ("a", "p0", 10, w2),
-             ("b", "p0", 40, {}), ("b", "p1", 40, {}), ("c", "p0", 5, {}),
-             ("a", "p0", 1000, {"tp": 4}),
-             ("c", "p1", 1000, {"ok": False, "error_kind": "http"})]
+    specs = [
+        (BASE, "p0", 10, {}),
+        (BASE, "p1", 10, {}),
+        (BASE, "p0", 10, w2),
+        ("a", "p0", 20, {}),
+        ("a", "p1", 20, {}),
+        ("a", "p0", 10, w2),
+        ("b", "p0", 40, {}),
+        ("b", "p1", 40, {}),
+        ("c", "p0", 5, {}),
+        ("a", "p0", 1000, {"tp": 4}),
+        ("c", "p1", 1000, {"ok": False, "error_kind": "http"}),
+    ]
     store = store_of(tmp_path, specs)
     ranked = rank_methods(store, "camp", 1, BASE)
     assert [r.method for r in ranked] == ["b", "a", "c"]
@@ -63,13 +79,18 @@ def test_paired_ranking_agrees_with_the_report_where_an_unpaired_median_does_not
     failed = {"ok": False, "error_kind": "http"}
     specs = []
     for k, tps in enumerate([10, 20, 30, 40, 50, 60]):
-        specs += [(BASE, f"p{k}", tps, {}), ("x", f"p{k}", tps * 1.2, {}),
-                  ("y", f"p{k}", tps, failed if k < 3 else {})]
+        specs += [
+            (BASE, f"p{k}", tps, {}),
+            ("x", f"p{k}", tps * 1.2, {}),
+            ("y", f"p{k}", tps, failed if k < 3 else {}),
+        ]
     store = store_of(tmp_path, specs)
     ranked = rank_methods(store, "camp", 1, BASE)
     assert [r.method for r in ranked] == ["x", "y"]
-    ok = store.execute("SELECT method, prompt_id, decode_tps(output_tokens, e2e_s, ttft_s), 0 "
-                       "FROM requests WHERE ok")
+    ok = store.execute(
+        "SELECT method, prompt_id, decode_tps(output_tokens, e2e_s, ttft_s), 0 "
+        "FROM requests WHERE ok"
+    )
     unpaired = {m: pd.Series([t for mm, _, t, _ in ok if mm == m]).median() for m in "xy"}
     base_median = pd.Series([t for m, _, t, _ in ok if m == BASE]).median()
     assert unpaired["y"] / base_median > unpaired["x"] / base_median  # what the old rule did
@@ -85,12 +106,15 @@ def test_equal_scores_are_ordered_by_name(tmp_path: Path) -> None:
 
 def test_overlapping_intervals_are_named_not_separable() -> None:
     """b's interval [1.1, 1.5] overlaps the leader a's [1.3, 1.9]; c's [0.8, 1.0] does not."""
-    ranked = [Ranked("a", 1.6, 1.3, 1.9, 1), Ranked("b", 1.3, 1.1, 1.5, 1),
-              Ranked("c", 0.9, 0.8, 1.0, 1)]
+    ranked = [
+        Ranked("a", 1.6, 1.3, 1.9, 1),
+        Ranked("b", 1.3, 1.1, 1.5, 1),
+        Ranked("c", 0.9, 0.8, 1.0, 1),
+    ]
     assert ranked[1].overlaps(ranked[0]) and not ranked[2].overlaps(ranked[0])
     assert describe(ranked) == (
-        "a 1.60x [1.30, 1.90], b 1.30x [1.10, 1.50], c 0.90x [0.80, 1.00]"
-        " (not separable from a: b)")
+        "a 1.60x [1.30, 1.90], b 1.30x [1.10, 1.50], c 0.90x [0.80, 1.00] (not separable from a: b)"
+    )
     assert describe(ranked[::2]) == "a 1.60x [1.30, 1.90], c 0.90x [0.80, 1.00]"
 
 
@@ -105,9 +129,16 @@ def test_only_the_source_phases_rows_of_the_first_run_count(tmp_path: Path) -> N
     a's median 1.25x and hand the lead to b; a second run's rows would move it again.
     Restricted to the source phase's workloads and methods of run 1, the order stays."""
     w2, run2 = {"workload": "w2"}, {"run": 2}
-    specs = [(BASE, "p0", 10, {}), ("a", "p0", 20, {}), ("b", "p0", 15, {}),
-             (BASE, "p0", 10, w2), ("a", "p0", 5, w2),
-             (BASE, "p0", 10, run2), ("b", "p0", 40, run2), ("z", "p0", 90, {})]
+    specs = [
+        (BASE, "p0", 10, {}),
+        ("a", "p0", 20, {}),
+        ("b", "p0", 15, {}),
+        (BASE, "p0", 10, w2),
+        ("a", "p0", 5, w2),
+        (BASE, "p0", 10, run2),
+        ("b", "p0", 40, run2),
+        ("z", "p0", 90, {}),
+    ]
     store = store_of(tmp_path, specs)
     assert [r.method for r in rank_methods(store, "camp", 1, BASE)] == ["z", "b", "a"]
     kept = rank_methods(store, "camp", 1, BASE, workloads=["rewrite"], methods=["a", "b"])

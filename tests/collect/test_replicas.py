@@ -38,8 +38,9 @@ class Est:
 
 
 def job(key: str, names: list[str], gpus: int = 1, alone: bool = False) -> Candidate:
-    return Candidate(key, SimpleNamespace(), tuple(SimpleNamespace(name=n) for n in names),
-                     gpus, alone)  # type: ignore[arg-type]
+    return Candidate(
+        key, SimpleNamespace(), tuple(SimpleNamespace(name=n) for n in names), gpus, alone
+    )  # type: ignore[arg-type]
 
 
 def names(replicas: list) -> list[list[str]]:  # noqa: ANN001
@@ -47,10 +48,20 @@ def names(replicas: list) -> list[list[str]]:  # noqa: ANN001
 
 
 def test_a_long_job_is_split_into_whole_workloads_and_short_ones_are_not() -> None:
-    seconds = {f"a{i}": 600.0 for i in range(6)} | {"b": 600, "c": 600, "d": 600,
-                                                     "e1": 300, "e2": 300}
-    batch = [job("A", [f"a{i}" for i in range(6)]), job("B", ["b"]), job("C", ["c"]),
-             job("D", ["d"]), job("E", ["e1", "e2"])]
+    seconds = {f"a{i}": 600.0 for i in range(6)} | {
+        "b": 600,
+        "c": 600,
+        "d": 600,
+        "e1": 300,
+        "e2": 300,
+    }
+    batch = [
+        job("A", [f"a{i}" for i in range(6)]),
+        job("B", ["b"]),
+        job("C", ["c"]),
+        job("D", ["d"]),
+        job("E", ["e1", "e2"]),
+    ]
     out = split(Est(seconds, 60), batch, usable=4)  # type: ignore[arg-type]
     # unsplit A (3660 s) sets the makespan; cut to one workload a replica (660 s, as long as
     # B, C, D and E) the batch packs in area + (1 - 1/4) x 660 s
@@ -84,8 +95,17 @@ def test_no_split_when_replicas_cannot_run_side_by_side_or_hold_the_host() -> No
     alone = split(Est(seconds, 10), [job("T8", ["w1", "w2"], 8, alone=True)], usable=7)  # type: ignore[arg-type]
     off = split(Est(seconds, 10), [job("A", ["w1", "w2"])], usable=7, enabled=False)  # type: ignore[arg-type]
     assert len(wide["T4"]) == len(alone["T8"]) == len(off["A"]) == 1
-    assert len(split(Est(seconds, 10), [job("T4", ["w1", "w2"], gpus=4)], usable=7,  # type: ignore[arg-type]
-                     hosts=2)["T4"]) == 2  # two hosts: one replica on each
+    assert (
+        len(
+            split(
+                Est(seconds, 10),
+                [job("T4", ["w1", "w2"], gpus=4)],
+                usable=7,  # type: ignore[arg-type]
+                hosts=2,
+            )["T4"]
+        )
+        == 2
+    )  # two hosts: one replica on each
 
 
 def test_replica_keys() -> None:
@@ -95,8 +115,12 @@ def test_replica_keys() -> None:
 
 def test_several_hosts_a_job_never_spans_them_and_alone_holds_only_its_own() -> None:
     s = Scheduler([0, 1, 2, 3], reserved=[0], hosts=2)
-    jobs = [Job("big", 3, 100), Job("big2", 3, 100), Job("one", 1, 50),
-            Job("solo", 4, 40, alone=True)]
+    jobs = [
+        Job("big", 3, 100),
+        Job("big2", 3, 100),
+        Job("one", 1, 50),
+        Job("solo", 4, 40, alone=True),
+    ]
     timeline = simulate(s, jobs)
     for slot in timeline:
         assert len({g // 4 for g in slot.gpus}) == 1  # one host's GPUs
@@ -124,15 +148,31 @@ def test_ct200_simulated_with_replicas() -> None:
 
 
 def test_simulate_prints_each_host_count() -> None:
-    done = subprocess.run([sys.executable, "-m", "collect", "simulate",
-                           "plans/ct200-qwen36.yaml", "--hosts", "1,2,4"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "collect",
+            "simulate",
+            "plans/ct200-qwen36.yaml",
+            "--hosts",
+            "1,2,4",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("    ")]
     assert [r[0] for r in rows] == ["hosts", "1", "2", "4"] and rows[2][1] == "16"
-    bad = subprocess.run([sys.executable, "-m", "collect", "simulate",
-                          "plans/ct200-qwen36.yaml", "--hosts", "0,x"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "collect", "simulate", "plans/ct200-qwen36.yaml", "--hosts", "0,x"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2
 
 
@@ -140,17 +180,29 @@ def _plan(tmp_path: Path, replicas: bool = True) -> str:
     broken = tmp_path / "broken-server"  # every start fails at once: a services row each
     broken.write_text("#!/bin/sh\necho cannot start\nexit 3\n")
     broken.chmod(broken.stat().st_mode | stat.S_IEXEC)
-    return yaml.safe_dump({
-        "name": "replicas",
-        "host": {"kind": "local", "gpus": [0, 1, 2, 3], "replicas": replicas},
-        "engine": {"kind": "llamacpp", "binary": str(broken), "model": "/none.gguf",
-                   "startup_timeout_s": 5},
-        "methods": [{"name": "autoregressive"}, {"name": "ngram"}],
-        # assumed: the baseline is 100x slower, so its four workloads are long
-        "estimates": {"startup_s": [1, 1], "decode_tps": {1: 1}, "speedup": {"ngram": 100}},
-        "workloads": [{"name": f"w{i}", "prompts": {"kind": "inline", "texts": ["x"]},
-                       "max_tokens": [4000]} for i in range(4)],
-    })
+    return yaml.safe_dump(
+        {
+            "name": "replicas",
+            "host": {"kind": "local", "gpus": [0, 1, 2, 3], "replicas": replicas},
+            "engine": {
+                "kind": "llamacpp",
+                "binary": str(broken),
+                "model": "/none.gguf",
+                "startup_timeout_s": 5,
+            },
+            "methods": [{"name": "autoregressive"}, {"name": "ngram"}],
+            # assumed: the baseline is 100x slower, so its four workloads are long
+            "estimates": {"startup_s": [1, 1], "decode_tps": {1: 1}, "speedup": {"ngram": 100}},
+            "workloads": [
+                {
+                    "name": f"w{i}",
+                    "prompts": {"kind": "inline", "texts": ["x"]},
+                    "max_tokens": [4000],
+                }
+                for i in range(4)
+            ],
+        }
+    )
 
 
 @pytest.mark.parametrize("replicas", [True, False])
@@ -166,8 +218,9 @@ def test_the_runner_starts_replicas_on_gpus_of_their_own(tmp_path: Path, replica
         assert len(shares) == 4
     runner.run(plan, text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute("SELECT method, config_id, replica, gpus FROM services "
-                           "ORDER BY method, replica").fetchall()
+        rows = con.execute(
+            "SELECT method, config_id, replica, gpus FROM services ORDER BY method, replica"
+        ).fetchall()
     ar = [r for r in rows if r[0] == "autoregressive"]
     assert len({r[1] for r in ar}) == 1  # one configuration
     # each replica is a service start of its own (same config_id), with its GPUs recorded
@@ -175,30 +228,50 @@ def test_the_runner_starts_replicas_on_gpus_of_their_own(tmp_path: Path, replica
     assert all(r[3] for r in rows)
 
 
-def test_replicas_of_a_real_server_share_the_workloads(tmp_path: Path, llama_server: str,
-                                                        smollm_model: str) -> None:
-    text = yaml.safe_dump({
-        "name": "replicas-live",
-        "host": {"kind": "local", "gpus": [0, 1]},
-        "engine": {"kind": "llamacpp", "binary": llama_server, "model": smollm_model,
-                   "args": ["-t", "1", "-c", "1024", "-np", "1"], "startup_timeout_s": 60,
-                   "request_timeout_s": 60},
-        "methods": [{"name": "autoregressive"}],
-        "warmup_requests": 1,
-        # assumed 750 s a request (warm-up included): four replicas, one workload each, two
-        # at a time, pack in less than two
-        "estimates": {"startup_s": [1, 1], "decode_tps": {1: 0.004}},
-        "workloads": [{"name": f"w{i}", "prompts": {"kind": "inline", "texts": [
-            "Say hi.", "Say yes.", "Say no.", "Count to three."]}, "max_tokens": [4]}
-            for i in range(4)],
-    })
+def test_replicas_of_a_real_server_share_the_workloads(
+    tmp_path: Path, llama_server: str, smollm_model: str
+) -> None:
+    text = yaml.safe_dump(
+        {
+            "name": "replicas-live",
+            "host": {"kind": "local", "gpus": [0, 1]},
+            "engine": {
+                "kind": "llamacpp",
+                "binary": llama_server,
+                "model": smollm_model,
+                "args": ["-t", "1", "-c", "1024", "-np", "1"],
+                "startup_timeout_s": 60,
+                "request_timeout_s": 60,
+            },
+            "methods": [{"name": "autoregressive"}],
+            "warmup_requests": 1,
+            # assumed 750 s a request (warm-up included): four replicas, one workload each, two
+            # at a time, pack in less than two
+            "estimates": {"startup_s": [1, 1], "decode_tps": {1: 0.004}},
+            "workloads": [
+                {
+                    "name": f"w{i}",
+                    "prompts": {
+                        "kind": "inline",
+                        "texts": ["Say hi.", "Say yes.", "Say no.", "Count to three."],
+                    },
+                    "max_tokens": [4],
+                }
+                for i in range(4)
+            ],
+        }
+    )
     db = tmp_path / "r.duckdb"
     runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
-        services = con.execute("SELECT service_id, config_id, replica, gpus, requested_at, "
-                               "stopped_at FROM services ORDER BY replica").fetchall()
-        units = con.execute("SELECT u.workload, s.replica FROM units u JOIN services s "
-                            "USING (service_id) WHERE u.complete ORDER BY 1").fetchall()
+        services = con.execute(
+            "SELECT service_id, config_id, replica, gpus, requested_at, "
+            "stopped_at FROM services ORDER BY replica"
+        ).fetchall()
+        units = con.execute(
+            "SELECT u.workload, s.replica FROM units u JOIN services s "
+            "USING (service_id) WHERE u.complete ORDER BY 1"
+        ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
     assert [s[2] for s in services] == [1, 2, 3, 4] and len({s[1] for s in services}) == 1
     # whole workloads, each in one replica; together the configuration's four

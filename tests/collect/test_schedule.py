@@ -20,15 +20,19 @@ from collect.planning.schedule import (
 HOST = list(range(8))
 
 
-def run(jobs: list[Job], gpus: list[int] = HOST, reserved: tuple[int, ...] = (),
-        packed: bool = True) -> list[Slot]:
+def run(
+    jobs: list[Job], gpus: list[int] = HOST, reserved: tuple[int, ...] = (), packed: bool = True
+) -> list[Slot]:
     return simulate(Scheduler(gpus, reserved, packed=packed), jobs)
 
 
 def test_tp4_beside_tp1_jobs_reaches_the_optimum() -> None:
     # 7 free GPUs: the TP4 job leaves 3 GPUs for 450 s of TP1 work, so 150 s is optimal
-    jobs = [Job("tp4", 4, 100), *(Job(f"a{i}", 1, 100) for i in range(3)),
-            *(Job(f"b{i}", 1, 50) for i in range(3))]
+    jobs = [
+        Job("tp4", 4, 100),
+        *(Job(f"a{i}", 1, 100) for i in range(3)),
+        *(Job(f"b{i}", 1, 50) for i in range(3)),
+    ]
     timeline = run(jobs, reserved=(0,))
     assert makespan(timeline) == 150
     # the area bound (4*100 + 3*100 + 3*50) / 7 does not see that the TP1 work has 3 GPUs
@@ -75,8 +79,11 @@ def test_dependants_wait_and_jobs_added_while_others_run_start() -> None:
     s = Scheduler(HOST, reserved=(0,))
 
     def later(job: Job, now: float) -> list[Job]:
-        return [Job("tp4:pick", 4, 10, after=frozenset({"tp1:a", "tp1:b"}))] if (
-            job.key == "tp1:b") else []
+        return (
+            [Job("tp4:pick", 4, 10, after=frozenset({"tp1:a", "tp1:b"}))]
+            if (job.key == "tp1:b")
+            else []
+        )
 
     jobs = [Job("tp1:a", 1, 30), Job("tp1:b", 1, 50)]
     timeline = simulate(s, jobs, on_finish=later)
@@ -88,11 +95,13 @@ def test_alone_job_waited_for_drains_the_host_first() -> None:
     def later(job: Job, now: float) -> list[Job]:
         if job.key != "x":
             return []
-        return [Job("solo", 8, 10, alone=True), Job("c", 1, 5),
-                Job("b", 1, 5, after=frozenset({"solo"}))]
+        return [
+            Job("solo", 8, 10, alone=True),
+            Job("c", 1, 5),
+            Job("b", 1, 5, after=frozenset({"solo"})),
+        ]
 
-    timeline = simulate(Scheduler(HOST, (0,)), [Job("a", 1, 100), Job("x", 1, 20)],
-                        on_finish=later)
+    timeline = simulate(Scheduler(HOST, (0,)), [Job("a", 1, 100), Job("x", 1, 20)], on_finish=later)
     at = {s.job.key: s for s in timeline}
     # nothing new starts once solo is waiting; it runs when a ends, on every GPU
     assert (at["solo"].start, at["solo"].gpus) == (100, tuple(HOST))
@@ -111,10 +120,15 @@ def test_seed_plan_shape_meets_its_dependency_bound() -> None:
     TP1, a TP8 phase alone: the optimum is the TP1 baseline + both picks + the TP8 jobs."""
     tp1 = [Job("tp1:ar", 1, 6600), *(Job(f"tp1:m{i}", 1, 2500 + 100 * i) for i in range(7))]
     done = frozenset(j.key for j in tp1)
-    jobs = [*tp1, Job("tp4:ar", 4, 3300), Job("tp8:ar", 8, 2500, alone=True),
-            Job("tp4:p1", 4, 1200, after=done), Job("tp4:p2", 4, 1100, after=done),
-            Job("tp8:p1", 8, 900, alone=True, after=done),
-            Job("tp8:p2", 8, 800, alone=True, after=done)]
+    jobs = [
+        *tp1,
+        Job("tp4:ar", 4, 3300),
+        Job("tp8:ar", 8, 2500, alone=True),
+        Job("tp4:p1", 4, 1200, after=done),
+        Job("tp4:p2", 4, 1100, after=done),
+        Job("tp8:p1", 8, 900, alone=True, after=done),
+        Job("tp8:p2", 8, 800, alone=True, after=done),
+    ]
     timeline = run(jobs, reserved=(0,))
     optimum = 6600 + 1200 + 1100 + 2500 + 900 + 800
     assert makespan(timeline) == optimum == dependency_bound(timeline, HOST, (0,))

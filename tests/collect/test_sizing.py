@@ -55,8 +55,7 @@ def test_the_formula_is_the_closed_loop_of_equal_requests() -> None:
     assert effective_concurrency(33, 8) == pytest.approx(6.6)
     for c in (1, 2, 3, 4, 8, 16):
         for n in range(1, 6 * c):
-            assert effective_concurrency(n, c) == pytest.approx(
-                simulated_in_flight([1.0] * n, c))
+            assert effective_concurrency(n, c) == pytest.approx(simulated_in_flight([1.0] * n, c))
 
 
 def test_varied_lengths_stay_above_the_graham_figure() -> None:
@@ -91,7 +90,8 @@ def test_a_small_window_is_warned_naming_workload_and_fields() -> None:
     assert lines == [
         "workload 'chat' (workloads[0]): concurrency 4 with 9 requests (3 prompts x 3 "
         "repetitions) per window keeps about 3.0 of 4 in flight on average; give it at least "
-        "16 (4 x concurrency: raise `repetitions` or the prompts) or lower `concurrency`"]
+        "16 (4 x concurrency: raise `repetitions` or the prompts) or lower `concurrency`"
+    ]
 
 
 def test_per_max_tokens_prompt_limits_agentic_sessions_and_open_loop() -> None:
@@ -99,7 +99,9 @@ def test_per_max_tokens_prompt_limits_agentic_sessions_and_open_loop() -> None:
     = 3 / 2 = 1.5; 9 at 64 are enough. agentic: 4 sessions at c = 4 (needs 16): 16 / 7 =
     2.3 (varied) to 4 / 1 = 4.0 (equal); at c = 1 never (one slot is always full). An
     open-loop workload has no concurrency levels and no warning."""
-    text = HEAD + """\
+    text = (
+        HEAD
+        + """\
   - name: long
     prompts: {kind: inline, texts: [a, b, c]}
     max_tokens: [64, 256]
@@ -117,14 +119,19 @@ def test_per_max_tokens_prompt_limits_agentic_sessions_and_open_loop() -> None:
     max_tokens: [8]
     load: {rate: [1.0], requests: 2}
 """
+    )
     lines = window_warnings(parse_plan(text))
     assert len(lines) == 2
-    assert lines[0].startswith("workload 'long' (workloads[0], max_tokens 256): concurrency 2 "
-                               "with 3 requests (1 prompts x 3 repetitions) per window keeps "
-                               "about 1.5 of 2 in flight")
-    assert lines[1].startswith("workload 'ag' (workloads[1]): concurrency 4 with 4 sessions "
-                               "(repetitions) per window keeps about 2.3 (lengths varying) to "
-                               "4.0 (equal lengths) of 4 in flight")
+    assert lines[0].startswith(
+        "workload 'long' (workloads[0], max_tokens 256): concurrency 2 "
+        "with 3 requests (1 prompts x 3 repetitions) per window keeps "
+        "about 1.5 of 2 in flight"
+    )
+    assert lines[1].startswith(
+        "workload 'ag' (workloads[1]): concurrency 4 with 4 sessions "
+        "(repetitions) per window keeps about 2.3 (lengths varying) to "
+        "4.0 (equal lengths) of 4 in flight"
+    )
 
 
 def test_check_prints_the_warning(tmp_path: Path) -> None:
@@ -133,4 +140,5 @@ def test_check_prints_the_warning(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["check", str(plan)])
     assert result.exit_code == 0, result.output
     assert "warning: workload 'chat' (workloads[0]): concurrency 4 with 9 requests" in (
-        result.output)
+        result.output
+    )

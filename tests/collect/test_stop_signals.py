@@ -14,8 +14,15 @@ from collect.run.campaign import Campaign
 
 
 def _campaign() -> Campaign:
-    return Campaign(store=None, plan=None, campaign_id="c", host=None, engine=None,  # type: ignore[arg-type]
-                    log_dir=Path("."), progress=None)  # type: ignore[arg-type]
+    return Campaign(
+        store=None,
+        plan=None,
+        campaign_id="c",
+        host=None,
+        engine=None,  # type: ignore[arg-type]
+        log_dir=Path("."),
+        progress=None,
+    )  # type: ignore[arg-type]
 
 
 def test_sigint_sets_stopping_and_raises_keyboardinterrupt_at_the_check() -> None:

@@ -24,8 +24,10 @@ from collect.telemetry.nvml import open_nvml
 from tests.hosts import fake_gpus
 
 REPO = Path(__file__).resolve().parents[2]
-QUERY = ("--query-gpu=index,power.draw,clocks.sm,clocks.mem,utilization.gpu,utilization.memory,"
-         "memory.used,temperature.gpu,clocks_event_reasons.active")
+QUERY = (
+    "--query-gpu=index,power.draw,clocks.sm,clocks.mem,utilization.gpu,utilization.memory,"
+    "memory.used,temperature.gpu,clocks_event_reasons.active"
+)
 
 # --- parsing, on hand-built lines ----------------------------------------------------------
 
@@ -33,37 +35,50 @@ QUERY = ("--query-gpu=index,power.draw,clocks.sm,clocks.mem,utilization.gpu,util
 def test_a_line_becomes_the_gpu_samples_values() -> None:
     gpu, row = smi.parse_line("3, 431.27, 1980, 2619, 97, 41, 80123, 61, 0x0000000000000004")
     assert gpu == 3
-    assert row == {"power_w": 431.27, "sm_clock_mhz": 1980.0, "mem_clock_mhz": 2619.0,
-                   "util_gpu_pct": 97.0, "util_mem_pct": 41.0, "memory_used_mib": 80123.0,
-                   "temperature_c": 61.0, "energy_j": None, "throttle_reasons": "sw_power_cap"}
+    assert row == {
+        "power_w": 431.27,
+        "sm_clock_mhz": 1980.0,
+        "mem_clock_mhz": 2619.0,
+        "util_gpu_pct": 97.0,
+        "util_mem_pct": 41.0,
+        "memory_used_mib": 80123.0,
+        "temperature_c": 61.0,
+        "energy_j": None,
+        "throttle_reasons": "sw_power_cap",
+    }
 
 
 def test_not_available_values_become_null() -> None:
-    _, row = smi.parse_line("0, [N/A], [Not Supported], 2619, [N/A], 0, 5, [Unknown Error], "
-                            "[N/A]")
+    _, row = smi.parse_line("0, [N/A], [Not Supported], 2619, [N/A], 0, 5, [Unknown Error], [N/A]")
     assert row["power_w"] is row["sm_clock_mhz"] is row["util_gpu_pct"] is None
     assert row["temperature_c"] is None and row["throttle_reasons"] == ""
     assert (row["mem_clock_mhz"], row["util_mem_pct"], row["memory_used_mib"]) == (2619, 0, 5)
 
 
-@pytest.mark.parametrize(("mask", "names"), [
-    ("0x0000000000000000", ""),
-    ("0x0000000000000001", ""),  # idle is not a throttle
-    ("0x0000000000000005", "sw_power_cap"),
-    ("0x0000000000000048", "hw_slowdown,hw_thermal_slowdown"),
-    ("0x00000000000001FE", "applications_clocks_setting,sw_power_cap,hw_slowdown,sync_boost,"
-                           "sw_thermal_slowdown,hw_thermal_slowdown,hw_power_brake_slowdown,"
-                           "display_clock_setting"),
-    ("0x0000000000000A00", "0x200,0x800"),  # bits NVML had not named: their hex value
-    ("Not Active", ""),
-])
+@pytest.mark.parametrize(
+    ("mask", "names"),
+    [
+        ("0x0000000000000000", ""),
+        ("0x0000000000000001", ""),  # idle is not a throttle
+        ("0x0000000000000005", "sw_power_cap"),
+        ("0x0000000000000048", "hw_slowdown,hw_thermal_slowdown"),
+        (
+            "0x00000000000001FE",
+            "applications_clocks_setting,sw_power_cap,hw_slowdown,sync_boost,"
+            "sw_thermal_slowdown,hw_thermal_slowdown,hw_power_brake_slowdown,"
+            "display_clock_setting",
+        ),
+        ("0x0000000000000A00", "0x200,0x800"),  # bits NVML had not named: their hex value
+        ("Not Active", ""),
+    ],
+)
 def test_the_clock_event_bitmask_is_named(mask: str, names: str) -> None:
     assert smi.decode_reasons(mask) == names
 
 
 def test_other_lines_are_not_samples() -> None:
     assert smi.parse_line("No devices were found") is None
-    assert smi.parse_line("Field \"clocks_event_reasons.active\" is not a valid field") is None
+    assert smi.parse_line('Field "clocks_event_reasons.active" is not a valid field') is None
     assert smi.parse_line("") is None
 
 
@@ -81,8 +96,15 @@ def test_lines_split_over_chunks_are_joined_and_stamped_on_arrival() -> None:
 
 def test_the_command_asks_for_the_period_and_gpus() -> None:
     argv = smi.command([2, 5], 0.1)
-    assert argv[-7:] == ["nvidia-smi", QUERY, "--format=csv,noheader,nounits", "-lms", "100",
-                         "-i", "2,5"]
+    assert argv[-7:] == [
+        "nvidia-smi",
+        QUERY,
+        "--format=csv,noheader,nounits",
+        "-lms",
+        "100",
+        "-i",
+        "2,5",
+    ]
 
 
 # --- the sampler's cut ---------------------------------------------------------------------
@@ -102,13 +124,20 @@ class _Listed:
 
 
 def test_a_window_takes_its_samples_with_one_before_and_one_after_per_gpu() -> None:
-    samples = [Sample(t, g, {"power_w": t}) for t in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
-               for g in (0, 1)]
+    samples = [Sample(t, g, {"power_w": t}) for t in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0) for g in (0, 1)]
     sampler = Sampler(_Listed(samples), [0, 1], 1.0).start()
     sampler._thread.join(5)
     taken = sampler.take(2.5, 4.5)
-    assert [(s.t, s.gpu) for s in taken] == [(2.0, 0), (3.0, 0), (4.0, 0), (5.0, 0),
-                                             (2.0, 1), (3.0, 1), (4.0, 1), (5.0, 1)]
+    assert [(s.t, s.gpu) for s in taken] == [
+        (2.0, 0),
+        (3.0, 0),
+        (4.0, 0),
+        (5.0, 0),
+        (2.0, 1),
+        (3.0, 1),
+        (4.0, 1),
+        (5.0, 1),
+    ]
     assert sampler.has_after(4.5) and not sampler.has_after(6.0)
     assert [s.t for s in sampler.take(5.5, 5.9)] == [5.0, 6.0, 5.0, 6.0]  # older ones dropped
 
@@ -149,8 +178,10 @@ def test_the_local_stream_samples_each_gpu_every_period(fake_smi: Path) -> None:
     assert {s.values["throttle_reasons"] for s in by_gpu[1]} == {"sw_power_cap"}
     assert {s.values["temperature_c"] for s in by_gpu[2]} == {None}
     assert {s.values["throttle_reasons"] for s in by_gpu[2]} == {"hw_slowdown,hw_thermal_slowdown"}
-    assert f"{QUERY} --format=csv,noheader,nounits -lms 100 -i 0,1,2" in (
-        fake_smi.parent / "calls.log").read_text()
+    assert (
+        f"{QUERY} --format=csv,noheader,nounits -lms 100 -i 0,1,2"
+        in (fake_smi.parent / "calls.log").read_text()
+    )
     deadline = time.monotonic() + 5
     while _running(fake_smi) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -173,7 +204,9 @@ def test_a_driver_before_r535_is_asked_for_the_old_reasons_field(
     assert {s.values["throttle_reasons"] for s in taken} == {"hw_slowdown,hw_thermal_slowdown"}
     calls = (script.parent / "calls.log").read_text().splitlines()
     assert [c.split()[0].split(",")[-1] for c in calls] == [
-        "clocks_event_reasons.active", "clocks_throttle_reasons.active"]
+        "clocks_event_reasons.active",
+        "clocks_throttle_reasons.active",
+    ]
 
 
 def test_a_stream_that_fails_warns_and_stores_nothing(
@@ -265,26 +298,41 @@ def _gpu_plan(launcher: Path) -> str:
     with socket.socket() as s:  # services listen on port + their first GPU's index
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    return yaml.safe_dump({
-        "name": "local-gpu-telemetry",
-        "host": {"kind": "local"},
-        "engine": {"kind": "sglang", "python": str(launcher), "model": "/models/m",
-                   "port": port, "startup_timeout_s": 30,
-                   "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"},
-        "methods": [{"name": "autoregressive"}, {"name": "dflash"}],
-        "telemetry": {"period_s": 0.05},
-        "gpu_hour_usd": 3.5,
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                       "max_tokens": [28], "concurrency": [1, 2], "repetitions": 2}],
-    })
+    return yaml.safe_dump(
+        {
+            "name": "local-gpu-telemetry",
+            "host": {"kind": "local"},
+            "engine": {
+                "kind": "sglang",
+                "python": str(launcher),
+                "model": "/models/m",
+                "port": port,
+                "startup_timeout_s": 30,
+                "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}",
+            },
+            "methods": [{"name": "autoregressive"}, {"name": "dflash"}],
+            "telemetry": {"period_s": 0.05},
+            "gpu_hour_usd": 3.5,
+            "workloads": [
+                {
+                    "name": "w",
+                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                    "max_tokens": [28],
+                    "concurrency": [1, 2],
+                    "repetitions": 2,
+                }
+            ],
+        }
+    )
 
 
 def test_a_local_gpu_campaign_lands_gpu_samples_with_its_units(
     fake_smi: Path, tmp_path: Path
 ) -> None:
     launcher = tmp_path / "fake-sglang"
-    launcher.write_text(LAUNCHER.format(python=sys.executable,
-                                        engines=str(REPO / "tests" / "engines")))
+    launcher.write_text(
+        LAUNCHER.format(python=sys.executable, engines=str(REPO / "tests" / "engines"))
+    )
     launcher.chmod(0o755)
     text = _gpu_plan(launcher)
     db = tmp_path / "r.duckdb"
@@ -300,10 +348,14 @@ def test_a_local_gpu_campaign_lands_gpu_samples_with_its_units(
             FROM requests r JOIN services s USING (service_id)
             JOIN gpu_samples g USING (service_id, window_id)
             WHERE NOT r.is_warmup GROUP BY ALL""").fetchall()
-        reasons = con.execute("SELECT DISTINCT gpu_index, throttle_reasons, temperature_c IS NULL "
-                              "FROM gpu_samples ORDER BY 1").fetchall()
-        orphans = con.execute("SELECT count(*) FROM gpu_samples g ANTI JOIN units u "
-                              "USING (campaign_id, config_id, workload)").fetchone()[0]
+        reasons = con.execute(
+            "SELECT DISTINCT gpu_index, throttle_reasons, temperature_c IS NULL "
+            "FROM gpu_samples ORDER BY 1"
+        ).fetchall()
+        orphans = con.execute(
+            "SELECT count(*) FROM gpu_samples g ANTI JOIN units u "
+            "USING (campaign_id, config_id, workload)"
+        ).fetchone()[0]
     assert services == {"autoregressive": "0", "dflash": "2"}  # GPU 1 is busy
     assert units == (2, 2) and orphans == 0
     assert env["gpus"] == "3" and env["gpu.0.name"] == "NVIDIA H200"

@@ -30,15 +30,24 @@ def moon(ts: int, n_in: int, ids: list[int], out: int = 8) -> dict:
 
 
 def test_specsweep_layout_read_from_a_file(tmp_path):
-    path = write(tmp_path, [
-        "# a comment",
-        {"timestamp_s": 0.5, "prompt": "hello", "output_length": 10},
-        "",
-        {"timestamp_ms": 1250, "messages": [{"role": "user", "content": "a"},
-                                            {"role": "assistant", "content": "b"},
-                                            {"role": "user", "content": "c"}], "output_length": 3},
-        {"timestamp_s": 2, "input_length": 7, "output_length": 1},
-    ])
+    path = write(
+        tmp_path,
+        [
+            "# a comment",
+            {"timestamp_s": 0.5, "prompt": "hello", "output_length": 10},
+            "",
+            {
+                "timestamp_ms": 1250,
+                "messages": [
+                    {"role": "user", "content": "a"},
+                    {"role": "assistant", "content": "b"},
+                    {"role": "user", "content": "c"},
+                ],
+                "output_length": 3,
+            },
+            {"timestamp_s": 2, "input_length": 7, "output_length": 1},
+        ],
+    )
     items = read_trace(path, "specsweep", name="w")
     assert [i.prompt_id for i in items] == ["trace/w/2", "trace/w/4", "trace/w/5"]
     assert [i.t_s for i in items] == pytest.approx([0.0, 0.75, 1.5])
@@ -60,8 +69,9 @@ def test_mooncake_layout_read_from_a_file(tmp_path):
 
 def test_mooncake_shared_leading_hash_ids_share_exactly_those_blocks(tmp_path):
     n = 3 * BLOCK_TOKENS
-    path = write(tmp_path, [moon(0, n, [11, 12, 13]), moon(1, n, [11, 12, 99]),
-                            moon(2, n, [50, 12, 13])])
+    path = write(
+        tmp_path, [moon(0, n, [11, 12, 13]), moon(1, n, [11, 12, 99]), moon(2, n, [50, 12, 13])]
+    )
     a, b, c = (words(i) for i in read_trace(path, "mooncake", name="mc"))
     two = 2 * BLOCK_TOKENS
     assert a[:two] == b[:two]
@@ -72,8 +82,15 @@ def test_mooncake_shared_leading_hash_ids_share_exactly_those_blocks(tmp_path):
 
 
 def test_the_last_block_is_cut_and_missing_blocks_are_unique_to_the_line(tmp_path):
-    path = write(tmp_path, [moon(0, 700, [1, 2]), moon(0, 2 * BLOCK_TOKENS, [1, 2]),
-                            moon(0, 1500, [1]), moon(0, 1500, [1])])
+    path = write(
+        tmp_path,
+        [
+            moon(0, 700, [1, 2]),
+            moon(0, 2 * BLOCK_TOKENS, [1, 2]),
+            moon(0, 1500, [1]),
+            moon(0, 1500, [1]),
+        ],
+    )
     cut, full, long1, long2 = (words(i) for i in read_trace(path, "mooncake", name="mc"))
     assert len(cut) == 700 and cut == full[:700]
     assert len(long1) == len(long2) == 1500
@@ -109,14 +126,21 @@ def test_time_scale_multiplies_offsets(tmp_path):
     path = write(tmp_path, [moon(1000, 5, [1]), moon(1500, 5, [2]), moon(4000, 5, [3])])
     items = read_trace(path, "mooncake", name="mc", time_scale=2.0)
     assert [i.t_s for i in items] == pytest.approx([0.0, 1.0, 6.0])
-    spec = write(tmp_path, [{"timestamp_s": 3, "prompt": "x", "output_length": 1},
-                            {"timestamp_s": 4, "prompt": "y", "output_length": 1}], "s.jsonl")
+    spec = write(
+        tmp_path,
+        [
+            {"timestamp_s": 3, "prompt": "x", "output_length": 1},
+            {"timestamp_s": 4, "prompt": "y", "output_length": 1},
+        ],
+        "s.jsonl",
+    )
     assert [i.t_s for i in read_trace(spec, "specsweep", name="s", time_scale=0.5)] == [0, 0.5]
 
 
 def test_items_are_sorted_stably_and_limit_keeps_the_first_after_sorting(tmp_path):
-    path = write(tmp_path, [moon(300, 5, [1]), moon(100, 5, [2]), moon(300, 5, [3]),
-                            moon(200, 5, [4])])
+    path = write(
+        tmp_path, [moon(300, 5, [1]), moon(100, 5, [2]), moon(300, 5, [3]), moon(200, 5, [4])]
+    )
     items = read_trace(path, "mooncake", name="mc")
     assert [i.prompt_id for i in items] == [f"trace/mc/{n}" for n in (2, 4, 1, 3)]
     assert [i.t_s for i in items] == pytest.approx([0.0, 0.1, 0.2, 0.2])
@@ -125,17 +149,21 @@ def test_items_are_sorted_stably_and_limit_keeps_the_first_after_sorting(tmp_pat
 
 
 def test_clipping_cuts_synthesised_prompts_only_and_keeps_shared_prefixes(tmp_path):
-    path = write(tmp_path, [
-        {"timestamp_s": 0, "input_length": 3000, "output_length": 1},
-        {"timestamp_s": 1, "prompt": " ".join(["long"] * 3000), "output_length": 1},
-        {"timestamp_s": 2, "input_length": 50, "output_length": 1},
-    ])
+    path = write(
+        tmp_path,
+        [
+            {"timestamp_s": 0, "input_length": 3000, "output_length": 1},
+            {"timestamp_s": 1, "prompt": " ".join(["long"] * 3000), "output_length": 1},
+            {"timestamp_s": 2, "input_length": 50, "output_length": 1},
+        ],
+    )
     items = read_trace(path, "specsweep", name="s", max_input_tokens=1000)
     assert [len(words(i)) for i in items] == [1000, 3000, 50]
     full = read_trace(path, "specsweep", name="s")
     assert words(items[0]) == words(full[0])[:1000]
-    moons = write(tmp_path, [moon(0, 5000, list(range(10))), moon(1, 5000, list(range(10)))],
-                  "m.jsonl")
+    moons = write(
+        tmp_path, [moon(0, 5000, list(range(10))), moon(1, 5000, list(range(10)))], "m.jsonl"
+    )
     a, b = read_trace(moons, "mooncake", name="mc", max_input_tokens=700)
     assert len(words(a)) == 700 and words(a) == words(b)
 
@@ -143,16 +171,29 @@ def test_clipping_cuts_synthesised_prompts_only_and_keeps_shared_prefixes(tmp_pa
 def test_system_is_prepended(tmp_path):
     path = write(tmp_path, [{"timestamp_s": 0, "prompt": "p", "output_length": 1}])
     (item,) = read_trace(path, "specsweep", name="s", system="Be brief.")
-    assert item.messages == [{"role": "system", "content": "Be brief."},
-                             {"role": "user", "content": "p"}]
+    assert item.messages == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "p"},
+    ]
     m = write(tmp_path, [moon(0, 3, [1])], "m.jsonl")
     (item,) = read_trace(m, "mooncake", name="mc", system="S")
     assert [x["role"] for x in item.messages] == ["system", "user"]
 
 
 def test_a_second_system_message_is_refused(tmp_path):
-    path = write(tmp_path, [{"timestamp_s": 0, "output_length": 1, "messages": [
-        {"role": "system", "content": "own"}, {"role": "user", "content": "u"}]}])
+    path = write(
+        tmp_path,
+        [
+            {
+                "timestamp_s": 0,
+                "output_length": 1,
+                "messages": [
+                    {"role": "system", "content": "own"},
+                    {"role": "user", "content": "u"},
+                ],
+            }
+        ],
+    )
     assert read_trace(path, "specsweep", name="s")[0].messages[0]["content"] == "own"
     with pytest.raises(TraceError, match=rf"^{re.escape(str(path))}:1: .*system"):
         read_trace(path, "specsweep", name="s", system="plan's")
@@ -174,8 +215,10 @@ SPECSWEEP_BAD = [
     ({**OK, "timestamp_s": float("nan")}, "timestamp_s must be a number"),
     ({**OK, "timestamp_ms": 5}, "timestamp_s or timestamp_ms, not both"),
     ({"prompt": "p", "output_length": 4}, r"'timestamp_s' \(or 'timestamp_ms'\)"),
-    ({"timestamp_s": 1, "output_length": 4}, "exactly one of messages, prompt, input_length, "
-                                             "got none"),
+    (
+        {"timestamp_s": 1, "output_length": 4},
+        "exactly one of messages, prompt, input_length, got none",
+    ),
     ({**OK, "input_length": 5}, "exactly one of .* got prompt, input_length"),
     ({**OK, "prompt": 5}, "prompt must be a string"),
     ({**OK, "prompt_id": "a"}, "unknown field 'prompt_id'"),
@@ -184,11 +227,15 @@ SPECSWEEP_BAD = [
     ({**MSG, "messages": "hi"}, "messages must be a non-empty list"),
     ({**MSG, "messages": ["hi"]}, r"messages\[0\] must be an object"),
     ({**MSG, "messages": [{"content": "c"}]}, r"messages\[0\].role must be a string, got nothing"),
-    ({**MSG, "messages": [{"role": "user", "content": "a"}, {"role": "user"}]},
-     r"messages\[1\].content must be a string, got nothing"),
+    (
+        {**MSG, "messages": [{"role": "user", "content": "a"}, {"role": "user"}]},
+        r"messages\[1\].content must be a string, got nothing",
+    ),
     ({**MSG, "messages": [{"role": "user", "content": 3}]}, r"messages\[0\].content must be a str"),
-    ({**MSG, "messages": [{"role": "user", "content": "c", "name": "x"}]},
-     r"messages\[0\] has unknown field 'name'"),
+    (
+        {**MSG, "messages": [{"role": "user", "content": "c", "name": "x"}]},
+        r"messages\[0\] has unknown field 'name'",
+    ),
 ]
 
 
@@ -231,8 +278,10 @@ def test_an_empty_trace_and_bad_bytes_are_errors(tmp_path):
         read_trace(binary, "specsweep", name="s")
 
 
-@pytest.mark.parametrize("kwargs", [{"time_scale": 0}, {"time_scale": float("inf")},
-                                    {"limit": 0}, {"max_input_tokens": 0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"time_scale": 0}, {"time_scale": float("inf")}, {"limit": 0}, {"max_input_tokens": 0}],
+)
 def test_bad_arguments_are_refused(tmp_path, kwargs):
     path = write(tmp_path, [OK])
     with pytest.raises(ValueError, match=next(iter(kwargs))):
@@ -244,8 +293,9 @@ def test_shipped_traces_read():
     assert len(example) == 20 and example[0].t_s == 0 and example[-1].t_s == pytest.approx(4.0)
     sample = read_trace(ROOT / "tests/data/mooncake-sample.jsonl", "mooncake", name="mc")
     assert len(sample) == 30
-    raw = [json.loads(x) for x in (ROOT / "tests/data/mooncake-sample.jsonl").read_text()
-           .splitlines()]
+    raw = [
+        json.loads(x) for x in (ROOT / "tests/data/mooncake-sample.jsonl").read_text().splitlines()
+    ]
     assert all(len(words(i)) == r["input_length"] for i, r in zip(sample, raw))
     assert all(-(-r["input_length"] // BLOCK_TOKENS) == len(r["hash_ids"]) for r in raw)
     assert sum(r["hash_ids"][0] == raw[0]["hash_ids"][0] for r in raw) > 1  # shared prefixes

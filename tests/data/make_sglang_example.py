@@ -42,8 +42,19 @@ def main(out: Path) -> None:
     with tempfile.TemporaryDirectory() as folder, serve(SGLangServer(SCRIPT)) as url:
         word_tokenizer(Path(folder))
         port = url.rsplit(":", 1)[1]
-        cmd = [sys.executable, str(bench), "--host", "127.0.0.1", "--port", port,
-               "--model", folder, "--output-file", str(out), *ARGS]
+        cmd = [
+            sys.executable,
+            str(bench),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "--model",
+            folder,
+            "--output-file",
+            str(out),
+            *ARGS,
+        ]
         subprocess.run(cmd, check=True, timeout=120)
 
 

@@ -51,8 +51,12 @@ def sglang_spec(chunk_tokens: tuple[int, ...], drafts: int) -> dict[str, Any]:
 
 def sglext_details(meta: dict[str, Any]) -> dict[str, Any]:
     """`spec_tokens_details_from_meta_info`: every key, missing numbers 0, lists []."""
-    floats = ("spec_accept_rate", "spec_accept_length", "spec_cap_length",
-              "spec_block_accept_length")
+    floats = (
+        "spec_accept_rate",
+        "spec_accept_length",
+        "spec_cap_length",
+        "spec_block_accept_length",
+    )
     ints = ("spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_verify_ct")
     lists = ("spec_correct_drafts_histogram", "spec_cap_lens_histogram")
     out: dict[str, Any] = {k: meta.get(k) or 0.0 for k in floats}
@@ -60,8 +64,9 @@ def sglext_details(meta: dict[str, Any]) -> dict[str, Any]:
     return out | {k: meta.get(k) or [] for k in lists}
 
 
-def vllm_spec(chunk_tokens: tuple[int, ...], drafts: int, level: str,
-              sparse: bool = False) -> dict[str, Any]:
+def vllm_spec(
+    chunk_tokens: tuple[int, ...], drafts: int, level: str, sparse: bool = False
+) -> dict[str, Any]:
     """vLLM's per-request acceptance object at `summary` or `detailed`."""
     accepted = step_accepted(chunk_tokens, drafts)
     steps = len(accepted)

@@ -288,9 +288,15 @@ class VLLMServer(ShapedServer):
         extra = {"speculative_decoding_stats": stats} if level == "stats" else {}
         await reply.event(_chunk({}, finish_reason="length", **extra))
         if (body.get("stream_options") or {}).get("include_usage"):
-            metrics = ({"metrics": {"speculative_decoding": vllm_spec(
-                s.chunk_tokens, s.drafts_per_step, level)}}
-                if level in ("summary", "detailed") else {})
+            metrics = (
+                {
+                    "metrics": {
+                        "speculative_decoding": vllm_spec(s.chunk_tokens, s.drafts_per_step, level)
+                    }
+                }
+                if level in ("summary", "detailed")
+                else {}
+            )
             await reply.event(_event([], usage=self.usage(), **metrics))
         await reply.end_stream()
 

@@ -67,9 +67,15 @@ def test_llamacpp_reply_follows_the_one_definition() -> None:
 
 
 def test_vllm_metrics_renamed_and_sparse_histograms_made_dense() -> None:
-    spec = {"mean_acceptance_length": 2.5, "acceptance_histogram": [1, 0, 2, 1],
-            "num_spec_steps": 4, "num_accepted_draft_tokens": 6, "num_draft_tokens": 12,
-            "num_spec_tokens": 3, "per_step_accepted": [0, 2, 3, 2]}
+    spec = {
+        "mean_acceptance_length": 2.5,
+        "acceptance_histogram": [1, 0, 2, 1],
+        "num_spec_steps": 4,
+        "num_accepted_draft_tokens": 6,
+        "num_draft_tokens": 12,
+        "num_spec_tokens": 3,
+        "per_step_accepted": [0, 2, 3, 2],
+    }
     got = vllm_details(spec)
     assert (got["spec_verify_ct"], got["draft_tokens"], got["accepted_tokens"]) == (4, 12, 6)
     assert got["engine_accept_length"] == 2.5 and got["accept_histogram"] == [1, 0, 2, 1]
@@ -109,8 +115,9 @@ def test_vllm_launch_adds_the_per_request_flag_to_speculative_methods() -> None:
     assert argv(spec, per_request_spec_metrics="summary")[-1] == "summary"
     assert "--per-request-spec-decode-metrics" not in argv(spec, per_request_spec_metrics="none")
     assert "--per-request-spec-decode-metrics" not in argv(Method(name="ar"))
-    given = Method(name="d", args=["--speculative-config", SPEC,
-                                   "--per-request-spec-decode-metrics=summary"])
+    given = Method(
+        name="d", args=["--speculative-config", SPEC, "--per-request-spec-decode-metrics=summary"]
+    )
     assert argv(given).count("--per-request-spec-decode-metrics=summary") == 1
     assert not any(a == "--per-request-spec-decode-metrics" for a in argv(given))
 
@@ -118,9 +125,16 @@ def test_vllm_launch_adds_the_per_request_flag_to_speculative_methods() -> None:
 @pytest.mark.parametrize("sglext", [True, False])
 def test_sglang_chat_api_reads_spec_tokens_details(sglext: bool) -> None:
     script = Script(gap_s=0.005, sglext=sglext)
-    adapter = SGLang(SGLangEngine.model_validate(
-        {"kind": "sglang", "model": "org/m", "api": "chat",
-         "request_extra": {"chat_template_kwargs": {"enable_thinking": False}}}))
+    adapter = SGLang(
+        SGLangEngine.model_validate(
+            {
+                "kind": "sglang",
+                "model": "org/m",
+                "api": "chat",
+                "request_extra": {"chat_template_kwargs": {"enable_thinking": False}},
+            }
+        )
+    )
     adapter.prepare(None)  # the chat endpoint applies SGLang's own template: nothing to read
     server = SGLangServer(script)
     with serve(server) as base:
@@ -132,7 +146,10 @@ def test_sglang_chat_api_reads_spec_tokens_details(sglext: bool) -> None:
     stats = res.stats
     assert res.ok and res.text == script.text and stats["output_tokens"] == 28
     assert (stats["prompt_tokens"], stats["cached_tokens"], stats["finish_reason"]) == (
-        17, 5, "length")
+        17,
+        5,
+        "length",
+    )
     if not sglext:  # a build without PR #33518: no speculative fields on OpenAI endpoints
         assert stats["spec_verify_ct"] is None and stats["accept_length"] is None
         assert stats["engine_accept_length"] is None and stats["accept_histogram"] is None
@@ -151,32 +168,57 @@ def test_vllm_details_round_trip_through_the_store(tmp_path: Path) -> None:
     script = Script(gap_s=0.005, spec_metrics="detailed")
     sent = vllm_spec(script.chunk_tokens, script.drafts_per_step, "detailed")
     with serve(VLLMServer(script)) as url:
-        text = yaml.safe_dump({
-            "name": "external-vllm",
-            "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": {"kind": "vllm", "model": "org/m",
-                       "request_extra": {"top_k": 1, "api_key": "sk-secretsecret",
-                                         "return_token_ids": True}},
-            "methods": [{"name": "eagle"}], "baseline": "eagle",
-            "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a"]},
-                           "max_tokens": [28], "concurrency": [1], "repetitions": 2}],
-        })
+        text = yaml.safe_dump(
+            {
+                "name": "external-vllm",
+                "host": {"kind": "external", "url": url, "name": "shaped"},
+                "engine": {
+                    "kind": "vllm",
+                    "model": "org/m",
+                    "request_extra": {
+                        "top_k": 1,
+                        "api_key": "sk-secretsecret",
+                        "return_token_ids": True,
+                    },
+                },
+                "methods": [{"name": "eagle"}],
+                "baseline": "eagle",
+                "workloads": [
+                    {
+                        "name": "w",
+                        "prompts": {"kind": "inline", "texts": ["a"]},
+                        "max_tokens": [28],
+                        "concurrency": [1],
+                        "repetitions": 2,
+                    }
+                ],
+            }
+        )
         db = tmp_path / "r.duckdb"
         runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT spec_verify_ct, accept_length, engine_accept_length, accept_histogram, "
-            "accepted_per_pos, step_accepted FROM requests WHERE NOT is_warmup").fetchall()
+            "accepted_per_pos, step_accepted FROM requests WHERE NOT is_warmup"
+        ).fetchall()
         env = dict(con.execute("SELECT key, value FROM environment").fetchall())
     assert len(rows) == 2
     for verify, ours, own, hist, per_pos, steps in rows:
         assert (verify, ours, own) == (8, 27 / 8, sent["mean_acceptance_length"])
-        assert (hist, per_pos, steps) == (sent["acceptance_histogram"], None,
-                                          sent["per_step_accepted"])
+        assert (hist, per_pos, steps) == (
+            sent["acceptance_histogram"],
+            None,
+            sent["per_step_accepted"],
+        )
     body = json.loads(env["service.eagle.tp1.request_body"])
-    assert body == {"api_key": "***", "return_token_ids": True, "stream": True,
-                    "stream_options": {"include_usage": True}, "temperature": 0,
-                    "top_k": 1}  # the prompt and max_tokens left out, the secret masked
+    assert body == {
+        "api_key": "***",
+        "return_token_ids": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0,
+        "top_k": 1,
+    }  # the prompt and max_tokens left out, the secret masked
     assert not any("secretsecret" in v for v in env.values())
     assert env["service.eagle.tp1.request_path"] == "/v1/chat/completions"
     assert env["service.eagle.tp1.engine.version"] == "0.0.shaped"
@@ -187,14 +229,21 @@ def test_vllm_details_round_trip_through_the_store(tmp_path: Path) -> None:
 
 
 def test_request_facts_leave_out_the_prompt_and_the_token_limit() -> None:
-    sglang = SGLang(SGLangEngine.model_validate(
-        {"kind": "sglang", "model": "org/m", "chat_template": "{{ messages[0].content }}"}))
+    sglang = SGLang(
+        SGLangEngine.model_validate(
+            {"kind": "sglang", "model": "org/m", "chat_template": "{{ messages[0].content }}"}
+        )
+    )
     facts = request_facts(sglang)
     assert facts["request_path"] == "/generate"
-    assert json.loads(facts["request_body"]) == {"sampling_params": {"temperature": 0},
-                                                 "stream": True}
-    assert request_facts(SGLang(SGLangEngine.model_validate(
-        {"kind": "sglang", "model": "org/m"}))) == {}  # no chat template yet: nothing
+    assert json.loads(facts["request_body"]) == {
+        "sampling_params": {"temperature": 0},
+        "stream": True,
+    }
+    assert (
+        request_facts(SGLang(SGLangEngine.model_validate({"kind": "sglang", "model": "org/m"})))
+        == {}
+    )  # no chat template yet: nothing
 
 
 def test_draft_model_per_engine_with_its_size_on_the_host(tmp_path: Path) -> None:
@@ -214,7 +263,10 @@ def test_draft_model_per_engine_with_its_size_on_the_host(tmp_path: Path) -> Non
     gguf.write_bytes(b"g" * 1234)
     llama = LlamaCpp(LlamaCppEngine.model_validate({"kind": "llamacpp", "model": str(gguf)}))
     assert draft_facts(llama, Method(name="ds", args=["-md", str(gguf)]), host) == {
-        "draft_model": str(gguf), "draft_model_bytes": "1234"}
+        "draft_model": str(gguf),
+        "draft_model_bytes": "1234",
+    }
     assert draft_facts(llama, Method(name="ng", args=["--spec-type", "ngram-simple"]), host) == {}
     assert draft_facts(llama, Method(name="ds", args=["-md", str(gguf)]), object()) == {
-        "draft_model": str(gguf)}  # a host that runs no commands (external): the path only
+        "draft_model": str(gguf)
+    }  # a host that runs no commands (external): the path only

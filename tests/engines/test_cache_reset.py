@@ -56,8 +56,11 @@ def test_an_engine_without_a_way_says_unsupported_and_sends_nothing() -> None:
 
 
 def _sglang() -> SGLang:
-    return SGLang(SGLangEngine.model_validate(
-        {"kind": "sglang", "model": "org/m", "chat_template": "{{ messages }}"}))
+    return SGLang(
+        SGLangEngine.model_validate(
+            {"kind": "sglang", "model": "org/m", "chat_template": "{{ messages }}"}
+        )
+    )
 
 
 def test_sglang_flushes_its_cache() -> None:
@@ -143,16 +146,27 @@ def test_vllm_reset_waits_out_a_request_still_running() -> None:
 
 
 def _llama(binary: str, args: list[str], **kw: Any) -> LlamaCppEngine:
-    return LlamaCppEngine.model_validate({
-        "kind": "llamacpp", "binary": binary, "model": MODEL,
-        "args": ["-t", "2", "-c", "2048", *args], "startup_timeout_s": 60,
-        "request_timeout_s": 60, **kw})
+    return LlamaCppEngine.model_validate(
+        {
+            "kind": "llamacpp",
+            "binary": binary,
+            "model": MODEL,
+            "args": ["-t", "2", "-c", "2048", *args],
+            "startup_timeout_s": 60,
+            "request_timeout_s": 60,
+            **kw,
+        }
+    )
 
 
-def _with_server(tmp_path: Path, cfg: LlamaCppEngine,
-                 work: Callable[[Service, httpx.AsyncClient], Awaitable[Any]]) -> Any:
+def _with_server(
+    tmp_path: Path,
+    cfg: LlamaCppEngine,
+    work: Callable[[Service, httpx.AsyncClient], Awaitable[Any]],
+) -> Any:
     config = ServiceConfig(method=Method(name="ar"), tp=1, engine=cfg)
     with Service(Local(LocalHost(kind="local")), create(cfg), config, tmp_path, "t") as svc:
+
         async def go() -> Any:
             async with httpx.AsyncClient() as http:
                 return await work(svc, http)
@@ -162,8 +176,12 @@ def _with_server(tmp_path: Path, cfg: LlamaCppEngine,
 
 async def _cached(svc: Service, http: httpx.AsyncClient, text: str) -> int:
     """timings.cache_n of one request (prompt tokens the server took from its cache)."""
-    body = {"messages": [{"role": "user", "content": text}], "max_tokens": 4, "temperature": 0,
-            **svc.engine.cfg.request_extra}
+    body = {
+        "messages": [{"role": "user", "content": text}],
+        "max_tokens": 4,
+        "temperature": 0,
+        **svc.engine.cfg.request_extra,
+    }
     reply = await http.post(svc.base_url + "/v1/chat/completions", json=body, timeout=60)
     return reply.json()["timings"]["cache_n"]
 
@@ -197,10 +215,10 @@ def test_llamacpp_erases_every_slot(tmp_path: Path, llama_server: str) -> None:
     assert (how, after, n_slots) == ("slots_erase", 0, 2)
 
 
-def test_llamacpp_without_slot_save_path_names_the_flag(tmp_path: Path,
-                                                        llama_server: str) -> None:
-    cfg = _llama(llama_server, ["-np", "1", "--cache-ram", "0"],
-                 request_extra={"cache_prompt": True})
+def test_llamacpp_without_slot_save_path_names_the_flag(tmp_path: Path, llama_server: str) -> None:
+    cfg = _llama(
+        llama_server, ["-np", "1", "--cache-ram", "0"], request_extra={"cache_prompt": True}
+    )
 
     async def work(svc: Service, http: httpx.AsyncClient) -> str:
         with pytest.raises(HookFailed, match=r"HTTP 501.*--slot-save-path") as failed:
@@ -210,8 +228,7 @@ def test_llamacpp_without_slot_save_path_names_the_flag(tmp_path: Path,
     assert "This server does not support slots action" in _with_server(tmp_path, cfg, work)
 
 
-def test_llamacpp_host_prompt_cache_survives_an_erase(tmp_path: Path,
-                                                      llama_server: str) -> None:
+def test_llamacpp_host_prompt_cache_survives_an_erase(tmp_path: Path, llama_server: str) -> None:
     """Why `--cache-ram 0` is required: with the host-memory prompt cache on (llama-server's
     default), a prompt pushed out of the only slot is served from it after every slot was
     erased; the adapter refuses before sending anything."""

@@ -39,21 +39,37 @@ def example_module() -> str:
 
 
 def _plan(url: str) -> str:
-    return yaml.safe_dump({
-        "name": "example-engine",
-        "host": {"kind": "external", "url": url, "name": "shaped"},
-        "engine": {"kind": "tinychat", "model": "/models/m"},
-        "methods": [{"name": "plain"}],
-        "baseline": "plain",
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                       "max_tokens": [28], "concurrency": [1], "repetitions": 2}],
-    })
+    return yaml.safe_dump(
+        {
+            "name": "example-engine",
+            "host": {"kind": "external", "url": url, "name": "shaped"},
+            "engine": {"kind": "tinychat", "model": "/models/m"},
+            "methods": [{"name": "plain"}],
+            "baseline": "plain",
+            "workloads": [
+                {
+                    "name": "w",
+                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                    "max_tokens": [28],
+                    "concurrency": [1],
+                    "repetitions": 2,
+                }
+            ],
+        }
+    )
 
 
 def _run(tmp_path: Path, engines: Path, plan: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "plan.yaml").write_text(plan)
-    argv = [sys.executable, "-c", DRIVER, str(engines), str(tmp_path / "plan.yaml"),
-            str(tmp_path / "r.duckdb"), str(tmp_path / "logs")]
+    argv = [
+        sys.executable,
+        "-c",
+        DRIVER,
+        str(engines),
+        str(tmp_path / "plan.yaml"),
+        str(tmp_path / "r.duckdb"),
+        str(tmp_path / "logs"),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
@@ -66,8 +82,9 @@ def test_the_documented_engine_runs_a_campaign(tmp_path: Path) -> None:
         done = _run(tmp_path, engines, _plan(url))
     assert done.returncode == 0, done.stderr
     with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
-        rows = con.execute("SELECT ok, output_tokens, finish_reason, engine FROM requests "
-                           "WHERE NOT is_warmup").fetchall()
+        rows = con.execute(
+            "SELECT ok, output_tokens, finish_reason, engine FROM requests WHERE NOT is_warmup"
+        ).fetchall()
         env = dict(con.execute("SELECT key, value FROM environment").fetchall())
     assert len(rows) == 4 and all(r[0] for r in rows)
     assert {(r[1], r[2], r[3]) for r in rows} == {(script.tokens, "length", "tinychat")}

@@ -16,16 +16,28 @@ from collect.run import runner
 
 
 def _plan(url: str) -> str:
-    return yaml.safe_dump({
-        "name": "external-sglang",
-        "host": {"kind": "external", "url": url, "name": "shaped"},
-        "engine": {"kind": "sglang", "model": "/models/m",
-                   "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"},
-        "methods": [{"name": "dflash"}],
-        "baseline": "dflash",
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                       "max_tokens": [28], "concurrency": [1, 2], "repetitions": 2}],
-    })
+    return yaml.safe_dump(
+        {
+            "name": "external-sglang",
+            "host": {"kind": "external", "url": url, "name": "shaped"},
+            "engine": {
+                "kind": "sglang",
+                "model": "/models/m",
+                "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}",
+            },
+            "methods": [{"name": "dflash"}],
+            "baseline": "dflash",
+            "workloads": [
+                {
+                    "name": "w",
+                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                    "max_tokens": [28],
+                    "concurrency": [1, 2],
+                    "repetitions": 2,
+                }
+            ],
+        }
+    )
 
 
 def test_external_server_is_measured_not_managed(tmp_path: Path) -> None:
@@ -35,13 +47,16 @@ def test_external_server_is_measured_not_managed(tmp_path: Path) -> None:
         db = tmp_path / "r.duckdb"
         runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute("SELECT ok, accept_length, output_tokens, chunk_tokens, "
-                           "engine_accept_length, accept_histogram, accepted_per_pos, "
-                           "step_accepted FROM requests WHERE NOT is_warmup").fetchall()
+        rows = con.execute(
+            "SELECT ok, accept_length, output_tokens, chunk_tokens, "
+            "engine_accept_length, accept_histogram, accepted_per_pos, "
+            "step_accepted FROM requests WHERE NOT is_warmup"
+        ).fetchall()
         service = con.execute("SELECT state, launch_command, host FROM services").fetchone()
         env = dict(con.execute("SELECT key, value FROM environment").fetchall())
-        metrics = con.execute("SELECT count(*) FROM server_metrics "
-                              "WHERE name = 'avg_spec_accept_length'").fetchone()[0]
+        metrics = con.execute(
+            "SELECT count(*) FROM server_metrics WHERE name = 'avg_spec_accept_length'"
+        ).fetchone()[0]
     assert len(rows) == 8 and all(r[0] for r in rows)
     assert {r[1] for r in rows} == {(script.tokens - 1) / script.verify_steps}
     assert {r[2] for r in rows} == {script.tokens}

@@ -40,12 +40,24 @@ class HangingUpSGLang(SGLangServer):
 
 
 def _run(tmp_path: Path, url: str, engine: dict[str, Any]) -> Path:
-    text = yaml.safe_dump({
-        "name": "optional", "host": {"kind": "external", "url": url, "name": "shaped"},
-        "engine": engine, "methods": [{"name": "m"}], "baseline": "m",
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                       "max_tokens": [28], "concurrency": [1], "repetitions": 1}],
-    })
+    text = yaml.safe_dump(
+        {
+            "name": "optional",
+            "host": {"kind": "external", "url": url, "name": "shaped"},
+            "engine": engine,
+            "methods": [{"name": "m"}],
+            "baseline": "m",
+            "workloads": [
+                {
+                    "name": "w",
+                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                    "max_tokens": [28],
+                    "concurrency": [1],
+                    "repetitions": 1,
+                }
+            ],
+        }
+    )
     db = tmp_path / "r.duckdb"
     runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     return db
@@ -56,15 +68,18 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
         return con.execute(sql).fetchall()
 
 
-def test_metrics_answered_with_html_is_recorded_and_the_campaign_completes(
-        tmp_path: Path) -> None:
+def test_metrics_answered_with_html_is_recorded_and_the_campaign_completes(tmp_path: Path) -> None:
     with serve(ProxiedVLLM(FAST)) as url:
         db = _run(tmp_path, url, {"kind": "vllm", "model": "shaped/model"})
     assert _rows(db, "SELECT status FROM campaigns") == [("complete",)]
     assert _rows(db, "SELECT count(*), bool_and(ok) FROM requests WHERE NOT is_warmup") == [
-        (2, True)]
-    errors = _rows(db, "SELECT hook, workload, phase, endpoint, status, error "
-                       "FROM endpoint_errors ORDER BY failed_at")
+        (2, True)
+    ]
+    errors = _rows(
+        db,
+        "SELECT hook, workload, phase, endpoint, status, error "
+        "FROM endpoint_errors ORDER BY failed_at",
+    )
     assert [e[:5] for e in errors] == [
         ("fingerprint", "", "start", "GET /v1/models", 200),
         ("scrape", "w", "before", "GET /metrics", 200),
@@ -78,18 +93,21 @@ def test_metrics_answered_with_html_is_recorded_and_the_campaign_completes(
 
 
 def test_a_cache_reset_that_hangs_up_marks_the_window_not_the_campaign(tmp_path: Path) -> None:
-    engine = {"kind": "sglang", "model": "/models/m",
-              "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"}
+    engine = {
+        "kind": "sglang",
+        "model": "/models/m",
+        "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}",
+    }
     server = HangingUpSGLang(FAST)
     with serve(server) as url:
         db = _run(tmp_path, url, engine)
     assert server.calls["POST /flush_cache"] == 1  # one window, one reset before it
-    errors = _rows(db, "SELECT hook, workload, phase, endpoint, status, error "
-                       "FROM endpoint_errors")
+    errors = _rows(db, "SELECT hook, workload, phase, endpoint, status, error FROM endpoint_errors")
     assert [e[:5] for e in errors] == [("reset_cache", "w", "before", "POST /flush_cache", None)]
     assert errors[0][5].startswith("RemoteProtocolError")
     assert _rows(db, "SELECT cache_reset FROM windows") == [("failed",)]
     # the window is still measured (its cache state is what is flagged)
     assert _rows(db, "SELECT count(*), bool_and(ok) FROM requests WHERE NOT is_warmup") == [
-        (2, True)]
+        (2, True)
+    ]
     assert _rows(db, "SELECT status FROM campaigns") == [("complete",)]

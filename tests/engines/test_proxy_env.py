@@ -26,8 +26,14 @@ def dead_proxy(monkeypatch: pytest.MonkeyPatch) -> str:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         proxy = f"http://127.0.0.1:{s.getsockname()[1]}"
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                 "all_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.setenv(name, proxy)
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
@@ -45,8 +51,9 @@ def test_both_paths_ignore_environment_proxies(dead_proxy: str) -> None:
         async with client.http_client() as http:
             status = (await http.get(url + "/version")).status_code
             body = {"messages": [{"role": "user", "content": "x"}], "stream": True}
-            result = await client.stream(http, url + "/v1/chat/completions", body,
-                                         ChatStream(), 5.0)
+            result = await client.stream(
+                http, url + "/v1/chat/completions", body, ChatStream(), 5.0
+            )
         return status, result
 
     with serve(VLLMServer(Script(ttft_s=0.01, gap_s=0.005))) as url:
@@ -59,18 +66,30 @@ def test_both_paths_ignore_environment_proxies(dead_proxy: str) -> None:
 def test_a_campaign_runs_with_a_dead_proxy_set(dead_proxy: str, tmp_path: Path) -> None:
     script = Script(ttft_s=0.01, gap_s=0.005)
     with serve(VLLMServer(script)) as url:
-        text = yaml.safe_dump({
-            "name": "proxied", "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": {"kind": "vllm", "model": "shaped/model"},
-            "methods": [{"name": "eagle"}], "baseline": "eagle",
-            "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["a"]},
-                           "max_tokens": [28], "concurrency": [1], "repetitions": 2}],
-        })
+        text = yaml.safe_dump(
+            {
+                "name": "proxied",
+                "host": {"kind": "external", "url": url, "name": "shaped"},
+                "engine": {"kind": "vllm", "model": "shaped/model"},
+                "methods": [{"name": "eagle"}],
+                "baseline": "eagle",
+                "workloads": [
+                    {
+                        "name": "w",
+                        "prompts": {"kind": "inline", "texts": ["a"]},
+                        "max_tokens": [28],
+                        "concurrency": [1],
+                        "repetitions": 2,
+                    }
+                ],
+            }
+        )
         db = tmp_path / "r.duckdb"
         runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:
-        ok = con.execute("SELECT bool_and(ok), count(*) FROM requests "
-                         "WHERE NOT is_warmup").fetchone()
+        ok = con.execute(
+            "SELECT bool_and(ok), count(*) FROM requests WHERE NOT is_warmup"
+        ).fetchone()
         scraped = con.execute("SELECT count(*) FROM server_metrics").fetchone()[0]
         version = con.execute("SELECT value FROM environment WHERE key LIKE '%engine.version'")
         facts = version.fetchall()

@@ -9,8 +9,13 @@ from pathlib import Path
 from collect import engines
 from collect.importing.files import read_runs
 
-DETAILS = {"ttfts": [0.1, 0.2], "itls": [[0.01], [0.02]], "output_lens": [2, 2],
-           "errors": ["", ""], "completed": 2}
+DETAILS = {
+    "ttfts": [0.1, 0.2],
+    "itls": [[0.01], [0.02]],
+    "output_lens": [2, 2],
+    "errors": ["", ""],
+    "completed": 2,
+}
 
 
 def _runs(tmp_path: Path, obj: dict) -> list:

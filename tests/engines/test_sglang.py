@@ -106,8 +106,14 @@ def test_stats_on_hand_built_meta_info() -> None:
     spec = sglang_stats({**base, "spec_verify_ct": 4})
     assert spec["accept_length"] == (10 - 1) / 4 == 2.25  # the one definition
     assert spec["engine_accept_length"] == 10 / 4  # none reported: completion / verify
-    reported = sglang_stats({**base, "spec_verify_ct": 4, "spec_accept_length": 2.4,
-                             "spec_correct_drafts_histogram": [1, 0, 3]})
+    reported = sglang_stats(
+        {
+            **base,
+            "spec_verify_ct": 4,
+            "spec_accept_length": 2.4,
+            "spec_correct_drafts_histogram": [1, 0, 3],
+        }
+    )
     assert (reported["engine_accept_length"], reported["accept_histogram"]) == (2.4, [1, 0, 3])
     assert sglang_stats({**base, "spec_verify_ct": 0})["accept_length"] is None
     assert sglang_stats({"completion_tokens": 1, "spec_verify_ct": 0})["accept_length"] is None

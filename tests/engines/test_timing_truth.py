@@ -50,7 +50,10 @@ def truth_url() -> Iterator[str]:
     here = Path(__file__).parent
     proc = subprocess.Popen(
         [sys.executable, str(here / "truth_server.py"), str(TTFT_S), str(GAP_S), str(CHUNKS)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=here,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=here,
     )
     try:
         port = int(proc.stdout.readline())
@@ -89,16 +92,19 @@ def _p99(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=100)[98] if len(xs) > 1 else xs[0]
 
 
-@pytest.mark.parametrize(("streams", "p50_bound_s", "p99_bound_s"),
-                         [(1, 0.0003, 0.005), (64, 0.0005, 0.050)])
+@pytest.mark.parametrize(
+    ("streams", "p50_bound_s", "p99_bound_s"), [(1, 0.0003, 0.005), (64, 0.0005, 0.050)]
+)
 def test_stamping_error_stays_within_bounds(
     truth_url: str, streams: int, p50_bound_s: float, p99_bound_s: float
 ) -> None:
     asyncio.run(_streams(truth_url, 2))  # warm the connection pool and both processes
     ttft, chunks = _errors(asyncio.run(_streams(truth_url, streams)))
-    print(f"\n{streams} streams: TTFT error p50 {statistics.median(ttft) * 1e3:.3f} ms "
-          f"p99 {_p99(ttft) * 1e3:.3f} ms; chunk error p50 "
-          f"{statistics.median(chunks) * 1e3:.3f} ms p99 {_p99(chunks) * 1e3:.3f} ms")
+    print(
+        f"\n{streams} streams: TTFT error p50 {statistics.median(ttft) * 1e3:.3f} ms "
+        f"p99 {_p99(ttft) * 1e3:.3f} ms; chunk error p50 "
+        f"{statistics.median(chunks) * 1e3:.3f} ms p99 {_p99(chunks) * 1e3:.3f} ms"
+    )
     assert min(chunks) >= 0  # a chunk cannot arrive before it was sent
     assert statistics.median(ttft) < p50_bound_s and statistics.median(chunks) < p50_bound_s
     assert _p99(ttft) < p99_bound_s and _p99(chunks) < p99_bound_s

@@ -46,9 +46,16 @@ def test_stream_timing_text_and_usage() -> None:
     stats = res.stats
     assert (stats["output_tokens"], stats["prompt_tokens"], stats["cached_tokens"]) == (28, 17, 5)
     assert stats["finish_reason"] == "length"
-    speculative = ("spec_verify_ct", "draft_tokens", "accepted_tokens", "accept_length",
-                   "engine_accept_length", "accept_histogram", "accepted_per_pos",
-                   "step_accepted")  # no --per-request-spec-decode-metrics: none of them
+    speculative = (
+        "spec_verify_ct",
+        "draft_tokens",
+        "accepted_tokens",
+        "accept_length",
+        "engine_accept_length",
+        "accept_histogram",
+        "accepted_per_pos",
+        "step_accepted",
+    )  # no --per-request-spec-decode-metrics: none of them
     assert [stats[k] for k in speculative] == [None] * 8
     assert json.loads(stats["server_stats"])["usage"]["total_tokens"] == 45
     sent = server.bodies[0]

@@ -89,8 +89,9 @@ def test_the_recorded_chat_stream_gives_text_tokens_and_finish_reason() -> None:
     assert (res.stats["output_tokens"], res.stats["prompt_tokens"]) == (96, 66)
     assert res.stats["finish_reason"] == "length"
     assert res.stats["spec_verify_ct"] is None  # 0.24 has no per-request spec metrics
-    content_events = sum(1 for e in events if e["choices"] and e["choices"][0]["delta"].get(
-        "content"))
+    content_events = sum(
+        1 for e in events if e["choices"] and e["choices"][0]["delta"].get("content")
+    )
     assert len(res.chunk_times_s) == content_events
 
 
@@ -103,17 +104,22 @@ def test_window_acceptance_from_the_real_metrics_text() -> None:
     assert (w["drafts"], w["draft_tokens"], w["accepted_tokens"]) == (70, 272, 219)
     assert w["accept_length"] == pytest.approx(1 + 219 / 70)
     assert w["accept_rate"] == pytest.approx(219 / 272)
-    assert w["per_position"] == {k: pytest.approx(v / 70) for k, v in
-                                 zip(range(4), (60, 56, 52, 51))}
-    plain = window_acceptance([], parse_prometheus((DATA / "metrics-autoregressive.txt")
-                                                   .read_text()))
+    assert w["per_position"] == {
+        k: pytest.approx(v / 70) for k, v in zip(range(4), (60, 56, 52, 51))
+    }
+    plain = window_acceptance(
+        [], parse_prometheus((DATA / "metrics-autoregressive.txt").read_text())
+    )
     assert plain["accept_length"] is None and plain["drafts"] == 0
 
 
 def test_scrape_and_fingerprint_over_a_socket() -> None:
     adapter = _adapter()
-    routes = {"GET /version": "version.json", "GET /v1/models": "models.json",
-              "GET /metrics": "metrics-ngram.txt"}
+    routes = {
+        "GET /version": "version.json",
+        "GET /v1/models": "models.json",
+        "GET /metrics": "metrics-ngram.txt",
+    }
 
     async def both(base: str) -> tuple[dict, list]:
         async with httpx.AsyncClient() as http:
@@ -121,15 +127,19 @@ def test_scrape_and_fingerprint_over_a_socket() -> None:
 
     with serve_shaped(Replay(routes)) as base:
         facts, samples = asyncio.run(both(base))
-    assert facts == {"engine.version": "0.24.0", "engine.served_model": "smollm2",
-                     "engine.model_root": "/tmp/models/smollm2-135m",
-                     "engine.max_model_len": "4096"}
+    assert facts == {
+        "engine.version": "0.24.0",
+        "engine.served_model": "smollm2",
+        "engine.model_root": "/tmp/models/smollm2-135m",
+        "engine.max_model_len": "4096",
+    }
     drafts = [s for s in samples if s["name"] == "vllm:spec_decode_num_drafts_total"]
     assert [s["value"] for s in drafts] == [70.0]
 
 
-@pytest.mark.parametrize("name, ok", [("reset-dev-mode.txt", True),
-                                      ("reset-no-dev-mode.txt", False)])
+@pytest.mark.parametrize(
+    "name, ok", [("reset-dev-mode.txt", True), ("reset-no-dev-mode.txt", False)]
+)
 def test_prefix_cache_reset_with_and_without_dev_mode(name: str, ok: bool) -> None:
     """With VLLM_SERVER_DEV_MODE=1, 0.24 answers an empty 200; without, 404 Not Found."""
     assert REPLIES[name]["status"] == (200 if ok else 404)
@@ -154,13 +164,22 @@ def test_a_real_start_up_failure_reaches_the_services_row(tmp_path: Path) -> Non
     fake = tmp_path / "vllm"
     fake.write_text(f"#!/bin/sh\ncat '{DATA / 'startup-failure.log'}'\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    text = yaml.safe_dump({
-        "name": "recorded-failure", "host": {"kind": "local"},
-        "engine": {"kind": "vllm", "executable": str(fake), "model": "/tmp/models/no-such-model",
-                   "startup_timeout_s": 20},
-        "methods": [{"name": "autoregressive"}],
-        "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["x"]},
-                       "max_tokens": [4]}]})
+    text = yaml.safe_dump(
+        {
+            "name": "recorded-failure",
+            "host": {"kind": "local"},
+            "engine": {
+                "kind": "vllm",
+                "executable": str(fake),
+                "model": "/tmp/models/no-such-model",
+                "startup_timeout_s": 20,
+            },
+            "methods": [{"name": "autoregressive"}],
+            "workloads": [
+                {"name": "w", "prompts": {"kind": "inline", "texts": ["x"]}, "max_tokens": [4]}
+            ],
+        }
+    )
     db = tmp_path / "r.duckdb"
     runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
     with duckdb.connect(str(db), read_only=True) as con:

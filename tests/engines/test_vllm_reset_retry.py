@@ -39,7 +39,8 @@ def test_refusals_are_sent_again_after_the_wait_and_named_with_the_count() -> No
     assert len(sent) == RESET_TRIES
     assert took >= (RESET_TRIES - 1) * RESET_WAIT_S  # 4 waits of 0.2 s
     assert str(caught.value).startswith(
-        f"vLLM did not reset its prefix cache: {RESET_TRIES} tries answered ")
+        f"vLLM did not reset its prefix cache: {RESET_TRIES} tries answered "
+    )
 
 
 def test_a_transport_error_is_not_retried() -> None:

@@ -29,8 +29,10 @@ class CapacityServer(VLLMServer):
         events = [_chunk({"content": f"t{i} "}) for i in range(n_chunks)]
         events.append(_chunk({}, finish_reason="length"))
         body = b"".join(_framed(json.dumps(e)) for e in events) + _framed("[DONE]")
-        self.payload = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                        b"Transfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n\r\n")
+        self.payload = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n\r\n"
+        )
 
     async def chat(self, req: Request, reply: Reply) -> None:
         # a send buffer that holds the whole reply: the kernel delivers it as the client
@@ -51,8 +53,9 @@ async def main(args: argparse.Namespace) -> None:
     if args.capacity:
         server = CapacityServer(args.n_chunks)
     else:
-        script = Script(ttft_s=args.ttft_s, gap_s=args.gap_s,
-                        chunk_tokens=(1,) * args.n_chunks, stamp=True)
+        script = Script(
+            ttft_s=args.ttft_s, gap_s=args.gap_s, chunk_tokens=(1,) * args.n_chunks, stamp=True
+        )
         server = VLLMServer(script) if args.shape == "vllm" else SGLangServer(script)
     listener = await asyncio.start_server(server.connection, "127.0.0.1", 0, backlog=1024)
     print(listener.sockets[0].getsockname()[1], flush=True)

@@ -77,16 +77,29 @@ exit 9
 """
 
 
-def install(folder: Path, count: int = 2, busy: tuple[int, ...] = (), memory_mib: int = 143771,
-            limit: int = 600, old_driver: bool = False) -> Path:
+def install(
+    folder: Path,
+    count: int = 2,
+    busy: tuple[int, ...] = (),
+    memory_mib: int = 143771,
+    limit: int = 600,
+    old_driver: bool = False,
+) -> Path:
     """Write folder/nvidia-smi for `count` GPUs of which `busy` run a compute process;
     returns the script's path (put `folder` first on PATH). `old_driver`: like drivers
     before R535, refuse clocks_event_reasons.active and know clocks_throttle_reasons.active."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
-    script.write_text(_SCRIPT.format(log=folder / "calls.log", count=count, limit=limit,
-                                     busy=" ".join(map(str, busy)), memory=memory_mib,
-                                     old_driver=int(old_driver)))
+    script.write_text(
+        _SCRIPT.format(
+            log=folder / "calls.log",
+            count=count,
+            limit=limit,
+            busy=" ".join(map(str, busy)),
+            memory=memory_mib,
+            old_driver=int(old_driver),
+        )
+    )
     script.chmod(0o755)
     return script
 

@@ -40,12 +40,26 @@ from collect.resources import cache_dir
 
 # python3: the SSH host picks free ports with it (collect/hosts/ssh.py); libgomp1: llama-server;
 # libpam-systemd: an SSH login of a non-root user gets its user manager (systemctl --user)
-PACKAGES = ["systemd", "systemd-sysv", "dbus", "libpam-systemd", "openssh-server",
-            "python3-minimal", "libgomp1", "procps"]
+PACKAGES = [
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "libpam-systemd",
+    "openssh-server",
+    "python3-minimal",
+    "libgomp1",
+    "procps",
+]
 # units a test container does not need (timers that would wake up mid-test, the console login)
 MASKED = [
-    "apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer", "e2scrub_all.timer",
-    "fstrim.timer", "e2scrub_reap.service", "console-getty.service", "getty@tty1.service",
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "dpkg-db-backup.timer",
+    "e2scrub_all.timer",
+    "fstrim.timer",
+    "e2scrub_reap.service",
+    "console-getty.service",
+    "getty@tty1.service",
     "systemd-pstore.service",
     # root logins need no user manager (specsweep as root runs system units), and on cgroup
     # v1 stopping root's held the container's halt for 30 s and more
@@ -100,8 +114,10 @@ def ensure_image(timeout_s: float = 900) -> Path:
         return target
     for tool in ("debootstrap", "systemd-nspawn"):
         if shutil.which(tool) is None:
-            raise ContainerError(f"{tool} not found: apt-get install -y debootstrap "
-                                 "systemd-container (make system installs them)")
+            raise ContainerError(
+                f"{tool} not found: apt-get install -y debootstrap "
+                "systemd-container (make system installs them)"
+            )
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -113,8 +129,14 @@ def ensure_image(timeout_s: float = 900) -> Path:
 def _build(target: Path, mirror: str, suite: str, timeout_s: float) -> None:
     partial = target.with_name(target.name + ".partial")
     _remove(partial)
-    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", suite,
-           str(partial), mirror]
+    cmd = [
+        "debootstrap",
+        "--variant=minbase",
+        f"--include={','.join(PACKAGES)}",
+        suite,
+        str(partial),
+        mirror,
+    ]
     print(f"[specsweep] building the systemd test image: {' '.join(cmd)}", flush=True)
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
@@ -162,24 +184,48 @@ class Container:
 
     def ssh(self, command: str, timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
         """Run one shell command in the container as root (OpenSSH's client)."""
-        argv = ["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={self.known_hosts}",
-                "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=5", "-i",
-                str(self.key_file), "-p", str(self.port), "root@127.0.0.1", command]
+        argv = [
+            "ssh",
+            "-q",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "ConnectTimeout=5",
+            "-i",
+            str(self.key_file),
+            "-p",
+            str(self.port),
+            "root@127.0.0.1",
+            command,
+        ]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
 
     def host_cfg(self, workdir: str, user: str = "root") -> dict[str, Any]:
         """A plan's `host:` for specsweep's SSH host on this container, manager systemd."""
         return {
-            "kind": "ssh", "name": "nspawn", "address": "127.0.0.1", "port": self.port,
-            "user": user, "key_file": str(self.key_file),
-            "known_hosts_file": str(self.known_hosts), "use_ssh_config": False,
-            "manager": "systemd", "workdir": workdir, "connect_timeout_s": 5,
+            "kind": "ssh",
+            "name": "nspawn",
+            "address": "127.0.0.1",
+            "port": self.port,
+            "user": user,
+            "key_file": str(self.key_file),
+            "known_hosts_file": str(self.known_hosts),
+            "use_ssh_config": False,
+            "manager": "systemd",
+            "workdir": workdir,
+            "connect_timeout_s": 5,
         }
 
     def units(self, state: str) -> list[str]:
         """The container's specsweep units in a state (active, failed, ...)."""
-        done = self.ssh(f"systemctl list-units --all --state={state} --plain --no-legend "
-                        "'specsweep-*' | cut -d' ' -f1")
+        done = self.ssh(
+            f"systemctl list-units --all --state={state} --plain --no-legend "
+            "'specsweep-*' | cut -d' ' -f1"
+        )
         return done.stdout.split()
 
     def server_pid_mid_workload(self, workdir: str, timeout_s: float) -> int:
@@ -232,23 +278,36 @@ def _prepare(folder: Path, image: Path, port: int) -> tuple[Path, Path]:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     (folder / "authorized_keys").write_text(key.with_suffix(".pub").read_text())
     known = folder / "known_hosts"
-    lines = [f"[127.0.0.1]:{port} " + " ".join(p.read_text().split()[:2])
-             for p in sorted((image / "etc/ssh").glob("ssh_host_*_key.pub"))]
+    lines = [
+        f"[127.0.0.1]:{port} " + " ".join(p.read_text().split()[:2])
+        for p in sorted((image / "etc/ssh").glob("ssh_host_*_key.pub"))
+    ]
     known.write_text("\n".join(lines) + "\n")
     return key, known
 
 
 def nspawn_command(image: Path, name: str, folder: Path, binds: Sequence[Path]) -> list[str]:
-    cmd = ["systemd-nspawn", "--quiet", "-D", str(image), "--volatile=overlay", "--boot",
-           "--register=no", "--keep-unit", f"--machine={name}", "--console=read-only",
-           f"--bind-ro={folder / 'sshd_config.d'}:/etc/ssh/sshd_config.d",
-           f"--bind-ro={folder / 'authorized_keys'}:/root/.ssh/authorized_keys"]
+    cmd = [
+        "systemd-nspawn",
+        "--quiet",
+        "-D",
+        str(image),
+        "--volatile=overlay",
+        "--boot",
+        "--register=no",
+        "--keep-unit",
+        f"--machine={name}",
+        "--console=read-only",
+        f"--bind-ro={folder / 'sshd_config.d'}:/etc/ssh/sshd_config.d",
+        f"--bind-ro={folder / 'authorized_keys'}:/root/.ssh/authorized_keys",
+    ]
     return cmd + [f"--bind-ro={Path(p).resolve()}" for p in binds]
 
 
 @contextlib.contextmanager
-def booted(image: Path, binds: Sequence[Path] = (), unified: bool = True,
-           timeout_s: float = 60) -> Iterator[Container]:
+def booted(
+    image: Path, binds: Sequence[Path] = (), unified: bool = True, timeout_s: float = 60
+) -> Iterator[Container]:
     """Boot the image; yield once `systemctl is-system-running --wait` answers over SSH.
     unified: the container's systemd on a cgroup v2 tree (as on current distributions),
     else on cgroup v1 (the legacy layout, a name=systemd hierarchy)."""
@@ -260,11 +319,15 @@ def booted(image: Path, binds: Sequence[Path] = (), unified: bool = True,
         name = f"specsweep-{secrets.token_hex(4)}"
         console = folder / "console.log"
         with open(console, "wb") as out:
-            proc = subprocess.Popen(nspawn_command(image, name, folder, binds),
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                    start_new_session=True, preexec_fn=_halt_with_parent,
-                                    env={**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY":
-                                         "1" if unified else "0"})
+            proc = subprocess.Popen(
+                nspawn_command(image, name, folder, binds),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                preexec_fn=_halt_with_parent,
+                env={**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1" if unified else "0"},
+            )
         box = Container(name, port, key, known, proc, console)
         try:
             _wait_booted(box, timeout_s)
@@ -285,20 +348,25 @@ def _wait_booted(box: Container, timeout_s: float) -> None:
     deadline, last = time.monotonic() + timeout_s, ""
     while time.monotonic() < deadline:
         if box.proc.poll() is not None:
-            raise ContainerError(f"systemd-nspawn exited with {box.proc.returncode} during "
-                                 f"boot:\n{box.console_tail()}")
+            raise ContainerError(
+                f"systemd-nspawn exited with {box.proc.returncode} during "
+                f"boot:\n{box.console_tail()}"
+            )
         with contextlib.suppress(subprocess.TimeoutExpired):
-            done = box.ssh("systemctl is-system-running --wait", timeout_s=max(1.0, min(
-                30.0, deadline - time.monotonic())))
+            done = box.ssh(
+                "systemctl is-system-running --wait",
+                timeout_s=max(1.0, min(30.0, deadline - time.monotonic())),
+            )
             last = (done.stdout + done.stderr).strip()
             if done.returncode == 0 or last in ("degraded", "running"):
                 return
             if last and done.returncode != 255:  # systemd answered: starting, maintenance, ...
-                raise ContainerError(f"the container's systemd is {last!r}:\n"
-                                     f"{box.console_tail()}")
+                raise ContainerError(f"the container's systemd is {last!r}:\n{box.console_tail()}")
         time.sleep(0.2)
-    raise ContainerError(f"no SSH login into the container within {timeout_s:.0f} s "
-                         f"(last answer {last!r}):\n{box.console_tail()}")
+    raise ContainerError(
+        f"no SSH login into the container within {timeout_s:.0f} s "
+        f"(last answer {last!r}):\n{box.console_tail()}"
+    )
 
 
 def _halt(box: Container, grace_s: float = 30) -> None:
@@ -353,8 +421,12 @@ def descendants(root: int) -> list[int]:
 
 def running_containers() -> list[int]:
     """pids of systemd-nspawn processes booting one of our machines (for leak checks)."""
-    out = subprocess.run(["pgrep", "-f", "systemd-nspawn .*--machine=specsweep-"],
-                         capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(
+        ["pgrep", "-f", "systemd-nspawn .*--machine=specsweep-"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
     return [int(p) for p in out.split()]
 
 
@@ -365,5 +437,6 @@ if __name__ == "__main__":
     with booted(built) as c:
         t2 = time.monotonic()
         print(c.ssh("cat /proc/1/comm; systemctl is-system-running").stdout.strip())
-    print(f"image {built}: {t1 - t0:.1f} s; boot {t2 - t1:.1f} s; "
-          f"halt {time.monotonic() - t2:.1f} s")
+    print(
+        f"image {built}: {t1 - t0:.1f} s; boot {t2 - t1:.1f} s; halt {time.monotonic() - t2:.1f} s"
+    )

@@ -37,7 +37,8 @@ def test_local_lists_its_gpus_and_which_are_busy(gpus3: Path) -> None:
     assert host.gpu_indices() == [0, 1, 2]
     assert host.busy_gpus() == {1}
     assert host.gpu_processes() == [
-        {"gpu_uuid": "GPU-fake-1", "pid": "42421", "used_memory": "1024 MiB"}]
+        {"gpu_uuid": "GPU-fake-1", "pid": "42421", "used_memory": "1024 MiB"}
+    ]
     assert _local(gpus=[2, 0]).gpu_indices() == [2, 0]  # the plan's list wins
 
 
@@ -125,17 +126,26 @@ def test_check_probe_budgets_memory_on_the_local_gpus(
     monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
     model = tmp_path / "model"
     model.mkdir()
-    config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "torch_dtype": "bfloat16",
-              "max_position_embeddings": 4096}
+    config = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "torch_dtype": "bfloat16",
+        "max_position_embeddings": 4096,
+    }
     (model / "config.json").write_text(json.dumps(config))
     index = {"metadata": {"total_size": 2 << 30}, "weight_map": {}}
     (model / "model.safetensors.index.json").write_text(json.dumps(index))
-    plan = {"name": "local-gpu", "host": {"kind": "local"},
-            "engine": {"kind": "vllm", "model": str(model)},
-            "methods": [{"name": "autoregressive"}],
-            "workloads": [{"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]},
-                           "max_tokens": [16]}]}
+    plan = {
+        "name": "local-gpu",
+        "host": {"kind": "local"},
+        "engine": {"kind": "vllm", "model": str(model)},
+        "methods": [{"name": "autoregressive"}],
+        "workloads": [
+            {"name": "w", "prompts": {"kind": "inline", "texts": ["hi"]}, "max_tokens": [16]}
+        ],
+    }
     path = tmp_path / "plan.yaml"
     path.write_text(json.dumps(plan))
     result = CliRunner().invoke(app, ["check", str(path), "--probe"])

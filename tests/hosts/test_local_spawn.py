@@ -23,7 +23,8 @@ def test_a_server_outlives_the_short_lived_thread_that_started_it(tmp_path: Path
     host = Local(LocalHost(kind="local"))
     started: list[Process] = []
     worker = threading.Thread(
-        target=lambda: started.append(host.start(["sleep", "30"], {}, tmp_path / "s.log")))
+        target=lambda: started.append(host.start(["sleep", "30"], {}, tmp_path / "s.log"))
+    )
     worker.start()
     worker.join(10)
     assert not worker.is_alive() and started
@@ -51,9 +52,13 @@ sys.stdin.read()  # until the test kills this process
 
 def test_the_server_still_dies_with_specsweep(tmp_path: Path) -> None:
     """Started from a thread that is gone, the server is SIGKILLed when the process dies."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "s.log")],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path / "s.log")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.stdout is not None
     server = int(proc.stdout.readline())
     assert _running(server)

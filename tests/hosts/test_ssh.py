@@ -40,7 +40,6 @@ def host(ssh_cfg: dict[str, Any]) -> Iterator[SSH]:
             h.stop(proc, grace_s=1)
 
 
-
 def pid_exists(host: SSH, pid: int) -> bool:
     return host.run(["kill", "-0", str(pid)])[0] == 0
 

@@ -20,8 +20,9 @@ from collect.run import runner
 from tests.hosts.conftest import servers_in
 
 
-def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int,
-          forward: str = "auto") -> str:
+def _plan(
+    ssh_cfg: dict[str, Any], llama_server: str, model: str, reps: int, forward: str = "auto"
+) -> str:
     plan = {
         "name": "ssh-loopback",
         "host": {**ssh_cfg, "tunnel": True, "forward": forward},
@@ -67,11 +68,16 @@ def _run(text: str, tmp_path: Path) -> Path:
     return db
 
 
-@pytest.mark.parametrize(("forward", "transport"),
-                         [("auto", "ssh-tunnel"), ("paramiko", "paramiko-tunnel")])
+@pytest.mark.parametrize(
+    ("forward", "transport"), [("auto", "ssh-tunnel"), ("paramiko", "paramiko-tunnel")]
+)
 def test_campaign_over_ssh_process_manager(
-    forward: str, transport: str, ssh_cfg: dict[str, Any], llama_server: str,
-    smollm_model: str, tmp_path: Path,
+    forward: str,
+    transport: str,
+    ssh_cfg: dict[str, Any],
+    llama_server: str,
+    smollm_model: str,
+    tmp_path: Path,
 ) -> None:
     """Through each forward (auto: OpenSSH's ssh -L, the ssh client exists here)."""
     before = servers_in(llama_server, ssh_cfg["workdir"])

@@ -23,8 +23,11 @@ def test_draft_size_over_ssh(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:
     method = Method(name="e", args=["--speculative-draft-model-path", "{model}/draft"])
     with SSH(SSHHost(**ssh_cfg)) as host:
         facts = draft_facts(engine, method, host)
-        missing = draft_facts(engine, Method(name="h", args=[
-            "--speculative-draft-model-path", "org/not-a-path"]), host)
+        missing = draft_facts(
+            engine,
+            Method(name="h", args=["--speculative-draft-model-path", "org/not-a-path"]),
+            host,
+        )
     assert facts["draft_model"] == str(draft)
     assert int(facts["draft_model_bytes"]) >= 7000  # the link followed to its blob
     assert missing == {"draft_model": "org/not-a-path"}

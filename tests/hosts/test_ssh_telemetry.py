@@ -53,7 +53,9 @@ def test_nvidia_smi_streams_over_the_ssh_connection(
 
 
 def test_a_missing_remote_nvidia_smi_warns_and_samples_nothing(
-    ssh_cfg: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    ssh_cfg: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setattr(smi, "NVIDIA_SMI", str(tmp_path / "no-such-nvidia-smi"))

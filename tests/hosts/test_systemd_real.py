@@ -89,7 +89,6 @@ def host(box: Container, request: pytest.FixtureRequest) -> Iterator[SSH]:
         h.run(["systemctl", "stop", "specsweep-*"])
 
 
-
 def _healthy(url: str) -> bool:
     try:
         return httpx.get(url + "/health", timeout=2).status_code == 200
@@ -110,8 +109,21 @@ def _out(host: SSH, *cmd: str) -> str:
 
 
 def _server_argv(paths: tuple[str, str], port: int, model: str | None = None) -> list[str]:
-    return [paths[0], "-m", model or paths[1], "--host", "127.0.0.1", "--port", str(port),
-            "-t", "1", "-c", "512", "--alias", TRICKY]
+    return [
+        paths[0],
+        "-m",
+        model or paths[1],
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-t",
+        "1",
+        "-c",
+        "512",
+        "--alias",
+        TRICKY,
+    ]
 
 
 # --- the container --------------------------------------------------------------------------
@@ -137,7 +149,8 @@ def test_cgroup_v1_layout_and_halting_leaves_no_process(
             assert _out(h, "stat", "-fc", "%T", "/sys/fs/cgroup") == "tmpfs"
             proc = h.start(["/bin/sleep", "1000"], {}, Path("logs/sleep.log"))
             assert h.alive(proc) and "name=systemd:/system.slice/" in _out(
-                h, "cat", f"/proc/{proc.pid}/cgroup")
+                h, "cat", f"/proc/{proc.pid}/cgroup"
+            )
             h.stop(proc)
             assert not h.alive(proc) and h.run(["kill", "-0", str(proc.pid)])[0] != 0
     assert other.proc.returncode == 0  # halted, not killed
@@ -278,26 +291,44 @@ def test_user_units_outlive_the_ssh_session_only_when_lingering(
 # --- campaigns ------------------------------------------------------------------------------
 
 
-def _plan(box: Container, paths: tuple[str, str], workdir: str, reps: int,
-          **extra: Any) -> dict[str, Any]:
+def _plan(
+    box: Container, paths: tuple[str, str], workdir: str, reps: int, **extra: Any
+) -> dict[str, Any]:
     return {
         "name": "nspawn-systemd",
         "host": box.host_cfg(workdir),
-        "engine": {"kind": "llamacpp", "binary": paths[0], "model": paths[1],
-                   "args": ["-t", "1", "-c", "2048", "-np", "1"],  # -t 1: fast on a busy CPU
-                   "startup_timeout_s": 60, "request_timeout_s": 60},
+        "engine": {
+            "kind": "llamacpp",
+            "binary": paths[0],
+            "model": paths[1],
+            "args": ["-t", "1", "-c", "2048", "-np", "1"],  # -t 1: fast on a busy CPU
+            "startup_timeout_s": 60,
+            "request_timeout_s": 60,
+        },
         "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]}],
-        "workloads": [{"name": "rewrite", "max_tokens": [16], "repetitions": reps,
-                       "prompts": {"kind": "inline", "texts": [f"Repeat exactly: {code}" for code
-                                   in ("def f(a): return a", "print(1)", "while True: break")]}}],
+        "workloads": [
+            {
+                "name": "rewrite",
+                "max_tokens": [16],
+                "repetitions": reps,
+                "prompts": {
+                    "kind": "inline",
+                    "texts": [
+                        f"Repeat exactly: {code}"
+                        for code in ("def f(a): return a", "print(1)", "while True: break")
+                    ],
+                },
+            }
+        ],
         **extra,
     }
 
 
 def _run_plan(plan: dict[str, Any], tmp_path: Path) -> Path:
     text = yaml.safe_dump(plan)
-    runner.run(parse_plan(text), text, tmp_path / "results.duckdb", Path("logs"),
-               show_progress=False)
+    runner.run(
+        parse_plan(text), text, tmp_path / "results.duckdb", Path("logs"), show_progress=False
+    )
     return tmp_path / "results.duckdb"
 
 
@@ -308,9 +339,21 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(yaml.safe_dump(_plan(box, paths, workdir, reps=4)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs", "logs",
-         "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "collect",
+            "run",
+            str(plan),
+            "--db",
+            str(db),
+            "--logs",
+            "logs",
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         pid = box.server_pid_mid_workload(workdir, timeout_s=90)
@@ -320,8 +363,9 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
         proc.kill()
     assert proc.returncode == 0, err
     with duckdb.connect(str(db), read_only=True) as con:
-        services = con.execute("SELECT state, error, log_tail FROM services "
-                               "ORDER BY requested_at").fetchall()
+        services = con.execute(
+            "SELECT state, error, log_tail FROM services ORDER BY requested_at"
+        ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         failed = con.execute("SELECT count(*) FROM requests WHERE NOT ok").fetchone()[0]
         measured = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
@@ -364,10 +408,20 @@ def test_a_blocking_unit_is_stopped_around_the_phase(
     host.write_file("/etc/systemd/system/blocker.service", BLOCKER)
     _out(host, "systemctl", "daemon-reload")
     _out(host, "systemctl", "start", "blocker.service")
-    blocking = [{"name": "blocker", "stop": ["systemctl", "stop", "blocker.service"],
-                 "start": ["systemctl", "start", "blocker.service"]}]
-    plan = _plan(box, paths, "/var/tmp/specsweep/blocking", reps=1,
-                 phases=[{"name": "p1", "tp": 1, "stop_services": ["blocker"]}])
+    blocking = [
+        {
+            "name": "blocker",
+            "stop": ["systemctl", "stop", "blocker.service"],
+            "start": ["systemctl", "start", "blocker.service"],
+        }
+    ]
+    plan = _plan(
+        box,
+        paths,
+        "/var/tmp/specsweep/blocking",
+        reps=1,
+        phases=[{"name": "p1", "tp": 1, "stop_services": ["blocker"]}],
+    )
     plan["host"]["blocking_services"] = blocking
     db = _run_plan(plan, tmp_path)
     events = [line.split() for line in host.read_file("/var/tmp/blocker.events").splitlines()]
@@ -375,7 +429,8 @@ def test_a_blocking_unit_is_stopped_around_the_phase(
     assert _out(host, "systemctl", "is-active", "blocker.service") == "active"
     with duckdb.connect(str(db), read_only=True) as con:
         state, requested, stopped = con.execute(
-            "SELECT state, epoch(requested_at), epoch(stopped_at) FROM services").fetchone()
+            "SELECT state, epoch(requested_at), epoch(stopped_at) FROM services"
+        ).fetchone()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
     assert state == "stopped" and status == "complete"
     # the container shares this machine's clock: the blocker was down while the server ran

@@ -36,7 +36,9 @@ def test_auto_takes_paramiko_without_an_ssh_client(
 
 @needs_ssh
 def test_ssh_command_line_checks_keys_and_holds_no_secret(
-    ssh_cfg: dict[str, Any], site: int, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    ssh_cfg: dict[str, Any],
+    site: int,  # noqa: F811 - the fixture imported above
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SPECSWEEP_TEST_PW", SECRET)  # paramiko may use it; ssh must not see it
     cfg = {**ssh_cfg, "forward": "openssh", "password_env": "SPECSWEEP_TEST_PW"}
@@ -46,6 +48,10 @@ def test_ssh_command_line_checks_keys_and_holds_no_secret(
         (pid,) = ssh_pids(local)
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     assert SECRET not in " ".join(argv)
-    assert {"StrictHostKeyChecking=yes", "BatchMode=yes", "GlobalKnownHostsFile=/dev/null",
-            f"UserKnownHostsFile={ssh_cfg['known_hosts_file']}",
-            f"IdentityFile={ssh_cfg['key_file']}"} <= set(argv)
+    assert {
+        "StrictHostKeyChecking=yes",
+        "BatchMode=yes",
+        "GlobalKnownHostsFile=/dev/null",
+        f"UserKnownHostsFile={ssh_cfg['known_hosts_file']}",
+        f"IdentityFile={ssh_cfg['key_file']}",
+    } <= set(argv)

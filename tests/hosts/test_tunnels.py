@@ -32,8 +32,16 @@ def site(tmp_path: Path) -> Iterator[int]:
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "hello.txt").write_text(TEXT)
     port = free_port()
-    argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-            "-d", str(tmp_path / "site")]
+    argv = [
+        sys.executable,
+        "-m",
+        "http.server",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "-d",
+        str(tmp_path / "site"),
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_for(lambda: _get(f"http://127.0.0.1:{port}") is not None)
@@ -41,7 +49,6 @@ def site(tmp_path: Path) -> Iterator[int]:
     finally:
         proc.kill()
         proc.wait()
-
 
 
 def _get(url: str) -> str | None:
@@ -69,6 +76,7 @@ def ssh_pids(local_port: int) -> list[int]:
 
 def remote_sleeps(sshd: Sshd) -> int:
     """How many `sleep` commands of ssh -tt sessions run under the test sshd."""
+
     def tree(pid: int) -> list[int]:
         return [pid, *(p for c in children(pid) for p in tree(c))]
 
@@ -79,8 +87,9 @@ def remote_sleeps(sshd: Sshd) -> int:
     return count
 
 
-@pytest.mark.parametrize(("forward", "kind"),
-                         [("openssh", "ssh-tunnel"), ("paramiko", "paramiko-tunnel")])
+@pytest.mark.parametrize(
+    ("forward", "kind"), [("openssh", "ssh-tunnel"), ("paramiko", "paramiko-tunnel")]
+)
 def test_each_forward_reaches_the_server_and_says_its_kind(
     forward: str, kind: str, ssh_cfg: dict[str, Any], site: int
 ) -> None:
@@ -107,8 +116,9 @@ def test_ssh_process_dies_with_a_killed_parent(ssh_cfg: dict[str, Any], site: in
         "print(h.forward(int(sys.argv[2])), flush=True)\ntime.sleep(60)\n"
     )
     cfg = json.dumps({**ssh_cfg, "forward": "openssh"})
-    parent = subprocess.Popen([sys.executable, "-c", code, cfg, str(site)],
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code, cfg, str(site)], stdout=subprocess.PIPE, text=True
+    )
     try:
         local = int(parent.stdout.readline())  # type: ignore[union-attr]
         assert _get(f"http://127.0.0.1:{local}/hello.txt") == TEXT

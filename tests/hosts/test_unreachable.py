@@ -62,8 +62,7 @@ def _cases(ssh_cfg: dict[str, Any], sshd: Sshd, tmp_path: Path, silent: int) -> 
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     stranger = tmp_path / "stranger_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)],
-                   check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     user = ssh_cfg["user"]
     return {
         "unresolved": ({"address": "no-such-box.invalid", "port": 22},
@@ -99,8 +98,9 @@ def test_unreachable_host_one_line_exit_4_and_stored(
     assert SECRET not in done.stderr + done.stdout
     with duckdb.connect(str(db), read_only=True) as con:
         status = con.execute("SELECT status, finished_at FROM campaigns").fetchall()
-        stored = con.execute("SELECT host, value FROM environment WHERE key = "
-                             "'host.last_error'").fetchall()
+        stored = con.execute(
+            "SELECT host, value FROM environment WHERE key = 'host.last_error'"
+        ).fetchall()
     assert status == [("unreachable", None)]
     assert stored == [("test-sshd", done.stderr.removeprefix("error: ").strip())]
     probe = _cli(tmp_path, host, "check", "--probe")
@@ -113,14 +113,21 @@ def test_a_link_that_stays_down_ends_in_one_line(ssh_cfg: dict[str, Any], tmp_pa
     reconnect_attempts times (backoff 0.5 s, 1 s) and raises HostUnreachable, refused."""
     (tmp_path / "own").mkdir()
     with running_sshd(tmp_path / "own") as own:
-        cfg = {**ssh_cfg, "port": own.port, "key_file": str(own.key_file),
-               "known_hosts_file": str(own.known_hosts), "reconnect_attempts": 3}
+        cfg = {
+            **ssh_cfg,
+            "port": own.port,
+            "key_file": str(own.key_file),
+            "known_hosts_file": str(own.known_hosts),
+            "reconnect_attempts": 3,
+        }
         host = SSH(SSHHost(**cfg))
         assert host.run(["echo", "up"])[1] == "up\n"
     started = time.monotonic()
     with host, pytest.raises(HostUnreachable) as caught:
         host.run(["echo", "down"])
     assert 1.4 < time.monotonic() - started < 10
-    assert str(caught.value) == (f"host test-sshd ({cfg['user']}@127.0.0.1:{own.port}) cannot be "
-                                 "reached: connection refused (nothing listens on that port) "
-                                 "(3 attempts)")
+    assert str(caught.value) == (
+        f"host test-sshd ({cfg['user']}@127.0.0.1:{own.port}) cannot be "
+        "reached: connection refused (nothing listens on that port) "
+        "(3 attempts)"
+    )

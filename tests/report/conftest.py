@@ -23,22 +23,33 @@ ROOT = Path(__file__).resolve().parents[2]
 DDL = ROOT / "schema" / "ddl.sql"
 CAMPAIGN = "local-abc123def456"
 OLD_CAMPAIGN = "local-000000000000"
-HOSTILE = [r"\input{/etc/passwd}", r"\write18{rm -rf ~}", r"\def\x{}", "unbalanced {{ }",
-           "100% # $x$ & y_z ^ ~", "\\end{verbatim}", "line\nbreak", "--flag -- ,, `` ''",
-           "[opt] *star <a|b> \"q\"", "naïve café — ✓ 你好 😀"]
+HOSTILE = [
+    r"\input{/etc/passwd}",
+    r"\write18{rm -rf ~}",
+    r"\def\x{}",
+    "unbalanced {{ }",
+    "100% # $x$ & y_z ^ ~",
+    "\\end{verbatim}",
+    "line\nbreak",
+    "--flag -- ,, `` ''",
+    '[opt] *star <a|b> "q"',
+    "naïve café — ✓ 你好 😀",
+]
 PLAN_YAML = (
     "name: local   # the embedded default\n"
     "workloads:\n"
     "  - chat      % not a comment in YAML\n"
     "\\end{verbatim}\n"
-    "  prompt: \"\\input{/etc/passwd} \\write18{touch pwned} {unbalanced\"\n"
+    '  prompt: "\\input{/etc/passwd} \\write18{touch pwned} {unbalanced"\n'
     "  deep:\n"
     "      indented: true"
 )
 # method -> (decode speed factor per workload, accept length); baseline first.
-METHODS = {"autoregressive": ({"chat": 1.0, "code_gen": 1.0, "summ": 1.0, "agentic": 1.0}, None),
-           "dflash": ({"chat": 1.02, "code_gen": 1.8, "summ": 1.0, "agentic": 1.4}, 2.6),
-           "ddtree_b8": ({"chat": 1.3, "code_gen": 1.5, "summ": 0.99, "agentic": 1.2}, 2.1)}
+METHODS = {
+    "autoregressive": ({"chat": 1.0, "code_gen": 1.0, "summ": 1.0, "agentic": 1.0}, None),
+    "dflash": ({"chat": 1.02, "code_gen": 1.8, "summ": 1.0, "agentic": 1.4}, 2.6),
+    "ddtree_b8": ({"chat": 1.3, "code_gen": 1.5, "summ": 0.99, "agentic": 1.2}, 2.1),
+}
 # (method, workload, concurrency) -> speed factor replacing METHODS' there: ddtree_b8 pays
 # on chat at concurrency 1 and is as fast as the baseline at 4 (its crossover).
 AT_LOAD = {("ddtree_b8", "chat", 4): 1.0}
@@ -50,8 +61,17 @@ TRANSPORT = {"dflash": "paramiko-tunnel"}
 DESCRIPTION = "A hostile description: 100% # $x$ \\input{/etc/passwd} {unbalanced"
 
 
-def _request(rng: np.random.Generator, method: str, workload: str, mt: int, conc: int,
-             prompt: int, rep: int, turn: int | None = None, warm: bool = False) -> dict:
+def _request(
+    rng: np.random.Generator,
+    method: str,
+    workload: str,
+    mt: int,
+    conc: int,
+    prompt: int,
+    rep: int,
+    turn: int | None = None,
+    warm: bool = False,
+) -> dict:
     factor, accept = METHODS[method]
     base = 20.0 * (1 + 0.1 * prompt) / (1 + 0.15 * (conc - 1))
     tps = base * AT_LOAD.get((method, workload, conc), factor[workload]) * rng.lognormal(0, 0.05)
@@ -63,22 +83,41 @@ def _request(rng: np.random.Generator, method: str, workload: str, mt: int, conc
     window = f"{method}-{workload}-{mt}-{conc}"
     ok = not (method == "ddtree_b8" and prompt == 0 and rep == 1 and workload == "chat")
     return {
-        "request_id": f"{window}-{prompt}-{rep}-{turn}-{warm}", "campaign_id": CAMPAIGN,
-        "config_id": f"cfg-{method}", "service_id": f"svc-{method}", "engine": "llama.cpp",
-        "method": method, "tp": 1, "workload": workload, "window_id": window,
-        "prompt_id": f"p{prompt}", "max_tokens": mt, "rep": rep, "concurrency": conc,
-        "session_id": None if turn is None else f"s{prompt}-{rep}", "turn": turn,
-        "is_warmup": warm, "sent_at": T0 + timedelta(seconds=prompt), "start_s": 0.5 * prompt,
-        "ttft_s": ttft if ok else None, "e2e_s": e2e if ok else None,
-        "chunk_times_s": chunks if ok else None, "chunk_tokens": None,
-        "prompt_tokens": prompt_tokens, "cached_tokens": 0 if turn in (None, 0) else 280 * turn,
-        "output_tokens": out if ok else None, "finish_reason": "length",
+        "request_id": f"{window}-{prompt}-{rep}-{turn}-{warm}",
+        "campaign_id": CAMPAIGN,
+        "config_id": f"cfg-{method}",
+        "service_id": f"svc-{method}",
+        "engine": "llama.cpp",
+        "method": method,
+        "tp": 1,
+        "workload": workload,
+        "window_id": window,
+        "prompt_id": f"p{prompt}",
+        "max_tokens": mt,
+        "rep": rep,
+        "concurrency": conc,
+        "session_id": None if turn is None else f"s{prompt}-{rep}",
+        "turn": turn,
+        "is_warmup": warm,
+        "sent_at": T0 + timedelta(seconds=prompt),
+        "start_s": 0.5 * prompt,
+        "ttft_s": ttft if ok else None,
+        "e2e_s": e2e if ok else None,
+        "chunk_times_s": chunks if ok else None,
+        "chunk_tokens": None,
+        "prompt_tokens": prompt_tokens,
+        "cached_tokens": 0 if turn in (None, 0) else 280 * turn,
+        "output_tokens": out if ok else None,
+        "finish_reason": "length",
         "spec_verify_ct": None if accept is None else int(out / accept),
         "draft_tokens": None if accept is None else 4 * int(out / accept),
         "accepted_tokens": None if accept is None else out - int(out / accept),
         "accept_length": None if accept is None else out / int(out / accept),
-        "output_text": HOSTILE[prompt % len(HOSTILE)], "server_stats": "{}", "ok": ok,
-        "error_kind": None if ok else "http", "error_message": None if ok else r"500 \oops{",
+        "output_text": HOSTILE[prompt % len(HOSTILE)],
+        "server_stats": "{}",
+        "ok": ok,
+        "error_kind": None if ok else "http",
+        "error_message": None if ok else r"500 \oops{",
     }
 
 
@@ -89,11 +128,17 @@ def raw_requests(agentic: bool = True, windows: list = WINDOWS) -> pd.DataFrame:
     for method in METHODS:
         for wl, mt, conc in windows:
             rows.append(_request(rng, method, wl, mt, conc, 0, 0, warm=True))
-            rows += [_request(rng, method, wl, mt, conc, p, r)
-                     for p in range(N_PROMPTS) for r in range(REPS)]
+            rows += [
+                _request(rng, method, wl, mt, conc, p, r)
+                for p in range(N_PROMPTS)
+                for r in range(REPS)
+            ]
         if agentic:
-            rows += [_request(rng, method, "agentic", 32, 1, p, 0, turn=t)
-                     for p in range(3) for t in range(N_TURNS)]
+            rows += [
+                _request(rng, method, "agentic", 32, 1, p, 0, turn=t)
+                for p in range(3)
+                for t in range(N_TURNS)
+            ]
     return pd.DataFrame(rows)
 
 
@@ -119,11 +164,23 @@ def request_distribution(rm: pd.DataFrame) -> pd.DataFrame:
             values = g[metric].dropna().to_numpy(float)
             if len(values):
                 st = cbook.boxplot_stats(values)[0]
-                rows.append({"campaign_id": cid, "method": method, "metric": metric,
-                             "n": len(values), "mean": st["mean"], "p25": st["q1"],
-                             "p50": st["med"], "p75": st["q3"], "iqr": st["iqr"],
-                             "whislo": st["whislo"], "whishi": st["whishi"],
-                             "min": values.min(), "max": values.max()})
+                rows.append(
+                    {
+                        "campaign_id": cid,
+                        "method": method,
+                        "metric": metric,
+                        "n": len(values),
+                        "mean": st["mean"],
+                        "p25": st["q1"],
+                        "p50": st["med"],
+                        "p75": st["q3"],
+                        "iqr": st["iqr"],
+                        "whislo": st["whislo"],
+                        "whishi": st["whishi"],
+                        "min": values.min(),
+                        "max": values.max(),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -133,20 +190,32 @@ KEYS = ["campaign_id", "engine", "tp", "method", "workload", "max_tokens", "conc
 def _summary(g: pd.DataFrame) -> pd.Series:
     ok = g[g["ok"]]
     acc = ok.dropna(subset=["accept_length"])
-    tw = (acc["output_tokens"].sum() / (acc["output_tokens"] / acc["accept_length"]).sum()
-          if len(acc) else np.nan)
-    return pd.Series({
-        "n": len(g), "n_ok": len(ok), "error_rate": 1 - len(ok) / len(g),
-        "ttft_p50_s": ok["ttft_s"].median(), "ttft_p90_s": ok["ttft_s"].quantile(0.9),
-        "ttft_p99_s": ok["ttft_s"].quantile(0.99), "tpot_p50_s": ok["tpot_s"].median(),
-        "e2e_p50_s": ok["e2e_s"].median(), "decode_tps_p50": ok["decode_tps"].median(),
-        "decode_tps_mean": ok["decode_tps"].mean(),
-        "output_tokens_sum": ok["output_tokens"].sum(),
-        "throughput_tps": ok["output_tokens"].sum() / (ok["end_s"].max() - ok["start_s"].min()),
-        "accept_length_tw": tw, "accept_length_rw": acc["accept_length"].mean(),
-        "accept_rate": (acc["accepted_tokens"].sum() / acc["draft_tokens"].sum()
-                        if len(acc) else np.nan),
-    })
+    tw = (
+        acc["output_tokens"].sum() / (acc["output_tokens"] / acc["accept_length"]).sum()
+        if len(acc)
+        else np.nan
+    )
+    return pd.Series(
+        {
+            "n": len(g),
+            "n_ok": len(ok),
+            "error_rate": 1 - len(ok) / len(g),
+            "ttft_p50_s": ok["ttft_s"].median(),
+            "ttft_p90_s": ok["ttft_s"].quantile(0.9),
+            "ttft_p99_s": ok["ttft_s"].quantile(0.99),
+            "tpot_p50_s": ok["tpot_s"].median(),
+            "e2e_p50_s": ok["e2e_s"].median(),
+            "decode_tps_p50": ok["decode_tps"].median(),
+            "decode_tps_mean": ok["decode_tps"].mean(),
+            "output_tokens_sum": ok["output_tokens"].sum(),
+            "throughput_tps": ok["output_tokens"].sum() / (ok["end_s"].max() - ok["start_s"].min()),
+            "accept_length_tw": tw,
+            "accept_length_rw": acc["accept_length"].mean(),
+            "accept_rate": (
+                acc["accepted_tokens"].sum() / acc["draft_tokens"].sum() if len(acc) else np.nan
+            ),
+        }
+    )
 
 
 def config_summary(rm: pd.DataFrame) -> pd.DataFrame:
@@ -189,24 +258,37 @@ def speedup(rm: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
             low, high = _t_interval(m, base)
             s = decode_speedup(m, base)
             c = cs.set_index(KEYS)
-            tput = (c.loc[(*key[:3], method, *key[3:]), "throughput_tps"]
-                    / c.loc[(*key[:3], "autoregressive", *key[3:]), "throughput_tps"])
-            rows.append(dict(zip(wkeys, key), method=method, speedup=s, ci_low=low,
-                             ci_high=high, n=len(m), n_prompts=m["prompt_id"].nunique(),
-                             significant=bool(low > 1 or high < 1), is_control=False,
-                             throughput_speedup=tput,
-                             ttft_ratio=m["ttft_s"].median() / base["ttft_s"].median(),
-                             accept_length_tw=m["accept_length"].mean(),
-                             baseline_decode_tps_p50=base["decode_tps"].median(),
-                             method_decode_tps_p50=m["decode_tps"].median()))
+            tput = (
+                c.loc[(*key[:3], method, *key[3:]), "throughput_tps"]
+                / c.loc[(*key[:3], "autoregressive", *key[3:]), "throughput_tps"]
+            )
+            rows.append(
+                dict(
+                    zip(wkeys, key),
+                    method=method,
+                    speedup=s,
+                    ci_low=low,
+                    ci_high=high,
+                    n=len(m),
+                    n_prompts=m["prompt_id"].nunique(),
+                    significant=bool(low > 1 or high < 1),
+                    is_control=False,
+                    throughput_speedup=tput,
+                    ttft_ratio=m["ttft_s"].median() / base["ttft_s"].median(),
+                    accept_length_tw=m["accept_length"].mean(),
+                    baseline_decode_tps_p50=base["decode_tps"].median(),
+                    method_decode_tps_p50=m["decode_tps"].median(),
+                )
+            )
     return pd.DataFrame(rows)
 
 
 def best_config(cs: pd.DataFrame, sp: pd.DataFrame) -> pd.DataFrame:
     """The best_config view: the largest paired speedup per window (the baseline at 1)."""
     wkeys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
-    base = cs[cs["method"] == "autoregressive"][wkeys].assign(method="autoregressive",
-                                                              speedup=1.0, significant=False)
+    base = cs[cs["method"] == "autoregressive"][wkeys].assign(
+        method="autoregressive", speedup=1.0, significant=False
+    )
     cands = pd.concat([sp[wkeys + ["method", "speedup", "significant"]], base])
     cands = cands.sort_values([*wkeys, "speedup", "method"], ascending=[True] * 6 + [False, True])
     best = cands.groupby(wkeys, as_index=False).first()
@@ -236,20 +318,28 @@ def _crossover_row(g: pd.DataFrame) -> dict:
         status = "stops paying" if stop is not None else "undetermined"
     at = g.iloc[stop] if stop is not None and len(levels) > 1 else {}
     point = list(g["speedup"])
-    cross_point = next((levels[i] for i in range(1, len(levels))
-                        if point[i] < 1 and max(point[:i]) >= 1), None)
+    cross_point = next(
+        (levels[i] for i in range(1, len(levels)) if point[i] < 1 and max(point[:i]) >= 1), None
+    )
     above = stop if stop is not None else unpaid
-    return {"status": status, "crossover_concurrency": at.get("concurrency"),
-            "crossover_speedup": at.get("speedup"), "crossover_ci_low": at.get("ci_low"),
-            "crossover_ci_high": at.get("ci_high"),
-            "paid_up_to": (levels[unpaid - 1] if unpaid else levels[-1]) if pays[0] else None,
-            "first_unpaid_concurrency": levels[unpaid] if unpaid is not None else None,
-            "point_crossover_concurrency": cross_point,
-            "pays_again_above": bool(status in ("stops paying", "undetermined")
-                                     and any(pays[above + 1:])),
-            "first_slower_concurrency": next((c for c, s in zip(levels, slower) if s), None),
-            "n_levels": len(levels), "concurrencies": levels,
-            "lowest_concurrency": levels[0], "highest_concurrency": levels[-1]}
+    return {
+        "status": status,
+        "crossover_concurrency": at.get("concurrency"),
+        "crossover_speedup": at.get("speedup"),
+        "crossover_ci_low": at.get("ci_low"),
+        "crossover_ci_high": at.get("ci_high"),
+        "paid_up_to": (levels[unpaid - 1] if unpaid else levels[-1]) if pays[0] else None,
+        "first_unpaid_concurrency": levels[unpaid] if unpaid is not None else None,
+        "point_crossover_concurrency": cross_point,
+        "pays_again_above": bool(
+            status in ("stops paying", "undetermined") and any(pays[above + 1 :])
+        ),
+        "first_slower_concurrency": next((c for c, s in zip(levels, slower) if s), None),
+        "n_levels": len(levels),
+        "concurrencies": levels,
+        "lowest_concurrency": levels[0],
+        "highest_concurrency": levels[-1],
+    }
 
 
 def crossover(sp: pd.DataFrame) -> pd.DataFrame:
@@ -263,36 +353,70 @@ def agentic_turns(rm: pd.DataFrame) -> pd.DataFrame:
     """The agentic_turns view: per-turn medians over session requests."""
     ag = rm[rm["session_id"].notna() & rm["ok"]]
     keys = ["campaign_id", "engine", "tp", "method", "workload", "turn"]
-    return ag.groupby(keys).agg(
-        n=("request_id", "size"), ttft_p50_s=("ttft_s", "median"), e2e_p50_s=("e2e_s", "median"),
-        decode_tps_p50=("decode_tps", "median"), prompt_tokens_p50=("prompt_tokens", "median"),
-        cached_tokens_p50=("cached_tokens", "median"),
-        output_tokens_p50=("output_tokens", "median")).reset_index()
+    return (
+        ag.groupby(keys)
+        .agg(
+            n=("request_id", "size"),
+            ttft_p50_s=("ttft_s", "median"),
+            e2e_p50_s=("e2e_s", "median"),
+            decode_tps_p50=("decode_tps", "median"),
+            prompt_tokens_p50=("prompt_tokens", "median"),
+            cached_tokens_p50=("cached_tokens", "median"),
+            output_tokens_p50=("output_tokens", "median"),
+        )
+        .reset_index()
+    )
 
 
 def _meta(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("INSERT INTO campaigns VALUES (?, 'local', 'ab12', 'name: old', 'autoregressive',"
-                " ?, ?, 'complete')",
-                [OLD_CAMPAIGN, T0 - timedelta(days=3), T0 - timedelta(days=2)])
-    con.execute("INSERT INTO campaigns VALUES (?, 'local', ?, ?, 'autoregressive', ?, NULL,"
-                " 'interrupted')",
-                [CAMPAIGN, "abc123def456" * 5, PLAN_YAML, T0])
-    env = [("cpu.model", "AMD EPYC # 64-core"), ("engine.version", "b4500 (commit 1a2b_3c)"),
-           ("server.prompt_cache", "enabled, 50% of RAM"), ("note", HOSTILE[0]),
-           ("env.FLAGS", HOSTILE[4])]
-    con.executemany("INSERT INTO environment VALUES (?, 'localhost', ?, ?)",
-                    [[CAMPAIGN, k, v] for k, v in env])
+    con.execute(
+        "INSERT INTO campaigns VALUES (?, 'local', 'ab12', 'name: old', 'autoregressive',"
+        " ?, ?, 'complete')",
+        [OLD_CAMPAIGN, T0 - timedelta(days=3), T0 - timedelta(days=2)],
+    )
+    con.execute(
+        "INSERT INTO campaigns VALUES (?, 'local', ?, ?, 'autoregressive', ?, NULL, 'interrupted')",
+        [CAMPAIGN, "abc123def456" * 5, PLAN_YAML, T0],
+    )
+    env = [
+        ("cpu.model", "AMD EPYC # 64-core"),
+        ("engine.version", "b4500 (commit 1a2b_3c)"),
+        ("server.prompt_cache", "enabled, 50% of RAM"),
+        ("note", HOSTILE[0]),
+        ("env.FLAGS", HOSTILE[4]),
+    ]
+    con.executemany(
+        "INSERT INTO environment VALUES (?, 'localhost', ?, ?)", [[CAMPAIGN, k, v] for k, v in env]
+    )
     for i, method in enumerate(METHODS):
-        cmd = (f"llama-server --model /models/SmolLM2_135M.gguf --port 0 --spec {method} "
-               + HOSTILE[1] + " " + HOSTILE[2])
-        con.execute("INSERT INTO services VALUES (?, ?, ?, 'llama.cpp', ?, 1, '', 'localhost', ?,"
-                    " ?, ?, ?, ?, 'stopped', NULL, ?, ?, 1, 1)",  # run, replica
-                    [f"svc-{method}", CAMPAIGN, f"cfg-{method}", method, cmd, T0, T0, T0,
-                     1.5 + i, "log: " + HOSTILE[3], TRANSPORT.get(method, "direct")])
+        cmd = (
+            f"llama-server --model /models/SmolLM2_135M.gguf --port 0 --spec {method} "
+            + HOSTILE[1]
+            + " "
+            + HOSTILE[2]
+        )
+        con.execute(
+            "INSERT INTO services VALUES (?, ?, ?, 'llama.cpp', ?, 1, '', 'localhost', ?,"
+            " ?, ?, ?, ?, 'stopped', NULL, ?, ?, 1, 1)",  # run, replica
+            [
+                f"svc-{method}",
+                CAMPAIGN,
+                f"cfg-{method}",
+                method,
+                cmd,
+                T0,
+                T0,
+                T0,
+                1.5 + i,
+                "log: " + HOSTILE[3],
+                TRANSPORT.get(method, "direct"),
+            ],
+        )
 
 
-def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
-              rm: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def summaries(
+    con: duckdb.DuckDBPyConnection, req: pd.DataFrame, rm: pd.DataFrame
+) -> dict[str, pd.DataFrame]:
     """campaign_summary, environment_summary and service_summary (VIEWS.md), from the raw
     rows _meta wrote (the fixture has no units rows: every unit count is 0)."""
     camp = con.execute("SELECT * FROM campaigns").df()
@@ -302,7 +426,8 @@ def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
     camp["duration_s"] = (camp["finished_at"] - camp["started_at"]).dt.total_seconds()
     camp["n_services"] = camp["campaign_id"].map(svc.groupby("campaign_id").size())
     camp["n_services_failed"] = camp["campaign_id"].map(
-        svc[svc["state"] == "failed"].groupby("campaign_id").size())
+        svc[svc["state"] == "failed"].groupby("campaign_id").size()
+    )
     camp["n_units"] = camp["n_units_incomplete"] = 0
     camp["n_requests"] = camp["campaign_id"].map(by_req.size())
     camp["n_warmup"] = camp["campaign_id"].map(by_req["is_warmup"].sum())
@@ -315,26 +440,50 @@ def summaries(con: duckdb.DuckDBPyConnection, req: pd.DataFrame,
     env["topic"] = env["key"].str.split(".").str[0]
     env["n_hosts"] = env.groupby("campaign_id")["host"].transform("nunique")
     svc = svc.drop(columns=["log_tail"])
-    for col, rows in (("n_warmup", req[req["is_warmup"]]), ("n_measured", rm),
-                      ("n_ok", rm[rm["ok"]])):
+    for col, rows in (
+        ("n_warmup", req[req["is_warmup"]]),
+        ("n_measured", rm),
+        ("n_ok", rm[rm["ok"]]),
+    ):
         svc[col] = svc["service_id"].map(rows.groupby("service_id").size()).fillna(0)
     svc["n_units"] = svc["n_units_incomplete"] = 0
     svc["n_failed"] = svc["n_measured"] - svc["n_ok"]
     svc["n_gpus"] = 0
     svc["own_flags"] = "--spec " + svc["method"] + " " + HOSTILE[4]
-    return {"campaign_summary": camp, "environment_summary": env, "service_summary": svc,
-            "host_summary": host_summary()}
+    return {
+        "campaign_summary": camp,
+        "environment_summary": env,
+        "service_summary": svc,
+        "host_summary": host_summary(),
+    }
 
 
 def host_summary() -> pd.DataFrame:
     """The host_summary view of _meta's facts (a CPU host, no GPUs)."""
-    return pd.DataFrame([{
-        "campaign_id": CAMPAIGN, "host": "localhost", "os": "Linux 6.1", "cpu_model":
-        "AMD EPYC # 64-core", "cpu_count": "2", "memory_gb": "7.8", "n_gpus": 0,
-        "gpu_models": None, "gpu_memory_gib": None, "driver": None, "cuda": None,
-        "engine_kind": "llamacpp", "engine_model": "/models/SmolLM2_135M.gguf",
-        "engine_build": "b4500 (commit 1a2b_3c)", "python": "3.11.2",
-        "specsweep_version": "0.1", "gpu_hour_usd": None, "n_services": 3}])
+    return pd.DataFrame(
+        [
+            {
+                "campaign_id": CAMPAIGN,
+                "host": "localhost",
+                "os": "Linux 6.1",
+                "cpu_model": "AMD EPYC # 64-core",
+                "cpu_count": "2",
+                "memory_gb": "7.8",
+                "n_gpus": 0,
+                "gpu_models": None,
+                "gpu_memory_gib": None,
+                "driver": None,
+                "cuda": None,
+                "engine_kind": "llamacpp",
+                "engine_model": "/models/SmolLM2_135M.gguf",
+                "engine_build": "b4500 (commit 1a2b_3c)",
+                "python": "3.11.2",
+                "specsweep_version": "0.1",
+                "gpu_hour_usd": None,
+                "n_services": 3,
+            }
+        ]
+    )
 
 
 ENERGY_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency", "method"]
@@ -366,13 +515,24 @@ def energy_objects(cs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     rows = []
     for _, r in we[(we["method"] != "autoregressive") & ~sparse].iterrows():
         ratio = jpt[r["method"]] / 2.0
-        rows.append({**{k: r[k] for k in ENERGY_KEY}, "baseline": "autoregressive",
-                     "energy_ratio": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05,
-                     "significant": True, "n": 12, "n_prompts": 6})
+        rows.append(
+            {
+                **{k: r[k] for k in ENERGY_KEY},
+                "baseline": "autoregressive",
+                "energy_ratio": ratio,
+                "ci_low": ratio - 0.05,
+                "ci_high": ratio + 0.05,
+                "significant": True,
+                "n": 12,
+                "n_prompts": 6,
+            }
+        )
     usable = we[~sparse]
     es = usable.groupby(ENERGY_KEY, as_index=False).agg(
-        energy_j=("energy_j", "sum"), output_tokens_sum=("output_tokens_sum", "sum"),
-        cost_per_mtok_usd=("cost_per_mtok_usd", "mean"))
+        energy_j=("energy_j", "sum"),
+        output_tokens_sum=("output_tokens_sum", "sum"),
+        cost_per_mtok_usd=("cost_per_mtok_usd", "mean"),
+    )
     es["j_per_token"] = es["energy_j"] / es["output_tokens_sum"]
     es["tokens_per_j"] = 1 / es["j_per_token"]
     return {"window_energy": we, "energy_summary": es, "energy_ratio": pd.DataFrame(rows)}
@@ -386,26 +546,43 @@ def gpu_samples(req: pd.DataFrame, watts: float = 250.0) -> pd.DataFrame:
     for key, win in req.groupby(keys):
         end = float((win["start_s"] + win["e2e_s"]).max())
         for i in range(int(end * 10) + 2):
-            rows.append({**dict(zip(keys, key)), "gpu_index": 0, "t_s": i / 10,
-                         "power_w": watts, "energy_j": None, "sm_clock_mhz": 1980.0,
-                         "mem_clock_mhz": 2619.0, "util_gpu_pct": 90.0, "util_mem_pct": 30.0,
-                         "memory_used_mib": 1000.0, "temperature_c": 50.0,
-                         "throttle_reasons": ""})
+            rows.append(
+                {
+                    **dict(zip(keys, key)),
+                    "gpu_index": 0,
+                    "t_s": i / 10,
+                    "power_w": watts,
+                    "energy_j": None,
+                    "sm_clock_mhz": 1980.0,
+                    "mem_clock_mhz": 2619.0,
+                    "util_gpu_pct": 90.0,
+                    "util_mem_pct": 30.0,
+                    "memory_used_mib": 1000.0,
+                    "temperature_c": 50.0,
+                    "throttle_reasons": "",
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def populate(path: Path, agentic: bool = True, windows: list = WINDOWS,
-             energy: bool = False) -> Path:
+def populate(
+    path: Path, agentic: bool = True, windows: list = WINDOWS, energy: bool = False
+) -> Path:
     """Create the DuckDB file: raw tables from the DDL plus analysis tables (with GPU energy
     objects when `energy`)."""
     req = raw_requests(agentic, windows)
     rm = request_metrics(req)
     cs = config_summary(rm)
     sp = speedup(rm, cs)
-    objects = {"request_metrics": rm, "request_distribution": request_distribution(rm),
-               "config_summary": cs, "speedup": sp,
-               "best_config": best_config(cs, sp), "agentic_turns": agentic_turns(rm),
-               "crossover": crossover(sp)}
+    objects = {
+        "request_metrics": rm,
+        "request_distribution": request_distribution(rm),
+        "config_summary": cs,
+        "speedup": sp,
+        "best_config": best_config(cs, sp),
+        "agentic_turns": agentic_turns(rm),
+        "crossover": crossover(sp),
+    }
     if energy:
         objects |= energy_objects(cs)
     with duckdb.connect(str(path)) as con:

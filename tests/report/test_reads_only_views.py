@@ -29,8 +29,9 @@ CATALOG = {"information_schema.tables"}  # what objects exist, not data
 STORED = set(analyze_compare.OBJECTS)  # written by `python -m analyze compare A B`
 PARAMS = {"analysis_params"}  # the baseline analyze bound, written by analyze.build.run
 RAW = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL.read_text())
-FIGURES = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
-                         "crossover", "agentic"])
+FIGURES = dict.fromkeys(
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+)
 
 
 def _report_strings() -> list[tuple[str, str]]:
@@ -49,17 +50,24 @@ def _names_passed_to_by_campaign() -> set[str]:
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_by_campaign", "opt"):
-            names |= {a.value for a in node.args if isinstance(a, ast.Constant)
-                      and isinstance(a.value, str) and "," not in a.value}
+            names |= {
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and "," not in a.value
+            }
     return names
 
 
 def test_every_table_the_reports_sql_names_is_an_analysis_object() -> None:
-    named = {(file, m.group(1)) for file, text in _report_strings()
-             for m in SQL_NAME.finditer(text)}
+    named = {
+        (file, m.group(1)) for file, text in _report_strings() for m in SQL_NAME.finditer(text)
+    }
     assert ("data.py", "campaign_summary") in named  # the pattern finds what it should
-    stray = {(f, n) for f, n in named
-             if n not in analyze_build.OBJECTS and n not in CATALOG | STORED | PARAMS}
+    stray = {
+        (f, n)
+        for f, n in named
+        if n not in analyze_build.OBJECTS and n not in CATALOG | STORED | PARAMS
+    }
     assert "TABLE analysis_params" in analyze_build.PARAMS_DDL
     assert not stray, f"report SQL reads objects analyze does not build: {sorted(stray)}"
 
@@ -88,8 +96,9 @@ def test_the_report_builds_from_analysis_objects_alone(report_db: Path, tmp_path
     assert "12 warm-up request(s) were excluded" in tex
 
 
-def test_a_file_analysed_before_the_summaries_asks_for_analyze(report_db: Path,
-                                                                tmp_path: Path) -> None:
+def test_a_file_analysed_before_the_summaries_asks_for_analyze(
+    report_db: Path, tmp_path: Path
+) -> None:
     path = tmp_path / "old.duckdb"
     shutil.copyfile(report_db, path)
     with duckdb.connect(str(path)) as con:

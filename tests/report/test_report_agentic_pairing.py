@@ -9,9 +9,20 @@ from report.context import agentic_table
 
 
 def _turns(pairings: list[str] | None) -> pd.DataFrame:
-    rows = [{"workload": "ag", "method": m, "turn": t, "n": 2, "prompt_tokens_p50": 100.0 * (t + 1),
-             "cached_tokens_p50": 0.0, "ttft_p50_s": 0.1, "decode_tps_p50": 50.0}
-            for m in ("autoregressive", "ngram") for t in (0, 1)]
+    rows = [
+        {
+            "workload": "ag",
+            "method": m,
+            "turn": t,
+            "n": 2,
+            "prompt_tokens_p50": 100.0 * (t + 1),
+            "cached_tokens_p50": 0.0,
+            "ttft_p50_s": 0.1,
+            "decode_tps_p50": 50.0,
+        }
+        for m in ("autoregressive", "ngram")
+        for t in (0, 1)
+    ]
     frame = pd.DataFrame(rows)
     if pairings is not None:
         frame["pairing"] = pairings

@@ -21,8 +21,9 @@ from tests.report.conftest import _meta, raw_requests
 
 OTHER = "plain-ar"  # not "autoregressive", and sorts after the other methods
 FIRST = mcolors.to_rgb(COLORBLIND[0])  # the baseline's colour
-FIGURES = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover",
-                         "agentic"])
+FIGURES = dict.fromkeys(
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,11 @@ def analysed_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with duckdb.connect(str(path)) as con:
         con.execute(DDL.read_text())
         _meta(con)
-        con.execute("UPDATE services SET method = ?, config_id = ?, service_id = ? "
-                    "WHERE method = 'autoregressive'", [OTHER, f"cfg-{OTHER}", f"svc-{OTHER}"])
+        con.execute(
+            "UPDATE services SET method = ?, config_id = ?, service_id = ? "
+            "WHERE method = 'autoregressive'",
+            [OTHER, f"cfg-{OTHER}", f"svc-{OTHER}"],
+        )
         con.register("req_df", req)
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
     analyze_build.run(path, baseline=OTHER)
@@ -57,8 +61,9 @@ def test_the_report_uses_the_baseline_analyze_used(analysed_other: Path) -> None
     assert "baseline: \\emph{autoregressive}" not in tex
 
 
-def test_without_analysis_params_the_campaigns_baseline(analysed_other: Path,
-                                                        tmp_path: Path) -> None:
+def test_without_analysis_params_the_campaigns_baseline(
+    analysed_other: Path, tmp_path: Path
+) -> None:
     path = tmp_path / "no-params.duckdb"
     shutil.copyfile(analysed_other, path)
     with duckdb.connect(str(path)) as con:
@@ -67,8 +72,9 @@ def test_without_analysis_params_the_campaigns_baseline(analysed_other: Path,
     assert load(path).baseline == "plan-base"
 
 
-def test_a_file_naming_no_baseline_falls_back_to_autoregressive(analysed_other: Path,
-                                                                tmp_path: Path) -> None:
+def test_a_file_naming_no_baseline_falls_back_to_autoregressive(
+    analysed_other: Path, tmp_path: Path
+) -> None:
     path = tmp_path / "neither.duckdb"
     shutil.copyfile(analysed_other, path)
     with duckdb.connect(str(path)) as con:

@@ -35,15 +35,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pdf_text(pdf: Path) -> str:
-    out = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
     return " ".join(out.split())
 
 
 def _raw_decode(db: Path) -> pd.DataFrame:
     with duckdb.connect(str(db), read_only=True) as con:
-        req = con.execute("SELECT * FROM requests WHERE campaign_id = ? AND NOT is_warmup "
-                          "AND ok AND session_id IS NULL", [CAMPAIGN]).df()
+        req = con.execute(
+            "SELECT * FROM requests WHERE campaign_id = ? AND NOT is_warmup "
+            "AND ok AND session_id IS NULL",
+            [CAMPAIGN],
+        ).df()
     req["decode_tps"] = (req["output_tokens"] - 1) / (req["e2e_s"] - req["ttft_s"])
     return req
 
@@ -70,11 +74,14 @@ def test_speedup_table_matches_raw_requests(built: tuple[Path, str], report_db: 
     assert len(rows) == len(WINDOWS) * len(methods)
     req = _raw_decode(report_db)
     for row in rows:
-        win = req[(req["workload"] == row["workload"])
-                  & (req["max_tokens"] == int(row["max_tokens"]))
-                  & (req["concurrency"] == int(row["concurrency"]))]
-        expected = decode_speedup(win[win["method"] == row["method"]],
-                                  win[win["method"] == "autoregressive"])
+        win = req[
+            (req["workload"] == row["workload"])
+            & (req["max_tokens"] == int(row["max_tokens"]))
+            & (req["concurrency"] == int(row["concurrency"]))
+        ]
+        expected = decode_speedup(
+            win[win["method"] == row["method"]], win[win["method"] == "autoregressive"]
+        )
         assert row["speedup"] == f"{expected:.2f}", row
 
 
@@ -100,16 +107,19 @@ def test_crossover_section_charts_and_tabulates_the_sweep(built: tuple[Path, str
     single-level workloads are left out."""
     pdf, tex = built
     text = _pdf_text(pdf)
-    assert ("Speculation stops paying (significantly slower than the baseline after being "
-            "significantly faster at lower concurrency) in 0 of 2 swept setting(s); of the "
-            "others, 1 pays at the lowest concurrency and then cannot be told from the "
-            "baseline (too little data to say where it stops), 1 never pays.") in text
+    assert (
+        "Speculation stops paying (significantly slower than the baseline after being "
+        "significantly faster at lower concurrency) in 0 of 2 swept setting(s); of the "
+        "others, 1 pays at the lowest concurrency and then cannot be told from the "
+        "baseline (too little data to say where it stops), 1 never pays."
+    ) in text
     assert "\\fitfigure{crossover.pdf}" in tex
     assert "4 setting(s) measured at a single concurrency level are left out" in text
     rows = re.findall(r"chat&64&1&(\S+?)&1, 4&([a-z ]+)&([^&]+)&([^&]*)&([^&]*)&", tex)
-    assert rows == [("ddtree\\_b8", "undetermined", "not measured (\\textgreater{} 1)", "",
-                     ""),
-                    ("dflash", "never pays", "-{}-", "", "")]
+    assert rows == [
+        ("ddtree\\_b8", "undetermined", "not measured (\\textgreater{} 1)", "", ""),
+        ("dflash", "never pays", "-{}-", "", ""),
+    ]
 
 
 @needs_latex
@@ -120,16 +130,16 @@ def test_no_sweep_says_so_instead_of_a_chart(report_db_no_sweep: Path, tmp_path:
     assert "crossover.pdf" not in pdf.with_suffix(".tex").read_text(encoding="utf-8")
 
 
-def test_database_without_crossover_view_asks_for_analyze(report_db: Path,
-                                                           tmp_path: Path) -> None:
+def test_database_without_crossover_view_asks_for_analyze(report_db: Path, tmp_path: Path) -> None:
     old = tmp_path / "old.duckdb"
     shutil.copyfile(report_db, old)
     with duckdb.connect(str(old)) as con:
         con.execute("DROP TABLE crossover")
     data = load(old)
     assert data.crossover is None
-    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
-                             "crossover", "agentic"])
+    figures = dict.fromkeys(
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    )
     tex = render_tex(build_context(data, figures))
     assert "analysed before the crossover view existed" in tex
 
@@ -163,53 +173,75 @@ def test_unknown_campaign_and_missing_views(report_db: Path, tmp_path: Path) -> 
 @needs_latex
 def test_cli(report_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli" / "report.pdf"
-    proc = subprocess.run([sys.executable, "-m", "report", "--db", str(report_db), "--out",
-                           str(out), "--campaign", CAMPAIGN], cwd=ROOT, capture_output=True,
-                          check=False, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "report",
+            "--db",
+            str(report_db),
+            "--out",
+            str(out),
+            "--campaign",
+            CAMPAIGN,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(out) and out.exists()
 
 
-def test_colocated_measurements_are_counted_and_tabulated(report_db: Path,
-                                                          tmp_path: Path) -> None:
+def test_colocated_measurements_are_counted_and_tabulated(report_db: Path, tmp_path: Path) -> None:
     """A packed campaign: the threats section counts the requests that ran beside other
     services and tabulates their windows; without any, it says none did."""
-    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
-                             "crossover", "agentic"])
+    figures = dict.fromkeys(
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    )
     alone = render_tex(build_context(load(report_db), figures))
     assert "No measured request ran beside another service" in alone
     packed = tmp_path / "packed.duckdb"
     shutil.copyfile(report_db, packed)
     with duckdb.connect(str(packed)) as con:
-        con.execute("""CREATE TABLE colocation AS SELECT * FROM (VALUES
+        con.execute(
+            """CREATE TABLE colocation AS SELECT * FROM (VALUES
             (?, 'sglang', 1, 'chat', 256, 1, 'dflash', 10, 30, 2, 40.0, 36.0, 0.1, 0.1, 0.9),
             (?, 'sglang', 1, 'code', 256, 1, 'dflash', 12, 0, 0, 40.0, NULL, 0.1, NULL, NULL))
             AS t(campaign_id, engine, tp, workload, max_tokens, concurrency, method, n_alone,
                  n_colocated, neighbours_max, decode_tps_p50_alone, decode_tps_p50_colocated,
                  ttft_p50_alone, ttft_p50_colocated, colocated_over_alone)""",
-                    [CAMPAIGN, CAMPAIGN])
+            [CAMPAIGN, CAMPAIGN],
+        )
     tex = render_tex(build_context(load(packed), figures))
     assert "30 of 52 measured requests ran" in " ".join(tex.split())
     assert "0.90" in tex and "beside / alone" in tex
 
 
 def test_figure_workers_are_not_forked_from_the_report_process(
-        report_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A worker's parent is the fork server, not this process (which, in this suite, holds a
     Ray client's gRPC threads: a fork of it once hung in CI)."""
     from functools import partial
 
     from report import figures
 
-    monkeypatch.setattr(figures, "figure_jobs", lambda data, outdir: [
-        ("speedup", partial(os.getppid)), ("accept", partial(os.getppid))])
+    monkeypatch.setattr(
+        figures,
+        "figure_jobs",
+        lambda data, outdir: [("speedup", partial(os.getppid)), ("accept", partial(os.getppid))],
+    )
     parents = figures.make_figures(load(report_db), tmp_path, workers=2)
     assert parents["speedup"] == parents["accept"] != os.getpid()
 
 
 def test_figures_drawn_by_worker_processes_equal_those_drawn_in_process(
-        report_db: Path, tmp_path: Path) -> None:
+    report_db: Path, tmp_path: Path
+) -> None:
     from report.figures import make_figures
 
     data = load(report_db)

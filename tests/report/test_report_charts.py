@@ -10,7 +10,8 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from report import charts
-from report.figures import PANEL_ROW, ratio_figure, save_figure, slug, sweep_frame, sweeps_figure
+from report.figures import slug
+from report.figures.layout import PANEL_ROW, ratio_figure, save_figure, sweep_frame, sweeps_figure
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
 
@@ -22,11 +23,18 @@ def palette() -> dict:
 
 
 def _speedup() -> pd.DataFrame:
-    return pd.DataFrame({
-        "workload": ["chat", "chat", "code", "code"], "max_tokens": [64] * 4,
-        "concurrency": [1, 1, 1, 1], "method": ["dflash", "ddtree_b8"] * 2,
-        "speedup": [1.4, 0.98, 1.9, 1.1], "ci_low": [1.2, 0.9, 1.7, 0.95],
-        "ci_high": [1.6, 1.05, 2.1, 1.3], "significant": [True, False, True, False]})
+    return pd.DataFrame(
+        {
+            "workload": ["chat", "chat", "code", "code"],
+            "max_tokens": [64] * 4,
+            "concurrency": [1, 1, 1, 1],
+            "method": ["dflash", "ddtree_b8"] * 2,
+            "speedup": [1.4, 0.98, 1.9, 1.1],
+            "ci_low": [1.2, 0.9, 1.7, 0.95],
+            "ci_high": [1.6, 1.05, 2.1, 1.3],
+            "significant": [True, False, True, False],
+        }
+    )
 
 
 def _summary() -> pd.DataFrame:
@@ -42,9 +50,22 @@ def _requests() -> pd.DataFrame:
     rows = []
     for m in METHODS:
         for metric, b in (("decode_tps", 10.0 + 5 * (m == "dflash")), ("ttft_s", 0.1)):
-            rows.append({"method": m, "metric": metric, "n": 8, "mean": b + 3, "min": b,
-                         "whislo": b + 1, "p25": b + 2, "p50": b + 3, "p75": b + 4,
-                         "iqr": 2.0, "whishi": b + 6, "max": b + 9})
+            rows.append(
+                {
+                    "method": m,
+                    "metric": metric,
+                    "n": 8,
+                    "mean": b + 3,
+                    "min": b,
+                    "whislo": b + 1,
+                    "p25": b + 2,
+                    "p50": b + 3,
+                    "p75": b + 4,
+                    "iqr": 2.0,
+                    "whishi": b + 6,
+                    "max": b + 9,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -61,10 +82,19 @@ def _sweep() -> pd.DataFrame:
     rows = []
     for i, m in enumerate(EIGHT):
         for c, s in ((1, 1.5 + 0.05 * i), (4, 1.0 + 0.2 * (i % 2)), (16, 0.9)):
-            rows.append((m, c, s, s - 0.08, s + 0.08, abs(s - 1) > 0.08,
-                         c == 4 and i % 2 == 0))
-    return pd.DataFrame(rows, columns=["method", "concurrency", "speedup", "ci_low", "ci_high",
-                                       "significant", "is_crossover"])
+            rows.append((m, c, s, s - 0.08, s + 0.08, abs(s - 1) > 0.08, c == 4 and i % 2 == 0))
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "concurrency",
+            "speedup",
+            "ci_low",
+            "ci_high",
+            "significant",
+            "is_crossover",
+        ],
+    )
 
 
 CASES = [
@@ -107,8 +137,9 @@ def test_speedup_colours_follow_palette(palette: dict) -> None:
     charts.plot_speedup_by_workload(ax, _speedup(), palette)
     drawn = dict(zip(*reversed(ax.get_legend_handles_labels())))
     assert tuple(drawn["dflash"].get_facecolor()[0][:3]) == pytest.approx(palette["dflash"])
-    assert any(line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0
-               for line in ax.get_lines())
+    assert any(
+        line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0 for line in ax.get_lines()
+    )
     # two workloads at one load point each: the workload names the points apart
     assert [t.get_text() for t in ax.get_xticklabels()] == ["chat\nc=1", "code\nc=1"]
     plt.close(fig)
@@ -125,8 +156,15 @@ def test_ratio_axis_is_log2_and_symmetric_around_one() -> None:
     low, high = ax.get_ylim()
     assert ax.get_yscale() == "log" and low * high == pytest.approx(1.0)
     assert 10.4 < high < 16
-    assert _ticks(ax) == {"0.125×": 0.125, "0.25×": 0.25, "0.5×": 0.5, "1×": 1.0, "2×": 2.0,
-                          "4×": 4.0, "8×": 8.0}
+    assert _ticks(ax) == {
+        "0.125×": 0.125,
+        "0.25×": 0.25,
+        "0.5×": 0.5,
+        "1×": 1.0,
+        "2×": 2.0,
+        "4×": 4.0,
+        "8×": 8.0,
+    }
     # a narrow range (0.9x to 1.2x) gets in-between ticks so the axis is not bare
     charts.ratio_axis(ax, [0.9, 1.2])
     assert set(_ticks(ax)) == {"0.8×", "1×", "1.25×"}
@@ -143,10 +181,24 @@ def _campaign_like() -> pd.DataFrame:
     points = [("agentic", 128, 1), ("agentic", 128, 4), ("chat", 256, 1), ("chat", 256, 16)]
     points += [("rewrite", mt, c) for mt in (64, 256) for c in (1, 4, 16)]
     points += [("summarize", 128, 1), ("summarize", 128, 4)]
-    rows = [(w, mt, c, m, 1.0 + 0.1 * i, 0.9, 10.0 if m == "dflash" else 1.3, i % 2 == 0)
-            for w, mt, c in points for i, m in enumerate(["dflash", "ddtree_b8", "x", "y"])]
-    return pd.DataFrame(rows, columns=["workload", "max_tokens", "concurrency", "method",
-                                       "speedup", "ci_low", "ci_high", "significant"])
+    rows = [
+        (w, mt, c, m, 1.0 + 0.1 * i, 0.9, 10.0 if m == "dflash" else 1.3, i % 2 == 0)
+        for w, mt, c in points
+        for i, m in enumerate(["dflash", "ddtree_b8", "x", "y"])
+    ]
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "workload",
+            "max_tokens",
+            "concurrency",
+            "method",
+            "speedup",
+            "ci_low",
+            "ci_high",
+            "significant",
+        ],
+    )
 
 
 def _overlaps(fig) -> list[tuple[str, str]]:
@@ -156,17 +208,21 @@ def _overlaps(fig) -> list[tuple[str, str]]:
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_text()]
         boxes = [t.get_window_extent() for t in labels]
-        out += [(labels[i].get_text(), labels[j].get_text())
-                for i in range(len(boxes)) for j in range(i + 1, len(boxes))
-                if boxes[i].overlaps(boxes[j])]
+        out += [
+            (labels[i].get_text(), labels[j].get_text())
+            for i in range(len(boxes))
+            for j in range(i + 1, len(boxes))
+            if boxes[i].overlaps(boxes[j])
+        ]
     return out
 
 
 def _legend_rows(fig) -> list[list[str]]:
     """The figure legend's labels as a reader sees them: rows top to bottom, left to right."""
     fig.canvas.draw()
-    spots = {t.get_text(): t.get_window_extent() for t in fig.legends[0].get_texts()
-             if t.get_text()}
+    spots = {
+        t.get_text(): t.get_window_extent() for t in fig.legends[0].get_texts() if t.get_text()
+    }
     rows: list[list[str]] = []
     last = None
     for y, lb in sorted(((-(b.y0 + b.y1) / 2, lb) for lb, b in spots.items())):
@@ -181,7 +237,12 @@ def test_ratio_figure_panels_per_workload_without_label_overlap(tmp_path: Path) 
     pal = charts.method_palette(["autoregressive", "dflash", "ddtree_b8", "x", "y"])
     fig = ratio_figure(_campaign_like(), charts.plot_speedup_by_workload, pal)
     assert [ax.get_title() for ax in fig.axes] == [
-        "agentic", "chat", "rewrite\nmax_tokens 64", "rewrite\nmax_tokens 256", "summarize"]
+        "agentic",
+        "chat",
+        "rewrite\nmax_tokens 64",
+        "rewrite\nmax_tokens 256",
+        "summarize",
+    ]
     assert [t.get_text() for t in fig.axes[2].get_xticklabels()] == ["c=1", "c=4", "c=16"]
     assert _overlaps(fig) == []
     # one y axis for all panels, log-2, symmetric around 1, labelled only on the first
@@ -191,15 +252,27 @@ def test_ratio_figure_panels_per_workload_without_label_overlap(tmp_path: Path) 
     # the legend as read, row by row: the methods, then a row saying what the markers mean
     assert _legend_rows(fig) == [
         ["ddtree_b8", "dflash", "x", "y"],
-        ["filled: significant (Holm-adjusted over the campaign)", "hollow: not significant"]]
+        ["filled: significant (Holm-adjusted over the campaign)", "hollow: not significant"],
+    ]
     assert save_figure(fig, tmp_path / "speedup.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_ratio_figure_wraps_rows_past_panel_row(palette: dict) -> None:
     """Nine workloads at three load points each do not fit one row of PANEL_ROW points."""
     rows = [(f"w{w}", 64, c, "dflash", 1.2, 1.1, 1.3, True) for w in range(9) for c in (1, 2, 4)]
-    frame = pd.DataFrame(rows, columns=["workload", "max_tokens", "concurrency", "method",
-                                        "speedup", "ci_low", "ci_high", "significant"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "workload",
+            "max_tokens",
+            "concurrency",
+            "method",
+            "speedup",
+            "ci_low",
+            "ci_high",
+            "significant",
+        ],
+    )
     fig = ratio_figure(frame, charts.plot_speedup_by_workload, palette)
     tops = sorted({round(ax.get_position().y1, 3) for ax in fig.axes})
     assert len(tops) == -(-9 * 3 // PANEL_ROW)
@@ -231,8 +304,9 @@ def test_speedup_by_concurrency_rings_crossovers_and_tells_eight_methods_apart()
     rings = handles[-1].get_offsets()
     # four crossovers at concurrency 4, each shifted sideways by less than a fifth of a doubling
     assert len(rings) == 4 and all(4 * 2**-0.2 < x < 4 * 2**0.2 for x in rings[:, 0])
-    assert any(line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0
-               for line in ax.get_lines())
+    assert any(
+        line.get_linestyle() == "--" and line.get_ydata()[0] == 1.0 for line in ax.get_lines()
+    )
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "16"]
     plt.close(fig)
 
@@ -244,13 +318,23 @@ def _facetted() -> pd.DataFrame:
         for m in ("dflash", "ddtree_b8"):
             for c, lo in ((1, 1.2), (4, 0.9 if m == "dflash" else 1.1)):
                 sp.append(("e", tp, "chat $x$", 64, c, m, lo + 0.1, lo, lo + 0.2, lo > 1))
-            cx.append(("e", tp, "chat $x$", 64, m, "crosses" if m == "dflash" else "always pays",
-                       4 if m == "dflash" else None))
+            cx.append(
+                (
+                    "e",
+                    tp,
+                    "chat $x$",
+                    64,
+                    m,
+                    "crosses" if m == "dflash" else "always pays",
+                    4 if m == "dflash" else None,
+                )
+            )
             sp.append(("e", tp, "code", 64, 1, m, 1.5, 1.4, 1.6, True))
             cx.append(("e", tp, "code", 64, m, "single level", None))
     key = ["engine", "tp", "workload", "max_tokens"]
-    speed = pd.DataFrame(sp, columns=[*key, "concurrency", "method", "speedup", "ci_low",
-                                      "ci_high", "significant"])
+    speed = pd.DataFrame(
+        sp, columns=[*key, "concurrency", "method", "speedup", "ci_low", "ci_high", "significant"]
+    )
     cross = pd.DataFrame(cx, columns=[*key, "method", "status", "crossover_concurrency"])
     return sweep_frame(speed, cross)
 
@@ -267,22 +351,28 @@ def test_sweep_frame_keeps_swept_settings_and_marks_crossovers() -> None:
 def test_sweeps_figure_has_a_panel_per_tp_and_one_legend(palette: dict, tmp_path: Path) -> None:
     fig = sweeps_figure(_facetted(), palette)
     assert [ax.get_title() for ax in fig.axes] == [r"chat \$x\$ | TP1", r"chat \$x\$ | TP4"]
-    assert _legend_rows(fig) == [["ddtree_b8", "dflash", "crossover"],
-                                 ["filled: significant (Holm-adjusted over the campaign)",
-                                  "hollow: not significant"]]
+    assert _legend_rows(fig) == [
+        ["ddtree_b8", "dflash", "crossover"],
+        ["filled: significant (Holm-adjusted over the campaign)", "hollow: not significant"],
+    ]
     assert all(ax.get_yscale() == "log" for ax in fig.axes)
     assert save_figure(fig, tmp_path / "crossover.pdf").read_bytes().startswith(b"%PDF")
 
 
-def test_energy_ratio_chart_draws_the_ratios_and_names_its_axis(palette: dict,
-                                                                 tmp_path: Path) -> None:
+def test_energy_ratio_chart_draws_the_ratios_and_names_its_axis(
+    palette: dict, tmp_path: Path
+) -> None:
     """energy_ratio rows drawn like the speedup chart: one marker per row at its ratio."""
     frame = _speedup().rename(columns={"speedup": "energy_ratio"})
     fig, ax = plt.subplots()
     charts.plot_energy_ratio_by_workload(ax, frame, palette)
     assert ax.get_ylabel() == "J/token vs baseline"
-    drawn = sorted(float(y) for c in ax.collections if isinstance(c, PathCollection)
-                   for _, y in c.get_offsets())
+    drawn = sorted(
+        float(y)
+        for c in ax.collections
+        if isinstance(c, PathCollection)
+        for _, y in c.get_offsets()
+    )
     assert drawn == sorted(frame["energy_ratio"])
     assert save_figure(fig, tmp_path / "energy.pdf").stat().st_size > 0
     fig, ax = plt.subplots()
@@ -303,8 +393,14 @@ def test_boxes_are_drawn_from_the_distribution_rows(palette: dict) -> None:
     dflash = list(palette).index("dflash")
     ys = boxes[dflash].get_path().vertices[:, 1]
     assert (ys.min(), ys.max()) == (17.0, 19.0)
-    ends = sorted({round(y, 9) for line in ax.lines for y in line.get_ydata()
-                   if abs(line.get_xdata()[0] - dflash) < 0.5})
+    ends = sorted(
+        {
+            round(y, 9)
+            for line in ax.lines
+            for y in line.get_ydata()
+            if abs(line.get_xdata()[0] - dflash) < 0.5
+        }
+    )
     assert ends == [16.0, 17.0, 18.0, 19.0, 21.0]  # whislo, box, median, box, whishi
     assert not ax.collections  # no strip of points
     plt.close(fig)

@@ -27,8 +27,12 @@ PLAN = "nightly_%&#{x}"
 
 
 def _report(db: Path, out: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "report", "--db", str(db), "--compare", a, b,
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "report", "--db", str(db), "--compare", a, b, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,30 +40,40 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = _db(tmp_path_factory.mktemp("compare"), 0.6, extra=True, plan=PLAN)
     with duckdb.connect(str(db)) as con:
         for i, value in enumerate(HOSTILE):
-            con.execute("INSERT INTO environment VALUES ('A', 'gpu1', ?, 'x'), "
-                        "('B', 'gpu1', ?, ?)", [f"note.{i}", f"note.{i}", value])
+            con.execute(
+                "INSERT INTO environment VALUES ('A', 'gpu1', ?, 'x'), ('B', 'gpu1', ?, ?)",
+                [f"note.{i}", f"note.{i}", value],
+            )
     done = _compare(db)
     assert done.returncode == 0, done.stderr
     return db
 
 
-def test_the_pdf_names_the_slowdown_and_the_environment_change(stored: Path,
-                                                               tmp_path: Path) -> None:
+def test_the_pdf_names_the_slowdown_and_the_environment_change(
+    stored: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "compare.pdf"
     done = _report(stored, out)
     assert done.returncode == 0, done.stderr
     assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
     first = done.stdout.splitlines()[0]
     # decode and TPOT of ngram; TTFT has no spread, the p90s are point estimates
-    assert first.startswith("B is slower: 2 of 10 matched metrics are significantly worse, "
-                            "none better (Holm-adjusted); the largest decode-speed change is "
-                            "ngram chat 256 c=1 decode tok/s ") and "(-40%, 95% CI [" in first
+    assert (
+        first.startswith(
+            "B is slower: 2 of 10 matched metrics are significantly worse, "
+            "none better (Holm-adjusted); the largest decode-speed change is "
+            "ngram chat 256 c=1 decode tok/s "
+        )
+        and "(-40%, 95% CI [" in first
+    )
     text = " ".join(out.with_suffix(".tex").read_text().split())
     # the t interval of 0.6 with B's jitter: exp(ln 0.6 -/+ 2.571 * 0.0118) = 0.582, 0.618
     assert r"ngram chat 256 c=1 decode tok/s" in text and r"(-40\%, 95\% CI {[}-42\%" in text
     assert "p Holm" in text and "point estimate" in text  # the p90 rows
-    assert "Drift between the campaigns is measured by paired runs for 0 tested change(s), " \
+    assert (
+        "Drift between the campaigns is measured by paired runs for 0 tested change(s), "
         "by an A/A control for 0, and not at all for" in text
+    )
     assert "chat: not checked (a plan does not define the workload)" in text
     assert r"\textbf{0.29~$\rightarrow$~0.30} on gpu1: \texttt{engine.version}" in text
     assert "decode-ratio.pdf" in text  # the chart
@@ -80,7 +94,8 @@ def test_an_open_loop_comparison_names_its_load(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[0].startswith(
         "B is worse: 1 of 5 matched metrics are significantly worse, none better "
         "(Holm-adjusted); the largest change is autoregressive chat 256 poisson 2 rps TTFT "
-        "(s) 0.115 -> 0.17")
+        "(s) 0.115 -> 0.17"
+    )
     assert "(+50%, 95% CI [" in done.stdout.splitlines()[0]
     text = " ".join(out.with_suffix(".tex").read_text().split())
     assert "autoregressive chat 256 poisson 2 rps" in text and "TTFT (s)" in text
@@ -120,10 +135,12 @@ def test_a_comparison_stored_by_an_older_specsweep_asks_for_a_new_one(tmp_path: 
 
 
 def test_a_pair_is_found_by_id_or_by_plan_name() -> None:
-    runs = [("a1", "b1", "a1", "nightly", "2026-01-01", 5), ("a1", "b1", "b1", "nightly",
-                                                             "2026-01-02", 5),
-            ("a1", "b2", "a1", "nightly", "2026-01-01", 5), ("a1", "b2", "b2", "nightly",
-                                                             "2026-01-03", 5)]
+    runs = [
+        ("a1", "b1", "a1", "nightly", "2026-01-01", 5),
+        ("a1", "b1", "b1", "nightly", "2026-01-02", 5),
+        ("a1", "b2", "a1", "nightly", "2026-01-01", 5),
+        ("a1", "b2", "b2", "nightly", "2026-01-03", 5),
+    ]
     assert [r["campaign_id"] for r in pick_pair(runs, "a1", "b1")] == ["a1", "b1"]
     # plan names: the pair whose B started last
     assert [r["campaign_id"] for r in pick_pair(runs, "a1", "nightly")] == ["a1", "b2"]
@@ -135,41 +152,73 @@ LABELS = {"decode_tps": "decode tok/s"}  # metric_catalog's label, as report.com
 
 def _changes(*rows: tuple) -> pd.DataFrame:
     """metric, ratio, significant, worse, effect per row; window fixed."""
-    return pd.DataFrame([{"engine": "e", "tp": 1, "method": "m", "workload": "chat",
-                          "max_tokens": 64, "concurrency": c, "metric": metric,
-                          "label": LABELS.get(metric),
-                          "value_a": 10.0, "value_b": 10.0 * ratio, "ratio": ratio,
-                          "kind": "ratio", "difference": None,
-                          "ci_low": ratio * 0.9, "ci_high": ratio * 1.1,
-                          "significant": sig, "worse": worse, "effect": effect}
-                         for c, (metric, ratio, sig, worse, effect) in enumerate(rows, 1)])
+    return pd.DataFrame(
+        [
+            {
+                "engine": "e",
+                "tp": 1,
+                "method": "m",
+                "workload": "chat",
+                "max_tokens": 64,
+                "concurrency": c,
+                "metric": metric,
+                "label": LABELS.get(metric),
+                "value_a": 10.0,
+                "value_b": 10.0 * ratio,
+                "ratio": ratio,
+                "kind": "ratio",
+                "difference": None,
+                "ci_low": ratio * 0.9,
+                "ci_high": ratio * 1.1,
+                "significant": sig,
+                "worse": worse,
+                "effect": effect,
+            }
+            for c, (metric, ratio, sig, worse, effect) in enumerate(rows, 1)
+        ]
+    )
 
 
 def test_the_verdict_counts_and_names_the_largest_change_in_its_direction() -> None:
-    slower = _changes(("ttft_s", 4.0, True, True, 1.39), ("decode_tps", 0.5, True, True, 0.69),
-                      ("decode_tps", 0.8, True, True, 0.22), ("decode_tps", 1.3, True, False,
-                                                               0.26),
-                      ("tpot_s", 1.01, False, True, 0.01))
+    slower = _changes(
+        ("ttft_s", 4.0, True, True, 1.39),
+        ("decode_tps", 0.5, True, True, 0.69),
+        ("decode_tps", 0.8, True, True, 0.22),
+        ("decode_tps", 1.3, True, False, 0.26),
+        ("tpot_s", 1.01, False, True, 0.01),
+    )
     assert summary(slower) == (
         "B is slower: 3 of 5 matched metrics are significantly worse, 1 better (Holm-adjusted); "
         "the largest decode-speed change is m chat 64 c=2 decode tok/s 10.0 -> 5.00 (-50%, "
-        "95% CI [-55%, -45%]).")
+        "95% CI [-55%, -45%])."
+    )
     faster = _changes(("decode_tps", 1.25, True, False, 0.22), ("ttft_s", 1.0, False, False, 0))
-    assert summary(faster).startswith("B is faster: none of 2 matched metrics are "
-                                      "significantly worse, 1 better (Holm-adjusted); the "
-                                      "largest decode-speed change is m chat 64 c=1 decode "
-                                      "tok/s 10.0 -> 12.5 (+25%")
+    assert summary(faster).startswith(
+        "B is faster: none of 2 matched metrics are "
+        "significantly worse, 1 better (Holm-adjusted); the "
+        "largest decode-speed change is m chat 64 c=1 decode "
+        "tok/s 10.0 -> 12.5 (+25%"
+    )
     same = _changes(("decode_tps", 1.01, False, False, 0.01))
     assert summary(same).startswith("No significant change: none of the 1 matched")
     assert str(tex("a -> b 5%")) == r"a~$\rightarrow$~b 5\%"
 
 
 def test_changes_of_the_environment_are_grouped_by_what_changed() -> None:
-    env = pd.DataFrame({"host": ["h"] * 3, "key": ["service.ar.tp1.launch_command",
-                                                   "service.ngram.tp1.launch_command",
-                                                   "engine.version"],
-                        "value_a": ["/x -t 2", "/y -t 2", "1"],
-                        "value_b": ["/x -t 1", "/y -t 1", "line\nbreak " + "v" * 200],
-                        "change": ["-t 2 -> -t 1", "-t 2 -> -t 1", None]})
-    assert causes(env) == [("h", "service.*.tp1.launch_command (ar, ngram)", "-t 2 -> -t 1"),
-                           ("h", "engine.version", f"1 -> line break {'v' * 106}...")]
+    env = pd.DataFrame(
+        {
+            "host": ["h"] * 3,
+            "key": [
+                "service.ar.tp1.launch_command",
+                "service.ngram.tp1.launch_command",
+                "engine.version",
+            ],
+            "value_a": ["/x -t 2", "/y -t 2", "1"],
+            "value_b": ["/x -t 1", "/y -t 1", "line\nbreak " + "v" * 200],
+            "change": ["-t 2 -> -t 1", "-t 2 -> -t 1", None],
+        }
+    )
+    assert causes(env) == [
+        ("h", "service.*.tp1.launch_command (ar, ngram)", "-t 2 -> -t 1"),
+        ("h", "engine.version", f"1 -> line break {'v' * 106}..."),
+    ]

@@ -35,7 +35,7 @@ CORPUS = [
     "--long-flag --- and ,, `` '' << >>",
     "[optional] after row",
     "*starred",
-    "pipes | and <angle> and \"quotes\"",
+    'pipes | and <angle> and "quotes"',
     "naïve café Łódź — “curly” ‘single’ …",
     "tab\there",
 ]
@@ -45,13 +45,16 @@ HAS_PDFTOTEXT = shutil.which("pdftotext") is not None
 
 
 def _document(body: str) -> str:
-    return ("\\documentclass{article}\n" + PREAMBLE + "\\begin{document}\n\\raggedright"
-            "\\hyphenpenalty=10000\\exhyphenpenalty=10000\n" + body + "\n\\end{document}\n")
+    return (
+        "\\documentclass{article}\n" + PREAMBLE + "\\begin{document}\n\\raggedright"
+        "\\hyphenpenalty=10000\\exhyphenpenalty=10000\n" + body + "\n\\end{document}\n"
+    )
 
 
 def _pdf_text(pdf: Path) -> str:
-    out = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
     return " ".join(out.split())
 
 
@@ -134,12 +137,15 @@ def test_missing_latexmk_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_environment_escapes_by_default_and_keeps_raw() -> None:
     env = make_environment()
-    tpl = env.from_string(r"((( a ))) | ((( b ))) | ((( c|raw ))) | ((( n ))) ((= gone =))"
-                          r"((* if flag *))Y((* endif *)) {{ x }} {% y %}")
-    out = tpl.render(a=r"\input{x}", b=NoEscape(r"\textbf{b}"), c=r"\emph{c}", n=1.23456,
-                     flag=True)
-    assert out == (r"\textbackslash{}input\{x\} | \textbf{b} | \emph{c} | 1.23 Y"
-                   r" {{ x }} {% y %}")
+    tpl = env.from_string(
+        r"((( a ))) | ((( b ))) | ((( c|raw ))) | ((( n ))) ((= gone =))"
+        r"((* if flag *))Y((* endif *)) {{ x }} {% y %}"
+    )
+    out = tpl.render(a=r"\input{x}", b=NoEscape(r"\textbf{b}"), c=r"\emph{c}", n=1.23456, flag=True)
+    assert out == (
+        r"\textbackslash{}input\{x\} | \textbf{b} | \emph{c} | 1.23 Y"
+        r" {{ x }} {% y %}"
+    )
 
 
 def test_escape_filter_is_idempotent_with_finalize() -> None:

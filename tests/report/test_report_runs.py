@@ -56,7 +56,8 @@ def test_runs_differing_per_comparison_give_the_range() -> None:
     assert findings.runs_sentence(sp).startswith(
         "Intervals cross the campaign's runs (1 to 3 per comparison) with its prompts (a "
         "two-way variance: runs pooled where they differ by no more than noise). Between "
-        "runs: a median 56\\% of one run's speedup variance over 2 comparison(s)")
+        "runs: a median 56\\% of one run's speedup variance over 2 comparison(s)"
+    )
 
 
 def _with_runs(report_db: Path, path: Path) -> Path:

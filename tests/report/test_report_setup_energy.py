@@ -22,8 +22,9 @@ from tests.report.conftest import needs_latex
 
 def _pdf_text(pdf: Path, last_page: int | None = None) -> str:
     pages = ["-l", str(last_page)] if last_page else []
-    out = subprocess.run(["pdftotext", *pages, str(pdf), "-"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["pdftotext", *pages, str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
     return " ".join(out.split())
 
 
@@ -49,22 +50,22 @@ def test_setup_shows_a_host_table_and_one_row_per_service(plain_pdf: Path) -> No
     transport; launch commands and the key/value facts only after the appendix headings."""
     text = _pdf_text(plain_pdf)
     tex = plain_pdf.with_suffix(".tex").read_text(encoding="utf-8")
-    setup_tex = tex[tex.index("\\section{Setup}"):tex.index("\\section{Results}")]
-    host_row = ("AMD EPYC \\# 64-core (2 cores)&7.8&none&-{}-&-{}-&"
-                "llamacpp b4500 (commit 1a2b\\_3c)")
+    setup_tex = tex[tex.index("\\section{Setup}") : tex.index("\\section{Results}")]
+    host_row = "AMD EPYC \\# 64-core (2 cores)&7.8&none&-{}-&-{}-&llamacpp b4500 (commit 1a2b\\_3c)"
     assert host_row in setup_tex
-    setup = text[text.index("Setup"):text.index("Results")]
+    setup = text[text.index("Setup") : text.index("Results")]
     assert "--spec dflash 100% # $x$ & y_z ^ ~" in setup and "paramiko-tunnel" in setup
     assert "llama-server --model" not in setup and "server.prompt_cache" not in setup
-    appendix = text[text.index("Launch commands"):]
+    appendix = text[text.index("Launch commands") :]
     assert "llama-server --model" in appendix and "server.prompt_cache" in appendix
 
 
 @needs_latex
 def test_threats_name_the_service_measured_through_a_tunnel(plain_pdf: Path) -> None:
     text = _pdf_text(plain_pdf)
-    assert ("The receive stamps of dflash TP1 (paramiko-tunnel) were taken after an SSH "
-            "tunnel") in text
+    assert (
+        "The receive stamps of dflash TP1 (paramiko-tunnel) were taken after an SSH tunnel"
+    ) in text
     assert "The services ran without GPUs (CPU only)" in text
 
 
@@ -83,10 +84,12 @@ def test_energy_section_tabulates_charts_and_flags(energy_pdf: Path) -> None:
     text = _pdf_text(energy_pdf)
     tex = energy_pdf.with_suffix(".tex").read_text(encoding="utf-8")
     assert "energy.pdf" in tex
-    assert ("Energy per output token (GPU board power): 3 of 7 comparisons use significantly "
-            "less than the baseline and 4 significantly more; the lowest significant ratio is "
-            "dflash on "
-            "chat at 0.75") in text
+    assert (
+        "Energy per output token (GPU board power): 3 of 7 comparisons use significantly "
+        "less than the baseline and 4 significantly more; the lowest significant ratio is "
+        "dflash on "
+        "chat at 0.75"
+    ) in text
     assert "1 of 12 window(s) were sampled too sparsely" in text
     assert "1 of 12 window(s) were throttled and 0 showed a clock drop" in text
     assert "throttled: sw_power_cap" in text and "sparse (1 samples/GPU, gap 5.00 s)" in text
@@ -98,10 +101,24 @@ def test_energy_rows_join_the_ratio_and_leave_the_baselines_ratio_empty() -> Non
     """energy_summary rows of a baseline and a method, energy_ratio only for the method;
     a setting without usable windows (j_per_token NULL) is not a row."""
     key = {"engine": "e", "tp": 1, "workload": "w", "max_tokens": 8, "concurrency": 1}
-    es = pd.DataFrame([{**key, "method": m, "j_per_token": j}
-                       for m, j in (("autoregressive", 2.0), ("m", 1.0), ("x", None))])
-    er = pd.DataFrame([{**key, "method": "m", "energy_ratio": 0.5, "ci_low": 0.4,
-                        "ci_high": 0.6, "significant": True}])
+    es = pd.DataFrame(
+        [
+            {**key, "method": m, "j_per_token": j}
+            for m, j in (("autoregressive", 2.0), ("m", 1.0), ("x", None))
+        ]
+    )
+    er = pd.DataFrame(
+        [
+            {
+                **key,
+                "method": "m",
+                "energy_ratio": 0.5,
+                "ci_low": 0.4,
+                "ci_high": 0.6,
+                "significant": True,
+            }
+        ]
+    )
     rows = energy_rows(es, er)
     assert list(rows["method"]) == ["autoregressive", "m"]
     assert rows["energy_ratio"].isna().tolist() == [True, False]
@@ -110,8 +127,13 @@ def test_energy_rows_join_the_ratio_and_leave_the_baselines_ratio_empty() -> Non
 
 def test_transport_notes() -> None:
     """direct says nothing; a tunnel is named; unknown (older rows) says it was not recorded."""
-    svc = pd.DataFrame({"method": ["a", "b", "c"], "tp": [1, 2, 1],
-                        "transport": ["direct", "ssh-tunnel", "unknown"]})
+    svc = pd.DataFrame(
+        {
+            "method": ["a", "b", "c"],
+            "tp": [1, 2, 1],
+            "transport": ["direct", "ssh-tunnel", "unknown"],
+        }
+    )
     notes = transport_notes(svc)
     assert notes[0].startswith("The receive stamps of b TP2 (ssh-tunnel) were taken after")
     assert notes[1].startswith("How c was reached was not recorded")
@@ -119,16 +141,24 @@ def test_transport_notes() -> None:
 
 
 def test_telemetry_sources_are_the_distinct_recorded_ones() -> None:
-    env = pd.DataFrame({"key": ["service.a.tp1.telemetry", "service.b.tp1.telemetry",
-                                "service.c.tp2.telemetry", "cpu.model"],
-                        "value": ["nvml every 0.1 s", "nvml every 0.1 s",
-                                  "nvidia-smi every 0.1 s", "x"]})
+    env = pd.DataFrame(
+        {
+            "key": [
+                "service.a.tp1.telemetry",
+                "service.b.tp1.telemetry",
+                "service.c.tp2.telemetry",
+                "cpu.model",
+            ],
+            "value": ["nvml every 0.1 s", "nvml every 0.1 s", "nvidia-smi every 0.1 s", "x"],
+        }
+    )
     assert telemetry_sources(env) == "nvidia-smi every 0.1 s; nvml every 0.1 s"
     assert telemetry_sources(env.tail(1)) == "" and telemetry_sources(pd.DataFrame()) == ""
 
 
-def test_a_file_analysed_before_the_setup_views_still_renders(report_db: Path,
-                                                              tmp_path: Path) -> None:
+def test_a_file_analysed_before_the_setup_views_still_renders(
+    report_db: Path, tmp_path: Path
+) -> None:
     """Without host_summary, campaign_summary.description and service_summary's own_flags
     and transport (an older analyze), the setup section says to run analyze again."""
     old = tmp_path / "old.duckdb"
@@ -138,8 +168,9 @@ def test_a_file_analysed_before_the_setup_views_still_renders(report_db: Path,
         con.execute("ALTER TABLE campaign_summary DROP COLUMN description")
         con.execute("ALTER TABLE service_summary DROP COLUMN own_flags")
         con.execute("ALTER TABLE service_summary DROP COLUMN transport")
-    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
-                             "crossover", "agentic"])
+    figures = dict.fromkeys(
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    )
     tex = " ".join(render_tex(build_context(load(old), figures)).split())
     assert "analysed before the host summary existed" in tex
     assert "A hostile description" not in tex and "paramiko" not in tex
@@ -148,26 +179,44 @@ def test_a_file_analysed_before_the_setup_views_still_renders(report_db: Path,
 def test_the_energy_sentence_names_a_lowest_ratio_only_when_it_is_significant() -> None:
     """a: 0.60 [0.30, 1.20] (lowest point, not significant); b: 0.90 [0.85, 0.95]. The
     sentence names b; without b it says a is not significantly below 1."""
-    er = pd.DataFrame([
-        {"method": "a", "workload": "chat", "energy_ratio": 0.6, "ci_low": 0.3, "ci_high": 1.2,
-         "significant": False},
-        {"method": "b", "workload": "chat", "energy_ratio": 0.9, "ci_low": 0.85,
-         "ci_high": 0.95, "significant": True}])
+    er = pd.DataFrame(
+        [
+            {
+                "method": "a",
+                "workload": "chat",
+                "energy_ratio": 0.6,
+                "ci_low": 0.3,
+                "ci_high": 1.2,
+                "significant": False,
+            },
+            {
+                "method": "b",
+                "workload": "chat",
+                "energy_ratio": 0.9,
+                "ci_low": 0.85,
+                "ci_high": 0.95,
+                "significant": True,
+            },
+        ]
+    )
     [both] = sections.energy_finding(er)
     assert "1 of 2 comparisons use significantly less" in both
     assert "the lowest significant ratio is b on chat at 0.90" in both
     [alone] = sections.energy_finding(er.iloc[:1])
     assert "0 of 1 comparisons" in alone
-    assert alone.endswith("the lowest point estimate, a on chat at 0.60$\\times$ (95\\% CI "
-                          "0.30--1.20), is not significantly below 1.")
+    assert alone.endswith(
+        "the lowest point estimate, a on chat at 0.60$\\times$ (95\\% CI "
+        "0.30--1.20), is not significantly below 1."
+    )
 
 
 def test_energy_sources_count_the_windows_of_each_source() -> None:
     """Three windows by the counter, one by the trapezoid, none mixed; a file analysed before
     window_energy.energy_source existed says nothing."""
     we = pd.DataFrame({"energy_source": ["counter", "power_trapezoid", "counter", "counter"]})
-    assert energy_sources(we) == ("3 by the NVML energy counter, "
-                                  "1 by the trapezoid of power samples")
+    assert energy_sources(we) == (
+        "3 by the NVML energy counter, 1 by the trapezoid of power samples"
+    )
     assert energy_sources(we.drop(columns="energy_source")) == ""
 
 
@@ -178,10 +227,14 @@ def test_the_energy_section_names_its_sources(report_db_energy: Path, tmp_path: 
     shutil.copyfile(report_db_energy, db)
     with duckdb.connect(str(db)) as con:
         con.execute("ALTER TABLE window_energy ADD COLUMN energy_source VARCHAR")
-        con.execute("UPDATE window_energy SET energy_source = CASE WHEN method = 'dflash' "
-                    "AND workload = 'code_gen' THEN 'power_trapezoid' ELSE 'counter' END")
-    figures = dict.fromkeys(["speedup", "accept", "decode_tps", "ttft", "throughput",
-                             "crossover", "agentic", "energy"])
+        con.execute(
+            "UPDATE window_energy SET energy_source = CASE WHEN method = 'dflash' "
+            "AND workload = 'code_gen' THEN 'power_trapezoid' ELSE 'counter' END"
+        )
+    figures = dict.fromkeys(
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic", "energy"]
+    )
     tex = " ".join(render_tex(build_context(load(db), figures)).split())
-    assert ("Windows measured: 11 by the NVML energy counter, 1 by the trapezoid of power "
-            "samples.") in tex
+    assert (
+        "Windows measured: 11 by the NVML energy counter, 1 by the trapezoid of power samples."
+    ) in tex

@@ -29,79 +29,169 @@ CHAT = "chat & co_op"
 CHAT_TEX = r"chat \& co\_op"
 WIN = {"campaign_id": CAMPAIGN, "engine": "llama.cpp", "tp": 1, "max_tokens": 64}
 # ddtree over budget, per concurrency: value -> (accept length, speedup, ci_low, ci_high)
-DDTREE = {1: {8: (3.0, 1.5, 1.4, 1.6), 16: (4.5, 1.9, 1.8, 2.0), 64: (6.1, 1.2, 1.1, 1.3)},
-          4: {8: (3.0, 0.9, 0.8, 1.0), 16: (4.5, 1.1, 0.95, 1.2), 64: (4.0, 0.7, 0.6, 0.8)}}
+DDTREE = {
+    1: {8: (3.0, 1.5, 1.4, 1.6), 16: (4.5, 1.9, 1.8, 2.0), 64: (6.1, 1.2, 1.1, 1.3)},
+    4: {8: (3.0, 0.9, 0.8, 1.0), 16: (4.5, 1.1, 0.95, 1.2), 64: (4.0, 0.7, 0.6, 0.8)},
+}
 # draft_simple over n_max, p_min held (concurrency 1): (n_max, p_min) -> (accept, speedup)
-DRAFT = {(2, "0.5"): (2.5, 0.6), (4, "0.5"): (3.8, 0.31), (2, "0.8"): (2.0, 0.7),
-         (4, "0.8"): (3.0, 0.5)}
+DRAFT = {
+    (2, "0.5"): (2.5, 0.6),
+    (4, "0.5"): (3.8, 0.31),
+    (2, "0.8"): (2.0, 0.7),
+    (4, "0.8"): (3.0, 0.5),
+}
 
 
-def _sweep_row(family: str, param: str, held: str, method: str, value: str,
-               value_num: float | None, conc: int, acc: float, s: float, lo: float,
-               hi: float, engine_acc: float | None = None) -> dict:
-    return {**WIN, "workload": CHAT, "concurrency": conc, "family": family, "param": param,
-            "held": held, "method": method, "value": value, "value_num": value_num,
-            "speedup": s, "ci_low": lo, "ci_high": hi, "significant": lo > 1 or hi < 1,
-            "accept_length": acc, "engine_accept_length": engine_acc, "n": 12}
+def _sweep_row(
+    family: str,
+    param: str,
+    held: str,
+    method: str,
+    value: str,
+    value_num: float | None,
+    conc: int,
+    acc: float,
+    s: float,
+    lo: float,
+    hi: float,
+    engine_acc: float | None = None,
+) -> dict:
+    return {
+        **WIN,
+        "workload": CHAT,
+        "concurrency": conc,
+        "family": family,
+        "param": param,
+        "held": held,
+        "method": method,
+        "value": value,
+        "value_num": value_num,
+        "speedup": s,
+        "ci_low": lo,
+        "ci_high": hi,
+        "significant": lo > 1 or hi < 1,
+        "accept_length": acc,
+        "engine_accept_length": engine_acc,
+        "n": 12,
+    }
 
 
 def _best_flags(ps: pd.DataFrame) -> pd.DataFrame:
     group = ["engine", "tp", "workload", "max_tokens", "concurrency", "family", "param", "held"]
     ps["best_speedup"] = ps["speedup"] == ps.groupby(group)["speedup"].transform("max")
-    ps["best_acceptance"] = (ps["accept_length"]
-                             == ps.groupby(group)["accept_length"].transform("max"))
+    ps["best_acceptance"] = ps["accept_length"] == ps.groupby(group)["accept_length"].transform(
+        "max"
+    )
     return ps
 
 
 def param_sweep() -> pd.DataFrame:
-    rows = [_sweep_row("ddtree", "budget", "", f"ddtree-b{b}", str(b), float(b), c, *v,
-                       engine_acc=v[0] + 0.1 if b == 16 else None)
-            for c, by in DDTREE.items() for b, v in by.items()]
-    rows += [_sweep_row("draft_simple", "n_max", f"p_min={p}", f"draft-n{n}-p{p}", str(n),
-                        float(n), 1, a, s, s - 0.05, s + 0.05)
-             for (n, p), (a, s) in DRAFT.items()]
-    rows += [_sweep_row("ngram", "mode", "", f"ngram-{m}", m, None, 1, a, s, s - 0.1, s + 0.1)
-             for m, a, s in (("wide", 1.3, 1.05), ("fast", 1.02, 0.8))]
+    rows = [
+        _sweep_row(
+            "ddtree",
+            "budget",
+            "",
+            f"ddtree-b{b}",
+            str(b),
+            float(b),
+            c,
+            *v,
+            engine_acc=v[0] + 0.1 if b == 16 else None,
+        )
+        for c, by in DDTREE.items()
+        for b, v in by.items()
+    ]
+    rows += [
+        _sweep_row(
+            "draft_simple",
+            "n_max",
+            f"p_min={p}",
+            f"draft-n{n}-p{p}",
+            str(n),
+            float(n),
+            1,
+            a,
+            s,
+            s - 0.05,
+            s + 0.05,
+        )
+        for (n, p), (a, s) in DRAFT.items()
+    ]
+    rows += [
+        _sweep_row("ngram", "mode", "", f"ngram-{m}", m, None, 1, a, s, s - 0.1, s + 0.1)
+        for m, a, s in (("wide", 1.3, 1.05), ("fast", 1.02, 0.8))
+    ]
     return _best_flags(pd.DataFrame(rows))
 
 
-def _decomp(method: str, conc: int, acc: float | None, cost: float | None, s: float,
-            limited: str | None) -> dict:
-    return {**WIN, "workload": CHAT, "concurrency": conc, "method": method, "n_prompts": 3,
-            "n_runs": 1, "n": 6, "n_baseline": 6, "n_verified": 6 if acc else 2,
-            "acceptance_gain": acc, "step_time_s": cost and 0.005 * cost,
-            "baseline_token_time_s": cost and 0.005, "step_cost": cost, "speedup": s,
-            "ci_low": s - 0.05, "ci_high": s + 0.05, "limited_by": limited}
+def _decomp(
+    method: str, conc: int, acc: float | None, cost: float | None, s: float, limited: str | None
+) -> dict:
+    return {
+        **WIN,
+        "workload": CHAT,
+        "concurrency": conc,
+        "method": method,
+        "n_prompts": 3,
+        "n_runs": 1,
+        "n": 6,
+        "n_baseline": 6,
+        "n_verified": 6 if acc else 2,
+        "acceptance_gain": acc,
+        "step_time_s": cost and 0.005 * cost,
+        "baseline_token_time_s": cost and 0.005,
+        "step_cost": cost,
+        "speedup": s,
+        "ci_low": s - 0.05,
+        "ci_high": s + 0.05,
+        "limited_by": limited,
+    }
 
 
 def decomposition_rows() -> pd.DataFrame:
-    return pd.DataFrame([
-        _decomp("ddtree-b16", 1, 4.5, 4.5 / 1.9, 1.9, None),
-        _decomp("draft-n4-p0.5", 1, 3.8, 12.4, 0.31, "step cost"),
-        _decomp("draft-n4-p0.5", 4, 3.7, 9.0, 0.40, "step cost"),
-        _decomp("ngram-fast", 1, 1.02, 1.2, 0.8, "acceptance"),
-        _decomp("ngram-wide", 4, None, None, 1.05, None)])
+    return pd.DataFrame(
+        [
+            _decomp("ddtree-b16", 1, 4.5, 4.5 / 1.9, 1.9, None),
+            _decomp("draft-n4-p0.5", 1, 3.8, 12.4, 0.31, "step cost"),
+            _decomp("draft-n4-p0.5", 4, 3.7, 9.0, 0.40, "step cost"),
+            _decomp("ngram-fast", 1, 1.02, 1.2, 0.8, "acceptance"),
+            _decomp("ngram-wide", 4, None, None, 1.05, None),
+        ]
+    )
 
 
-def _best(family: str, kind: str, load: float, method: str | None, label: str,
-          s: float, n: int = 3) -> dict:
-    return {**WIN, "workload": CHAT, "load_kind": kind, "load": load, "family": family,
-            "method": method, "params_label": label if method else None,
-            "speedup": s if method else None, "ci_low": s - 0.1 if method else None,
-            "ci_high": s + 0.1 if method else None, "n_candidates": n,
-            "decision": "method" if method else "off"}
+def _best(
+    family: str, kind: str, load: float, method: str | None, label: str, s: float, n: int = 3
+) -> dict:
+    return {
+        **WIN,
+        "workload": CHAT,
+        "load_kind": kind,
+        "load": load,
+        "family": family,
+        "method": method,
+        "params_label": label if method else None,
+        "speedup": s if method else None,
+        "ci_low": s - 0.1 if method else None,
+        "ci_high": s + 0.1 if method else None,
+        "n_candidates": n,
+        "decision": "method" if method else "off",
+    }
 
 
 def best_rows() -> pd.DataFrame:
-    return pd.DataFrame([
-        _best("ddtree", "concurrency", 1, "ddtree-b16", "budget=16", 1.9),
-        _best("ddtree", "concurrency", 4, None, "", 0),
-        _best("draft_simple", "concurrency", 1, None, "", 0, 4),
-        _best("(any)", "concurrency", 1, "ddtree-b16", "budget=16", 1.9, 9),
-        _best("(any)", "concurrency", 4, None, "", 0, 9),
-        _best("ddtree", "rate", 2, "ddtree-b8", "budget=8", 1.4),
-        _best("ddtree", "rate", 8, "ddtree-b8", "budget=8", 1.2),
-        _best("ddtree", "rate", 32, None, "", 0)])
+    return pd.DataFrame(
+        [
+            _best("ddtree", "concurrency", 1, "ddtree-b16", "budget=16", 1.9),
+            _best("ddtree", "concurrency", 4, None, "", 0),
+            _best("draft_simple", "concurrency", 1, None, "", 0, 4),
+            _best("(any)", "concurrency", 1, "ddtree-b16", "budget=16", 1.9, 9),
+            _best("(any)", "concurrency", 4, None, "", 0, 9),
+            _best("ddtree", "rate", 2, "ddtree-b8", "budget=8", 1.4),
+            _best("ddtree", "rate", 8, "ddtree-b8", "budget=8", 1.2),
+            _best("ddtree", "rate", 32, None, "", 0),
+        ]
+    )
 
 
 def families() -> pd.DataFrame:
@@ -109,8 +199,12 @@ def families() -> pd.DataFrame:
     rows += [(f"ddtree-b{b}", "ddtree", f"budget={b}", 1) for b in (8, 16, 64)]
     rows += [(f"draft-n{n}-p{p}", "draft_simple", f"n_max={n}, p_min={p}", 2) for n, p in DRAFT]
     rows += [(f"ngram-{m}", "ngram", f"mode={m}", 1) for m in ("wide", "fast")]
-    return pd.DataFrame([{"campaign_id": CAMPAIGN, "method": m, "family": f, "params_label": p,
-                          "n_params": n} for m, f, p, n in rows])
+    return pd.DataFrame(
+        [
+            {"campaign_id": CAMPAIGN, "method": m, "family": f, "params_label": p, "n_params": n}
+            for m, f, p, n in rows
+        ]
+    )
 
 
 def detail_rows() -> dict[str, pd.DataFrame]:
@@ -118,17 +212,30 @@ def detail_rows() -> dict[str, pd.DataFrame]:
     accepted 0..3 draft tokens 10, 20, 30 and 40 times."""
     key = {**WIN, "engine": "vllm", "workload": CHAT, "concurrency": 1, "method": "ddtree-b16"}
     hist = [10, 20, 30, 40]
-    pa = [{**key, "position": k, "steps": 100, "accepted": sum(hist[k:]),
-           "rate": sum(hist[k:]) / 100, "source": "histogram"} for k in (1, 2, 3)]
+    pa = [
+        {
+            **key,
+            "position": k,
+            "steps": 100,
+            "accepted": sum(hist[k:]),
+            "rate": sum(hist[k:]) / 100,
+            "source": "histogram",
+        }
+        for k in (1, 2, 3)
+    ]
     ah = [{**key, "accepted": j, "steps": n, "share": n / 100} for j, n in enumerate(hist)]
     return {"position_acceptance": pd.DataFrame(pa), "accepted_histogram": pd.DataFrame(ah)}
 
 
 def tables(detail: bool = False) -> dict[str, pd.DataFrame]:
     empty = {k: v.iloc[0:0] for k, v in detail_rows().items()}
-    return {"method_families": families(), "param_sweep": param_sweep(),
-            "speedup_decomposition": decomposition_rows(), "best_setting": best_rows(),
-            **(detail_rows() if detail else empty)}
+    return {
+        "method_families": families(),
+        "param_sweep": param_sweep(),
+        "speedup_decomposition": decomposition_rows(),
+        "best_setting": best_rows(),
+        **(detail_rows() if detail else empty),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -147,23 +254,31 @@ def test_family_findings_say_where_acceptance_and_speedup_peak(spec_db: Path) ->
         f"\\emph{{ddtree}} over budget: on {CHAT_TEX}, concurrency 1, acceptance keeps rising "
         "to budget 64 (6.10) while speedup peaks at budget 16 (1.90$\\times$ {[}1.80, 2.00{]}); "
         f"on {CHAT_TEX}, concurrency 4, acceptance and speedup both peak at budget 16 (4.50; "
-        "1.10$\\times$ {[}0.95, 1.20{]}, not above 1).")
+        "1.10$\\times$ {[}0.95, 1.20{]}, not above 1)."
+    )
     assert found[1] == (
         f"\\emph{{draft\\_simple}} over n\\_max: on {CHAT_TEX}, concurrency 1 with "
         "p\\_min=0.5, acceptance keeps rising to n\\_max 4 (3.80) while speedup peaks at "
         "n\\_max 2 (0.60$\\times$ {[}0.55, 0.65{]}, not above 1); on "
         f"{CHAT_TEX}, concurrency 1 with p\\_min=0.8, acceptance keeps rising to n\\_max 4 "
-        "(3.00) while speedup peaks at n\\_max 2 (0.70$\\times$ {[}0.65, 0.75{]}, not above 1).")
-    assert found[2].startswith(f"\\emph{{ngram}} over mode: on {CHAT_TEX}, concurrency 1, "
-                               "acceptance and speedup both peak at mode wide (1.30; 1.05")
+        "(3.00) while speedup peaks at n\\_max 2 (0.70$\\times$ {[}0.65, 0.75{]}, not above 1)."
+    )
+    assert found[2].startswith(
+        f"\\emph{{ngram}} over mode: on {CHAT_TEX}, concurrency 1, "
+        "acceptance and speedup both peak at mode wide (1.30; 1.05"
+    )
 
 
 def test_a_peak_inside_the_range_is_not_called_rising() -> None:
-    line = pd.DataFrame([_sweep_row("f", "k", "", f"m{k}", str(k), float(k), 1, a, s, 1.1, 2)
-                         for k, a, s in ((2, 2.0, 1.5), (4, 3.0, 1.2), (8, 2.5, 1.1))])
+    line = pd.DataFrame(
+        [
+            _sweep_row("f", "k", "", f"m{k}", str(k), float(k), 1, a, s, 1.1, 2)
+            for k, a, s in ((2, 2.0, 1.5), (4, 3.0, 1.2), (8, 2.5, 1.1))
+        ]
+    )
     assert sweep.clause(_best_flags(line)) == (
-        "acceptance peaks at k 4 (3.00) while speedup peaks at k 2 (1.50$\\times$ "
-        "{[}1.10, 2.00{]})")
+        "acceptance peaks at k 4 (3.00) while speedup peaks at k 2 (1.50$\\times$ {[}1.10, 2.00{]})"
+    )
 
 
 def test_decomposition_names_who_loses_on_what_and_the_undecomposed(spec_db: Path) -> None:
@@ -174,16 +289,20 @@ def test_decomposition_names_who_loses_on_what_and_the_undecomposed(spec_db: Pat
         "cost, not acceptance: draft-n4-p0.5 (acceptance gain 3.80, step cost 12.40: "
         f"0.31$\\times$ on {CHAT_TEX}, concurrency 1; 2 windows); and on acceptance (at most "
         "1.05 tokens per verify step): ngram-fast (acceptance gain 1.02, step cost 1.20: "
-        f"0.80$\\times$ on {CHAT_TEX}, concurrency 1).")
+        f"0.80$\\times$ on {CHAT_TEX}, concurrency 1)."
+    )
     # ngram-wide at concurrency 4: 2 of its 6 requests have a verify count, no factors
     assert dec["unknown"] == (
         "1 method window(s) are not decomposed, because some of the requests their speedup "
-        f"rests on carry no verify count: ngram-wide on {CHAT_TEX}, concurrency 4.")
+        f"rests on carry no verify count: ngram-wide on {CHAT_TEX}, concurrency 4."
+    )
     assert decomposition.losers(decomposition_rows().assign(limited_by=None)) == (
-        "No method is slower than the baseline in any window with verify counts.")
+        "No method is slower than the baseline in any window with verify counts."
+    )
     # below 1 at the point but not by the interval (ci_high 1.01): not called a loss
     assert decomposition.losers(decomposition_rows().assign(ci_high=1.01)) == (
-        "No method is slower than the baseline in any window with verify counts.")
+        "No method is slower than the baseline in any window with verify counts."
+    )
     assert decomposition.unknown(decomposition_rows().iloc[:4]) is None
 
 
@@ -195,10 +314,10 @@ def test_best_setting_table_and_deployment_sentences(spec_db: Path) -> None:
     sec = section.section(load(spec_db), NO_FIGS)
     assert [str(s) for s in sec["deploy"]] == [
         f"\\emph{{ddtree}} on {CHAT_TEX}: budget=16 up to concurrency 1, off from 4.",
-        f"\\emph{{ddtree}} on {CHAT_TEX} (open loop): budget=8 up to 8 req/s, off from "
-        "32 req/s.",
+        f"\\emph{{ddtree}} on {CHAT_TEX} (open loop): budget=8 up to 8 req/s, off from 32 req/s.",
         f"\\emph{{draft\\_simple}} on {CHAT_TEX}: off at concurrency 1.",
-        f"Any method on {CHAT_TEX}: ddtree-b16 up to concurrency 1, off from 4."]
+        f"Any method on {CHAT_TEX}: ddtree-b16 up to concurrency 1, off from 4.",
+    ]
     assert _table_rows(sec["best_table"])[1:] == [
         f"{CHAT_TEX}&64&1 conc.&ddtree&budget=16&1.90&{{[}}1.80, 2.00{{]}}&3",
         f"{CHAT_TEX}&64&4 conc.&ddtree&off&&&3",
@@ -207,7 +326,8 @@ def test_best_setting_table_and_deployment_sentences(spec_db: Path) -> None:
         f"{CHAT_TEX}&64&32 req/s&ddtree&off&&&3",
         f"{CHAT_TEX}&64&1 conc.&draft\\_simple&off&&&4",
         f"{CHAT_TEX}&64&1 conc.&(any)&ddtree-b16&1.90&{{[}}1.80, 2.00{{]}}&9",
-        f"{CHAT_TEX}&64&4 conc.&(any)&off&&&9"]
+        f"{CHAT_TEX}&64&4 conc.&(any)&off&&&9",
+    ]
 
 
 def test_a_plan_reads_as_runs_of_the_same_choice() -> None:
@@ -215,26 +335,35 @@ def test_a_plan_reads_as_runs_of_the_same_choice() -> None:
         return pd.DataFrame([_best("k", "concurrency", c, m, m or "", 1.5) for c, m in choices])
 
     assert best.plan(group((1, "K=4"), (8, "K=4"), (16, "K=2"), (32, None), (64, None))) == (
-        "K=4 up to concurrency 8, K=2 at 16, off from 32")
+        "K=4 up to concurrency 8, K=2 at 16, off from 32"
+    )
     assert best.plan(group((1, "K=4"), (2, "K=2"), (4, "K=2"), (8, None))) == (
-        "K=4 up to concurrency 1, K=2 from 2 to 4, off from 8")
+        "K=4 up to concurrency 1, K=2 from 2 to 4, off from 8"
+    )
     assert best.plan(group((1, "K=4"), (4, "K=4"))) == (
-        "K=4 at every concurrency measured (1 to 4)")
-    alone = pd.DataFrame([_best("dflash", "concurrency", c, m, "", 1.5) for c, m in
-                          ((1, "dflash"), (4, None))])
+        "K=4 at every concurrency measured (1 to 4)"
+    )
+    alone = pd.DataFrame(
+        [_best("dflash", "concurrency", c, m, "", 1.5) for c, m in ((1, "dflash"), (4, None))]
+    )
     assert best.plan(alone) == "on up to concurrency 1, off from 4"  # a method of its own
 
 
 def _points(ax: plt.Axes) -> list[tuple[float, float]]:
-    return [tuple(map(float, c.get_offsets()[0])) for c in ax.collections
-            if len(c.get_offsets()) == 1]
+    return [
+        tuple(map(float, c.get_offsets()[0])) for c in ax.collections if len(c.get_offsets()) == 1
+    ]
 
 
 def _hollow(ax: plt.Axes) -> list[tuple[float, float]]:
     """Points drawn white inside (not significant); rings have no face at all."""
-    return [tuple(map(float, c.get_offsets()[0])) for c in ax.collections
-            if len(c.get_offsets()) == 1 and len(c.get_facecolor())
-            and np.allclose(c.get_facecolor()[0][:3], 1.0)]
+    return [
+        tuple(map(float, c.get_offsets()[0]))
+        for c in ax.collections
+        if len(c.get_offsets()) == 1
+        and len(c.get_facecolor())
+        and np.allclose(c.get_facecolor()[0][:3], 1.0)
+    ]
 
 
 def test_sweep_charts_draw_a_grey_line_per_held_on_the_right_axis() -> None:
@@ -267,10 +396,19 @@ def test_decomposition_bars_start_at_one_and_mark_the_speedup() -> None:
     fig, ax = plt.subplots()
     decomposition.plot_factors_by_method(ax, frame, charts.method_palette(frame["method"]))
     bars = [(round(p.get_y(), 6), round(p.get_y() + p.get_height(), 6)) for p in ax.patches]
-    assert bars == [(1.0, 4.5), (1.0, round(4.5 / 1.9, 6)), (1.0, 3.8), (1.0, 12.4),
-                    (1.0, 1.02), (1.0, 1.2)]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["ddtree-b16", "draft-n4-p0.5",
-                                                            "ngram-fast"]
+    assert bars == [
+        (1.0, 4.5),
+        (1.0, round(4.5 / 1.9, 6)),
+        (1.0, 3.8),
+        (1.0, 12.4),
+        (1.0, 1.02),
+        (1.0, 1.2),
+    ]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "ddtree-b16",
+        "draft-n4-p0.5",
+        "ngram-fast",
+    ]
     diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
     assert [list(ln.get_ydata()) for ln in diamonds] == [[1.9], [0.31], [0.8]]
     plt.close(fig)
@@ -279,13 +417,24 @@ def test_decomposition_bars_start_at_one_and_mark_the_speedup() -> None:
 def test_figures_and_one_legend_entry_per_method(spec_db: Path, tmp_path: Path) -> None:
     data = load(spec_db)
     jobs = dict(section.figure_jobs(data, tmp_path, lambda fig, path: fig))
-    assert sorted(jobs) == ["spec-decomposition:0", "spec-sweep:0-0", "spec-sweep:1-0",
-                            "spec-sweep:2-0"]
+    assert sorted(jobs) == [
+        "spec-decomposition:0",
+        "spec-sweep:0-0",
+        "spec-sweep:1-0",
+        "spec-sweep:2-0",
+    ]
     fig = jobs["spec-sweep:1-0"]()  # draft_simple: four methods, two held lines
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["draft-n2-p0.5", "draft-n2-p0.8", "draft-n4-p0.5", "draft-n4-p0.8",
-                      "p_min=0.5", "p_min=0.8", "hollow: not significant",
-                      "ring: best of its line"]
+    assert labels == [
+        "draft-n2-p0.5",
+        "draft-n2-p0.8",
+        "draft-n4-p0.5",
+        "draft-n4-p0.8",
+        "p_min=0.5",
+        "p_min=0.8",
+        "hollow: not significant",
+        "ring: best of its line",
+    ]
     assert len(fig.axes) == 2
     plt.close(fig)
     fig = jobs["spec-sweep:0-0"]()  # ddtree: two windows, the engine's own figure at b16
@@ -294,26 +443,33 @@ def test_figures_and_one_legend_entry_per_method(spec_db: Path, tmp_path: Path) 
     plt.close(fig)
 
 
-def test_without_details_one_sentence_says_no_engine_reported_them(spec_db: Path,
-                                                                    tmp_path: Path) -> None:
+def test_without_details_one_sentence_says_no_engine_reported_them(
+    spec_db: Path, tmp_path: Path
+) -> None:
     data = load(spec_db)
     figs = make_figures(data, tmp_path / "figs", workers=1)
     assert not [k for k in figs if k.startswith(("spec-positions", "spec-histogram"))]
     tex = " ".join(render_tex(build_context(data, figs)).split())
-    assert ("No engine in this campaign reported acceptance per draft position or per verify "
-            "step (llama.cpp reports only draft counts") in tex
+    assert (
+        "No engine in this campaign reported acceptance per draft position or per verify "
+        "step (llama.cpp reports only draft counts"
+    ) in tex
     assert "\\section{Speculation's knobs}" in tex and "spec-sweep-0-0.pdf" in tex
 
 
-def test_details_are_charted_when_an_engine_reported_them(detail_db: Path,
-                                                          tmp_path: Path) -> None:
+def test_details_are_charted_when_an_engine_reported_them(detail_db: Path, tmp_path: Path) -> None:
     data = load(detail_db)
     figs = make_figures(data, tmp_path / "figs", workers=1)
     assert figs["spec-positions:0"] and figs["spec-histogram:0"]
     det = section.section(data, figs)["detail"]
-    assert det == {"reported": True, "engines": "vllm", "sources": "acceptance histograms",
-                   "positions": ["spec-positions-0.pdf"], "histogram": ["spec-histogram-0.pdf"],
-                   "left_out": 0}
+    assert det == {
+        "reported": True,
+        "engines": "vllm",
+        "sources": "acceptance histograms",
+        "positions": ["spec-positions-0.pdf"],
+        "histogram": ["spec-histogram-0.pdf"],
+        "left_out": 0,
+    }
 
 
 def test_a_file_without_the_tables_has_no_section(report_db: Path, tmp_path: Path) -> None:
@@ -326,17 +482,28 @@ def test_a_file_without_the_tables_has_no_section(report_db: Path, tmp_path: Pat
 @needs_latex
 def test_the_report_renders_the_speculation_section(detail_db: Path, tmp_path: Path) -> None:
     pdf = run(detail_db, tmp_path / "r.pdf")
-    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
-                                   text=True, check=True).stdout.split())
+    text = " ".join(
+        subprocess.run(
+            ["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
     assert "Speculation’s knobs" in text and "Best setting per load" in text
-    assert ("ddtree over budget: on chat & co_op, concurrency 1, acceptance keeps rising to "
-            "budget 64 (6.10) while speedup peaks at budget 16 (1.90× [1.80, 2.00])") in text
+    assert (
+        "ddtree over budget: on chat & co_op, concurrency 1, acceptance keeps rising to "
+        "budget 64 (6.10) while speedup peaks at budget 16 (1.90× [1.80, 2.00])"
+    ) in text
     assert "ddtree on chat & co_op: budget=16 up to concurrency 1, off from 4." in text
-    assert ("1 method window(s) are not decomposed, because some of the requests their "
-            "speedup rests on carry no verify count: ngram-wide on chat & co_op") in text
+    assert (
+        "1 method window(s) are not decomposed, because some of the requests their "
+        "speedup rests on carry no verify count: ngram-wide on chat & co_op"
+    ) in text
     tex = pdf.with_suffix(".tex").read_text(encoding="utf-8")
-    for name in ("spec-sweep-0-0.pdf", "spec-decomposition-0.pdf", "spec-positions-0.pdf",
-                 "spec-histogram-0.pdf"):
+    for name in (
+        "spec-sweep-0-0.pdf",
+        "spec-decomposition-0.pdf",
+        "spec-positions-0.pdf",
+        "spec-histogram-0.pdf",
+    ):
         assert f"{{{name}}}" in tex
 
 
@@ -353,8 +520,10 @@ def _raw_family(path: Path) -> Path:
         _meta(con)
         con.register("req_df", raw_requests(agentic=False))
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
-        con.executemany("INSERT INTO method_params VALUES (?, ?, 'tree', 'budget', ?, ?)",
-                        [[CAMPAIGN, "dflash", "4", 4.0], [CAMPAIGN, "ddtree_b8", "8", 8.0]])
+        con.executemany(
+            "INSERT INTO method_params VALUES (?, ?, 'tree', 'budget', ?, ?)",
+            [[CAMPAIGN, "dflash", "4", 4.0], [CAMPAIGN, "ddtree_b8", "8", 8.0]],
+        )
     return path
 
 
@@ -371,13 +540,15 @@ def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
     assert [s["family"] for s in sec["sweeps"]] == ["tree"] and sec["sweeps"][0]["figures"]
     # ddtree_b8 (budget 8) is the faster on chat at concurrency 1, dflash (budget 4) accepts more
     assert str(sec["findings"][0]).startswith(
-        "\\emph{tree} over budget: on chat, concurrency 1, acceptance peaks "
-        "at budget 4 (")
+        "\\emph{tree} over budget: on chat, concurrency 1, acceptance peaks at budget 4 ("
+    )
     assert "while speedup peaks at budget 8 (1.3" in str(sec["findings"][0])
     assert sec["decomposition"]["figures"] == ["spec-decomposition-0.pdf"]
     assert sec["decomposition"]["unknown"] is None  # every request has its verify count
-    assert any(str(s).startswith("\\emph{tree} on chat: budget=8 up to "
-                                 "concurrency 1") for s in sec["deploy"])
+    assert any(
+        str(s).startswith("\\emph{tree} on chat: budget=8 up to concurrency 1")
+        for s in sec["deploy"]
+    )
     assert sec["detail"] == {"reported": False}
     tex = " ".join(render_tex(build_context(data, figs)).split())
     assert "llama.cpp reports only draft counts" in tex
@@ -386,8 +557,11 @@ def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
 def test_a_long_sweep_is_cut_into_two_figures_and_the_rest_counted() -> None:
     """Ten concurrency levels: two figures of four windows, two windows left out; with a
     second engine, a window's name says which."""
-    rows = [_sweep_row("k", "k", "", f"k{k}", str(k), float(k), c, 2.0 + k, 1.2, 1.1, 1.3)
-            for c in range(1, 11) for k in (2, 4)]
+    rows = [
+        _sweep_row("k", "k", "", f"k{k}", str(k), float(k), c, 2.0 + k, 1.2, 1.1, 1.3)
+        for c in range(1, 11)
+        for k in (2, 4)
+    ]
     ps = _best_flags(pd.DataFrame(rows))
     data = type("Data", (), {"palette": charts.method_palette(ps["method"]), "param_sweep": ps})
     jobs = [key for key, _ in section.figure_jobs(data, Path("."), lambda fig, path: path)]

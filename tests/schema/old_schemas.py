@@ -18,17 +18,27 @@ def ddl_as_of(version: int) -> str:
     cuts = {
         9: [(r"\n    ,history +VARCHAR .*?\n\);", "\n);")],
         8: [(r"\n    ,replica +INTEGER NOT NULL DEFAULT 1 -- which replica.*?\n\);", "\n);")],
-        7: [(r"\n    run +INTEGER NOT NULL DEFAULT 1, -- which run[^\n]*\n    PRIMARY KEY "
-             r"\(campaign_id, config_id, workload, run\)",
-             "\n    PRIMARY KEY (campaign_id, config_id, workload)"),
+        7: [
+            (
+                r"\n    run +INTEGER NOT NULL DEFAULT 1, -- which run[^\n]*\n    PRIMARY KEY "
+                r"\(campaign_id, config_id, workload, run\)",
+                "\n    PRIMARY KEY (campaign_id, config_id, workload)",
+            ),
             (r"(step_accepted +INTEGER\[\]),(.*?)\n    run .*?\n\);", r"\1 \2\n);"),
             (r"\n    run +INTEGER NOT NULL DEFAULT 1, -- requests.run", ""),
-            (r"\n    ,run +INTEGER NOT NULL DEFAULT 1 -- which run[^\n]*", "")],
-        6: [(r"(scheduled_s +DOUBLE),(.*?)\n    engine_accept_length .*?\n\);", r"\1 \2\n);"),
-            (r"-- One row per parameter of a method.*?\n\);\n\n", "")],
-        5: [(r",\n    scheduled_s .*?\n\);", "\n);"),
-            (r"-- One row per measured window.*?(CREATE TABLE IF NOT EXISTS server_metrics)",
-             r"\1")],
+            (r"\n    ,run +INTEGER NOT NULL DEFAULT 1 -- which run[^\n]*", ""),
+        ],
+        6: [
+            (r"(scheduled_s +DOUBLE),(.*?)\n    engine_accept_length .*?\n\);", r"\1 \2\n);"),
+            (r"-- One row per parameter of a method.*?\n\);\n\n", ""),
+        ],
+        5: [
+            (r",\n    scheduled_s .*?\n\);", "\n);"),
+            (
+                r"-- One row per measured window.*?(CREATE TABLE IF NOT EXISTS server_metrics)",
+                r"\1",
+            ),
+        ],
         4: [("-- GPU telemetry", None), (r",\n    transport .*?\n\);", "\n);")],
         3: [("-- One row per failed call", None)],
         2: [(r"\n    colocated_with VARCHAR[^\n]*\n[^\n]*\n[^\n]*\n", "\n")],

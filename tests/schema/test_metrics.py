@@ -67,11 +67,15 @@ def test_a_read_only_reader_uses_the_macros_a_writer_installed(tmp_path: Path) -
     """connect() installs the macros in the file, persistently: a view that calls them, and
     the macros themselves, work from a later read-only connection that installs nothing."""
     path = tmp_path / "r.duckdb"
-    assert Store(path).append("requests", [request_row(0, ttft_s=0.2, e2e_s=1.2,
-                                                       output_tokens=11)]) == 1
+    assert (
+        Store(path).append("requests", [request_row(0, ttft_s=0.2, e2e_s=1.2, output_tokens=11)])
+        == 1
+    )
     with connect(path) as con:
-        con.execute("CREATE VIEW speeds AS SELECT decode_tps(output_tokens, e2e_s, ttft_s) "
-                    "AS tps FROM requests")
+        con.execute(
+            "CREATE VIEW speeds AS SELECT decode_tps(output_tokens, e2e_s, ttft_s) "
+            "AS tps FROM requests"
+        )
     with duckdb.connect(str(path), read_only=True) as reader:
         assert reader.execute("SELECT tps FROM speeds").fetchone()[0] == pytest.approx(10.0)
         assert reader.execute("SELECT tpot_s(11, 1.2, 0.2)").fetchone()[0] == pytest.approx(0.1)

@@ -51,14 +51,17 @@ def con() -> duckdb.DuckDBPyConnection:
 def _macro(con: duckdb.DuckDBPyConnection, sql: str, rows: list[tuple]) -> list:
     """The macro over a VALUES table of rows (typed as a requests table's columns)."""
     con.execute("CREATE OR REPLACE TEMP TABLE t (i INTEGER, a BIGINT, b DOUBLE, c DOUBLE)")
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
-                    [(i, *row, *(None,) * (3 - len(row))) for i, row in enumerate(rows)])
+    con.executemany(
+        "INSERT INTO t VALUES (?, ?, ?, ?)",
+        [(i, *row, *(None,) * (3 - len(row))) for i, row in enumerate(rows)],
+    )
     return [r[0] for r in con.execute(f"SELECT {sql} FROM t ORDER BY i").fetchall()]
 
 
 def _same(got: float | None, want: float | None) -> bool:
-    return got is None if want is None else got is not None and math.isclose(got, want,
-                                                                             abs_tol=1e-12)
+    return (
+        got is None if want is None else got is not None and math.isclose(got, want, abs_tol=1e-12)
+    )
 
 
 def test_tpot_macro_and_twin_equal_the_hand_values(con: duckdb.DuckDBPyConnection) -> None:
@@ -69,8 +72,7 @@ def test_tpot_macro_and_twin_equal_the_hand_values(con: duckdb.DuckDBPyConnectio
         assert _same(py, want), (n, e2e, ttft, py)
 
 
-def test_accept_length_macro_and_twin_equal_the_hand_values(
-        con: duckdb.DuckDBPyConnection) -> None:
+def test_accept_length_macro_and_twin_equal_the_hand_values(con: duckdb.DuckDBPyConnection) -> None:
     sql = _macro(con, "accept_length_of(a, b::BIGINT)", [row[:2] for row in ACCEPT_ROWS])
     for (n, steps, want), from_sql in zip(ACCEPT_ROWS, sql):
         assert _same(from_sql, want), (n, steps, from_sql)

@@ -25,8 +25,15 @@ from schema.paired import MIN_PROMPTS, interval
 N_SIM = 1000
 
 
-def simulate_cells(rng: np.random.Generator, true: float, n_prompts: int, n_runs: int,
-                   noise: float, start_sd: float, reps: int = 3) -> np.ndarray:
+def simulate_cells(
+    rng: np.random.Generator,
+    true: float,
+    n_prompts: int,
+    n_runs: int,
+    noise: float,
+    start_sd: float,
+    reps: int = 3,
+) -> np.ndarray:
     """One campaign's (R, P) log-ratio matrix: mean ln M - mean ln B per (run, prompt)."""
     base = rng.normal(np.log(100), 0.3, n_prompts)[None, :, None]
     effect = np.log(true) + rng.normal(0, 0.1, n_prompts)[None, :, None]
@@ -36,8 +43,9 @@ def simulate_cells(rng: np.random.Generator, true: float, n_prompts: int, n_runs
     return m.mean(axis=2) - b.mean(axis=2)
 
 
-def coverage(true: float, n_prompts: int, n_runs: int, noise: float, start_sd: float
-             ) -> tuple[float | None, float]:
+def coverage(
+    true: float, n_prompts: int, n_runs: int, noise: float, start_sd: float
+) -> tuple[float | None, float]:
     """(share of intervals holding the true speedup, None when none is given; share of
     campaigns given no interval)."""
     rng = np.random.default_rng([n_prompts, n_runs, int(noise * 100), int(start_sd * 100),
@@ -57,8 +65,9 @@ CELLS = [(t, p, r, n, s) for t, p, r, n in itertools.product(
 
 
 @pytest.mark.parametrize(("true", "n_prompts", "n_runs", "noise", "start_sd"), CELLS)
-def test_coverage_within_93_97_or_no_interval(true: float, n_prompts: int, n_runs: int,
-                                              noise: float, start_sd: float) -> None:
+def test_coverage_within_93_97_or_no_interval(
+    true: float, n_prompts: int, n_runs: int, noise: float, start_sd: float
+) -> None:
     held, abstained = coverage(true, n_prompts, n_runs, noise, start_sd)
     if n_prompts < MIN_PROMPTS:
         assert held is None and abstained == 1.0
@@ -67,8 +76,9 @@ def test_coverage_within_93_97_or_no_interval(true: float, n_prompts: int, n_run
         assert 0.925 <= held <= 0.975, held
 
 
-def aa_campaign(rng: np.random.Generator, true: float, n_windows: int, n_prompts: int,
-                start_sd: float) -> tuple[list[np.ndarray], np.ndarray]:
+def aa_campaign(
+    rng: np.random.Generator, true: float, n_windows: int, n_prompts: int, start_sd: float
+) -> tuple[list[np.ndarray], np.ndarray]:
     """One run, n_windows windows, each with its own service starts of the method, the
     baseline and the A/A control (sd start_sd each, in ln): the A/A windows' matrices and
     the method's matrix of window 0."""

@@ -329,10 +329,15 @@ def test_a_write_waits_for_a_reader_in_another_process(
 
     store.append("requests", [make_row(0)])
     reader = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
-         "print('open', flush=True); time.sleep(1.5)", str(db_path)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print('open', flush=True); time.sleep(1.5)",
+            str(db_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert reader.stdout.readline().strip() == "open"
     t0 = time.monotonic()
@@ -358,8 +363,10 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
     with duckdb.connect(str(path)) as con:
         con.execute(v1_ddl)
         con.execute("INSERT INTO schema_version VALUES (1, now()::TIMESTAMP)")
-        con.execute("INSERT INTO units VALUES ('camp', 'cfg0', 'rewrite', 'svc0', 1, "
-                    "now()::TIMESTAMP, now()::TIMESTAMP)")
+        con.execute(
+            "INSERT INTO units VALUES ('camp', 'cfg0', 'rewrite', 'svc0', 1, "
+            "now()::TIMESTAMP, now()::TIMESTAMP)"
+        )
     store = Store(path)
     store.append("requests", [make_row(0, config_id="cfg0", workload="rewrite")])
     assert read(path, "SELECT complete, colocated_with FROM units") == [(True, "")]

@@ -1,18 +1,15 @@
-"""Lay out and save the report's figures as vector PDFs.
+"""The layouts of the report's figures, each saved as a vector PDF.
 
-Chooses which chart functions to call for the data at hand, gives each a figure
-of a fitting size, and writes ``<name>.pdf``. A figure whose data is missing is
-skipped (``None`` in the result) so the template can say so instead.
+A figure here is panels of :mod:`report.charts`' chart functions laid out on one page width:
+a plain row of panels (:func:`draw`), the ratio figure with a panel per workload and
+max_tokens (:func:`ratio_figure`), the crossover figure of speedup against concurrency
+(:func:`sweeps_figure`, cut by :func:`sweep_parts` into figures that fit a page), and the
+one legend below the panels that they share. :mod:`report.figures` picks which to draw.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import re
-import sys
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -20,9 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from report import charts, openloop
-from report.data import ReportData, with_effective
-from report.speculation import section as speculation
+from report import charts
 
 Plot = Callable[..., object]
 
@@ -36,8 +31,13 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def draw(path: Path, plots: list[tuple[Plot, pd.DataFrame]], palette: charts.Palette,
-         size: tuple[float, float] = (6.4, 3.2), shared_legend: bool = False) -> Path:
+def draw(
+    path: Path,
+    plots: list[tuple[Plot, pd.DataFrame]],
+    palette: charts.Palette,
+    size: tuple[float, float] = (6.4, 3.2),
+    shared_legend: bool = False,
+) -> Path:
     """One figure with a panel per ``(plot function, frame)``, saved to ``path``; with
     ``shared_legend`` the panels' legends become one below them."""
     fig, axes = plt.subplots(1, len(plots), figsize=size, squeeze=False)
@@ -55,8 +55,9 @@ def draw(path: Path, plots: list[tuple[Plot, pd.DataFrame]], palette: charts.Pal
 PANEL_ROW = 12  # load points per row of a ratio figure (6.4 in) before it wraps
 
 
-def ratio_figure(frame: pd.DataFrame, plot: Plot, palette: charts.Palette,
-                 value: str = "speedup") -> plt.Figure:
+def ratio_figure(
+    frame: pd.DataFrame, plot: Plot, palette: charts.Palette, value: str = "speedup"
+) -> plt.Figure:
     """A ratio chart (speedup, energy ratio) with one panel per workload and max_tokens,
     each as wide as its load points, wrapped into rows of about :data:`PANEL_ROW` points;
     every panel shares one log-2 y axis symmetric around 1, and one legend below names the
@@ -77,8 +78,9 @@ def ratio_figure(frame: pd.DataFrame, plot: Plot, palette: charts.Palette,
     for r, row in enumerate(rows):
         start = 0
         for n, j in enumerate(row):
-            ax = fig.add_subplot(grid[r, start:start + spans[j]],
-                                 sharey=axes[0] if axes else None)
+            ax = fig.add_subplot(
+                grid[r, start : start + spans[j]], sharey=axes[0] if axes else None
+            )
             start += spans[j]
             (workload, mt), sub = groups[j]
             plot(ax, sub, palette)
@@ -92,13 +94,15 @@ def ratio_figure(frame: pd.DataFrame, plot: Plot, palette: charts.Palette,
     values = frame[[value, "ci_low", "ci_high"]].to_numpy(float).ravel()
     for ax in axes:
         charts.ratio_axis(ax, values)
-    drawn = frame[~frame["is_control"].fillna(False).astype(bool)] if "is_control" in frame \
-        else frame  # the A/A control is drawn as grey bands, not as a method
+    drawn = (
+        frame[~frame["is_control"].fillna(False).astype(bool)] if "is_control" in frame else frame
+    )  # the A/A control is drawn as grey bands, not as a method
     methods = charts.ratio_legend(palette, drawn["method"])
     ncol = max(2, min(len(methods), 4 if width >= 5 else 3))
     entries = _row_major([methods, charts.significance_legend()], ncol)
-    fig.legend(*zip(*entries), loc="outside lower center", fontsize="small", frameon=False,
-               ncol=ncol)
+    fig.legend(
+        *zip(*entries), loc="outside lower center", fontsize="small", frameon=False, ncol=ncol
+    )
     return fig
 
 
@@ -107,15 +111,10 @@ def _row_major(groups: list[list[tuple[object, str]]], ncol: int) -> list[tuple[
     shows them row by row, each group starting a new row (blank entries pad the rows)."""
     rows: list[list[tuple[object, str]]] = []
     for group in groups:
-        rows += [group[i:i + ncol] for i in range(0, len(group), ncol)]
+        rows += [group[i : i + ncol] for i in range(0, len(group), ncol)]
     blank = (Line2D([], [], alpha=0), "")
     rows = [row + [blank] * (ncol - len(row)) for row in rows]
     return [rows[r][c] for c in range(ncol) for r in range(len(rows))]
-
-
-def slug(text: str) -> str:
-    """A file-name-safe slug of a workload name (figures are referenced by path in TeX)."""
-    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower() or "x"
 
 
 SWEEP_KEY = ["engine", "tp", "workload", "max_tokens", "method"]
@@ -126,15 +125,15 @@ def sweep_frame(speedup: pd.DataFrame, crossover: pd.DataFrame | None) -> pd.Dat
     crossover view), with ``is_crossover`` marking each setting's crossover level."""
     if crossover is None or crossover.empty or speedup.empty:
         return pd.DataFrame()
-    swept = crossover.loc[crossover["status"] != "single level",
-                          [*SWEEP_KEY, "crossover_concurrency"]]
+    swept = crossover.loc[
+        crossover["status"] != "single level", [*SWEEP_KEY, "crossover_concurrency"]
+    ]
     out = speedup.merge(swept, on=SWEEP_KEY, how="inner")
     out["is_crossover"] = (out["concurrency"] == out["crossover_concurrency"]).fillna(False)
     return out
 
 
-def _facet_title(workload: str, max_tokens: int, engine: str, tp: int,
-                 frame: pd.DataFrame) -> str:
+def _facet_title(workload: str, max_tokens: int, engine: str, tp: int, frame: pd.DataFrame) -> str:
     """Panel title naming only what varies: workload, max_tokens if several, engine if several."""
     title = charts.plain(workload)
     if frame.loc[frame["workload"] == workload, "max_tokens"].nunique() > 1:
@@ -159,7 +158,7 @@ def sweep_parts(frame: pd.DataFrame) -> list[pd.DataFrame]:
     size = -(-len(settings) // n_parts) if n_parts else 0
     parts = []
     for start in range(0, len(settings), size or 1):
-        chunk = set(settings[start:start + size])
+        chunk = set(settings[start : start + size])
         keep = [(w, m) in chunk for w, m in zip(frame["workload"], frame["max_tokens"])]
         parts.append(frame[keep])
     return parts
@@ -181,7 +180,7 @@ def _sweep_grid(frame: pd.DataFrame) -> list[list[tuple | None]]:
     ncol = min(SWEEP_COLS, len(rows))
     flat: list[tuple | None] = [(w, m, *cols[0]) for w, m in rows]
     flat += [None] * (-len(flat) % ncol)
-    return [flat[i:i + ncol] for i in range(0, len(flat), ncol)]
+    return [flat[i : i + ncol] for i in range(0, len(flat), ncol)]
 
 
 def sweeps_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
@@ -192,8 +191,9 @@ def sweeps_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
     several = frame[["engine", "tp"]].drop_duplicates().shape[0] > 1
     ncol = len(grid[0])
     size = (min(6.4, 1.4 + 2.6 * ncol), 0.4 + 2.5 * len(grid))
-    fig, axes = plt.subplots(len(grid), ncol, figsize=size, squeeze=False,
-                             sharey="row" if several else False)
+    fig, axes = plt.subplots(
+        len(grid), ncol, figsize=size, squeeze=False, sharey="row" if several else False
+    )
     for (i, j), ax in np.ndenumerate(axes):
         panel_key = grid[i][j]
         if panel_key is None:
@@ -210,14 +210,19 @@ def sweeps_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
         ax.set_xlabel("" if below else ax.get_xlabel())
         ax.set_ylabel(ax.get_ylabel() if j == 0 else "")
     live = np.array([ax for ax in axes.flat if ax in fig.axes])
-    _shared_legend(fig, live, [charts.plain(m) for m in palette] + ["crossover"],
-                   extra=charts.significance_legend())
+    _shared_legend(
+        fig,
+        live,
+        [charts.plain(m) for m in palette] + ["crossover"],
+        extra=charts.significance_legend(),
+    )
     fig.tight_layout()
     return fig
 
 
-def _shared_legend(fig: plt.Figure, axes: np.ndarray, order: list[str],
-                   extra: Sequence[tuple[object, str]] = ()) -> None:
+def _shared_legend(
+    fig: plt.Figure, axes: np.ndarray, order: list[str], extra: Sequence[tuple[object, str]] = ()
+) -> None:
     """One legend below the panels with every label any panel drew, in ``order``, then
     the ``extra`` entries."""
     handles: dict[str, object] = {}
@@ -230,114 +235,11 @@ def _shared_legend(fig: plt.Figure, axes: np.ndarray, order: list[str],
     if extra:  # the extra entries on a row of their own
         ncol = max(2, min(len(labels), 4 if fig.get_figwidth() >= 5 else 3))
         entries = _row_major([entries, list(extra)], ncol)
-    fig.legend(*zip(*entries), loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 0.0),
-               fontsize="small", frameon=False)
-
-
-def throughput_lines(cs: pd.DataFrame) -> pd.DataFrame:
-    """config_summary rows with ``workload`` naming a line of the throughput chart: the
-    workload plus its max_tokens where the workload ran several, plus engine and TP where
-    several were measured, so that the chart (which averages rows of one workload, method
-    and concurrency) never averages different settings into one line."""
-    label = cs["workload"].astype(str)
-    several_mt = cs.groupby("workload")["max_tokens"].transform("nunique") > 1
-    label = label.where(~several_mt, label + " mt=" + cs["max_tokens"].astype(str))
-    if len(cs[["engine", "tp"]].drop_duplicates()) > 1:
-        label = label + " " + cs["engine"].astype(str) + " TP" + cs["tp"].astype(str)
-    return cs.assign(workload=label)
-
-
-Job = tuple[str, Callable[[], Path]]  # (figure key, draw-and-save returning the PDF path)
-MAX_WORKERS = 4  # figure processes at most; each figure costs 0.1-1 s of CPU, 13 at 10k
-
-
-def _save_ratio(path: Path, frame: pd.DataFrame, plot: Plot, palette: charts.Palette,
-                value: str = "speedup") -> Path:
-    return save_figure(ratio_figure(frame, plot, palette, value), path)
-
-
-def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
-    """One job per figure the data supports, the costliest (most panels) first."""
-    pal, jobs = data.palette, []
-    sp, cs, dist, ag = data.speedup, data.config_summary, data.distribution, data.agentic
-    labels = {"labels": data.labels}  # the axes' metric labels (metric_catalog)
-
-    def add(key: str, func: Callable[..., Path], *args: object, **kwargs: object) -> None:
-        jobs.append((key, partial(func, *args, **kwargs)))
-
-    swept = with_effective(sweep_frame(sp, data.crossover), cs)  # ticks: nominal + effective
-    for i, part in enumerate(sweep_parts(swept)):
-        # crossover.pdf, then crossover-2.pdf, ... (keys 'crossover', 'crossover:2', ...)
-        key, name = ("crossover", "crossover") if i == 0 else (f"crossover:{i + 1}",
-                                                               f"crossover-{i + 1}")
-        add(key, draw_sweeps, outdir / f"{name}.pdf", part, pal)
-    if not sp.empty:
-        add("speedup", _save_ratio, outdir / "speedup.pdf", sp, charts.plot_speedup_by_workload,
-            pal)
-        for i, (workload, sub) in enumerate(sp.groupby("workload", sort=True)):
-            add(f"speedup:{workload}", _save_ratio, outdir / f"speedup-{i}-{slug(workload)}.pdf",
-                sub, charts.plot_speedup_by_workload, pal)
-    if not data.energy_ratio.empty:
-        add("energy", _save_ratio, outdir / "energy.pdf", data.energy_ratio,
-            charts.plot_energy_ratio_by_workload, pal, value="energy_ratio")
-    if cs["throughput_tps"].notna().any():
-        add("throughput", draw, outdir / "throughput.pdf",
-            [(partial(charts.plot_throughput_by_concurrency, **labels), throughput_lines(cs))], pal)
-    if not ag.empty:
-        add("agentic", draw, outdir / "agentic.pdf", [(charts.plot_ttft_by_turn, ag),
-                                                      (charts.plot_context_by_turn, ag)],
-            pal, size=(6.4, 2.8), shared_legend=True)
-    if cs["accept_length_tw"].notna().any():
-        add("accept", draw, outdir / "accept.pdf",
-            [(partial(charts.plot_accept_length_by_workload, **labels), cs)], pal)
-    if (dist["metric"] == "decode_tps").any():
-        add("decode_tps", draw, outdir / "decode_tps.pdf",
-            [(charts.plot_decode_tps_by_method, dist)], pal)
-    if (dist["metric"] == "ttft_s").any():
-        add("ttft", draw, outdir / "ttft.pdf", [(charts.plot_ttft_by_method, dist)], pal)
-    return (jobs + openloop.figure_jobs(data, outdir, save_figure)
-            + speculation.figure_jobs(data, outdir, save_figure))
-
-
-def figure_workers() -> int:
-    """Processes to draw figures in: the CPUs this process may use (at most MAX_WORKERS) on
-    Linux; 1 (draw in this process) elsewhere."""
-    if sys.platform != "linux":
-        return 1
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
-
-
-def _run_job(job: Job) -> tuple[str, Path]:
-    """Draw one figure in a worker, in the report's theme (a worker starts from the fork
-    server, not from this process: it has not set it)."""
-    key, make = job
-    charts.set_theme()
-    return key, make()
-
-
-def make_figures(data: ReportData, outdir: Path,
-                 workers: int | None = None) -> dict[str, Path | None]:
-    """Draw every figure the data supports into ``outdir``; name -> path or None.
-
-    Figures are independent, so with ``workers`` > 1 (default :func:`figure_workers`) they
-    are drawn by that many worker processes; the files are the same as drawn one by one.
-    Workers come from a fork server (a fresh interpreter that imported this module), never
-    forked from this process: a process with threads (DuckDB's, or a Ray client's gRPC
-    threads in the test suite) can be forked while one of them holds a lock, and the child
-    then waits on it forever (seen in CI: a figure worker stuck in a futex). Each job, a
-    partial of a module-level function with its frames, is pickled to its worker."""
-    charts.set_theme()
-    figs: dict[str, Path | None] = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic",
-         "energy"])
-    jobs = figure_jobs(data, outdir)
-    workers = min(figure_workers() if workers is None else workers, len(jobs))
-    if workers <= 1:
-        done = {key: make() for key, make in jobs}
-    else:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
-        with context.Pool(workers) as pool:
-            done = dict(pool.imap_unordered(_run_job, jobs, chunksize=1))
-    figs.update((key, done[key]) for key, _ in jobs)  # the jobs' order, not completion's
-    return figs
+    fig.legend(
+        *zip(*entries),
+        loc="upper center",
+        ncol=ncol,
+        bbox_to_anchor=(0.5, 0.0),
+        fontsize="small",
+        frameon=False,
+    )
