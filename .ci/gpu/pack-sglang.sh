@@ -94,6 +94,7 @@ for p in "$out"/p[0-9][0-9]; do
   cp "$pins" "$p/SHA256SUMS"; cp "$out/MANIFEST.txt" "$p/"
 done
 cp "$here/install-sglang.sh" "$out/p01/install.sh"
+cp "$here/gather-wheels.sh" "$out/p01/"  # install.sh sources it
 echo "$n wheels, $(du -cm "$work"/*.whl | tail -1 | cut -f1) MiB"
 [ "${KEEP_DOWNLOAD:-0}" = 1 ] || rm -rf "$work"
 du -sh "$out"/p[0-9][0-9]

@@ -63,4 +63,5 @@ for p in "$out"/p[0-9][0-9]; do
   cp "$here/vllm-0.24.0.sha256" "$p/SHA256SUMS"; cp "$out/MANIFEST.txt" "$p/"
 done
 cp "$here/install-vllm.sh" "$out/p01/install.sh"
+cp "$here/gather-wheels.sh" "$out/p01/"  # install.sh sources it
 du -sh "$out"/p[0-9][0-9]
