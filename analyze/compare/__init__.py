@@ -14,7 +14,7 @@ within a window on prompt_id and run:
   otherwise the environment diff shows the slo.* keys that differ).
 
 A prompt pairs only when it is the same text under the same chat template in both
-campaigns (environment_diff.PromptCheck, from each plan and the recorded request bodies);
+campaigns (prompts.PromptCheck, from each plan and the recorded request bodies);
 one that differs is left out and listed (compare_prompts), as is a workload whose prompts
 cannot be checked (a plan without its definition: an import).
 

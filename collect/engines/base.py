@@ -65,6 +65,7 @@ class Engine(Protocol):
     async def before_workload(self, client: httpx.AsyncClient, base_url: str) -> None: ...
     async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str: ...
     def draft_model(self, method: MethodFlags) -> str | None: ...
+    def template_facts(self, method: MethodFlags, host: Any) -> dict[str, str]: ...
 
 
 CACHE_RESETS = (
@@ -90,6 +91,12 @@ class EngineHooks:
         """The draft model a method's launch flags name ({model} expanded), for the
         service's fingerprint; None when it names none (n-gram drafting, no speculation)."""
         return None
+
+    def template_facts(self, method: MethodFlags, host: Any) -> dict[str, str]:
+        """chat_template_sha256 and chat_template_source of the template a method's server
+        applies (collect.engines.templates); {} when the server's own fingerprint says it
+        (llama.cpp's /props) or nothing is known."""
+        return {}
 
     async def reset_cache(self, client: httpx.AsyncClient, base_url: str) -> str:
         """Empty the server's prefix cache before a measured window; return how, one of

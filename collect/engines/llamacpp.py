@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
+from collect.engines import templates
 from collect.engines.acceptance import accept_length, no_details
 from collect.engines.base import EngineHooks, HookFailed, MethodFlags, flag
 from collect.engines.config import EngineConfig
@@ -165,7 +166,8 @@ class LlamaCpp(EngineHooks):
         return ChatStream()
 
     async def fingerprint(self, client: httpx.AsyncClient, base_url: str) -> dict[str, str]:
-        """What the server says about itself (GET /props)."""
+        """What the server says about itself (GET /props), the chat template it applies
+        among it (from the GGUF, or --chat-template / --chat-template-file)."""
         try:
             props = (await client.get(f"{base_url}/props", timeout=10)).json()
         except (httpx.HTTPError, ValueError):
@@ -182,6 +184,7 @@ class LlamaCpp(EngineHooks):
             "engine.model_path": str(props.get("model_path", "")),
             "engine.total_slots": str(props.get("total_slots", "")),
             "engine.n_ctx": str(settings.get("n_ctx", "")),
+            **_template(props.get("chat_template")),
         }
 
     async def scrape(self, client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
@@ -241,6 +244,13 @@ class LlamaCpp(EngineHooks):
                     f"{reply.status_code}: {_error_message(reply)})"
                 )
         return "slots_erase"
+
+
+def _template(template: Any) -> dict[str, str]:
+    """The fingerprint keys of /props `chat_template` (source 'unknown' without one)."""
+    if not isinstance(template, str) or not template:
+        return templates.facts(None, templates.UNKNOWN)
+    return templates.facts(template, "llama-server GET /props chat_template")
 
 
 def _no_cache_ram(args: list[str], env: dict[str, str]) -> bool:

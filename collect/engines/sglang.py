@@ -22,6 +22,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import Field
 
+from collect.engines import templates
 from collect.engines.base import (
     EngineHooks,
     HookFailed,
@@ -160,8 +161,10 @@ class SGLang(EngineHooks):
         self.cfg = cfg
         self._template = None
         self._tokens: dict[str, str] = {}
+        self._template_facts = templates.facts(None, templates.UNKNOWN)
         if cfg.chat_template:
             self.set_chat_template(cfg.chat_template)
+            self._template_facts = templates.facts(cfg.chat_template, "plan engine.chat_template")
 
     def launch(self, method: MethodFlags, tp: int, port: int) -> tuple[list[str], dict[str, str]]:
         """argv and extra environment of one service; {model} in flags expands."""
@@ -188,9 +191,9 @@ class SGLang(EngineHooks):
             raise ChatTemplateError(
                 f"cannot read {path} on the host ({exc}); give engine.chat_template in the plan"
             ) from None
-        self.set_chat_template(
-            chat_template_from_tokenizer_config(text), **special_tokens_from_tokenizer_config(text)
-        )
+        template = chat_template_from_tokenizer_config(text)
+        self.set_chat_template(template, **special_tokens_from_tokenizer_config(text))
+        self._template_facts = templates.facts(template, f"specsweep renders {path}")
 
     def set_chat_template(
         self, template: str, bos_token: str | None = None, eos_token: str | None = None
@@ -225,6 +228,13 @@ class SGLang(EngineHooks):
             **self.cfg.request_extra,
         }
         return self.generate_path, body
+
+    def template_facts(self, method: MethodFlags, host: Any) -> dict[str, str]:
+        """api generate: the template specsweep renders (the plan's, else the model's
+        tokenizer_config.json); api chat: SGLang's own (--chat-template, else the model's)."""
+        if self.cfg.api == "chat":
+            return templates.served([*self.cfg.args, *method.args], self.cfg.model, host)
+        return dict(self._template_facts)
 
     def parser(self) -> GenerateStream | SGLangChatStream:
         return SGLangChatStream() if self.cfg.api == "chat" else GenerateStream()

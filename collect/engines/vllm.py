@@ -39,6 +39,7 @@ import httpx
 import tenacity
 from pydantic import Field
 
+from collect.engines import templates
 from collect.engines.acceptance import accept_length, vllm_details, vllm_spec_metrics
 from collect.engines.base import (
     EngineHooks,
@@ -175,6 +176,10 @@ class VLLM(EngineHooks):
         self, messages: list[dict[str, str]], max_tokens: int
     ) -> tuple[str, dict[str, Any]]:
         return self.chat_path, chat_body(messages, max_tokens, self.cfg.request_extra)
+
+    def template_facts(self, method: MethodFlags, host: Any) -> dict[str, str]:
+        """vLLM renders prompts itself: its --chat-template, else the model's own."""
+        return templates.served([*self.cfg.args, *method.args], self.cfg.model, host)
 
     def parser(self) -> VLLMChatStream:
         return VLLMChatStream()

@@ -25,7 +25,13 @@ from collect.planning.replicas import replica_of
 from collect.run import openloop, replay
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
-from collect.run.fingerprint import draft_facts, put_environment, request_facts
+from collect.run.fingerprint import (
+    draft_facts,
+    prompt_facts,
+    put_environment,
+    request_facts,
+    workload_facts,
+)
 from collect.run.replay import ReplayMissing
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
@@ -142,6 +148,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             script=replay_script(c, config),
         )
         await _record_fingerprint(store, ctx, service, calls)
+        put_environment(store, c.campaign_id, "campaign", workload_facts(ctx.engine, workloads))
         warm = await warmup_rows(ctx, workloads[0], c.plan.warmup_requests)
         for w in workloads:
             progress.status(f"{config.method.name} (tp {config.tp}) / {w.name}")
@@ -302,9 +309,9 @@ async def _record_fingerprint(
         "fingerprint", "", "start", ctx.engine.fingerprint(ctx.http, ctx.base_url), {}
     )
     facts.update(request_facts(ctx.engine))
-    facts.update(
-        await asyncio.to_thread(draft_facts, ctx.engine, service.config.method, service.host)
-    )
+    method = service.config.method
+    facts.update(await asyncio.to_thread(prompt_facts, ctx.engine, method, service.host, facts))
+    facts.update(await asyncio.to_thread(draft_facts, ctx.engine, method, service.host))
     prefix = f"service.{ctx.method}.tp{ctx.tp}"
     facts = {f"{prefix}.{k}": v for k, v in facts.items()}
     facts[f"{prefix}.launch_command"] = service.row["launch_command"]
