@@ -8,9 +8,10 @@
 #   piece N   (carry device/ENGINE/pNN) keeps one piece of the engine's wheels, built here by
 #             `.ci/device-pieces vllm` (78 wheels, 7 pieces of at most 55 MiB) or
 #             `.ci/gpu/pack-sglang.sh device/sglang` (55 wheels, 14 pieces).
-#   install   vLLM: (carry device/wheels-cp312-core) installs specsweep's dependencies and vLLM
-#             into the image's python3 (pip --no-index; about 75 s). SGLang: (carry nothing)
-#             installs it into its own folder /tmp/sglang-site (it pins transformers 5.12.1).
+#   install   (carry device/wheels-cp312-core and device/remote) installs specsweep's
+#             dependencies into the image's python3 (pip --no-index), then the engine: vLLM into
+#             the same python3 (about 75 s), SGLang into its own folder /tmp/sglang-site (it
+#             pins transformers 5.12.1; specsweep puts it on the server's PYTHONPATH only).
 #   model-a   (carry device/model-a) keeps the SmolLM2 GGUF's first half.
 #   model-b   (carry device/model-b) joins the halves, checks the SHA-256, and starts building
 #             the models in the background (.ci/gpu/hf_models.py): SmolLM2-135M in bf16
@@ -58,16 +59,8 @@ piece() {
     return 0
 }
 
-install() {
-    if [ "$ENGINE" = sglang ]; then
-        [ -d "$PARTS/p14" ] || fresh "$PARTS/p14"
-        bash "$PARTS/p01/install.sh" "$PARTS" > "$S/install.log" 2>&1
-        grep -E "IMPORT|checksums|ERROR" "$S/install.log"; tail -3 "$S/install.log"
-        touch "$S/installed"
-        return
-    fi
-    [ -d "$PARTS/p07" ] || fresh "$PARTS/p07"
-    local tag links=() d
+deps() {  # specsweep's dependencies (pyproject.toml) from the carried wheels, MT-Bench's questions
+    local tag links=() d q
     tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
     for d in device/wheels-"$tag"-*/; do [ -d "$d" ] && links+=(--find-links "$d"); done
     [ ${#links[@]} -gt 0 ] || { say "carry device/wheels-$tag-core"; exit 2; }
@@ -78,12 +71,24 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
         "${links[@]}" "${reqs[@]}" || { say "specsweep's dependencies did not install"; exit 2; }
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-deps -e . \
         --no-build-isolation || say "specsweep itself did not install (python3 -m collect works)"
-    PIP_BREAK_SYSTEM_PACKAGES=1 PYTHON=$(command -v python3) INSTALL_MODE=env bash "$PARTS/p01/install.sh" "$PARTS" \
-        > "$S/install.log" 2>&1
-    grep -E "IMPORT|checksums|ERROR" "$S/install.log"
-    local q
     q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
+}
+
+install() {
+    local last=p07
+    [ "$ENGINE" = sglang ] && last=p14
+    [ -d "$PARTS/$last" ] || fresh "$PARTS/$last"
+    deps
+    if [ "$ENGINE" = sglang ]; then
+        # its own folder, /tmp/sglang-site: its pins (transformers 5.12.1) clash with the image's
+        bash "$PARTS/p01/install.sh" "$PARTS" > "$S/install.log" 2>&1
+        tail -3 "$S/install.log"
+    else
+        PIP_BREAK_SYSTEM_PACKAGES=1 PYTHON=$(command -v python3) INSTALL_MODE=env \
+            bash "$PARTS/p01/install.sh" "$PARTS" > "$S/install.log" 2>&1
+    fi
+    grep -E "IMPORT|checksums|ERROR" "$S/install.log"
     touch "$S/installed"
 }
 

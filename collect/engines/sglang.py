@@ -221,11 +221,18 @@ class SGLang(EngineHooks):
                 **self.cfg.request_extra,
             }
             return self.chat_path, chat_body(messages, max_tokens, extra)
+        # request_extra's sampling_params (e.g. ignore_eos) join the defaults, not replace them
+        extra = dict(self.cfg.request_extra)
+        sampling = {
+            "max_new_tokens": max_tokens,
+            "temperature": 0,
+            **extra.pop("sampling_params", {}),
+        }
         body = {
             "text": self.render_prompt(messages),
-            "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0},
+            "sampling_params": sampling,
             "stream": True,
-            **self.cfg.request_extra,
+            **extra,
         }
         return self.generate_path, body
 

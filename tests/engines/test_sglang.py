@@ -244,3 +244,14 @@ def test_launch_argv_and_environment() -> None:
     ]  # fmt: skip
     assert env == {"A": "1", "B": "2", "SGLANG_ENABLE_SPEC_V2": "1"}
     assert (adapter.kind, adapter.health_path) == ("sglang", "/health")
+
+
+def test_request_extra_sampling_params_join_the_defaults() -> None:
+    adapter = _adapter(
+        chat_template="{{ messages[0]['content'] }}",
+        request_extra={"sampling_params": {"ignore_eos": True}, "rid": "x"},
+    )
+    path, body = adapter.request([{"role": "user", "content": "hi"}], 16)
+    assert path == "/generate"
+    assert body["sampling_params"] == {"max_new_tokens": 16, "temperature": 0, "ignore_eos": True}
+    assert (body["rid"], body["text"], body["stream"]) == ("x", "hi", True)
