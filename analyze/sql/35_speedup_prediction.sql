@@ -12,8 +12,10 @@
 --                      window_acceptance, pooled over the workload's concurrency levels and
 --                      output lengths, which its counters do not separate)
 --   acceptance_source = 'requests' | 'window counters' | NULL (none: no row is predicted)
---   draft_tokens_per_step = sum(d_draft_tokens) / sum(d_drafts): the draft length K as the
---                      server counted it (NULL without draft counters)
+--   draft_tokens_per_step = the draft length K as the server counted it: per request,
+--                      sum(draft_tokens) / sum(spec_verify_ct) over the window's ok requests
+--                      (SGLang's /generate); else the window counters, sum(d_draft_tokens) /
+--                      sum(d_drafts) (vLLM); NULL without either
 --   speedup, ci_low, ci_high = the `speedup` table's (measured)
 --   step_cost        = accept_length / speedup: the measured step cost implied by the model
 --   step_time_s      = step_cost * baseline_token_time_s, where baseline_token_time_s =
@@ -44,6 +46,15 @@ counters AS (
     GROUP BY ALL
 ),
 
+per_request AS (
+    SELECT
+        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        sum(draft_tokens) / nullif(sum(spec_verify_ct), 0) AS draft_tokens_per_step
+    FROM request_metrics
+    WHERE ok AND draft_tokens IS NOT NULL AND spec_verify_ct > 0
+    GROUP BY ALL
+),
+
 baseline_time AS (
     SELECT
         p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
@@ -63,13 +74,16 @@ windows AS (
             WHEN c.accept_length_tw IS NOT NULL THEN 'requests'
             WHEN k.d_drafts > 0 THEN 'window counters'
         END AS acceptance_source,
-        k.d_draft_tokens / nullif(k.d_drafts, 0) AS draft_tokens_per_step,
+        coalesce(q.draft_tokens_per_step, k.d_draft_tokens / nullif(k.d_drafts, 0))
+            AS draft_tokens_per_step,
         s.speedup, s.ci_low, s.ci_high,
         b.baseline_token_time_s
     FROM speedup AS s
     LEFT JOIN config_summary AS c
         USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
     LEFT JOIN counters AS k USING (campaign_id, engine, tp, method, workload)
+    LEFT JOIN per_request AS q
+        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
     LEFT JOIN method_families AS f USING (campaign_id, method)
     LEFT JOIN baseline_time AS b
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)

@@ -191,7 +191,18 @@ class SGLang(EngineHooks):
             raise ChatTemplateError(
                 f"cannot read {path} on the host ({exc}); give engine.chat_template in the plan"
             ) from None
-        template = chat_template_from_tokenizer_config(text)
+        try:
+            template = chat_template_from_tokenizer_config(text)
+        except ChatTemplateError:
+            # transformers >= 4.43 saves the template beside it, as chat_template.jinja
+            path = f"{self.cfg.model.rstrip('/')}/chat_template.jinja"
+            try:
+                template = host.read_file(path)
+            except OSError:
+                raise ChatTemplateError(
+                    f"neither tokenizer_config.json nor {path} holds a chat template on the "
+                    "host; give engine.chat_template in the plan"
+                ) from None
         self.set_chat_template(template, **special_tokens_from_tokenizer_config(text))
         self._template_facts = templates.facts(template, f"specsweep renders {path}")
 

@@ -15,7 +15,9 @@ Leave one out within the family and draft length:
     s3: siblings 2.5, 3.0 -> 2.7386; predicted 3 / 2.7386 = 1.0954 (error -8.7%)
     s4: siblings 2.5, 2.5 -> 2.5; predicted 4 / 2.5 = 1.6 (error +20%)
 `lone` (family of its own, draft length 2) has no sibling; `counted` has per-request verify
-counts (16 steps for 64 tokens: L = 4 from the requests) and no draft counters.
+counts (16 steps for 64 tokens: L = 4 from the requests) and no draft counters; `sglang` has
+them with per-request draft counts too (48 drafted tokens in 16 steps: K = 3, as SGLang's
+/generate reports them), so its draft length comes from the requests.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ T = datetime(2026, 1, 1, 12, 0, 0)
 PROMPTS = ("p1", "p2", "p3")
 
 
-def _requests(method: str, decode_s: float, steps: int | None = None) -> list[dict]:
+def _requests(
+    method: str, decode_s: float, steps: int | None = None, drafted: int | None = None
+) -> list[dict]:
     return [
         req(
             campaign_id="c1",
@@ -46,6 +50,7 @@ def _requests(method: str, decode_s: float, steps: int | None = None) -> list[di
             e2e_s=0.5 + decode_s,
             output_tokens=65,
             spec_verify_ct=steps,
+            draft_tokens=drafted,
         )
         for p in PROMPTS
     ]
@@ -83,8 +88,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for method, decode_s in (("s2", 8.0), ("s3", 64 * 0.25 / 3), ("s4", 4.8), ("lone", 4.0)):
         rows += _requests(method, decode_s)
     rows += _requests("counted", 3.2, steps=16)
+    rows += _requests("sglang", 3.2, steps=16, drafted=48)
     write_db(path, rows)
-    methods = (AR, "s2", "s3", "s4", "lone", "counted")
+    methods = (AR, "s2", "s3", "s4", "lone", "counted", "sglang")
     insert_rows(path, "services", [{**service("c1", m, "vllm")} for m in methods])
     insert_rows(
         path,
@@ -115,7 +121,7 @@ def _rows(db: Path) -> dict[str, dict]:
 
 def test_measured_factors_from_the_window_counters(db: Path) -> None:
     r = _rows(db)
-    assert set(r) == {"s2", "s3", "s4", "lone", "counted"}  # the baseline has no row
+    assert set(r) == {"s2", "s3", "s4", "lone", "counted", "sglang"}  # the baseline has no row
     for m, length, speedup, cost in (
         ("s2", 2, 0.8, 2.5),
         ("s3", 3, 1.2, 2.5),
@@ -150,3 +156,11 @@ def test_rows_without_a_prediction_say_why(db: Path) -> None:
     assert r["counted"]["acceptance_source"] == "requests"
     assert r["counted"]["accept_length"] == pytest.approx(4.0)  # 64 tokens / 16 steps
     assert r["counted"]["reason"] == "no draft-length counters"
+
+
+def test_draft_length_from_per_request_counts(db: Path) -> None:
+    r = _rows(db)["sglang"]
+    assert (r["acceptance_source"], r["accept_length"]) == ("requests", pytest.approx(4.0))
+    assert r["draft_tokens_per_step"] == pytest.approx(3.0)  # 3 x 48 / (3 x 16)
+    assert r["step_cost"] == pytest.approx(4.0 / 2.0)  # speedup 6.4 / 3.2 = 2
+    assert r["reason"] == "no other window of the same family and draft length"
