@@ -39,12 +39,14 @@ from collect.engines.sglang_streams import (  # sglang_stats: re-exported for ca
     sglang_stats,  # noqa: F401
 )
 
-# server_args fields worth recording besides every `speculative_*` one
+# server_args fields worth recording besides every `speculative_*` one; 0.5.15 has no
+# cuda_graph_max_bs but disable_cuda_graph and the resolved cuda_graph_config (recorded reply)
 FINGERPRINT_KEYS = (
     "version", "model_path", "tokenizer_path", "tp_size", "dp_size", "attention_backend",
     "mem_fraction_static", "context_length", "max_running_requests", "max_total_num_tokens",
-    "chunked_prefill_size", "cuda_graph_max_bs", "disable_radix_cache", "dtype",
-    "mamba_scheduler_strategy", "mamba_radix_cache_strategy", "kv_cache_dtype", "quantization",
+    "chunked_prefill_size", "cuda_graph_max_bs", "disable_cuda_graph", "cuda_graph_config",
+    "disable_radix_cache", "dtype", "mamba_scheduler_strategy", "mamba_radix_cache_strategy",
+    "kv_cache_dtype", "quantization",
 )  # fmt: skip
 
 
