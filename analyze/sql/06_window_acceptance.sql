@@ -16,6 +16,11 @@
 --                          replies; NULL where the server counts no generated tokens;
 --                          foreign tokens, if any, are in it)
 --   accept_rate_window   = d_accepted / d_draft_tokens
+--   d_verify_calls = delta spec_verify_calls (SGLang: it has no draft or accepted counters,
+--                          but every verify step drafts). Where d_drafts is NULL:
+--   accept_length_window = d_generated / d_verify_calls and accept_length_steps the same:
+--                          tokens per verify step, each request's first (prefill) token
+--                          included, so it reads above the per-request figure on short replies
 -- Per request (kept requests of the same service and workload: warm-ups and rows of
 -- incomplete units excluded, schema/measured.sql's kept_request_rows(); ok only):
 --   accept_length_requests = sum(output_tokens - 1) / sum(spec_verify_ct)  (the one
@@ -60,6 +65,7 @@ windows AS (
         max(delta) FILTER (WHERE counter = 'spec_decode_num_drafts') AS d_drafts,
         max(delta) FILTER (WHERE counter = 'spec_decode_num_draft_tokens') AS d_draft_tokens,
         max(delta) FILTER (WHERE counter = 'spec_decode_num_accepted_tokens') AS d_accepted,
+        max(delta) FILTER (WHERE counter = 'spec_verify_calls') AS d_verify_calls,
         max(delta) FILTER (
             WHERE counter IN ('tokens_predicted', 'generation_tokens')
         ) AS d_generated,
@@ -82,13 +88,19 @@ per_request AS (
 final AS (
     SELECT
         w.campaign_id, s.engine, s.tp, s.method, w.workload, w.service_id, w.config_id,
-        w.d_drafts, w.d_draft_tokens, w.d_accepted,
-        1 + w.d_accepted / nullif(w.d_drafts, 0) AS accept_length_window,
-        w.d_generated / nullif(w.d_generated - w.d_accepted, 0) AS accept_length_steps,
+        w.d_drafts, w.d_draft_tokens, w.d_accepted, w.d_verify_calls,
+        coalesce(
+            1 + w.d_accepted / nullif(w.d_drafts, 0), w.d_generated / nullif(w.d_verify_calls, 0)
+        ) AS accept_length_window,
+        coalesce(
+            w.d_generated / nullif(w.d_generated - w.d_accepted, 0),
+            w.d_generated / nullif(w.d_verify_calls, 0)
+        ) AS accept_length_steps,
         w.d_accepted / nullif(w.d_draft_tokens, 0) AS accept_rate_window,
         r.accept_length_requests,
-        1 + w.d_accepted / nullif(w.d_drafts, 0) - r.accept_length_requests
-            AS accept_length_diff,
+        coalesce(
+            1 + w.d_accepted / nullif(w.d_drafts, 0), w.d_generated / nullif(w.d_verify_calls, 0)
+        ) - r.accept_length_requests AS accept_length_diff,
         w.d_generated - r.output_tokens AS foreign_tokens,
         w.server_avg_accept_length
     FROM windows AS w

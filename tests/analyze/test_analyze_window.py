@@ -113,3 +113,40 @@ def test_rows_of_an_incomplete_unit_are_left_out(tmp_path: Path) -> None:
     build.run(path, baseline="autoregressive")
     assert one(path, "SELECT count(*) AS n FROM request_metrics")["n"] == 1
     assert one(path, "SELECT workload FROM request_metrics")["workload"] == "chat"
+
+
+def test_sglang_verify_calls_give_tokens_per_verify_step(tmp_path: Path) -> None:
+    """SGLang counts verify calls and generated tokens, no drafts: generated 456 -> 656 (200)
+    over verify calls 249 -> 329 (80) = 2.5 tokens per verify step, each request's first token
+    included. Its requests: (60 + 130 - 2) tokens after the first in 80 verify steps = 2.35."""
+    metrics = [
+        _metric("svc", "before", "sglang:generation_tokens_total", 456),
+        _metric("svc", "after", "sglang:generation_tokens_total", 656),
+        _metric("svc", "before", "sglang:spec_verify_calls_total", 249),
+        _metric("svc", "after", "sglang:spec_verify_calls_total", 329),
+    ]
+    rows = [
+        req(service_id="svc", method="m", output_tokens=60, spec_verify_ct=25),
+        req(service_id="svc", method="m", output_tokens=130, spec_verify_ct=55),
+    ]
+    path = tmp_path / "r.duckdb"
+    with duckdb.connect(str(path)) as con:
+        create_raw_tables(con)
+        for r in rows:
+            con.execute(
+                f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
+                list(r.values()),
+            )
+        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
+        con.execute(
+            "INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+            "tp, gpus, host, launch_command, requested_at, state) VALUES "
+            "('svc', 'c1', 'cfg', 'sglang', 'm', 1, '0', 'h', 'x', ?, 'stopped')",
+            [T],
+        )
+    build.run(path, baseline="autoregressive")
+    w = one(path, "SELECT * FROM window_acceptance")
+    assert (w["d_drafts"], w["d_verify_calls"]) == (None, 80)
+    assert w["accept_length_window"] == 2.5 and w["accept_length_steps"] == 2.5
+    assert w["accept_length_requests"] == 188 / 80
+    assert w["accept_length_diff"] == 2.5 - 188 / 80 and w["foreign_tokens"] == 10
