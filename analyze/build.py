@@ -9,8 +9,9 @@ raw tables), 14 import_check (imported files' printed figures beside ours), 15-1
 (segments, windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio`
 table (analyze.energy), then the open-loop objects 21-27 (analyze.openloop), then the
 speculation objects 28-33 (method_families, param_sweep, speedup_decomposition, best_setting,
-which reads speedup and rate_speedup, position_acceptance, accepted_histogram), then 34
-replica_agreement (each replica's median decode speed and its interval). The raw layer is
+which reads speedup and rate_speedup, position_acceptance, accepted_histogram, 36
+acceptance_by_load), then 34 replica_agreement (each replica's median decode speed and its
+interval), then the category tables (analyze.category). The raw layer is
 schema's: `connect` migrates the file before anything here runs. Everything is CREATE OR
 REPLACE inside one transaction, so a failed build leaves the previous analysis layer in place.
 metric_catalog (schema.metrics.CATALOG: each metric's label, unit, direction and formula) is
@@ -33,7 +34,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from analyze import energy, itl, openloop, stats
+from analyze import category, energy, itl, openloop, stats
 from schema import metrics
 from schema.controls import aa_control_name
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
@@ -75,6 +76,7 @@ SPECULATION = (
     "32_position_acceptance.sql",
     "33_accepted_histogram.sql",
     "35_speedup_prediction.sql",
+    "36_acceptance_by_load.sql",
 )
 REPLICAS = ("34_replica_agreement.sql",)
 OBJECTS = (
@@ -109,6 +111,8 @@ OBJECTS = (
     "position_acceptance",
     "accepted_histogram",
     "speedup_prediction",
+    "acceptance_by_load",
+    *category.OBJECTS,
     "replica_agreement",
     "metric_catalog",
 )
@@ -186,6 +190,8 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
     for name in (*SPECULATION, *REPLICAS):
         log.info("building %s", name)
         con.execute(read_sql(name))
+    log.info("acceptance and speedup per prompt category")
+    category.build(con, read_sql)
 
 
 def drop_views(con: duckdb.DuckDBPyConnection) -> None:

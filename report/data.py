@@ -8,10 +8,11 @@ the campaign, its hosts and its services come from ``campaign_summary``,
 ``window_energy``, ``energy_summary`` and ``energy_ratio``; open-loop load from
 ``open_windows``, ``rate_speedup``, ``rate_limits``, ``slo_targets`` and ``cache_hygiene``
 (optional: without them no open-loop section); speculation's knobs from ``method_families``,
-``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance`` and
-``accepted_histogram`` (optional: without them no such section); replicas of one
-configuration from ``replica_agreement`` (optional: a threats note when the baseline's
-replicas disagree); the baseline it compared against from ``analysis_params`` (optional: the
+``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance``,
+``accepted_histogram``, ``acceptance_by_load`` and ``category_pooled`` (optional: without
+them no such section); replicas of one configuration from ``replica_agreement`` (optional:
+a threats note when the baseline's replicas disagree); the baseline it compared against from
+``analysis_params`` (optional: the
 campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional:
 a metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
 (re)built lacks them, and the report says to run ``python -m analyze``.
@@ -71,6 +72,8 @@ OPTIONAL = (
     "accepted_histogram",
     "replica_agreement",
     "speedup_prediction",
+    "acceptance_by_load",
+    "category_pooled",
 )
 
 
@@ -104,6 +107,8 @@ class ReportData:
     param_sweep: pd.DataFrame = field(default_factory=pd.DataFrame)
     speedup_decomposition: pd.DataFrame = field(default_factory=pd.DataFrame)
     speedup_prediction: pd.DataFrame = field(default_factory=pd.DataFrame)
+    acceptance_by_load: pd.DataFrame = field(default_factory=pd.DataFrame)
+    category_pooled: pd.DataFrame = field(default_factory=pd.DataFrame)
     best_setting: pd.DataFrame = field(default_factory=pd.DataFrame)
     position_acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     accepted_histogram: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -203,6 +208,10 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "speedup_prediction": opt(
             "speedup_prediction", "engine, tp, workload, max_tokens, concurrency, method"
         ),
+        "acceptance_by_load": opt(
+            "acceptance_by_load", "engine, tp, workload, max_tokens, load_kind, method, load"
+        ),
+        "category_pooled": opt("category_pooled", "engine, tp, max_tokens, category, method"),
         "best_setting": opt(
             "best_setting", "engine, tp, workload, max_tokens, family, load_kind, load"
         ),

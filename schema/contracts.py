@@ -24,6 +24,9 @@ ERROR_KINDS = [
 ]
 
 
+# requests.category: a lowercase name (collect.plan.workloads.CATEGORY_PATTERN is the same rule)
+CATEGORY_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+
 HISTORIES = ["own", "replay"]  # requests.history (collect.plan.model.AgenticWorkload.history)
 
 
@@ -140,6 +143,8 @@ class RequestsSchema(_Base):
     run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
     # agentic turns: own | replay (where the history's replies came from); absent: NULL
     history: Series[str] | None = pa.Field(nullable=True, isin=HISTORIES)
+    # the prompt's category (docs/categories.md); required so no writer forgets it
+    category: Series[str] = pa.Field(str_matches=CATEGORY_PATTERN)
 
     @pa.check(
         "accept_histogram",

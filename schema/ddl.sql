@@ -1,8 +1,9 @@
--- specsweep raw layer, schema version 10 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 11 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
--- campaign had one; v8 no services.replica; v9 no requests.history; see schema/migrations.py).
+-- campaign had one; v8 no services.replica; v9 no requests.history; v10 no
+-- requests.category; see schema/migrations.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in docs/data-dictionary.md and add a migrate_to_N step in schema/migrations.py.
@@ -153,6 +154,16 @@ CREATE TABLE IF NOT EXISTS requests (
                                            -- replies of the same session: the plan's `history:
                                            -- replay`; turn k's prompt is the baseline's);
                                            -- docs/agentic-pairing.md. NULL outside sessions
+    ,category        VARCHAR NOT NULL DEFAULT 'uncategorized'
+                                           -- the prompt's category (docs/categories.md): the
+                                           -- workload's `category:` when the plan sets one, else
+                                           -- the source's rule: MT-Bench its question's own
+                                           -- (writing, roleplay, reasoning, math, coding,
+                                           -- extraction, stem, humanities), HumanEval code,
+                                           -- inline prompts inline, agentic turns agentic, trace
+                                           -- items trace (or what the trace text says); imported
+                                           -- rows the file's category column; rows older than v11
+                                           -- and imports without one: uncategorized
 );
 
 -- One row per measured window, closed- and open-loop: how its load was made and what was done

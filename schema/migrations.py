@@ -110,6 +110,18 @@ def migrate_to_10(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE requests SET history = 'own' WHERE session_id IS NOT NULL").fetchall()
 
 
+def migrate_to_11(con: duckdb.DuckDBPyConnection) -> None:
+    """v11: requests.category, the prompt's category (docs/categories.md). An older file
+    recorded none and its prompt_id cannot recover one in SQL (an `mtbench/<id>` prompt's
+    category lives in the MT-Bench file, not the database), so every older row says
+    'uncategorized' rather than a guess; the column is NOT NULL as in a fresh file."""
+    con.execute(
+        "ALTER TABLE requests ADD COLUMN IF NOT EXISTS category VARCHAR DEFAULT 'uncategorized'"
+    ).fetchall()
+    con.execute("UPDATE requests SET category = 'uncategorized' WHERE category IS NULL").fetchall()
+    con.execute("ALTER TABLE requests ALTER COLUMN category SET NOT NULL").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {
     2: migrate_to_2,
@@ -121,4 +133,5 @@ MIGRATIONS: dict[int, Any] = {
     8: migrate_to_8,
     9: migrate_to_9,
     10: migrate_to_10,
+    11: migrate_to_11,
 }

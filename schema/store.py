@@ -35,7 +35,7 @@ from schema import metrics
 from schema.contracts import CONTRACTS
 from schema.migrations import MIGRATIONS
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")

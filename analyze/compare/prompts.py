@@ -48,7 +48,7 @@ def prompt_facts(workload: dict, prompt_id: str) -> dict[str, Any]:
         facts["turns"] = workload.get("turns", [])[: int(turn.group(1)) + 1 if turn else None]
         facts["history"] = workload.get("history", "own")
     elif kind == "trace":
-        facts.update({k: workload.get(k) for k in ("path", "format", "max_input_tokens")})
+        facts.update({k: workload.get(k) for k in ("path", "format", "max_input_tokens", "text")})
     else:
         source = workload.get("prompts") or {}
         facts["template"] = source.get("template", "{text}")

@@ -84,6 +84,11 @@ def _check(path: Path, line: int, obj: Any) -> Run:
     for key in (*DETAIL_KEYS, "input_lens", "generated_texts", "latencies", "start_times"):
         if key in obj and len(obj[key]) != n:
             raise ImportFileError(f"{where}: {key!r} has {len(obj[key])} entries, ttfts {n}")
+    category = obj.get("category")
+    if category is not None and not isinstance(category, (str, list)):
+        raise ImportFileError(f"{where}: 'category' is neither a list nor a string")
+    if isinstance(category, list) and len(category) != n:
+        raise ImportFileError(f"{where}: 'category' has {len(category)} entries, ttfts {n}")
     if "completed" not in obj:
         raise ImportFileError(f"{where}: missing key 'completed'")
     ok = sum(1 for e in obj["errors"] if not e)

@@ -59,6 +59,9 @@ Mapping to `requests` (never guessed: what the file lacks stays NULL):
   token chunk), 'timeout', 'connect', 'protocol' (a Python traceback), else 'http' (the
   HTTP reason phrase the tools store for a non-200 reply). The count of ok rows must equal
   the file's `completed`, or the import fails.
+- category = the file's `category`: a list, one per request (specsweep's own key: neither
+  tool writes one; a null entry is 'uncategorized'), or one string for the whole run; a file
+  without it: 'uncategorized' (docs/categories.md). Names must be lowercase (the contract).
 - start_s = start_times[i] - min(start_times) when present, else 0.0 (not recorded: the
   throughput_tps of config_summary is then not a real window duration).
 - sent_at = the file's `date` when present (vLLM), else the import time.
@@ -82,6 +85,8 @@ from typing import Any
 
 from collect.importing.files import ImportFileError, Run, read_runs
 from schema.store import Store, utcnow, validate
+
+UNCATEGORIZED = "uncategorized"  # requests.category of a request whose file names none
 
 
 @dataclass(frozen=True)
@@ -199,8 +204,16 @@ def _request(run: Run, i: int, window: dict[str, Any], sent_at: datetime) -> dic
         "accept_histogram": None, "accepted_per_pos": None, "step_accepted": None,
         "output_text": _item(data, "generated_texts", i), "server_stats": None,
         "ok": ok, "error_kind": None if ok else error_kind(str(error)),
-        "error_message": None if ok else str(error),
+        "error_message": None if ok else str(error), "category": _category(data, i),
     }  # fmt: skip
+
+
+def _category(data: dict[str, Any], i: int) -> str:
+    """requests.category: the file's `category` (a list or one string), else uncategorized."""
+    given = data.get("category")
+    if isinstance(given, list):
+        given = given[i]
+    return str(given) if given else UNCATEGORIZED
 
 
 def _chunk_times(ttft: float, itls: list[float]) -> list[float]:

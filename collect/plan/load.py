@@ -11,15 +11,38 @@ saturation, goodput) are in analyze/VIEWS.md.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Generic, Literal, TypeVar
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from collect.plan.fields import Name, Strict
 from collect.plan.traces import TraceItem, read_trace
+from collect.plan.tracetext import PoolText, TextMatch
+
+# a prompt category (requests.category; schema.contracts.CATEGORY_PATTERN is the same rule)
+CATEGORY_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+
+
+def _category_name(value: str) -> str:
+    if not re.match(CATEGORY_PATTERN, value):
+        raise ValueError(
+            f"category {value!r} must be a lowercase name: a letter, then letters, digits, "
+            "'_' or '-', 64 characters at most (e.g. summarize)"
+        )
+    return value
+
+
+Category = Annotated[str, AfterValidator(_category_name)]
+CATEGORY_FIELD = (
+    "The category of every prompt of this workload in requests.category (a lowercase name, "
+    "e.g. summarize); default: the source's own (docs/categories.md)."
+)
 
 
 class Ramp(Strict):
@@ -112,7 +135,48 @@ class OpenLoad(Strict):
         return list(self.rate) if self.rate else [None]
 
 
-class TraceWorkload(Strict):
+DRAWN_MAX = 8000  # characters of the text ids map kept in `environment`; longer: its sha256
+
+
+class TextOption(Strict):
+    """A trace workload's `text:`: real text for its input_length lines (docs/trace-text.md,
+    rules in collect/plan/tracetext). Its `source` is a field of the subclass that knows the
+    plan's prompt sources, `TraceText` in collect/plan/workloads.py (which imports this module,
+    so this one cannot name them); the plan's trace workload is TraceWorkload[TraceText]."""
+
+    seed: int = Field(0, ge=0, description="Seed of the draw: the same seed, the same texts.")
+    tolerance: float = Field(
+        0.1,
+        gt=0,
+        lt=1,
+        description="A text fits a line asking for N tokens when its estimate is within "
+        "N(1 - tolerance) .. N(1 + tolerance).",
+    )
+    chars_per_token: float = Field(
+        4.0,
+        gt=0,
+        description="The estimate, no tokenizer loaded: tokens = characters / chars_per_token "
+        "(the server's prompt_tokens is recorded; docs/trace-text.md has measured ratios).",
+    )
+    _match: TextMatch | None = PrivateAttr(None)
+
+    def pool(self) -> list[PoolText]:
+        """The texts to draw from, in the source's order (the subclass's source)."""
+        raise ValueError("text: no prompt source to draw from")
+
+    def match(self) -> TextMatch:
+        """The draw's rules over the pool (built once per workload)."""
+        if self._match is None:
+            self._match = TextMatch(
+                tuple(self.pool()), self.seed, self.tolerance, self.chars_per_token
+            )
+        return self._match
+
+
+TextT = TypeVar("TextT", bound=TextOption)
+
+
+class TraceWorkload(Strict, Generic[TextT]):
     kind: Literal["trace"] = Field(
         description="Replay a JSONL trace on its own clock: each line's request is sent at its "
         "timestamp (times time_scale) after the window starts, with its own prompt and output "
@@ -140,6 +204,12 @@ class TraceWorkload(Strict):
     )
     max_concurrency: int | None = Field(None, ge=1, description="As in `load:`.")
     system: str | None = Field(None, description="Optional system message.")
+    category: Category | None = Field(None, description=CATEGORY_FIELD)
+    text: TextT | None = Field(
+        None,
+        description="Real text for the trace's input_length lines instead of random words: "
+        "drawn from a prompt source to match each line's length (docs/trace-text.md).",
+    )
 
     @model_validator(mode="after")
     def _readable(self) -> TraceWorkload:
@@ -156,7 +226,19 @@ class TraceWorkload(Strict):
             self.limit,
             self.max_input_tokens,
             self.system,
+            None if self.text is None else self.text.match(),
         )
+
+    def text_facts(self) -> dict[str, str]:
+        """The text draw's environment rows (docs/trace-text.md); {} without `text`."""
+        if self.text is None:
+            return {}
+        drawn = [i for i in self.items() if i.text_ids and i.input_tokens]
+        ids = json.dumps({i.prompt_id: i.text_ids for i in drawn})
+        if len(ids) > DRAWN_MAX:  # a long trace: its hash (the draw is a function of the plan)
+            ids = f"sha256:{hashlib.sha256(ids.encode()).hexdigest()} items:{len(drawn)}"
+        pairs = [(i.input_tokens or 0, i.messages[-1]["content"]) for i in drawn]
+        return {"items": str(len(drawn)), "drawn": ids, **self.text.match().errors(pairs)}
 
     @property
     def max_tokens(self) -> list[int]:
@@ -182,6 +264,7 @@ def _read(
     limit: int | None,
     clip: int | None,
     system: str | None,
+    text: TextMatch | None,
 ) -> list[TraceItem]:
     try:
         return read_trace(
@@ -192,6 +275,7 @@ def _read(
             limit=limit,  # type: ignore[arg-type]
             max_input_tokens=clip,
             system=system,
+            text=text,
         )
     except OSError as exc:
         raise ValueError(f"trace {path}: {exc.strerror or exc}") from exc

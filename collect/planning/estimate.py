@@ -45,7 +45,7 @@ from typing import Any
 from collect.plan.load import OpenLoad, TraceWorkload
 from collect.plan.load import ramp_rates as openloop_rates
 from collect.plan.model import AgenticWorkload, Plan, RequestsWorkload, ServiceConfig, Workload
-from collect.plan.workloads import prompts
+from collect.plan.workloads import longest_session, prompts
 
 CHARS_PER_TOKEN = 4.0
 Key = tuple[str, int, str, int]  # method, tp, workload, concurrency
@@ -285,7 +285,7 @@ def _window_prompts(w: RequestsWorkload, max_tokens: int) -> tuple[int, float]:
 def agentic_prompt_tokens(w: AgenticWorkload, reply_tokens: float) -> list[float]:
     """Prompt tokens of each turn: the history so far, replies of reply_tokens each."""
     out, history = [], tokens(w.system)
-    for i, turn in enumerate(w.turns):
+    for i, turn in enumerate(longest_session(w)):
         history += tokens(turn.content) + (reply_tokens if i else 0)
         out.append(history)
     return out

@@ -50,7 +50,7 @@ from collect.engines.base import MemoryRules, flag
 from collect.plan.fields import EngineConfig, ModelInfo
 from collect.plan.load import TraceWorkload
 from collect.plan.model import Plan, ServiceConfig
-from collect.plan.workloads import AgenticWorkload, prompts
+from collect.plan.workloads import AgenticWorkload, longest_session, prompts
 from collect.planning.architecture import DTYPE_BYTES, Architecture, architecture
 from collect.planning.weights import config_path, weight_bytes
 
@@ -140,8 +140,9 @@ def workload_peak(workload: Any) -> tuple[int, int]:
     without one possibly every request it schedules (the only bound the plan gives)."""
     system = prompt_tokens(workload.system) if workload.system else 0
     if isinstance(workload, AgenticWorkload):
-        context = system + sum(prompt_tokens(t.content) for t in workload.turns)
-        per_seq = [context + mt * len(workload.turns) for mt in workload.max_tokens]
+        turns = longest_session(workload)
+        context = system + sum(prompt_tokens(t.content) for t in turns)
+        per_seq = [context + mt * len(turns) for mt in workload.max_tokens]
     elif isinstance(workload, TraceWorkload):
         per_seq = [
             max(

@@ -25,7 +25,8 @@ SYSTEM_MAX characters is stored as `sha256:<hex> chars:<n>`, not its text), `tem
 ('' when the body leaves it to the server), `sampling` (sorted JSON of every sampling field
 the body carries, the token limit as the workload's max_tokens list), `stop` (JSON of the
 stop strings or ids, '' without), `template` (sha256 of the prompt source's template, only
-for workloads that have one). Every text is redacted as the request body is.
+for workloads that have one). Every text is redacted as the request body is. A trace workload
+with `text:` adds `workload.<name>.text.*` (TraceWorkload.text_facts, docs/trace-text.md).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import re
 from typing import Any
 
 from collect.hosts.base import Site
+from collect.plan.load import TraceWorkload
 from collect.plan.model import Plan
 from collect.redact import MASK, SECRET_NAME, redact
 from collect.resources import resolve_model
@@ -126,6 +128,8 @@ def workload_facts(engine: Any, workloads: list[Any]) -> dict[str, str]:
         template = getattr(getattr(w, "prompts", None), "template", None)
         if template is not None:
             out[f"{key}.template"] = _sha256(template)
+        if isinstance(w, TraceWorkload):  # the real text a trace drew (docs/trace-text.md)
+            out.update({f"workload.{w.name}.text.{k}": v for k, v in w.text_facts().items()})
     return out
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ import numpy as np
 from collect.http import client
 from collect.plan.load import OpenLoad, TraceWorkload, ramp_rates
 from collect.plan.model import RequestsWorkload
-from collect.plan.workloads import Prompt, messages
+from collect.plan.workloads import Prompt, category_of, messages
 from collect.run.windows import Context, close_window, open_window, row, sampled, window_key
 
 SPIN_S = 0.002  # the last stretch before an arrival is spent yielding, not sleeping
@@ -54,6 +54,7 @@ class Arrival:
     rep: int
     messages: list[dict[str, str]]
     max_tokens: int
+    category: str  # requests.category (collect.plan.workloads.category_of)
 
 
 def offsets(load: OpenLoad, rate: float | None, n: int) -> np.ndarray:
@@ -77,7 +78,8 @@ def offsets(load: OpenLoad, rate: float | None, n: int) -> np.ndarray:
 def schedule(
     load: OpenLoad, rate: float | None, items: list[Prompt], system: str | None, max_tokens: int
 ) -> list[Arrival]:
-    """The window's arrivals: prompts in order, cycling (request i: prompt i mod n, rep i div n)."""
+    """The window's arrivals: prompts in order, cycling (request i: prompt i mod n, rep i div n);
+    each carries its prompt's category (the caller applies the workload's: rate_sweep)."""
     n = load.window_requests(rate)
     times = offsets(load, rate, n)
     return [
@@ -87,6 +89,7 @@ def schedule(
             i // len(items),
             messages(system, items[i % len(items)].text),
             max_tokens,
+            items[i % len(items)].category,
         )
         for i, t in enumerate(times)
     ]
@@ -146,7 +149,10 @@ async def send_schedule(
 
 def trace_schedule(w: TraceWorkload) -> list[Arrival]:
     """A trace's requests as arrivals on the trace's own clock (collect/plan/traces.py)."""
-    return [Arrival(i.t_s, i.prompt_id, 0, i.messages, i.max_tokens) for i in w.items()]
+    return [
+        Arrival(i.t_s, i.prompt_id, 0, i.messages, i.max_tokens, category_of(w, i.category))
+        for i in w.items()
+    ]
 
 
 # --- open-loop windows ----------------------------------------------------------------
@@ -161,6 +167,7 @@ async def rate_sweep(
     load = w.load
     assert load is not None
     by_rate: dict[float | None, list[dict[str, Any]]] = {}
+    items = [replace(p, category=category_of(w, p.category)) for p in items]
 
     async def window(rate: float | None) -> None:
         arrivals = schedule(load, rate, items, w.system, max_tokens)
@@ -249,6 +256,7 @@ async def open_loop_window(
                 prompt_id=a.prompt_id,
                 rep=a.rep,
                 scheduled_s=a.t_s,
+                category=a.category,
             )
         )
         ctx.sink.append(rows[-1])

@@ -29,7 +29,7 @@ from collect.engines.base import Engine
 from collect.http import client
 from collect.plan.load import Slo, TraceWorkload
 from collect.plan.model import AgenticWorkload, RequestsWorkload
-from collect.plan.workloads import Prompt, messages, prompts, turn_message
+from collect.plan.workloads import Prompt, category_of, messages, prompts, sessions, turn_message
 from collect.run.endpoints import Endpoints
 from collect.telemetry import Sampler
 from schema.store import utcnow
@@ -81,7 +81,8 @@ async def send(ctx: Context, msgs: list[dict[str, str]], max_tokens: int) -> cli
 
 
 def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> dict[str, Any]:
-    """One `requests` row from a result and its measurement key."""
+    """One `requests` row from a result and its measurement key (which names the prompt's
+    category: collect.plan.workloads.category_of)."""
     stats = {k: res.stats.get(k) for k in STAT_COLUMNS}
     rid = request_id(
         ctx.campaign_id,
@@ -189,7 +190,8 @@ async def requests_window(
         rep, p = item
         res = await send(ctx, messages(w.system, p.text), max_tokens)
         ctx.on_done()
-        made = row(ctx, res, t_start, **key, prompt_id=p.prompt_id, rep=rep)
+        category = category_of(w, p.category)
+        made = row(ctx, res, t_start, **key, prompt_id=p.prompt_id, rep=rep, category=category)
         ctx.sink.append(made)
         return [made]
 
@@ -248,7 +250,9 @@ async def agentic_window(
     mode = "own" if script is None else "replay"
     wid = window_id(ctx, w.name, max_tokens, concurrency)
     key = window_key(w.name, wid, max_tokens, concurrency)
-    opened = await open_window(ctx, key, w.repetitions * len(w.turns), max_concurrency=concurrency)
+    plays = sessions(w)  # session rep's turns: the plan's, or a ShareGPT conversation's
+    n_turns = sum(len(p.turns) for p in plays)
+    opened = await open_window(ctx, key, n_turns, max_concurrency=concurrency)
     await client.prewarm(
         ctx.http, ctx.base_url, min(concurrency, w.repetitions), ctx.engine.health_path
     )
@@ -258,7 +262,7 @@ async def agentic_window(
         history = [{"role": "system", "content": w.system}] if w.system else []
         replies = None if script is None else script[rep]
         rows = []
-        for turn, spec in enumerate(w.turns):
+        for turn, spec in enumerate(plays[rep].turns):
             history.append(turn_message(spec))
             res = await send(ctx, list(history), max_tokens)
             ctx.on_done()
@@ -268,11 +272,12 @@ async def agentic_window(
                     res,
                     t_start,
                     **key,
-                    prompt_id=f"{w.name}/turn{turn}",
+                    prompt_id=plays[rep].prompt_id(turn),
                     rep=rep,
                     session_id=f"{wid}/s{rep}",
                     turn=turn,
                     history=mode,
+                    category=category_of(w, plays[rep].category),
                 )
             )
             ctx.sink.append(rows[-1])
@@ -359,12 +364,13 @@ async def warmup_rows(
     """n warm-up requests (kept, flagged is_warmup, excluded from analysis)."""
     if isinstance(w, RequestsWorkload):
         p = prompts(w.prompts)[0]
-        msgs, pid = messages(w.system, p.text), p.prompt_id
+        msgs, pid, own = messages(w.system, p.text), p.prompt_id, p.category
     elif isinstance(w, TraceWorkload):
         first = w.items()[0]
-        msgs, pid = first.messages, first.prompt_id
+        msgs, pid, own = first.messages, first.prompt_id, first.category
     else:
-        msgs, pid = [turn_message(w.turns[0])], f"{w.name}/turn0"
+        opening = sessions(w)[0]
+        msgs, pid, own = [turn_message(opening.turns[0])], opening.prompt_id(0), opening.category
     rows = []
     t_start = time.perf_counter()
     for i in range(n):
@@ -373,5 +379,6 @@ async def warmup_rows(
             **window_key(w.name, f"{ctx.service_id}/warmup", min(w.max_tokens), 1),
             "is_warmup": True,
         }
-        rows.append(row(ctx, res, t_start, **key, prompt_id=pid, rep=i))
+        category = category_of(w, own)
+        rows.append(row(ctx, res, t_start, **key, prompt_id=pid, rep=i, category=category))
     return rows

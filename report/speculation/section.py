@@ -20,7 +20,7 @@ import pandas as pd
 from pylatex.utils import NoEscape
 
 from report.data import ReportData
-from report.speculation import best, decomposition, detail, prediction, sweep
+from report.speculation import best, categories, decomposition, detail, load, prediction, sweep
 from report.speculation.panels import parts, windows
 
 Save = Callable[[plt.Figure, Path], Path]
@@ -65,6 +65,12 @@ def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[Job]:
             add(f"spec-sweep:{i}-{p}", sweep.figure, frame, keys, pal)
     for p, keys in enumerate(_decomposition_parts(sd)[0] if not sd.empty else []):
         add(f"spec-decomposition:{p}", decomposition.figure, sd, keys, pal)
+    abl = _frame(data, "acceptance_by_load")
+    for p, keys in enumerate(parts(load.series(abl), load.PER_FIGURE, MAX_FIGURES)[0]):
+        add(f"spec-load:{p}", load.figure, abl, keys, pal)
+    cp = _frame(data, "category_pooled")
+    for i, key in enumerate(categories.groups(cp)):
+        add(f"spec-category:{i}", categories.figure, cp, key)
     for key, frame, kind in (
         ("spec-positions:0", pa, "position"),
         ("spec-histogram:0", ah, "histogram"),
@@ -116,13 +122,38 @@ def _detail(pa: pd.DataFrame, ah: pd.DataFrame, figs: dict[str, Path | None]) ->
     }
 
 
+def _by_load(abl: pd.DataFrame, figs: dict[str, Path | None]) -> dict[str, Any] | None:
+    """Acceptance and step cost against load: figure names, the sentence, settings left out."""
+    if abl.empty:
+        return None
+    finding = load.finding(abl)
+    return {
+        "figures": _names(figs, "spec-load:"),
+        "finding": NoEscape(finding) if finding else None,
+        "left_out": parts(load.series(abl), load.PER_FIGURE, MAX_FIGURES)[1],
+    }
+
+
+def _categories(cp: pd.DataFrame, figs: dict[str, Path | None]) -> dict[str, Any] | None:
+    """The category heatmaps: per figure its name and caption key, and the summary."""
+    if categories.shown(cp).empty:
+        return None
+    names = _names(figs, "spec-category:")
+    keys = [categories.caption_key(k, cp) for k in categories.groups(cp)]
+    return {
+        "figures": [{"name": n, "key": NoEscape(k)} for n, k in zip(names, keys)],
+        "summary": NoEscape(categories.summary(cp) or ""),
+    }
+
+
 def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
     """What the template's speculation section, the summary and the threats show."""
     ps, sd = _frame(data, "param_sweep"), _frame(data, "speedup_decomposition")
     bs = _frame(data, "best_setting")
     pa, ah = _frame(data, "position_acceptance"), _frame(data, "accepted_histogram")
-    sp = _frame(data, "speedup_prediction")
-    if ps.empty and sd.empty and bs.empty and sp.empty:
+    sp, abl = _frame(data, "speedup_prediction"), _frame(data, "acceptance_by_load")
+    cp = _frame(data, "category_pooled")
+    if ps.empty and sd.empty and bs.empty and sp.empty and abl.empty and cp.empty:
         return {"available": False, "findings": [], "threats": []}
     sw = sweeps(ps, figs)
     losers = decomposition.losers(sd) if not sd.empty else None
@@ -141,6 +172,8 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
             "unknown": NoEscape(unknown) if unknown else None,
             "left_out": _decomposition_parts(sd)[1],
         },
+        "by_load": _by_load(abl, figs),
+        "categories": _categories(cp, figs),
         "prediction": None
         if sp.empty
         else {"table": prediction.table(sp), "summary": prediction.summary(sp)},

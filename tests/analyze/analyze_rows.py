@@ -60,6 +60,7 @@ def req(**overrides: Any) -> dict[str, Any]:
         "accept_length": None, "output_text": "text", "server_stats": "{}", "ok": True,
         "error_kind": None, "error_message": None, "engine_accept_length": None,
         "accept_histogram": None, "accepted_per_pos": None, "step_accepted": None,
+        "category": "uncategorized",
     }  # fmt: skip
     unknown = overrides.keys() - row.keys()
     assert not unknown, f"not a requests column: {unknown}"

@@ -206,7 +206,7 @@ def request(
         "accept_length": p.output_tokens / verify if block else None,
         "output_text": p.text,
         "server_stats": f'{{"meta_info": {{"completion_tokens": {p.output_tokens}}}}}',
-        "ok": True, "error_kind": None, "error_message": None,
+        "ok": True, "error_kind": None, "error_message": None, "category": win.workload,
     }  # fmt: skip
 
 

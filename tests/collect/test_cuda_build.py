@@ -30,6 +30,7 @@ from collect.resources import (
     mtbench_path,
     parse_compute_caps,
     resolve_llama_server,
+    sharegpt_path,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,6 +204,8 @@ def test_provision_cuda_from_a_local_source(
     mtbench = mtbench_path()  # cached already: provision fetches nothing
     mtbench.parent.mkdir(parents=True)
     mtbench.write_text('{"question_id": 81, "category": "writing", "turns": ["Hi"]}\n')
+    sharegpt_path().parent.mkdir(parents=True)  # cached too: no network
+    sharegpt_path().write_text("[\n]\n")
     tree = sdist_tree(tmp_path / "src", LLAMA_CPP_PYTHON_VERSION)
     env = {
         **os.environ,

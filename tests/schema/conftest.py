@@ -51,6 +51,7 @@ def request_row(i: int = 0, **changes: Any) -> dict[str, Any]:
         "ok": True,
         "error_kind": None,
         "error_message": None,
+        "category": "code",
     }
     unknown = set(changes) - set(row)
     assert not unknown, f"not requests columns: {unknown}"

@@ -1,8 +1,9 @@
 """Schema migrations v3->v10: a v3 file gains endpoint_errors on open, a v4 file gains
 gpu_samples and services.transport, a v5 file windows and requests.scheduled_s, a v6 file
 method_params and the requests' acceptance details, a v7 file runs (units keyed by run), a
-v8 file services.replica, a v9 file requests.history; the endpoint_errors contract quarantines
-rows that name no known hook or phase."""
+v8 file services.replica, a v9 file requests.history (v11's requests.category:
+test_migration_category.py); the endpoint_errors contract quarantines rows that name no known
+hook or phase."""
 
 from __future__ import annotations
 
@@ -105,13 +106,14 @@ def test_a_v6_file_gains_method_params_and_acceptance_details(tmp_path: Path) ->
     )
     with duckdb.connect(str(path), read_only=True) as con:
         columns = [c[0] for c in con.execute("DESCRIBE requests").fetchall()]
-        assert columns[-6:] == [
+        assert columns[-7:] == [
             "engine_accept_length",
             "accept_histogram",
             "accepted_per_pos",
             "step_accepted",
             "run",
             "history",
+            "category",
         ]
         version = con.execute("SELECT max(version) FROM schema_version").fetchone()
         assert version == (SCHEMA_VERSION,)
@@ -128,13 +130,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,)]
     assert statuses == [(200,), (None,)]
 
 
@@ -254,4 +256,6 @@ def test_a_v9_file_gains_requests_history_and_its_sessions_played_their_own(tmp_
             ("r1", "own"),
             ("r2", None),
         ]
-        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (10,)
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (
+            SCHEMA_VERSION,
+        )

@@ -1,0 +1,199 @@
+"""Acceptance length and speedup per prompt category (contract: analyze/VIEWS.md, "Prompt
+categories"): the tables category_speedup (per window) and category_pooled (one row per method
+and category over the concurrency-1 windows that share max_tokens).
+
+Input: the TEMP view category_cells (analyze/sql/37_category_cells.sql), the `speedup` table's
+(run, prompt) cells with each prompt's category, its d (mean ln decode_tps of M - of the
+baseline) and g (mean ln acceptance length of M's requests). For a group of cells (run r,
+prompt p), with schema.paired's t interval (calibrated by tests/schema/test_paired_coverage.py
+and, at 3-10 prompts, tests/analyze/test_category_coverage.py):
+
+    speedup         = exp(mean d)          ci_low, ci_high = interval(d, service_var)
+    acceptance_gain = exp(mean g)          acceptance_low, acceptance_high = interval(g)
+    accept_length   = sum(tokens) / sum(steps)   (pooled, token-weighted; no interval)
+
+service_var is the campaign's A/A start-to-start variance as the `speedup` table adds it (the
+control's cells per window and run, analyze.stats.service_noise; one run only, not for the
+control). Acceptance takes none: a service start does not change which drafts are accepted.
+The acceptance figures are NULL where some of M's requests have no verify count (the factors of
+a subset would not be the speedup's). Below schema.paired.MIN_PROMPTS prompts there is no
+interval (ci_reason, acceptance_reason). p_holm, significant, n_family, sim_ci_low,
+sim_ci_high: analyze.stats.adjust_family over each table's own rows of a campaign (a family of
+its own: a breakdown is not the campaign's claims).
+
+category_pooled pools the concurrency-1 windows of (campaign_id, engine, tp, max_tokens, method):
+a prompt is (workload, prompt_id), distinct across workloads, so no prompt counts twice; a
+group whose windows measured different runs has no interval (its cells are not a full run x
+prompt grid). Why only concurrency 1 and one max_tokens, and why never across concurrencies:
+VIEWS.md.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from analyze.stats import adjust_family, insert_frame, service_noise
+from schema.controls import aa_control_name
+from schema.paired import MIN_PROMPTS, interval
+
+SQL = "37_category_cells.sql"
+OBJECTS = ("category_speedup", "category_pooled")
+WINDOW = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
+POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
+POOLED_CONCURRENCY = 1
+
+# (name, type, comment) of the columns both tables share after their keys
+FIGURES = [
+    ("category", "VARCHAR NOT NULL", "the prompts' category"),
+    ("is_control", "BOOLEAN NOT NULL", "M is the baseline's A/A control"),
+    ("n_prompts", "INTEGER NOT NULL", "prompts of the category in the comparison"),
+    ("n_runs", "INTEGER NOT NULL", "runs of the campaign the cells come from"),
+    ("n", "INTEGER NOT NULL", "M's requests"),
+    ("n_baseline", "INTEGER NOT NULL", "the baseline's requests"),
+    ("n_verified", "INTEGER NOT NULL", "M's requests with a verify count"),
+    ("accept_length", "DOUBLE", "sum(output_tokens - 1) / sum(spec_verify_ct), pooled"),
+    ("acceptance_gain", "DOUBLE", "exp(mean over cells of mean ln acceptance length)"),
+    ("acceptance_low", "DOUBLE", "its 95% t interval (NULL: acceptance_reason)"),
+    ("acceptance_high", "DOUBLE", ""),
+    ("acceptance_reason", "VARCHAR", "why no acceptance figure or interval"),
+    ("speedup", "DOUBLE", "exp(mean over cells of d): the paired geometric mean"),
+    ("ci_low", "DOUBLE", "its 95% t interval (NULL: ci_reason)"),
+    ("ci_high", "DOUBLE", ""),
+    ("ci_reason", "VARCHAR", "why no interval"),
+    ("df", "DOUBLE", "the t interval's degrees of freedom"),
+    ("p_value", "DOUBLE", "two-sided t test of no change"),
+    ("log_se", "DOUBLE", "standard error of ln speedup"),
+    ("service_var", "DOUBLE", "A/A service variance added (0: none)"),
+    ("p_holm", "DOUBLE", "Holm over the table's rows of the campaign"),
+    ("significant", "BOOLEAN", "p_holm < 0.05; NULL for the control"),
+    ("n_family", "INTEGER", "rows in that family"),
+    ("sim_ci_low", "DOUBLE", "simultaneous interval over the family"),
+    ("sim_ci_high", "DOUBLE", ""),
+]
+KEYS = {
+    "category_speedup": [("campaign_id", "VARCHAR NOT NULL"), ("engine", "VARCHAR NOT NULL"),
+                         ("tp", "INTEGER NOT NULL"), ("workload", "VARCHAR NOT NULL"),
+                         ("max_tokens", "INTEGER NOT NULL"), ("concurrency", "INTEGER NOT NULL"),
+                         ("method", "VARCHAR NOT NULL")],
+    "category_pooled": [("campaign_id", "VARCHAR NOT NULL"), ("engine", "VARCHAR NOT NULL"),
+                        ("tp", "INTEGER NOT NULL"), ("max_tokens", "INTEGER NOT NULL"),
+                        ("method", "VARCHAR NOT NULL"),
+                        ("workloads", "VARCHAR NOT NULL"),  # pooled, sorted, ', '-joined
+                        ("n_windows", "INTEGER NOT NULL")],
+}  # fmt: skip
+
+
+def ddl(table: str) -> str:
+    """CREATE OR REPLACE TABLE of one of OBJECTS, its columns typed and commented."""
+    cols = [(f"{n} {t}", "") for n, t in KEYS[table]] + [(f"{n} {t}", c) for n, t, c in FIGURES]
+    lines = [
+        f"    {decl}{',' if i < len(cols) - 1 else ''}" + (f"  -- {note}" if note else "")
+        for i, (decl, note) in enumerate(cols)
+    ]
+    return f"CREATE OR REPLACE TABLE {table} (\n" + "\n".join(lines) + "\n)"
+
+
+def matrix(cells: pd.DataFrame, value: str, prompt: str) -> np.ndarray | None:
+    """The (R, P) matrix of ``value`` over (run, prompt); None when some cell is missing."""
+    grid = cells.pivot_table(
+        index="run", columns=prompt, values=value, aggfunc="first", dropna=False
+    )
+    return None if grid.isna().to_numpy().any() else grid.to_numpy(float)
+
+
+def noise(cells: pd.DataFrame, baseline: str) -> dict[str, tuple[float, float]]:
+    """campaign_id -> (s2, W): analyze.stats' service variance from the A/A control's cells,
+    one (1, P) matrix per window and run (every category together)."""
+    aa = cells[cells["method"] == aa_control_name(baseline)]
+    out = {}
+    for cid in cells["campaign_id"].unique():
+        mats = [g["d"].to_numpy(float)[None, :] for _, g in
+                aa[aa["campaign_id"] == cid].groupby([*WINDOW, "run"])]  # fmt: skip
+        out[cid] = service_noise(mats)
+    return out
+
+
+def figures(cells: pd.DataFrame, prompt: str, s2: float, df: float) -> dict:
+    """The FIGURES of one (comparison, category) group of cells."""
+    n, verified = int(cells["n"].sum()), int(cells["n_verified"].sum())
+    d, g = matrix(cells, "d", prompt), matrix(cells, "g", prompt)
+    n_runs = int(cells["run"].nunique())
+    sp = None if d is None else interval(d, service_var=s2 if n_runs == 1 else 0.0, service_df=df)
+    acc = interval(g) if g is not None and verified == n else None
+    out = {
+        "n_prompts": int(cells[prompt].nunique()), "n_runs": n_runs, "n": n,
+        "n_baseline": int(cells["n_baseline"].sum()), "n_verified": verified,
+        "accept_length": cells["tokens"].sum() / cells["steps"].sum() if verified else None,
+        "acceptance_gain": acc.speedup if acc else None,
+        "acceptance_low": acc.ci_low if acc else None,
+        "acceptance_high": acc.ci_high if acc else None,
+        "acceptance_reason": _acceptance_reason(acc, verified, n, g),
+        "speedup": sp.speedup if sp else float(np.exp(cells["d"].mean())),
+        "ci_low": sp.ci_low if sp else None, "ci_high": sp.ci_high if sp else None,
+        "ci_reason": sp.reason if sp else "windows measured in different runs",
+        "df": sp.df if sp else None, "p_value": sp.p_value if sp else None,
+        "log_se": sp.log_se if sp else None,
+        "service_var": s2 if sp and n_runs == 1 else 0.0,
+    }  # fmt: skip
+    return out
+
+
+def _acceptance_reason(acc, verified: int, n: int, g: np.ndarray | None) -> str | None:
+    if verified == 0:
+        return "no verify counts"
+    if verified < n:
+        return f"{n - verified} of {n} requests without a verify count"
+    if g is None:
+        return "windows measured in different runs"
+    return acc.reason
+
+
+def rows(cells: pd.DataFrame, key: list[str], prompt: str, baseline: str) -> pd.DataFrame:
+    """One row per (key, method, category) group of cells."""
+    aa, out = aa_control_name(baseline), []
+    floor = noise(cells, baseline)
+    for group, sub in cells.groupby([*key, "method", "category"], sort=True):
+        s2, df = floor[group[0]]
+        control = group[len(key)] == aa
+        out.append({**dict(zip([*key, "method", "category"], group)), "is_control": control,
+                    **figures(sub, prompt, 0.0 if control else s2, df)})  # fmt: skip
+    return pd.DataFrame.from_records(out)
+
+
+def pooled(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """category_pooled's rows: the concurrency-1 cells of each (POOLED, method, category)."""
+    c1 = cells[cells["concurrency"] == POOLED_CONCURRENCY]
+    if c1.empty:
+        return pd.DataFrame()
+    # a prompt is (workload, prompt_id): prompt ids are a workload's own
+    c1 = c1.assign(prompt=c1["workload"] + "\x1f" + c1["prompt_id"])
+    frame = rows(c1, POOLED, "prompt", baseline)
+    names = c1.groupby([*POOLED, "method", "category"])["workload"].agg(
+        lambda w: ", ".join(sorted(set(w)))
+    )
+    frame["workloads"] = names.to_numpy()  # both grouped in the same sorted order
+    frame["n_windows"] = frame["workloads"].str.count(", ") + 1
+    return frame
+
+
+def build(con: duckdb.DuckDBPyConnection, read_sql) -> None:
+    """Create category_cells (TEMP), category_speedup and category_pooled on con."""
+    con.execute(read_sql(SQL))
+    cells = con.execute("SELECT * FROM category_cells ORDER BY ALL").df()
+    baseline = con.execute("SELECT baseline FROM analysis_params").fetchone()[0]
+    for table in OBJECTS:
+        con.execute(ddl(table))
+    if cells.empty:
+        return
+    for table, frame in (
+        ("category_speedup", rows(cells, WINDOW, "prompt_id", baseline)),
+        ("category_pooled", pooled(cells, baseline)),
+    ):
+        if not frame.empty:
+            adjust_family([(frame, "speedup")])
+            insert_frame(con, table, frame)
+
+
+__all__ = ["MIN_PROMPTS", "OBJECTS", "build"]
