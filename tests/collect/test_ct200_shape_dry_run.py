@@ -1,0 +1,158 @@
+"""The CT200 campaign's shape on 8 logical GPUs of this CPU machine (plans/dry-ct200-shape.yaml).
+
+A real campaign: `python -m collect run` in a subprocess, llama-server serving SmolLM2 on the
+CPU behind the vLLM adapter (plans/dry_ct200_vllm.py), a blocking service whose start and stop
+are real commands (plans/gpu0_blocker.py). What it checks, from the `services` and `requests`
+rows and the two timestamp logs the helpers write:
+
+- no TP1 or TP4 service got GPU 0, and every service given GPU 0 started after the blocker
+  stopped and stopped before it started again (the fake vllm also saw the blocker dead);
+- the blocker was stopped once, before the first TP8 service, and started again after the
+  last TP8 service stopped;
+- TP4 and TP8 ran the baseline and exactly the two TP1 methods with the highest measured
+  paired speedup (geometric mean over prompts of the decode-speed ratio, computed here in
+  SQL, not by collect.planning.ranking), which here are one per family.
+
+It prints the real makespan beside `simulate`'s prediction for the same plan (not asserted:
+the machine is shared). docs/gpu8-ct200.md holds a run's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from collect.plan.file import load_plan
+from collect.planning.estimate import Estimator, Measured
+from collect.planning.schedule import makespan
+from collect.planning.simulation import simulate_plan
+from plans.ct200_idle import idle_share
+
+REPO = Path(__file__).resolve().parents[2]
+PLAN = REPO / "plans" / "dry-ct200-shape.yaml"
+FAMILY = {"ngram": "ngram", "draft-n1": "draft", "draft-n4": "draft"}  # the plan's, by hand
+
+# per method at tp 1: exp(mean over prompts of (mean ln decode tok/s of the method's
+# requests of that prompt - the baseline's)), over the prompts both measured; one window
+SCORES = """
+WITH speeds AS (
+    SELECT method, prompt_id, avg(ln((output_tokens - 1) / (e2e_s - ttft_s))) AS ln_tps
+    FROM requests
+    WHERE tp = 1 AND NOT is_warmup AND ok AND output_tokens > 1 AND e2e_s > ttft_s
+    GROUP BY method, prompt_id
+),
+base AS (SELECT prompt_id, ln_tps FROM speeds WHERE method = 'autoregressive')
+SELECT s.method, exp(avg(s.ln_tps - b.ln_tps)) AS score
+FROM speeds AS s JOIN base AS b USING (prompt_id)
+WHERE s.method <> 'autoregressive'
+GROUP BY s.method
+ORDER BY score DESC, s.method
+"""
+
+
+def test_idle_share_counts_gpu_seconds_in_the_span() -> None:
+    # 2 GPUs over 10 s: GPU 0 busy 0-5 s, GPU 1 busy 0-10 s, a job on GPU 1 at 12-20 s
+    # outside the span: 15 of 20 GPU-seconds used, a quarter idle
+    busy = [((0,), 0.0, 5.0), ((1,), 0.0, 10.0), ((1,), 12.0, 20.0)]
+    assert idle_share(busy, [0, 1], 0.0, 10.0) == pytest.approx(0.25)
+    # over GPU 0 only: 5 of 10 s; a wide job (0-3) from 8 s counts 2 s on GPU 0 alone
+    assert idle_share(busy, [0], 0.0, 10.0) == pytest.approx(0.5)
+    wide = [((0, 1, 2, 3), 8.0, 11.0)]
+    assert idle_share(wide, [0], 0.0, 10.0) == pytest.approx(0.8)
+    assert idle_share(wide, [0, 1, 2, 3, 4, 5, 6, 7], 0.0, 10.0) == pytest.approx(1 - 8 / 80)
+
+
+def _plan_copy(tmp_path: Path) -> Path:
+    """The plan with its state folder in tmp_path and its helper scripts by absolute path."""
+    text = PLAN.read_text().replace("results/dry-ct200", str(tmp_path / "state"))
+    text = text.replace(" plans/", f" {REPO}/plans/")
+    copy = tmp_path / "dry-ct200-shape.yaml"
+    copy.write_text(text)
+    return copy
+
+
+def _blocker(action: str, state: Path) -> None:
+    script = REPO / "plans" / "gpu0_blocker.py"
+    subprocess.run([sys.executable, str(script), action, str(state)], check=True)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_the_dry_run_keeps_gpu0_for_the_blocker_and_reruns_the_measured_best(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan, state, db = _plan_copy(tmp_path), tmp_path / "state", tmp_path / "dry.duckdb"
+    _blocker("start", state)
+    t0 = time.monotonic()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db),
+             "--logs", str(tmp_path / "logs"), "--no-progress"],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        wall = time.monotonic() - t0
+        _blocker("stop", state)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        services = con.execute(
+            "SELECT method, tp, gpus, state, epoch(requested_at), epoch(stopped_at) "
+            "FROM services ORDER BY requested_at"
+        ).fetchall()
+        scores = con.execute(SCORES).fetchall()
+        span = con.execute("SELECT epoch(started_at), epoch(finished_at) FROM campaigns").fetchone()
+    events = _jsonl(state / "blocker.jsonl")
+    launches = _jsonl(state / "launches.jsonl")
+
+    assert all(s[3] == "stopped" for s in services), services  # every service ran
+    assert [e["event"] for e in events] == ["start", "stop", "start", "stop"]  # + the test's
+    stopped_at, restarted_at = events[1]["t"], events[2]["t"]
+    on_gpu0 = [s for s in services if "0" in s[2].split(",")]
+    assert on_gpu0 and all(s[1] == 8 for s in on_gpu0)
+    assert all(stopped_at < s[4] and s[5] < restarted_at for s in on_gpu0)
+    assert all(not x["blocker_alive"] for x in launches if "0" in x["gpus"].split(","))
+    assert all(x["blocker_alive"] for x in launches if x["tp"] < 8)
+    tp8 = [s for s in services if s[1] == 8]
+    assert stopped_at < min(s[4] for s in tp8) and restarted_at > max(s[5] for s in tp8)
+
+    best_two = [m for m, _ in scores[:2]]
+    per_family = {}
+    for method, _score in scores:  # highest first: the first of each family is its best
+        per_family.setdefault(FAMILY[method], method)
+    for tp in (4, 8):
+        ran = {s[0] for s in services if s[1] == tp}
+        assert ran == {"autoregressive", *best_two}, (tp, ran, scores)
+        assert ran - {"autoregressive"} == set(per_family.values()), (tp, ran, scores)
+
+    _print_makespans(capsys, plan, services, span, wall, scores)
+
+
+def _print_makespans(capsys, plan, services, span, wall, scores) -> None:  # noqa: ANN001
+    """Real makespan and GPU idle share beside simulate's (plan estimates, seed 0)."""
+    sim = simulate_plan(load_plan(plan), Estimator(load_plan(plan), Measured()), seed=0)
+    first, last = min(s[4] for s in services), max(s[5] for s in services)
+    busy = [(tuple(map(int, s[2].split(","))), s[4], s[5]) for s in services]
+    slots = [(slot.gpus, slot.start, slot.end) for slot in sim.packed]
+    sim_end, gpus = makespan(sim.packed), list(range(8))
+    with capsys.disabled():
+        print(
+            f"\ndry run: real makespan {last - first:.1f} s (first service requested -> last "
+            f"stopped; campaign row {span[1] - span[0]:.1f} s, subprocess {wall:.1f} s); "
+            f"simulate predicted {sim_end:.1f} s (lower bound {sim.bound:.1f} s, "
+            f"dependency-aware {sim.dependency_bound:.1f} s); real / predicted = "
+            f"{(last - first) / sim_end:.2f}\n"
+            f"GPU idle share, GPUs 0-7: real {idle_share(busy, gpus, first, last):.1%}, "
+            f"simulated {idle_share(slots, gpus, 0.0, sim_end):.1%}; GPUs 1-7: real "
+            f"{idle_share(busy, gpus[1:], first, last):.1%}, simulated "
+            f"{idle_share(slots, gpus[1:], 0.0, sim_end):.1%}\n"
+            f"TP1 scores: {', '.join(f'{m} {s:.2f}x' for m, s in scores)}"
+        )
