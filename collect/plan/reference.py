@@ -9,6 +9,7 @@ and tests/collect/test_plan_reference.py fails when the committed copy is stale.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from collect.plan.model import Plan
@@ -41,8 +42,14 @@ def _ref_name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
 
+def _shown(name: str) -> str:
+    """A model's name as the reference shows it: pydantic names a generic model with its
+    parameters (`TraceWorkload_TraceText_`); the plan has one of each, so the base name."""
+    return re.sub(r"_[A-Za-z0-9]+_$", "", name)
+
+
 def _link(name: str) -> str:
-    return f"[{name}](#{name.lower()})"
+    return f"[{_shown(name)}](#{_shown(name).lower()})"
 
 
 def _type(node: dict[str, Any]) -> str:
@@ -99,7 +106,7 @@ def _default(node: dict[str, Any], required: bool) -> str:
 
 
 def _table(name: str, model: dict[str, Any]) -> list[str]:
-    lines = [f"## {name}", ""]
+    lines = [f"## {_shown(name)}", ""]
     if model.get("description"):
         lines += [_cell(model["description"]), ""]
     lines += ["| field | type | default | description |", "|---|---|---|---|"]

@@ -276,9 +276,7 @@ def _prompt(
     return [{"role": "user", "content": drawn}], category, ids
 
 
-def _with_system(
-    r: _Line, body: list[dict[str, str]], system: str | None
-) -> list[dict[str, str]]:
+def _with_system(r: _Line, body: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:
     if system is None:
         return body
     if body[0]["role"] == "system":

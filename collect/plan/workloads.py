@@ -69,16 +69,21 @@ class ShareGPTPrompts(Strict):
         0, description="Seed of the sample: the same seed and filters, the same conversations."
     )
     count: int = Field(
-        3, ge=1, le=10000, description="Conversations drawn, without replacement, from the "
-        "eligible ones (their human turns alternate with gpt replies, human first)."
+        3,
+        ge=1,
+        le=10000,
+        description="Conversations drawn, without replacement, from the "
+        "eligible ones (their human turns alternate with gpt replies, human first).",
     )
     min_turns: int = Field(1, ge=1, description="Fewest human messages of a conversation.")
     max_turns: int | None = Field(
         None, ge=1, description="Most human messages of a conversation; none: no bound."
     )
     min_input_chars: int = Field(
-        1, ge=1, description="Shortest message sent (the first human message of a prompt, "
-        "every human message of a session), in characters (about 4 per token in English)."
+        1,
+        ge=1,
+        description="Shortest message sent (the first human message of a prompt, "
+        "every human message of a session), in characters (about 4 per token in English).",
     )
     max_input_chars: int | None = Field(
         None, ge=1, description="Longest message sent, in characters; none: no bound."

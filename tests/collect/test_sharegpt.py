@@ -117,9 +117,7 @@ def test_prompt_text_is_the_first_human_message_with_its_category() -> None:
     by_id = {p.prompt_id: p for p in prompts(source(count=10, template="Q: {text}"))}
     assert by_id["sharegpt/x-y-1"].text == 'Q: Say something in JSON: {"a": 1}'
     assert by_id["sharegpt/a3_0"].text == "Q: Why does this fail?\n```python\nprint(1/0)\n```"
-    assert {i for i, p in by_id.items() if p.category == "code"} == {
-        f"sharegpt/{i}" for i in CODE
-    }
+    assert {i for i, p in by_id.items() if p.category == "code"} == {f"sharegpt/{i}" for i in CODE}
     assert by_id["sharegpt/a5_0"].category == "chat"  # ``` only in its second reply
 
 
