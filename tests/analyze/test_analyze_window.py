@@ -17,6 +17,27 @@ def _metric(service: str, phase: str, name: str, value: float, labels: str = "{}
     return ("c1", service, "cfg", "chat", phase, "metrics", name, labels, value, T)
 
 
+def _store(tmp_path: Path, rows: list[dict], metrics: list[tuple], engine: str, tp: int) -> Path:
+    """A results file with these requests and counters from service `svc` (method m), built."""
+    path = tmp_path / "r.duckdb"
+    with duckdb.connect(str(path)) as con:
+        create_raw_tables(con)
+        for r in rows:
+            con.execute(
+                f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
+                list(r.values()),
+            )
+        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
+        con.execute(
+            "INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
+            "tp, gpus, host, launch_command, requested_at, state) VALUES "
+            "('svc', 'c1', 'cfg', ?, 'm', ?, '0', 'h', 'x', ?, 'stopped')",
+            [engine, tp, T],
+        )
+    build.run(path, baseline="autoregressive")
+    return path
+
+
 def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
     """vLLM-style counters over the window: drafts 100 -> 120 (20), draft tokens 300 -> 380
     (80), accepted 150 -> 190 (40) summed over two engines' label sets (30 + 10).
@@ -42,23 +63,7 @@ def test_window_counters_and_per_request_figures(tmp_path: Path) -> None:
         req(service_id="svc", method="m", output_tokens=50, spec_verify_ct=26),
         req(service_id="svc", method="m", output_tokens=99, spec_verify_ct=1, is_warmup=True),
     ]
-    path = tmp_path / "r.duckdb"
-    with duckdb.connect(str(path)) as con:
-        create_raw_tables(con)
-        for r in rows:
-            con.execute(
-                f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
-                list(r.values()),
-            )
-        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
-        con.execute(
-            "INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
-            "tp, gpus, host, launch_command, requested_at, state) VALUES "
-            "('svc', 'c1', 'cfg', 'vllm', 'm', 4, '0,1,2,3', 'h', 'vllm serve', ?, "
-            "'stopped')",
-            [T],
-        )
-    build.run(path, baseline="autoregressive")
+    path = _store(tmp_path, rows, metrics, engine="vllm", tp=4)
     w = one(path, "SELECT * FROM window_acceptance")
     assert (w["d_drafts"], w["d_draft_tokens"], w["d_accepted"]) == (20, 80, 40)
     assert w["accept_length_window"] == 3.0 and w["accept_rate_window"] == 0.5
@@ -129,22 +134,7 @@ def test_sglang_verify_calls_give_tokens_per_verify_step(tmp_path: Path) -> None
         req(service_id="svc", method="m", output_tokens=60, spec_verify_ct=25),
         req(service_id="svc", method="m", output_tokens=130, spec_verify_ct=55),
     ]
-    path = tmp_path / "r.duckdb"
-    with duckdb.connect(str(path)) as con:
-        create_raw_tables(con)
-        for r in rows:
-            con.execute(
-                f"INSERT INTO requests BY NAME SELECT {', '.join('? AS ' + k for k in r)}",
-                list(r.values()),
-            )
-        con.executemany("INSERT INTO server_metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
-        con.execute(
-            "INSERT INTO services (service_id, campaign_id, config_id, engine, method, "
-            "tp, gpus, host, launch_command, requested_at, state) VALUES "
-            "('svc', 'c1', 'cfg', 'sglang', 'm', 1, '0', 'h', 'x', ?, 'stopped')",
-            [T],
-        )
-    build.run(path, baseline="autoregressive")
+    path = _store(tmp_path, rows, metrics, engine="sglang", tp=1)
     w = one(path, "SELECT * FROM window_acceptance")
     assert (w["d_drafts"], w["d_verify_calls"]) == (None, 80)
     assert w["accept_length_window"] == 2.5 and w["accept_length_steps"] == 2.5

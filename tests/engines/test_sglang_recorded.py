@@ -20,14 +20,15 @@ import asyncio
 import json
 import re
 import stat
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import httpx
 import pytest
 import yaml
-from shaped_http import REASONS, Reply, Request
-from shaped_servers import Script, ShapedServer
+from recorded import Recording
+from recorded import Replay as _Replay
 from shaped_servers import serve as serve_shaped
 
 from collect.engines.openai import parse_prometheus
@@ -37,62 +38,20 @@ from collect.plan.file import parse_plan
 from collect.run import runner
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sglang-0.5.15"
-REPLIES = json.loads((DATA / "replies.json").read_text())
+RECORDING = Recording(DATA)
+REPLIES = RECORDING.replies
 MODEL = "/tmp/models/smollm2-135m"
 PROMPT = REPLIES["chat-stream.sse"]["request"]["json"]["messages"][0]["content"]
 MESSAGES = [{"role": "user", "content": PROMPT}]
 # the recorded /generate sent the prompt as it is: a template that renders it unchanged
 PLAIN = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 TTFT_S = 0.05  # the replay holds the first event back this long
-
-
-class Replay(ShapedServer):
-    """Answers each path with the recorded reply of the given names (path -> file name)."""
-
-    def __init__(self, routes: dict[str, str]):
-        super().__init__(Script())
-        self.routes = routes
-
-    async def route(self, req: Request, reply: Reply) -> None:
-        name = self.routes.get(f"{req.method} {req.path}")
-        if name is None:
-            await reply.send(404, {"detail": "Not Found"})
-            return
-        self.bodies.append(req.json())
-        meta, data = REPLIES[name], (DATA / name).read_bytes()
-        ctype = meta.get("content_type") or ""
-        if ctype.startswith("text/event-stream"):
-            await _stream(reply, data)
-        elif ctype:
-            await reply.send(meta["status"], data.decode(), ctype)
-        else:  # /flush_cache's reply came without a Content-Type
-            head = f"HTTP/1.1 {meta['status']} {REASONS[meta['status']]}\r\n"
-            reply.writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
-            await reply.writer.drain()
-
-
-async def _stream(reply: Reply, data: bytes) -> None:
-    await reply.start_stream()
-    await asyncio.sleep(TTFT_S)
-    for event in data.split(b"\n\n"):
-        if event.strip():
-            chunk = event + b"\n\n"
-            reply.writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            await reply.writer.drain()
-            await asyncio.sleep(0.001)
-    reply.writer.write(b"0\r\n\r\n")
-    await reply.writer.drain()
+Replay = partial(_Replay, RECORDING, first_event_s=TTFT_S)  # Replay(routes): these files' server
 
 
 def _adapter(**kw: object) -> SGLang:
     cfg = {"kind": "sglang", "model": MODEL, "chat_template": PLAIN, **kw}
     return SGLang(SGLangEngine.model_validate(cfg))
-
-
-def _events(name: str) -> list[dict]:
-    """The recorded stream's JSON events, parsed plainly ([DONE] left out)."""
-    lines = (DATA / name).read_text().splitlines()
-    return [json.loads(x[6:]) for x in lines if x.startswith("data: ") and x != "data: [DONE]"]
 
 
 def _info(name: str) -> dict:
@@ -119,7 +78,7 @@ def test_the_recorded_generate_stream_gives_text_timing_tokens_and_spec_counters
     2*5 + 3*6 = 28 correct), SGLang's own accept length 64/38. specsweep's accept length
     leaves the prefill token out: (64 - 1)/38. Text is cumulative; tokens per chunk are the
     steps of completion_tokens between events."""
-    events = _events("generate-stream.sse")
+    events = RECORDING.events("generate-stream.sse")
     meta = events[-1]["meta_info"]
     assert (meta["completion_tokens"], meta["spec_verify_ct"]) == (64, 38)
     counts = [0] + [e["meta_info"]["completion_tokens"] for e in events]
@@ -143,7 +102,7 @@ def test_the_recorded_generate_stream_gives_text_timing_tokens_and_spec_counters
 def test_the_recorded_chat_stream_has_text_and_usage_but_no_spec_details() -> None:
     """0.5.15 took `return_spec_tokens_details` and ignored it: no event carries `sglext`,
     so the row has 96 completion and 66 prompt tokens and no speculative counters."""
-    events = _events("chat-stream.sse")
+    events = RECORDING.events("chat-stream.sse")
     assert not any("sglext" in e for e in events)
     text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
     usage = events[-1]["usage"]

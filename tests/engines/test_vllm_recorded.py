@@ -7,16 +7,16 @@ parsing here), never by the adapter's own code."""
 from __future__ import annotations
 
 import asyncio
-import json
 import stat
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import httpx
 import pytest
 import yaml
-from shaped_http import Reply, Request
-from shaped_servers import Script, ShapedServer
+from recorded import Recording
+from recorded import Replay as _Replay
 from shaped_servers import serve as serve_shaped
 
 from collect.engines.base import HookFailed
@@ -27,51 +27,20 @@ from collect.plan.file import parse_plan
 from collect.run import runner
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vllm-0.24"
-REPLIES = json.loads((DATA / "replies.json").read_text())
+RECORDING = Recording(DATA)
+REPLIES = RECORDING.replies
+Replay = partial(_Replay, RECORDING)  # Replay(routes): these files' server
 MESSAGES = [{"role": "user", "content": "Copy this list"}]
-
-
-class Replay(ShapedServer):
-    """Answers each path with the recorded reply of the given names (path -> file name)."""
-
-    def __init__(self, routes: dict[str, str]):
-        super().__init__(Script())
-        self.routes = routes
-
-    async def route(self, req: Request, reply: Reply) -> None:
-        name = self.routes.get(f"{req.method} {req.path}")
-        if name is None:
-            await reply.send(404, {"detail": "Not Found"})
-            return
-        meta, data = REPLIES[name], (DATA / name).read_bytes()
-        if (meta.get("content_type") or "").startswith("text/event-stream"):
-            await reply.start_stream()
-            for event in data.split(b"\n\n"):
-                if event.strip():
-                    chunk = event + b"\n\n"
-                    reply.writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    await reply.writer.drain()
-                    await asyncio.sleep(0.001)
-            reply.writer.write(b"0\r\n\r\n")
-            await reply.writer.drain()
-        else:
-            await reply.send(meta["status"], data.decode(), meta["content_type"] or "text/plain")
 
 
 def _adapter() -> VLLM:
     return VLLM(VLLMEngine.model_validate({"kind": "vllm", "model": "/tmp/models/smollm2-135m"}))
 
 
-def _events(name: str) -> list[dict]:
-    """The recorded stream's JSON events, parsed plainly ([DONE] left out)."""
-    lines = (DATA / name).read_text().splitlines()
-    return [json.loads(x[6:]) for x in lines if x.startswith("data: ") and x != "data: [DONE]"]
-
-
 def test_the_recorded_chat_stream_gives_text_tokens_and_finish_reason() -> None:
     """The text is the deltas joined; 96 completion and 66 prompt tokens from the usage chunk,
     which comes after the finish chunk and carries no choices."""
-    events = _events("chat-stream.sse")
+    events = RECORDING.events("chat-stream.sse")
     text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
     usage = events[-1]["usage"]
     assert (usage["completion_tokens"], usage["prompt_tokens"]) == (96, 66)
