@@ -124,12 +124,18 @@ def check(
         picked = phase.methods if isinstance(phase.methods, BestOf) else None
         names = phase.methods if not picked and phase.methods else [m.name for m in parsed.methods]
         configs = parsed.phase_configs(phase, [] if picked else names)
-        detail = f"; plus the {picked.top} fastest of phase {picked.best_of}" if picked else ""
+        each = picked and picked.per == "family"
+        detail = (
+            f"; plus the {picked.top} fastest {'of each family ' if each else ''}"
+            f"of phase {picked.best_of}"
+            if picked
+            else ""
+        )
         typer.echo(f"phase {phase.name} (tp {phase.tp}){detail}:")
         for config in configs:
             wnames = [w.name for w in parsed.workloads_of(config)]
             count = sum(per_workload[n] for n in wnames)
-            chosen = picked.top if picked and config.method.name == parsed.baseline else 0
+            chosen = _picks(parsed, picked) if config.method.name == parsed.baseline else 0
             total += count * (1 + chosen)  # the top N counted as the baseline's size, once
             typer.echo(
                 f"  {config.method.name}{_family_label(config.method)} (config "
@@ -154,6 +160,20 @@ def check(
     typer.echo("\n".join(memory_lines))
     if too_big:
         raise typer.Exit(3)
+
+
+def _picks(parsed, picked) -> int:  # noqa: ANN001 - Plan, BestOf | None
+    """How many methods a best_of phase runs besides its baseline, at most."""
+    from schema.controls import aa_control_name
+
+    if picked is None:
+        return 0
+    if picked.per != "family":
+        return picked.top
+    control = aa_control_name(parsed.baseline)
+    others = [m for m in parsed.methods if m.name not in (parsed.baseline, control)]
+    families = {m.family or m.name for m in others}
+    return picked.top * len(families)
 
 
 def _family_label(method) -> str:  # noqa: ANN001 - Method

@@ -1,12 +1,15 @@
 """Phases: a campaign in ordered steps, each at one tensor-parallel size.
 
 A phase runs the methods it names, or the `top` fastest methods of an earlier phase
-(`methods: {best_of: tp1, top: 2}`), always with the baseline. "Fastest" is decided from
-the measurements already in the store, with the report's paired speedup and interval:
-collect.planning.ranking says how. This module holds the plan models only.
+(`methods: {best_of: tp1, top: 2}`; with `per: family`, the `top` fastest of each method
+family, so that every family's best setting is re-measured), always with the baseline.
+"Fastest" is decided from the measurements already in the store, with the report's paired
+speedup and interval: collect.planning.ranking says how. This module holds the plan models only.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -16,6 +19,12 @@ from collect.plan.components import Name, Strict
 class BestOf(Strict):
     best_of: Name = Field(description="An earlier phase whose results rank the methods.")
     top: int = Field(2, ge=1, le=64, description="How many of its fastest methods to run.")
+    per: Literal["method", "family"] = Field(
+        "method",
+        description="`method`: the `top` fastest methods overall; `family`: the `top` fastest "
+        "of each method family (a method without a family is its own), each family's best "
+        "setting re-measured even when one family holds every fastest method.",
+    )
 
 
 class Phase(Strict):

@@ -67,6 +67,22 @@ class Ranked:
         return self.ci_low <= other.ci_high and other.ci_low <= self.ci_high
 
 
+def pick(ranked: list[str], top: int, per: str, family_of: dict[str, str]) -> list[str]:
+    """The methods a best_of phase runs, from `ranked` (fastest first): its first `top`, or
+    with per == "family" the first `top` of each family (family_of: method -> family; a method
+    not in it is its own family), in ranked order."""
+    if per != "family":
+        return ranked[:top]
+    taken: dict[str, int] = defaultdict(int)
+    chosen = []
+    for m in ranked:
+        family = family_of.get(m, m)
+        if taken[family] < top:
+            taken[family] += 1
+            chosen.append(m)
+    return chosen
+
+
 def rank_methods(
     store: Any,
     campaign_id: str,

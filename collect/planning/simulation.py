@@ -21,6 +21,7 @@ from pathlib import Path
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.planning.estimate import Estimator, Measured, load_measured
+from collect.planning.ranking import pick
 from collect.planning.replicas import Candidate, replica_of, split
 from collect.planning.schedule import (
     Job,
@@ -125,7 +126,8 @@ class PlanJobs:
                 or self._open.get(bo.best_of)
             ):
                 continue
-            chosen = self.rank(bo.best_of)[: bo.top]
+            family_of = {m.name: m.family for m in self.plan.methods if m.family}
+            chosen = pick(self.rank(bo.best_of), bo.top, bo.per, family_of)
             self.methods[phase.name] = [self.plan.baseline, *chosen]
             done = [k for k, (p, _) in self.configs.items() if p.name == bo.best_of]
             jobs += self._jobs(phase, chosen, after=done)

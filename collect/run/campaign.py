@@ -19,7 +19,7 @@ from collect.hosts.base import Cluster, Host
 from collect.plan.families import numeric
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
-from collect.planning.ranking import describe, rank_methods
+from collect.planning.ranking import describe, pick, rank_methods
 from collect.redact import redact
 from collect.run.progress import CampaignProgress
 from schema.store import Store, utcnow
@@ -187,7 +187,8 @@ def phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
         source.workloads,
         phase_methods(c, source, False),
     )
-    chosen = [r.method for r in ranked[: phase.methods.top]]
+    family_of = {m.name: m.family for m in c.plan.methods if m.family}
+    chosen = pick([r.method for r in ranked], phase.methods.top, phase.methods.per, family_of)
     if not announce:
         return chosen
     if not ranked:

@@ -9,9 +9,10 @@ rows and the two timestamp logs the helpers write:
   stopped and stopped before it started again (the fake vllm also saw the blocker dead);
 - the blocker was stopped once, before the first TP8 service, and started again after the
   last TP8 service stopped;
-- TP4 and TP8 ran the baseline and exactly the two TP1 methods with the highest measured
-  paired speedup (geometric mean over prompts of the decode-speed ratio, computed here in
-  SQL, not by collect.planning.ranking), which here are one per family.
+- TP4 and TP8 ran the baseline and, of each method family, exactly the TP1 method with the
+  highest measured paired speedup (`best_of: tp1, top: 1, per: family`; the geometric mean
+  over prompts of the decode-speed ratio, computed here in SQL, not by
+  collect.planning.ranking).
 
 It prints the real makespan beside `simulate`'s prediction for the same plan (not asserted:
 the machine is shared). docs/gpu8-ct200.md holds a run's numbers.
@@ -124,13 +125,11 @@ def test_the_dry_run_keeps_gpu0_for_the_blocker_and_reruns_the_measured_best(
     tp8 = [s for s in services if s[1] == 8]
     assert stopped_at < min(s[4] for s in tp8) and restarted_at > max(s[5] for s in tp8)
 
-    best_two = [m for m, _ in scores[:2]]
     per_family = {}
     for method, _score in scores:  # highest first: the first of each family is its best
         per_family.setdefault(FAMILY[method], method)
     for tp in (4, 8):
         ran = {s[0] for s in services if s[1] == tp}
-        assert ran == {"autoregressive", *best_two}, (tp, ran, scores)
         assert ran - {"autoregressive"} == set(per_family.values()), (tp, ran, scores)
 
     _print_makespans(capsys, plan, services, span, wall, scores)
