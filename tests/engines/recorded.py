@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import duckdb
+import yaml
 from shaped_http import REASONS, Reply, Request
 from shaped_servers import Script, ShapedServer
+
+from collect.plan.file import parse_plan
+from collect.run import runner
 
 
 class Recording:
@@ -18,6 +26,31 @@ class Recording:
     def __init__(self, folder: Path):
         self.folder = folder
         self.replies = json.loads((folder / "replies.json").read_text())
+
+    def failed_start(
+        self, tmp: Path, program: str, engine: Callable[[str], dict[str, Any]]
+    ) -> tuple[str, ...]:
+        """Run a one-request campaign whose server is a stand-in `program` (in tmp) that prints
+        the recorded startup-failure.log and exits 1, as the real one did; engine(path of the
+        stand-in) is the plan's engine. The services row's (state, error, log_tail)."""
+        fake = tmp / program
+        fake.write_text(f"#!/bin/sh\ncat '{self.folder / 'startup-failure.log'}'\nexit 1\n")
+        fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+        text = yaml.safe_dump(
+            {
+                "name": "recorded-failure",
+                "host": {"kind": "local"},
+                "engine": {**engine(str(fake)), "startup_timeout_s": 20},
+                "methods": [{"name": "autoregressive"}],
+                "workloads": [
+                    {"name": "w", "prompts": {"kind": "inline", "texts": ["x"]}, "max_tokens": [4]}
+                ],
+            }
+        )
+        db = tmp / "r.duckdb"
+        runner.run(parse_plan(text), text, db, tmp / "logs", show_progress=False)
+        with duckdb.connect(str(db), read_only=True) as con:
+            return con.execute("SELECT state, error, log_tail FROM services").fetchone()
 
     def events(self, name: str) -> list[dict]:
         """A recorded stream's JSON events, parsed plainly ([DONE] left out)."""

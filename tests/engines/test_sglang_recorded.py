@@ -19,14 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import stat
 from functools import partial
 from pathlib import Path
 
-import duckdb
 import httpx
 import pytest
-import yaml
 from recorded import Recording
 from recorded import Replay as _Replay
 from shaped_servers import serve as serve_shaped
@@ -34,8 +31,6 @@ from shaped_servers import serve as serve_shaped
 from collect.engines.openai import parse_prometheus
 from collect.engines.sglang import SGLang, SGLangEngine
 from collect.http import client
-from collect.plan.file import parse_plan
-from collect.run import runner
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sglang-0.5.15"
 RECORDING = Recording(DATA)
@@ -210,25 +205,11 @@ def test_a_real_start_up_failure_reaches_the_services_row(tmp_path: Path) -> Non
     does not exist) and exits 1, as the real one did: the services row is failed and its log
     tail holds SGLang's last error line, which names the missing folder."""
     missing = REPLIES["startup-failure.log"]["model"]
-    fake = tmp_path / "python3"
-    fake.write_text(f"#!/bin/sh\ncat '{DATA / 'startup-failure.log'}'\nexit 1\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    engine = {"kind": "sglang", "python": str(fake), "model": missing, "chat_template": PLAIN}
-    text = yaml.safe_dump(
-        {
-            "name": "recorded-failure",
-            "host": {"kind": "local"},
-            "engine": {**engine, "startup_timeout_s": 20},
-            "methods": [{"name": "autoregressive"}],
-            "workloads": [
-                {"name": "w", "prompts": {"kind": "inline", "texts": ["x"]}, "max_tokens": [4]}
-            ],
-        }
+    state, error, tail = RECORDING.failed_start(
+        tmp_path,
+        "python3",
+        lambda fake: {"kind": "sglang", "python": fake, "model": missing, "chat_template": PLAIN},
     )
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
-    with duckdb.connect(str(db), read_only=True) as con:
-        state, error, tail = con.execute("SELECT state, error, log_tail FROM services").fetchone()
     assert state == "failed" and "exited" in error
     last = tail.strip().splitlines()[-1]
     assert last.startswith("OSError: Repo id must be in the form") and f"'{missing}'" in last

@@ -7,14 +7,11 @@ parsing here), never by the adapter's own code."""
 from __future__ import annotations
 
 import asyncio
-import stat
 from functools import partial
 from pathlib import Path
 
-import duckdb
 import httpx
 import pytest
-import yaml
 from recorded import Recording
 from recorded import Replay as _Replay
 from shaped_servers import serve as serve_shaped
@@ -23,8 +20,6 @@ from collect.engines.base import HookFailed
 from collect.engines.openai import parse_prometheus
 from collect.engines.vllm import VLLM, VLLMEngine, window_acceptance
 from collect.http import client
-from collect.plan.file import parse_plan
-from collect.run import runner
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vllm-0.24"
 RECORDING = Recording(DATA)
@@ -130,29 +125,11 @@ def test_a_real_start_up_failure_reaches_the_services_row(tmp_path: Path) -> Non
     """A stand-in `vllm` prints the recorded log of a failed start (a model folder that does
     not exist) and exits 1, as the real one did: the services row is failed and its log tail
     holds vLLM's own last error line."""
-    fake = tmp_path / "vllm"
-    fake.write_text(f"#!/bin/sh\ncat '{DATA / 'startup-failure.log'}'\nexit 1\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    text = yaml.safe_dump(
-        {
-            "name": "recorded-failure",
-            "host": {"kind": "local"},
-            "engine": {
-                "kind": "vllm",
-                "executable": str(fake),
-                "model": "/tmp/models/no-such-model",
-                "startup_timeout_s": 20,
-            },
-            "methods": [{"name": "autoregressive"}],
-            "workloads": [
-                {"name": "w", "prompts": {"kind": "inline", "texts": ["x"]}, "max_tokens": [4]}
-            ],
-        }
+    state, error, tail = RECORDING.failed_start(
+        tmp_path,
+        "vllm",
+        lambda fake: {"kind": "vllm", "executable": fake, "model": "/tmp/models/no-such-model"},
     )
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
-    with duckdb.connect(str(db), read_only=True) as con:
-        state, error, tail = con.execute("SELECT state, error, log_tail FROM services").fetchone()
     assert state == "failed" and "exited" in error
     assert "OSError: Repo id must be in the form" in tail
     assert REPLIES["startup-failure.log"]["exit_code"] == 1
