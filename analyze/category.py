@@ -6,7 +6,7 @@ Input: the TEMP view category_cells (analyze/sql/37_category_cells.sql), the `sp
 (run, prompt) cells with each prompt's category, its d (mean ln decode_tps of M - of the
 baseline) and g (mean ln acceptance length of M's requests). For a group of cells (run r,
 prompt p), with schema.paired's t interval (calibrated by tests/schema/test_paired_coverage.py
-and, at 3-10 prompts, tests/analyze/test_category_coverage.py):
+and, at 3-32 prompts, tests/analyze/test_category_coverage.py):
 
     speedup         = exp(mean d)          ci_low, ci_high = interval(d, service_var)
     acceptance_gain = exp(mean g)          acceptance_low, acceptance_high = interval(g)
