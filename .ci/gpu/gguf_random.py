@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A random-weight llama GGUF of a real model's shape, with SmolLM2's tokenizer.
 
-    python3 .ci/gpu/gguf_random.py SOURCE.gguf OUT.gguf {llama8b,tiny} [--type f16|bf16|q8_0]
+    python3 .ci/gpu/gguf_random.py SOURCE.gguf OUT.gguf SHAPE [--type f16|bf16|q8_0]
 
 What it is for: llama-server's synthetic acceptance (`--spec-synth-len L`) times a step of an
 8B-shaped target on a GPU machine that has no network. The weights carry no knowledge, but the
@@ -10,10 +10,14 @@ synthetic acceptance sets the tokens each step yields. SOURCE (SmolLM2-135M-Inst
 gives every `tokenizer.*` key (vocabulary, merges, bos/eos ids, chat template), so SmolLM2
 can draft for the new model (llama.cpp checks that draft and target vocabularies agree).
 
-Shapes: `llama8b` has Llama-3-8B's dimensions (32 layers, hidden 4096, ffn 14336, 32 heads,
+Shapes (SHAPE): `llama8b` has Llama-3-8B's dimensions (32 layers, hidden 4096, ffn 14336, 32 heads,
 8 KV heads, rope theta 500000, rms eps 1e-5, context 8192) but SmolLM2's 49152-token vocabulary
 instead of 128256, so 7.38e9 parameters instead of 8.03e9 (the embedding and the untied output
-matrix are 49152 x 4096 each). `tiny` (2 layers, hidden 64) is for the test.
+matrix are 49152 x 4096 each). `qwen14b` has Qwen2.5-14B's dimensions (48 layers, hidden 5120,
+ffn 13824, 40 heads, 8 KV heads, rope theta 1e6, rms eps 1e-6) in llama's architecture: 13.7e9
+parameters with the same vocabulary, 27.4 GB in f16. Qwen2's q/k/v biases are left out (0.003% of
+its bytes), so a step reads what a real Qwen2.5-14B step reads to within that. `tiny` (2
+layers, hidden 64) is for the test.
 
 Weights: one seeded normal tile of 2^20 values scaled by 0.02 (std 0.02: q = Wx has std
 0.02 * sqrt(4096) = 1.3 after the RMS norm, so no f16 overflow), rotated by a per-tensor
@@ -69,6 +73,9 @@ class Shape:
 
 SHAPES = {
     "llama8b": Shape(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8),
+    "qwen14b": Shape(
+        layers=48, hidden=5120, ffn=13824, heads=40, kv_heads=8, rope_theta=1e6, rms_eps=1e-6
+    ),
     "tiny": Shape(layers=2, hidden=64, ffn=128, heads=4, kv_heads=2),
 }
 
