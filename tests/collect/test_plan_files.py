@@ -67,7 +67,16 @@ def test_gpu_vllm_scale_sweep() -> None:
         for s in map(_spec, plan.methods)
         if s
     }
-    assert points == {(2, 1.5), (2, 2.5), (4, 1.5), (4, 2.5), (4, 4.0)}
+    assert points == {
+        (1, 1.5),
+        (1, 2.0),
+        (2, 1.5),
+        (2, 2.0),
+        (2, 2.5),
+        (2, 3.0),
+        (8, 2.5),
+        (8, 5.0),
+    }
     assert all(length <= k + 1 for k, length in points)
     for method in plan.methods[1:]:
         spec = _spec(method)
