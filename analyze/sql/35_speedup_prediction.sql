@@ -22,7 +22,10 @@
 --                      exp(mean over the comparison's baseline requests of ln(decode_s /
 --                      (output_tokens - 1))), decode_s = e2e_s - ttft_s
 --   n_siblings       = other windows with the same (campaign_id .. concurrency, family,
---                      draft_tokens_per_step rounded to 0.01) and a step_cost
+--                      draft_tokens_per_step rounded to a whole number) and a step_cost: the
+--                      draft length counted is a little under K where drafts are cut short
+--                      near the end of a reply (llama.cpp: 3.91-3.97 at K = 4, 7.71-7.78 at
+--                      K = 8), so it is matched as a whole number of drafted tokens
 --   predicted_step_cost = exp(mean of ln(step_cost) over those siblings) (leave one out)
 --   predicted_speedup   = accept_length / predicted_step_cost
 --   prediction_error    = predicted_speedup / speedup - 1
@@ -94,7 +97,7 @@ costed AS (
     SELECT
         *,
         accept_length / nullif(speedup, 0) AS step_cost,
-        round(draft_tokens_per_step, 2) AS k_key
+        round(draft_tokens_per_step) AS k_key
     FROM windows
 ),
 

@@ -2,8 +2,9 @@
 
 Campaign c1 on vLLM, workload chat, prompts p1..p3, 65 output tokens (64 decode tokens) and a
 TTFT of 0.5 s everywhere. The baseline decodes a token in 0.1 s (6.4 s). Family `synth`, draft
-length 4 by the counters (400 draft tokens in 100 drafting steps), acceptance L set by the
-counters (accepted = (L - 1) * 100), and no per-request verify counts (vLLM 0.24):
+length 4 by the counters (400 draft tokens in 100 drafting steps; 392 for s4, whose drafts were
+cut short near the end of a reply, as llama.cpp's are: 3.92 is still draft length 4), acceptance
+L set by the counters (accepted = (L - 1) * 100), and no per-request verify counts (vLLM 0.24):
 
     method  L  step time  decode_s = 64 * step / L  speedup = L * 0.1 / step  step cost
     s2      2  0.25 s     8.0                        0.8                      2.5
@@ -14,7 +15,8 @@ Leave one out within the family and draft length:
     s2: siblings 2.5, 3.0 -> sqrt(7.5) = 2.7386; predicted 2 / 2.7386 = 0.7303 (error -8.7%)
     s3: siblings 2.5, 3.0 -> 2.7386; predicted 3 / 2.7386 = 1.0954 (error -8.7%)
     s4: siblings 2.5, 2.5 -> 2.5; predicted 4 / 2.5 = 1.6 (error +20%)
-`lone` (family of its own, draft length 2) has no sibling; `counted` has per-request verify
+`lone` (family of its own, draft length 2) has no sibling, and neither has `short` (family
+`synth` at draft length 2: 200 draft tokens in 100 steps, L = 2, decode 4.0 s); `counted` has per-request verify
 counts (16 steps for 64 tokens: L = 4 from the requests) and no draft counters; `sglang` has
 them with per-request draft counts too (48 drafted tokens in 16 steps: K = 3, as SGLang's
 /generate reports them), so its draft length comes from the requests.
@@ -85,12 +87,18 @@ def _counters(method: str, drafts: int, draft_tokens: int, accepted: int) -> lis
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("prediction") / "p.duckdb"
     rows = _requests(AR, 6.4)
-    for method, decode_s in (("s2", 8.0), ("s3", 64 * 0.25 / 3), ("s4", 4.8), ("lone", 4.0)):
+    for method, decode_s in (
+        ("s2", 8.0),
+        ("s3", 64 * 0.25 / 3),
+        ("s4", 4.8),
+        ("lone", 4.0),
+        ("short", 4.0),
+    ):
         rows += _requests(method, decode_s)
     rows += _requests("counted", 3.2, steps=16)
     rows += _requests("sglang", 3.2, steps=16, drafted=48)
     write_db(path, rows)
-    methods = (AR, "s2", "s3", "s4", "lone", "counted", "sglang")
+    methods = (AR, "s2", "s3", "s4", "lone", "short", "counted", "sglang")
     insert_rows(path, "services", [{**service("c1", m, "vllm")} for m in methods])
     insert_rows(
         path,
@@ -99,6 +107,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             *params("c1", "s2", "synth", k=4, acc="2"),
             *params("c1", "s3", "synth", k=4, acc="3"),
             *params("c1", "s4", "synth", k=4, acc="4"),
+            *params("c1", "short", "synth", k=2, acc="2"),
         ],
     )
     insert_rows(
@@ -107,8 +116,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             *_counters("s2", 100, 400, 100),
             *_counters("s3", 100, 400, 200),
-            *_counters("s4", 100, 400, 300),
+            *_counters("s4", 100, 392, 300),
             *_counters("lone", 100, 200, 100),
+            *_counters("short", 100, 200, 100),
         ],
     )
     build.run(path, baseline=AR)
@@ -121,15 +131,15 @@ def _rows(db: Path) -> dict[str, dict]:
 
 def test_measured_factors_from_the_window_counters(db: Path) -> None:
     r = _rows(db)
-    assert set(r) == {"s2", "s3", "s4", "lone", "counted", "sglang"}  # the baseline has no row
-    for m, length, speedup, cost in (
-        ("s2", 2, 0.8, 2.5),
-        ("s3", 3, 1.2, 2.5),
-        ("s4", 4, 4 / 3, 3.0),
+    assert set(r) == {"s2", "s3", "s4", "lone", "short", "counted", "sglang"}  # no baseline row
+    for m, length, k, speedup, cost in (
+        ("s2", 2, 4.0, 0.8, 2.5),
+        ("s3", 3, 4.0, 1.2, 2.5),
+        ("s4", 4, 3.92, 4 / 3, 3.0),
     ):
         assert r[m]["acceptance_source"] == "window counters"
         assert r[m]["accept_length"] == pytest.approx(length)
-        assert r[m]["draft_tokens_per_step"] == pytest.approx(4.0)
+        assert r[m]["draft_tokens_per_step"] == pytest.approx(k)
         assert r[m]["speedup"] == pytest.approx(speedup)
         assert r[m]["step_cost"] == pytest.approx(cost)
         assert r[m]["baseline_token_time_s"] == pytest.approx(0.1)
@@ -153,6 +163,9 @@ def test_rows_without_a_prediction_say_why(db: Path) -> None:
     assert r["lone"]["accept_length"] == pytest.approx(2.0)
     assert r["lone"]["predicted_speedup"] is None
     assert r["lone"]["reason"] == "no other window of the same family and draft length"
+    # same family, draft length 2 against the others' 4: not a sibling, and not theirs
+    assert (r["short"]["n_siblings"], r["short"]["predicted_speedup"]) == (0, None)
+    assert r["short"]["reason"] == "no other window of the same family and draft length"
     assert r["counted"]["acceptance_source"] == "requests"
     assert r["counted"]["accept_length"] == pytest.approx(4.0)  # 64 tokens / 16 steps
     assert r["counted"]["reason"] == "no draft-length counters"
