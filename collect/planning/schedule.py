@@ -14,8 +14,10 @@ Packing policy (packed=True), applied each time `start()` is called:
 - A job is ready when every key in its `after` has finished (finished = done or failed:
   the runner calls `finish` either way).
 - Ready jobs are taken in priority order: jobs other jobs wait for first (their
-  dependants cannot start before them), then longest first (LPT: a long job started late
-  sets the makespan), then widest, then the order they were added. Each job that fits in
+  dependants cannot start before them), then the baseline's (every comparison needs it: a
+  campaign cut short, as a lent GPU's last minutes cut one, can still compare what it
+  finished), then longest first (LPT: a long job started late sets the makespan), then
+  widest, then the order they were added. Each job that fits in
   the GPUs free right now starts (lower-priority jobs fill GPUs a wider job cannot use).
 - Reserved GPUs (held by `host.blocking_services`) are given only to `alone` jobs. An
   alone job (a phase that stops those services, e.g. TP8 needing GPU0) starts only when
@@ -49,6 +51,7 @@ class Job:
     seconds: float  # estimated duration including start-up (ordering + simulation)
     after: frozenset[str] = frozenset()  # keys of jobs that must finish before it starts
     alone: bool = False  # nothing else on the host while it runs; may use reserved GPUs
+    baseline: bool = False  # the plan's baseline method: before the others of its rank
 
 
 class Scheduler:
@@ -179,9 +182,16 @@ class Scheduler:
         self._running[job.key] = (job, gpus)
         return job, gpus
 
-    def _priority(self, job: Job) -> tuple[bool, bool, float, int, int]:
+    def _priority(self, job: Job) -> tuple[bool, bool, bool, float, int, int]:
         waited_for = any(job.key in j.after for j in self._pending)
-        return (not waited_for, job.alone, -job.seconds, -job.gpus, self._pending.index(job))
+        return (
+            not waited_for,
+            job.alone,
+            not job.baseline,
+            -job.seconds,
+            -job.gpus,
+            self._pending.index(job),
+        )
 
     def _free(self, host: int, alone: bool = False) -> list[int]:
         taken = {g for _, gpus in self._running.values() for g in gpus}

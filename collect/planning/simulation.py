@@ -111,7 +111,16 @@ class PlanJobs:
                 self.configs[r.key] = (phase, c.config)
                 self.workloads[r.key] = r.workloads
                 self._open.setdefault(phase.name, set()).add(r.key)
-                jobs.append(Job(r.key, c.gpus, r.seconds, frozenset(after), alone=c.alone))
+                jobs.append(
+                    Job(
+                        r.key,
+                        c.gpus,
+                        r.seconds,
+                        frozenset(after),
+                        alone=c.alone,
+                        baseline=c.config.method.name == self.plan.baseline,
+                    )
+                )
         return jobs
 
     def _resolve(self, now: float) -> list[Job]:

@@ -130,7 +130,9 @@ class Eta:
                 if t.started is not None and not t.done:
                     request_part = ratio * (t.job.seconds - t.fixed_s)
                     left = max(left - (now - t.started), request_part)
-                rest = Job(key, t.job.gpus, max(left, 0.0), alone=t.job.alone)
+                rest = Job(
+                    key, t.job.gpus, max(left, 0.0), alone=t.job.alone, baseline=t.job.baseline
+                )
                 (running if t.started is not None else queued).append((rest, t.job.after))
         return self._replay(running, queued)
 
@@ -138,7 +140,9 @@ class Eta:
         self, running: list[tuple[Job, frozenset[str]]], queued: list[tuple[Job, frozenset[str]]]
     ) -> float:
         known = {job.key for job, _ in running + queued}
-        queued_jobs = [Job(j.key, j.gpus, j.seconds, after & known, j.alone) for j, after in queued]
+        queued_jobs = [
+            Job(j.key, j.gpus, j.seconds, after & known, j.alone, j.baseline) for j, after in queued
+        ]
         scheduler = Scheduler(self.gpus, self.reserved, packed=self.packed)
         first = [job for job, _ in running]
         if not self.packed:  # serial: the running job, then the queue in order

@@ -268,6 +268,7 @@ class _Queue:
                     r.seconds,  # Ray places a cluster's
                     waits_for(self.c.plan, config, r.workloads, self.jobs),
                     one.alone,
+                    baseline=config.method.name == self.c.plan.baseline,
                 )
                 try:
                     self.scheduler.add(job)

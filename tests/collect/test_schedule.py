@@ -47,6 +47,21 @@ def test_lpt_packs_to_the_area_bound_when_it_can() -> None:
     assert {s.job.key for s in timeline if s.start == 0} >= {"w60", "tp2"}
 
 
+def test_the_baseline_starts_first_so_a_campaign_cut_short_can_compare() -> None:
+    # one GPU: LPT alone would run the baseline (the shortest) last; a lease that ends after
+    # 300 s would then leave windows with nothing to compare them with
+    jobs = [Job("k8", 1, 200), Job("ar", 1, 50, baseline=True), Job("k2", 1, 120)]
+    timeline = run(jobs, gpus=[0])
+    assert [s.job.key for s in timeline] == ["ar", "k8", "k2"]
+    # jobs others wait for still go first (their dependants cannot start before them)
+    jobs = [
+        Job("src", 1, 10),
+        Job("ar", 1, 50, baseline=True),
+        Job("dep", 1, 5, frozenset({"src"})),
+    ]
+    assert [s.job.key for s in run(jobs, gpus=[0])] == ["src", "ar", "dep"]
+
+
 def test_serial_order_is_the_sum_in_the_order_added() -> None:
     jobs = [Job("a", 1, 10), Job("b", 4, 20), Job("c", 8, 5, alone=True), Job("d", 2, 7)]
     timeline = run(jobs, packed=False)
