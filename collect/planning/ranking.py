@@ -30,10 +30,13 @@ decode_tps of each request), never from an unpaired median:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from collect.plan.fields import Method
+from collect.plan.phases import BestOf
 from schema.controls import aa_control_name
 from schema.paired import paired_speedup
 
@@ -67,17 +70,18 @@ class Ranked:
         return self.ci_low <= other.ci_high and other.ci_low <= self.ci_high
 
 
-def pick(ranked: list[str], top: int, per: str, family_of: dict[str, str]) -> list[str]:
-    """The methods a best_of phase runs, from `ranked` (fastest first): its first `top`, or
-    with per == "family" the first `top` of each family (family_of: method -> family; a method
-    not in it is its own family), in ranked order."""
-    if per != "family":
-        return ranked[:top]
+def pick(ranked: list[str], rule: BestOf, methods: Sequence[Method]) -> list[str]:
+    """The methods a best_of phase runs, from `ranked` (fastest first): the rule's first `top`,
+    or with per == "family" the first `top` of each family of the plan's `methods` (a method
+    without a family is its own), in ranked order."""
+    if rule.per != "family":
+        return ranked[: rule.top]
+    family_of = {m.name: m.family or m.name for m in methods}
     taken: dict[str, int] = defaultdict(int)
     chosen = []
     for m in ranked:
         family = family_of.get(m, m)
-        if taken[family] < top:
+        if taken[family] < rule.top:
             taken[family] += 1
             chosen.append(m)
     return chosen

@@ -135,8 +135,7 @@ class PlanJobs:
                 or self._open.get(bo.best_of)
             ):
                 continue
-            family_of = {m.name: m.family for m in self.plan.methods if m.family}
-            chosen = pick(self.rank(bo.best_of), bo.top, bo.per, family_of)
+            chosen = pick(self.rank(bo.best_of), bo, self.plan.methods)
             self.methods[phase.name] = [self.plan.baseline, *chosen]
             done = [k for k, (p, _) in self.configs.items() if p.name == bo.best_of]
             jobs += self._jobs(phase, chosen, after=done)

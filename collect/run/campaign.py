@@ -187,8 +187,7 @@ def phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
         source.workloads,
         phase_methods(c, source, False),
     )
-    family_of = {m.name: m.family for m in c.plan.methods if m.family}
-    chosen = pick([r.method for r in ranked], phase.methods.top, phase.methods.per, family_of)
+    chosen = pick([r.method for r in ranked], phase.methods, c.plan.methods)
     if not announce:
         return chosen
     if not ranked:

@@ -16,8 +16,9 @@ Leave one out within the family and draft length:
     s3: siblings 2.5, 3.0 -> 2.7386; predicted 3 / 2.7386 = 1.0954 (error -8.7%)
     s4: siblings 2.5, 2.5 -> 2.5; predicted 4 / 2.5 = 1.6 (error +20%)
 `lone` (family of its own, draft length 2) has no sibling, and neither has `short` (family
-`synth` at draft length 2: 200 draft tokens in 100 steps, L = 2, decode 4.0 s); `counted` has per-request verify
-counts (16 steps for 64 tokens: L = 4 from the requests) and no draft counters; `sglang` has
+`synth` at draft length 2: 200 draft tokens in 100 steps, L = 2, decode 4.0 s); `counted` has
+per-request verify counts (16 steps for 64 tokens: L = 4 from the requests) and no draft
+counters; `sglang` has
 them with per-request draft counts too (48 drafted tokens in 16 steps: K = 3, as SGLang's
 /generate reports them), so its draft length comes from the requests.
 """

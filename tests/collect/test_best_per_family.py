@@ -10,18 +10,27 @@ import pytest
 from typer.testing import CliRunner
 
 from collect.__main__ import app
+from collect.plan.fields import Method
 from collect.plan.file import PlanError, parse_plan
+from collect.plan.phases import BestOf
 from collect.planning.ranking import pick
 
-FAMILY_OF = {"x-k1": "x", "x-k2": "x", "y-k1": "y", "y-k2": "y"}
+METHODS = [
+    *(Method(name=f"{f}-k{k}", family=f) for f in ("x", "y") for k in (1, 2)),
+    Method(name="solo"),
+]
 
 
 def test_pick_takes_the_first_of_each_family_in_ranked_order() -> None:
     ranked = ["x-k2", "x-k1", "y-k1", "solo", "y-k2"]
-    assert pick(ranked, 1, "family", FAMILY_OF) == ["x-k2", "y-k1", "solo"]
-    assert pick(ranked, 2, "family", FAMILY_OF) == ranked
-    assert pick(ranked, 2, "method", FAMILY_OF) == ["x-k2", "x-k1"]  # the overall top 2
-    assert pick([], 1, "family", FAMILY_OF) == []
+
+    def rule(top: int, per: str) -> BestOf:
+        return BestOf(best_of="tp1", top=top, per=per)
+
+    assert pick(ranked, rule(1, "family"), METHODS) == ["x-k2", "y-k1", "solo"]
+    assert pick(ranked, rule(2, "family"), METHODS) == ranked
+    assert pick(ranked, rule(2, "method"), METHODS) == ["x-k2", "x-k1"]  # the overall top 2
+    assert pick([], rule(1, "family"), METHODS) == []
 
 
 PLAN = """
