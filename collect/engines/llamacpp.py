@@ -22,7 +22,7 @@ import json
 from typing import Any, ClassVar, Literal
 
 import httpx
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from collect.engines import templates
 from collect.engines.acceptance import accept_length, no_details
@@ -93,6 +93,9 @@ DRAFT_FLAGS = (
 )
 
 
+PROMPT_CACHE_OFF = {"cache_prompt": False}
+
+
 class LlamaCppEngine(EngineConfig):
     kind: Literal["llamacpp"] = Field(description="llama.cpp's llama-server.")
     binary: str = Field(
@@ -109,11 +112,20 @@ class LlamaCppEngine(EngineConfig):
     startup_timeout_s: float = Field(120, gt=0, description="Seconds to wait for /health = 200.")
     request_timeout_s: float = Field(300, gt=0, description="Per-request timeout in seconds.")
     request_extra: dict[str, Any] = Field(
-        default_factory=lambda: {"cache_prompt": False},
-        description="Extra JSON fields merged into every request body. The default turns off "
-        "llama.cpp's prompt cache so that every request prefills its whole prompt and n-gram "
-        "drafters see it (a cached prompt hides it from them).",
+        default_factory=lambda: dict(PROMPT_CACHE_OFF),
+        description="Extra JSON fields merged into every request body, over "
+        "{cache_prompt: false}: llama.cpp's prompt cache stays off (every request prefills its "
+        "whole prompt and n-gram drafters see it; a cached prompt hides it from them) unless "
+        "request_extra says `cache_prompt: true`.",
     )
+
+    @field_validator("request_extra")
+    @classmethod
+    def _cache_off_unless_asked(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        """`request_extra: {ignore_eos: true}` keeps the prompt cache off: a plan that adds a
+        field does not mean to turn the cache back on (2026-12-04: two GPU plans did, and each
+        window's cache reset failed)."""
+        return {**PROMPT_CACHE_OFF, **extra}
 
     max_tp: ClassVar[int | None] = 1  # one service per configuration; no memory budget
 

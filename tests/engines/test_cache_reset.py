@@ -198,6 +198,14 @@ def test_llamacpp_default_sends_nothing() -> None:
     assert _reset(adapter, "http://127.0.0.1:9") == ("cache_prompt_off", [])
 
 
+def test_llamacpp_request_extra_keeps_the_cache_off_unless_it_says_otherwise() -> None:
+    added = _llama("auto", [], request_extra={"ignore_eos": True})
+    assert added.request_extra == {"cache_prompt": False, "ignore_eos": True}
+    assert _reset(create(added), "http://127.0.0.1:9") == ("cache_prompt_off", [])
+    asked = _llama("auto", [], request_extra={"cache_prompt": True, "ignore_eos": True})
+    assert asked.request_extra == {"cache_prompt": True, "ignore_eos": True}
+
+
 def test_llamacpp_erases_every_slot(tmp_path: Path, llama_server: str) -> None:
     args = ["-np", "2", "--slot-save-path", str(tmp_path / "slots"), "--cache-ram", "0"]
     cfg = _llama(llama_server, args, request_extra={"cache_prompt": True})
