@@ -94,9 +94,10 @@ else
   echo "IMPORT FAILED"
   rc=1
 fi
-echo "== GPU path (non-fatal): sgl_kernel, flashinfer, xgrammar, scheduler, NGRAM worker"
+echo "== GPU path (non-fatal): sgl_kernel, flashinfer, xgrammar, scheduler, NGRAM worker, cutlass"
 gpu='import sgl_kernel, flashinfer, xgrammar, sglang.srt.managers.scheduler, sglang.srt.speculative.ngram_worker
-print("sgl_kernel", sgl_kernel.__version__, "flashinfer", flashinfer.__version__)'
+import cutlass  # STANDALONE: its draft worker imports it when it captures CUDA graphs
+print("sgl_kernel", sgl_kernel.__version__, "flashinfer", flashinfer.__version__, "cutlass", cutlass.__file__)'
 if out=$("$PYTHON" -c "$gpu" 2>&1); then
   echo "$out" | tail -n 3; echo "GPU-PATH IMPORT SUCCESS"
 else

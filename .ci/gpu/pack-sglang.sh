@@ -15,7 +15,7 @@
 # install-sglang.sh). On the device, gather the pieces under /tmp/sglangparts, then
 #   bash /tmp/sglangparts/p01/install.sh /tmp/sglangparts
 # Left out on purpose (SGLang imports them lazily, only for other models/backends/flags):
-# flashinfer-cubin, nvidia-cutlass-dsl, tilelang, tokenspeed-mla, nvidia-mathdx, llguidance,
+# flashinfer-cubin, tilelang, tokenspeed-mla, nvidia-mathdx, llguidance,
 # mistral-common, modelscope, torchao, flash-attn-4, quack-kernels, sgl-deep-gemm, outlines, timm,
 # datasets, smg-grpc-servicer, kernels, py-spy, blobfile, anthropic, cuda-python (the image's
 # cuda-bindings serves `cuda.bindings`).
@@ -40,6 +40,10 @@ reqs=(
   zstandard==0.25.0 dill==0.4.1 jsonschema==4.26.0 jsonschema-specifications==2025.9.1
   referencing==0.37.0 rpds-py==2026.5.1 compressed-tensors==0.17.0 loguru==0.7.3 gguf==0.19.0
   soundfile==0.13.1 cffi==2.0.0 pycparser==3.0
+  # STANDALONE (a draft model): its draft worker's CUDA-graph capture imports `cutlass`
+  # (2026-12-04: ModuleNotFoundError without it). It imports only cuda.bindings of cuda-python,
+  # which the image's cuda-bindings has.
+  nvidia-cutlass-dsl==4.5.2 nvidia-cutlass-dsl-libs-base==4.5.2 nvidia-cutlass-dsl-libs-cu13==4.5.2
   # sglang.utils does `from IPython.display import ...` at import time
   ipython==9.18.1 ipython-pygments-lexers==1.1.1 jedi==0.20.1 parso==0.8.7 matplotlib-inline==0.2.2
   traitlets==5.16.1 pexpect==4.9.0 ptyprocess==0.7.0 prompt-toolkit==3.0.53 wcwidth==0.9.4
