@@ -29,11 +29,32 @@
 --   predicted_step_cost = exp(mean of ln(step_cost) over those siblings) (leave one out)
 --   predicted_speedup   = accept_length / predicted_step_cost
 --   prediction_error    = predicted_speedup / speedup - 1
+--   sibling_log_sd      = stddev_samp of ln(step_cost) over the siblings (NULL below 2)
+--   pred_low, pred_high = the 95% prediction interval of the window's speedup, with 2 or more
+--                      siblings: accept_length / exp(m +- t975(n - 1) * sd * sqrt(1 + 1/n)),
+--                      m and sd the mean and sd of the siblings' ln(step_cost), n their count.
+--                      If a family's step costs are independent draws from one log-normal
+--                      (the model: step cost does not depend on the acceptance; windows
+--                      differ by start-to-start and sampling noise), a window's measured
+--                      speedup falls inside with probability 95% (the t prediction interval;
+--                      coverage simulated in tests/analyze/test_prediction_interval.py). Wide
+--                      with few siblings: t975(1) = 12.7.
+--   within_interval  = pred_low <= speedup <= pred_high: the model is not rejected by this
+--                      window at the 5% level (NULL without an interval)
 --   reason           = why a row has no prediction: 'no acceptance figure', 'no draft-length
 --                      counters', 'no other window of the same family and draft length'
 -- The model holds when the step cost does not depend on how many drafts are accepted; a large
 -- error says it does (longer accepted runs write more KV, a tree verifies more nodes) or that
 -- the windows differ in something else (docs/gpu-vllm.md).
+
+-- t975(df): Student's t 0.975 quantile for df = 1..30 (scipy.stats.t.ppf, to 4 decimals;
+-- tests/analyze/test_prediction_interval.py checks them); df > 30 takes df = 30's, which is
+-- wider than the true quantile (conservative)
+CREATE OR REPLACE TEMP MACRO t975(df) AS list_extract(
+    [12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+     2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+     2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423]::DOUBLE[],
+    least(df, 30));
 
 CREATE OR REPLACE TABLE speedup_prediction AS
 
@@ -105,7 +126,8 @@ predicted AS (
     SELECT
         a.campaign_id, a.engine, a.tp, a.workload, a.max_tokens, a.concurrency, a.method,
         count(b.method) AS n_siblings,
-        exp(avg(ln(b.step_cost))) AS predicted_step_cost
+        exp(avg(ln(b.step_cost))) AS predicted_step_cost,
+        stddev_samp(ln(b.step_cost)) AS sibling_log_sd
     FROM costed AS a
     LEFT JOIN costed AS b
         ON b.campaign_id = a.campaign_id AND b.engine = a.engine AND b.tp = a.tp
@@ -125,13 +147,25 @@ final AS (
         p.n_siblings, p.predicted_step_cost,
         c.accept_length / p.predicted_step_cost AS predicted_speedup,
         c.accept_length / p.predicted_step_cost / c.speedup - 1 AS prediction_error,
+        p.sibling_log_sd,
+        c.accept_length / exp(ln(p.predicted_step_cost) + p.half) AS pred_low,
+        c.accept_length / exp(ln(p.predicted_step_cost) - p.half) AS pred_high,
+        c.speedup BETWEEN c.accept_length / exp(ln(p.predicted_step_cost) + p.half)
+            AND c.accept_length / exp(ln(p.predicted_step_cost) - p.half) AS within_interval,
         CASE
             WHEN c.accept_length IS NULL THEN 'no acceptance figure'
             WHEN c.draft_tokens_per_step IS NULL THEN 'no draft-length counters'
             WHEN p.n_siblings = 0 THEN 'no other window of the same family and draft length'
         END AS reason
     FROM costed AS c
-    JOIN predicted AS p
+    JOIN (
+        SELECT
+            *,
+            CASE WHEN n_siblings >= 2
+                THEN t975(n_siblings - 1) * sibling_log_sd * sqrt(1 + 1 / n_siblings)
+            END AS half
+        FROM predicted
+    ) AS p
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 

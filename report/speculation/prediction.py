@@ -2,8 +2,9 @@
 speedup_prediction table (analyze/sql/35_speedup_prediction.sql) takes a window's step cost
 from the other windows of its family with the same draft length, where only the acceptance
 differs, and predicts the window's speedup from its own acceptance length. The section shows
-every window's measured and predicted speedup and says how many fall within
-:data:`TOLERANCE` of the measurement.
+every window's measured and predicted speedup with the prediction's 95% interval (from the
+scatter of the siblings' step costs; two siblings or more) and says how many fall within
+:data:`TOLERANCE` of the measurement and how many inside their interval.
 
 Unlike the decomposition (an identity on the speedup's own requests), this can fail: a large
 error says that the step cost changes with the acceptance (longer accepted runs, bigger trees)
@@ -51,6 +52,7 @@ def table(sp: pd.DataFrame) -> NoEscape | None:
             "r",
         ),
         Col("predicted", num("predicted_speedup"), "r"),
+        Col("95% PI", ci("pred_low", "pred_high"), "c"),
         Col("error", _error, "r"),
     ]
     if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:
@@ -76,6 +78,13 @@ def summary(sp: pd.DataFrame) -> NoEscape | None:
             f"\\emph{{{e(worst['method'])}}} on {e(worst['workload'])} "
             f"({100 * float(worst['prediction_error']):+.1f}\\%)."
         )
+        judged = done.dropna(subset=["within_interval"])
+        if not judged.empty:
+            inside = int(judged["within_interval"].astype(bool).sum())
+            out.append(
+                f"{inside} of {len(judged)} with two or more siblings lie inside the 95\\% "
+                "prediction interval that the siblings' scatter of step costs gives."
+            )
     if not missing.empty:
         reasons = missing["reason"].fillna("no speedup").value_counts()
         said = "; ".join(f"{n} {e(why)}" for why, n in reasons.items())

@@ -15,6 +15,11 @@ Leave one out within the family and draft length:
     s2: siblings 2.5, 3.0 -> sqrt(7.5) = 2.7386; predicted 2 / 2.7386 = 0.7303 (error -8.7%)
     s3: siblings 2.5, 3.0 -> 2.7386; predicted 3 / 2.7386 = 1.0954 (error -8.7%)
     s4: siblings 2.5, 2.5 -> 2.5; predicted 4 / 2.5 = 1.6 (error +20%)
+The 95% prediction interval (two siblings: t975(1) = 12.7062, sqrt(1 + 1/2)):
+    s2: ln 2.5, ln 3.0: sd = (ln 3 - ln 2.5) / sqrt 2 = 0.12892, half = 12.7062 * 0.12892 *
+        1.22474 = 2.0063; [2 / exp(ln 2.7386 + 2.0063), 2 / exp(ln 2.7386 - 2.0063)]
+        = [0.0982, 5.43]: 0.8 is inside
+    s4: siblings equal, sd 0: the interval is the point 1.6, and 4/3 is outside
 `lone` (family of its own, draft length 2) has no sibling, and neither has `short` (family
 `synth` at draft length 2: 200 draft tokens in 100 steps, L = 2, decode 4.0 s); `counted` has
 per-request verify counts (16 steps for 64 tokens: L = 4 from the requests) and no draft
@@ -157,6 +162,22 @@ def test_leave_one_out_prediction(db: Path) -> None:
     assert r["s4"]["predicted_step_cost"] == pytest.approx(2.5)
     assert r["s4"]["prediction_error"] == pytest.approx(1.6 / (4 / 3) - 1)
     assert all(r[m]["reason"] is None for m in ("s2", "s3", "s4"))
+
+
+def test_prediction_interval_from_the_siblings_scatter(db: Path) -> None:
+    r = _rows(db)
+    sd = (math.log(3.0) - math.log(2.5)) / math.sqrt(2)
+    half = 12.7062 * sd * math.sqrt(1 + 1 / 2)
+    m = math.log(math.sqrt(2.5 * 3.0))
+    assert r["s2"]["sibling_log_sd"] == pytest.approx(sd)
+    assert r["s2"]["pred_low"] == pytest.approx(2 / math.exp(m + half))
+    assert r["s2"]["pred_high"] == pytest.approx(2 / math.exp(m - half))
+    assert r["s2"]["within_interval"] is True
+    assert r["s4"]["pred_low"] == pytest.approx(1.6) == r["s4"]["pred_high"]
+    assert r["s4"]["within_interval"] is False
+    # fewer than two siblings: no scatter, no interval
+    for m_ in ("lone", "short", "counted", "sglang"):
+        assert (r[m_]["pred_low"], r[m_]["within_interval"]) == (None, None)
 
 
 def test_rows_without_a_prediction_say_why(db: Path) -> None:

@@ -8,7 +8,9 @@ import pandas as pd
 from report.speculation import prediction
 
 
-def _row(method: str, error: float | None, reason: str | None = None) -> dict:
+def _row(
+    method: str, error: float | None, reason: str | None = None, within: bool | None = None
+) -> dict:
     return {
         "campaign_id": "c",
         "engine": "vllm",
@@ -31,17 +33,22 @@ def _row(method: str, error: float | None, reason: str | None = None) -> dict:
         "predicted_step_cost": 5.0,
         "predicted_speedup": None if error is None else 0.5 * (1 + error),
         "prediction_error": error,
+        "sibling_log_sd": None if within is None else 0.05,
+        "pred_low": None if within is None else 0.4,
+        "pred_high": None if within is None else 0.6,
+        "within_interval": within,
         "reason": reason,
     }
 
 
 def test_summary_counts_windows_within_ten_percent_and_names_the_worst() -> None:
-    """Errors +4%, -9.9%, +20%: two within 10%, the worst is +20.0%; one without a sibling."""
+    """Errors +4%, -9.9%, +20%: two within 10%, the worst is +20.0%; one without a sibling.
+    Two have an interval (two or more siblings), one of them inside it."""
     sp = pd.DataFrame(
         [
-            _row("a_1", 0.04),
+            _row("a_1", 0.04, within=True),
             _row("b", -0.099),
-            _row("c", 0.20),
+            _row("c", 0.20, within=False),
             _row("lone", None, "no other window of the same family and draft length"),
         ]
     )
@@ -49,11 +56,13 @@ def test_summary_counts_windows_within_ten_percent_and_names_the_worst() -> None
     assert "2 of 3 predicted windows are within 10\\%" in s
     assert "\\emph{c} on rewrite (+20.0\\%)" in s
     assert "1 window(s) have no prediction (1 no other window of the same family" in s
+    assert "1 of 2 with two or more siblings lie inside the 95\\% prediction interval" in s
 
 
 def test_table_escapes_names_and_prints_step_milliseconds() -> None:
-    t = prediction.table(pd.DataFrame([_row("a_1", 0.04)]))
+    t = prediction.table(pd.DataFrame([_row("a_1", 0.04, within=True)]))
     assert "a\\_1" in t and "23.5" in t and "+4.0\\%" in t and "0.52" in t
+    assert "{[}0.40, 0.60{]}" in t  # the prediction interval
     assert "textbackslash" not in t
 
 
