@@ -44,6 +44,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRAC
 export VLLM_USE_FLASHINFER_SAMPLER=0   # else FlashInfer JIT-builds its sampler at start
 
 say() { echo "[device $(date -u +%H:%M:%S)] $*"; }
+. "$(dirname "$0")/device-campaign.sh"
 fresh() { say "FRESH MACHINE: $1 is missing (the machine was given back): start again at piece 1"; exit 3; }
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 wait_for() {  # wait_for FILE: until FILE exists or the budget is spent
@@ -144,20 +145,9 @@ run() {
     if [ ! -f "$S/$tag.started" ]; then
         wait_for "$S/models.rc" || { tail -3 "$S/models.log"; say "models still building"; exit 0; }
         tail -4 "$S/models.log"
-        python3 -m collect check "$PLAN" --probe 2>&1 | tail -12
-        touch "$S/$tag.started"
-        setsid bash -c "python3 -m collect run '$PLAN' --db '$R/$tag.duckdb' --logs '$R/logs-$tag' \
-            --no-progress > '$S/$tag.log' 2>&1; echo \$? > '$S/$tag.rc'" \
-            < /dev/null > /dev/null 2>&1 &
-        say "campaign $tag started (log $S/$tag.log)"
     fi
-    if ! wait_for "$S/$tag.rc"; then
-        tail -5 "$S/$tag.log"; say "campaign still running: call run again now"; exit 0
-    fi
-    say "campaign ended with exit code $(cat "$S/$tag.rc")"
-    tail -15 "$S/$tag.log"
-    python3 -m analyze --db "$R/$tag.duckdb" > "$S/analyze-$tag.log" 2>&1 \
-        || { tail -20 "$S/analyze-$tag.log"; say "analyze failed (the database still comes back)"; }
+    campaign_start "$tag"
+    campaign_end "$tag" run
     gzip -c "$R/$tag.duckdb" > "$OUT/$tag.duckdb.gz"   # a file over 16 MiB does not come back
     { date -u; nvidia-smi; python3 -m pip list 2>/dev/null; } > "$OUT/machine.txt" 2>&1
     tar -czf "$OUT/logs-$tag.tar.gz" -C "$S" --exclude results --exclude out --exclude '*.tar.gz' \

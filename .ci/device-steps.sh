@@ -34,6 +34,7 @@ OUT=${OUT:-$S/out}
 mkdir -p "$OUT"
 
 say() { echo "[device $(date -u +%H:%M:%S)] $*"; }
+. "$(dirname "$0")/device-campaign.sh"
 fresh() { say "FRESH MACHINE: $1 is missing (the machine was given back): start again at setup"; exit 3; }
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 
@@ -143,23 +144,11 @@ finish() {
     if [ "$(cat "$S/build.rc")" != 0 ]; then
         tail -60 "$S/build.log"; cp "$S/build.log" "$OUT/"; say "the CUDA build failed"; exit 1
     fi
-    if [ ! -f "$S/$tag.started" ]; then
-        tail -4 "$S/build.log"
-        python3 -m collect check "$PLAN" --probe 2>&1 | tee "$S/check-$tag.log" | tail -12
-        touch "$S/$tag.started"
-        setsid bash -c "python3 -m collect run '$PLAN' --db '$R/$tag.duckdb' --logs '$R/logs-$tag' \
-            --no-progress > '$S/$tag.log' 2>&1; echo \$? > '$S/$tag.rc'" \
-            < /dev/null > /dev/null 2>&1 &
-        say "campaign $tag started (log $S/$tag.log)"
-    fi
+    [ -f "$S/$tag.started" ] || tail -4 "$S/build.log"
+    # the campaign's servers find cuBLAS and libcuda.so where cuda-hints linked them
     [ -d "$S/cuda-links" ] && export LD_LIBRARY_PATH=$S/cuda-links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    if ! wait_for "$S/$tag.rc"; then
-        tail -5 "$S/$tag.log"; say "campaign still running: call finish again now"; exit 0
-    fi
-    say "campaign ended with exit code $(cat "$S/$tag.rc")"
-    tail -15 "$S/$tag.log"
-    python3 -m analyze --db "$R/$tag.duckdb" > "$S/analyze-$tag.log" 2>&1 \
-        || { tail -20 "$S/analyze-$tag.log"; say "analyze failed"; }
+    campaign_start "$tag"
+    campaign_end "$tag" finish
     if command -v latexmk >/dev/null; then
         python3 -m report --db "$R/$tag.duckdb" --out "$R/$tag.pdf" > "$S/report-$tag.log" 2>&1 \
             && cp "$R/$tag.pdf" "$OUT/" || tail -20 "$S/report-$tag.log"
