@@ -27,3 +27,13 @@ campaign_end() {
     python3 -m analyze --db "$R/$1.duckdb" > "$S/analyze-$1.log" 2>&1 \
         || { tail -20 "$S/analyze-$1.log"; say "analyze failed (the database still comes back)"; }
 }
+
+# campaign_stop TAG: Ctrl-C for the campaign, as the last call of a lease does before the
+# device time runs out (its service stops, its finished windows stay); the caller then ends
+# it as usual (campaign_end). Only the python process (its command line starts with python3),
+# not the bash around it, which must live on to write the exit code.
+campaign_stop() {
+    [ -f "$S/$1.started" ] || { say "campaign $1 was not started here"; exit 3; }
+    pkill -INT -f "^python3 -m collect run $PLAN" && say "sent SIGINT to campaign $1"
+    return 0
+}

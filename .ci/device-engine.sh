@@ -156,12 +156,7 @@ run() {
 }
 
 stop() {
-    local tag
-    tag=$(basename "$PLAN" .yaml)
-    [ -f "$S/$tag.started" ] || fresh "$S/$tag.started"
-    # the python process only (its command line starts with python3), not the bash around it,
-    # which must live on to write the exit code
-    pkill -INT -f "^python3 -m collect run $PLAN" && say "sent SIGINT to campaign $tag"
+    campaign_stop "$(basename "$PLAN" .yaml)"
     run
 }
 

@@ -15,6 +15,8 @@
 #            plans/gpu-llamacpp.yaml) in the background once per plan, waits for it, then runs
 #            `analyze` (and `report` where latexmk exists) and puts the results in $OUT. It
 #            stops waiting after BUDGET seconds (default 530) and says to call it again.
+#   stop     PLAN=... interrupts that campaign as Ctrl-C would (its service stops, finished
+#            windows stay), then goes on as `finish`: the last call of a lease.
 #   gguf     (carry device/gguf: the gguf wheel) writes random-weight GGUFs of real shapes
 #            (SHAPES, default "llama8b"; "llama8b qwen14b" for both) with SmolLM2's tokenizer
 #            into /tmp/models (.ci/gpu/gguf_random.py), next to a link to SmolLM2, for
@@ -193,7 +195,8 @@ case ${1:-} in
     model-a) model_part model-a ;;
     model-b) model_join; finish ;;
     finish) finish ;;
+    stop) campaign_stop "$(basename "$PLAN" .yaml)"; finish ;;
     gguf) gguf ;;
     cuda-hints) mkdir -p "$S"; cuda_hints; env | grep -E '^(CMAKE_LIBRARY_PATH|CPATH)=' ;;
-    *) echo "usage: $0 setup|model-a|model-b|finish|gguf|cuda-hints" >&2; exit 2 ;;
+    *) echo "usage: $0 setup|model-a|model-b|finish|stop|gguf|cuda-hints" >&2; exit 2 ;;
 esac
