@@ -150,8 +150,6 @@ final AS (
         p.sibling_log_sd,
         c.accept_length / exp(ln(p.predicted_step_cost) + p.half) AS pred_low,
         c.accept_length / exp(ln(p.predicted_step_cost) - p.half) AS pred_high,
-        c.speedup BETWEEN c.accept_length / exp(ln(p.predicted_step_cost) + p.half)
-            AND c.accept_length / exp(ln(p.predicted_step_cost) - p.half) AS within_interval,
         CASE
             WHEN c.accept_length IS NULL THEN 'no acceptance figure'
             WHEN c.draft_tokens_per_step IS NULL THEN 'no draft-length counters'
@@ -169,4 +167,5 @@ final AS (
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 
-SELECT * FROM final
+SELECT * EXCLUDE (reason), speedup BETWEEN pred_low AND pred_high AS within_interval, reason
+FROM final

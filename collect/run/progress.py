@@ -30,7 +30,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 
 from rich.console import Console
@@ -123,16 +123,14 @@ class Eta:
                 return None
             ratio, now = self.ratio(), self.clock()
             running, queued = [], []
-            for key, t in self._jobs.items():
+            for t in self._jobs.values():
                 if t.ended is not None:
                     continue
                 left = ratio * (t.job.seconds - t.work_done())
                 if t.started is not None and not t.done:
                     request_part = ratio * (t.job.seconds - t.fixed_s)
                     left = max(left - (now - t.started), request_part)
-                rest = Job(
-                    key, t.job.gpus, max(left, 0.0), alone=t.job.alone, baseline=t.job.baseline
-                )
+                rest = replace(t.job, seconds=max(left, 0.0), after=frozenset())
                 (running if t.started is not None else queued).append((rest, t.job.after))
         return self._replay(running, queued)
 
@@ -140,9 +138,7 @@ class Eta:
         self, running: list[tuple[Job, frozenset[str]]], queued: list[tuple[Job, frozenset[str]]]
     ) -> float:
         known = {job.key for job, _ in running + queued}
-        queued_jobs = [
-            Job(j.key, j.gpus, j.seconds, after & known, j.alone, j.baseline) for j, after in queued
-        ]
+        queued_jobs = [replace(j, after=after & known) for j, after in queued]
         scheduler = Scheduler(self.gpus, self.reserved, packed=self.packed)
         first = [job for job, _ in running]
         if not self.packed:  # serial: the running job, then the queue in order
