@@ -50,6 +50,12 @@ class EngineConfig(Strict):
         return True
 
     max_tp: ClassVar[int | None] = None  # largest tensor-parallel size it can run
+
+    def method_problems(self, args: list[str]) -> list[str]:
+        """What the engine would refuse at start in a method's flags (engine args, then the
+        method's), found before a GPU is taken; [] when nothing is known to be wrong."""
+        return []
+
     memory: ClassVar[MemoryRules | None] = None  # None: no memory budget (e.g. CPU engines)
 
     model: str = Field(description="Model path (or hub id resolved on the host) of the target.")

@@ -150,6 +150,37 @@ class SGLangEngine(EngineConfig):
 
     memory: ClassVar[MemoryRules | None] = MEMORY
 
+    def method_problems(self, args: list[str]) -> list[str]:
+        """NGRAM's corpus refuses these at start (sglang/jit_kernel/csrc/ngram_corpus/
+        ngram.cpp, 0.5.15), after the weights are loaded: about a minute of GPU time each.
+        Found on the H200 on 2026-12-04 with a depth of 1 for K = 1."""
+        if (flag(args, "--speculative-algorithm") or "").upper() != "NGRAM":
+            return []
+        problems = []
+        for name, default, low in NGRAM_LIMITS:
+            value = flag(args, name)
+            if value is not None and not value.lstrip("-").isdigit():
+                problems.append(f"{name} {value!r} is not a whole number")
+            elif int(value or default) < low:
+                problems.append(f"{name} {value}: SGLang's NGRAM needs at least {low}")
+        low = flag(args, "--speculative-ngram-min-bfs-breadth") or "1"
+        high = flag(args, "--speculative-ngram-max-bfs-breadth") or "10"
+        if low.isdigit() and high.isdigit() and int(low) > int(high):
+            problems.append(
+                f"--speculative-ngram-min-bfs-breadth {low} is above "
+                f"--speculative-ngram-max-bfs-breadth {high}"
+            )
+        return problems
+
+
+# (flag, SGLang's default, the least value its NGRAM corpus accepts)
+NGRAM_LIMITS = (
+    ("--speculative-ngram-max-trie-depth", "18", 2),
+    ("--speculative-ngram-min-bfs-breadth", "1", 1),
+    ("--speculative-ngram-max-bfs-breadth", "10", 1),
+    ("--speculative-num-draft-tokens", "1", 1),
+)
+
 
 class SGLang(EngineHooks):
     """Adapter for SGLang's HTTP server."""

@@ -121,6 +121,8 @@ class Plan(Strict):
         for m in methods:
             if m.tp is not None:
                 _check_tp(m.tp, engine)
+            for problem in engine.method_problems([*engine.args, *m.args]) if engine else []:
+                raise ValueError(f"method {m.name!r}: {problem}")
         return methods
 
     @field_validator("baseline")

@@ -448,3 +448,53 @@ def test_every_schema_model_forbids_unknown_fields() -> None:
         if "properties" in body and body.get("additionalProperties") is not False
     ]
     assert loose == []
+
+
+# --- what an engine refuses at start, found by the plan check ----------------------------
+
+SGLANG_NGRAM = edit(
+    'args: ["--spec-type", "ngram-simple"]',
+    "args: [--speculative-algorithm, NGRAM, ARGS]",
+    edit("  kind: llamacpp\n  model: m.gguf", "  kind: sglang\n  model: /m"),
+)
+
+
+def _sglang_ngram(args: str) -> str:
+    return SGLANG_NGRAM.replace("ARGS", args)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        pytest.param(
+            "--speculative-ngram-max-trie-depth, '1'",
+            "method 'ngram': --speculative-ngram-max-trie-depth 1: SGLang's NGRAM needs at least 2",
+            id="trie-depth-1",  # what SGLang 0.5.15 refused on the H200, 2026-12-04
+        ),
+        pytest.param(
+            "--speculative-ngram-min-bfs-breadth, '4', --speculative-ngram-max-bfs-breadth, '2'",
+            "--speculative-ngram-min-bfs-breadth 4 is above --speculative-ngram-max-bfs-breadth 2",
+            id="breadth-upside-down",
+        ),
+        pytest.param(
+            "--speculative-num-draft-tokens, '0'",
+            "--speculative-num-draft-tokens 0: SGLang's NGRAM needs at least 1",
+            id="no-draft-tokens",
+        ),
+        pytest.param(
+            "--speculative-ngram-max-trie-depth, two",
+            "--speculative-ngram-max-trie-depth 'two' is not a whole number",
+            id="not-a-number",
+        ),
+    ],
+)
+def test_sglang_ngram_flags_it_would_refuse_are_plan_errors(args: str, words: str) -> None:
+    with pytest.raises(PlanError, match=re.escape(words)):
+        parse_plan(_sglang_ngram(args), "bad.yaml")
+
+
+def test_sglang_ngram_flags_it_accepts_pass_and_other_algorithms_are_not_read() -> None:
+    ok = "--speculative-ngram-max-trie-depth, '2', --speculative-num-draft-tokens, '2'"
+    assert [m.name for m in parse_plan(_sglang_ngram(ok), "ok.yaml").methods][-1] == "ngram"
+    eagle = _sglang_ngram("--speculative-ngram-max-trie-depth, '1'").replace("NGRAM", "EAGLE")
+    assert parse_plan(eagle, "ok.yaml").methods[-1].name == "ngram"
