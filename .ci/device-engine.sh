@@ -7,7 +7,7 @@
 #
 #   piece N   (carry device/ENGINE/pNN) keeps one piece of the engine's wheels, built here by
 #             `.ci/device-pieces vllm` (78 wheels, 7 pieces of at most 55 MiB) or
-#             `.ci/gpu/pack-sglang.sh device/sglang` (58 wheels, 17 pieces).
+#             `.ci/gpu/pack-sglang.sh device/sglang` (59 wheels, 17 pieces).
 #   install   (carry device/wheels-cp312-core and device/remote) installs specsweep's
 #             dependencies into the image's python3 (pip --no-index), then the engine: vLLM into
 #             the same python3 (about 75 s), SGLang into its own folder /tmp/sglang-site (it
@@ -83,7 +83,7 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
 
 install() {
     local last
-    # the last piece MANIFEST.txt names (vLLM: p07; SGLang: p17 with STANDALONE's cutlass)
+    # the last piece MANIFEST.txt names (vLLM: p07; SGLang: p17)
     [ -f "$PARTS/p01/MANIFEST.txt" ] || fresh "$PARTS/p01"
     last=$(awk '!/^#/ {print $1}' "$PARTS/p01/MANIFEST.txt" | sort | tail -1)
     [ -d "$PARTS/$last" ] || fresh "$PARTS/$last"
@@ -96,7 +96,7 @@ install() {
         PIP_BREAK_SYSTEM_PACKAGES=1 PYTHON=$(command -v python3) INSTALL_MODE=env \
             bash "$PARTS/p01/install.sh" "$PARTS" > "$S/install.log" 2>&1
     fi
-    grep -E "IMPORT|checksums|ERROR" "$S/install.log"
+    grep -E "IMPORT|checksums|ERROR|linked" "$S/install.log"
     touch "$S/installed"
 }
 

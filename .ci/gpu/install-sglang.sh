@@ -21,7 +21,8 @@
 #   5. prints the versions SGLang will see of the packages it needs (warnings only),
 #   6. tries: PYTHONPATH=/tmp/sglang-site python3 -c 'import sglang, sglang.srt.entrypoints.http_server'
 #      and prints success or the error's tail (exit status 1 on failure); then, as a non-fatal extra,
-#      the GPU path (sgl_kernel, flashinfer, xgrammar, the scheduler and the NGRAM worker).
+#      the GPU path (sgl_kernel, flashinfer, xgrammar, the scheduler and the NGRAM worker) and the
+#      draft-model path (dsa_backend, cutlass, deep_gemm: what STANDALONE imports at start).
 #
 # Environment knobs:
 #   PYTHON=...                 interpreter (default /opt/torch/.venv/bin/python3, else python3)
@@ -42,6 +43,21 @@ echo "== installing ${#wheels[@]} wheels into --target $TARGET (python: $PYTHON)
 mkdir -p "$TARGET"
 "$PYTHON" -m pip install "${pipargs[@]}" --upgrade --target "$TARGET" "${wheels[@]}" || die "pip install failed"
 [ "${KEEP_WHEELS:-0}" = 1 ] || rm -rf "$WHEELDIR"
+# A .pth file is read in site folders only, never in a PYTHONPATH folder: nvidia-cutlass-dsl's
+# (nvidia_cutlass_dsl.pth -> nvidia_cutlass_dsl/python_packages, where `cutlass` lives) was
+# ignored on 2026-12-04. Link what each .pth names into the folder itself.
+for pth in "$TARGET"/*.pth; do
+  [ -f "$pth" ] || continue
+  while IFS= read -r line || [ -n "$line" ]; do  # the last line may lack its newline
+    case $line in ''|'#'*|import*) continue ;; esac
+    case $line in /*) dir=$line ;; *) dir=$TARGET/$line ;; esac
+    [ -d "$dir" ] || continue
+    for entry in "$dir"/*; do
+      [ -e "$TARGET/$(basename "$entry")" ] || ln -s "$entry" "$TARGET/"
+    done
+    echo "== linked $(ls "$dir" | wc -l) entries of $line (from $(basename "$pth")) into $TARGET"
+  done < "$pth"
+done
 export PYTHONPATH="$TARGET${PYTHONPATH:+:$PYTHONPATH}"
 
 # 5. versions as SGLang sees them (the --target folder first, then the image)
@@ -94,14 +110,22 @@ else
   echo "IMPORT FAILED"
   rc=1
 fi
-echo "== GPU path (non-fatal): sgl_kernel, flashinfer, xgrammar, scheduler, NGRAM worker, cutlass"
+echo "== GPU path (non-fatal): sgl_kernel, flashinfer, xgrammar, scheduler, NGRAM worker"
 gpu='import sgl_kernel, flashinfer, xgrammar, sglang.srt.managers.scheduler, sglang.srt.speculative.ngram_worker
-import cutlass  # STANDALONE: its draft worker imports it when it captures CUDA graphs
-print("sgl_kernel", sgl_kernel.__version__, "flashinfer", flashinfer.__version__, "cutlass", cutlass.__file__)'
+print("sgl_kernel", sgl_kernel.__version__, "flashinfer", flashinfer.__version__)'
 if out=$("$PYTHON" -c "$gpu" 2>&1); then
   echo "$out" | tail -n 3; echo "GPU-PATH IMPORT SUCCESS"
 else
-  echo "$out" | tail -n 25; echo "GPU-PATH IMPORT FAILED (sgl_kernel needs a GPU)"
+  echo "$out" | tail -n 25; echo "GPU-PATH IMPORT FAILED: $(echo "$out" | grep -E 'Error' | tail -1) (sgl_kernel needs a GPU)"
+fi
+# a draft model (STANDALONE, EAGLE) captures its draft's CUDA graphs through dsa_backend, which
+# imports cutlass and deep_gemm on any CUDA GPU; NGRAM never does
+draft='import sglang.srt.layers.attention.dsa_backend, cutlass, deep_gemm
+print("cutlass", cutlass.__file__, "deep_gemm", deep_gemm.__file__)'
+if out=$("$PYTHON" -c "$draft" 2>&1); then
+  echo "$out" | tail -n 2; echo "DRAFT-PATH IMPORT SUCCESS"
+else
+  echo "$out" | tail -n 15; echo "DRAFT-PATH IMPORT FAILED: $(echo "$out" | grep -E 'Error' | tail -1)"
 fi
 
 cat <<EOF

@@ -16,7 +16,7 @@
 #   bash /tmp/sglangparts/p01/install.sh /tmp/sglangparts
 # Left out on purpose (SGLang imports them lazily, only for other models/backends/flags):
 # flashinfer-cubin, tilelang, tokenspeed-mla, nvidia-mathdx, llguidance,
-# mistral-common, modelscope, torchao, flash-attn-4, quack-kernels, sgl-deep-gemm, outlines, timm,
+# mistral-common, modelscope, torchao, flash-attn-4, quack-kernels, outlines, timm,
 # datasets, smg-grpc-servicer, kernels, py-spy, blobfile, anthropic, cuda-python (the image's
 # cuda-bindings serves `cuda.bindings`).
 # Knobs: KEEP_DOWNLOAD=1 keeps OUT_DIR/.download (default: removed after packing); REPIN=1.
@@ -44,6 +44,10 @@ reqs=(
   # (2026-12-04: ModuleNotFoundError without it). It imports only cuda.bindings of cuda-python,
   # which the image's cuda-bindings has.
   nvidia-cutlass-dsl==4.5.2 nvidia-cutlass-dsl-libs-base==4.5.2 nvidia-cutlass-dsl-libs-cu13==4.5.2
+  # ... and then `import deep_gemm` (sglang/srt/layers/attention/dsa_backend.py, imported by the
+  # same capture on any CUDA GPU; 2026-12-04 evening: ModuleNotFoundError once cutlass was there).
+  # Its _C.so is prebuilt against CUDA 13 and torch, no JIT at import.
+  sgl-deep-gemm==0.1.4
   # sglang.utils does `from IPython.display import ...` at import time
   ipython==9.18.1 ipython-pygments-lexers==1.1.1 jedi==0.20.1 parso==0.8.7 matplotlib-inline==0.2.2
   traitlets==5.16.1 pexpect==4.9.0 ptyprocess==0.7.0 prompt-toolkit==3.0.53 wcwidth==0.9.4
