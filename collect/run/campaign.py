@@ -6,6 +6,7 @@ picked from the store) and its configurations with unfinished units."""
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -25,6 +26,42 @@ from collect.run.progress import CampaignProgress
 from schema.store import Store, utcnow
 
 
+class StartFailures:
+    """A family whose services fail at start-up for one reason stops starting.
+
+    When two members of a method family at one tp have failed at start-up with the same
+    cause (the log line `failure_cause` picks: "ModuleNotFoundError: No module named
+    'cutlass'", "RuntimeError: param_.max_trie_depth must be greater than 1"), the family's
+    other members at that tp are not started in this run: a flag, a package or a path the
+    whole family shares is wrong, and each start costs a model load (minutes on a large model
+    at TP8). A cause that can depend on the member or on what runs beside it (memory, CUDA,
+    NCCL, a port) never counts. A rerun starts them again. Workers are threads, hence the lock;
+    a Ray cluster's nodes do not share it."""
+
+    TRANSIENT = re.compile(r"memory|OutOfMemory|CUDA|NCCL|address already in use|timed? ?out", re.I)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._causes: dict[tuple[str, int], dict[str, str]] = {}  # (family, tp) -> method: cause
+
+    def add(self, config: ServiceConfig, cause: str | None) -> None:
+        family = config.method.family
+        if family and cause and not self.TRANSIENT.search(cause):
+            with self._lock:
+                self._causes.setdefault((family, config.tp), {})[config.method.name] = cause
+
+    def verdict(self, config: ServiceConfig) -> str | None:
+        """Why `config` is not started (None: start it)."""
+        with self._lock:
+            failed = dict(self._causes.get((config.method.family or "", config.tp), {}))
+        failed.pop(config.method.name, None)
+        for cause in set(failed.values()):
+            members = sorted(m for m, c in failed.items() if c == cause)
+            if len(members) >= 2:
+                return f"{' and '.join(members)} of its family failed at start-up with: {cause}"
+        return None
+
+
 @dataclass
 class Campaign:
     """What every step of one campaign run shares."""
@@ -41,6 +78,7 @@ class Campaign:
     spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
     only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
     run: int = 1  # the run being measured (1..the plan's repeat)
+    start_failures: StartFailures = field(default_factory=StartFailures)
 
     @property
     def service_host(self) -> Host:

@@ -51,7 +51,12 @@ def run_config(
 ) -> None:
     """Start the service (on `gpus` when given) and run its workloads; a server that dies
     after it was ready is restarted once for the workloads left, then the configuration
-    is skipped."""
+    is skipped. Not started at all when its family keeps failing at start-up
+    (`StartFailures`)."""
+    doomed = c.start_failures.verdict(config)
+    if doomed:
+        _not_started(c, key, config, gpus, port_offset, doomed)
+        return
     for attempt in (1, 2):
         pending = [
             w
@@ -89,6 +94,8 @@ def _serve(
     except ServiceFailed as exc:
         log.error("service failed: %s", exc)
         c.progress.note(f"[red]{exc}[/red]")
+        if service.row["ready_at"] is None:
+            c.start_failures.add(config, exc.cause)
         return service.row["ready_at"] is not None
     except Cancelled:
         return False
@@ -104,6 +111,26 @@ def _serve(
         else:
             c.store.append("services", [service.row])
     return False
+
+
+def _not_started(
+    c: Campaign,
+    key: str,
+    config: ServiceConfig,
+    gpus: tuple[int, ...] | None,
+    port_offset: int,
+    why: str,
+) -> None:
+    """A services row for a configuration that was not started: failed, `error` says why."""
+    service = Service(c.service_host, c.engine, config, c.log_dir, c.campaign_id, gpus, port_offset)
+    service.row.update(
+        run=c.run, replica=replica_of(key), error=f"not started: {why}",
+        stopped_at=utcnow(),
+    )  # fmt: skip
+    c.store.append("services", [service.row])
+    message = f"{config.method.name} (tp {config.tp}) not started: {why}"
+    log.error("%s", message)
+    c.progress.note(f"[red]{message}[/red]")
 
 
 async def _until_stopping(c: Campaign, work: Coroutine[Any, Any, None]) -> None:

@@ -6,6 +6,7 @@ SIGTERM turned into SystemExit by the CLI) stops the server's whole process grou
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
 import threading
@@ -27,9 +28,10 @@ INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTE
 class ServiceFailed(RuntimeError):
     """The server exited or never became healthy; carries the log tail."""
 
-    def __init__(self, message: str, log_tail: str):
+    def __init__(self, message: str, log_tail: str, cause: str | None = None):
         super().__init__(message)
         self.log_tail = log_tail
+        self.cause = cause  # the log's line that says why (failure_cause), if one does
 
 
 class Cancelled(Exception):
@@ -106,7 +108,9 @@ class Service:
             if self.cancel.is_set():
                 raise Cancelled(f"{self.config.method.name} (tp {self.config.tp}): cancelled")
             if not self.host.alive(self.proc):
-                self._failed("server exited during start-up")
+                cause = failure_cause(self.log_tail())
+                reason = "server exited during start-up" + (f": {cause}" if cause else "")
+                self._failed(reason, cause)
             if _healthy(url):
                 self.row.update(
                     state="ready", ready_at=utcnow(), startup_s=time.perf_counter() - t0
@@ -156,10 +160,11 @@ class Service:
         """Mark the service failed with its log tail and raise ServiceFailed."""
         self._failed(reason)
 
-    def _failed(self, reason: str) -> None:
+    def _failed(self, reason: str, cause: str | None = None) -> None:
         tail = self.log_tail()
         self.row.update(state="failed", error=reason, log_tail=tail)
-        raise ServiceFailed(f"{self.config.method.name} (tp {self.config.tp}): {reason}", tail)
+        name = f"{self.config.method.name} (tp {self.config.tp})"
+        raise ServiceFailed(f"{name}: {reason}", tail, cause)
 
     def alive(self) -> bool:
         return self.proc is not None and self.host.alive(self.proc)
@@ -178,6 +183,29 @@ class Service:
         if self.row["state"] == "ready":
             self.row.update(state="stopped")
         self.row["stopped_at"] = utcnow()
+
+
+# A line of a server's log, less what the engines put before their own text: vLLM's
+# "(APIServer pid=5538) ", SGLang's "[2026-12-04 15:59:14] ", llama.cpp's "0.00.010.205 E ".
+_PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) |\[[\d\- :.,]+\] |[\d.]+ [A-Z] )*")
+# Python's exception line ("ModuleNotFoundError: No module named 'cutlass'",
+# "torch.OutOfMemoryError: CUDA out of memory ..."): the last one is what ended the process
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?$")
+# otherwise the first error line: argparse ("launch_server.py: error: ..."), llama.cpp
+# ("error: invalid argument: --x", "llama_model_load: error loading model: ...")
+_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
+CAUSE_CHARS = 300
+
+
+def failure_cause(tail: str) -> str | None:
+    """The line of a failed start's log tail that says why: Python's last exception line, or
+    else the first line that says "error" (llama.cpp, argparse); None when no line does.
+    Cut to CAUSE_CHARS: it joins the services row's `error` and the console's message."""
+    lines = [_PREFIX.sub("", line).strip() for line in tail.splitlines()]
+    found = [line for line in lines if _EXCEPTION.match(line)]
+    if not found:
+        found = [line for line in lines if _ERROR.search(line)][:1]
+    return found[-1][:CAUSE_CHARS] if found else None
 
 
 def _healthy(url: str) -> bool:

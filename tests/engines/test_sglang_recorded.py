@@ -210,7 +210,7 @@ def test_a_real_start_up_failure_reaches_the_services_row(tmp_path: Path) -> Non
         "python3",
         lambda fake: {"kind": "sglang", "python": fake, "model": missing, "chat_template": PLAIN},
     )
-    assert state == "failed" and "exited" in error
     last = tail.strip().splitlines()[-1]
     assert last.startswith("OSError: Repo id must be in the form") and f"'{missing}'" in last
+    assert state == "failed" and error == f"server exited during start-up: {last}"
     assert REPLIES["startup-failure.log"]["exit_code"] == 1

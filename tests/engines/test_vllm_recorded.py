@@ -130,6 +130,8 @@ def test_a_real_start_up_failure_reaches_the_services_row(tmp_path: Path) -> Non
         "vllm",
         lambda fake: {"kind": "vllm", "executable": fake, "model": "/tmp/models/no-such-model"},
     )
-    assert state == "failed" and "exited" in error
     assert "OSError: Repo id must be in the form" in tail
+    # the error names the cause without vLLM's "(APIServer pid=N) " prefix
+    assert state == "failed"
+    assert error.startswith("server exited during start-up: OSError: Repo id must be in the form")
     assert REPLIES["startup-failure.log"]["exit_code"] == 1

@@ -1,0 +1,166 @@
+"""Failed starts say why, and a family that keeps failing at start-up stops starting.
+
+`failure_cause` reads the line that says why out of real engines' logs: the recorded failed
+starts of vLLM 0.24 and SGLang 0.5.15 (tests/data/), three SGLang starts that failed on the
+H200 on 2026-12-04 (a trie depth of 1, `cutlass` behind a .pth file, `deep_gemm` missing) and
+the real llama-server of the cached build. The campaigns below run a stand-in `python` that
+prints such a log and exits 1, as the real SGLang did, through the real runner into DuckDB.
+"""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from collect.plan.file import parse_plan
+from collect.run import runner
+from collect.run.service import CAUSE_CHARS, failure_cause
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SGLANG = DATA / "sglang-0.5.15"
+TRIE = "RuntimeError: param_.max_trie_depth must be greater than 1, current value: 1"
+PLAIN = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    """What a host's log_tail gives: the last 40 lines."""
+    return "\n".join(path.read_text().splitlines()[-lines:])
+
+
+@pytest.mark.parametrize(
+    ("log", "cause"),
+    [
+        (SGLANG / "startup-failure-trie-depth.log", TRIE),
+        (SGLANG / "startup-failure-cutlass.log", "ModuleNotFoundError: No module named 'cutlass'"),
+        (
+            SGLANG / "startup-failure-deep-gemm.log",
+            "ModuleNotFoundError: No module named 'deep_gemm'",
+        ),
+        # the same traceback under vLLM's "(APIServer pid=N) " prefix and under none
+        (DATA / "vllm-0.24" / "startup-failure.log", "OSError: Repo id must be in the form"),
+        (SGLANG / "startup-failure.log", "OSError: Repo id must be in the form"),
+    ],
+)
+def test_the_cause_of_a_real_failed_start_is_its_last_exception_line(log: Path, cause: str) -> None:
+    assert failure_cause(_tail(log)).startswith(cause)
+
+
+def test_a_tail_without_an_error_has_no_cause_and_a_long_one_is_cut() -> None:
+    assert failure_cause("loading model\nlistening on 127.0.0.1:8080") is None
+    assert failure_cause("") is None
+    long = "ValueError: " + "x" * 1000
+    assert failure_cause(long) == long[:CAUSE_CHARS]
+
+
+def test_the_cause_of_a_real_llama_server_is_its_first_error_line(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """llama.cpp logs "E" lines with a time stamp, the first of which says why; the last
+    ones only that it exits."""
+    bogus = subprocess.run([llama_server, "--bogus"], capture_output=True, text=True, timeout=60)
+    assert failure_cause(bogus.stdout + bogus.stderr) == "error: invalid argument: --bogus"
+    missing = tmp_path / "missing.gguf"
+    run = subprocess.run(
+        [llama_server, "-m", str(missing), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    cause = failure_cause(run.stdout + run.stderr)
+    assert run.returncode != 0
+    assert cause is not None and "error loading model" in cause and str(missing) in cause
+
+
+# --- campaigns -----------------------------------------------------------------------------
+
+
+def _campaign(tmp: Path, stand_in: str, grid: list[float]) -> list[tuple[str, str, str]]:
+    """A campaign of the baseline and one family (`synth`, a grid over L) whose `python` is
+    the shell text stand_in; the services rows' (method, state, error) in start order."""
+    fake = tmp / "python3"
+    fake.write_text("#!/bin/sh\n" + stand_in)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    text = yaml.safe_dump(
+        {
+            "name": "start-failures",
+            "host": {"kind": "local"},
+            "engine": {
+                "kind": "sglang",
+                "python": str(fake),
+                "model": "/tmp/models/m",
+                "chat_template": PLAIN,
+                "startup_timeout_s": 20,
+            },
+            "methods": [
+                {"name": "autoregressive"},
+                {
+                    "name": "synth",
+                    "grid": {"L": grid},
+                    "env": {"SGLANG_SIMULATE_ACC_LEN": "{L}"},
+                    "args": ["--speculative-algorithm", "NGRAM"],
+                },
+            ],
+            "workloads": [
+                {"name": "w", "prompts": {"kind": "inline", "texts": ["x"]}, "max_tokens": [4]}
+            ],
+        }
+    )
+    db = tmp / "r.duckdb"
+    runner.run(parse_plan(text), text, db, tmp / "logs", show_progress=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(
+            "SELECT method, state, error FROM services ORDER BY requested_at"
+        ).fetchall()
+
+
+def test_two_members_failing_alike_leave_the_rest_of_the_family_unstarted(tmp_path: Path) -> None:
+    rows = _campaign(
+        tmp_path, f"cat '{SGLANG / 'startup-failure-trie-depth.log'}'\nexit 1\n", [1.5, 2, 2.5, 3]
+    )
+    assert [r[:2] for r in rows] == [
+        ("autoregressive", "failed"),
+        ("synth-L1.5", "failed"),
+        ("synth-L2", "failed"),
+        ("synth-L2.5", "failed"),
+        ("synth-L3", "failed"),
+    ]
+    started = f"server exited during start-up: {TRIE}"
+    assert [r[2] for r in rows[:3]] == [started] * 3  # the baseline is no member: it counts not
+    for _, _, error in rows[3:]:
+        assert error == (
+            f"not started: synth-L1.5 and synth-L2 of its family failed at start-up with: {TRIE}"
+        )
+    # a rerun starts them again (nothing was measured, every configuration is pending)
+    again = _campaign(
+        tmp_path, 'echo "ValueError: L = $SGLANG_SIMULATE_ACC_LEN"\nexit 1\n', [1.5, 2, 2.5, 3]
+    )
+    assert len(again) == 10
+    assert [r[2] for r in again[-2:]] == [
+        "server exited during start-up: ValueError: L = 2.5",
+        "server exited during start-up: ValueError: L = 3",
+    ]
+
+
+@pytest.mark.parametrize(
+    "stand_in",
+    [
+        # each member its own cause: nothing shared is wrong
+        'echo "ValueError: L = $SGLANG_SIMULATE_ACC_LEN refused"\nexit 1\n',
+        # memory depends on the member (a larger draft tree, a neighbour): never counted
+        "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'\nexit 1\n",
+        # no line says why
+        "echo 'Killed'\nexit 137\n",
+    ],
+    ids=["causes-differ", "out-of-memory", "no-cause"],
+)
+def test_every_member_starts_when_the_failures_do_not_share_a_lasting_cause(
+    tmp_path: Path, stand_in: str
+) -> None:
+    rows = _campaign(tmp_path, stand_in, [1.5, 2, 2.5])
+    assert len(rows) == 4
+    assert all(state == "failed" and error.startswith("server exited") for _, state, error in rows)
