@@ -4,13 +4,25 @@
 # wait_for. The campaign's tag is the plan's file name; its files are $S/TAG.started, .log,
 # .rc, $R/TAG.duckdb and $R/logs-TAG.
 
+# campaign_tag: the plan's file name, or with ONLY (e.g. ONLY="autoregressive draft-k4": the
+# methods or families `collect run --only` takes) the same joined by ".", so that a part of a
+# plan and the whole plan keep their own state and database on one machine
+campaign_tag() {
+    local tag
+    tag=$(basename "$PLAN" .yaml)
+    [ -n "${ONLY:-}" ] && tag="$tag.$(echo $ONLY | tr ' /' '._')"
+    echo "$tag"
+}
+
 # campaign_start TAG: `collect run PLAN` once (check --probe first), in its own session, so
 # that it outlives the call
 campaign_start() {
     [ -f "$S/$1.started" ] && return 0
     python3 -m collect check "$PLAN" --probe 2>&1 | tee "$S/check-$1.log" | tail -12
     touch "$S/$1.started"
-    setsid bash -c "python3 -m collect run '$PLAN' --db '$R/$1.duckdb' --logs '$R/logs-$1' \
+    local only="" m
+    for m in ${ONLY:-}; do only="$only --only $m"; done
+    setsid bash -c "python3 -m collect run '$PLAN' $only --db '$R/$1.duckdb' --logs '$R/logs-$1' \
         --no-progress > '$S/$1.log' 2>&1; echo \$? > '$S/$1.rc'" \
         < /dev/null > /dev/null 2>&1 &
     say "campaign $1 started (log $S/$1.log)"
@@ -34,6 +46,7 @@ campaign_end() {
 # not the bash around it, which must live on to write the exit code.
 campaign_stop() {
     [ -f "$S/$1.started" ] || { say "campaign $1 was not started here"; exit 3; }
-    pkill -INT -f "^python3 -m collect run $PLAN" && say "sent SIGINT to campaign $1"
+    pkill -INT -f "^python3 -m collect run $PLAN .*--db $R/$1.duckdb" \
+        && say "sent SIGINT to campaign $1"
     return 0
 }

@@ -26,6 +26,8 @@
 #             call of a lease, before the device time runs out.
 #   run       PLAN=... starts `specsweep run PLAN` once in the background, waits up to BUDGET
 #             seconds (call it again while it runs), then runs analyze and returns the database.
+#             ONLY="METHOD FAMILY ..." runs those configurations of the plan alone (`--only`;
+#             name the baseline too), as a campaign of its own state and database.
 #
 # A step that finds the state missing says the machine is a fresh one (exit 3): start again at
 # `piece 1`.
@@ -141,7 +143,7 @@ record() {
 run() {
     [ -f "$S/installed" ] || fresh "$S/installed"
     local tag
-    tag=$(basename "$PLAN" .yaml)
+    tag=$(campaign_tag)
     if [ ! -f "$S/$tag.started" ]; then
         wait_for "$S/models.rc" || { tail -3 "$S/models.log"; say "models still building"; exit 0; }
         tail -4 "$S/models.log"
@@ -156,7 +158,7 @@ run() {
 }
 
 stop() {
-    campaign_stop "$(basename "$PLAN" .yaml)"
+    campaign_stop "$(campaign_tag)"
     run
 }
 

@@ -139,7 +139,7 @@ wait_for() {  # wait_for FILE: until FILE exists or the budget is spent
 finish() {
     [ -f "$S/build.started" ] || fresh "$S/build.started"
     local tag
-    tag=$(basename "$PLAN" .yaml)   # one campaign per plan: several can follow on one machine
+    tag=$(campaign_tag)   # one campaign per plan (and ONLY): several can follow on one machine
     if ! wait_for "$S/build.rc"; then
         tail -3 "$S/build.log"; say "still building: call finish again now"; exit 0
     fi
@@ -195,7 +195,7 @@ case ${1:-} in
     model-a) model_part model-a ;;
     model-b) model_join; finish ;;
     finish) finish ;;
-    stop) campaign_stop "$(basename "$PLAN" .yaml)"; finish ;;
+    stop) campaign_stop "$(campaign_tag)"; finish ;;
     gguf) gguf ;;
     cuda-hints) mkdir -p "$S"; cuda_hints; env | grep -E '^(CMAKE_LIBRARY_PATH|CPATH)=' ;;
     *) echo "usage: $0 setup|model-a|model-b|finish|stop|gguf|cuda-hints" >&2; exit 2 ;;
