@@ -83,9 +83,8 @@ def _failure_notes(data: ReportData) -> list[str]:
         )
     failed = svc[svc["state"] == "failed"] if not svc.empty else svc
     if not failed.empty:
-        names = ", ".join(sorted({e(m) for m in failed["method"]}))
         notes.append(
-            f"{len(failed)} service(s) failed to start ({names}); their configs have no results."
+            f"{len(failed)} service(s) failed ({_why(failed)}); their configs have no results."
         )
     status = str(data.campaign.get("status", ""))
     if status != "complete":
@@ -94,6 +93,22 @@ def _failure_notes(data: ReportData) -> list[str]:
             "planned units may be missing."
         )
     return notes
+
+
+FAILURE_CAUSES = 3  # distinct errors a note names; the appendix lists every service's
+
+
+def _why(failed: pd.DataFrame) -> str:
+    """The failed services' methods grouped by their `error` (which names the log's cause,
+    or "not started: ..."), the most common first, escaped."""
+    errors = failed["error"].fillna("no error recorded").astype(str)
+    groups = failed.groupby(errors)["method"].agg(lambda m: sorted(set(m)))
+    order = errors.value_counts().index  # ties keep first-seen order
+    parts = [f"{', '.join(e(m) for m in groups[err])}: {e(err)}" for err in order]
+    more = len(parts) - FAILURE_CAUSES
+    return "; ".join(parts[:FAILURE_CAUSES]) + (
+        f"; {more} more in the appendix" if more > 0 else ""
+    )
 
 
 def replica_notes(ra: pd.DataFrame) -> list[str]:
