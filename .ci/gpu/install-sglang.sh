@@ -116,7 +116,7 @@ print("sgl_kernel", sgl_kernel.__version__, "flashinfer", flashinfer.__version__
 if out=$("$PYTHON" -c "$gpu" 2>&1); then
   echo "$out" | tail -n 3; echo "GPU-PATH IMPORT SUCCESS"
 else
-  echo "$out" | tail -n 25; echo "GPU-PATH IMPORT FAILED: $(echo "$out" | grep -E 'Error' | tail -1) (sgl_kernel needs a GPU)"
+  echo "$out" | tail -n 25; echo "GPU-PATH IMPORT FAILED: $(echo "$out" | grep -E 'Error' | tail -1)"
 fi
 # a draft model (STANDALONE, EAGLE) captures its draft's CUDA graphs through dsa_backend, which
 # imports cutlass and deep_gemm on any CUDA GPU; NGRAM never does
