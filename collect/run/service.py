@@ -108,7 +108,7 @@ class Service:
             if self.cancel.is_set():
                 raise Cancelled(f"{self.config.method.name} (tp {self.config.tp}): cancelled")
             if not self.host.alive(self.proc):
-                cause = failure_cause(self.log_tail())
+                cause = failure_cause(self.log_tail(CAUSE_LINES))
                 reason = "server exited during start-up" + (f": {cause}" if cause else "")
                 self._failed(reason, cause)
             if _healthy(url):
@@ -169,8 +169,8 @@ class Service:
     def alive(self) -> bool:
         return self.proc is not None and self.host.alive(self.proc)
 
-    def log_tail(self) -> str:
-        return self._scrub(self.host.log_tail(self.proc)) if self.proc else ""
+    def log_tail(self, lines: int = 40) -> str:
+        return self._scrub(self.host.log_tail(self.proc, lines)) if self.proc else ""
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after STOP_GRACE_S, or after INTERRUPT_GRACE_S when the
@@ -191,20 +191,27 @@ _PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) |\[[\d\- :.,]+\] |[\d.]+ [A-Z] )*")
 # Python's exception line ("ModuleNotFoundError: No module named 'cutlass'",
 # "torch.OutOfMemoryError: CUDA out of memory ..."): the last one is what ended the process
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?$")
-# otherwise the first error line: argparse ("launch_server.py: error: ..."), llama.cpp
-# ("error: invalid argument: --x", "llama_model_load: error loading model: ...")
-_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
+# otherwise the first line that starts with "error" after "name: " parts: argparse
+# ("launch_server.py: error: ..."), llama.cpp ("error: invalid argument: --x",
+# "llama_model_load: error loading model: ..."); not a warning that mentions an error
+_ERROR = re.compile(r"^(?:[\w.\-]+: )*error\b", re.IGNORECASE)
+# an exception that only points at another one: vLLM's API server ends with "RuntimeError:
+# Engine core initialization failed. See root cause above. Failed core proc(s): {...}" after
+# the engine core's own traceback, whatever that said
+_POINTER = re.compile(r"root cause above|see (?:the )?(?:log|above)", re.IGNORECASE)
 CAUSE_CHARS = 300
+CAUSE_LINES = 200  # of the log's end searched for it: the engine core's traceback comes first
 
 
 def failure_cause(tail: str) -> str | None:
-    """The line of a failed start's log tail that says why: Python's last exception line, or
-    else the first line that says "error" (llama.cpp, argparse); None when no line does.
+    """The line of a failed start's log tail that says why: Python's last exception line that
+    does not only point at another, or else the first line that starts with "error"
+    (llama.cpp, argparse); None when no line does.
     Cut to CAUSE_CHARS: it joins the services row's `error` and the console's message."""
     lines = [_PREFIX.sub("", line).strip() for line in tail.splitlines()]
-    found = [line for line in lines if _EXCEPTION.match(line)]
+    found = [line for line in lines if _EXCEPTION.match(line) and not _POINTER.search(line)]
     if not found:
-        found = [line for line in lines if _ERROR.search(line)][:1]
+        found = [line for line in lines if _ERROR.match(line)][:1]
     return found[-1][:CAUSE_CHARS] if found else None
 
 

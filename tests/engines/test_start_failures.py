@@ -50,6 +50,40 @@ def test_the_cause_of_a_real_failed_start_is_its_last_exception_line(log: Path, 
     assert failure_cause(_tail(log)).startswith(cause)
 
 
+# Hand-built in the shape of vLLM 0.24's log when its engine core fails to start (the recorded
+# startup-failure.log has the same prefixes): the API server's last exception only points at
+# the engine core's.
+API, CORE = "(APIServer pid=5538) ", "(EngineCore_DP0 pid=5600) "
+ENGINE_CORE = "\n".join(
+    [
+        API + "WARNING 12-04 07:47:25 [system_utils.py:299] Found ulimit of 20000 and failed to "
+        "automatically increase with error current limit exceeds maximum limit.",
+        CORE + "ERROR 12-04 07:47:40 [core.py:708] EngineCore failed to start.",
+        CORE + "Traceback (most recent call last):",
+        CORE + '  File ".../vllm/v1/engine/core.py", line 699, in run_engine_core',
+        CORE + "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.",
+        API + "Traceback (most recent call last):",
+        API + '  File "/opt/torch/.venv/bin/vllm", line 10, in <module>',
+        API + "RuntimeError: Engine core initialization failed. See root cause above. Failed "
+        "core proc(s): {'EngineCore_DP0': 1}",
+    ]
+)
+
+
+def test_an_exception_that_points_at_the_root_cause_gives_way_to_it() -> None:
+    assert failure_cause(ENGINE_CORE) == (
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine."
+    )
+
+
+def test_a_warning_that_mentions_an_error_is_no_cause() -> None:
+    """Without an exception the first line that starts with "error" counts, not vLLM's
+    ulimit warning (every vLLM start logs it): two servers killed alike must not share it."""
+    assert failure_cause(ENGINE_CORE.splitlines()[0] + "\nKilled") is None
+
+
 def test_a_tail_without_an_error_has_no_cause_and_a_long_one_is_cut() -> None:
     assert failure_cause("loading model\nlistening on 127.0.0.1:8080") is None
     assert failure_cause("") is None
