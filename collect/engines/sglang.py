@@ -156,28 +156,27 @@ class SGLangEngine(EngineConfig):
         Found on the H200 on 2026-12-04 with a depth of 1 for K = 1."""
         if (flag(args, "--speculative-algorithm") or "").upper() != "NGRAM":
             return []
-        problems = []
+        problems, given = [], {}
         for name, default, low in NGRAM_LIMITS:
-            value = flag(args, name)
-            if value is not None and not value.lstrip("-").isdigit():
+            value = flag(args, name) or default
+            if not value.lstrip("-").isdigit():
                 problems.append(f"{name} {value!r} is not a whole number")
-            elif int(value or default) < low:
+            elif int(value) < low:
                 problems.append(f"{name} {value}: SGLang's NGRAM needs at least {low}")
-        low = flag(args, "--speculative-ngram-min-bfs-breadth") or "1"
-        high = flag(args, "--speculative-ngram-max-bfs-breadth") or "10"
-        if low.isdigit() and high.isdigit() and int(low) > int(high):
-            problems.append(
-                f"--speculative-ngram-min-bfs-breadth {low} is above "
-                f"--speculative-ngram-max-bfs-breadth {high}"
-            )
+            else:
+                given[name] = int(value)
+        low, high = given.get(MIN_BFS), given.get(MAX_BFS)
+        if low is not None and high is not None and low > high:
+            problems.append(f"{MIN_BFS} {low} is above {MAX_BFS} {high}")
         return problems
 
 
+MIN_BFS, MAX_BFS = "--speculative-ngram-min-bfs-breadth", "--speculative-ngram-max-bfs-breadth"
 # (flag, SGLang's default, the least value its NGRAM corpus accepts)
 NGRAM_LIMITS = (
     ("--speculative-ngram-max-trie-depth", "18", 2),
-    ("--speculative-ngram-min-bfs-breadth", "1", 1),
-    ("--speculative-ngram-max-bfs-breadth", "10", 1),
+    (MIN_BFS, "1", 1),
+    (MAX_BFS, "10", 1),
     ("--speculative-num-draft-tokens", "1", 1),
 )
 

@@ -23,6 +23,7 @@ from schema.store import utcnow
 
 STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL at the end of a configuration
 INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTERM)
+TAIL_LINES = 40  # of a failed server's log kept in its services row
 
 
 class ServiceFailed(RuntimeError):
@@ -108,9 +109,10 @@ class Service:
             if self.cancel.is_set():
                 raise Cancelled(f"{self.config.method.name} (tp {self.config.tp}): cancelled")
             if not self.host.alive(self.proc):
-                cause = failure_cause(self.log_tail(CAUSE_LINES))
+                tail = self.log_tail(CAUSE_LINES)  # one read (over SSH, one round trip)
+                cause = failure_cause(tail)
                 reason = "server exited during start-up" + (f": {cause}" if cause else "")
-                self._failed(reason, cause)
+                self._failed(reason, cause, "\n".join(tail.splitlines()[-TAIL_LINES:]))
             if _healthy(url):
                 self.row.update(
                     state="ready", ready_at=utcnow(), startup_s=time.perf_counter() - t0
@@ -160,8 +162,8 @@ class Service:
         """Mark the service failed with its log tail and raise ServiceFailed."""
         self._failed(reason)
 
-    def _failed(self, reason: str, cause: str | None = None) -> None:
-        tail = self.log_tail()
+    def _failed(self, reason: str, cause: str | None = None, tail: str | None = None) -> None:
+        tail = self.log_tail() if tail is None else tail
         self.row.update(state="failed", error=reason, log_tail=tail)
         name = f"{self.config.method.name} (tp {self.config.tp})"
         raise ServiceFailed(f"{name}: {reason}", tail, cause)
@@ -169,7 +171,7 @@ class Service:
     def alive(self) -> bool:
         return self.proc is not None and self.host.alive(self.proc)
 
-    def log_tail(self, lines: int = 40) -> str:
+    def log_tail(self, lines: int = TAIL_LINES) -> str:
         return self._scrub(self.host.log_tail(self.proc, lines)) if self.proc else ""
 
     def stop(self) -> None:
