@@ -4,8 +4,15 @@ Its GPUs are read as the SSH host reads them (`collect.hosts.facts`, nvidia-smi 
 `run`): no nvidia-smi, no driver or no GPU is a normal case, a CPU-only machine.
 
 A host starts a server as its own process group with output to a log file, and stops it
-with SIGTERM to the group, then SIGKILL after a grace period, so no child (a llama.cpp
-worker, a Python engine's tensor-parallel ranks) outlives the service.
+with SIGTERM to the server itself, then SIGKILL to whatever of its group is left once it has
+exited or after a grace period, so no child (a llama.cpp worker, a Python engine's
+tensor-parallel ranks) outlives the service.
+
+The server first, not its whole group: SGLang's launcher reads its scheduler's exit on the
+same SIGTERM as a crashed child and sleeps 5 s for crash diagnostics before it exits (5 of 6
+stops on an H200 took 5.7-6.7 s; the one where the launcher handled the signal first, 0.6 s:
+docs/measurements/2026-12-04-sglang-draft-vllm-k2-h200.md). Every engine's launcher stops its
+own children on SIGTERM; the group's SIGKILL is for what it leaves behind.
 """
 
 from __future__ import annotations
@@ -109,15 +116,17 @@ class Local:
         return proc.popen is not None and proc.popen.poll() is None
 
     def stop(self, proc: Process, grace_s: float = 10.0) -> None:
-        """SIGTERM the process group, SIGKILL it after grace_s; idempotent."""
-        if proc.popen is None or proc.popen.poll() is not None:
+        """SIGTERM the server, then SIGKILL its process group once the server has exited or
+        after grace_s (what its children left, or all of it); idempotent."""
+        if proc.popen is None:
             return
-        _signal_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.popen.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc.pid, signal.SIGKILL)
-            proc.popen.wait(timeout=grace_s)
+        if proc.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(timeout=grace_s)
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.popen.wait(timeout=grace_s)
 
     def log_tail(self, proc: Process, lines: int = 40) -> str:
         try:

@@ -59,11 +59,13 @@ echo $! > "$pidfile"
 echo $!
 """
 
-# $1 process group, $2 polls of 0.1 s before SIGKILL; exit 0 once no member is left.
+# $1 the server's pid (its process group), $2 polls of 0.1 s before SIGKILL; exit 0 once no
+# member is left. SIGTERM to the server alone, SIGKILL to the group once it has exited or
+# after the polls (why the server first: collect/hosts/local.py).
 _STOP_GROUP = r"""pg=$1 n=$2
-kill -s TERM -- "-$pg" 2>/dev/null
+kill -s TERM -- "$pg" 2>/dev/null
 i=0
-while live "-$pg" && [ "$i" -lt "$n" ]; do sleep 0.1; i=$((i + 1)); done
+while live "$pg" && [ "$i" -lt "$n" ]; do sleep 0.1; i=$((i + 1)); done
 live "-$pg" && kill -s KILL -- "-$pg" 2>/dev/null
 i=0
 while live "-$pg" && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -72,7 +74,8 @@ while live "-$pg" && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 
 
 class ProcessManager:
-    """Servers as setsid/nohup process groups; stop = SIGTERM the group, SIGKILL after grace."""
+    """Servers as setsid/nohup process groups; stop = SIGTERM the server, then SIGKILL the
+    group once the server has exited or after grace."""
 
     def __init__(self, runner: Runner):
         self.runner = runner
@@ -245,9 +248,12 @@ class SystemdManager:
         return rc == 0
 
     def stop(self, proc: Process, grace_s: float = 10.0) -> None:
-        """SIGTERM to every process of the unit's cgroup, SIGKILL to them after grace_s (not
-        the unit's TimeoutStopSec, written once at start), then `systemctl stop` to settle
-        the unit; one round trip to the host. Raises when the unit is still active."""
+        """SIGTERM to the unit's main process (the server: why not its whole cgroup,
+        collect/hosts/local.py; to every process where systemctl refuses `--kill-who`), and
+        once it has ended systemd's own stop of what is left; SIGKILL to the cgroup after
+        grace_s (not the unit's TimeoutStopSec, written once at start), then `systemctl stop`
+        to settle the unit; one round trip to the host. Raises when the unit is still
+        active."""
         polls = max(1, math.ceil(grace_s * 10))
         script = ["sh", "-c", _STOP_UNIT, "sh", unit_name(proc.log_path), str(polls), *self.user]
         rc, _, err = self.runner.run(script, timeout_s=grace_s + 60)
@@ -282,7 +288,8 @@ class SystemdManager:
 _STOP_UNIT = r"""u=$1 n=$2; shift 2
 state() { systemctl "$@" show -p ActiveState --value "$u"; }
 ended() { case "$(state "$@")" in inactive|failed) return 0;; esac; return 1; }
-systemctl "$@" kill --signal=SIGTERM "$u" 2>/dev/null
+systemctl "$@" kill --kill-who=main --signal=SIGTERM "$u" 2>/dev/null ||
+  systemctl "$@" kill --signal=SIGTERM "$u" 2>/dev/null
 i=0
 while ! ended "$@" && [ "$i" -lt "$n" ]; do sleep 0.1; i=$((i + 1)); done
 ended "$@" || systemctl "$@" kill --signal=SIGKILL "$u" 2>/dev/null

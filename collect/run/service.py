@@ -1,7 +1,8 @@
 """Service lifecycle: start one configuration's server, wait until healthy, always stop it.
 
 `Service` is a context manager: leaving it by any path (normal end, exception, Ctrl-C,
-SIGTERM turned into SystemExit by the CLI) stops the server's whole process group.
+SIGTERM turned into SystemExit by the CLI) stops the server and its whole process group
+(collect/hosts/local.py: SIGTERM to the server, SIGKILL to what is left).
 """
 
 from __future__ import annotations

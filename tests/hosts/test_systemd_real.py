@@ -37,6 +37,7 @@ from tests.hosts.systemd_container import (
     namespace_members,
     running_containers,
 )
+from tests.hosts.test_stop_order import LAUNCHER
 
 TRICKY = 'a b "q" $HOME ${X} %n \\ ;|&'  # survives the unit file as one word
 
@@ -206,6 +207,18 @@ def test_stop_kills_the_whole_cgroup_after_the_timeout(host: SSH) -> None:
     t0 = time.monotonic()
     host.stop(proc, grace_s=2)
     assert 1.5 < time.monotonic() - t0 < 9 and not host.alive(proc)
+
+
+def test_stop_signals_the_main_process_and_its_children_through_it(host: SSH) -> None:
+    """SIGTERM reaches the unit's main process only (`systemctl kill --kill-who=main`); the
+    stand-in launcher stops its child itself (tests/hosts/test_stop_order.py)."""
+    proc = host.start(["/bin/sh", "-c", LAUNCHER], {}, Path("logs/launcher.log"))
+    assert wait_for(lambda: "ready" in host.log_tail(proc), 10), host.log_tail(proc)
+    t0 = time.monotonic()
+    host.stop(proc)
+    assert time.monotonic() - t0 < 5 and not host.alive(proc)
+    log = host.read_file(str(proc.log_path))
+    assert "launcher: SIGTERM" in log and "child: SIGTERM" not in log, log
 
 
 def test_a_failing_unit_shows_its_journal(host: SSH, paths: tuple[str, str]) -> None:
