@@ -48,13 +48,18 @@ def _gone(host: Local | SSH, pid: int) -> bool:
     return wait_for(lambda: host.run(["kill", "-0", str(pid)])[0] != 0, 3)
 
 
+def _timed_stop(host: Local | SSH, proc: Any) -> float:
+    """Seconds a stop with a 10 s grace took."""
+    t0 = time.monotonic()
+    host.stop(proc, grace_s=10)
+    return time.monotonic() - t0
+
+
 def test_the_launcher_stops_its_own_child(host: Local | SSH, tmp_path: Path) -> None:
     proc = host.start(["sh", "-c", LAUNCHER], {}, tmp_path / "launcher.log")
     child = _child(host, proc)
     try:
-        t0 = time.monotonic()
-        host.stop(proc, grace_s=10)
-        took = time.monotonic() - t0
+        took = _timed_stop(host, proc)
     finally:
         host.stop(proc, grace_s=1)
     log = host.log_tail(proc)
@@ -69,9 +74,7 @@ def test_what_the_launcher_leaves_is_killed_once_it_has_exited(
     proc = host.start(["sh", "-c", LEAVER], {}, tmp_path / "leaver.log")
     child = _child(host, proc)
     try:
-        t0 = time.monotonic()
-        host.stop(proc, grace_s=10)
-        took = time.monotonic() - t0
+        took = _timed_stop(host, proc)
         assert _gone(host, child), "a child that ignores SIGTERM outlived the stop"
         assert took < 5, f"the stop waited its grace ({took:.1f} s) after the launcher exited"
     finally:
