@@ -61,7 +61,13 @@ RESET_TRIES, RESET_WAIT_S = 5, 0.2  # {"success": false} is retried: blocks may 
 
 class VLLMChatStream(OpenAIChatStream):
     """OpenAI chat chunks (collect.engines.openai); tokens per chunk come from
-    `token_ids` when the request asked for them (`return_token_ids`), else unknown."""
+    `token_ids` when the request asked for them (`return_token_ids`), else unknown.
+
+    Decision: specsweep does not ask for `return_token_ids` by default. With it vLLM's first
+    chunk also carries every prompt token id, which for a long agentic context is hundreds
+    of kilobytes of JSON written before the first token reaches the client, inside TTFT. A
+    plan that wants each chunk's (each step's) token count sets it in `request_extra`, as
+    plans/gpu-vllm-scale.yaml does (one request at a time, prompts of a few hundred tokens)."""
 
     def __init__(self) -> None:
         super().__init__()
