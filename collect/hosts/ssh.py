@@ -260,7 +260,8 @@ class SSH:
         return self.manager.alive(proc)
 
     def stop(self, proc: Process, grace_s: float = 10.0) -> None:
-        """SIGTERM the server's group (or unit), SIGKILL after grace_s; idempotent."""
+        """SIGTERM the server (or the unit's main process), SIGKILL what is left of its group
+        (cgroup) once it has exited or after grace_s; idempotent."""
         self.manager.stop(proc, grace_s)
 
     def log_tail(self, proc: Process, lines: int = 40) -> str:
