@@ -132,6 +132,16 @@ MEMORY = MemoryRules(
 )
 
 
+MIN_BFS, MAX_BFS = "--speculative-ngram-min-bfs-breadth", "--speculative-ngram-max-bfs-breadth"
+# (flag, SGLang's default, the least value its NGRAM corpus accepts)
+NGRAM_LIMITS = (
+    ("--speculative-ngram-max-trie-depth", "18", 2),
+    (MIN_BFS, "1", 1),
+    (MAX_BFS, "10", 1),
+    ("--speculative-num-draft-tokens", "1", 1),
+)
+
+
 class SGLangEngine(EngineConfig):
     kind: Literal["sglang"] = Field(description="SGLang (python -m sglang.launch_server).")
     python: str = Field("python3", description="Python interpreter on the host (e.g. a venv's).")
@@ -169,16 +179,6 @@ class SGLangEngine(EngineConfig):
         if low is not None and high is not None and low > high:
             problems.append(f"{MIN_BFS} {low} is above {MAX_BFS} {high}")
         return problems
-
-
-MIN_BFS, MAX_BFS = "--speculative-ngram-min-bfs-breadth", "--speculative-ngram-max-bfs-breadth"
-# (flag, SGLang's default, the least value its NGRAM corpus accepts)
-NGRAM_LIMITS = (
-    ("--speculative-ngram-max-trie-depth", "18", 2),
-    (MIN_BFS, "1", 1),
-    (MAX_BFS, "10", 1),
-    ("--speculative-num-draft-tokens", "1", 1),
-)
 
 
 class SGLang(EngineHooks):
