@@ -11,7 +11,8 @@
 #   make sql       a DuckDB prompt on DB
 #   make compare   A=... B=...: two campaigns of DB (ids or plan names) compared
 #   make compare-report A=... B=...: compare, then its PDF (COMPARE_PDF, reports/compare.pdf)
-#   make gate      A=... B=... [MAX_REGRESSION=5%]: exit 1 when B regressed beyond it
+#   make gate      A=... B=... [MAX_REGRESSION=5%]: exit 1 when B regressed beyond it, 3 when
+#                  a change cannot be decided (one start per side)
 #   make bench     the client benchmarks in tests/bench/ (printed figures, not tests)
 #   make engine    build the cached llama-server (CPU); CUDA=1 builds the CUDA flavour, for
 #                  CUDA_ARCH (e.g. 90; default: nvidia-smi's compute_cap, else CMake's native);

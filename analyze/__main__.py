@@ -3,8 +3,9 @@
 `python -m analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
 (analyze/export.py); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
-compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input); compare
-writes the compare_* tables (for `specsweep report --compare A B`), gate does not write.
+compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
+undecided); compare writes the compare_* tables (for `specsweep report --compare A B`), gate
+does not write.
 Exit codes of the build: 0 built, 1 no or bad results file, 2 bad command line."""
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def export(
     format: str = typer.Option(
         "parquet",
         callback=_format,
-        help="parquet, csv or json (json: one summary.json of every campaign, analyze/summary.py).",
+        help="parquet, csv or json (json: one summary.json of every campaign).",
     ),
     out: str = typer.Option(..., help="Folder to write (raw/, analysis/, columns.json)."),
 ) -> None:
@@ -101,9 +102,10 @@ def gate(
     db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
 ) -> None:
     """Exit 1 when a matched metric of B regressed significantly from A beyond
-    --max-regression (Holm-adjusted over the comparison's tests, drift between the campaigns
-    accounted for: analyze.compare.stats); writes nothing. Exit codes: 0 pass, 1 regression,
-    2 bad input."""
+    --max-regression (Holm-adjusted over the comparison's tests, the start variance of both
+    campaigns in every interval: analyze.compare.stats); writes nothing. Exit codes: 0 pass,
+    1 regression, 2 bad input, 3 undecided (a change worse than the threshold has no
+    interval)."""
     try:
         threshold = _fraction(max_regression)
     except ValueError as exc:
@@ -113,7 +115,8 @@ def gate(
 
 
 def _compare(db: str, a: str, b: str, threshold: float | None) -> None:
-    """Compare (threshold None: store the result) or gate (read only, exit 1 on a failure)."""
+    """Compare (threshold None: store the result) or gate (read only, exit 1 on a failure, 3
+    when it cannot decide)."""
     import duckdb
 
     from analyze import compare as comparing
@@ -136,15 +139,10 @@ def _compare(db: str, a: str, b: str, threshold: float | None) -> None:
         )
     if not gating:
         return
-    failed = comparing.gate(result, threshold)
-    tested = sum(c.p_holm is not None for c in result.changes)
-    typer.echo(
-        f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
-        f"Holm over {tested} tests; docs/compare.md)"
-        + "".join(f"\n  FAIL {comparing.describe(c)}" for c in failed)
-    )
-    if failed:
-        raise typer.Exit(1)
+    verdict, code = comparing.gate_lines(result, threshold)
+    typer.echo("\n".join(verdict))
+    if code:
+        raise typer.Exit(code)
 
 
 def _fraction(text: str) -> float:

@@ -2,14 +2,18 @@
 
 Order: analysis_params (the bound baseline name), campaign_plan (each plan's description, read
 from its YAML), 00 measured_requests (a TEMP view), the per-request and per-window inter-token
-latencies (analyze.itl, TEMP tables), 01 request_metrics, 02 config_summary, 03 speedup_pairs,
-the `speedup` table (analyze.stats), 04 best_config (reads speedup), 05-10 the per-window
-views, 11-13 the campaign, environment and service summaries (the only way `report` sees the
-raw tables), 14 import_check (imported files' printed figures beside ours), 15-17 GPU energy
-(segments, windows, requests), 18 host_summary, 19 energy_summary, then the `energy_ratio`
-table (analyze.energy), then the open-loop objects 21-27 (analyze.openloop), then the
-speculation objects 28-33 (method_families, param_sweep, speedup_decomposition, best_setting,
-which reads speedup and rate_speedup, position_acceptance, accepted_histogram, 36
+latencies (analyze.itl, TEMP tables); then what the campaign's claims read: 01 request_metrics,
+02 config_summary, 03 speedup_pairs, 38 service_starts (every start in campaign order), 15-17
+GPU energy (segments, windows, requests), 19 energy_summary, the open-loop objects 21-25
+(analyze.openloop.prepare); then the claims: the `start_variance` table (analyze.starts: each
+paired metric adds its strata), the `speedup` (analyze.stats), `energy_ratio` (analyze.energy)
+and open-loop TPOT ratios (analyze.openloop), adjusted together as one family per campaign;
+then 04 best_config (reads speedup), 05-10 the per-window views, 11-13 the campaign,
+environment and service summaries (the only way `report` sees the raw tables), 14 import_check
+(imported files' printed figures beside ours), 18 host_summary, 20 request_distribution, the
+open-loop objects 26-27 (rate_speedup, rate_limits), then the speculation objects 28-33
+(method_families, param_sweep, speedup_decomposition, best_setting, which reads speedup and
+rate_speedup, position_acceptance, accepted_histogram, 35 speedup_prediction, 36
 acceptance_by_load), then 34 replica_agreement (each replica's median decode speed and its
 interval), then the category tables (analyze.category). The raw layer is
 schema's: `connect` migrates the file before anything here runs. Everything is CREATE OR
@@ -34,7 +38,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from analyze import category, energy, itl, openloop, stats
+from analyze import category, energy, itl, openloop, starts, stats
 from schema import metrics
 from schema.controls import aa_control_name
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
@@ -47,8 +51,18 @@ log = logging.getLogger(__name__)
 # it evicts pages and spills intermediates to a temporary folder (a 1M-request file is 4.5 GB)
 MEMORY_LIMIT = "1GB"
 MEASURED = "00_measured_requests.sql"
-BEFORE_SPEEDUP = ("01_request_metrics.sql", "02_config_summary.sql", "03_speedup_pairs.sql")
-AFTER_SPEEDUP = (
+# what the campaign's claims (speedup, energy_ratio, the open-loop TPOT ratios) read
+BEFORE_CLAIMS = (
+    "01_request_metrics.sql",
+    "02_config_summary.sql",
+    "03_speedup_pairs.sql",
+    "38_service_starts.sql",
+    "15_energy_segments.sql",
+    "16_window_energy.sql",
+    "17_request_energy.sql",
+    "19_energy_summary.sql",
+)
+AFTER_CLAIMS = (
     "04_best_config.sql",
     "05_agentic_turns.sql",
     "06_window_acceptance.sql",
@@ -60,11 +74,7 @@ AFTER_SPEEDUP = (
     "12_environment_summary.sql",
     "13_service_summary.sql",
     "14_import_check.sql",
-    "15_energy_segments.sql",
-    "16_window_energy.sql",
-    "17_request_energy.sql",
     "18_host_summary.sql",
-    "19_energy_summary.sql",
     "20_request_distribution.sql",
 )
 # after the open-loop objects: best_setting reads rate_speedup
@@ -83,6 +93,8 @@ OBJECTS = (
     "request_metrics",
     "config_summary",
     "speedup_pairs",
+    "service_starts",
+    "start_variance",
     "speedup",
     "best_config",
     "agentic_turns",
@@ -104,6 +116,7 @@ OBJECTS = (
     "energy_ratio",
     "campaign_plan",
     *openloop.OBJECTS,
+    "rate_attainment",  # analyze.attainment, from openloop.finish
     "method_families",
     "param_sweep",
     "speedup_decomposition",
@@ -173,25 +186,28 @@ def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencie
     build_campaign_plan(con)
     con.execute(read_sql(MEASURED))
     itl.write(con, latencies)
-    for name in BEFORE_SPEEDUP:
+    for name in BEFORE_CLAIMS:
         log.info("building %s", name)
         con.execute(read_sql(name))
-    log.info("paired speedups against %s", baseline)
-    speedups = stats.build_speedup(con)
-    stats.adjust_family([(speedups, "speedup")])
+    openloop.prepare(con, read_sql)
+    log.info("paired speedups, energy and TPOT ratios against %s", baseline)
+    con.execute(starts.START_VARIANCE_DDL)  # each paired metric adds its strata's rows
+    speedups, variances = stats.build_speedup(con)
+    ratios, tpot = energy.energy_frame(con), openloop.tpot_speedups(con)
+    # one family per campaign: the first page states all three (report.findings)
+    stats.adjust_family([(speedups, "speedup"), (ratios, "energy_ratio"), (tpot, "tpot_speedup")])
     stats.write_speedup(con, speedups)
-    for name in AFTER_SPEEDUP:
+    energy.write_energy_ratio(con, ratios)
+    for name in AFTER_CLAIMS:
         log.info("building %s", name)
         con.execute(read_sql(name))
-    log.info("energy ratios against %s", baseline)
-    energy.build_energy_ratio(con)
     log.info("open-loop objects")
-    openloop.build(con, read_sql)
+    openloop.finish(con, read_sql, tpot)
     for name in (*SPECULATION, *REPLICAS):
         log.info("building %s", name)
         con.execute(read_sql(name))
     log.info("acceptance and speedup per prompt category")
-    category.build(con, read_sql)
+    category.build(con, read_sql, variances)
 
 
 def drop_views(con: duckdb.DuckDBPyConnection) -> None:

@@ -8,13 +8,15 @@ baseline) and g (mean ln acceptance length of M's requests). For a group of cell
 prompt p), with schema.paired's t interval (calibrated by tests/schema/test_paired_coverage.py
 and, at 3-32 prompts, tests/analyze/test_category_coverage.py):
 
-    speedup         = exp(mean d)          ci_low, ci_high = interval(d, service_var)
+    speedup         = exp(mean d')         ci_low, ci_high = interval(d, start, dt)
     acceptance_gain = exp(mean g)          acceptance_low, acceptance_high = interval(g)
     accept_length   = sum(tokens) / sum(steps)   (pooled, token-weighted; no interval)
 
-service_var is the campaign's A/A start-to-start variance as the `speedup` table adds it (the
-control's cells per window and run, analyze.stats.service_noise; one run only, not for the
-control). Acceptance takes none: a service start does not change which drafts are accepted.
+start is the stratum's start variance and drift as the `speedup` table takes them (the
+closed-loop decode speed's, analyze.starts: the same starts, the same metric), d' the drift-
+corrected d, dt each run's start position of M minus the baseline's. Acceptance takes no start
+variance (its own runs carry it, mean_variance): a service start does not change which drafts
+are accepted.
 The acceptance figures are NULL where some of M's requests have no verify count (the factors of
 a subset would not be the speedup's). Below schema.paired.MIN_PROMPTS prompts there is no
 interval (ci_reason, acceptance_reason). p_holm, significant, n_family, sim_ci_low,
@@ -34,15 +36,19 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import adjust_family, insert_frame, service_noise
+from analyze.starts import CLOSED_STRATUM
+from analyze.stats import adjust_family, insert_frame
 from schema.controls import aa_control_name
 from schema.paired import MIN_PROMPTS, interval
+from schema.starts import StartVariance
 
 SQL = "37_category_cells.sql"
 OBJECTS = ("category_speedup", "category_pooled")
 WINDOW = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
 POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
 POOLED_CONCURRENCY = 1
+Variances = dict[tuple, StartVariance]
+NONE = StartVariance(reason="no start variance for this stratum")
 
 # (name, type, comment) of the columns both tables share after their keys
 FIGURES = [
@@ -65,7 +71,7 @@ FIGURES = [
     ("df", "DOUBLE", "the t interval's degrees of freedom"),
     ("p_value", "DOUBLE", "two-sided t test of no change"),
     ("log_se", "DOUBLE", "standard error of ln speedup"),
-    ("service_var", "DOUBLE", "A/A service variance added (0: none)"),
+    ("start_sd", "DOUBLE", "the stratum's start sd in the interval (NULL: none)"),
     ("p_holm", "DOUBLE", "Holm over the table's rows of the campaign"),
     ("significant", "BOOLEAN", "p_holm < 0.05; NULL for the control"),
     ("n_family", "INTEGER", "rows in that family"),
@@ -103,24 +109,13 @@ def matrix(cells: pd.DataFrame, value: str, prompt: str) -> np.ndarray | None:
     return None if grid.isna().to_numpy().any() else grid.to_numpy(float)
 
 
-def noise(cells: pd.DataFrame, baseline: str) -> dict[str, tuple[float, float]]:
-    """campaign_id -> (s2, W): analyze.stats' service variance from the A/A control's cells,
-    one (1, P) matrix per window and run (every category together)."""
-    aa = cells[cells["method"] == aa_control_name(baseline)]
-    out = {}
-    for cid in cells["campaign_id"].unique():
-        mats = [g["d"].to_numpy(float)[None, :] for _, g in
-                aa[aa["campaign_id"] == cid].groupby([*WINDOW, "run"])]  # fmt: skip
-        out[cid] = service_noise(mats)
-    return out
-
-
-def figures(cells: pd.DataFrame, prompt: str, s2: float, df: float) -> dict:
+def figures(cells: pd.DataFrame, prompt: str, start: StartVariance) -> dict:
     """The FIGURES of one (comparison, category) group of cells."""
     n, verified = int(cells["n"].sum()), int(cells["n_verified"].sum())
     d, g = matrix(cells, "d", prompt), matrix(cells, "g", prompt)
     n_runs = int(cells["run"].nunique())
-    sp = None if d is None else interval(d, service_var=s2 if n_runs == 1 else 0.0, service_df=df)
+    dt = cells.groupby("run")["dt"].mean().fillna(0.0).to_numpy(float)
+    sp = None if d is None else interval(d, start=start, dt=dt)
     acc = interval(g) if g is not None and verified == n else None
     out = {
         "n_prompts": int(cells[prompt].nunique()), "n_runs": n_runs, "n": n,
@@ -135,7 +130,7 @@ def figures(cells: pd.DataFrame, prompt: str, s2: float, df: float) -> dict:
         "ci_reason": sp.reason if sp else "windows measured in different runs",
         "df": sp.df if sp else None, "p_value": sp.p_value if sp else None,
         "log_se": sp.log_se if sp else None,
-        "service_var": s2 if sp and n_runs == 1 else 0.0,
+        "start_sd": start.s2**0.5 if sp and sp.ci_low is not None else None,
     }  # fmt: skip
     return out
 
@@ -150,26 +145,29 @@ def _acceptance_reason(acc, verified: int, n: int, g: np.ndarray | None) -> str 
     return acc.reason
 
 
-def rows(cells: pd.DataFrame, key: list[str], prompt: str, baseline: str) -> pd.DataFrame:
-    """One row per (key, method, category) group of cells."""
+def rows(
+    cells: pd.DataFrame, key: list[str], prompt: str, baseline: str, variances: Variances
+) -> pd.DataFrame:
+    """One row per (key, method, category) group of cells; variances: the closed-loop
+    strata's StartVariance (analyze.stats.paired_speedups), by CLOSED_STRATUM."""
     aa, out = aa_control_name(baseline), []
-    floor = noise(cells, baseline)
     for group, sub in cells.groupby([*key, "method", "category"], sort=True):
-        s2, df = floor[group[0]]
-        control = group[len(key)] == aa
-        out.append({**dict(zip([*key, "method", "category"], group)), "is_control": control,
-                    **figures(sub, prompt, 0.0 if control else s2, df)})  # fmt: skip
+        first = sub.iloc[0]
+        start = variances.get(tuple(first[c] for c in CLOSED_STRATUM), NONE)
+        out.append({**dict(zip([*key, "method", "category"], group)),
+                    "is_control": group[len(key)] == aa,
+                    **figures(sub, prompt, start)})  # fmt: skip
     return pd.DataFrame.from_records(out)
 
 
-def pooled(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
+def pooled(cells: pd.DataFrame, baseline: str, variances: Variances) -> pd.DataFrame:
     """category_pooled's rows: the concurrency-1 cells of each (POOLED, method, category)."""
     c1 = cells[cells["concurrency"] == POOLED_CONCURRENCY]
     if c1.empty:
         return pd.DataFrame()
     # a prompt is (workload, prompt_id): prompt ids are a workload's own
     c1 = c1.assign(prompt=c1["workload"] + "\x1f" + c1["prompt_id"])
-    frame = rows(c1, POOLED, "prompt", baseline)
+    frame = rows(c1, POOLED, "prompt", baseline, variances)
     names = c1.groupby([*POOLED, "method", "category"])["workload"].agg(
         lambda w: ", ".join(sorted(set(w)))
     )
@@ -178,8 +176,9 @@ def pooled(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return frame
 
 
-def build(con: duckdb.DuckDBPyConnection, read_sql) -> None:
-    """Create category_cells (TEMP), category_speedup and category_pooled on con."""
+def build(con: duckdb.DuckDBPyConnection, read_sql, variances: Variances) -> None:
+    """Create category_cells (TEMP), category_speedup and category_pooled on con, with the
+    closed-loop strata's start variance (analyze.stats.paired_speedups)."""
     con.execute(read_sql(SQL))
     cells = con.execute("SELECT * FROM category_cells ORDER BY ALL").df()
     baseline = con.execute("SELECT baseline FROM analysis_params").fetchone()[0]
@@ -188,8 +187,8 @@ def build(con: duckdb.DuckDBPyConnection, read_sql) -> None:
     if cells.empty:
         return
     for table, frame in (
-        ("category_speedup", rows(cells, WINDOW, "prompt_id", baseline)),
-        ("category_pooled", pooled(cells, baseline)),
+        ("category_speedup", rows(cells, WINDOW, "prompt_id", baseline, variances)),
+        ("category_pooled", pooled(cells, baseline, variances)),
     ):
         if not frame.empty:
             adjust_family([(frame, "speedup")])

@@ -8,14 +8,18 @@ the baseline's window share, every rep of such a prompt) that have an attributed
     energy_ratio       = exp(mean over prompts of (mean ln j_per_token of M's requests - the
                          baseline's)), j_per_token = processor-sharing energy / tokens: the
                          geometric mean of the per-prompt ratios
-    ci_low, ci_high    = the t interval of `speedup` with one run (schema.paired; NULL below
-                         3 prompts, ci_reason); a campaign's runs are pooled per prompt, not
-                         crossed as `speedup` does (a window without usable telemetry in one
-                         run would leave no prompt paired in every run)
-    p_value, p_holm, significant = the t test of no change, Holm over the campaign's energy
-                         claims (a family of its own; the A/A control is not a claim), p_holm
-                         < 0.05 (below 1: M spends less energy per token); sim_ci_low,
-                         sim_ci_high the simultaneous interval (analyze.stats.adjust_family)
+    ci_low, ci_high    = the interval of `speedup` (schema.paired.interval through
+                         analyze.starts.compare_all): runs crossed with prompts, the start
+                         variance of ln J/token pooled over the stratum's starts (its own
+                         start_variance rows, metric j_per_token), the drift corrected; on the
+                         runs and prompts with energy on both sides (a run without usable
+                         telemetry drops out). NULL with one start per side, below 3 prompts
+                         (ci_reason)
+    p_value, p_holm, significant = the t test of no change, Holm over the campaign's claims
+                         (one family with its speedups and open-loop TPOT ratios: the first
+                         page says all three; the A/A control is not a claim), p_holm < 0.05
+                         (below 1: M spends less energy per token); sim_ci_low, sim_ci_high
+                         the simultaneous interval (analyze.stats.adjust_family)
     window_energy_ratio = energy_summary.j_per_token(M) / energy_summary.j_per_token(baseline)
                          (whole-window joules per token, idle pieces included; no interval)
     cost_ratio         = energy_summary.cost_per_mtok_usd(M) / the baseline's (= the inverse
@@ -24,8 +28,8 @@ the baseline's window share, every rep of such a prompt) that have an attributed
                          'counter' (NVML's energy counter), 'power_trapezoid', or 'mixed'
 
 A ratio above 1 means M spends more energy per output token than the baseline. The interval
-is schema.paired.paired_speedup, the one that fills `speedup`: a paired ratio is a paired
-ratio whatever it measures. Energy sources and their limits: docs/energy.md.
+is the one that fills `speedup`: a paired ratio is a paired ratio whatever it measures. Energy
+sources and their limits: docs/energy.md.
 """
 
 from __future__ import annotations
@@ -34,9 +38,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import GROUP_KEY, adjust_family, insert_frame, join_sides
+from analyze.starts import CLOSED_STRATUM, Compared, Side, compare_all, variance_rows
+from analyze.stats import GROUP_KEY, insert_frame, join_sides
 from schema.controls import aa_control_name
-from schema.paired import paired_speedup
 
 ENERGY_RATIO_DDL = """
 CREATE OR REPLACE TABLE energy_ratio (
@@ -75,10 +79,12 @@ CREATE OR REPLACE TABLE energy_ratio (
 """
 
 # the speed comparison's rows, each with its request's energy per token (when it has one)
+# and the position of its service start
 PAIRS_SQL = """
-SELECT p.*, e.j_per_token, e.energy_source
+SELECT p.*, e.j_per_token, e.energy_source, s.start_index
 FROM speedup_pairs AS p
 JOIN request_energy AS e USING (request_id)
+LEFT JOIN service_starts AS s ON s.campaign_id = p.campaign_id AND s.service_id = p.service_id
 WHERE e.j_per_token IS NOT NULL
 """
 
@@ -89,36 +95,28 @@ FROM energy_summary
 """
 
 
-def _by_prompt(side: pd.DataFrame) -> dict[str, np.ndarray]:
-    return {p: g.to_numpy(dtype=float) for p, g in side.groupby("prompt_id")["j_per_token"]}
+def _side(rows: pd.DataFrame) -> Side:
+    return Side(rows["j_per_token"].to_numpy(float), rows["run"].to_numpy(np.int64),
+                rows["prompt"].to_numpy(np.int64),
+                rows["start_index"].to_numpy(float, na_value=np.nan))  # fmt: skip
 
 
-def compare_group(rows: pd.DataFrame) -> dict | None:
-    """Energy-ratio statistics of one comparison; None when no prompt has both sides."""
-    method = rows[rows["role"] == "method"]
-    base = rows[rows["role"] == "baseline"]
-    result = paired_speedup(_by_prompt(method), _by_prompt(base))
-    if result is None:
-        return None
+def _figures(rows: pd.DataFrame, got: Compared) -> dict:
+    """Energy-ratio statistics of one comparison."""
+    method, base = rows[rows["role"] == "method"], rows[rows["role"] == "baseline"]
     shared = set(method["prompt_id"]) & set(base["prompt_id"])
+    result = got.result
     return {
         "baseline": rows["baseline"].iat[0],
         "is_control": rows["method"].iat[0] == aa_control_name(rows["baseline"].iat[0]),
-        "energy_ratio": result.speedup,
-        "ci_low": result.ci_low,
-        "ci_high": result.ci_high,
-        "ci_reason": result.reason,
-        "df": result.df,
-        "log_se": result.log_se,
-        "p_value": result.p_value,
-        "significant_raw": result.significant,
-        "n": int(method["prompt_id"].isin(shared).sum()),
-        "n_baseline": int(base["prompt_id"].isin(shared).sum()),
-        "n_prompts": result.n_prompts,
+        "energy_ratio": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
+        "ci_reason": result.reason, "df": result.df, "log_se": result.log_se,
+        "p_value": result.p_value, "significant_raw": result.significant,
+        "n": got.n, "n_baseline": got.n_baseline, "n_prompts": result.n_prompts,
         "method_j_per_token_p50": method["j_per_token"].median(),
         "baseline_j_per_token_p50": base["j_per_token"].median(),
         "energy_source": combined_source(rows.loc[rows["prompt_id"].isin(shared), "energy_source"]),
-    }
+    }  # fmt: skip
 
 
 def combined_source(sources: pd.Series) -> str | None:
@@ -127,14 +125,22 @@ def combined_source(sources: pd.Series) -> str | None:
     return distinct.pop() if len(distinct) == 1 else ("mixed" if distinct else None)
 
 
-def energy_ratios(pairs: pd.DataFrame) -> pd.DataFrame:
-    """One row per comparison (GROUP_KEY) of `pairs` that has energy on both sides."""
-    records = []
-    for key, rows in pairs.groupby(GROUP_KEY, sort=True):
-        stats = compare_group(rows)
-        if stats is not None:
-            records.append({**dict(zip(GROUP_KEY, key)), **stats})
-    return pd.DataFrame.from_records(records)
+def energy_ratios(pairs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """One row per comparison (GROUP_KEY) of `pairs` with energy on both sides in a full
+    run x prompt crossing, and the j_per_token strata's StartVariance."""
+    if pairs.empty:
+        return pd.DataFrame(), {}
+    pairs = pairs.assign(prompt=pd.factorize(pairs["prompt_id"])[0])
+    groups = [(key, rows) for key, rows in pairs.groupby(GROUP_KEY, sort=True)]
+    found, variances = compare_all([
+        (key[:-1], tuple(rows[c].iat[0] for c in CLOSED_STRATUM), key[-1],
+         rows["baseline"].iat[0], _side(rows[rows["role"] == "method"]),
+         _side(rows[rows["role"] == "baseline"]))
+        for key, rows in groups
+    ])  # fmt: skip
+    records = [{**dict(zip(GROUP_KEY, key)), **_figures(rows, got)}
+               for (key, rows), got in zip(groups, found) if got is not None]  # fmt: skip
+    return pd.DataFrame.from_records(records), variances
 
 
 def attach_energy_ratios(ratios: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
@@ -146,13 +152,18 @@ def attach_energy_ratios(ratios: pd.DataFrame, windows: pd.DataFrame) -> pd.Data
     return out.drop(columns=[*cols, *(f"b_{c}" for c in cols)])
 
 
-def build_energy_ratio(con: duckdb.DuckDBPyConnection) -> int:
-    """Read speedup_pairs, request_energy and energy_summary, compare, adjust the family,
-    write `energy_ratio`; return its row count."""
-    con.execute(ENERGY_RATIO_DDL)
-    frame = energy_ratios(con.execute(PAIRS_SQL).df())
+def energy_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Read speedup_pairs, request_energy and energy_summary and return the energy_ratio
+    rows (adjusted with the campaign's other claims and written by analyze.build:
+    write_energy_ratio); the j_per_token strata's start variance goes into start_variance."""
+    frame, variances = energy_ratios(con.execute(PAIRS_SQL).df())
+    insert_frame(con, "start_variance", variance_rows(variances, "j_per_token", "concurrency"))
     if frame.empty:
-        return 0
-    adjust_family([(frame, "energy_ratio")])
-    frame = attach_energy_ratios(frame, con.execute(WINDOWS_SQL).df())
+        return frame
+    return attach_energy_ratios(frame, con.execute(WINDOWS_SQL).df())
+
+
+def write_energy_ratio(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> int:
+    """(Re)create energy_ratio and insert `frame`; return its row count."""
+    con.execute(ENERGY_RATIO_DDL)
     return insert_frame(con, "energy_ratio", frame)

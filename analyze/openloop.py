@@ -7,17 +7,22 @@ rate_speedup (26), which reads it, and rate_limits (27). On a file without open-
 or SLO rows every one of them is an empty table.
 
 rate_tpot, one row per (campaign_id, tp, workload, max_tokens, rate, method M != baseline)
-with steady ok TPOTs on prompts both M and the baseline measured at that rate:
+with steady ok TPOTs on prompts both M and the baseline measured at that rate in every run:
 
-    tpot_speedup     = exp(mean over prompts of (mean ln baseline's TPOT - mean ln M's))
-    tpot_speedup_lo, tpot_speedup_hi = its 95% t interval on the per-prompt log ratios
-                       (NULL below schema.paired.MIN_PROMPTS prompts, tpot_ci_reason)
+    tpot_speedup     = exp(mean over (run, prompt) of (mean ln baseline's TPOT - mean ln M's)),
+                       drift-corrected as the closed-loop speedup
+    tpot_speedup_lo, tpot_speedup_hi = its 95% interval with the start variance of ln TPOT
+                       pooled over the stratum's starts (campaign, engine, tp, rate: its own
+                       start_variance rows, metric tpot_s; analyze.starts.compare_all); NULL
+                       with one start per side or below schema.paired.MIN_PROMPTS prompts
+                       (tpot_ci_reason)
     p_value, p_holm, significant, sim_ci_low, sim_ci_high = as the closed-loop `speedup`'s,
-                       Holm and the simultaneous level over the campaign's open-loop claims
-                       (analyze.stats.adjust_family; the A/A control is not a claim)
+                       Holm and the simultaneous level over the campaign's claims (its
+                       speedups, these ratios and its energy ratios: one family,
+                       analyze.stats.adjust_family; the A/A control is not a claim)
 
-from schema.paired's flat_paired_speedup (the closed-loop `speedup`'s definition, with the
-baseline on the numerator side: TPOT is a time, decode speed its reciprocal). Open-loop and
+from schema.paired's interval (the closed-loop `speedup`'s definition, with the baseline on
+the numerator side: TPOT is a time, decode speed its reciprocal). Open-loop and
 closed-loop claims are two families, each adjusted on its own: they answer different
 questions (per-request speed at a concurrency, token pace at an offered rate). Pair rows are
 read once as numbers, sorted in DuckDB.
@@ -29,9 +34,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.stats import adjust_family, insert_frame
+from analyze import attainment
+from analyze.starts import Compared, Side, compare_all, variance_rows
+from analyze.stats import insert_frame
 from schema.controls import aa_control_name
-from schema.paired import flat_paired_speedup
 
 BEFORE_BOOTSTRAP = (
     "21_wilson.sql",
@@ -47,6 +53,7 @@ OBJECTS = ("slo_targets", "open_requests", "cache_hygiene", "open_windows", "rat
 KEY = ["campaign_id", "tp", "workload", "max_tokens", "rate", "method"]
 _KEY = ", ".join(KEY)
 _SETTING = "campaign_id, tp, workload, max_tokens, rate"
+STRATUM = ["campaign_id", "engine", "tp", "rate"]  # open-loop windows sharing starts and a rate
 
 RATE_TPOT_DDL = """
 CREATE OR REPLACE TEMP TABLE rate_tpot (
@@ -75,111 +82,107 @@ CREATE OR REPLACE TEMP TABLE rate_tpot (
 )
 """
 
-# steady ok requests with a TPOT at a swept rate; side 0 = the baseline (numerator), 1 = M;
-# the baseline's rows repeated once per M; prompts as ordinals in prompt_id order
+# steady ok requests with a TPOT at a swept rate; side 0 = M, 1 = the baseline (repeated once
+# per M); prompts as ordinals within the rate's window, start the service's position
 PAIRS_SQL = f"""
 WITH
 params AS (SELECT baseline FROM analysis_params),
 usable AS (
-    SELECT {_KEY}, prompt_id, tpot_s FROM open_requests
+    SELECT {_KEY}, engine, run, prompt_id, service_id, tpot_s FROM open_requests
     WHERE steady AND ok AND tpot_s IS NOT NULL AND rate IS NOT NULL
 ),
 base AS (SELECT u.* EXCLUDE (method) FROM usable AS u JOIN params AS p ON u.method = p.baseline),
 meth AS (SELECT u.* FROM usable AS u JOIN params AS p ON u.method <> p.baseline),
-shared AS (
-    SELECT DISTINCT {_KEY}, prompt_id FROM meth
-    SEMI JOIN base USING ({_SETTING}, prompt_id)
-),
 comparisons AS (
     SELECT {_KEY}, row_number() OVER (ORDER BY {_KEY}) - 1 AS comparison
-    FROM (SELECT DISTINCT {_KEY} FROM shared)
+    FROM (SELECT DISTINCT {_KEY} FROM meth SEMI JOIN base USING ({_SETTING}, prompt_id))
 ),
 prompts AS (
-    SELECT {_KEY}, prompt_id,
-           row_number() OVER (PARTITION BY {_KEY} ORDER BY prompt_id) - 1 AS prompt
-    FROM shared
+    SELECT {_SETTING}, prompt_id,
+           row_number() OVER (PARTITION BY {_SETTING} ORDER BY prompt_id) - 1 AS prompt
+    FROM (SELECT DISTINCT {_SETTING}, prompt_id FROM usable)
 ),
 sides AS (
-    SELECT s.*, 0 AS side, b.tpot_s FROM prompts AS s JOIN base AS b USING ({_SETTING}, prompt_id)
+    SELECT c.comparison, 0 AS side, m.run, m.prompt_id, m.service_id, m.tpot_s, m.campaign_id,
+           m.workload, m.max_tokens, m.rate, m.tp
+    FROM comparisons AS c JOIN meth AS m USING ({_KEY})
     UNION ALL
-    SELECT s.*, 1 AS side, m.tpot_s FROM prompts AS s JOIN meth AS m USING ({_KEY}, prompt_id)
+    SELECT c.comparison, 1 AS side, b.run, b.prompt_id, b.service_id, b.tpot_s, b.campaign_id,
+           b.workload, b.max_tokens, b.rate, b.tp
+    FROM comparisons AS c JOIN base AS b USING ({_SETTING})
 )
-SELECT comparison, side, prompt, tpot_s
-FROM sides JOIN comparisons USING ({_KEY})
+SELECT comparison, side, sides.run, prompt, tpot_s, s.start_index AS start
+FROM sides
+JOIN prompts USING ({_SETTING}, prompt_id)
+LEFT JOIN service_starts AS s USING (campaign_id, service_id)
 ORDER BY comparison, side, prompt
 """
 COMPARISONS_SQL = f"""
 WITH
 params AS (SELECT baseline FROM analysis_params),
 usable AS (
-    SELECT {_KEY}, prompt_id FROM open_requests
+    SELECT {_KEY}, engine, prompt_id FROM open_requests
     WHERE steady AND ok AND tpot_s IS NOT NULL AND rate IS NOT NULL
 ),
 base AS (SELECT u.* EXCLUDE (method) FROM usable AS u JOIN params AS p ON u.method = p.baseline),
 meth AS (SELECT u.* FROM usable AS u JOIN params AS p ON u.method <> p.baseline)
-SELECT DISTINCT {_KEY} FROM meth SEMI JOIN base USING ({_SETTING}, prompt_id)
+SELECT {_KEY}, any_value(engine) AS engine FROM meth SEMI JOIN base USING ({_SETTING}, prompt_id)
+GROUP BY ALL
 ORDER BY {_KEY}
 """
 
 
-def build(con: duckdb.DuckDBPyConnection, read_sql) -> None:
-    """Create the open-loop objects on con (inside the caller's transaction); read_sql(name)
-    gives the text of analyze/sql/<name>."""
+def prepare(con: duckdb.DuckDBPyConnection, read_sql) -> None:
+    """Create the open-loop objects the TPOT ratios read (21-25) on con, inside the caller's
+    transaction; read_sql(name) gives the text of analyze/sql/<name>."""
     for name in BEFORE_BOOTSTRAP:
         con.execute(read_sql(name))
-    build_rate_tpot(con)
+
+
+def finish(con: duckdb.DuckDBPyConnection, read_sql, tpot: pd.DataFrame) -> None:
+    """Write the adjusted TPOT ratios into the TEMP table rate_tpot, attainment over the
+    rounds' starts into rate_attainment (analyze.attainment), then rate_speedup (26), which
+    reads rate_tpot, and rate_limits (27), which reads rate_attainment."""
+    con.execute(RATE_TPOT_DDL)
+    insert_frame(con, "rate_tpot", tpot)
+    attainment.build(con)
     for name in AFTER_BOOTSTRAP:
         con.execute(read_sql(name))
 
 
-def build_rate_tpot(con: duckdb.DuckDBPyConnection) -> int:
-    """Bootstrap every rate-space TPOT comparison into the TEMP table rate_tpot; return its
-    row count."""
-    frame = tpot_speedups(con)
-    con.execute(RATE_TPOT_DDL)
-    return insert_frame(con, "rate_tpot", frame)
-
-
 def tpot_speedups(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per comparison: KEY, n_pairs, n_method, n_baseline, tpot_speedup and its
-    interval (baseline's median TPOT over M's, on the prompts both measured)."""
+    interval (the baseline's TPOT over M's, runs crossed with the prompts both measured);
+    the tpot_s strata's start variance goes into start_variance."""
     keys = con.execute(COMPARISONS_SQL).df()
     rows = con.execute(PAIRS_SQL).fetchnumpy()
     baseline = con.execute("SELECT baseline FROM analysis_params").fetchone()[0]
-    tpot = np.asarray(rows["tpot_s"], dtype=float)
-    prompt = np.asarray(rows["prompt"], dtype=np.int64)
-    # rows sorted by (comparison, side): segment 2c is the baseline's rows of comparison c
+    columns = [np.asarray(rows[c], dtype=float) for c in ("tpot_s", "run", "prompt")]
+    start = np.ma.filled(np.ma.asarray(rows["start"], dtype=float), np.nan)
+    # rows sorted by (comparison, side): segment 2c is M's rows of comparison c, 2c+1 B's
     segment = np.asarray(rows["comparison"], dtype=np.int64) * 2 + np.asarray(rows["side"])
     bounds = np.searchsorted(segment, np.arange(2 * len(keys) + 1))
-    records = []
-    for c, key in enumerate(keys.itertuples(index=False)):
-        base, meth = (slice(bounds[s], bounds[s + 1]) for s in (2 * c, 2 * c + 1))
-        zeros = np.zeros
-        result, _ = flat_paired_speedup(
-            tpot[base],
-            zeros(base.stop - base.start, int),
-            prompt[base],
-            tpot[meth],
-            zeros(meth.stop - meth.start, int),
-            prompt[meth],
-        )
-        records.append(
-            {
-                **key._asdict(),
-                "n_pairs": int(prompt[meth].max()) + 1,
-                "n_method": meth.stop - meth.start,
-                "n_baseline": base.stop - base.start,
-                "is_control": key.method == aa_control_name(baseline),
-                "tpot_speedup": result.speedup,
-                "tpot_speedup_lo": result.ci_low,
-                "tpot_speedup_hi": result.ci_high,
-                "tpot_ci_reason": result.reason,
-                "p_value": result.p_value,
-                "df": result.df,
-                "log_se": result.log_se,
-            }
-        )
-    frame = pd.DataFrame.from_records(records)
-    if not frame.empty:
-        adjust_family([(frame, "tpot_speedup")])
-    return frame
+    sides = [[Side(columns[0][s], columns[1][s].astype(np.int64), columns[2][s].astype(np.int64),
+                   start[s]) for s in (slice(bounds[2 * c], bounds[2 * c + 1]),
+                                      slice(bounds[2 * c + 1], bounds[2 * c + 2]))]
+             for c in range(len(keys))]  # fmt: skip
+    found, variances = compare_all(
+        [(tuple(k[c] for c in KEY[:-1]), tuple(k[c] for c in STRATUM), k["method"], baseline,
+          *sides[i]) for i, k in enumerate(keys.to_dict("records"))],
+        invert=True,
+    )  # fmt: skip
+    insert_frame(con, "start_variance", variance_rows(variances, "tpot_s", "rate"))
+    records = [_record(key, got, baseline) for key, got in zip(keys.to_dict("records"), found)
+               if got is not None]  # fmt: skip
+    return pd.DataFrame.from_records(records)
+
+
+def _record(key: dict, got: Compared, baseline: str) -> dict:
+    result = got.result
+    return {
+        **{k: key[k] for k in KEY}, "n_pairs": result.n_prompts, "n_method": got.n,
+        "n_baseline": got.n_baseline, "is_control": key["method"] == aa_control_name(baseline),
+        "tpot_speedup": result.speedup, "tpot_speedup_lo": result.ci_low,
+        "tpot_speedup_hi": result.ci_high, "tpot_ci_reason": result.reason,
+        "p_value": result.p_value, "df": result.df, "log_se": result.log_se,
+    }  # fmt: skip

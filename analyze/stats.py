@@ -1,32 +1,34 @@
-"""Paired speedup intervals, the A/A noise floor, and the `speedup` table they fill.
+"""Paired speedup intervals with the start variance, and the `speedup` table they fill.
 
 For every method M and load point (campaign, engine, tp, workload, max_tokens, concurrency),
 on the prompts that M's window and the baseline's window share in every run (view
-`speedup_pairs`), schema.paired defines the figures (its docstring has the derivation):
+`speedup_pairs`), schema.paired defines the figures (its docstring has the derivation) with
+the stratum's start variance and drift (schema.starts, analyze.starts):
 
     d[r, p]            = mean ln decode_tps of M (run r, prompt p) - the baseline's
-    speedup            = exp(mean d): the geometric mean over prompts of the paired ratio
-    ci_low, ci_high    = exp(mean d -/+ t_{df, 0.975} sqrt(V)): V from the prompts (one run)
-                         or the crossed prompt x run ANOVA (several runs), plus the A/A
-                         service variance where the campaign has an A/A control and one run;
-                         NULL below schema.paired.MIN_PROMPTS prompts (ci_reason says why)
-    p_value            = the two-sided t test of "no change" (mean d = 0) on the same V, df
+    speedup            = exp(mean d'), d' = d - beta dt[r]: the geometric mean over prompts of
+                         the paired ratio, corrected for the drift along the start order
+                         (drift_correction = exp(-beta mean dt); 1 without a drift estimate)
+    ci_low, ci_high    = exp(mean d' -/+ t_{df, 0.975} sqrt(V)), V = MS_p / (R P) +
+                         2 sigma_s^2 / R + Var(beta) mean(dt)^2, sigma_s^2 pooled over every
+                         configuration's starts of the engine, tp and concurrency; NULL with
+                         one start per side, below schema.paired.MIN_PROMPTS prompts or where
+                         the stratum's starts leave too few contrasts (ci_reason says why)
+    p_value            = the two-sided t test of "no change" (mean d' = 0) on the same V, df
     p_holm             = Holm's adjustment of p_value over the campaign's family of claims
-                         (every comparison of a method that is not the A/A control: this
-                         table's rows and rate_speedup's, adjusted together by adjust_family)
+                         (report.findings names the families; adjust_family)
     significant        = p_holm < 0.05 (a claim the family-wise error rate backs); NULL
                          for the A/A control, which is a check and not a claim
     significant_raw    = the unadjusted interval excludes 1
+    start_sd, start_spread = the stratum's start sd and the 95% spread of two starts
+                         (analyze.starts; the noise floor the report draws)
     n_runs, run_speedup_min, run_speedup_max, between_run_share: schema.paired.RunSpread
     aa_speedup, aa_ci_low, aa_ci_high = the A/A control's own comparison in the same window
-                         (the noise floor the report draws; NULL without a control)
-    throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window)
-    ttft_ratio         = median ttft_s of M / median ttft_s of the baseline (same prompts)
-
-Service noise (service_noise): each run of each A/A window w gives a_w = its mean d and V_w;
-the variance of the log ratio of two service starts is s2 = max(0, mean_w(a_w^2 - V_w)) on W
-degrees of freedom (the A/A windows' runs of the campaign, taken as independent draws of the
-start-to-start effect: docs/statistics.md). A comparison of one run adds s2 to its V.
+                         (NULL without a control: plan aa_control)
+    throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window): a point
+                         estimate (no interval)
+    ttft_ratio         = median ttft_s of M / median ttft_s of the baseline (same prompts): a
+                         point estimate
 """
 
 from __future__ import annotations
@@ -35,19 +37,24 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from analyze.starts import (
+    CLOSED_STRATUM,
+    Compared,
+    Side,
+    compare_all,
+    start_spread,
+    variance_rows,
+)
 from schema.controls import aa_control_name
 from schema.paired import (
     LEVEL,
     MIN_PROMPTS,
     RunSpread,
     Speedup,
-    cell_log_ratios,
     holm,
-    interval,
-    mean_variance,
-    run_spread,
     t_interval,
 )
+from schema.starts import StartVariance
 
 __all__ = ["LEVEL", "MIN_PROMPTS", "RunSpread", "Speedup", "build_speedup", "paired_speedups"]
 
@@ -79,7 +86,9 @@ CREATE OR REPLACE TABLE speedup (
     n_family                 INTEGER,   -- claims in the campaign's family (Holm's m)
     sim_ci_low               DOUBLE,    -- simultaneous 95% interval over the family
     sim_ci_high              DOUBLE,    --   (Bonferroni: level 1 - 0.05 / n_family)
-    service_var              DOUBLE,    -- A/A service variance added to the interval (or 0)
+    start_sd                 DOUBLE,    -- the stratum's sd of one start's effect (ln)
+    start_spread             DOUBLE,    -- two starts land within [1/x, x] 95% of the time
+    drift_correction         DOUBLE,    -- exp(-beta mean dt): the drift taken out (1: none)
     aa_speedup               DOUBLE,    -- the A/A control in this window (noise floor)
     aa_ci_low                DOUBLE,
     aa_ci_high               DOUBLE,
@@ -102,27 +111,31 @@ CREATE OR REPLACE TABLE speedup (
 """
 
 
-# one row per request of speedup_pairs, numbers only: comparison and prompt as ordinals in
-# the sort order of GROUP_KEY and of prompt_id, joined from the small key lists; the view is
-# evaluated once (MATERIALIZED); run as stored (numbered per comparison by _cells)
+# one row per request of speedup_pairs, numbers only: comparison as an ordinal in the sort
+# order of GROUP_KEY, prompt as an ordinal within its window (every method of the window
+# numbers a prompt alike: analyze.starts crosses them), start the position of the request's
+# service (service_starts; NULL for imported rows); the view is evaluated once (MATERIALIZED)
 _KEY = ", ".join(GROUP_KEY)
+_WINDOW = ", ".join(WINDOW_KEY)
 PAIRS_SQL = f"""
 WITH pairs AS MATERIALIZED (
-    SELECT {_KEY}, role, run, prompt_id, decode_tps, ttft_s FROM speedup_pairs
+    SELECT {_KEY}, role, run, prompt_id, service_id, decode_tps, ttft_s FROM speedup_pairs
 ),
 comparisons AS (
     SELECT {_KEY}, row_number() OVER (ORDER BY {_KEY}) - 1 AS comparison
     FROM (SELECT DISTINCT {_KEY} FROM pairs)
 ),
 prompts AS (
-    SELECT {_KEY}, prompt_id,
-           row_number() OVER (PARTITION BY {_KEY} ORDER BY prompt_id) - 1 AS prompt
-    FROM (SELECT DISTINCT {_KEY}, prompt_id FROM pairs)
+    SELECT {_WINDOW}, prompt_id,
+           row_number() OVER (PARTITION BY {_WINDOW} ORDER BY prompt_id) - 1 AS prompt
+    FROM (SELECT DISTINCT {_WINDOW}, prompt_id FROM pairs)
 )
-SELECT comparison, (role = 'baseline')::INTEGER AS side, run, prompt, decode_tps, ttft_s
+SELECT comparison, (role = 'baseline')::INTEGER AS side, pairs.run, prompt, decode_tps, ttft_s,
+       s.start_index AS start
 FROM pairs
 JOIN comparisons USING ({_KEY})
-JOIN prompts USING ({_KEY}, prompt_id)
+JOIN prompts USING ({_WINDOW}, prompt_id)
+LEFT JOIN service_starts AS s USING (campaign_id, service_id)
 ORDER BY comparison, side, prompt
 """
 COMPARISONS_SQL = f"""
@@ -140,22 +153,16 @@ def _median(values: np.ndarray) -> np.float64:
     return np.median(present) if present.size else np.float64("nan")
 
 
-def _cells(method: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> np.ndarray:
-    """The (R, P) log-ratio matrix of one comparison; a side is {"decode_tps", "run",
-    "prompt"} arrays (run as stored, numbered 0..R-1 here in order; prompt an ordinal)."""
-    n_method = len(method["run"])
-    run = np.unique(np.concatenate([method["run"], base["run"]]), return_inverse=True)[1]
-    return cell_log_ratios(method["decode_tps"], run[:n_method], method["prompt"],
-                           base["decode_tps"], run[n_method:], base["prompt"])  # fmt: skip
-
-
-def _row(result: Speedup, spread: RunSpread, method: dict, base: dict) -> dict:
+def _row(got: Compared, method: dict, base: dict) -> dict:
     """The speedup table's columns of one comparison (all but the family's and A/A's)."""
+    result, spread, start = got.result, got.spread, got.start
     return {
         "speedup": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
         "ci_reason": result.reason, "df": result.df, "p_value": result.p_value,
         "significant_raw": result.significant, "log_se": result.log_se,
-        "n": len(method["prompt"]), "n_baseline": len(base["prompt"]),
+        "start_sd": start.s2**0.5 if start.usable else None,
+        "start_spread": start_spread(start), "drift_correction": got.drift_correction,
+        "n": got.n, "n_baseline": got.n_baseline,
         "n_prompts": result.n_prompts, "n_runs": spread.n_runs,
         "run_speedup_min": spread.run_speedup_min, "run_speedup_max": spread.run_speedup_max,
         "between_run_share": spread.between_run_share,
@@ -165,26 +172,14 @@ def _row(result: Speedup, spread: RunSpread, method: dict, base: dict) -> dict:
     }  # fmt: skip
 
 
-def service_noise(aa: list[np.ndarray]) -> tuple[float, float]:
-    """(s2, W): the variance of the log ratio of two service starts from the A/A windows'
-    log-ratio matrices (module docstring); (0, inf) without any. A window whose V cannot be
-    estimated (one prompt) is left out."""
-    terms = []
-    for d in aa:
-        if d.shape[1] >= 2:
-            terms.append(d.mean() ** 2 - mean_variance(d)[0])
-    if not terms:
-        return 0.0, float("inf")
-    return max(0.0, float(np.mean(terms))), float(len(terms))
-
-
-def _comparisons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, list[dict]]:
+def _comparisons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, list[tuple]]:
     """The comparison keys and, per comparison, its two sides' arrays."""
     keys = con.execute(COMPARISONS_SQL).df()
     rows = con.execute(PAIRS_SQL).fetchnumpy()
     columns = {"decode_tps": _column(rows, "decode_tps"), "ttft_s": _column(rows, "ttft_s"),
                "prompt": np.asarray(rows["prompt"], dtype=np.int64),
-               "run": np.asarray(rows["run"], dtype=np.int64)}  # fmt: skip
+               "run": np.asarray(rows["run"], dtype=np.int64),
+               "start": _column(rows, "start")}  # fmt: skip
     # rows are sorted by (comparison, side): segment 2c is M's rows of comparison c, 2c+1 B's
     segment = np.asarray(rows["comparison"], dtype=np.int64) * 2 + np.asarray(rows["side"])
     bounds = np.searchsorted(segment, np.arange(2 * len(keys) + 1))
@@ -196,36 +191,32 @@ def _comparisons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, list[dic
     return keys, sides
 
 
-def paired_speedups(con: duckdb.DuckDBPyConnection, level: float = LEVEL) -> pd.DataFrame:
-    """One row per comparison (GROUP_KEY) of the speedup_pairs view, read as numbers: the
-    A/A control's comparisons first (they give each campaign's service variance), then the
-    others, with it added where the comparison rests on one run."""
+def side(arrays: dict[str, np.ndarray], value: str) -> Side:
+    """analyze.starts' Side of one comparison side's arrays, on the column `value`."""
+    return Side(arrays[value], arrays["run"], arrays["prompt"], arrays["start"])
+
+
+def paired_speedups(
+    con: duckdb.DuckDBPyConnection, level: float = LEVEL
+) -> tuple[pd.DataFrame, dict[tuple, StartVariance]]:
+    """One row per comparison (GROUP_KEY) of the speedup_pairs view, read as numbers, with
+    its stratum's start variance (analyze.starts); and the strata's StartVariance."""
     keys, sides = _comparisons(con)
     if keys.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(), {}
     control = (keys["method"] == keys["baseline"].map(aa_control_name)).to_numpy()
-    cells = [_cells(m, b) for m, b in sides]
-    # one A/A matrix per run: a run's own start-to-start difference (a window's several runs
-    # together would count the run-to-run part as prompt noise and subtract it)
-    noise = {cid: service_noise([cells[i][r:r + 1] for i in np.flatnonzero(
-        control & (keys["campaign_id"] == cid).to_numpy()) for r in range(cells[i].shape[0])])
-        for cid in keys["campaign_id"].unique()}  # fmt: skip
-    records = []
-    for c, key in enumerate(keys.itertuples(index=False)):
-        s2, df = noise[key.campaign_id]
-        if control[c] or cells[c].shape[0] > 1:
-            s2 = 0.0
-        result = interval(cells[c], level, s2, df)
-        records.append(
-            {
-                **key._asdict(),
-                "is_control": bool(control[c]),
-                "service_var": s2,
-                **_row(result, run_spread(cells[c]), *sides[c]),
-            }
-        )
-    frame = pd.DataFrame.from_records(records)
-    return _attach_control(frame)
+    found, variances = compare_all(
+        [(tuple(k[c] for c in WINDOW_KEY), tuple(k[c] for c in CLOSED_STRATUM), k["method"],
+          k["baseline"], side(m, "decode_tps"), side(b, "decode_tps"))
+         for k, (m, b) in zip(keys.to_dict("records"), sides)],
+        level,
+    )  # fmt: skip
+    records = [
+        {**key, "is_control": bool(control[c]), **_row(found[c], *sides[c])}
+        for c, key in enumerate(keys.to_dict("records"))
+        if found[c] is not None  # speedup_pairs crosses runs and prompts: never None
+    ]
+    return _attach_control(pd.DataFrame.from_records(records)), variances
 
 
 def _attach_control(frame: pd.DataFrame) -> pd.DataFrame:
@@ -323,11 +314,15 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     return len(frame)
 
 
-def build_speedup(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+def build_speedup(
+    con: duckdb.DuckDBPyConnection,
+) -> tuple[pd.DataFrame, dict[tuple, StartVariance]]:
     """Read speedup_pairs and config_summary and return the speedup rows (written by
-    write_speedup once the family is adjusted: analyze.build)."""
-    frame = paired_speedups(con)
+    write_speedup once the family is adjusted: analyze.build) and the closed-loop strata's
+    start variance, whose rows go into start_variance (analyze.starts)."""
+    frame, variances = paired_speedups(con)
+    insert_frame(con, "start_variance", variance_rows(variances, "decode_tps", "concurrency"))
     if not frame.empty:
         summary = con.execute("SELECT * FROM config_summary").df()
         frame = attach_window_ratios(frame, summary)
-    return frame
+    return frame, variances

@@ -44,8 +44,9 @@ def run(
         None,
         min=1,
         max=100,
-        help="Runs of the whole campaign (default: the plan's "
-        "`repeat`, 1); more runs of a measured campaign add runs to it.",
+        help="Rounds of service starts: each starts every configuration once, in a "
+        "seeded counterbalanced order (default: the plan's `repeat`, 3 unless it says); "
+        "more rounds than a measured campaign has add rounds to it. 1 gives no interval.",
     ),
 ) -> None:
     """Run or resume the plan's campaign.
@@ -107,8 +108,9 @@ def check(
         None, help="Results file whose measured speeds replace the plan's assumed ones."
     ),
 ) -> None:
-    """Validate a plan, list the services and requests it would run and check that each
-    fits its GPUs' memory.
+    """Validate a plan, list the services and requests it would run, estimate the device time
+    of its rounds against one start per configuration and check that each service fits its
+    GPUs' memory.
 
     Exit codes: 0 valid and fits; 2 bad plan; 3 a service does not fit its
     GPUs' memory; 4 (with --probe) host cannot be reached (one line names
@@ -141,9 +143,10 @@ def check(
                 f"  {config.method.name}{_family_label(config.method)} (config "
                 f"{config.config_id}): {count} requests ({', '.join(wnames)})"
             )
+    rounds = f" a round, {total * parsed.repeat} in its {parsed.repeat} rounds"
     typer.echo(
         f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
-        f"about {total} measured requests"
+        f"about {total} measured requests{rounds if parsed.repeat > 1 else ''}"
     )
     from collect.planning.sizing import window_warnings
 
@@ -225,9 +228,10 @@ def simulate(
         "and its GPUs; a job never spans hosts. The packed order's table is the first count's.",
     ),
 ) -> None:
-    """Run the scheduler on simulated services: serial and packed makespan (replicas
-    included unless host.replicas is false), lower bounds, and the packed order; with
-    --hosts, the packed makespan and its bounds on each host count."""
+    """Run the scheduler on simulated services, round after round (plan `repeat`): serial
+    and packed makespan (replicas included unless host.replicas is false), lower bounds, the
+    device time of the rounds against one start per configuration, and the packed order;
+    with --hosts, the packed makespan and its bounds on each host count."""
     counts = _host_counts(hosts)
     lines = _time_estimate(
         _plan_or_exit(plan), db, seed, gantt=True, hosts=counts if counts != [1] else None

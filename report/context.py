@@ -53,8 +53,12 @@ def env_table(env: pd.DataFrame) -> NoEscape | None:
     return build_table(env, cols, long=True)
 
 
+POINT = " (point estimate)"  # a ratio without an interval, beside a significance column
+
+
 def workload_columns() -> list[Col]:
-    """Columns of the per-workload result tables."""
+    """Columns of the per-workload result tables; the throughput and TTFT ratios have no
+    interval, so their headers say they are point estimates (significance is the speedup's)."""
     return [
         Col("max_tokens", text("max_tokens"), "r"),
         Col("conc.", text("concurrency"), "r"),
@@ -64,8 +68,8 @@ def workload_columns() -> list[Col]:
         Col("Holm p", sig("p_holm", 2), "r", optional=True),
         Col("sig.", yes_no("significant"), "c"),
         Col("prompts", text("n_prompts"), "r", optional=True),
-        Col("tput ratio", num("throughput_speedup"), "r", optional=True),
-        Col("TTFT ratio", num("ttft_ratio"), "r", optional=True),
+        Col("tput ratio" + POINT, num("throughput_speedup"), "r", optional=True),
+        Col("TTFT ratio" + POINT, num("ttft_ratio"), "r", optional=True),
         Col("accept len", num("accept_length_tw"), "r", optional=True),
     ]
 
@@ -100,19 +104,29 @@ def workloads(data: ReportData, figs: dict[str, Path | None]) -> list[dict[str, 
 
 
 def best_table(best: pd.DataFrame) -> NoEscape | None:
-    """The fastest method per window (best_config view)."""
+    """The fastest method per window (best_config view), its speedup with the simultaneous
+    interval a pick made after looking needs (pick_ci_low, pick_ci_high); a file without one
+    labels the speedup a point estimate."""
     if best.empty:
         return None
-    cols = [
-        Col("workload", text("workload")),
-        Col("max_tokens", text("max_tokens"), "r"),
-        Col("conc.", text("concurrency"), "r"),
-        Col("method", text("method")),
-        Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
-        Col("speedup", num("speedup"), "r"),
-        Col("sig.", yes_no("significant"), "c"),
-    ]
-    return fit_table(best, _present(best, cols))
+    cols = _present(
+        best,
+        [
+            Col("workload", text("workload")),
+            Col("max_tokens", text("max_tokens"), "r"),
+            Col("conc.", text("concurrency"), "r"),
+            Col("method", text("method")),
+            Col("decode tok/s", num("decode_tps_p50", ".1f"), "r"),
+            Col("speedup", num("speedup"), "r"),
+            Col("simultaneous 95% CI", ci("pick_ci_low", "pick_ci_high"), "c"),
+            Col("sig.", yes_no("significant"), "c"),
+        ],
+    )
+    if not any(c.header.endswith("CI") for c in cols):
+        cols = [
+            Col(c.header + POINT, c.cell, c.align) if c.header == "speedup" else c for c in cols
+        ]
+    return fit_table(best, cols)
 
 
 def accept_table(cs: pd.DataFrame) -> NoEscape:
@@ -231,6 +245,8 @@ def _crossover_cell(r: pd.Series) -> str:
     """The crossover concurrency as the table shows it, by status (analyze/VIEWS.md)."""
     if r["status"] == "always pays":
         return f"> {_int(r['highest_concurrency'])}"
+    if r["status"] == "undetermined" and pd.isna(r["paid_up_to"]):
+        return "--"  # faster at no level, slower at not every level: nothing to locate
     if r["status"] == "undetermined":
         return f"not measured (> {_int(r['paid_up_to'])})"
     if pd.isna(r["crossover_concurrency"]):

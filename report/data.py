@@ -6,12 +6,15 @@
 the campaign, its hosts and its services come from ``campaign_summary``,
 ``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
 ``window_energy``, ``energy_summary`` and ``energy_ratio``; open-loop load from
-``open_windows``, ``rate_speedup``, ``rate_limits``, ``slo_targets`` and ``cache_hygiene``
+``open_windows``, ``rate_speedup``, ``rate_limits``, ``rate_attainment``, ``slo_targets`` and
+``cache_hygiene``
 (optional: without them no open-loop section); speculation's knobs from ``method_families``,
 ``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance``,
 ``accepted_histogram``, ``acceptance_by_load`` and ``category_pooled`` (optional: without
 them no such section); replicas of one configuration from ``replica_agreement`` (optional:
-a threats note when the baseline's replicas disagree); the baseline it compared against from
+a threats note when the baseline's replicas disagree); the start variance, spread and drift
+of every stratum from ``start_variance`` (optional: the noise floor and the rounds' note say
+the file predates it); the baseline it compared against from
 ``analysis_params`` (optional: the
 campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional:
 a metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
@@ -62,6 +65,7 @@ OPTIONAL = (
     "open_windows",
     "rate_speedup",
     "rate_limits",
+    "rate_attainment",
     "slo_targets",
     "cache_hygiene",
     "method_families",
@@ -74,6 +78,7 @@ OPTIONAL = (
     "speedup_prediction",
     "acceptance_by_load",
     "category_pooled",
+    "start_variance",
 )
 
 
@@ -100,6 +105,7 @@ class ReportData:
     open_windows: pd.DataFrame = field(default_factory=pd.DataFrame)
     rate_speedup: pd.DataFrame = field(default_factory=pd.DataFrame)
     rate_limits: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rate_attainment: pd.DataFrame = field(default_factory=pd.DataFrame)
     slo_targets: pd.DataFrame = field(default_factory=pd.DataFrame)
     cache_hygiene: pd.DataFrame = field(default_factory=pd.DataFrame)
     # speculation's knobs (report.speculation); empty: analysed before them
@@ -113,6 +119,8 @@ class ReportData:
     position_acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     accepted_histogram: pd.DataFrame = field(default_factory=pd.DataFrame)
     replica_agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the start model (analyze.starts): start sd, spread and drift per stratum and metric
+    start_variance: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -195,6 +203,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "open_windows": opt("open_windows", "tp, workload, max_tokens, method, rate, window_id"),
         "rate_speedup": opt("rate_speedup", "tp, workload, max_tokens, method, rate"),
         "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
+        "rate_attainment": opt("rate_attainment", "tp, workload, max_tokens, method, rate"),
         "slo_targets": opt("slo_targets", "campaign_id, target"),
         "cache_hygiene": opt("cache_hygiene", "tp, workload, max_tokens, method, window_id"),
         "method_families": opt("method_families", "family, method"),
@@ -224,6 +233,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "replica_agreement": opt(
             "replica_agreement", "run, config_id, max_tokens, concurrency, replica"
         ),
+        "start_variance": opt("start_variance", "metric, engine, tp, load, level"),
         "crossover": (
             _by_campaign(con, "crossover", cid, order="workload, max_tokens, engine, tp, method")
             if "crossover" in have

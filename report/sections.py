@@ -126,10 +126,12 @@ def _flags(r: pd.Series) -> str:
 
 
 def services_table(svc: pd.DataFrame) -> NoEscape:
-    """One row per service: method, tp, GPUs, its own flags, start-up time, transport."""
+    """One row per service start: method, tp, the round it started in (where the campaign
+    ran several), GPUs, its own flags, start-up time, transport."""
     cols = [
         Col("method", text("method")),
         Col("tp", text("tp"), "r"),
+        Col("round", text("run"), "r"),
         Col("GPUs", lambda r: r["gpus"] or "--"),
         Col("flags (not shared by all)", _flags, ragged(0.36)),
         Col("start-up (s)", num("startup_s", ".1f"), "r"),
@@ -137,6 +139,8 @@ def services_table(svc: pd.DataFrame) -> NoEscape:
     if "transport" in svc:
         cols.append(Col("transport", text("transport")))
     cols.append(Col("state", text("state")))
+    if "run" not in svc or svc["run"].nunique() < 2:
+        cols = [c for c in cols if c.header != "round"]
     if svc["engine"].nunique() > 1:
         cols.insert(1, Col("engine", text("engine")))
     return build_table(svc, cols)
@@ -158,6 +162,7 @@ def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
         return []
     notes = []
     tunnels = svc[~svc["transport"].isin(["direct", "unknown"])]
+    tunnels = tunnels.drop_duplicates(["method", "tp", "transport"])  # a start per round
     if not tunnels.empty:
         names = ", ".join(
             f"{e(r['method'])} TP{e(r['tp'])} ({e(r['transport'])})" for _, r in tunnels.iterrows()
@@ -314,10 +319,17 @@ def energy_section(
     }
 
 
+def _reason(row: pd.Series) -> str:
+    """Why a row has no interval (its ci_reason; 'too few prompts' for a file without one)."""
+    why = row.get("ci_reason")
+    return why if isinstance(why, str) and why else "too few prompts"
+
+
 def energy_finding(er: pd.DataFrame) -> list[str]:
     """One summary sentence on the paired energy ratios (raw LaTeX): the lowest ratio among
-    those significantly below 1 (Holm), quoted with its simultaneous interval (it is picked);
-    with none, the lowest point estimate, said to be not significantly below 1."""
+    those significantly below 1 (Holm, in the campaign's one family with the speedups), quoted
+    with its simultaneous interval (it is picked); with none, the lowest point estimate, said
+    to be not significantly below 1 (with why it has no interval, where it has none)."""
     if "is_control" in er:
         er = er[~er["is_control"].fillna(False).astype(bool)]
     if er.empty:
@@ -333,7 +345,7 @@ def energy_finding(er: pd.DataFrame) -> list[str]:
     span = (
         f"{kind} {fmt_num(best[low])}--{fmt_num(best[high])}"
         if not pd.isna(best[low])
-        else "no interval: too few prompts"
+        else "no interval: " + e(_reason(best))
     )
     where = (
         f"{e(best['method'])} on {e(best['workload'])} at "

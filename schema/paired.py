@@ -14,38 +14,45 @@ It differs from vLLM's and SGLang's benchmark scripts, which report one aggregat
 pools prompts of different speeds and has no paired interval. The geometric mean of paired
 ratios is the estimand a paired design can put an interval on (and the one SPEC CPU reports).
 
-Interval (issue 24, calibrated by simulation in tests/schema/test_paired_coverage.py).
-Prompts are a sample of the prompts a user cares about; runs (service starts) are a sample
-of the starts they would get. With R runs and P prompts crossed (every prompt in every run),
-d = mu + a_p + g_r + e_rp, and the two-way ANOVA's mean squares
+Interval (issue 36: service starts are the replicate; calibrated by simulation of how
+collect runs in tests/schema/test_start_coverage.py and through the SQL path in
+tests/analyze/test_analyze_coverage.py). Prompts are a sample of the prompts a user cares
+about; service starts are a sample of the starts they would get. A campaign measures every
+configuration in R rounds, one start each (schema.starts has the model). For M against the
+baseline in one window, with R rounds and P prompts crossed:
 
-    MS_p = R var_p(mean_r d),  MS_r = P var_r(mean_p d),
-    MS_e = sum (d - row - col + grand)^2 / ((R - 1)(P - 1))
+    Var(mean d) = s_I^2 / P + 2 sigma_s^2 / R + s_e^2 / (R P)
 
-give Var(mean d) = s_p^2 / P + s_r^2 / R + s_e^2 / (R P) = (E MS_p + E MS_r - E MS_e) / (R P).
-Runs are pooled when they show no more than the cells' noise (Bancroft's
-sometimes-pool rule: MS_r / MS_e below the F distribution's 1 - POOL_ALPHA quantile, POOL_ALPHA
-= 0.25): then V = MS_p / (R P) on P - 1 degrees of freedom, the paired t on each prompt's mean
-over runs. Otherwise V = max(MS_p + MS_r - MS_e, MS_p) / (R P) with Satterthwaite's degrees of
-freedom. The unpooled estimate alone over-covered (97-98%) where repetition noise dominates,
-and truncating each variance component at zero did too; with 2 runs the run variance rests on
-1 degree of freedom and coverage fell to 91% at 30 prompts with start effects (the
-calibration page has every cell). With one run, V = var_p(d) / P on P - 1
-degrees of freedom: the paired t interval on per-prompt log ratios. One run cannot see how
-much a service start moves the result; an A/A control (a second start of the baseline,
-schema.controls) can: `service_var` (2 sigma_g^2, the variance of the log ratio of two starts,
-analyze.stats.service_noise) is added to V and its `service_df` enter Satterthwaite's sum.
+s_I^2 the prompts' spread of the effect, sigma_s^2 the variance of one start's effect (a
+paired ratio of two starts carries 2 sigma_s^2), s_e^2 the cells' noise. The comparison's own
+two-way ANOVA gives MS_p = R var_p(mean_r d), whose expectation is s_e^2 + R s_I^2, and the
+stratum's starts give sigma_s^2 (schema.starts.start_variance: every configuration's starts of
+the engine, tp and load level pooled, with its degrees of freedom and the drift per start):
 
-    (lo, hi) = exp(mean d -/+ t_{df, (1 + level) / 2} sqrt(V))
-    p_value  = 2 P(T_df > |mean d| / sqrt(V))
+    d'[r, p] = d[r, p] - beta dt[r]          (dt[r]: M's start position - the baseline's)
+    V        = MS_p / (R P) + 2 sigma_s^2 / R + Var(beta) mean(dt)^2
+
+on Satterthwaite's degrees of freedom (P - 1 for the first term, the start variance's for the
+others). The start term is what R cannot shrink below: 3 rounds with a start sd of 0.1 give a
+95% interval no narrower than about exp(+/- 0.17).
+
+Without a pooled estimate (`start` None: a caller that has only the comparison), the
+comparison's own runs carry it: the crossed ANOVA's V = max(MS_p + MS_r - MS_e, MS_p) / (R P)
+with Satterthwaite's df, or V = MS_p / (R P) on P - 1 df when runs show no more than the cells'
+noise (Bancroft's sometimes-pool rule: MS_r / MS_e below F's 1 - POOL_ALPHA quantile), from
+MIN_OWN_RUNS runs (two runs leave one degree of freedom, and 91% coverage).
+
+    (lo, hi) = exp(mean d' -/+ t_{df, (1 + level) / 2} sqrt(V))
+    p_value  = 2 P(T_df > |mean d'| / sqrt(V))
     significant = lo > 1 or hi < 1 (unadjusted; analyze adjusts across a campaign: holm)
 
-Abstention: below MIN_PROMPTS shared prompts, or with no spread at all, there is no
-interval: ci_low = ci_high = p_value = NULL and `reason` says why. With log-normal speeds the
-t interval is exact from 2 prompts (simulated coverage 94-97%), but on 2 prompts it rests on
-1 degree of freedom (t quantile 12.7) and on a normality two values cannot show: MIN_PROMPTS
-is 3. Prompt effects with a strong skew (exponential) bring any t interval to 88-90% at 3-8
-prompts and about 93% at 30: the measured limit (docs/measurements/2026-12-04-statistics.md).
+Abstention: below MIN_PROMPTS shared prompts, with one start per side (ONE_START: one start
+cannot show how far another would land), where the stratum's starts leave fewer than 2
+independent contrasts, or with no spread at all, there is no interval: ci_low = ci_high =
+p_value = NULL and `reason` says why. On 2 prompts the t interval rests on 1 degree of freedom
+(t quantile 12.7) and on a normality two values cannot show: MIN_PROMPTS is 3. Prompt effects
+with a strong skew (exponential, sd 0.2) and no start variance bring the interval to 91% at 8
+prompts: the measured limit (docs/measurements/2026-12-05-starts-as-replicates.md).
 
 numpy and scipy only: schema is the data contract every stage may import.
 """
@@ -58,9 +65,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from schema.starts import StartVariance
+
 LEVEL = 0.95
 MIN_PROMPTS = 3
+MIN_OWN_RUNS = 3  # without a pooled start variance, a comparison's own runs must give 2 df
 POOL_ALPHA = 0.25
+ONE_START = (
+    "one service start per side: how far another start would land was not sampled "
+    "(plan repeat: 2 or more)"
+)
 # below this variance of a mean ln ratio (a standard error of 1e-9) the spread is rounding
 TINY_VAR = 1e-18
 
@@ -127,18 +141,28 @@ def cell_log_ratios(
     return (means[0] - means[1]).reshape(n_runs, n_prompts)
 
 
+def mean_squares(d: np.ndarray) -> tuple[float, float, float]:
+    """(MS_p, MS_r, MS_e) of the (R, P) two-way table d (one run: var_p(d), 0, 0); a mean
+    square without degrees of freedom (one prompt) is NaN."""
+    n_runs, n_prompts = d.shape
+    nan = float("nan")
+    ms_p = float(np.var(d.mean(axis=0), ddof=1)) * n_runs if n_prompts > 1 else nan
+    if n_runs == 1:
+        return ms_p, 0.0, 0.0
+    row, col, grand = d.mean(axis=1), d.mean(axis=0), d.mean()
+    resid = d - row[:, None] - col[None, :] + grand
+    df_e = (n_runs - 1) * (n_prompts - 1)
+    ms_e = float((resid**2).sum()) / df_e if df_e else nan
+    return ms_p, n_prompts * float(np.var(row, ddof=1)), ms_e
+
+
 def mean_variance(d: np.ndarray) -> tuple[float, float, tuple[float, float, float]]:
     """(V, df, (MS_p, MS_r, MS_e)) of mean(d) for the crossed design (module docstring)."""
     n_runs, n_prompts = d.shape
+    ms_p, ms_r, ms_e = mean_squares(d)
     if n_runs == 1:
-        ms_p = float(np.var(d[0], ddof=1))
         return ms_p / n_prompts, float(n_prompts - 1), (ms_p, 0.0, 0.0)
-    row, col, grand = d.mean(axis=1), d.mean(axis=0), d.mean()
-    ms_p = n_runs * float(np.var(col, ddof=1))
-    ms_r = n_prompts * float(np.var(row, ddof=1))
-    resid = d - row[:, None] - col[None, :] + grand
     df_p, df_r, df_e = n_prompts - 1, n_runs - 1, (n_runs - 1) * (n_prompts - 1)
-    ms_e = float((resid**2).sum()) / df_e
     if ms_r <= ms_e * float(stats.f.ppf(1 - POOL_ALPHA, df_r, df_e)):
         # runs show no more than the cells' noise (Bancroft's preliminary F test): pooled, the
         # prompts' means over runs carry the variance, the paired t on P - 1 df
@@ -150,41 +174,63 @@ def mean_variance(d: np.ndarray) -> tuple[float, float, tuple[float, float, floa
 
 
 def interval(
-    d: np.ndarray, level: float = LEVEL, service_var: float = 0.0, service_df: float = float("inf")
+    d: np.ndarray,
+    level: float = LEVEL,
+    start: StartVariance | None = None,
+    dt: np.ndarray | None = None,
 ) -> Speedup:
     """The speedup, its interval and p-value from the (R, P) log-ratio matrix d
-    (cell_log_ratios), with an A/A control's service variance added (module docstring)."""
-    n_prompts = d.shape[1]
+    (cell_log_ratios). start: the stratum's pooled start variance and drift
+    (schema.starts); dt[r]: M's start position minus the baseline's in round r (the drift
+    correction). Without `start`, the comparison's own runs carry the start variance (the
+    crossed ANOVA, mean_variance), which needs MIN_OWN_RUNS runs (module docstring)."""
+    n_runs, n_prompts = d.shape
+    dt = np.zeros(n_runs) if dt is None else np.asarray(dt, dtype=float)
+    if start is not None and start.usable:  # the drift is taken out of the point too
+        d = d - start.drift * dt[:, None]
     point = float(np.exp(d.mean()))
+    why = _abstain(n_runs, n_prompts, start)
+    if why:
+        return Speedup(point, None, None, n_prompts, reason=why)
+    if start is None:
+        var, df, _ = mean_variance(d)
+        return _t(d.mean(), var, df, n_prompts, level, "no spread between prompts")
+    ms_p = mean_squares(d)[0]
+    parts = [  # (variance term, its degrees of freedom)
+        (ms_p / (n_runs * n_prompts), float(n_prompts - 1)),
+        (2 * start.s2 / n_runs, start.df),
+        (start.drift_var * float(dt.mean()) ** 2, start.drift_df),
+    ]  # fmt: skip
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v**2 / f for v, f in parts if v > 0) if var > 0 else float(n_prompts - 1)
+    return _t(d.mean(), var, df, n_prompts, level, "no spread between prompts or starts")
+
+
+def _abstain(n_runs: int, n_prompts: int, start: StartVariance | None) -> str | None:
+    """Why a comparison gets no interval (None: it gets one)."""
     if n_prompts < MIN_PROMPTS:
-        return Speedup(
-            point,
-            None,
-            None,
-            n_prompts,
-            reason=(
-                f"{n_prompts} prompt{'s' if n_prompts != 1 else ''}: an interval needs at least "
-                f"{MIN_PROMPTS} to keep its coverage"
-            ),
+        return (
+            f"{n_prompts} prompt{'s' if n_prompts != 1 else ''}: an interval needs at least "
+            f"{MIN_PROMPTS} to keep its coverage"
         )
-    var, df, _ = mean_variance(d)
-    total = var + service_var
-    if not total > TINY_VAR:
-        return Speedup(point, None, None, n_prompts, reason="no spread between prompts")
-    if service_var > 0:  # Satterthwaite over the two independent variance estimates
-        df = total**2 / (var**2 / df + service_var**2 / service_df)
-    se = total**0.5
+    if n_runs < 2:
+        return ONE_START
+    if start is None and n_runs < MIN_OWN_RUNS:
+        return f"{n_runs} runs: the runs alone leave {n_runs - 1} degree of freedom for starts"
+    if start is not None and not start.usable:
+        return start.reason
+    return None
+
+
+def _t(mean: float, var: float, df: float, n_prompts: int, level: float, flat: str) -> Speedup:
+    point = float(np.exp(mean))
+    if not var > TINY_VAR:
+        return Speedup(point, None, None, n_prompts, reason=flat)
+    se = var**0.5
     half = float(stats.t.ppf((1 + level) / 2, df)) * se
-    p_value = float(2 * stats.t.sf(abs(d.mean()) / se, df))
-    return Speedup(
-        point,
-        float(np.exp(d.mean() - half)),
-        float(np.exp(d.mean() + half)),
-        n_prompts,
-        p_value,
-        float(df),
-        log_se=float(se),
-    )
+    p_value = float(2 * stats.t.sf(abs(mean) / se, df))
+    return Speedup(point, float(np.exp(mean - half)), float(np.exp(mean + half)), n_prompts,
+                   p_value, float(df), log_se=float(se))  # fmt: skip
 
 
 def run_spread(d: np.ndarray) -> RunSpread:
@@ -193,7 +239,9 @@ def run_spread(d: np.ndarray) -> RunSpread:
     if n_runs == 1:
         return RunSpread(1)
     per_run = np.exp(d.mean(axis=1))
-    _, _, (ms_p, ms_r, ms_e) = mean_variance(d)
+    if n_prompts < 2:  # no within-run spread to weigh the runs' against
+        return RunSpread(n_runs, float(per_run.min()), float(per_run.max()))
+    ms_p, ms_r, ms_e = mean_squares(d)
     tau2 = max(0.0, (ms_r - ms_e) / n_prompts)
     within = max(0.0, (ms_e + (ms_p - ms_e) / n_runs) / n_prompts)
     share = tau2 / (tau2 + within) if tau2 + within > 0 else 0.0
@@ -208,13 +256,14 @@ def flat_paired_speedup(
     b_run: np.ndarray,
     b_prompt: np.ndarray,
     level: float = LEVEL,
-    service_var: float = 0.0,
-    service_df: float = float("inf"),
+    start: StartVariance | None = None,
+    dt: np.ndarray | None = None,
 ) -> tuple[Speedup, RunSpread]:
     """The speedup of M over B from flat arrays: value j of a side belongs to run m_run[j]
-    and prompt m_prompt[j] (ordinals from 0, every (run, prompt) present on both sides)."""
+    and prompt m_prompt[j] (ordinals from 0, every (run, prompt) present on both sides);
+    start and dt as interval's."""
     d = cell_log_ratios(m_values, m_run, m_prompt, b_values, b_run, b_prompt)
-    return interval(d, level, service_var, service_df), run_spread(d)
+    return interval(d, level, start, dt), run_spread(d)
 
 
 def _flatten(by_prompt: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -226,32 +275,20 @@ def _flatten(by_prompt: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarr
 
 
 def paired_speedup(
-    method: Mapping[str, Sequence[float]],
-    baseline: Mapping[str, Sequence[float]],
-    level: float = LEVEL,
-    service_var: float = 0.0,
-    service_df: float = float("inf"),
+    method: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]]
 ) -> Speedup | None:
     """Speedup of method over baseline on the prompts both measured (prompt_id -> values of
-    one run). Prompts only one side measured are left out (that is what makes it paired);
-    None when the two share no prompt."""
+    one start each). Prompts only one side measured are left out (that is what makes it
+    paired); None when the two share no prompt. One start per side: the point estimate, and
+    no interval (reason ONE_START), since no start-to-start variance was sampled."""
     prompts = sorted(method.keys() & baseline.keys())
     if not prompts:
         return None
     m_values, m_prompt = _flatten([method[p] for p in prompts])
     b_values, b_prompt = _flatten([baseline[p] for p in prompts])
     zeros = np.zeros
-    return flat_paired_speedup(
-        m_values,
-        zeros(m_values.size, int),
-        m_prompt,
-        b_values,
-        zeros(b_values.size, int),
-        b_prompt,
-        level,
-        service_var,
-        service_df,
-    )[0]
+    return flat_paired_speedup(m_values, zeros(m_values.size, int), m_prompt,
+                               b_values, zeros(b_values.size, int), b_prompt)[0]  # fmt: skip
 
 
 def t_interval(point: float, log_se: float, df: float, level: float) -> tuple[float, float]:

@@ -92,7 +92,7 @@ def compare(ctx: typer.Context) -> None:
 
 @app.command(rich_help_panel=ANALYZE, **FORWARD)
 def gate(ctx: typer.Context) -> None:
-    """Exit 1 when the candidate campaign regressed beyond --max-regression."""
+    """Exit 1 when the candidate campaign regressed beyond --max-regression, 3 when undecided."""
     _analyze(["gate", *ctx.args], _prog(ctx))
 
 

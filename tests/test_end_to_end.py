@@ -59,6 +59,12 @@ slo: {ttft_ms: 1000, tpot_ms: 100, target: 0.9}
 """
 
 
+# The tests of interruptions and restarts run one round (plan `repeat`): they are about the
+# runner's mechanics, which a round repeats; the module's campaign runs the default 3.
+ROUNDS = 3  # the module's campaign: the plan's default (collect.plan.model.Plan.repeat)
+ONE_ROUND = PLAN.replace("name: e2e-tiny\n", "name: e2e-tiny\nrepeat: 1\n")
+assert ONE_ROUND != PLAN
+
 # The module's campaign runs the speculative method as a family of two (a grid over the
 # n-gram draft size): both land with their parameter, and the sweep reaches the report.
 FAMILY_PLAN = PLAN.replace(
@@ -118,8 +124,9 @@ def test_campaign_lands_every_request(campaign: Path) -> None:
         turns = con.execute(
             "SELECT max(turn) FROM requests WHERE session_id IS NOT NULL"
         ).fetchone()[0]
-    # per method (3): rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns + open 2 x 6
-    assert measured == 3 * 27 and ok == measured and warm == 3
+    # per method (3) and round: rewrite 3 prompts x 2 reps x 2 concurrencies + agentic 3 turns
+    # + open 2 x 6; a warm-up request per service start
+    assert measured == ROUNDS * 3 * 27 and ok == measured and warm == ROUNDS * 3
     assert status == "complete" and states == [("stopped",)]
     assert turns == 2
 
@@ -138,11 +145,11 @@ def test_open_loop_windows_are_sent_on_schedule(campaign: Path) -> None:
         kinds = con.execute(
             "SELECT DISTINCT load, cache_reset FROM windows WHERE workload <> 'open'"
         ).fetchall()
-    assert len(lags) == 3 * 12 and all(0 <= lag < 0.05 for (lag,) in lags)
+    assert len(lags) == ROUNDS * 3 * 12 and all(0 <= lag < 0.05 for (lag,) in lags)
     assert (
         windows
-        == [("poisson", 2.0, 6, "cache_prompt_off")] * 3
-        + [("poisson", 8.0, 6, "cache_prompt_off")] * 3
+        == [("poisson", 2.0, 6, "cache_prompt_off")] * 3 * ROUNDS
+        + [("poisson", 8.0, 6, "cache_prompt_off")] * 3 * ROUNDS
     )
     assert kinds == [("closed", "cache_prompt_off")]
 
@@ -181,32 +188,41 @@ def test_report_speedup_equals_recomputed(campaign: Path) -> None:
 
 
 def _recompute(db: Path) -> dict[tuple[str, int, int, str], float]:
-    """The geometric mean over the prompts both have of M's per-prompt decode speed over the
-    baseline's (each prompt's reps averaged in log space), in plain Python."""
+    """The geometric mean over the (round, prompt) cells both have in every round of M's
+    per-prompt decode speed over the baseline's (each cell's reps averaged in log space), in
+    plain Python, times the speedup table's drift_correction (the drift along the rounds'
+    start order, estimated and tested in tests/schema/test_starts.py)."""
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
-            "SELECT workload, max_tokens, concurrency, method, prompt_id, output_tokens,"
+            "SELECT workload, max_tokens, concurrency, method, run, prompt_id, output_tokens,"
             " e2e_s - ttft_s FROM requests WHERE ok AND NOT is_warmup AND output_tokens > 1"
             " AND scheduled_s IS NULL"  # open-loop windows have their own rate-space speedup
             # an agentic turn > 0 pairs only when replayed (docs/agentic-pairing.md)
             " AND (turn IS NULL OR turn = 0 OR history = 'replay' OR method = 'autoregressive')"
         ).fetchall()
-    speeds: dict[tuple, dict[str, list[float]]] = {}
-    for w, mt, c, m, p, n, decode_s in rows:
+        drift = {
+            tuple(r[:4]): r[4]
+            for r in con.execute(
+                "SELECT workload, max_tokens, concurrency, method, drift_correction FROM speedup"
+            ).fetchall()
+        }
+    logs: dict[tuple, dict[tuple[int, str], list[float]]] = {}
+    for w, mt, c, m, run, p, n, decode_s in rows:
         if decode_s > 0:
-            speeds.setdefault((w, mt, c, m), {}).setdefault(p, []).append((n - 1) / decode_s)
+            logs.setdefault((w, mt, c, m), {}).setdefault((run, p), []).append(
+                math.log((n - 1) / decode_s)
+            )
     out = {}
-    for (w, mt, c, m), by_prompt in speeds.items():
-        base = speeds.get((w, mt, c, "autoregressive"))
+    for (w, mt, c, m), cells in logs.items():
+        base = logs.get((w, mt, c, "autoregressive"))
         if m == "autoregressive" or not base:
             continue
-        shared = sorted(set(by_prompt) & set(base))
-        logs = [
-            statistics.fmean(math.log(x) for x in by_prompt[p])
-            - statistics.fmean(math.log(x) for x in base[p])
-            for p in shared
-        ]
-        out[(w, mt, c, m)] = math.exp(statistics.fmean(logs))
+        runs = sorted({r for r, _ in cells} & {r for r, _ in base})
+        prompts = [p for p in sorted({p for _, p in cells} & {p for _, p in base})
+                   if all((r, p) in cells and (r, p) in base for r in runs)]  # fmt: skip
+        d = [statistics.fmean(cells[(r, p)]) - statistics.fmean(base[(r, p)])
+             for r in runs for p in prompts]  # fmt: skip
+        out[(w, mt, c, m)] = math.exp(statistics.fmean(d)) * drift[(w, mt, c, m)]
     return out
 
 
@@ -269,15 +285,16 @@ def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
 
 
 def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
-    """Drop one unit as an interruption would have left it (absent), rerun: only it is
-    measured again, on one new service start."""
+    """Drop one unit of round 2 as an interruption would have left it (absent), rerun: only
+    it is measured again, on one new service start."""
     db = campaign / "results.duckdb"
     with duckdb.connect(str(db)) as con:
         (config,) = con.execute(
-            "SELECT config_id FROM services WHERE method = 'ngram-simple-m4'"
+            "SELECT DISTINCT config_id FROM services WHERE method = 'ngram-simple-m4'"
         ).fetchone()
-        con.execute("DELETE FROM requests WHERE config_id = ? AND workload = 'agentic'", [config])
-        con.execute("DELETE FROM units WHERE config_id = ? AND workload = 'agentic'", [config])
+        lost = "config_id = ? AND workload = 'agentic' AND run = 2"
+        con.execute(f"DELETE FROM requests WHERE {lost}", [config])
+        con.execute(f"DELETE FROM units WHERE {lost}", [config])
     requests, services, units = _counts(db)
     _run(
         "-m",
@@ -301,7 +318,7 @@ def _mid_campaign(
     requests, call act(process, server_pid); return the finished process, its stderr and
     the database."""
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
-    plan.write_text(PLAN.replace("repetitions: 2", f"repetitions: {reps}"))
+    plan.write_text(ONE_ROUND.replace("repetitions: 2", f"repetitions: {reps}"))
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -425,11 +442,10 @@ def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
         ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         failed_rows = con.execute("SELECT count(*) FROM requests WHERE NOT ok").fetchone()[0]
-    assert services[0][:2] == ("autoregressive", "failed") and "died" in services[0][2]
-    assert [s[:2] for s in services[1:]] == [
-        ("autoregressive", "stopped"),
-        ("ngram-simple", "stopped"),
-    ]
+    first = services[0][0]  # the round's order (collect.planning.order) picks which
+    assert services[0][1] == "failed" and "died" in services[0][2]
+    other = ({"autoregressive", "ngram-simple"} - {first}).pop()
+    assert [s[:2] for s in services[1:]] == [(first, "stopped"), (other, "stopped")]
     # the workload the server died in was not committed; the restart measured it whole
     assert status == "complete" and failed_rows == 0
 
@@ -443,7 +459,7 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(
     import random
 
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
-    plan.write_text(PLAN.replace("repetitions: 2", "repetitions: 3"))
+    plan.write_text(ONE_ROUND.replace("repetitions: 2", "repetitions: 3"))
     argv = [
         sys.executable,
         "-m",
@@ -503,7 +519,7 @@ def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) 
     secret = "sk-specsweep-test-0123456789abcdef"
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(
-        PLAN.replace(
+        ONE_ROUND.replace(
             '"--metrics"]', '"--metrics", "--api-key", "{api_key}"]\n  api_key_env: SPECSWEEP_KEY'
         ).replace("repetitions: 2", "repetitions: 1")
     )

@@ -21,20 +21,32 @@ cannot be checked (a plan without its definition: an import).
 Per matched window and metric, on the prompts both campaigns measured (positive values):
 
     decode_tps, ttft_s, tpot_s, accept_length: kind 'ratio', the paired ratio B/A of
-        schema.paired (the geometric mean over prompts of the per-prompt ratio), its t
-        interval and p-value, drift between campaigns entered as compare_stats says
+        schema.paired (the geometric mean over prompts of the per-prompt ratio), round k of
+        A paired with round k of B, its t interval and p-value with the start variance
+        pooled from every configuration's starts of both campaigns (analyze.compare.variance,
+        analyze.compare.stats); no interval with fewer than 2 paired rounds
     ttft_s_p90, tpot_s_p90: kind 'point', quantile(B, 0.9) / quantile(A, 0.9): a point
         estimate with no interval (no test has checked one's coverage), outside the family
-    attainment: kind 'difference', share(B) - share(A) with Newcombe's interval
+    attainment: kind 'difference', share(B) - share(A) with Newcombe's interval and the
+        start variance of a share
     value_a, value_b = the median (p90, share) of each side's values on those prompts
+    n_runs          = the rounds paired (attainment: the fewer rounds of the two sides)
+    start_source    = where the interval's start variance came from: 'pooled' (both
+                      campaigns' starts of the engine, tp and load), 'own rounds' (the paired
+                      rounds' own spread, where no pooled estimate exists), NULL (no interval)
+    start_sd, start_df = the pooled sd of one start's effect (ln value; a share for
+                      attainment) and its degrees of freedom; NULL where none was pooled
     p_holm          = Holm over every tested change of the comparison (one family)
-    significant     = p_holm < 0.05 and, where drift is not measured, the change exceeds
-                      compare_stats' default floor (docs/compare.md)
+    significant     = p_holm < 0.05
     significant_raw = the unadjusted interval excludes no change
     worse           = ratio < 1 where higher is better (decode_tps, accept_length,
                       attainment), > 1 where lower is better (TTFT, TPOT): the direction
                       of schema.metrics.CATALOG, the one place a metric's direction lives
     effect          = |ln(value ratio)|, the order of the list (significant changes first)
+
+These columns replace issue 24's `drift` ('runs' | 'aa' | 'none') and `service_var` (the A/A
+control's variance): the A/A control and the drift floor are gone, every interval carries
+the start variance of both campaigns' starts, and a comparison without one has none.
 
 `speedup_ratio` puts each campaign's own speedup over its own baseline side by side (a
 point estimate each). Windows present in one campaign only are listed, not dropped; the
@@ -45,20 +57,34 @@ every row of the pair (a, b) is deleted and written anew in one transaction; oth
 rows stay. A table whose columns are not this module's (an older specsweep's) is dropped
 and made anew. compare_changes' rank is the order of Comparison.changes.
 
-Gate: a change fails when it is significant (Holm, drift rule) and worse, and its ratio is
-worse than the threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and
-size together, as asv's `compare` does. Exit codes: 0 pass, 1 a regression, 2 bad input.
+Gate: a change fails when it is significant (Holm) and worse, and its ratio is worse than
+the threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and size
+together, as asv's `compare` does. A change worse than the threshold in its point estimate
+but without an interval (one start per side) cannot be decided. Exit codes: 0 pass, 1 a
+regression, 2 bad input, 3 undecided (no regression, but a change the gate cannot decide).
 
 Modules: match (windows, prompts, the changes), change (METRICS, Change and its verdict,
-Comparison, the gate), stats (intervals, drift, the Newcombe difference, the floor rule),
-prompts (same text and chat template?), store (the compare_* tables), text (what the command
-prints). docs/compare.md is the user's page.
+Comparison, the gate and its exit codes), variance (the start variance pooled from both
+campaigns), stats (intervals, the Newcombe difference), prompts (same text and chat
+template?), store (the compare_* tables), text (what the command and the gate print).
+docs/compare.md is the user's page.
 """
 
-from analyze.compare.change import HIGHER_IS_BETTER, METRICS, Change, Comparison, gate
+from analyze.compare.change import (
+    HIGHER_IS_BETTER,
+    METRICS,
+    PASS,
+    REGRESSION,
+    UNDECIDED,
+    Change,
+    Comparison,
+    exit_code,
+    gate,
+    undecided,
+)
 from analyze.compare.match import COLUMNS, KEY, compare, load_label, resolve, window_text
 from analyze.compare.store import OBJECTS, STORE_DDL, store
-from analyze.compare.text import describe, drift_line, lines
+from analyze.compare.text import describe, gate_lines, lines, start_line
 
 __all__ = [
     "COLUMNS",
@@ -66,16 +92,22 @@ __all__ = [
     "KEY",
     "METRICS",
     "OBJECTS",
+    "PASS",
+    "REGRESSION",
     "STORE_DDL",
+    "UNDECIDED",
     "Change",
     "Comparison",
     "compare",
     "describe",
-    "drift_line",
+    "exit_code",
     "gate",
+    "gate_lines",
     "lines",
     "load_label",
     "resolve",
+    "start_line",
     "store",
+    "undecided",
     "window_text",
 ]

@@ -27,7 +27,10 @@ METRICS = {
 HIGHER_IS_BETTER = {
     name: metrics.metric(name).higher_is_better for name in (*METRICS, "attainment")
 }
-DRIFT = {"runs": "paired runs", "aa": "A/A control", "none": "not measured"}
+# where a change's start variance came from (analyze.compare.stats; None: no interval)
+SOURCES = {"pooled": "both campaigns' starts", "own rounds": "the paired rounds' own spread"}
+# the gate's exit codes (docs/compare.md): bad input is 2, as for every analyze command
+PASS, REGRESSION, UNDECIDED = 0, 1, 3
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,10 @@ class Change:
     ci_high: float | None = None
     reason: str | None = None
     n_prompts: int = 0
-    n_runs: int = 1
-    drift: str | None = None  # runs | aa | none; None for a point estimate
-    service_var: float = 0.0
+    n_runs: int = 1  # rounds paired (a ratio), the fewer rounds of the two sides (attainment)
+    start_source: str | None = None  # SOURCES' keys; None without an interval
+    start_sd: float | None = None  # the pooled sd of one start's effect: ln value, or a share
+    start_df: float | None = None  # its degrees of freedom
     p_value: float | None = None
     p_holm: float | None = None
     n_family: int = 0
@@ -71,19 +75,9 @@ class Change:
         return self.ci_low > null or self.ci_high < null
 
     @property
-    def drift_bound(self) -> bool:
-        """Holm-significant, but drift is not measured and the change is within the floor."""
-        return (
-            self.p_holm is not None
-            and self.p_holm < cs.ALPHA
-            and self.drift == "none"
-            and not cs.beyond_floor(self.kind, self.ratio, self.difference)
-        )
-
-    @property
     def significant(self) -> bool:
-        """Counts as a change: Holm-adjusted p below 0.05, beyond the floor if unmeasured."""
-        return self.p_holm is not None and self.p_holm < cs.ALPHA and not self.drift_bound
+        """Counts as a change: Holm-adjusted p below 0.05."""
+        return self.p_holm is not None and self.p_holm < cs.ALPHA
 
     @property
     def verdict(self) -> str:
@@ -93,15 +87,24 @@ class Change:
             return "no interval"
         if self.significant:
             return "worse" if self.worse else "better"
-        return "not separable from drift" if self.drift_bound else "not significant"
+        return "not significant"
 
-    def regresses_beyond(self, threshold: float) -> bool:
-        """Significantly worse, and worse than the threshold (0.05 = 5%)."""
-        if not (self.significant and self.worse):
+    def beyond(self, threshold: float) -> bool:
+        """Worse than the threshold (0.05 = 5%) in the point estimate."""
+        if not self.worse:
             return False
         if HIGHER_IS_BETTER[self.metric]:
             return self.ratio < 1 - threshold
         return self.ratio > 1 + threshold
+
+    def regresses_beyond(self, threshold: float) -> bool:
+        """Significantly worse, and worse than the threshold (0.05 = 5%)."""
+        return self.significant and self.beyond(threshold)
+
+    def undecided(self, threshold: float) -> bool:
+        """A tested kind with no interval whose point estimate is worse than the threshold:
+        an interval could have made it fail, so the gate cannot tell."""
+        return self.kind != "point" and self.ci_low is None and self.beyond(threshold)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,18 @@ class Comparison:
 
 
 def gate(comparison: Comparison, threshold: float) -> list[Change]:
-    """The changes that fail the gate (empty: pass): Holm-significant over the whole family
-    (the drift rule applied), worse, and beyond the threshold."""
+    """The changes that fail the gate (empty: pass): Holm-significant over the whole family,
+    worse, and beyond the threshold."""
     return [c for c in comparison.changes if c.regresses_beyond(threshold)]
+
+
+def undecided(comparison: Comparison, threshold: float) -> list[Change]:
+    """The changes the gate cannot decide (Change.undecided)."""
+    return [c for c in comparison.changes if c.undecided(threshold)]
+
+
+def exit_code(comparison: Comparison, threshold: float) -> int:
+    """REGRESSION when a change fails, else UNDECIDED when one cannot be decided, else PASS."""
+    if gate(comparison, threshold):
+        return REGRESSION
+    return UNDECIDED if undecided(comparison, threshold) else PASS

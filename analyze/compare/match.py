@@ -1,5 +1,6 @@
 """Match two campaigns' windows and prompts and compare them metric by metric (the package
-docstring has the columns; analyze.compare.stats the statistics)."""
+docstring has the columns; analyze.compare.stats the statistics, analyze.compare.variance
+the start variance)."""
 
 from __future__ import annotations
 
@@ -12,37 +13,42 @@ import duckdb
 import numpy as np
 
 from analyze.compare import stats as cs
+from analyze.compare import variance as cv
 from analyze.compare.change import METRICS, Change, Comparison
 from analyze.compare.prompts import PromptCheck, prompt_check
 from analyze.environment_diff import environment
-from schema.controls import aa_control_name
 from schema.paired import holm
+from schema.starts import StartVariance
 
 KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency", "load")
 COLUMNS = ("decode_tps", "ttft_s", "tpot_s", "accept_length")  # ROWS_SQL's, in its order
-# (campaign, the window's columns, load_label's arguments, run, prompt, the metrics); ? x4
+# (campaign, the window's columns, load_label's arguments, run, prompt, the position of the
+# request's service start (service_starts; NULL for imported rows), the metrics); ? x4
 ROWS_SQL = """
-SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+SELECT m.campaign_id, m.engine, m.tp, m.method, m.workload, m.max_tokens, m.concurrency,
        'closed', NULL::DOUBLE, NULL::VARCHAR, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE,
-       run, prompt_id, decode_tps, ttft_s, tpot_s,
-       accept_length_of(output_tokens, spec_verify_ct)
-FROM request_metrics WHERE ok AND campaign_id IN (?, ?)
+       m.run, m.prompt_id, s.start_index, m.decode_tps, m.ttft_s, m.tpot_s,
+       accept_length_of(m.output_tokens, m.spec_verify_ct)
+FROM request_metrics AS m
+LEFT JOIN service_starts AS s ON s.campaign_id = m.campaign_id AND s.service_id = m.service_id
+WHERE m.ok AND m.campaign_id IN (?, ?)
 UNION ALL
 SELECT o.campaign_id, o.engine, o.tp, o.method, o.workload, o.max_tokens, o.max_concurrency,
        o.load, o.rate, o.ramp, w.ramp_start_rate, w.ramp_end_rate, w.burstiness,
-       r.run, o.prompt_id, decode_tps(o.output_tokens, o.e2e_s, o.ttft_s), o.ttft_s, o.tpot_s,
-       accept_length_of(o.output_tokens, r.spec_verify_ct)
+       r.run, o.prompt_id, s.start_index, decode_tps(o.output_tokens, o.e2e_s, o.ttft_s),
+       o.ttft_s, o.tpot_s, accept_length_of(o.output_tokens, r.spec_verify_ct)
 FROM open_requests AS o
 JOIN windows AS w ON w.campaign_id = o.campaign_id AND w.window_id = o.window_id
 JOIN requests AS r ON r.campaign_id = o.campaign_id AND r.request_id = o.request_id
+LEFT JOIN service_starts AS s ON s.campaign_id = o.campaign_id AND s.service_id = r.service_id
 WHERE o.ok AND o.steady AND o.campaign_id IN (?, ?)
 """
-# (campaign, the window's columns, load_label's arguments, run, prompt, met 0/1): steady
-# requests of windows whose campaign has an SLO; ? x2: a, b
+# (campaign, the window's columns, load_label's arguments, run, prompt, NULL start, met 0/1):
+# steady requests of windows whose campaign has an SLO; ? x2: a, b
 ATTAINMENT_SQL = """
 SELECT o.campaign_id, o.engine, o.tp, o.method, o.workload, o.max_tokens, o.max_concurrency,
        o.load, o.rate, o.ramp, w.ramp_start_rate, w.ramp_end_rate, w.burstiness,
-       r.run, o.prompt_id, o.meets_slo::INTEGER
+       r.run, o.prompt_id, NULL::BIGINT, o.meets_slo::INTEGER
 FROM open_requests AS o
 JOIN windows AS w ON w.campaign_id = o.campaign_id AND w.window_id = o.window_id
 JOIN requests AS r ON r.campaign_id = o.campaign_id AND r.request_id = o.request_id
@@ -54,7 +60,7 @@ SLO_SQL = (
 )
 BASELINES_SQL = "SELECT campaign_id, baseline FROM campaigns WHERE campaign_id IN (?, ?)"
 # campaign -> window key -> column -> (run, prompt) -> values
-Values = dict[str, dict[tuple, dict[str, cs.Cells]]]
+Values = dict[str, dict[tuple, dict[str, cv.Cells]]]
 
 
 def resolve(con: duckdb.DuckDBPyConnection, spec: str) -> str:
@@ -80,64 +86,37 @@ def _nested() -> defaultdict:
 
 def _read(
     con: duckdb.DuckDBPyConnection, sql: str, a: str, b: str, columns: tuple[str, ...]
-) -> Values:
+) -> tuple[Values, dict]:
     """values[campaign][window key][column][(run, prompt)]: the positive values of a query
-    whose rows are (campaign, 6 window columns, 6 load_label arguments, run, prompt, values)."""
+    whose rows are (campaign, 6 window columns, 6 load_label arguments, run, prompt, start,
+    values); and starts[campaign][window key][run]: the start positions of the run's rows."""
     out: Values = {a: _nested(), b: _nested()}
+    starts: dict = {c: defaultdict(lambda: defaultdict(list)) for c in (a, b)}
     params = [a, b] * (sql.count("?") // 2)
     for row in con.execute(sql, params).fetchall():
         key, cell = (*row[1:7], load_label(*row[7:13])), (row[13], row[14])
-        for column, value in zip(columns, row[15:]):
+        if row[15] is not None:
+            starts[row[0]][key][row[13]].append(row[15])
+        for column, value in zip(columns, row[16:]):
             if value is not None and (value > 0 or column == "met"):
                 out[row[0]][key][column][cell].append(value)
-    return out
+    return out, starts
 
 
 def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Comparison:
     a, b = resolve(con, a_spec), resolve(con, b_spec)
-    values = _read(con, ROWS_SQL, a, b, COLUMNS)
-    same_slo = con.execute(SLO_SQL, [a, b]).fetchone()
-    met = _read(con, ATTAINMENT_SQL, a, b, ("met",)) if same_slo and same_slo[0] else {a: {}, b: {}}
+    values, starts = _read(con, ROWS_SQL, a, b, COLUMNS)
+    met = _met(con, a, b)
     baselines = dict(con.execute(BASELINES_SQL, [a, b]).fetchall())
     check = prompt_check(con, a, b)
-    noise = {
-        k: n
-        for k, rows in _aa(values, baselines, COLUMNS, cs.aa_rows).items()
-        if (n := cs.aa_noise(rows))
-    }
-    share = cs.share_noise(
-        _aa(met, baselines, ("met",), lambda c, b_: [(c, b_)]).get(("met", False), [])
-    )
-    shared = (set(values[a]) & set(values[b])) | (set(met[a]) & set(met[b]))
-    changes, prompts = [], _unchecked(check, shared)
-    for key in sorted(set(values[a]) & set(values[b]), key=str):
-        a_side, b_side = _paired(check, key, values[a][key], values[b][key], prompts)
-        changes += [
-            c
-            for metric, (column, q, _) in METRICS.items()
-            if (
-                c := _change(
-                    key,
-                    metric,
-                    q,
-                    a_side.get(column, {}),
-                    b_side.get(column, {}),
-                    noise.get((column, _closed(key))),
-                )
-            )
-        ]
-    for key in sorted(set(met[a]) & set(met[b]), key=str):
-        a_side, b_side = _paired(check, key, met[a][key], met[b][key], [])
-        if (c := _attainment(key, a_side.get("met", {}), b_side.get("met", {}), share)) is not None:
-            changes.append(c)
-    adjusted = holm([c.p_value for c in changes])
-    n_family = sum(p is not None for p in adjusted)
-    changes = [replace(c, p_holm=p, n_family=n_family) for c, p in zip(changes, adjusted)]
-    changes.sort(key=lambda c: (not c.significant, -c.effect))
+    pooled = {c: cv.ratio_variances(values, starts, baselines, c) for c in COLUMNS}
+    prompts = _unchecked(check, (set(values[a]) & set(values[b])) | (set(met[a]) & set(met[b])))
+    changes = _changes(check, values[a], values[b], pooled, prompts)
+    changes += _attainments(check, met[a], met[b], cv.share_variances(met))
     return Comparison(
         a,
         b,
-        changes,
+        _adjusted(changes),
         sorted(set(values[a]) - set(values[b]), key=str),
         sorted(set(values[b]) - set(values[a]), key=str),
         _speedup_ratio(con, a, b),
@@ -146,25 +125,57 @@ def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Compari
     )
 
 
-def _closed(key: tuple) -> bool:
-    return key[-1] == "closed"
+def _met(con: duckdb.DuckDBPyConnection, a: str, b: str) -> Values:
+    """The met flags of both campaigns' open-loop windows, where they have the same SLO."""
+    same_slo = con.execute(SLO_SQL, [a, b]).fetchone()
+    return _read(con, ATTAINMENT_SQL, a, b, ("met",))[0] if same_slo and same_slo[0] else {
+        a: {}, b: {}}  # fmt: skip
 
 
-def _aa(
-    values: Values, baselines: dict[str, str], columns: tuple[str, ...], rows: Any
-) -> dict[tuple[str, bool], list]:
-    """rows(control cells, baseline cells) of every A/A window of either campaign (the
-    control, aa_control_name(baseline), and the baseline in the same window), collected per
-    (column, closed loop)."""
-    out: dict[tuple[str, bool], list] = defaultdict(list)
-    for campaign, windows in values.items():
-        base = baselines.get(campaign)
-        for key, sides in windows.items():
-            base_key = (*key[:2], base, *key[3:])
-            if base is None or key[2] != aa_control_name(base) or base_key not in windows:
-                continue
-            for column in columns:
-                out[(column, _closed(key))] += rows(sides[column], windows[base_key][column])
+def _adjusted(changes: list[Change]) -> list[Change]:
+    """The changes with Holm's p over their family, significant ones first by effect."""
+    adjusted = holm([c.p_value for c in changes])
+    n_family = sum(p is not None for p in adjusted)
+    changes = [replace(c, p_holm=p, n_family=n_family) for c, p in zip(changes, adjusted)]
+    return sorted(changes, key=lambda c: (not c.significant, -c.effect))
+
+
+def _pooled(variances: dict[tuple, StartVariance], key: tuple) -> StartVariance:
+    """The window's stratum's pooled start variance (an unusable one where none was built)."""
+    return variances.get(cv.stratum(key)) or cv.combine(None, None)
+
+
+def _changes(
+    check: PromptCheck,
+    a: dict[tuple, dict[str, cv.Cells]],
+    b: dict[tuple, dict[str, cv.Cells]],
+    pooled: dict[str, dict[tuple, StartVariance]],
+    refused: list[tuple],
+) -> list[Change]:
+    """Every ratio and point change of the windows both campaigns measured (prompts not
+    paired are appended to refused)."""
+    out = []
+    for key in sorted(set(a) & set(b), key=str):
+        a_side, b_side = _paired(check, key, a[key], b[key], refused)
+        for metric, (column, q, _) in METRICS.items():
+            start = _pooled(pooled[column], key)
+            c = _change(key, metric, q, a_side.get(column, {}), b_side.get(column, {}), start)
+            out += [] if c is None else [c]
+    return out
+
+
+def _attainments(
+    check: PromptCheck,
+    a: dict[tuple, dict[str, cv.Cells]],
+    b: dict[tuple, dict[str, cv.Cells]],
+    pooled: dict[tuple, StartVariance],
+) -> list[Change]:
+    """The attainment change of every window both campaigns measured under the same SLO."""
+    out = []
+    for key in sorted(set(a) & set(b), key=str):
+        a_side, b_side = _paired(check, key, a[key], b[key], [])
+        c = _attainment(key, a_side.get("met", {}), b_side.get("met", {}), _pooled(pooled, key))
+        out += [] if c is None else [c]
     return out
 
 
@@ -181,10 +192,10 @@ def _unchecked(check: PromptCheck, keys: set[tuple]) -> list[tuple]:
 def _paired(
     check: PromptCheck,
     key: tuple,
-    a: dict[str, cs.Cells],
-    b: dict[str, cs.Cells],
+    a: dict[str, cv.Cells],
+    b: dict[str, cv.Cells],
     refused: list[tuple],
-) -> tuple[dict[str, cs.Cells], dict[str, cs.Cells]]:
+) -> tuple[dict[str, cv.Cells], dict[str, cv.Cells]]:
     """Both sides without the prompts whose text or chat template differs (appended to
     refused, once per window's workload and method)."""
     engine, tp, method, workload = key[:4]
@@ -208,7 +219,7 @@ def _paired(
     )
 
 
-def _shared(a: cs.Cells, b: cs.Cells) -> tuple[list[float], list[float]]:
+def _shared(a: cv.Cells, b: cv.Cells) -> tuple[list[float], list[float]]:
     """Each side's values of the prompts both measured (any run)."""
     prompts = {p for _, p in a} & {p for _, p in b}
     return tuple(
@@ -216,71 +227,52 @@ def _shared(a: cs.Cells, b: cs.Cells) -> tuple[list[float], list[float]]:
     )
 
 
+def _start(start: StartVariance) -> dict[str, float | None]:
+    """The pooled start sd and df a change reports (None where there is no estimate)."""
+    if not start.usable:
+        return {"start_sd": None, "start_df": None}
+    return {"start_sd": start.s2**0.5, "start_df": start.df}
+
+
 def _change(
-    key: tuple, metric: str, q: float, a: cs.Cells, b: cs.Cells, noise: cs.Noise | None
+    key: tuple, metric: str, q: float, a: cv.Cells, b: cv.Cells, start: StartVariance
 ) -> Change | None:
     values_a, values_b = _shared(a, b)
     if not values_a:
         return None
     value_a, value_b = (float(np.quantile(v, q)) for v in (values_a, values_b))
     if q != 0.5:  # a tail quantile: a point estimate (no calibrated interval)
-        return Change(
-            key,
-            metric,
-            value_a,
-            value_b,
-            value_b / value_a,
-            kind="point",
-            n_prompts=len({p for _, p in a} & {p for _, p in b}),
-        )
-    m = cs.measure(b, a, noise)
+        n_prompts = len({p for _, p in a} & {p for _, p in b})
+        return Change(key, metric, value_a, value_b, value_b / value_a, kind="point",
+                      n_prompts=n_prompts)  # fmt: skip
+    m = cs.measure(b, a, start)
     if m is None:
         return None
     s = m.result
     return Change(
-        key,
-        metric,
-        value_a,
-        value_b,
-        s.speedup,
-        ci_low=s.ci_low,
-        ci_high=s.ci_high,
-        reason=s.reason,
-        n_prompts=s.n_prompts,
-        n_runs=m.n_runs,
-        drift=m.drift,
-        service_var=m.service_var,
-        p_value=s.p_value,
-    )
+        key, metric, value_a, value_b, s.speedup, ci_low=s.ci_low, ci_high=s.ci_high,
+        reason=s.reason, n_prompts=s.n_prompts, n_runs=m.n_runs, start_source=m.source,
+        p_value=s.p_value, **_start(start),
+    )  # fmt: skip
 
 
-def _attainment(key: tuple, a: cs.Cells, b: cs.Cells, noise: cs.Noise | None) -> Change | None:
-    """share(B) - share(A) on the shared prompts, Newcombe's interval (compare_stats)."""
+def _attainment(key: tuple, a: cv.Cells, b: cv.Cells, start: StartVariance) -> Change | None:
+    """share(B) - share(A) on the shared prompts, Newcombe's interval with the start term
+    (analyze.compare.stats.attainment)."""
     met_a, met_b = _shared(a, b)
     if not met_a:
         return None
-    x_a, n_a, x_b, n_b = int(sum(met_a)), len(met_a), int(sum(met_b)), len(met_b)
-    runs_a, runs_b = len(cs.runs_of(a)), len(cs.runs_of(b))
-    s2 = 0.0 if noise is None else noise.s2 / 2 * (1 / runs_a + 1 / runs_b)
-    d, lo, hi = cs.newcombe(x_b, n_b, x_a, n_a, service_var=s2)
-    share_a, share_b = x_a / n_a, x_b / n_b
+    rounds = (len(cs.runs_of(b)), len(cs.runs_of(a)))
+    got = cs.attainment(met_b, met_a, rounds, start)
+    share_a, share_b = sum(met_a) / len(met_a), sum(met_b) / len(met_b)
     ratio = share_b / share_a if share_a > 0 else (1.0 if share_b == 0 else math.inf)
     return Change(
-        key,
-        "attainment",
-        share_a,
-        share_b,
-        ratio,
-        kind="difference",
-        difference=d,
-        ci_low=lo,
-        ci_high=hi,
-        n_prompts=len({p for _, p in a} & {p for _, p in b}),
-        n_runs=min(runs_a, runs_b),
-        drift="none" if noise is None else "aa",
-        service_var=s2,
-        p_value=cs.newcombe_p(x_b, n_b, x_a, n_a, s2),
-    )
+        key, "attainment", share_a, share_b, ratio, kind="difference", difference=got.d,
+        ci_low=got.ci_low, ci_high=got.ci_high, reason=got.reason,
+        n_prompts=len({p for _, p in a} & {p for _, p in b}), n_runs=min(rounds),
+        start_source=None if got.ci_low is None else "pooled", p_value=got.p_value,
+        **_start(start),
+    )  # fmt: skip
 
 
 def load_label(

@@ -1,59 +1,46 @@
 """The statistics of `analyze compare` and the gate (analyze.compare): which interval a
-change between two campaigns gets, how drift between the campaigns enters it, the SLO
-attainment difference, and the rule that decides whether a change counts (docs/compare.md).
+change between two campaigns gets, how the start variance enters it, and the SLO attainment
+difference (docs/compare.md).
 
 Ratio metrics (medians of decode_tps, ttft_s, tpot_s, accept_length). B is put in the place
-of the method and A of the baseline of schema.paired, on the prompts both measured:
+of the method and A of the baseline of schema.paired. Round k of A (in run order) is paired
+with round k of B, for k = 1..min(R_A, R_B); the larger campaign's further rounds are left
+out, and only prompts measured in every paired round of both campaigns count:
 
-    d[r, p] = mean ln B's values (run r, prompt p) - mean ln A's values
-    ratio   = exp(mean d), its t interval and p-value: schema.paired
+    d[k, p] = mean ln B's values (round k, prompt p) - mean ln A's values
+    ratio   = exp(mean d), its t interval and p-value: schema.paired.interval(d, start=s)
 
-Drift between campaigns. Each campaign ran on its own service starts, so B/A carries the
-start-to-start effect g_B - g_A besides any real change; an interval that sees only prompts
-is too narrow for it. Three cases, in this order (`drift` names the one used):
+s is the stratum's start variance pooled from both campaigns (analyze.compare.variance), with
+no drift term (dt None: start positions of two campaigns do not compare):
 
-- 'runs': both campaigns measured the window in 2 or more runs (`repeat`). Run k of A (in
-  run order) is paired with run k of B, for k = 1..min(R_A, R_B); the runs of the larger
-  campaign beyond that are left out. Every run is an independent service start, so any
-  one-to-one pairing gives rows d[k, .] that are independent draws of (g_B - g_A) plus
-  prompt noise, and the crossed prompt x run interval (flat_paired_speedup) carries the
-  start variance through its run mean square; the run order is the deterministic choice.
-  Only prompts measured in every paired run of both campaigns count.
-- 'aa': otherwise, where either campaign has an A/A control (the baseline started twice,
-  schema.controls): each A/A window w of either campaign and each of its runs gives a
-  one-run log-ratio row of the control against the baseline, for the same metric and loop
-  (closed / open); analyze.stats.service_noise turns them into s2, the variance of the log
-  ratio of two starts, on W degrees of freedom. Runs are pooled per prompt on each side,
-  and a side that pools R starts carries sigma^2 / R of start variance (s2 = 2 sigma^2), so
+    V = MS_p / (R P) + 2 s2 / R,   Satterthwaite's df
 
-      service_var = s2 / 2 * (1 / R_A + 1 / R_B)      (s2 itself with one run each)
+Where neither campaign's starts give a usable estimate (a campaign of one configuration) and
+the comparison has MIN_OWN_RUNS paired rounds or more, its own rounds carry the start
+variance (start None: the crossed prompt x round ANOVA of schema.paired). With fewer than 2
+paired rounds there is no interval (schema.paired.ONE_START), and no verdict. `source` says
+which applied: 'pooled', 'own rounds', or None (no interval).
 
-  is added to the prompt variance (paired_speedup's service_var, service_df = W).
-- 'none': neither: the interval covers prompts only and drift between campaigns is not
-  measured. A change then counts only when its size also exceeds DRIFT_FLOOR: a ratio
-  outside [1 / 1.25, 1.25], the spread docs/aa-control.md reports between two starts of
-  identical services (0.80x to 1.04x); inside it the verdict is 'not separable from drift'.
+SLO attainment (open loop): the difference of two shares, B - A (each side's steady requests
+of every round on the shared prompts), with Newcombe's hybrid score interval (Newcombe 1998,
+method 10) from the two Wilson intervals (l, u) at z, and the start term as one more
+component of the same MOVER sum:
 
-The A/A noise is measured within a campaign; drift between campaigns (days apart, another
-host load) can exceed it, which no figure of the two campaigns can show.
+    d  = p_B - p_A
+    lo = d - sqrt((p_B - l_B)^2 + (u_A - p_A)^2 + q^2 s2 (1 / R_A + 1 / R_B))
+    hi = d + sqrt((u_B - p_B)^2 + (p_A - l_A)^2 + q^2 s2 (1 / R_A + 1 / R_B))
 
-SLO attainment (open loop): the difference of two shares, B - A, with Newcombe's hybrid
-score interval (Newcombe 1998, method 10) from the two Wilson intervals (l, u) at z:
-
-    d = p_B - p_A,  lo = d - sqrt((p_B - l_B)^2 + (u_A - p_A)^2 + z^2 s2),
-                    hi = d + sqrt((u_B - p_B)^2 + (p_A - l_A)^2 + z^2 s2)
-
-with s2 = 0 unless an A/A control measured attainment's start variance (the same MOVER
-sum with a normal term: s2 = max(0, mean over A/A window runs of (p_aa - p_base)^2 -
-p_aa(1 - p_aa) / (n_aa - 1) - p_base(1 - p_base) / (n_base - 1))). Requests are taken as
-independent trials (open-loop requests share a queue: a limit). Its p-value inverts the
-interval: p = 2 (1 - Phi(z*)) at the z* where the interval's near end touches 0. Without
-an A/A control a difference counts only beyond ATTAINMENT_FLOOR (10 points: a convention,
-not a measurement).
+s2 the variance of one start's share, pooled from both campaigns' configurations at that
+load on df degrees of freedom (analyze.compare.variance), R the rounds each side pooled, and
+q the t quantile on df at z's tail (each component of a MOVER sum at its own limit). Bounds
+are clipped to [-1, 1]. Requests are taken as independent trials within a start (open-loop
+requests share a queue: a limit). Its p-value inverts the interval: p = 2 (1 - Phi(z*)) at
+the z* where the interval's near end touches 0. With fewer than 2 rounds on a side, or no
+usable start variance, there is no interval.
 
 Multiplicity: every tested change of the comparison (one family) is adjusted with Holm
-(schema.paired.holm); a change counts (`significant`) when p_holm < 0.05 and, with drift
-'none', it exceeds the floor. p90s are point estimates: no interval, outside the family.
+(schema.paired.holm); a change counts (`significant`) when p_holm < 0.05. p90s are point
+estimates: no interval, outside the family.
 """
 
 from __future__ import annotations
@@ -64,33 +51,33 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from analyze.stats import service_noise
-from schema.paired import LEVEL, Speedup, cell_log_ratios, flat_paired_speedup, paired_speedup
+from analyze.compare.variance import Cells
+from schema.paired import LEVEL, MIN_OWN_RUNS, ONE_START, Speedup, cell_log_ratios, interval
+from schema.starts import StartVariance
 
 ALPHA = 1 - LEVEL
-DRIFT_FLOOR = 1.25
-ATTAINMENT_FLOOR = 0.10
-Z_MAX = 40.0  # beyond it a p-value is below 1e-300: reported as that bound
-# one side of one window and metric: (run, prompt_id) -> values
-Cells = dict[tuple[int, str], list[float]]
-
-
-@dataclass(frozen=True)
-class Noise:
-    """Service variance of the log ratio (or share difference) of two starts, on df."""
-
-    s2: float
-    df: float
+Z_MAX = 37.0  # beyond it a p-value is below 1e-298: reported as that bound
 
 
 @dataclass(frozen=True)
 class Measured:
-    """A ratio metric's paired comparison and how drift entered it."""
+    """A ratio metric's paired comparison, the rounds it paired and where its start variance
+    came from ('pooled', 'own rounds'; None: no interval)."""
 
     result: Speedup
-    drift: str  # runs | aa | none
-    n_runs: int  # runs per side the comparison rests on (paired runs, or the fewer pooled)
-    service_var: float
+    n_runs: int
+    source: str | None
+
+
+@dataclass(frozen=True)
+class Difference:
+    """An attainment difference B - A, its interval and p-value (None: no interval, reason)."""
+
+    d: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    reason: str | None = None
 
 
 def runs_of(cells: Cells) -> list[int]:
@@ -101,13 +88,6 @@ def _prompts(cells: Cells, runs: list[int]) -> set[str]:
     """Prompts with a value in every one of runs."""
     sets = [{p for (r, p) in cells if r == run} for run in runs]
     return set.intersection(*sets) if sets else set()
-
-
-def _pooled(cells: Cells) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for (_, prompt), values in sorted(cells.items()):
-        out.setdefault(prompt, []).extend(values)
-    return out
 
 
 def _flat(cells: Cells, runs: list[int], prompts: list[str]) -> tuple[np.ndarray, ...]:
@@ -121,60 +101,19 @@ def _flat(cells: Cells, runs: list[int], prompts: list[str]) -> tuple[np.ndarray
     return np.asarray(values, float), np.asarray(run, int), np.asarray(prompt, int)
 
 
-def measure(b: Cells, a: Cells, noise: Noise | None) -> Measured | None:
-    """B against A with drift accounted for (module docstring); None without a shared
-    prompt."""
+def measure(b: Cells, a: Cells, start: StartVariance) -> Measured | None:
+    """B against A, rounds paired in run order, with the pooled start variance (module
+    docstring); None without a prompt measured in every paired round."""
     runs_a, runs_b = runs_of(a), runs_of(b)
     n = min(len(runs_a), len(runs_b))
-    if n >= 2:
-        prompts = sorted(_prompts(a, runs_a[:n]) & _prompts(b, runs_b[:n]))
-        if prompts:
-            result, _ = flat_paired_speedup(
-                *_flat(b, runs_b[:n], prompts), *_flat(a, runs_a[:n], prompts)
-            )
-            return Measured(result, "runs", n, 0.0)
-    s2, df, drift = 0.0, math.inf, "none"
-    if noise is not None:
-        s2 = noise.s2 / 2 * (1 / len(runs_a) + 1 / len(runs_b))
-        df, drift = noise.df, "aa"
-    result = paired_speedup(_pooled(b), _pooled(a), service_var=s2, service_df=df)
-    return None if result is None else Measured(result, drift, n, s2)
-
-
-def aa_rows(control: Cells, baseline: Cells) -> list[np.ndarray]:
-    """One (1, P) log-ratio row of the control against the baseline per run both measured,
-    on that run's shared prompts (2 at least: a row needs a spread to subtract)."""
-    rows = []
-    for run in sorted(set(runs_of(control)) & set(runs_of(baseline))):
-        prompts = sorted(_prompts(control, [run]) & _prompts(baseline, [run]))
-        if len(prompts) >= 2:
-            rows.append(
-                cell_log_ratios(*_flat(control, [run], prompts), *_flat(baseline, [run], prompts))
-            )
-    return rows
-
-
-def aa_noise(rows: list[np.ndarray]) -> Noise | None:
-    """analyze.stats.service_noise of the A/A rows; None without any."""
-    if not rows:
+    prompts = sorted(_prompts(a, runs_a[:n]) & _prompts(b, runs_b[:n]))
+    if not prompts:
         return None
-    return Noise(*service_noise(rows))
-
-
-def share_noise(pairs: list[tuple[Cells, Cells]]) -> Noise | None:
-    """Attainment's start variance from (control, baseline) met-flag cells (module
-    docstring); None without an A/A window run of 2 or more requests a side."""
-    terms = []
-    for control, baseline in pairs:
-        for run in sorted(set(runs_of(control)) & set(runs_of(baseline))):
-            prompts = _prompts(control, [run]) & _prompts(baseline, [run])
-            sides = [[v for p in prompts for v in side[(run, p)]] for side in (control, baseline)]
-            if min(map(len, sides)) < 2:
-                continue
-            p = [float(np.mean(s)) for s in sides]
-            binomial = sum(q * (1 - q) / (len(s) - 1) for q, s in zip(p, sides))
-            terms.append((p[0] - p[1]) ** 2 - binomial)
-    return Noise(max(0.0, float(np.mean(terms))), float(len(terms))) if terms else None
+    d = cell_log_ratios(*_flat(b, runs_b[:n], prompts), *_flat(a, runs_a[:n], prompts))
+    own = not start.usable and n >= MIN_OWN_RUNS
+    result = interval(d, LEVEL, None if own else start, None)
+    source = None if result.ci_low is None else "own rounds" if own else "pooled"
+    return Measured(result, n, source)
 
 
 def wilson(x: int, n: int, z: float) -> tuple[float, float]:
@@ -185,26 +124,45 @@ def wilson(x: int, n: int, z: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _bounds(x_b: int, n_b: int, x_a: int, n_a: int, z: float, s2: float) -> tuple[float, float]:
+def _start_term(z: float, var: float, df: float) -> float:
+    """q^2 var: the start component of the MOVER sum, q the t quantile on df at z's tail."""
+    if var <= 0:
+        return 0.0
+    q = z if math.isinf(df) else float(stats.t.isf(stats.norm.sf(z), df))
+    return q * q * var
+
+
+def _bounds(
+    x_b: int, n_b: int, x_a: int, n_a: int, z: float, var: float, df: float
+) -> tuple[float, float]:
     p_b, p_a = x_b / n_b, x_a / n_a
     (l_b, u_b), (l_a, u_a) = wilson(x_b, n_b, z), wilson(x_a, n_a, z)
-    extra = z * z * s2
+    extra = _start_term(z, var, df)
     d = p_b - p_a
     return (
-        d - math.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2 + extra),
-        d + math.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2 + extra),
+        max(-1.0, d - math.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2 + extra)),
+        min(1.0, d + math.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2 + extra)),
     )
 
 
 def newcombe(
-    x_b: int, n_b: int, x_a: int, n_a: int, level: float = LEVEL, service_var: float = 0.0
+    x_b: int,
+    n_b: int,
+    x_a: int,
+    n_a: int,
+    level: float = LEVEL,
+    start_var: float = 0.0,
+    start_df: float = math.inf,
 ) -> tuple[float, float, float]:
-    """(p_B - p_A, lo, hi): Newcombe's hybrid score interval (module docstring)."""
+    """(p_B - p_A, lo, hi): Newcombe's hybrid score interval with a start term of variance
+    start_var on start_df (module docstring)."""
     z = float(stats.norm.ppf((1 + level) / 2))
-    return (x_b / n_b - x_a / n_a, *_bounds(x_b, n_b, x_a, n_a, z, service_var))
+    return (x_b / n_b - x_a / n_a, *_bounds(x_b, n_b, x_a, n_a, z, start_var, start_df))
 
 
-def newcombe_p(x_b: int, n_b: int, x_a: int, n_a: int, service_var: float = 0.0) -> float:
+def newcombe_p(
+    x_b: int, n_b: int, x_a: int, n_a: int, start_var: float = 0.0, start_df: float = math.inf
+) -> float:
     """The p-value of "no difference" that inverts the Newcombe interval: 2 (1 - Phi(z*))
     where the interval at z* just reaches 0; 1 when the shares are equal."""
     d = x_b / n_b - x_a / n_a
@@ -212,7 +170,7 @@ def newcombe_p(x_b: int, n_b: int, x_a: int, n_a: int, service_var: float = 0.0)
         return 1.0
 
     def gap(z: float) -> float:
-        lo, hi = _bounds(x_b, n_b, x_a, n_a, z, service_var)
+        lo, hi = _bounds(x_b, n_b, x_a, n_a, z, start_var, start_df)
         return lo if d > 0 else -hi
 
     if gap(Z_MAX) > 0:
@@ -220,8 +178,16 @@ def newcombe_p(x_b: int, n_b: int, x_a: int, n_a: int, service_var: float = 0.0)
     return float(2 * stats.norm.sf(optimize.brentq(gap, 0.0, Z_MAX, xtol=1e-12)))
 
 
-def beyond_floor(kind: str, ratio: float, difference: float | None) -> bool:
-    """The change exceeds the default drift floor (used when drift is not measured)."""
-    if kind == "difference":
-        return difference is not None and abs(difference) > ATTAINMENT_FLOOR
-    return not ratio > 0 or abs(math.log(ratio)) > math.log(DRIFT_FLOOR)
+def attainment(
+    b: list[float], a: list[float], rounds: tuple[int, int], start: StartVariance
+) -> Difference:
+    """share(B) - share(A) of the met flags b and a, pooled over each side's rounds
+    (rounds: (R_B, R_A)), with Newcombe's interval and the start term (module docstring)."""
+    x_b, n_b, x_a, n_a = int(sum(b)), len(b), int(sum(a)), len(a)
+    d = x_b / n_b - x_a / n_a
+    reason = ONE_START if min(rounds) < 2 else start.reason
+    if reason:
+        return Difference(d, reason=reason)
+    var = start.s2 * (1 / rounds[0] + 1 / rounds[1])
+    _, lo, hi = newcombe(x_b, n_b, x_a, n_a, LEVEL, var, start.df)
+    return Difference(d, lo, hi, newcombe_p(x_b, n_b, x_a, n_a, var, start.df))

@@ -20,7 +20,7 @@ STORE_DDL = {
     "compare_changes": f"{WINDOW_DDL}, metric VARCHAR NOT NULL, kind VARCHAR NOT NULL, "
     "value_a DOUBLE, value_b DOUBLE, ratio DOUBLE, difference DOUBLE, "
     "ci_low DOUBLE, ci_high DOUBLE, ci_reason VARCHAR, n_prompts INTEGER, "
-    "n_runs INTEGER, drift VARCHAR, service_var DOUBLE, p_value DOUBLE, "
+    "n_runs INTEGER, start_source VARCHAR, start_sd DOUBLE, start_df DOUBLE, p_value DOUBLE, "
     "p_holm DOUBLE, n_family INTEGER, significant BOOLEAN, "
     "significant_raw BOOLEAN, verdict VARCHAR, worse BOOLEAN, "
     "effect DOUBLE, rank INTEGER",
@@ -48,8 +48,9 @@ def _row(c: Change, rank: int) -> tuple:
         c.reason,
         c.n_prompts,
         c.n_runs,
-        c.drift,
-        c.service_var,
+        c.start_source,
+        c.start_sd,
+        c.start_df,
         c.p_value,
         c.p_holm,
         c.n_family,

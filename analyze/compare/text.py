@@ -1,12 +1,12 @@
-"""What `python -m analyze compare` and `gate` print: a change, the drift summary, the
-whole comparison."""
+"""What `python -m analyze compare` and `gate` print: a change, how the start variance
+entered the intervals, the whole comparison, and the gate's verdict with its exit code."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
-from analyze.compare import stats as cs
-from analyze.compare.change import DRIFT, Change, Comparison
+from analyze.compare.change import Change, Comparison, exit_code, gate, undecided
 from analyze.compare.match import window_text
 from analyze.environment_diff import argument_diff
 
@@ -17,6 +17,16 @@ def _pct(x: float | None) -> str:
 
 def _pts(x: float | None) -> str:
     return "--" if x is None else f"{x * 100:+.1f} points"
+
+
+def _starts(c: Change) -> str:
+    """Where the change's start variance came from, in words."""
+    if c.start_source == "own rounds":
+        return f"{c.n_runs} paired rounds, start variance from their own spread"
+    if c.start_sd is None:
+        return f"{c.n_runs} paired round(s)"
+    sd = f"{c.start_sd * 100:.1f} points" if c.kind == "difference" else f"{c.start_sd:.3f} ln"
+    return f"{c.n_runs} paired round(s), start sd {sd} on {c.start_df:.3g} df"
 
 
 def describe(c: Change) -> str:
@@ -31,27 +41,22 @@ def describe(c: Change) -> str:
         else f"no interval: {c.reason}"
     )
     tests = "" if c.p_value is None else f", p {c.p_value:.2g}, Holm p {c.p_holm:.2g}"
-    return (
-        f"{head} ({fmt(what)}, {interval}{tests}, {c.n_prompts} prompts, drift "
-        f"{DRIFT[c.drift or 'none']}): {c.verdict}"
+    return f"{head} ({fmt(what)}, {interval}{tests}, {c.n_prompts} prompts, {_starts(c)}): " + (
+        c.verdict
     )
 
 
-def drift_line(changes: list[Change]) -> str:
-    """How drift between the campaigns entered the tested changes."""
-    count = {k: sum(c.drift == k for c in changes if c.kind != "point") for k in DRIFT}
+def start_line(changes: list[Change]) -> str:
+    """How the start variance entered the tested changes, and why the others have none."""
+    tested = [c for c in changes if c.kind != "point"]
+    source = Counter(c.start_source for c in tested)
+    why = Counter(c.reason for c in tested if c.ci_low is None)
     line = (
-        f"drift between campaigns: measured by paired runs for {count['runs']}, by an A/A "
-        f"control for {count['aa']}, not measured for {count['none']} change(s)"
+        f"service starts: the start variance pooled from both campaigns entered "
+        f"{source['pooled']} interval(s), the paired rounds' own spread {source['own rounds']}; "
+        f"{sum(why.values())} change(s) have no interval"
     )
-    if count["none"]:
-        line += (
-            f" (their intervals cover prompts only: a change within "
-            f"x{1 / cs.DRIFT_FLOOR:.2f}-x{cs.DRIFT_FLOOR:.2f}, or "
-            f"{cs.ATTAINMENT_FLOOR * 100:.0f} attainment points, is not separable from "
-            "drift)"
-        )
-    return line
+    return line + "".join(f"; {n}: {reason}" for reason, n in why.most_common())
 
 
 def lines(comp: Comparison) -> list[str]:
@@ -61,9 +66,9 @@ def lines(comp: Comparison) -> list[str]:
         f"compare {comp.a} (A) -> {comp.b} (B): {len(comp.changes)} matched metric(s), "
         f"{sum(c.significant for c in comp.changes)} significant (Holm over "
         f"{len(tested)} tests; {sum(c.significant_raw for c in comp.changes)} unadjusted), "
-        f"{sum(c.drift_bound for c in comp.changes)} not separable from drift, "
+        f"{sum(c.verdict == 'no interval' for c in comp.changes)} without an interval, "
         f"{sum(c.kind == 'point' for c in comp.changes)} point estimates (p90)",
-        "  " + drift_line(comp.changes),
+        "  " + start_line(comp.changes),
     ]
     out += ["  " + describe(c) for c in comp.changes]
     for key, (sa, sb) in sorted(comp.speedup_ratio.items(), key=str):
@@ -76,6 +81,32 @@ def lines(comp: Comparison) -> list[str]:
         for host, key, va, vb in comp.environment
     ]
     return out
+
+
+def gate_lines(comp: Comparison, threshold: float) -> tuple[list[str], int]:
+    """What `python -m analyze gate` prints after the comparison, and its exit code
+    (analyze.compare.change.exit_code)."""
+    failed, open_ = gate(comp, threshold), undecided(comp, threshold)
+    tested = sum(c.p_holm is not None for c in comp.changes)
+    untested = sum(c.kind != "point" and c.ci_low is None for c in comp.changes)
+    out = [
+        f"gate: {len(failed)} regression(s) beyond {threshold:.1%} (significant after "
+        f"Holm over {tested} tests; docs/compare.md)"
+    ]
+    out += [f"  FAIL {describe(c)}" for c in failed]
+    if open_:
+        out.append(
+            f"gate: cannot decide {len(open_)} change(s): worse than {threshold:.1%} in their "
+            "point estimate, with no interval to tell a regression from a service start's "
+            "spread (repeat: 2 or more rounds in both campaigns)"
+        )
+        out += [f"  UNDECIDED {describe(c)}" for c in open_]
+    elif untested:
+        out.append(
+            f"gate: {untested} change(s) have no interval; each lies within {threshold:.1%} "
+            "in its point estimate, which no interval could turn into a failure"
+        )
+    return out, exit_code(comp, threshold)
 
 
 def prompt_text(row: tuple) -> str:

@@ -2,6 +2,7 @@
 -- grain: (comparison, role, request); key: (campaign_id, engine, tp, workload, max_tokens,
 --   concurrency, method, role, request_id). `method` is the compared method M; role is
 --   'method' (a request of M) or 'baseline' (a request of the baseline, repeated once per M).
+--   service_id: the start that measured the request (service_starts gives its position).
 -- Baseline name: analysis_params.baseline (bound by analyze.build.run, never formatted in).
 -- Same-prompts rule: a request counts only if its prompt_id has at least one usable request
 --   (ok, decode_tps > 0) in both M's and the baseline's window of the same
@@ -27,7 +28,7 @@ params AS (
 usable AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method,
-        run, prompt_id, rep, request_id, decode_tps, ttft_s
+        run, prompt_id, rep, request_id, service_id, decode_tps, ttft_s
     FROM request_metrics
     WHERE decode_tps > 0  -- NULL and non-positive speeds have no log ratio
       -- an agentic turn > 0 pairs only if its prompt is the baseline's: a method's turn
@@ -105,12 +106,12 @@ baseline_side AS (
 final AS (
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
-        run, prompt_id, rep, request_id, decode_tps, ttft_s
+        run, prompt_id, rep, request_id, service_id, decode_tps, ttft_s
     FROM method_side
     UNION ALL BY NAME
     SELECT
         campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
-        run, prompt_id, rep, request_id, decode_tps, ttft_s
+        run, prompt_id, rep, request_id, service_id, decode_tps, ttft_s
     FROM baseline_side
 )
 

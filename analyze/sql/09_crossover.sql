@@ -14,8 +14,12 @@
 --   'stops paying'           pays at the lowest level and a higher level is significantly
 --                            slower: crossover_concurrency = the lowest such level.
 --   'undetermined'           pays at the lowest level; some higher level does not pay, none
---                            is significantly slower: where it stops is not measured.
---   'never pays'             no level pays.
+--                            is significantly slower: where it stops is not measured (paid_up_to
+--                            set); or no level pays and not every level is significantly
+--                            slower: whether it pays at all is not measured (paid_up_to NULL).
+--   'never pays'             every level is significantly slower (issue 36: a level whose
+--                            interval holds 1, or that has none, may pay; "never pays" is said
+--                            only where the data rule it out at every level).
 --   'pays only above lowest' the lowest level does not pay but a higher one does.
 -- Columns: paid_up_to = the highest level up to which every level pays (NULL when the lowest
 --   does not); first_unpaid_concurrency = the lowest level that does not pay (the old
@@ -59,6 +63,7 @@ groups AS (
         arg_min(pays, concurrency) AS lowest_pays,
         bool_or(pays) AS any_pays,
         bool_and(pays) AS all_pay,
+        bool_and(slower) AS all_slower,
         min(concurrency) FILTER (WHERE NOT pays) AS first_unpaid_concurrency,
         min(concurrency) FILTER (WHERE slower) AS first_slower_concurrency
     FROM levels
@@ -100,7 +105,8 @@ final AS (
         CASE
             WHEN l.n_levels < 2 THEN 'single level'
             WHEN l.all_pay THEN 'always pays'
-            WHEN NOT l.any_pays THEN 'never pays'
+            WHEN l.all_slower THEN 'never pays'
+            WHEN NOT l.any_pays THEN 'undetermined'
             WHEN NOT l.lowest_pays THEN 'pays only above lowest'
             WHEN l.crossover_concurrency IS NOT NULL THEN 'stops paying'
             ELSE 'undetermined'

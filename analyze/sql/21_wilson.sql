@@ -1,6 +1,8 @@
 -- wilson_lo, wilson_hi: the 95% Wilson score interval of a proportion k / n, written once for
--- the open-loop objects (SLO attainment and goodput in open_windows, rate_limits). TEMP
--- macros: they live for the build's connection only; the tables keep their values.
+-- the open-loop objects (SLO attainment and goodput of one window in open_windows: one
+-- service start's requests; over the rounds' starts, analyze/attainment.py's interval
+-- carries the start variance instead). TEMP macros: they live for the build's connection
+-- only; the tables keep their values.
 --   z      = 1.959963984540054 (the standard normal's 97.5th percentile)
 --   p      = k / n
 --   centre = (p + z^2 / (2n)) / (1 + z^2 / n)

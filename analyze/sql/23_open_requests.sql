@@ -4,7 +4,7 @@
 -- slo_targets. A TABLE, rebuilt by every `python -m analyze`.
 -- grain: request; key: request_id.
 -- Columns: campaign_id, config_id, service_id, window_id, request_id, engine, method, tp,
--- workload, max_tokens, load, rate, ramp, max_concurrency, prompt_id, rep, scheduled_s,
+-- workload, max_tokens, load, rate, ramp, max_concurrency, prompt_id, rep, run, scheduled_s,
 -- start_s, ttft_s, e2e_s, output_tokens, prompt_tokens, cached_tokens, ok, error_kind as in
 -- requests / windows, plus
 --   lag_s     = start_s - scheduled_s (schedule lag: how late the actual send was; with a
@@ -58,7 +58,7 @@ measured AS (
     SELECT
         s.campaign_id, s.config_id, s.service_id, s.window_id, s.request_id, s.engine,
         s.method, s.tp, s.workload, s.max_tokens, w.load, w.rate, w.ramp, w.max_concurrency,
-        s.prompt_id, s.rep, s.scheduled_s, s.start_s,
+        s.prompt_id, s.rep, s.run, s.scheduled_s, s.start_s,
         s.start_s - s.scheduled_s AS lag_s,
         s.ttft_s,
         CASE WHEN s.ok THEN tpot_s(s.output_tokens, s.e2e_s, s.ttft_s) END AS tpot_s,

@@ -2,17 +2,19 @@
 -- done to the server's prefix cache before it and how much of the prompts a cache served.
 -- Windows of a unit marked incomplete are left out (as their requests are).
 -- grain: window; key: (campaign_id, window_id).
--- Columns: campaign_id, window_id, config_id, method, tp, workload, max_tokens, load, rate,
--- ramp, ramp_start_rate, ramp_end_rate, burstiness, cache_reset (windows), plus
+-- Columns: campaign_id, window_id, config_id, run, method, tp, workload, max_tokens, load,
+-- rate, ramp, ramp_start_rate, ramp_end_rate, burstiness, cache_reset (windows), plus
 --   concurrency   = windows.max_concurrency, 0 when NULL (closed loop: the requests in
 --                   flight; open loop: the cap, 0 = uncapped, as requests.concurrency)
 --   cached_share  = sum(cached_tokens) / sum(prompt_tokens) over the window's ok measured
 --                   requests that report cached_tokens (measured_requests for closed-loop,
 --                   open_requests for open-loop windows); NULL when none reports it
 --   baseline_window_id, baseline_cached_share, baseline_cache_reset = the baseline method's
---                   window at the same key: (campaign_id, tp, workload, max_tokens, load,
---                   concurrency, rate, ramp, ramp_start_rate, ramp_end_rate, burstiness);
---                   baseline = analysis_params.baseline
+--                   window at the same key in the same round: (campaign_id, run, tp,
+--                   workload, max_tokens, load, concurrency, rate, ramp, ramp_start_rate,
+--                   ramp_end_rate, burstiness); baseline = analysis_params.baseline. A round
+--                   starts every configuration once, so this is the window the method's is
+--                   paired with in that round
 --   cache_mismatch = |cached_share - baseline_cached_share| > 0.1 (a NULL share compares as
 --                   no difference) or cache_reset <> baseline_cache_reset: a cache served the
 --                   baseline and the method differently; NULL for the baseline's own windows
@@ -63,7 +65,7 @@ per_window AS (
 
 described AS (
     SELECT
-        w.campaign_id, w.window_id, w.config_id,
+        w.campaign_id, w.window_id, w.config_id, w.run,
         coalesce(r.method, s.method) AS method,
         coalesce(r.tp, s.tp) AS tp,
         w.workload, w.max_tokens, w.load, w.concurrency, w.rate, w.ramp, w.ramp_start_rate,
@@ -85,7 +87,8 @@ compared AS (
     JOIN params AS p ON m.method <> p.baseline
     JOIN described AS b
         ON b.method = p.baseline
-       AND b.campaign_id = m.campaign_id AND b.tp = m.tp AND b.workload = m.workload
+       AND b.campaign_id = m.campaign_id AND b.run = m.run AND b.tp = m.tp
+       AND b.workload = m.workload
        AND b.max_tokens = m.max_tokens AND b.load = m.load
        AND b.concurrency = m.concurrency
        AND b.rate IS NOT DISTINCT FROM m.rate

@@ -3,9 +3,10 @@
 -- grain: window; key: (campaign_id, window_id).
 -- Percentiles are DuckDB's quantile_cont (linear interpolation), as config_summary's.
 -- S = schedule_span_s, trim = slo_targets.trim (0.1 by default); steady: see open_requests.
--- Columns: campaign_id, config_id, window_id, engine, method, tp, workload, max_tokens, load,
--- rate (offered), ramp, ramp_start_rate, ramp_end_rate, burstiness, max_concurrency,
--- n_scheduled, elapsed_s, schedule_span_s, cache_reset (windows), plus
+-- Columns: campaign_id, config_id, service_id, run, window_id, engine, method, tp, workload,
+-- max_tokens, load, rate (offered), ramp, ramp_start_rate, ramp_end_rate, burstiness,
+-- max_concurrency, n_scheduled, elapsed_s, schedule_span_s, cache_reset (windows; run is the
+-- round, one service start of the configuration: the window's figures are that start's), plus
 --   n_sent, n_ok, n_steady  = requests sent, ok, steady (ok or not)
 --   scheduled_rps  = (n_scheduled - 1) / S                 (NULL when S = 0)
 --   achieved_rps   = n_ok / elapsed_s
@@ -66,7 +67,10 @@
 --   attainment_from_send = n_good_from_send / n_scheduled; attainment_from_send_lo, _hi: its
 --                    95% Wilson interval
 --   attainment     = n_good / n_scheduled; attainment_lo, attainment_hi: its 95% Wilson
---                    interval (21_wilson.sql)
+--                    interval (21_wilson.sql): the requests of one start as independent
+--                    trials, so an interval of this start's attainment, not of the
+--                    configuration's (other starts land elsewhere: rate_attainment, over the
+--                    rounds' starts, carries that)
 --   goodput_lo, goodput_hi = (n_scheduled / elapsed_s) * attainment_lo, attainment_hi
 --   attainment_steady = n_good_steady / n_steady, with attainment_steady_lo, _hi (Wilson)
 --                    (every n_good .. attainment_steady_hi column NULL without an SLO)
@@ -189,7 +193,7 @@ completions AS (
 
 described AS (
     SELECT
-        w.campaign_id, w.config_id, w.window_id,
+        w.campaign_id, w.config_id, w.service_id, w.run, w.window_id,
         coalesce(p.engine, s.engine) AS engine,
         coalesce(p.method, s.method) AS method,
         coalesce(p.tp, s.tp) AS tp,

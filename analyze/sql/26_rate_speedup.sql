@@ -2,32 +2,38 @@
 -- not the baseline (analysis_params.baseline) and swept rate at which both M and the baseline
 -- ran open-loop windows.
 -- grain: (campaign_id, tp, workload, max_tokens, rate, method); key: the same columns. Windows
--- without a single rate (ramps, trace replays) have none. Several windows at a key (they
--- should not happen) are pooled.
+-- without a single rate (ramps, trace replays) have none. The windows at a key are the
+-- rounds' starts (one per round); their goodput is pooled over them.
 -- Columns:
 --   baseline          = the baseline method's name
 --   n_pairs           = prompts both sides measured with a steady ok TPOT (open_requests:
 --                       steady, ok, tpot_s not NULL); n_method, n_baseline = their requests
---   tpot_speedup      = the geometric mean over those prompts of the baseline's steady TPOT
---                       over M's (> 1: M's tokens come faster)
---   tpot_speedup_lo, tpot_speedup_hi = its 95% t interval on per-prompt log ratios
---                       (schema/paired.py's flat_paired_speedup, the one the closed-loop
---                       speedup uses; NULL below 3 prompts; computed by analyze/openloop.py
---                       into the TEMP table rate_tpot)
+--   tpot_speedup      = the geometric mean over (run, prompt) of the baseline's steady TPOT
+--                       over M's (> 1: M's tokens come faster), drift-corrected
+--   tpot_speedup_lo, tpot_speedup_hi = its 95% interval with the start variance of ln TPOT
+--                       pooled over the stratum's starts (schema/paired.py's interval, the
+--                       one the closed-loop speedup uses; NULL with one start per side or
+--                       below 3 prompts; computed by analyze/openloop.py into the TEMP table
+--                       rate_tpot)
 --   is_control        = M is the baseline's A/A control (analysis_params.aa_method)
---   tpot_ci_reason    = why there is no interval (too few prompts, no spread), else NULL
+--   tpot_ci_reason    = why there is no interval (one start, too few prompts, no spread)
 --   p_value, p_holm   = the t test of no change, and Holm's adjustment over the campaign's
---                       open-loop claims (analyze.openloop.tpot_speedups)
+--                       claims (speedups, these ratios, energy ratios: one family,
+--                       analyze.stats.adjust_family)
 --   significant       = p_holm < 0.05 (NULL for the control and without pairs)
---   sim_ci_low, sim_ci_high = the simultaneous interval over the campaign's open-loop claims
+--   sim_ci_low, sim_ci_high = the simultaneous interval over the campaign's claims
 --                       (level 1 - 0.05 / their count): what a pick among them quotes
 --   method_goodput_rps, baseline_goodput_rps = sum(n_good) / sum(elapsed_s) of the key's
---                       windows (one window: its goodput_rps); NULL when a window of that side
+--                       windows, the rounds' starts (rate_attainment.goodput_rps; one window:
+--                       its goodput_rps); NULL when a window of that side
 --                       at the key fell behind its schedule (open_windows.goodput_rps withheld:
 --                       that side was not offered the rate) or has an invalid_reason (its rows
 --                       contradict its schedule: open_windows' header)
 --   goodput_ratio     = method_goodput_rps / baseline_goodput_rps (NULL without an SLO, when
---                       either side fell behind, or when the baseline's goodput is 0)
+--                       either side fell behind, or when the baseline's goodput is 0). A POINT
+--                       ESTIMATE: it has no interval and no test, and carries no start
+--                       variance (each side's goodput over its rounds' starts has one:
+--                       rate_attainment.goodput_lo, _hi); never a claim beside `significant`
 --   baseline_saturated, method_saturated = a window of that side at the key is saturated
 --   cache_mismatch    = a window of M at the key has cache_hygiene.cache_mismatch
 

@@ -24,8 +24,12 @@
 --                           whole window)
 --   step_time_s           = exp(mean over cells of s_c)
 --   baseline_token_time_s = exp(mean over cells of b_c)
---   step_cost             = step_time_s / baseline_token_time_s = exp(mean over cells of
---                           s_c - b_c): a verify step's time in baseline tokens
+--   step_cost             = step_time_s / baseline_token_time_s / drift_correction =
+--                           exp(mean over cells of s_c - b_c) / speedup.drift_correction: a
+--                           verify step's time in baseline tokens, with the drift along the
+--                           campaign's start order taken out as the `speedup` table takes it
+--                           (drift moves the time of every step, never the tokens a step
+--                           yields; drift_correction is 1 where none was estimated)
 --   (the four are NULL when n_verified < n: a request without a verify count would leave the
 --   set, and the factors would no longer be those of the speedup's requests)
 --   speedup, ci_low, ci_high = the `speedup` table's point estimate and 95% interval
@@ -38,7 +42,8 @@
 -- An identity, not a prediction: per request ln decode_tps = ln(tokens / steps) -
 -- ln(decode_s / steps) for M and -ln(decode_s / tokens) for the baseline, so
 --   acceptance_gain / step_cost = exp(mean over cells of (mean ln decode_tps of M
---                                 - mean ln decode_tps of the baseline)) = speedup
+--                                 - mean ln decode_tps of the baseline)) * drift_correction
+--                               = speedup
 -- (to rounding). Any split of tokens/s into tokens per step and seconds per step multiplies
 -- back to the speed, so nothing here predicts the speedup: the table says which factor
 -- made it, on the very requests it was measured on (docs/decomposition-and-concurrency.md).
@@ -101,18 +106,24 @@ factors AS (
     FROM comparisons
 ),
 
+corrected AS (
+    SELECT
+        f.* REPLACE (f.step_cost / coalesce(s.drift_correction, 1.0) AS step_cost),
+        s.speedup, s.ci_low, s.ci_high
+    FROM factors AS f
+    LEFT JOIN speedup AS s
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+),
+
 final AS (
     SELECT
         f.*,
-        s.speedup, s.ci_low, s.ci_high,
         CASE
             WHEN f.acceptance_gain >= f.step_cost THEN NULL
             WHEN f.acceptance_gain <= 1.05 THEN 'acceptance'
             WHEN f.acceptance_gain > 1.05 THEN 'step cost'
         END AS limited_by
-    FROM factors AS f
-    LEFT JOIN speedup AS s
-        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+    FROM corrected AS f
 )
 
 SELECT * FROM final

@@ -17,6 +17,9 @@
 --                length, schema/metrics.sql's accept_length_of); NULL without one
 --   tokens, steps = sum(output_tokens - 1), sum(spec_verify_ct) over the same requests (the
 --                pooled acceptance length is sum(tokens) / sum(steps): accept_length_tw)
+--   dt         = mean start position (service_starts.start_index) of M's requests in the cell
+--                - the baseline's: the drift correction's input (schema/paired.py); NULL for
+--                imported rows
 
 CREATE OR REPLACE TEMP VIEW category_cells AS
 
@@ -33,9 +36,11 @@ pairs AS (
         p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
         p.role, p.run, p.prompt_id, ln(p.decode_tps) AS log_tps,
         accept_length_of(r.output_tokens, r.spec_verify_ct) AS accept_length,
-        r.output_tokens - 1 AS tokens, r.spec_verify_ct AS steps
+        r.output_tokens - 1 AS tokens, r.spec_verify_ct AS steps, s.start_index
     FROM speedup_pairs AS p
     JOIN request_metrics AS r USING (request_id)
+    LEFT JOIN service_starts AS s ON s.campaign_id = p.campaign_id
+        AND s.service_id = p.service_id
 ),
 
 cells AS (
@@ -48,7 +53,9 @@ cells AS (
         count(accept_length) FILTER (WHERE role = 'method') AS n_verified,
         avg(ln(accept_length)) FILTER (WHERE role = 'method') AS g,
         sum(tokens) FILTER (WHERE role = 'method' AND accept_length IS NOT NULL) AS tokens,
-        sum(steps) FILTER (WHERE role = 'method' AND accept_length IS NOT NULL) AS steps
+        sum(steps) FILTER (WHERE role = 'method' AND accept_length IS NOT NULL) AS steps,
+        avg(start_index) FILTER (WHERE role = 'method')
+            - avg(start_index) FILTER (WHERE role = 'baseline') AS dt
     FROM pairs
     GROUP BY ALL
 ),

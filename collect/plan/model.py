@@ -54,9 +54,10 @@ class Plan(Strict):
         False,
         description="A/A control: start the baseline again as a "
         "second, separate service named `<baseline>-aa` (same args and "
-        "workloads, its own config_id), last in every phase the baseline "
-        "runs in, never a best_of pick: the noise floor of service starts "
-        "(docs/aa-control.md). The name is reserved either way.",
+        "workloads, its own config_id) in every round of every phase the baseline runs in, "
+        "never a best_of pick: a negative control whose comparison with the baseline must "
+        "come out not significant (docs/aa-control.md); the rounds' own baseline starts "
+        "already measure the start-to-start spread. The name is reserved either way.",
     )
     tp: list[int] = Field([1], min_length=1, description="Tensor-parallel sizes.")
     warmup_requests: int = Field(
@@ -98,12 +99,14 @@ class Plan(Strict):
         "tokens; stored in `environment` as price.gpu_hour_usd.",
     )
     repeat: int = Field(
-        1,
+        3,
         ge=1,
         le=100,
-        description="Runs of the whole campaign, each on "
-        "fresh service starts (docs/plan-guide.md 'Repeated runs'); not in the "
-        "plan's hash.",
+        description="Rounds of service starts: each round (a run) starts every "
+        "configuration of each phase once, in a seeded counterbalanced order, and measures "
+        "all its workloads on that start; the starts are the replicate every interval "
+        "carries (docs/plan-guide.md 'Rounds of service starts', docs/statistics.md). With "
+        "1, no interval is printed. Not in the plan's hash: more rounds add to a campaign.",
     )
     cluster: ClusterField = Field(
         None,
@@ -241,7 +244,8 @@ class Plan(Strict):
 
     def phase_configs(self, phase: Phase, methods: list[str]) -> list[ServiceConfig]:
         """The services of a phase for the given methods, baseline first; the A/A control
-        (plan order: last) wherever the baseline runs (docs/aa-control.md says why)."""
+        (plan order: last) wherever the baseline runs (docs/aa-control.md says why). A run
+        starts them in its own order (collect.planning.order)."""
         chosen = {self.baseline, aa_control_name(self.baseline), *methods}
         ordered = sorted(self.methods, key=lambda m: m.name != self.baseline)
         return [

@@ -120,6 +120,15 @@ class Estimator:
     def __init__(self, plan: Plan, measured: Measured | None = None):
         self.plan, self.assume = plan, plan.estimates
         self.measured = measured or Measured()
+        self._windows: dict[tuple[str, int], tuple[int, float]] = {}  # window_prompts's
+
+    def window_prompts(self, w: RequestsWorkload, max_tokens: int) -> tuple[int, float]:
+        """(prompts in the window, their mean prompt tokens incl. the system message), each
+        workload's prompts read once (a simulation of rounds asks thousands of times)."""
+        key = (w.name, max_tokens)
+        if key not in self._windows:
+            self._windows[key] = _window_prompts(w, max_tokens)
+        return self._windows[key]
 
     # --- speeds ---------------------------------------------------------------------------
 
@@ -206,7 +215,7 @@ class Estimator:
         if isinstance(w, RequestsWorkload) and w.load is not None:
             spans = [sum(1 / r for r in _rates(w.load, rate)) for rate in w.load.windows()]
             return sum(
-                span + self.request_s(config, w.name, 1, mt, _window_prompts(w, mt)[1])
+                span + self.request_s(config, w.name, 1, mt, self.window_prompts(w, mt)[1])
                 for mt in w.max_tokens
                 for span in spans
             )
@@ -220,7 +229,7 @@ class Estimator:
                     )
                     total += math.ceil(w.repetitions / c) * session
                 else:
-                    n, tokens = _window_prompts(w, max_tokens)
+                    n, tokens = self.window_prompts(w, max_tokens)
                     rounds = math.ceil(n * w.repetitions / c)
                     total += rounds * self.request_s(config, w.name, c, max_tokens, tokens)
         return total
@@ -231,7 +240,7 @@ class Estimator:
         elif isinstance(first, TraceWorkload):
             tokens = _trace_prompt_tokens(first)
         else:
-            tokens = _window_prompts(first, min(first.max_tokens))[1]
+            tokens = self.window_prompts(first, min(first.max_tokens))[1]
         one = self.request_s(config, first.name, 1, min(first.max_tokens), tokens)
         return self.plan.warmup_requests * one
 

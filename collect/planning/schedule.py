@@ -14,11 +14,14 @@ Packing policy (packed=True), applied each time `start()` is called:
 - A job is ready when every key in its `after` has finished (finished = done or failed:
   the runner calls `finish` either way).
 - Ready jobs are taken in priority order: jobs other jobs wait for first (their
-  dependants cannot start before them), then the baseline's (every comparison needs it: a
-  campaign cut short, as a lent GPU's last minutes cut one, can still compare what it
-  finished), then longest first (LPT: a long job started late sets the makespan), then
-  widest, then the order they were added. Each job that fits in
-  the GPUs free right now starts (lower-priority jobs fill GPUs a wider job cannot use).
+  dependants cannot start before them), then by `rank`, the job's place in its round's
+  order of its phase (collect.planning.order: the counterbalanced order that cancels drift
+  must hold when jobs run side by side too, so every phase's first job comes before any
+  phase's second), then the baseline's (every comparison needs it: a campaign cut short,
+  as a lent GPU's last minutes cut one, can still compare what it finished), then longest
+  first (LPT: a long job started late sets the makespan), then widest, then the order they
+  were added. Each job that fits in the GPUs free right now starts (lower-priority jobs
+  fill GPUs a wider job cannot use).
 - Reserved GPUs (held by `host.blocking_services`) are given only to `alone` jobs. An
   alone job (a phase that stops those services, e.g. TP8 needing GPU0) starts only when
   nothing runs and no other ready job could start instead: alone jobs hold the whole host,
@@ -51,7 +54,8 @@ class Job:
     seconds: float  # estimated duration including start-up (ordering + simulation)
     after: frozenset[str] = frozenset()  # keys of jobs that must finish before it starts
     alone: bool = False  # nothing else on the host while it runs; may use reserved GPUs
-    baseline: bool = False  # the plan's baseline method: before the others of its rank
+    baseline: bool = False  # the plan's baseline method: first among jobs of equal rank
+    rank: int = 0  # its place in its round's order of its phase (0 first): see the docstring
 
 
 class Scheduler:
@@ -182,11 +186,12 @@ class Scheduler:
         self._running[job.key] = (job, gpus)
         return job, gpus
 
-    def _priority(self, job: Job) -> tuple[bool, bool, bool, float, int, int]:
+    def _priority(self, job: Job) -> tuple[bool, bool, int, bool, float, int, int]:
         waited_for = any(job.key in j.after for j in self._pending)
         return (
             not waited_for,
             job.alone,
+            job.rank,
             not job.baseline,
             -job.seconds,
             -job.gpus,

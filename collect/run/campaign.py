@@ -20,6 +20,7 @@ from collect.hosts.base import Cluster, Host
 from collect.plan.families import numeric
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
+from collect.planning.order import phase_seed, round_order
 from collect.planning.ranking import describe, pick, rank_methods
 from collect.redact import redact
 from collect.run.progress import CampaignProgress
@@ -245,10 +246,13 @@ def phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
 def todo(
     c: Campaign, phase: Phase, announce: bool = False, methods: list[str] | None = None
 ) -> list[tuple[ServiceConfig, list[Workload]]]:
-    """The phase's configurations with unfinished units (methods: these, not the phase's)."""
+    """The phase's configurations with unfinished units (methods: these, not the phase's), in
+    the order this run (a round) starts them: collect.planning.order's counterbalanced one."""
     out = []
     chosen = phase_methods(c, phase, announce) if methods is None else methods
-    for config in c.plan.phase_configs(phase, chosen):
+    configs = {config.method.name: config for config in c.plan.phase_configs(phase, chosen)}
+    names = round_order(list(configs), phase_seed(c.campaign_id, phase.name), c.run)
+    for config in (configs[name] for name in names):
         pending = [
             w
             for w in c.plan.workloads_of(config)

@@ -230,11 +230,12 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
 
 
 def replay_script(c: Campaign, config: ServiceConfig) -> Any:
-    """Where this service's replayed sessions get the baseline's replies (collect.run.replay);
-    None for the baseline, which plays its own."""
-    if config.method.name == c.plan.baseline:
+    """Where this service's replayed sessions get the baseline's replies: the first round's
+    (collect.run.replay); None for the baseline in that round, which plays its own."""
+    if config.method.name == c.plan.baseline and c.run == replay.SOURCE_RUN:
         return None
-    return partial(replay.script, c.store, c.campaign_id, c.plan.baseline, config.tp, c.run)
+    source = replay.SOURCE_RUN
+    return partial(replay.script, c.store, c.campaign_id, c.plan.baseline, config.tp, source)
 
 
 def commit_unit(

@@ -13,6 +13,10 @@ API the runner calls (thread-safe; jobs are the scheduler's, keyed f"{phase}:{co
                                                 # the display renders, see seconds_left)
     progress.job_finished(key)                  # it ended: done, failed or skipped
     progress.job_forgotten(key)                 # a predicted job that will not run
+    progress.later_rounds(rounds)               # (Job, requests) of each round after this
+                                                # one, as far as they are known
+    progress.eta = Eta(...)                     # a new round's queue: the new Eta keeps
+                                                # what the old one measured (its ratio)
 
 How the ETA corrects itself (`Eta`): a job's estimate is a fixed part (start-up +
 warm-up) plus an equal share per request. A started job's work done, in estimated
@@ -22,6 +26,11 @@ finished requests; ratio = wall seconds the started jobs took so far / their wor
 left (a job still starting: its estimate x ratio minus the time it has been starting, at
 least its request part). The ETA is the makespan of that remaining work replayed through
 the same Scheduler (running jobs first, then the queued ones), so packing is accounted for.
+
+Rounds (plan `repeat`): a campaign runs its rounds one after another, each with its own
+queue, so the ETA adds to this round's replay the makespan of each later round's jobs (as
+estimated, replayed the same way on their own) times the same ratio; the ratio counts the
+work of earlier rounds too. The bar's total covers every round's measured requests.
 """
 
 from __future__ import annotations
@@ -82,6 +91,32 @@ class Eta:
         self.gpus, self.reserved, self.packed, self.clock = gpus, reserved, packed, clock
         self._jobs: dict[str, _Track] = {}
         self._lock = threading.Lock()
+        self.past = (0.0, 0.0)  # (wall, estimated) seconds of earlier rounds' work done
+        self.later_s = 0.0  # estimated seconds of the rounds after this one
+
+    def inherit(self, earlier: Eta) -> None:
+        """This round's ETA goes on from an earlier round's: its work done counts in the
+        ratio."""
+        with earlier._lock:
+            self.past = earlier._measured()
+
+    def set_later(self, rounds: Sequence[Sequence[Job]]) -> None:
+        """The jobs of each round after this one: their makespans, each replayed alone (a job
+        that can never run here, e.g. tp 8 on 4 GPUs, is skipped, as the runner skips it)."""
+        later = [self._replay([], [(j, j.after) for j in self._runnable(jobs)]) for jobs in rounds]
+        with self._lock:
+            self.later_s = sum(later)
+
+    def _runnable(self, jobs: Sequence[Job]) -> list[Job]:
+        probe = Scheduler(self.gpus, self.reserved, packed=self.packed)
+        out = []
+        for job in jobs:
+            try:
+                probe.add(replace(job, after=frozenset()))
+            except ValueError:
+                continue
+            out.append(job)
+        return out
 
     def add(self, job: Job, requests: int, fixed_s: float) -> None:
         with self._lock:
@@ -106,32 +141,43 @@ class Eta:
             if track.started is None:  # skipped before it started: no time measured
                 del self._jobs[key]
 
-    def ratio(self) -> float:
-        """Measured wall seconds over estimated seconds of the work done so far."""
+    def _measured(self) -> tuple[float, float]:
+        """(wall, estimated) seconds of the work done so far, earlier rounds' included."""
         now = self.clock()
         pairs = [
             ((t.ended or now) - t.started, t.work_done())
             for t in self._jobs.values()
             if t.started is not None and t.work_done() > 0
         ]
-        spent, estimated = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        return self.past[0] + sum(p[0] for p in pairs), self.past[1] + sum(p[1] for p in pairs)
+
+    def ratio(self) -> float:
+        """Measured wall seconds over estimated seconds of the work done so far."""
+        spent, estimated = self._measured()
         return spent / estimated if estimated > 0 else 1.0
 
-    def seconds_left(self) -> float | None:
+    def seconds_left(self, this_round: bool = False) -> float | None:
+        """Seconds to the end of the campaign's last round (this_round: of this one)."""
         with self._lock:
-            if not self._jobs:
+            later = 0.0 if this_round else self.later_s
+            if not self._jobs and not later:
                 return None
-            ratio, now = self.ratio(), self.clock()
-            running, queued = [], []
-            for t in self._jobs.values():
-                if t.ended is not None:
-                    continue
-                left = ratio * (t.job.seconds - t.work_done())
-                if t.started is not None and not t.done:
-                    request_part = ratio * (t.job.seconds - t.fixed_s)
-                    left = max(left - (now - t.started), request_part)
-                rest = replace(t.job, seconds=max(left, 0.0), after=frozenset())
-                (running if t.started is not None else queued).append((rest, t.job.after))
+            ratio = self.ratio()
+            return self._round_left(ratio) + ratio * later
+
+    def _round_left(self, ratio: float) -> float:
+        """This round's remaining makespan (the module docstring); call with the lock."""
+        now = self.clock()
+        running, queued = [], []
+        for t in self._jobs.values():
+            if t.ended is not None:
+                continue
+            left = ratio * (t.job.seconds - t.work_done())
+            if t.started is not None and not t.done:
+                request_part = ratio * (t.job.seconds - t.fixed_s)
+                left = max(left - (now - t.started), request_part)
+            rest = replace(t.job, seconds=max(left, 0.0), after=frozenset())
+            (running if t.started is not None else queued).append((rest, t.job.after))
         return self._replay(running, queued)
 
     def _replay(
@@ -172,6 +218,20 @@ class CampaignProgress:
         self._left: tuple[float | None, float] = (None, -math.inf)  # ETA, when computed
         self._stale = True  # an input changed since
         self._task = self._progress.add_task("campaign", total=total)
+        self._queued, self._later = total, 0  # requests of rounds queued so far, of later ones
+        self._round = ""  # 'round 2 of 3' once the runner says
+
+    @property
+    def eta(self) -> Eta:
+        return self._eta
+
+    @eta.setter
+    def eta(self, eta: Eta) -> None:
+        """A new round's Eta goes on from the one before (Eta.inherit)."""
+        if hasattr(self, "_eta"):
+            eta.inherit(self._eta)
+        self._eta = eta
+        self._stale = True
 
     def __enter__(self) -> CampaignProgress:
         self._progress.start()
@@ -182,16 +242,38 @@ class CampaignProgress:
     ) -> None:
         self._progress.stop()
 
+    @property
+    def total(self) -> int:
+        """Measured requests of every round: those queued so far and the later rounds'."""
+        return self._queued + self._later
+
     def add_total(self, n: int) -> None:
         """More requests to come (a phase's work is known once it starts)."""
-        task = self._progress.tasks[0]
-        self._progress.update(self._task, total=(task.total or 0) + n)
+        self._queued += n
+        self._progress.update(self._task, total=self.total)
+
+    def later_rounds(self, rounds: Sequence[Sequence[tuple[Job, int]]]) -> None:
+        """(job, its measured requests) of each round after this one: in the ETA and the
+        bar's total."""
+        self.eta.set_later([[job for job, _ in jobs] for jobs in rounds])
+        self._later = sum(n for jobs in rounds for _, n in jobs)
+        self._progress.update(self._task, total=self.total)
+        self._stale = True
 
     def advance(self) -> None:
         self._progress.advance(self._task)
 
+    def set_round(self, run: int, runs: int) -> None:
+        """The round running now heads the bar's description: 'round 2 of 3: <status>'."""
+        self._round = f"round {run} of {runs}"
+        self.status("")
+
     def status(self, text: str) -> None:
-        self._progress.update(self._task, description=text)
+        self._progress.update(self._task, description=": ".join(filter(None, (self._round, text))))
+
+    @property
+    def description(self) -> str:
+        return self._progress.tasks[0].description
 
     def note(self, text: str) -> None:
         self._progress.console.print(text)

@@ -8,9 +8,16 @@ baseline's `requests.output_text` of the same (campaign, tp, workload, max_token
 concurrency, run, rep), in a unit that landed complete: a complete unit is never measured
 again, so the script cannot change after a method has replayed it.
 
-The baseline must therefore have run the session first: `waits_for` gives the runner the
-baseline's jobs a method's job waits for; `script` raises `ReplayMissing`, naming the
-workload and the sessions, when the replies are not there (the baseline failed, was left
+Rounds (plan `repeat`): every round replays the FIRST round's replies (SOURCE_RUN), the
+baseline's own included from round 2 on, so that a session's turn-k prompt is the same in
+every round and for every method, as the crossing of rounds with prompts needs
+(schema/paired.py), and so that only round 1 has an order to keep: in later rounds the
+baseline starts wherever the counterbalanced order puts it (collect.planning.order), since the
+replies it would have to produce first are already there.
+
+In round 1 the baseline must therefore have run the session first: `waits_for` gives the
+runner the baseline's jobs a method's job waits for; `script` raises `ReplayMissing`, naming
+the workload and the sessions, when the replies are not there (the baseline failed, was left
 out with --only, or ran on another node of a Ray cluster), never falling back to the
 method's own replies.
 """
@@ -35,6 +42,9 @@ ORDER BY r.rep, r.turn
 """
 
 
+SOURCE_RUN = 1  # the round whose baseline replies every round replays
+
+
 class ReplayMissing(RuntimeError):
     """The baseline's replies a replayed session needs are not in the store."""
 
@@ -53,9 +63,10 @@ def script(
     max_tokens: int,
     concurrency: int,
 ) -> dict[int, list[str]]:
-    """rep -> the baseline's replies of turns 0, 1, ... of that session, up to its first
-    failed or missing turn (where the baseline's own session stopped). ReplayMissing when a
-    session has no baseline turn at all."""
+    """rep -> the baseline's replies in round `run` (SOURCE_RUN for every round: the module
+    docstring) of turns 0, 1, ... of that session, up to its first failed or missing turn
+    (where the baseline's own session stopped). ReplayMissing when a session has no baseline
+    turn at all."""
     rows = store.execute(
         BASELINE_TURNS, [campaign_id, baseline, tp, w.name, max_tokens, concurrency, run]
     )
@@ -89,13 +100,15 @@ def waits_for(
     config: ServiceConfig,
     workloads: Iterable[Workload],
     jobs: Mapping[str, tuple[Any, ServiceConfig, list[Workload]]],
+    run: int = SOURCE_RUN,
 ) -> frozenset[str]:
     """Keys of the queued jobs of the plan's baseline (same tp) that run a replayed workload
-    this job runs: a method's job starts after them (the `after` of collect.planning.schedule:
-    serial or packed). The baseline's own job waits for nothing."""
+    this job runs: in the round that records the replies (SOURCE_RUN), a method's job starts
+    after them (the `after` of collect.planning.schedule: serial or packed). The baseline's
+    own job, and every job of a later round, waits for nothing."""
     baseline = plan.baseline
     names = {w.name for w in workloads if replays(w)}
-    if config.method.name == baseline or not names:
+    if config.method.name == baseline or not names or run != SOURCE_RUN:
         return frozenset()
     return frozenset(
         key

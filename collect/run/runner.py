@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 
 from collect import engines, hosts
@@ -25,6 +26,7 @@ from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.plan.workloads import request_count
 from collect.planning.estimate import Estimator, load_measured
+from collect.planning.replicas import Candidate, Replica, split
 from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.run import configuration as serve
@@ -38,9 +40,14 @@ from collect.run.campaign import (
 )
 from collect.run.fingerprint import put_environment, record_environment
 from collect.run.progress import CampaignProgress, Eta, eta_text
+from collect.run.replay import waits_for
 from schema.store import Store
 
 log = logging.getLogger("specsweep.collect")
+Todo = list[tuple[ServiceConfig, list[Workload]]]  # campaign.todo's: configs, workloads left
+Queued = dict[str, tuple[Phase, ServiceConfig, list[Workload]]]  # job key -> what it runs
+Shares = list[tuple[Job, tuple[Workload, ...]]]  # a configuration's jobs: one per replica
+ConfigJobs = tuple[ServiceConfig, Shares]
 
 
 def run(
@@ -55,9 +62,11 @@ def run(
     connect: Callable[[Plan, str], Cluster] | None = None,
 ) -> str:
     """Run (or resume) the plan's campaign, or only the named phases, or only the
-    configurations named METHOD or METHOD/TP; `repeat` runs (default: the plan's), each
-    complete before the next starts; returns campaign_id. A plan with `cluster:` runs on
-    `connect(plan, plan_text)`: collect.cluster.run's RayCluster (a layer above this one)."""
+    configurations named METHOD or METHOD/TP; `repeat` rounds (default: the plan's), each
+    complete before the next starts, each starting every configuration once in its
+    counterbalanced order (collect.planning.order); returns campaign_id. A plan with
+    `cluster:` runs on `connect(plan, plan_text)`: collect.cluster.run's RayCluster (a layer
+    above this one)."""
     if plan.cluster is not None and connect is None:
         raise ValueError("a plan with `cluster:` runs through collect.cluster.run")
     campaign_id = plan.campaign_id()
@@ -89,9 +98,8 @@ def run(
                     only=chosen,
                 )
                 for c.run in range(1, runs + 1):
-                    if runs > 1:
-                        progress.note(f"run {c.run} of {runs}")
-                    _run_phases(c, selected)
+                    progress.set_round(c.run, runs)
+                    _run_phases(c, selected, runs)
                 status = campaign_status(c, runs)
         except HostUnreachable as exc:  # at the start, or a dropped link that stayed down
             status = "unreachable"
@@ -132,25 +140,30 @@ def select_configs(plan: Plan, specs: list[str] | None) -> list[tuple[str, int |
     return out
 
 
-def _run_phases(c: Campaign, phases: list[Phase]) -> None:
-    """Run the phases' configurations through the scheduler, each in a worker thread.
+def _run_phases(c: Campaign, phases: list[Phase], runs: int = 1) -> None:
+    """Run round `c.run` (of `runs`) of the phases' configurations through the scheduler,
+    each in a worker thread, in the round's order (collect.planning.order: each job's `rank`).
 
     Packed (a host with GPUs and `host.pack`): every configuration whose methods are known
-    is queued at once and runs as soon as a disjoint GPU set is free; a best_of phase
-    queues its baseline at once and its chosen methods when its source phase has finished.
-    Serial: one configuration at a time, phase by phase, in plan order. Ctrl-C or SIGTERM
-    (in this, the main thread) sets `c.stopping`: every worker keeps what it measured as
-    an incomplete unit and stops its server before the interrupt goes on.
+    is queued at once and runs as soon as a disjoint GPU set is free; in round 1 a best_of
+    phase queues its baseline at once and its chosen methods when its source phase has
+    finished (later rounds know them: the ranking reads run 1). Serial: one configuration
+    at a time, phase by phase in plan order, each phase in the round's order. Ctrl-C or
+    SIGTERM (in this, the main thread) sets `c.stopping`: every worker keeps what it
+    measured as an incomplete unit and stops its server before the interrupt goes on.
     """
-    queue = _Queue(c, phases)
+    queue = _Queue(c, phases, runs)
     if not isinstance(c.host, Host):  # a Cluster: each job a task on one of its nodes
+        c.progress.note(f"round {c.run} of {runs}")
         return c.host.run_jobs(c, queue)
     queue.expand()
     if queue.jobs:  # before the first start: what the estimates (plan or store) expect
         how = "packed on GPUs " + ",".join(map(str, queue.gpus)) if queue.packed else "serial"
+        eta, more = c.progress.eta, runs > c.run
+        rest = f", {eta_text(eta.seconds_left())} to the end of round {runs}" if more else ""
         c.progress.note(
-            f"{len(queue.jobs)} configuration(s) to run ({how}), estimated "
-            f"{eta_text(c.progress.eta.seconds_left())}"
+            f"round {c.run} of {runs}: {len(queue.jobs)} configuration(s) to run ({how}), "
+            f"estimated {eta_text(eta.seconds_left(this_round=True))}{rest}"
         )
     with c.signals_stop() as stop, ThreadPoolExecutor(max_workers=max(1, len(queue.gpus))) as pool:
         running: dict[Future[None], str] = {}
@@ -191,11 +204,12 @@ class BlockingServiceError(RuntimeError):
 
 
 class _Queue:
-    """What the scheduler runs: jobs (phase, config, workloads) added as phases become
-    ready, and the blocking services a running phase has stopped."""
+    """What the scheduler runs: jobs (phase, config, workloads) of round `c.run` added as
+    phases become ready, and the blocking services a running phase has stopped; the jobs
+    of the rounds after it go to the ETA."""
 
-    def __init__(self, c: Campaign, phases: list[Phase]):
-        self.c = c
+    def __init__(self, c: Campaign, phases: list[Phase], runs: int = 1):
+        self.c, self.phases, self.runs = c, list(phases), runs
         inventory = c.host.gpu_indices()
         blocking = c.plan.host.blocking_services
         reserved = sorted({g for b in blocking for g in b.gpus} & set(inventory))
@@ -208,7 +222,7 @@ class _Queue:
         c.progress.eta = Eta(self.gpus, reserved, self.packed)
         self.estimator = Estimator(c.plan, load_measured(c.store, c.plan))
         self.waiting = list(phases)  # phases with configurations not queued yet
-        self.jobs: dict[str, tuple[Phase, ServiceConfig, list[Workload]]] = {}
+        self.jobs: Queued = {}
         self.open: dict[str, set[str]] = {}  # phase -> keys queued and not finished
         self.stopped: dict[str, list[str]] = {}  # phase -> blocking services it stopped
         self.skipped: set[str] = set()  # phases skipped (a blocking service would not stop)
@@ -221,9 +235,9 @@ class _Queue:
             if not self.packed and (any(self.open.values()) or phase is not self.waiting[0]):
                 break
             source = phase.methods.best_of if isinstance(phase.methods, BestOf) else None
-            ready = source is None or not (
-                self.open.get(source) or any(p.name == source for p in self.waiting)
-            )
+            running = self.open.get(source) or any(p.name == source for p in self.waiting)
+            # later rounds know the picks: the ranking reads run 1, done by then
+            ready = source is None or self.c.run > 1 or not running
             if ready:
                 self.waiting.remove(phase)
                 configs = todo(self.c, phase, announce=True)
@@ -232,61 +246,86 @@ class _Queue:
             else:
                 break
             added |= self._add(phase, configs)
+        if added:
+            self.c.progress.later_rounds(self._later_rounds())
         return added
 
-    def _add(self, phase: Phase, todo: list[tuple[ServiceConfig, list[Workload]]]) -> bool:
-        """Queue the phase's configurations: each one job, or (packed, host.replicas) one
-        that is long next to the others as replicas, jobs keyed f"{key}#{i}" (i >= 2) with
-        a share of its workloads each (collect.planning.replicas says when and how)."""
-        from collect.planning.replicas import Candidate, split
-        from collect.run.replay import waits_for
-
-        batch = [
-            Candidate(
-                f"{phase.name}:{config.config_id}",
-                config,
-                tuple(workloads),
-                config.tp if self.gpus or self.room else 0,
-                alone=bool(phase.stop_services),
-            )
-            for config, workloads in todo
-            if phase.name not in self.skipped
-            and f"{phase.name}:{config.config_id}" not in self.jobs
-            and self._chosen(config)
-        ]
-        usable, hosts = self.room or (len(self.gpus) - len(self.scheduler.reserved), 1)
-        shares = split(
-            self.estimator, batch, usable, hosts, enabled=self.packed and self.c.plan.host.replicas
-        )
+    def _add(self, phase: Phase, todo: Todo) -> bool:
+        """Queue the phase's configurations (their jobs: `_jobs`); a job the scheduler
+        refuses (e.g. tp 8 on a host with 4 GPUs) is said and skipped."""
         added = False
-        for one in batch:
-            config = one.config
-            for r in shares[one.key]:
-                job = Job(
-                    r.key,
-                    one.gpus if self.gpus else 0,
-                    r.seconds,  # Ray places a cluster's
-                    waits_for(self.c.plan, config, r.workloads, self.jobs),
-                    one.alone,
-                    baseline=config.method.name == self.c.plan.baseline,
-                )
+        for config, jobs in self._jobs(phase, todo, self.jobs, self.c.run):
+            name = f"{config.method.name} (tp {config.tp})"
+            for job, workloads in jobs:
                 try:
                     self.scheduler.add(job)
-                except ValueError as exc:  # e.g. tp 8 on a host with 4 GPUs
-                    log.error("%s (tp %s) skipped: %s", config.method.name, config.tp, exc)
-                    self.c.progress.note(
-                        f"[red]{config.method.name} (tp {config.tp}) skipped: {exc}[/red]"
-                    )
+                except ValueError as exc:
+                    log.error("%s skipped: %s", name, exc)
+                    self.c.progress.note(f"[red]{name} skipped: {exc}[/red]")
                     break
-                self.jobs[r.key] = (phase, config, list(r.workloads))
-                self.open.setdefault(phase.name, set()).add(r.key)
-                requests = sum(request_count(w) for w in r.workloads)
+                self.jobs[job.key] = (phase, config, ws := list(workloads))
+                self.open.setdefault(phase.name, set()).add(job.key)
+                requests = sum(map(request_count, ws))
                 self.c.progress.add_total(requests)
-                self.c.progress.job_added(
-                    job, requests, self.estimator.fixed_s(config, list(r.workloads))
-                )
+                self.c.progress.job_added(job, requests, self.estimator.fixed_s(config, ws))
                 added = True
         return added
+
+    def _jobs(self, phase: Phase, todo: Todo, queued: Queued, run: int) -> list[ConfigJobs]:
+        """The jobs of the phase's configurations not in `queued`, in `todo`'s order (the
+        round's: a job's `rank` is its place there): each one job, or (packed,
+        host.replicas) one that is long next to the others as replicas, jobs keyed
+        f"{key}#{i}" (i >= 2) with a share of its workloads each (collect.planning.replicas
+        says when and how). In round 1 a baseline whose replies others replay
+        (collect.run.replay) comes first, whatever its rank: they wait for it."""
+        wide, alone = self.gpus or self.room, bool(phase.stop_services)  # Ray places a cluster's
+        ranked = [
+            (rank, Candidate(key, c, tuple(w), c.tp if wide else 0, alone))
+            for rank, (c, w) in enumerate(todo)
+            if phase.name not in self.skipped
+            and (key := f"{phase.name}:{c.config_id}") not in queued
+            and self._chosen(c)
+        ]
+        usable, hosts = self.room or (len(self.gpus) - len(self.scheduler.reserved), 1)
+        enabled = self.packed and self.c.plan.host.replicas
+        shares = split(self.estimator, [one for _, one in ranked], usable, hosts, enabled=enabled)
+        known = dict(queued)
+        for _, one in ranked:
+            known.update((r.key, (phase, one.config, list(r.workloads))) for r in shares[one.key])
+        out = [(one.config, self._shares(one, r, shares[one.key], known, run))
+               for r, one in ranked]  # fmt: skip
+        waited = {key for _, jobs in out for job, _ in jobs for key in job.after}
+        return sorted(out, key=lambda item: not any(j.key in waited for j, _ in item[1]))
+
+    def _shares(
+        self, one: Candidate, rank: int, shares: list[Replica], known: Queued, run: int
+    ) -> Shares:
+        """A configuration's job for each of its replicas, waiting (in round 1) for what it
+        replays."""
+        base, gpus = one.config.method.name == self.c.plan.baseline, one.gpus if self.gpus else 0
+        after = [waits_for(self.c.plan, one.config, r.workloads, known, run) for r in shares]
+        return [
+            (Job(r.key, gpus, r.seconds, a, one.alone, base, rank), r.workloads)
+            for r, a in zip(shares, after, strict=True)
+        ]
+
+    def _later_rounds(self) -> list[list[tuple[Job, int]]]:
+        """The jobs of each round after this one, as far as they are known (a best_of
+        phase's picks once its source has run in round 1), each with its measured requests,
+        for the ETA and the progress bar."""
+        rounds = []
+        for run in range(self.c.run + 1, self.runs + 1):
+            queued: Queued = {}
+            jobs: list[tuple[Job, int]] = []
+            for phase in self.phases:
+                unknown = self.c.run == 1 and isinstance(phase.methods, BestOf)
+                methods = [] if unknown and phase in self.waiting else None  # picks not known
+                left = todo(replace(self.c, run=run), phase, methods=methods)
+                for config, found in self._jobs(phase, left, queued, run):
+                    queued.update((job.key, (phase, config, list(w))) for job, w in found)
+                    jobs += [(job, sum(map(request_count, w))) for job, w in found]
+            rounds.append(jobs)
+        return rounds
 
     def _chosen(self, config: ServiceConfig) -> bool:
         only = self.c.only
@@ -347,12 +386,8 @@ def _start_blocking(c: Campaign, name: str) -> None:
     service = next(s for s in c.plan.host.blocking_services if s.name == name)
     rc, _, err = c.host.run(service.start, timeout_s=300)
     if rc != 0:
-        log.error(
-            "could not start blocking service %s again (exit %s): %s",
-            name,
-            rc,
-            redact(err.strip())[-500:],
-        )
+        why = redact(err.strip())[-500:]
+        log.error("could not start blocking service %s again (exit %s): %s", name, rc, why)
         c.progress.note(f"[red]blocking service {name} did NOT start again[/red]")
     else:
         c.progress.note(f"started blocking service {name} again")

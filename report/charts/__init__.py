@@ -15,6 +15,7 @@ from __future__ import annotations
 from report.charts.axes import (
     _empty,
     concurrency_ticks,
+    noise_legend,
     ratio_axis,
     ratio_legend,
     significance_legend,
@@ -72,6 +73,7 @@ __all__ = [
     "plot_ttft_by_method",
     "plot_ttft_by_turn",
     "ratio_axis",
+    "noise_legend",
     "ratio_legend",
     "set_theme",
     "significance_legend",

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from report.charts.theme import Palette, _order, plain
@@ -58,9 +59,21 @@ def significance_legend() -> list[tuple[Line2D, str]]:
         ),
         (
             Line2D([], [], ls="none", marker="o", ms=6, mfc="white", mec="0.35"),
-            "hollow: not significant",
+            "hollow: not significant (or no interval)",
         ),
     ]
+
+
+def noise_legend(frame: pd.DataFrame) -> list[tuple[object, str]]:
+    """Legend entries for what a speedup chart draws besides the methods: the grey band of
+    start_spread (where any row has one) and the A/A control's grey x (where the plan ran
+    one)."""
+    out: list[tuple[object, str]] = []
+    if "start_spread" in frame and frame["start_spread"].notna().any():
+        out.append((Patch(color="0.88"), "grey band: two starts of one service, 95%"))
+    if "is_control" in frame and frame["is_control"].fillna(False).astype(bool).any():
+        out.append((Line2D([], [], ls="none", marker="x", color="0.45"), "x: A/A control"))
+    return out
 
 
 def _categorical(ax: Axes, n: int, label: str) -> None:

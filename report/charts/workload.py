@@ -1,6 +1,7 @@
 """The charts per workload, per method and per agentic turn: speedup and energy ratio by
-workload (log-2 ratio axis, A/A band), acceptance length bars, request_distribution's boxes
-(decode tok/s, TTFT) and the median TTFT and context length per turn."""
+workload (log-2 ratio axis, the start-spread band), acceptance length bars,
+request_distribution's boxes (decode tok/s, TTFT) and the median TTFT and context length per
+turn."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ def _config_labels(frame: pd.DataFrame) -> pd.Series:
 def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:
     """Speedup over the baseline per workload (and config) and method, 95% CI bars, on a
     log-2 ratio axis (:func:`ratio_axis`). Filled markers are significant (Holm), hollow ones
-    are not (:func:`ratio_legend`); grey bands: the A/A noise floor (:func:`_aa_band`), the
-    control itself not drawn. No legend here: the figure puts one below its panels."""
-    if "is_control" in frame:
-        frame = frame[~frame["is_control"].fillna(False).astype(bool)]
+    are not (:func:`ratio_legend`); grey bands: the noise floor of a service start
+    (:func:`_start_band`); the A/A control, where the plan ran one, a grey x with its
+    interval (a check, not a claim). No legend here: the figure puts one below its panels."""
+    control = frame["is_control"].fillna(False).astype(bool) if "is_control" in frame else None
+    controls = frame[control] if control is not None else frame[:0]
+    frame = frame[~control] if control is not None else frame
     if frame.empty:
         return _empty(ax, "no speedup rows")
     frame = frame.assign(label=_config_labels(frame))
@@ -38,7 +41,7 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
     labels = list(dict.fromkeys(frame.sort_values(keys)["label"]))
     methods = _order(palette, frame["method"])
     width = 0.8 / max(len(methods), 1)
-    _aa_band(ax, frame, labels)
+    _start_band(ax, frame, labels)
     for i, method in enumerate(methods):
         sub = frame[frame["method"] == method]
         x = np.array([labels.index(lb) for lb in sub["label"]]) - 0.4 + width * (i + 0.5)
@@ -57,6 +60,7 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
             zorder=3,
             label=None if sig.any() else plain(method),
         )
+    _control(ax, controls, frame, labels)
     ax.axhline(1.0, ls="--", color="0.3", lw=1)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlim(-0.5, len(labels) - 0.5)
@@ -65,15 +69,33 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
     return ax
 
 
-def _aa_band(ax: Axes, frame: pd.DataFrame, labels: list[str]) -> None:
-    """Each window's A/A noise floor in grey: [1/r, r], r = exp(|ln aa_speedup|)."""
-    if "aa_speedup" not in frame:
+BAND = "0.88"  # the start-spread band's grey
+CONTROL = "0.45"  # the A/A control's grey
+
+
+def _start_band(ax: Axes, frame: pd.DataFrame, labels: list[str]) -> None:
+    """Each load point's noise floor in grey: [1/x, x], x = start_spread (two starts of one
+    service land within it of each other 95% of the time: analyze.starts); none where the
+    stratum has no estimate or the file predates it."""
+    if "start_spread" not in frame:
         return
-    for label, aa in frame.groupby("label", sort=False)["aa_speedup"].first().items():
-        if np.isfinite(aa) and aa > 0:
-            r = float(np.exp(abs(np.log(aa))))
-            x = labels.index(label)
-            ax.fill_between([x - 0.45, x + 0.45], 1 / r, r, color="0.88", lw=0, zorder=0)
+    for label, x in frame.groupby("label", sort=False)["start_spread"].max().items():
+        if np.isfinite(x) and x > 0:
+            at = labels.index(label)
+            ax.fill_between([at - 0.45, at + 0.45], 1 / x, x, color=BAND, lw=0, zorder=0)
+
+
+def _control(ax: Axes, controls: pd.DataFrame, frame: pd.DataFrame, labels: list[str]) -> None:
+    """The A/A control's own speedup and interval at each load point (grey x), if any."""
+    if controls.empty:
+        return
+    every = _config_labels(pd.concat([frame.drop(columns="label"), controls]))
+    at = controls.assign(label=every.to_numpy()[len(frame) :])
+    at = at[at["label"].isin(labels)]
+    x = np.array([labels.index(lb) for lb in at["label"]], dtype=float) + 0.42
+    y = at["speedup"].to_numpy(float)
+    err = np.vstack([y - at["ci_low"].to_numpy(float), at["ci_high"].to_numpy(float) - y])
+    ax.errorbar(x, y, yerr=np.abs(err), fmt="x", color=CONTROL, ms=5, capsize=2, lw=0.8)
 
 
 def plot_energy_ratio_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) -> Axes:

@@ -34,7 +34,7 @@ def context(data: CompareData, chart: str | None) -> dict[str, Any]:
         "a_id": texttt(data.a["campaign_id"]),
         "b_id": texttt(data.b["campaign_id"]),
         "summary": words.tex(words.summary(data.changes)),
-        "drift": words.tex(words.drift_sentence(data.changes)),
+        "starts": words.tex(words.start_sentence(data.changes)),
         "prompts": [words.tex(line) for line in words.prompt_lines(data.prompts)],
         "n_tested": int(data.changes["p_holm"].notna().sum()) if not data.changes.empty else 0,
         "n_raw": int(data.changes["significant_raw"].fillna(False).astype(bool).sum())

@@ -3,7 +3,7 @@ from the DuckDB file: read-only, every value bound with ``?``.
 
 A and B are the campaign ids the comparison was stored under, or plan names (the latest
 stored comparison whose campaigns have those plan names). A pair with no stored rows, or
-one stored by an older specsweep (without the Holm, drift and prompt columns), is a
+one stored by an older specsweep (without the Holm, start-variance and prompt columns), is a
 :class:`~report.data.ReportError` that says which command stores it. Each change's metric
 label comes from ``metric_catalog`` (what analyze writes; the metric's name without a row).
 """
@@ -29,8 +29,9 @@ PROMPTS_SQL = (
     "ORDER BY status, workload, method, prompt_id"
 )
 TABLES_SQL = "SELECT table_name FROM information_schema.tables"
-# columns of compare_changes this report reads that older specsweeps did not store
-NEEDED = {"kind", "p_value", "p_holm", "drift", "verdict", "difference"}
+# columns of compare_changes this report reads that older specsweeps did not store (issue 36
+# replaced drift and service_var with start_source, start_sd and start_df)
+NEEDED = {"kind", "p_value", "p_holm", "start_source", "start_sd", "verdict", "difference"}
 
 
 @dataclass

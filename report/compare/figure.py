@@ -1,8 +1,8 @@
 """The compare report's chart: B/A decode speed per matched window with its 95% paired t
 interval, drawn as the main report draws speedups (:func:`report.figures.layout.ratio_figure`:
 a panel per workload and max_tokens, a point per concurrency and method, log-2 axis around
-the dashed 1x line; filled markers significant after Holm's adjustment and the drift rule,
-hollow ones not)."""
+the dashed 1x line; filled markers significant after Holm's adjustment, hollow ones not;
+a window without an interval, one start per side, shows its point only)."""
 
 from __future__ import annotations
 

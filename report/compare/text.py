@@ -1,6 +1,6 @@
 """The words and tables of the compare report, from one stored comparison: the verdict
-sentence (:func:`summary`), how drift between the campaigns entered the intervals
-(:func:`drift_sentence`), the likely cause (:func:`causes`: the environment keys that
+sentence (:func:`summary`), how the service starts' variance entered the intervals
+(:func:`start_sentence`), the likely cause (:func:`causes`: the environment keys that
 differ, grouped by what changed), the changes sorted by effect (raw p and Holm's adjusted p
 side by side; p90s as point estimates; attainment as a difference in points), each
 campaign's own speedup side by side, the prompts not paired, and the windows measured in
@@ -27,7 +27,6 @@ MAX_CHANGES = 40  # rows of the changes table; the rest are counted
 MAX_SPEEDUPS = 60
 MAX_VALUE = 120  # characters of an environment value in the cause list
 ARROW = r"~$\rightarrow$~"
-DRIFT = {"runs": "runs", "aa": "A/A", "none": "none"}
 
 
 def tex(sentence: str) -> NoEscape:
@@ -117,10 +116,7 @@ def summary(changes: pd.DataFrame) -> str:
     sig = changes[changes["significant"].astype(bool)]
     worse, better = sig[sig["worse"].astype(bool)], sig[~sig["worse"].astype(bool)]
     if sig.empty:
-        return (
-            f"No significant change: none of the {n} matched metrics moved beyond its "
-            "95% interval after Holm's adjustment and the drift rule."
-        )
+        return _no_change(changes)
     decode = sig[sig["metric"] == "decode_tps"]
     flags = decode["worse"].astype(bool)
     slower, faster = int(flags.sum()), int((~flags).sum())
@@ -148,6 +144,24 @@ def summary(changes: pd.DataFrame) -> str:
         f"{verdict}: {_count(len(worse))} of {n} matched metrics are significantly "
         f"worse, {_count(len(better))} better (Holm-adjusted); the largest {what} is "
         f"{change_text(top, changes)}."
+    )
+
+
+def _no_change(changes: pd.DataFrame) -> str:
+    """The verdict when nothing is significant: a change without an interval (one start per
+    side) is not "no change", so those are counted, and a comparison of none says so."""
+    tested = changes[changes["kind"] != "point"]
+    blind = int(tested["ci_low"].isna().sum())
+    if blind and blind == len(tested):
+        return (
+            f"No change can be told from a service start's spread: none of the {len(changes)} "
+            "matched metrics has an interval (one start per side: a plan's repeat of 2 or "
+            "more gives them one)."
+        )
+    return (
+        f"No significant change: none of the {len(changes)} matched metrics moved beyond "
+        "its 95% interval after Holm's adjustment"
+        + (f"; {blind} have no interval and count neither way." if blind else ".")
     )
 
 
@@ -220,7 +234,7 @@ def changes_table(changes: pd.DataFrame) -> tuple[NoEscape, int]:
         label=lambda f: [metric_label(r) for _, r in f.iterrows()],
         change=lambda f: [figure(r) for _, r in f.iterrows()],
         interval=lambda f: [interval(r) for _, r in f.iterrows()],
-        drift_label=lambda f: f["drift"].map(lambda d: DRIFT.get(d, "--")),
+        start=lambda f: [start_sd(r) for _, r in f.iterrows()],
     )
     cols = [
         Col("#", text("rank"), "r"),
@@ -232,29 +246,41 @@ def changes_table(changes: pd.DataFrame) -> tuple[NoEscape, int]:
         Col("95% CI", text("interval"), "c"),
         Col("p", lambda r: _p(r["p_value"]), "r"),
         Col("p Holm", lambda r: _p(r["p_holm"]), "r"),
-        Col("drift", text("drift_label"), "c"),
+        Col("start sd", text("start"), "r"),
         Col("n", text("n_prompts"), "r"),
+        Col("R", text("n_runs"), "r"),
         Col("verdict", text("verdict"), "c"),
     ]
     return fit_table(shown, cols), max(0, len(changes) - MAX_CHANGES)
 
 
-def drift_sentence(changes: pd.DataFrame) -> str:
-    """How drift between the campaigns entered the tested changes' intervals."""
+def start_sd(r: pd.Series) -> str:
+    """The pooled sd of one start's effect: ``5.0%`` (a ratio: 100 sd of ln), ``2.0 pts`` (a
+    share); ``own`` where the paired rounds' own spread entered; ``--`` where none did."""
+    if r.get("start_source") == "own rounds":
+        return "own"
+    if _missing(r.get("start_sd")) or r["kind"] == "point":
+        return "--"
+    return f"{r['start_sd'] * 100:.1f}" + (" pts" if r["kind"] == "difference" else "%")
+
+
+def start_sentence(changes: pd.DataFrame) -> str:
+    """How the service starts' variance entered the tested changes' intervals."""
     tested = changes[changes["kind"] != "point"] if not changes.empty else changes
-    count = {k: int((tested["drift"] == k).sum()) if not tested.empty else 0 for k in DRIFT}
-    held = int((changes["verdict"] == "not separable from drift").sum()) if not changes.empty else 0
+    source = tested["start_source"] if not tested.empty else pd.Series(dtype=object)
+    pooled, own = int((source == "pooled").sum()), int((source == "own rounds").sum())
+    none = int(tested["ci_low"].isna().sum()) if not tested.empty else 0
     out = (
-        f"Drift between the campaigns is measured by paired runs for {count['runs']} "
-        f"tested change(s), by an A/A control for {count['aa']}, and not at all for "
-        f"{count['none']}."
+        f"Every interval carries how far another service start would land: for {pooled} "
+        f"tested change(s) the start variance is pooled from every configuration's starts of "
+        f"both campaigns at the same engine, TP and load (start sd), for {own} from the paired "
+        f"rounds' own spread (where no configuration of the load gave start contrasts)."
     )
-    if count["none"]:
+    if none:
+        one = int((tested["ci_reason"].fillna("").str.startswith("one service start")).sum())
         out += (
-            " Those intervals cover prompts only, so a change must also exceed the "
-            "default floor (a ratio outside 0.80-1.25, or 10 attainment points) to "
-            f"count; {_count(held)} significant change(s) fall within it and are "
-            "reported as not separable from drift."
+            f" {none} change(s) have no interval, {_count(one)} of them because a side has one "
+            "start only (a plan's repeat of 2 or more gives them one); they count neither way."
         )
     return out
 

@@ -51,6 +51,17 @@ def throughput_lines(cs: pd.DataFrame) -> pd.DataFrame:
     return cs.assign(workload=label)
 
 
+def with_spread(rows: pd.DataFrame, sv: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Ratio rows (energy_ratio) with start_spread: the start_variance of ``metric`` at their
+    engine, tp and concurrency (the grey band of the ratio chart); unchanged without it."""
+    if rows.empty or sv.empty or "start_spread" in rows:
+        return rows
+    key = ["engine", "tp", "concurrency"]
+    at = sv[(sv["metric"] == metric) & (sv["load"] == "concurrency")]
+    at = at.assign(concurrency=at["level"].astype(int))[[*key, "start_spread"]]
+    return rows.merge(at, on=key, how="left")
+
+
 Job = tuple[str, Callable[[], Path]]  # (figure key, draw-and-save returning the PDF path)
 MAX_WORKERS = 4  # figure processes at most; each figure costs 0.1-1 s of CPU, 13 at 10k
 
@@ -95,7 +106,7 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
             "energy",
             _save_ratio,
             outdir / "energy.pdf",
-            data.energy_ratio,
+            with_spread(data.energy_ratio, data.start_variance, "j_per_token"),
             charts.plot_energy_ratio_by_workload,
             pal,
             value="energy_ratio",

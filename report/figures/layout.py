@@ -96,10 +96,11 @@ def ratio_figure(
         charts.ratio_axis(ax, values)
     drawn = (
         frame[~frame["is_control"].fillna(False).astype(bool)] if "is_control" in frame else frame
-    )  # the A/A control is drawn as grey bands, not as a method
+    )  # the A/A control is a grey x, not a method
     methods = charts.ratio_legend(palette, drawn["method"])
     ncol = max(2, min(len(methods), 4 if width >= 5 else 3))
-    entries = _row_major([methods, charts.significance_legend()], ncol)
+    extra = charts.noise_legend(frame)
+    entries = _row_major([methods, charts.significance_legend() + extra], ncol)
     fig.legend(
         *zip(*entries), loc="outside lower center", fontsize="small", frameon=False, ncol=ncol
     )

@@ -6,9 +6,14 @@ backs it (speedup.significant: Holm-adjusted p < 0.05). Each workload's headline
 (:func:`headline`) is picked after looking at the data, so it quotes the pick's simultaneous
 interval (speedup.sim_ci_low / sim_ci_high, Bonferroni over the campaign's claims), which keeps
 its 95% whichever comparison is picked; its plain 95% interval would not (winner's curse).
-A gain larger than the method's acceptance length is not a speedup speculation can give (a
-verify step yields at most accept_length tokens and costs at least one plain step): such a
-win is not a headline, and the validity notes name it as an artefact to investigate.
+A gain larger than speculation can give (report.findings.physics: a verify step yields at
+most its acceptance length and costs at least one plain step; the bound is the geometric mean
+of per-prompt acceptance against the geometric-mean speedup, the window counters where the
+engine counts nothing per request, 1 for the baseline under another name and for a target
+drafting for itself) is not a headline: the summary names it as an artefact to investigate. A
+gain whose acceptance is not known at all heads its workload only where no checked gain does,
+and then says that it was not checked. Every claim belongs to the campaign's one Holm family
+(report.findings.design says which and its m).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pylatex.utils import NoEscape
 
 from report import sections
 from report.data import ReportData
+from report.findings import design, physics
 from report.latex import escape_latex as e
 from report.latex import fmt_num
 
@@ -28,7 +34,8 @@ def _x(v: float) -> str:
 
 def _ci(row: pd.Series) -> str:
     if pd.isna(row.get("ci_low")):
-        return "no interval: " + e(row.get("ci_reason") or "too few prompts")
+        why = row.get("ci_reason")
+        return "no interval: " + e(why if isinstance(why, str) and why else "too few prompts")
     return f"95\\% CI {fmt_num(row['ci_low'])}--{fmt_num(row['ci_high'])}"
 
 
@@ -76,18 +83,6 @@ def claims(sp: pd.DataFrame) -> pd.DataFrame:
     return sp[~sp["is_control"].fillna(False).astype(bool)]
 
 
-def implausible(sp: pd.DataFrame) -> pd.Series:
-    """Per row: a significant gain whose point estimate exceeds the method's token-weighted
-    acceptance length (unknown acceptance: False)."""
-    if "accept_length_tw" not in sp:
-        return pd.Series(False, index=sp.index)
-    return (
-        (sp["significant"].fillna(False).astype(bool) & (sp["speedup"] > sp["accept_length_tw"]))
-        .fillna(False)
-        .astype(bool)
-    )
-
-
 def _wins(sub: pd.DataFrame) -> pd.DataFrame:
     return sub[sub["significant"].fillna(False).astype(bool) & (sub["speedup"] > 1)]
 
@@ -95,15 +90,19 @@ def _wins(sub: pd.DataFrame) -> pd.DataFrame:
 def headline(sub: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None]:
     """The headline win of one workload's speedup rows and the win it set aside, if any.
 
-    Rule: among significant speedups (Holm) no larger than their acceptance length allows,
-    the largest simultaneous lower bound (the most certain gain, not the largest point
-    estimate: a wide interval can carry a large estimate); ties go to the lower concurrency.
-    Load points where the baseline slows under load (:func:`baseline_slows`) are passed over
-    while another win exists; the passed-over win with a larger lower bound is returned
-    second so the text can name it.
+    Rule: among significant speedups (Holm) no larger than speculation can give
+    (:func:`report.findings.physics.implausible`; rows without physics columns count as
+    unchecked), the checked ones first: an unchecked gain heads only where no checked gain
+    exists. Among those, the largest simultaneous lower bound (the most certain gain, not the
+    largest point estimate: a wide interval can carry a large estimate); ties go to the lower
+    concurrency. Load points where the baseline slows under load (:func:`baseline_slows`) are
+    passed over while another win exists; the passed-over win with a larger lower bound is
+    returned second so the text can name it.
     """
     wins = _wins(sub)
-    wins = wins[~implausible(wins)]
+    wins = wins[~physics.implausible(wins)]
+    checked = wins[~physics.unchecked(wins)]
+    wins = checked if not checked.empty else wins
     if wins.empty:
         return None, None
     low = "sim_ci_low" if "sim_ci_low" in wins else "ci_low"
@@ -113,6 +112,12 @@ def headline(sub: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None]:
     best = clean.iloc[0] if not clean.empty else wins.iloc[0]
     aside = wins[slows & (wins[low] > best[low])]
     return best, (aside.iloc[0] if not aside.empty else None)
+
+
+UNCHECKED = (
+    " Its acceptance was not recorded (no per-request verify counts, no window counters), so it "
+    "is not checked against acceptance: whether speculation can give this much is not known."
+)
 
 
 def _set_aside(row: pd.Series, sub: pd.DataFrame) -> str:
@@ -133,11 +138,15 @@ def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
     if best is not None:
         n_wins = len(_wins(sub))
         return (
-            f"On \\emph{{{e(workload)}}} the most certain gain is "
-            f"\\textbf{{{e(best['method'])}}} at {_x(best['speedup'])} ({_pick_ci(best)}; "
-            f"{_where(best, multi)}; {n_wins} of {len(sub)} comparisons significantly "
-            f"faster after Holm's adjustment)."
-        ) + (_set_aside(aside, sub) if aside is not None else "")
+            (
+                f"On \\emph{{{e(workload)}}} the most certain gain is "
+                f"\\textbf{{{e(best['method'])}}} at {_x(best['speedup'])} ({_pick_ci(best)}; "
+                f"{_where(best, multi)}; {n_wins} of {len(sub)} comparisons significantly "
+                f"faster after Holm's adjustment)."
+            )
+            + (UNCHECKED if physics.unchecked(best.to_frame().T).iloc[0] else "")
+            + (_set_aside(aside, sub) if aside is not None else "")
+        )
     top = sub.loc[sub["speedup"].idxmax()]
     return (
         f"On \\emph{{{e(workload)}}} \\textbf{{no significant speedup}}: the highest point "
@@ -146,47 +155,62 @@ def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
     )
 
 
-def noise_floor(sp: pd.DataFrame) -> str:
-    """The A/A control's sentence: how far the baseline's second start landed from the first
-    across windows, and whether that variance entered the intervals; without a control, that
-    service starts are not in them."""
-    control = sp[sp["is_control"].fillna(False).astype(bool)] if "is_control" in sp else sp[:0]
-    if control.empty:
-        return (
-            "No A/A control ran (plan option aa\\_control): each method ran on one "
-            "service start, and the intervals cover prompts (and runs), not the spread "
-            "between service starts, which an A/A campaign found to reach 0.80--1.04x."
+def _why(r: pd.Series) -> str:
+    """Why one gain is not physics, by the basis of its bound (report.findings.physics)."""
+    who, x = f"{e(r['method'])} on {e(r['workload'])} at {_x(r['speedup'])}", r["speedup"]
+    if r["physics_basis"] == physics.SAME_LAUNCH:
+        return f"{who} was launched exactly as the baseline (the same flags): it can give no gain"
+    if r["physics_basis"] == physics.SELF_DRAFT:
+        cost = (
+            f"; its {_x(x)} with {fmt_num(r['acceptance'])} tokens a step implies a step cost "
+            f"of {fmt_num(r['acceptance'] / x)} plain steps"
+            if pd.notna(r.get("acceptance"))
+            else ""
         )
-    lo, hi = control["speedup"].min(), control["speedup"].max()
-    n_sig = int(control["significant_raw"].fillna(False).astype(bool).sum())
-    var = sp["service_var"].max() if "service_var" in sp else 0.0
-    entered = (
-        f"its variance (sd {fmt_num(var**0.5 * 100, '.1f')}\\% in ln speed between two "
-        "starts) is added to every one-run interval"
-        if var and var > 0
-        else "it showed no spread beyond prompt noise, so no variance was added"
+        return (
+            f"{who} drafts for itself (its draft model is the target): it accepts K + 1 "
+            "tokens a step by construction, so its step cost binds, and a step runs K draft "
+            "passes and a verify pass of the target, at least K + 1 plain steps: it cannot beat "
+            "the baseline" + cost
+        )
+    source = (
+        "the geometric mean of its per-prompt acceptance on the same prompts"
+        if r["physics_basis"] == physics.PER_PROMPT
+        else f"the most its {e(r['physics_basis'])} (pooled acceptance "
+        f"{fmt_num(r['acceptance'])}) allow as a geometric mean over prompts"
     )
-    return (
-        f"Noise floor: the baseline against its own second start (A/A control) ranged "
-        f"{_x(lo)} to {_x(hi)} over {len(control)} window(s), {n_sig} with an unadjusted "
-        f"interval excluding 1; {entered}."
-    )
+    return f"{who} exceeds {fmt_num(r['physics_bound'])} tokens per verify step, {source}"
 
 
 def _artefacts(sp: pd.DataFrame) -> list[str]:
-    """Significant gains larger than the acceptance length allows."""
-    odd = sp[implausible(sp)]
+    """Significant gains larger than speculation can give (report.findings.physics)."""
+    odd = sp[physics.implausible(sp)]
     if odd.empty:
         return []
-    top = odd.loc[(odd["speedup"] / odd["accept_length_tw"]).idxmax()]
+    ratio = odd["speedup"] / odd["physics_bound"]
+    tops = odd.loc[ratio.groupby(odd["physics_basis"], sort=False).idxmax()]  # one per basis
     return [
         (
-            f"{len(odd)} significant gain(s) exceed what their acceptance length allows and "
-            f"are not reported as findings, e.g. {e(top['method'])} on "
-            f"{e(top['workload'])} at {_x(top['speedup'])} with "
-            f"{fmt_num(top['accept_length_tw'])} tokens per verify step: a verify step "
-            "cannot yield more tokens than it accepts, so the baseline's window was slowed "
-            "by something else (a service start, a neighbour)."
+            f"{len(odd)} significant gain(s) exceed what speculation can give and are not "
+            f"reported as findings: {'; '.join(_why(r) for _, r in tops.iterrows())}. A "
+            "verify step cannot yield more tokens than it accepts, so the baseline's window "
+            "was slowed by something else (a service start, a neighbour)."
+        )
+    ]
+
+
+def _unchecked(sp: pd.DataFrame) -> list[str]:
+    """Significant gains no acceptance figure can check (physics rule 5)."""
+    odd = sp[physics.unchecked(sp)]
+    if odd.empty:
+        return []
+    top = odd.loc[odd["speedup"].idxmax()]
+    return [
+        (
+            f"{len(odd)} significant gain(s) could not be checked against acceptance (none was "
+            f"recorded for them), e.g. {e(top['method'])} on {e(top['workload'])} at "
+            f"{_x(top['speedup'])}: none heads a workload where a checked gain exists, and one "
+            "that heads says so."
         )
     ]
 
@@ -205,31 +229,25 @@ def _slowdowns(sp: pd.DataFrame) -> list[str]:
     ]
 
 
-def _acceptance(cs: pd.DataFrame) -> list[str]:
-    acc = cs.dropna(subset=["accept_length_tw"])
+def _acceptance(cs: pd.DataFrame, prediction: pd.DataFrame) -> list[str]:
+    """Each method's mean acceptance length: per request (config_summary), else from the
+    servers' window counters (speedup_prediction: vLLM without per-request counts)."""
+    acc = cs.dropna(subset=["accept_length_tw"]) if "accept_length_tw" in cs else cs[:0]
+    lead = "Mean token-weighted acceptance length (tokens per verify step)"
+    if acc.empty and "acceptance_source" in prediction:
+        acc = prediction[prediction["acceptance_source"] == "window counters"]
+        acc = acc.rename(columns={"accept_length": "accept_length_tw"})
+        lead = "Mean acceptance length from the servers' window counters (tokens per drafting step)"
     if acc.empty:
         return ["No acceptance-length data was recorded."]
     means = acc.groupby("method")["accept_length_tw"].mean().sort_values(ascending=False)
     parts = ", ".join(f"{e(m)} {fmt_num(v)}" for m, v in means.items())
-    return [f"Mean token-weighted acceptance length (tokens per verify step): {parts}."]
-
-
-def _throughput(sp: pd.DataFrame) -> list[str]:
-    if "throughput_speedup" not in sp or sp["throughput_speedup"].isna().all():
-        return []
-    top_c = sp["concurrency"].max()
-    at = sp[sp["concurrency"] == top_c].dropna(subset=["throughput_speedup"])
-    best = at.loc[at["throughput_speedup"].idxmax()]
-    return [
-        (
-            f"At the highest concurrency ({e(top_c)}) the best aggregate throughput ratio is "
-            f"{e(best['method'])} on {e(best['workload'])} at "
-            f"{_x(best['throughput_speedup'])} (a single window, no CI)."
-        )
-    ]
+    return [f"{lead}: {parts}."]
 
 
 MAX_LISTED = 6
+# crossover statuses besides 'stops paying' (09_crossover.sql), as the summary words them;
+# 'undetermined' has two readings: it paid at the lowest level (paid_up_to set) or never did
 OTHER_STATUSES = (
     ("always pays", "always pay{s} up to the highest concurrency measured"),
     (
@@ -237,9 +255,24 @@ OTHER_STATUSES = (
         "pay{s} at the lowest concurrency and then cannot be told "
         "from the baseline (too little data to say where it stops)",
     ),
-    ("never pays", "never pay{s}"),
+    (
+        "undetermined, never faster",
+        "{is_} significantly faster at no level and significantly slower at not every level: "
+        "whether {it} pay{s} is undetermined",
+    ),
+    ("never pays", "never pay{s} (significantly slower at every level)"),
     ("pays only above lowest", "pay{s} only above the lowest concurrency"),
 )
+
+
+ONE, MANY = {"s": "s", "is_": "is", "it": "it"}, {"s": "", "is_": "are", "it": "they"}
+
+
+def _kind(row: pd.Series) -> str:
+    """The crossover status, 'undetermined' split by whether the lowest level paid."""
+    if row["status"] == "undetermined" and pd.isna(row.get("paid_up_to")):
+        return "undetermined, never faster"
+    return str(row["status"])
 
 
 def _setting(row: pd.Series, swept: pd.DataFrame) -> str:
@@ -276,10 +309,11 @@ def _crossover(cx: pd.DataFrame | None) -> list[str]:
         f"significantly faster at lower concurrency) in {len(crossing)} of {len(swept)} "
         f"swept setting(s)" + (f": {', '.join(listed)}" if listed else "")
     )
+    kinds = swept.apply(_kind, axis=1)
     others = [
-        f"{n} {verb.format(s='s' if n == 1 else '')}"
+        f"{n} {verb.format(**(ONE if n == 1 else MANY))}"
         for status, verb in OTHER_STATUSES
-        if (n := int((swept["status"] == status).sum()))
+        if (n := int((kinds == status).sum()))
     ]
     return [head + (f"; of the others, {', '.join(others)}." if others else ".")]
 
@@ -287,62 +321,35 @@ def _crossover(cx: pd.DataFrame | None) -> list[str]:
 HEADLINE_RULE = (
     "Each workload's headline is its most certain gain: the largest lower "
     "bound of the simultaneous 95\\% interval among speedups significant after "
-    "Holm's adjustment and no larger than their acceptance length (ties: the "
-    "lower concurrency), passing over load points where the baseline's own "
-    "throughput falls below its throughput at the lowest concurrency."
+    "Holm's adjustment and no larger than speculation can give (a verify step yields no "
+    "more tokens than it accepts: the geometric-mean speedup against the geometric mean "
+    "of per-prompt acceptance, or what the window counters allow; 1 for the baseline under "
+    "another name and for a target drafting for itself), gains checked against acceptance "
+    "before unchecked ones (ties: the lower concurrency), passing over load points where "
+    "the baseline's own throughput falls below its throughput at the lowest concurrency."
 )
 
 
-def several_runs(sp: pd.DataFrame) -> bool:
-    """Some speedup rests on more than one run of the campaign (speedup.n_runs > 1)."""
-    return not sp.empty and "n_runs" in sp and bool((sp["n_runs"].fillna(1) > 1).any())
-
-
-def runs_sentence(sp: pd.DataFrame) -> str:
-    """How much of the speedup intervals' spread is between runs, when the campaign has
-    several (speedup.n_runs > 1): the median between_run_share over those comparisons and the
-    comparison where it is largest, with its per-run speedups. Empty with one run (or a file
-    analyzed before runs existed)."""
-    if not several_runs(sp):
-        return ""
-    multi = sp[(sp["n_runs"] > 1) & sp["between_run_share"].notna()]
-    lo, hi = int(sp["n_runs"].fillna(1).min()), int(sp["n_runs"].max())
-    runs = f"{hi} runs" if lo == hi else f"runs ({lo} to {hi} per comparison)"
-    out = (
-        f"Intervals cross the campaign's {runs} with its prompts (a two-way variance: runs "
-        "pooled where they differ by no more than noise)."
-    )
-    if multi.empty:
-        return out
-    top = multi.loc[multi["between_run_share"].idxmax()]
-    several = len(sp[["engine", "tp"]].drop_duplicates()) > 1
-    share = 100 * multi["between_run_share"]
-    return (
-        out + f" Between runs: a median {fmt_num(share.median(), '.0f')}\\% of one run's "
-        f"speedup variance over {len(multi)} comparison(s), the most "
-        f"{fmt_num(100 * top['between_run_share'], '.0f')}\\% (per-run speedups "
-        f"{_x(top['run_speedup_min'])} to {_x(top['run_speedup_max'])}) for "
-        f"{e(top['method'])} on \\emph{{{e(top['workload'])}}}, {_where(top, several)}; "
-        "0\\% means the runs agree up to prompt noise (with 2 or 3 runs a rough figure)."
-    )
-
-
 def summary(data: ReportData) -> list[NoEscape]:
-    """The summary-of-findings bullet points."""
+    """The summary-of-findings bullet points: what a speedup is and the headline rule, the
+    family page 1's claims are adjusted in, the noise floor of a service start, the rounds,
+    each workload's headline, the gains not reported (beyond physics, unchecked), slowdowns,
+    crossover, acceptance and energy."""
     everything, n_measured = data.speedup, int(data.campaign["n_measured"])
-    sp = claims(everything)
+    sp = physics.bounds(data, claims(everything))
     methods = ", ".join(e(m) for m in data.palette) or "none"
     lines = [
         (
             f"{n_measured} measured requests, methods: {methods}; baseline: "
             f"\\emph{{{e(data.baseline)}}}. Speedup is the geometric mean over prompts of "
-            "the per-prompt ratio of decode tok/s, with a t interval on the log ratios "
-            "(none below the prompts it needs); significance is Holm-adjusted over the "
-            "campaign's comparisons. " + HEADLINE_RULE
-        )
+            "the per-prompt ratio of decode tok/s, with a t interval on the log ratios that "
+            "carries the spread between service starts (none below the prompts or the starts "
+            "it needs). " + HEADLINE_RULE
+        ),
+        design.family_sentence(data),
+        design.noise_floor(data),
     ]
-    lines += [noise_floor(everything)]
-    lines += [runs] if (runs := runs_sentence(sp)) else []
+    lines += [runs] if (runs := design.runs_sentence(sp)) else []
     if sp.empty:
         lines.append(
             "No speedup could be computed: the campaign has no baseline windows "
@@ -352,7 +359,8 @@ def summary(data: ReportData) -> list[NoEscape]:
         multi = len(sp[["engine", "tp"]].drop_duplicates()) > 1
         for workload, sub in sp.groupby("workload", sort=True):
             lines.append(_workload_sentence(str(workload), sub, multi))
-        lines += _artefacts(sp)
-        lines += _slowdowns(sp) + _throughput(sp) + _crossover(data.crossover)
-    lines += _acceptance(data.config_summary) + sections.energy_finding(data.energy_ratio)
+        lines += _artefacts(sp) + _unchecked(sp)
+        lines += _slowdowns(sp) + _crossover(data.crossover)
+    lines += _acceptance(data.config_summary, data.speedup_prediction)
+    lines += sections.energy_finding(data.energy_ratio)
     return [NoEscape(s) for s in lines]

@@ -1,8 +1,10 @@
 """The data-driven threats to validity, appended to the report template's fixed text.
 
 Each note is raw LaTeX (``NoEscape``) assembled from escaped data values: a CPU-only run,
-small samples, prompt-cache settings, failed requests or services, an incomplete campaign,
-replicas that disagree, and the services' transport (:func:`report.sections.transport_notes`).
+the design's rounds, start sd and drift, and comparisons left without an interval for want of
+starts (:func:`report.findings.design.start_notes`), small samples, prompt-cache settings,
+failed requests or services, an incomplete campaign, replicas that disagree, and the
+services' transport (:func:`report.sections.transport_notes`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from pylatex.utils import NoEscape
 
 from report import sections
 from report.data import ReportData
+from report.findings import design
 from report.latex import escape_latex as e
 from report.latex import fmt_num
 
 SMALL_PROMPTS = 10
+MIN_PROMPTS = 3  # schema.paired.MIN_PROMPTS (report imports nothing of the other stages)
 
 
 def _host_notes(data: ReportData) -> list[str]:
@@ -61,11 +65,16 @@ def _sample_notes(data: ReportData) -> list[str]:
     col = "n_prompts" if "n_prompts" in sp else "n"
     small = sp[sp[col] < SMALL_PROMPTS] if not sp.empty else sp
     if not small.empty:
-        none = int(small["ci_low"].isna().sum()) if "ci_low" in small else 0
+        none = int((small[col] < MIN_PROMPTS).sum())
         notes.append(
             f"{len(small)} of {len(sp)} speedup comparisons rest on fewer than "
-            f"{SMALL_PROMPTS} prompts: their t intervals are wide, and {none} have "
-            "none at all (too few prompts for any interval to keep its coverage)."
+            f"{SMALL_PROMPTS} prompts: their t intervals, where they have one, are wide"
+            + (
+                f", and {none} have none at all (too few prompts for any interval to keep its "
+                "coverage)."
+                if none
+                else "."
+            )
         )
     notes.append(f"{data.n_warmup} warm-up request(s) were excluded from every metric.")
     return notes
@@ -148,6 +157,7 @@ def validity_notes(data: ReportData) -> list[NoEscape]:
     """Data-driven threats to validity (appended to the template's fixed text)."""
     notes = (
         _host_notes(data)
+        + design.start_notes(data)
         + _sample_notes(data)
         + _cache_notes(data)
         + _failure_notes(data)

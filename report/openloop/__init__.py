@@ -29,6 +29,7 @@ from report.openloop.figures import (
     goodput_figure,
     lag_figure,
     latency_figure,
+    over_starts,
     settings,
     speedup_figure,
     title,
@@ -78,7 +79,8 @@ def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[tuple[str, C
     for i, (key, sub) in enumerate(settings(ow)):
         add(f"openloop-latency:{i}", latency_figure, sub, pal)
         if target is not None and sub["attainment"].notna().any():
-            add(f"openloop-goodput:{i}", goodput_figure, sub, pal, target)
+            per_rate = over_starts(sub, _of(data.rate_attainment, key), KEY)
+            add(f"openloop-goodput:{i}", goodput_figure, per_rate, pal, target)
         sp = _speedup_rows(data.rate_speedup, key, data.rate_limits)
         if not sp.empty:
             add(f"openloop-speedup:{i}", speedup_figure, sp, pal)
@@ -88,6 +90,8 @@ def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[tuple[str, C
 
 
 def _of(frame: pd.DataFrame, key: tuple) -> pd.DataFrame:
+    if frame.empty:
+        return frame
     return frame[(frame[SETTING] == pd.Series(key, index=SETTING)).all(axis=1)]
 
 
@@ -115,10 +119,15 @@ def limits_rows(limits: pd.DataFrame, ow: pd.DataFrame, rs: pd.DataFrame) -> pd.
     return out.sort_values(KEY)
 
 
-def _under_slo(col: str) -> Callable[[pd.Series], str]:
+def _under_slo(col: str, reason: str | None = None) -> Callable[[pd.Series], str]:
+    """A max-rate cell: the rate, ``(all)`` when every rate passed, ``< lowest`` when the
+    lowest missed, ``--`` when nothing was judged (no single rate, or the column's ``reason``:
+    the lowest rate had no interval, e.g. one start per configuration)."""
+
     def cell(r: pd.Series) -> str:
         if pd.isna(r[col]):
-            return "--" if pd.isna(r["lowest"]) else f"< {fmt_num(r['lowest'], 'g')}"
+            unjudged = pd.isna(r["lowest"]) or (reason is not None and pd.notna(r.get(reason)))
+            return "--" if unjudged else f"< {fmt_num(r['lowest'], 'g')}"
         every = r[col] == r["highest"]
         return fmt_num(r[col], "g") + (" (all)" if every else "")
 
@@ -132,8 +141,9 @@ def _stops(r: pd.Series, baseline: str) -> str:
 
 
 def limits_table(rows: pd.DataFrame, has_slo: bool, baseline: str) -> NoEscape:
-    """Per setting and method: max rate under the SLO (point estimate and Wilson lower
-    bound), the first saturated rate and the rate where speculation stops paying (req/s)."""
+    """Per setting and method: max rate under the SLO (point estimate, and strict: on the
+    lower end of attainment's interval over the rounds' starts, rate_attainment's), the first
+    saturated rate and the rate where speculation stops paying (req/s)."""
     cols = [
         Col("workload", text("workload")),
         Col("max_tokens", text("max_tokens"), "r"),
@@ -143,8 +153,12 @@ def limits_table(rows: pd.DataFrame, has_slo: bool, baseline: str) -> NoEscape:
         cols.insert(1, Col("tp", text("tp"), "r"))
     if has_slo:
         cols += [
-            Col("max rate under SLO", _under_slo("max_rate_under_slo"), "r"),
-            Col("strict (Wilson)", _under_slo("max_rate_under_slo_strict"), "r"),
+            Col("max rate under SLO (point)", _under_slo("max_rate_under_slo"), "r"),
+            Col(
+                "strict (over starts)",
+                _under_slo("max_rate_under_slo_strict", "strict_reason"),
+                "r",
+            ),
         ]
     cols += [
         Col(
@@ -183,7 +197,9 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
             )
         if has_slo and pd.notna(r["max_rate_under_slo"]):
             every = " (every rate measured)" if r["max_rate_under_slo"] == r["highest"] else ""
-            meets.append(f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}{every}")
+            meets.append(
+                f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}{every}{_strict(r)}"
+            )
         elif has_slo and pd.notna(r["lowest"]):
             meets.append(f"{m} misses the SLO already at {_rate(r['lowest'])}")
         if pd.notna(r["saturation_rate"]):
@@ -191,9 +207,23 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
     return stops + meets + sat
 
 
+def _strict(r: pd.Series) -> str:
+    """What the interval over the starts says of a point max rate under the SLO: nothing when
+    it agrees, else that the rate is a point estimate and how far the interval goes."""
+    strict, point = r.get("max_rate_under_slo_strict"), r["max_rate_under_slo"]
+    if pd.notna(strict) and strict >= point:
+        return ""
+    if pd.notna(strict):
+        return f" (point estimate; up to {_rate(strict)} on its interval over starts)"
+    if pd.notna(r.get("strict_reason")):
+        return " (point estimate; no interval over starts)"
+    return " (point estimate; at no rate on its interval over starts)"
+
+
 def findings(rows: pd.DataFrame, ow: pd.DataFrame, has_slo: bool, baseline: str) -> list[NoEscape]:
     """One sentence per setting: where each method stops paying, up to which rate it meets
-    the SLO, where it saturates (rates are swept rates; TPOT speedup per paired prompts)."""
+    the SLO (the point estimate, qualified where the interval over starts says less), where it
+    saturates (rates are swept rates; TPOT speedup per paired prompts)."""
     return [
         NoEscape(f"Open loop on {e(title(key, ow))}: " + "; ".join(c) + ".")
         for key, sub in rows.groupby(SETTING, sort=True)

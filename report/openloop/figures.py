@@ -57,6 +57,32 @@ def settings(ow: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
     return list(ow.groupby(SETTING, sort=True)) if not ow.empty else []
 
 
+STARTS = ["goodput_rps", "goodput_lo", "goodput_hi", "attainment", "attainment_lo",
+          "attainment_hi"]  # fmt: skip
+
+
+def over_starts(windows: pd.DataFrame, per_rate: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """One setting's goodput and attainment per method and swept rate over the rounds'
+    starts: rate_attainment's figures and start-aware intervals, the from-send figures pooled
+    over the rate's windows (points), saturated or behind schedule where any window was. A
+    window without a single rate (ramp, trace replay) stays a window, with its own start's
+    Wilson interval."""
+    fixed = windows[windows["rate"].notna()]
+    if fixed.empty or per_rate.empty:
+        return windows
+    sums = fixed.groupby(key + ["rate"]).agg(
+        x=("x", "first"), n_from_send=("n_good_from_send", "sum"),
+        n_scheduled=("n_scheduled", "sum"), elapsed_s=("elapsed_s", "sum"),
+        saturated=("saturated", "any"), behind_schedule=("behind_schedule", "any"),
+    ).reset_index()  # fmt: skip
+    sums = sums.assign(
+        attainment_from_send=sums["n_from_send"] / sums["n_scheduled"],
+        goodput_from_send_rps=sums["n_from_send"] / sums["elapsed_s"],
+    )
+    rates = sums.merge(per_rate[[*key, "rate", *STARTS]], on=[*key, "rate"], how="left")
+    return pd.concat([rates, windows[windows["rate"].isna()]], ignore_index=True)
+
+
 def title(key: tuple, ow: pd.DataFrame) -> str:
     """A setting's name: workload, plus max_tokens and TP where those vary."""
     tp, workload, mt = key

@@ -2,10 +2,11 @@
 deployment and, per family and workload, a sentence such as "draft-simple: n_max=4 up to
 concurrency 1, off from 4".
 
-A family's best at a load is its member with the highest speedup whose 95% interval lies
-above 1, or speculation off when none does; family ``(any)`` is every non-baseline method
-together. Loads are concurrency levels (closed loop) or request rates (open loop, TPOT
-speedup).
+A family's best at a load is its member with the highest speedup among those significantly
+above 1 (Holm, the campaign's one family of claims), or speculation off when none is; its
+interval is the simultaneous one over that family (best_setting.ci_low / ci_high); family
+``(any)`` is every non-baseline method together. Loads are concurrency levels (closed loop)
+or request rates (open loop, TPOT speedup).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def table(bs: pd.DataFrame) -> NoEscape | None:
         Col("family", text("family")),
         Col("best setting", choice),
         Col("speedup", lambda r: "" if r["decision"] != "method" else num("speedup")(r), "r"),
-        Col("95% CI", lambda r: "" if r["decision"] != "method" else ci()(r), "c"),
+        Col("simultaneous 95% CI", lambda r: "" if r["decision"] != "method" else ci()(r), "c"),
         Col("candidates", text("n_candidates"), "r"),
     ]
     if rows[["engine", "tp"]].drop_duplicates().shape[0] > 1:

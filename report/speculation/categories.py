@@ -147,6 +147,12 @@ def summary(frame: pd.DataFrame) -> str | None:
     with_ci = int((rows["ci_low"].notna() & rows["ci_high"].notna()).sum())
     small = sorted(rows.loc[rows["n_prompts"] < MIN_PROMPTS, "category"])
     text = f"{with_ci} of {len(rows)} speedup cells have a 95\\% interval."
+    if "n_family" in rows and rows["n_family"].notna().any():
+        n_sig = int(rows["significant"].fillna(False).astype(bool).sum())
+        text += (
+            f" Their own Holm family (a breakdown, apart from the campaign's claims): "
+            f"m = {int(rows['n_family'].max())} cells, {n_sig} significant after it."
+        )
     if small:
         text += " Too few prompts for an interval: " + ", ".join(e(c) for c in dict.fromkeys(small))
         text += "."

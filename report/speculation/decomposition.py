@@ -135,9 +135,15 @@ def _named(rows: pd.DataFrame, frame: pd.DataFrame) -> str:
 
 def losers(frame: pd.DataFrame) -> str:
     """Who loses on step cost and who on acceptance (the table's limited_by, read from the
-    factors), among the windows where the method is slower: its speedup's 95% interval lies
-    below 1 (a point estimate below 1 alone is not called a loss) (raw LaTeX)."""
-    slower = frame[frame["ci_high"].lt(1).fillna(False).astype(bool)]
+    factors), among the windows where the method is significantly slower: Holm-significant in
+    the campaign's family (the speedup table's `significant`, which :func:`with_significance`
+    adds) with its interval below 1; a frame without that column (a file analysed before the
+    family) by its 95% interval alone. A point estimate below 1 alone is never called a loss
+    (raw LaTeX)."""
+    below = frame["ci_high"].lt(1).fillna(False).astype(bool)
+    if "significant" in frame:
+        below &= frame["significant"].astype("boolean").fillna(False).astype(bool)
+    slower = frame[below]
     cost = slower[slower["limited_by"] == "step cost"]
     acc = slower[slower["limited_by"] == "acceptance"]
     if cost.empty and acc.empty:
@@ -148,11 +154,20 @@ def losers(frame: pd.DataFrame) -> str:
     if not acc.empty:
         parts.append(f"on acceptance (at most 1.05 tokens per verify step): {_named(acc, frame)}")
     return (
-        "Where a method is slower than the baseline (its speedup's 95\\% interval below "
-        "1; its acceptance gain is then below its step cost), it loses "
+        "Where a method is significantly slower than the baseline (Holm, the campaign's family "
+        "of claims; its acceptance gain is then below its step cost), it loses "
         + "; and ".join(parts)
         + "."
     )
+
+
+def with_significance(frame: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
+    """speedup_decomposition rows with the speedup table's Holm `significant` (kept where the
+    frame has one already; NULL where the speedup table has no such row)."""
+    key = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
+    if "significant" in frame or speedup.empty or not {*key, "significant"} <= set(speedup):
+        return frame
+    return frame.merge(speedup[[*key, "significant"]], on=key, how="left")
 
 
 def unknown(frame: pd.DataFrame) -> str | None:

@@ -156,7 +156,11 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
     if ps.empty and sd.empty and bs.empty and sp.empty and abl.empty and cp.empty:
         return {"available": False, "findings": [], "threats": []}
     sw = sweeps(ps, figs)
-    losers = decomposition.losers(sd) if not sd.empty else None
+    losers = (
+        decomposition.losers(decomposition.with_significance(sd, data.speedup))
+        if not sd.empty
+        else None
+    )
     unknown = decomposition.unknown(sd) if not sd.empty else None
     findings = [s["finding"] for s in sw if s["finding"]]
     findings += [NoEscape(losers)] if losers and not losers.startswith("No method") else []

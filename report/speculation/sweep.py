@@ -221,6 +221,8 @@ def _value(r: pd.Series) -> str:
 
 
 def _speed(r: pd.Series) -> str:
+    if pd.isna(r["ci_low"]):  # no interval (one start per side, too few prompts)
+        return f"{fmt_num(r['speedup'])}$\\times$, a point estimate without an interval"
     return (
         f"{fmt_num(r['speedup'])}$\\times$ {{[}}{fmt_num(r['ci_low'])}, "
         f"{fmt_num(r['ci_high'])}{{]}}"
@@ -235,7 +237,7 @@ def clause(line: pd.DataFrame) -> str | None:
     if best.empty:
         return None
     b = best.iloc[0]
-    paid = "" if b["ci_low"] > 1 else ", not above 1"
+    paid = "" if b["ci_low"] > 1 or pd.isna(b["ci_low"]) else ", not above 1"
     if acc.empty or acc.iloc[0]["value"] == b["value"]:
         a = f"{fmt_num(b['accept_length'])}; " if pd.notna(b["accept_length"]) else ""
         return (

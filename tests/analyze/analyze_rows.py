@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ COLUMNS = (
     "chunk_tokens", "prompt_tokens", "cached_tokens", "output_tokens", "finish_reason",
     "spec_verify_ct", "draft_tokens", "accepted_tokens", "accept_length", "output_text",
     "server_stats", "ok", "error_kind", "error_message", "engine_accept_length",
-    "accept_histogram", "accepted_per_pos", "step_accepted",
+    "accept_histogram", "accepted_per_pos", "step_accepted", "run",
 )  # fmt: skip
 
 _ids = itertools.count()
@@ -60,7 +60,7 @@ def req(**overrides: Any) -> dict[str, Any]:
         "accept_length": None, "output_text": "text", "server_stats": "{}", "ok": True,
         "error_kind": None, "error_message": None, "engine_accept_length": None,
         "accept_histogram": None, "accepted_per_pos": None, "step_accepted": None,
-        "category": "uncategorized",
+        "category": "uncategorized", "run": 1,
     }  # fmt: skip
     unknown = overrides.keys() - row.keys()
     assert not unknown, f"not a requests column: {unknown}"
@@ -322,3 +322,42 @@ def rt_window(method: str, rate: float, tpot: Callable[[int], float]) -> tuple[l
         "elapsed_s": 12.0,
     }
     return rows, window
+
+
+def in_rounds(
+    rows: list[dict[str, Any]],
+    rounds: int = 3,
+    factor: Callable[[str, int, str], float] | None = None,
+) -> list[dict[str, Any]]:
+    """One round's requests repeated as rounds 1..rounds of a campaign, each round its own
+    service start (service_id, window_id and request_id end in /run<r>, as collect writes run
+    r > 1's). factor(method, run, prompt_id) multiplies a request's decode speed: its e2e_s
+    becomes ttft_s + (e2e_s - ttft_s) / factor."""
+    out = []
+    for run in range(1, rounds + 1):
+        for row in rows:
+            copy = {**row, "run": run, "request_id": f"{row['request_id']}/run{run}",
+                    "service_id": f"{row['service_id']}/run{run}",
+                    "window_id": f"{row['window_id']}/run{run}"}  # fmt: skip
+            if factor is not None:
+                f = factor(row["method"], run, row["prompt_id"])
+                copy["e2e_s"] = row["ttft_s"] + (row["e2e_s"] - row["ttft_s"]) / f
+            out.append(copy)
+    return out
+
+
+def rows_in_rounds(table: str, rows: list[dict[str, Any]], rounds: int = 3) -> list[dict[str, Any]]:
+    """Rows of `windows` or `services` (or `requests`: in_rounds) repeated as rounds
+    1..rounds, their ids ending in /run<r> as in_rounds writes them; a service's requested_at
+    moves a minute per round (the rounds' starts come one after another)."""
+    if table == "requests":
+        return in_rounds(rows, rounds)
+    ids = {"windows": ("window_id", "service_id"), "services": ("service_id",)}[table]
+    out = []
+    for run in range(1, rounds + 1):
+        for row in rows:
+            copy = {**row, "run": run, **{k: f"{row[k]}/run{run}" for k in ids if row.get(k)}}
+            if table == "services":
+                copy["requested_at"] = row["requested_at"] + timedelta(minutes=run)
+            out.append(copy)
+    return out

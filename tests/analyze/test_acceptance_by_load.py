@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 import pytest
-from analyze_rows import AR, SERVICE_T, fetch, ident, one, req
+from analyze_rows import AR, SERVICE_T, fetch, ident, one, req, rows_in_rounds
 
 from analyze import build
 from schema.store import Store
@@ -83,8 +83,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             requests += rows
             windows.append(window)
     requests = [{**r, "category": "chat"} for r in requests]  # required by RequestsSchema
-    store = Store(path)
+    store = Store(path)  # three rounds repeating one another: intervals need 2+ starts a side
     for table, rows in (("requests", requests), ("windows", windows)):
+        rows = rows_in_rounds(table, rows)
         assert store.append(table, rows) == len(rows), table
     build.run(path, baseline=AR)
     return path
@@ -106,7 +107,7 @@ def test_closed_loop_acceptance_stays_while_step_cost_grows(db: Path) -> None:
     3.17 / 2. Concurrency 4: the same gain, step 0.6 s over 0.2 s: cost 3 (1.5 times the
     lowest load's), speedup 3.17 / 3. Pooled acceptance: 192 tokens / 64 steps = 3."""
     one_, four = row(db, "c1", "concurrency", 1), row(db, "c1", "concurrency", 4)
-    assert (one_["method"], one_["engine"], one_["n_prompts"], one_["n"]) == ("dd", "sglang", 3, 3)
+    assert (one_["method"], one_["engine"], one_["n_prompts"], one_["n"]) == ("dd", "sglang", 3, 9)
     for r, conc in ((one_, 1), (four, 4)):
         assert r["acceptance_gain"] == pytest.approx(GAIN_CLOSED)
         assert r["accept_length"] == pytest.approx(3.0)
@@ -127,7 +128,7 @@ def test_open_loop_factors_come_from_the_steady_paired_prompts(db: Path) -> None
     110 tokens / (6 * 5 + 5 * 2) steps = 2.75."""
     gain = 5 ** (5 / 9) * 2 ** (4 / 9)
     two, four = row(db, "rt", "rate", 2.0), row(db, "rt", "rate", 4.0)
-    assert (two["method"], two["engine"], two["n_prompts"], two["n"]) == ("dd", "vllm", 9, 9)
+    assert (two["method"], two["engine"], two["n_prompts"], two["n"]) == ("dd", "vllm", 9, 27)
     assert two["effective_concurrency"] is None
     for r, cost in ((two, 1.5), (four, 2.25)):
         assert r["acceptance_gain"] == pytest.approx(gain)

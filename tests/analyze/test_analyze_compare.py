@@ -1,17 +1,22 @@
-"""`python -m analyze compare` and `gate` on two campaigns built from hand-made rows, every
-expected figure computed here from the injected factors (never by the code under test):
+"""`python -m analyze compare` and `gate` on two campaigns built from hand-made rows (3
+rounds each unless a test says otherwise), every expected figure computed here from the
+injected factors (never by the code under test):
 
 - a slowdown injected into one method of B is found with its sign, size and t interval; a
-  40% slowdown fails the gate, a 15% one without an A/A control is 'not separable from
-  drift' (docs/compare.md) and passes it; windows of partly different plans are listed;
-- drift: an A/A control adds the service variance s2 to the interval (hand-computed), small
-  noise keeps the change significant and large noise does not; campaigns of several runs
-  pair run k with run k (A's extra runs left out);
+  40% slowdown fails the gate; windows of partly different plans are listed;
+- service starts: the start variance pooled from both campaigns' starts enters the interval
+  (hand-computed: var(ln start factors) / 2 per campaign, weighted by df), small start
+  spread keeps a 15% change significant and large spread does not; rounds pair in run
+  order (A's extra rounds left out), and a campaign whose starts leave too few contrasts
+  lends none; with one start per side there is no interval and the gate says it cannot
+  decide (exit 3), unless no change reaches the threshold even in its point estimate;
 - Holm: four equal raw p-values of 0.02-0.03 adjust to 4p > 0.05 and the gate passes;
 - prompts whose text or chat template differs are not paired and are named;
 - open-loop windows are matched on their load, p90s are point estimates, and SLO attainment
   differences carry Newcombe's interval (tests/analyze/test_compare_stats.py checks the
-  formula on Newcombe's worked example)."""
+  formula on Newcombe's worked example).
+
+Power through the SQL path: tests/analyze/test_compare_power.py."""
 
 from __future__ import annotations
 
@@ -23,16 +28,25 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from analyze_rows import AR, decode_req, open_req, req, store_rows, window, write_db
+from analyze_rows import (
+    AR,
+    decode_req,
+    open_req,
+    req,
+    store_rows,
+    window,
+    write_db,
+)
 from scipy import stats
 
 from analyze import build, compare
 from analyze.environment_diff import argument_diff, stable
+from schema.paired import ONE_START
 
 PROMPTS = [f"inline/{i}" for i in range(6)]
 JITTER = (-1.0, 1.0, -2.0, 2.0, 0.5, -0.5)  # B's per-prompt log jitter / 50: mean 0
-AA_SPREAD = (1.0, -1.0, 0.5, -0.5, 2.0, -2.0)  # the A/A control's per-prompt log jitter / 100
-AA = "autoregressive-aa"
+ROUNDS = {1: 1.0, 2: 1.0, 3: 1.0}  # run -> ngram's start factor: 3 rounds, starts alike
+ONE = {1: 1.0}  # one start per configuration
 
 
 def _plan(texts: list[str], chat_template: str | None = None) -> str:
@@ -51,24 +65,21 @@ def _campaign(
     extra_workload: bool = False,
     concurrency: tuple[int, ...] = (1,),
     runs: dict[int, float] | None = None,
-    aa: float | None = None,
     jitter: float = 0.02,
 ) -> list[dict]:
     """autoregressive 40 tok/s and ngram 60 tok/s on 6 prompts x 3 reps; ngram times
-    slowdown * exp(jitter * JITTER[i]) (B's change); runs: run -> ngram's start factor;
-    aa: the A/A control's start factor (speeds of autoregressive times aa * exp(0.01 K_i))."""
+    slowdown * exp(jitter * JITTER[i]) (B's change); runs: run -> ngram's start factor
+    (default: 3 rounds, every start alike)."""
     rows = []
-    methods = [("autoregressive", 40.0), ("ngram", 60.0)] + ([(AA, 40.0)] if aa else [])
+    methods = [("autoregressive", 40.0), ("ngram", 60.0)]
     for (run, start), c, (method, tps) in (
-        (r, c, m) for r in (runs or {1: 1.0}).items() for c in concurrency for m in methods
+        (r, c, m) for r in (runs or ROUNDS).items() for c in concurrency for m in methods
     ):
         for i, prompt in enumerate(PROMPTS):
             for rep in range(3):
                 speed = tps * (1 + 0.02 * i + 0.005 * rep)
                 if method == "ngram":
                     speed *= slowdown * math.exp(jitter * JITTER[i]) * start
-                if method == AA:
-                    speed *= aa * math.exp(0.01 * AA_SPREAD[i])
                 tail = f"-c{c}/run{run}"
                 rows.append(
                     decode_req(
@@ -141,7 +152,7 @@ def _compare(db: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProces
     )
 
 
-def _gate(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _gate(db: Path, *extra: str, candidate: str = "B") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -153,7 +164,7 @@ def _gate(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
             "--baseline",
             "A",
             "--candidate",
-            "B",
+            candidate,
             *extra,
         ],
         capture_output=True,
@@ -187,7 +198,9 @@ def _prompt_var(jitter: float = 0.02) -> float:
     return jitter**2 * float(np.var(JITTER, ddof=1)) / len(JITTER)
 
 
-def test_a_slowdown_beyond_the_floor_is_found_and_fails_the_gate(tmp_path: Path) -> None:
+def test_a_slowdown_is_found_and_fails_the_gate(tmp_path: Path) -> None:
+    """3 rounds, every start alike: the pooled start variance is 0 and the interval is the
+    prompts' (V = var_p(d) / P on P - 1 df)."""
     db = _db(tmp_path, 0.6)
     result = _result(db)
     decode = _get(result, "ngram", "decode_tps")
@@ -198,7 +211,9 @@ def test_a_slowdown_beyond_the_floor_is_found_and_fails_the_gate(tmp_path: Path)
         pytest.approx(hi),
         pytest.approx(p, rel=1e-6),
     )
-    assert decode.drift == "none" and decode.significant and decode.worse
+    assert decode.start_source == "pooled" and decode.n_runs == 3
+    assert decode.start_sd == pytest.approx(0.0, abs=1e-9) and decode.start_df == 4
+    assert decode.significant and decode.worse
     assert decode.verdict == "worse" and decode.n_prompts == 6
     tpot = _get(result, "ngram", "tpot_s")  # TPOT = 1 / decode speed per request
     assert tpot.ratio == pytest.approx(1 / 0.6) and tpot.worse and tpot.significant
@@ -212,62 +227,87 @@ def test_a_slowdown_beyond_the_floor_is_found_and_fails_the_gate(tmp_path: Path)
     done = _gate(db, "--max-regression", "5%")
     assert done.returncode == 1 and "FAIL" in done.stdout and "ngram" in done.stdout
     assert (
-        "drift between campaigns: measured by paired runs for 0, by an A/A control for "
-        "0, not measured for" in done.stdout
+        "service starts: the start variance pooled from both campaigns entered 2 "
+        "interval(s), the paired rounds' own spread 0; 4 change(s) have no interval" in done.stdout
     )
     assert _gate(db, "--max-regression", "70%").returncode == 0  # TPOT +67%: within
 
 
-def test_without_an_aa_control_a_change_within_the_floor_is_not_separable(tmp_path: Path) -> None:
-    """15% slower: a tiny raw p-value, but drift between campaigns is not measured and
-    0.85 lies within [0.8, 1.25]: not significant, the gate passes."""
-    db = _db(tmp_path, 0.85)
+def test_one_start_per_side_gives_no_interval_and_the_gate_cannot_decide(tmp_path: Path) -> None:
+    """One round in each campaign: no interval, no verdict; the gate exits 3 and names the
+    changes it cannot decide (15% slower, TPOT 18% longer: beyond 5%); at 20% no point
+    estimate reaches the threshold, so no interval could fail one: it passes, saying so."""
+    db = _db(tmp_path, 0.85, A={"runs": ONE}, B={"runs": ONE})
     decode = _get(_result(db), "ngram", "decode_tps")
-    assert decode.significant_raw and decode.p_holm < 1e-3 and decode.drift == "none"
-    assert not decode.significant and decode.verdict == "not separable from drift"
+    assert decode.ratio == pytest.approx(0.85) and decode.n_runs == 1
+    assert (decode.ci_low, decode.p_value, decode.reason) == (None, None, ONE_START)
+    assert decode.verdict == "no interval" and not decode.significant
+    assert decode.start_source is None and decode.start_sd is None
     done = _gate(db)
-    assert done.returncode == 0 and "gate: 0 regression(s) beyond 5.0%" in done.stdout
-    assert "not separable from drift" in done.stdout
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "gate: 0 regression(s) beyond 5.0%" in done.stdout
+    assert "gate: cannot decide 2 change(s): worse than 5.0% in their point estimate" in done.stdout
+    assert done.stdout.count("  UNDECIDED ") == 2 and "one service start per side" in done.stdout
+    wide = _gate(db, "--max-regression", "20%")
+    assert wide.returncode == 0
+    assert "gate: 6 change(s) have no interval; each lies within 20.0%" in wide.stdout
+    several = tmp_path / "several"  # 3 rounds in A, 1 in B: one paired round, no interval
+    several.mkdir()
+    one_paired = _get(_result(_db(several, 0.85, B={"runs": ONE})), "ngram", "decode_tps")
+    assert one_paired.n_runs == 1 and one_paired.reason == ONE_START
 
 
-def _aa_s2(*starts: float) -> float:
-    """s2 = max(0, mean over A/A windows of (a_w^2 - V_w)): each window's d_p = ln start +
-    0.01 K_p, so a_w = ln start and V_w = 0.01^2 var(K) / P."""
-    v = 0.01**2 * float(np.var(AA_SPREAD, ddof=1)) / len(AA_SPREAD)
-    return max(0.0, float(np.mean([math.log(s) ** 2 - v for s in starts])))
+def _start_s2(*factors: float) -> float:
+    """One campaign's pooled start variance, by hand: two configurations, R rounds, ngram's
+    start factors f_r against a steady baseline; the config x round interaction is
+    +/-(ln f_r - mean) / 2, so A = sum_r (ln f_r - mean)^2 / 2 / (R - 1) = var(ln f) / 2 on
+    R - 1 degrees of freedom (the cells' own noise is 0 here)."""
+    return float(np.var(np.log(factors), ddof=1)) / 2
 
 
-@pytest.mark.parametrize(("starts", "counts"), [((1.01, 0.99), True), ((1.2, 0.8), False)])
-def test_an_aa_control_adds_the_service_variance(
-    tmp_path: Path, starts: tuple, counts: bool
+@pytest.mark.parametrize(
+    ("a_starts", "b_starts", "counts"),
+    [((1.01, 0.99, 1.0), (1.0, 1.01, 0.99), True), ((1.2, 0.8, 1.0), (0.9, 1.1, 1.0), False)],
+)
+def test_the_start_variance_of_both_campaigns_enters_the_interval(
+    tmp_path: Path, a_starts: tuple, b_starts: tuple, counts: bool
 ) -> None:
-    """A/A controls in both campaigns (the baseline's second start at 1.01x / 0.99x, or
-    1.2x / 0.8x): service_var = s2 on W = 2 windows, Satterthwaite's df; a 15% slowdown
-    counts over the small noise floor and not over the large one."""
-    db = _db(tmp_path, 0.85, A={"aa": starts[0]}, B={"aa": starts[1]})
+    """ngram's starts vary by round in both campaigns: s2 = (2 s2_A + 2 s2_B) / 4 on 4 df,
+    V = var_p(d) / P + 2 s2 / 3 with Satterthwaite's df; a 15% slowdown counts over the
+    small start spread and not over the large one."""
+    runs = [dict(enumerate(f, 1)) for f in (a_starts, b_starts)]
+    db = _db(tmp_path, 0.85, A={"runs": runs[0]}, B={"runs": runs[1]})
     decode = _get(_result(db), "ngram", "decode_tps")
-    s2, v = _aa_s2(*starts), _prompt_var()
-    df = (v + s2) ** 2 / (v**2 / 5 + s2**2 / 2)
-    lo, hi, p = _t_interval(math.log(0.85), v + s2, df)
-    assert decode.drift == "aa" and decode.service_var == pytest.approx(s2)
+    s2 = (_start_s2(*a_starts) + _start_s2(*b_starts)) / 2
+    v_p, v_s = _prompt_var(), 2 * s2 / 3
+    df = (v_p + v_s) ** 2 / (v_p**2 / 5 + v_s**2 / 4)
+    shift = float(np.mean(np.log(b_starts) - np.log(a_starts)))
+    lo, hi, p = _t_interval(math.log(0.85) + shift, v_p + v_s, df)
+    assert decode.ratio == pytest.approx(0.85 * math.exp(shift))
+    assert (decode.start_sd, decode.start_df) == (pytest.approx(s2**0.5), pytest.approx(4))
     assert (decode.ci_low, decode.ci_high, decode.p_value) == (
         pytest.approx(lo),
         pytest.approx(hi),
         pytest.approx(p, rel=1e-6),
     )
-    assert decode.significant is counts
+    assert decode.start_source == "pooled" and decode.significant is counts
 
 
-def test_runs_of_two_campaigns_pair_by_run_order(tmp_path: Path) -> None:
-    """A measured 3 runs (ngram's start 1.0, 1.1, 0.95), B 2 (0.9, 1.0) and 30% slower: run 1
-    pairs with run 1 and run 2 with run 2, A's run 3 is left out, so the ratio is
-    0.7 * sqrt(0.9 * 1.0 / (1.0 * 1.1)) and the run-to-run spread widens the interval."""
+def test_rounds_of_two_campaigns_pair_by_run_order(tmp_path: Path) -> None:
+    """A measured 3 rounds (ngram's start 1.0, 1.1, 0.95), B 2 (0.9, 1.0) and 30% slower:
+    round 1 pairs with round 1 and round 2 with round 2, A's round 3 is left out, so the
+    ratio is 0.7 * sqrt(0.9 * 1.0 / (1.0 * 1.1)). B's 4 starts of 2 configurations in 2
+    rounds leave 1 contrast: only A's start variance (2 df) enters, on A's 3 rounds."""
     db = _db(tmp_path, 0.7, A={"runs": {1: 1.0, 2: 1.1, 3: 0.95}}, B={"runs": {1: 0.9, 2: 1.0}})
     decode = _get(_result(db), "ngram", "decode_tps")
-    assert decode.drift == "runs" and decode.n_runs == 2
+    assert decode.start_source == "pooled" and decode.n_runs == 2
     assert decode.ratio == pytest.approx(0.7 * math.sqrt(0.9 / 1.1))
-    one_run_lo, one_run_hi, _ = _t_interval(math.log(decode.ratio), _prompt_var(), 5)
-    assert decode.ci_high / decode.ci_low > one_run_hi / one_run_lo
+    s2 = _start_s2(1.0, 1.1, 0.95)
+    v_p, v_s = _prompt_var(), 2 * s2 / 2
+    df = (v_p + v_s) ** 2 / (v_p**2 / 5 + v_s**2 / 2)
+    lo, hi, _ = _t_interval(math.log(decode.ratio), v_p + v_s, df)
+    assert (decode.start_sd, decode.start_df) == (pytest.approx(s2**0.5), pytest.approx(2))
+    assert (decode.ci_low, decode.ci_high) == (pytest.approx(lo), pytest.approx(hi))
 
 
 def test_holm_over_the_family_decides_the_gate(tmp_path: Path) -> None:
@@ -387,7 +427,7 @@ def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         changes = con.execute(
             "SELECT metric, kind, ratio, ci_low, ci_high, p_value, p_holm, "
-            "significant, significant_raw, drift, verdict, worse, rank "
+            "significant, significant_raw, start_source, verdict, worse, rank "
             "FROM compare_changes WHERE a = 'A' AND b = 'B' ORDER BY rank"
         ).fetchall()
     assert changes == [
@@ -401,7 +441,7 @@ def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
             c.p_holm,
             c.significant,
             c.significant_raw,
-            c.drift,
+            c.start_source,
             c.verdict,
             c.worse,
             rank,
@@ -420,8 +460,8 @@ def test_compare_stores_what_compare_returns(tmp_path: Path) -> None:
         ("chat", None, None, None, "not checked", "a plan does not define the workload")
     ]
     assert _stored(db, "compare_environment") == [("gpu1", "engine.version", "0.29", "0.30", None)]
-    runs = _stored(db, "compare_runs")  # 2 methods x 6 prompts x 3 reps, B twice (code)
-    assert [(r[0], r[1], r[3]) for r in runs] == [("A", "nightly", 36), ("B", "nightly", 72)]
+    runs = _stored(db, "compare_runs")  # 2 methods x 6 prompts x 3 reps x 3 rounds, B twice
+    assert [(r[0], r[1], r[3]) for r in runs] == [("A", "nightly", 108), ("B", "nightly", 216)]
 
 
 def test_a_second_compare_replaces_the_pairs_rows_and_keeps_other_pairs(tmp_path: Path) -> None:
@@ -455,24 +495,26 @@ def _b_ttft(i: int) -> float:
     return 0.1 * (1 + 0.03 * i) * 1.5 * math.exp(0.01 * (i - 5))
 
 
-def _open_db(tmp_path: Path, slo: dict[str, str] | None = None) -> Path:
-    """Campaigns A and B, each one poisson window at 2 req/s on chat: 11 requests at 0..10 s
-    (steady: 1..9), prompt p<i>, TTFT 0.1 * (1 + 0.03 i) s in A and _b_ttft(i) in B, TPOT
-    0.02 s in both; B also has a linear ramp 0.5-2 req/s that A lacks. slo: each
-    campaign's slo.ttft_ms (none by default)."""
+def _open_db(tmp_path: Path, slo: dict[str, str] | None = None, rounds: int = 3) -> Path:
+    """Campaigns A and B, each one poisson window at 2 req/s on chat in `rounds` rounds: 11
+    requests at 0..10 s a round (steady: 1..9), prompt p<i>, TTFT 0.1 * (1 + 0.03 i) s in A
+    and _b_ttft(i) in B, TPOT 0.02 s in both; B also has a linear ramp 0.5-2 req/s that A
+    lacks. slo: each campaign's slo.ttft_ms (none by default)."""
     requests, windows = [], []
-    for cid in "AB":
+    for cid, run in ((c, r) for c in "AB" for r in range(1, rounds + 1)):
+        wid = f"{cid}-open/run{run}"
         requests += [
             open_req(
                 float(i),
                 ttft=_b_ttft(i) if cid == "B" else 0.1 * (1 + 0.03 * i),
                 campaign_id=cid,
-                window_id=f"{cid}-open",
+                window_id=wid,
                 prompt_id=f"p{i}",
+                run=run,
             )
             for i in range(11)
         ]
-        windows.append(window(cid, f"{cid}-open", rate=2.0, n=11, span=10.0, elapsed=12.0))
+        windows.append(window(cid, wid, rate=2.0, n=11, span=10.0, elapsed=12.0, run=run))
     requests += [
         open_req(float(i), campaign_id="B", window_id="B-ramp", prompt_id=f"p{i}") for i in range(5)
     ]
@@ -487,6 +529,7 @@ def _open_db(tmp_path: Path, slo: dict[str, str] | None = None) -> Path:
             ramp="linear",
             ramp_start_rate=0.5,
             ramp_end_rate=2.0,
+            run=1,
         )
     )
     campaigns = [
@@ -523,10 +566,13 @@ def test_open_loop_windows_are_matched_on_their_load(tmp_path: Path) -> None:
     ttft = by_metric["ttft_s"]
     assert result.changes[0] is ttft and ttft.significant and ttft.worse
     assert ttft.ratio == pytest.approx(1.5) and ttft.n_prompts == 9  # the steady requests
+    # one configuration per campaign: no start contrast to pool, its 3 paired rounds carry it
+    assert (ttft.start_source, ttft.n_runs, ttft.start_sd) == ("own rounds", 3, None)
     assert by_metric["tpot_s"].ratio == pytest.approx(1) and not by_metric["tpot_s"].significant
     p90 = by_metric["ttft_s_p90"]  # a point estimate: no interval, never significant
-    assert p90.a == pytest.approx(0.1 * (1 + 0.03 * 8.2))  # p90 of 1..9: 8 + 0.2
-    assert p90.b == pytest.approx(_b_ttft(8) + 0.2 * (_b_ttft(9) - _b_ttft(8)))
+    # p90 of 1..9 three times: sorted position 0.9 x 26 = 23.4, between an 8 and a 9
+    assert p90.a == pytest.approx(0.1 * (1 + 0.03 * 8.4))
+    assert p90.b == pytest.approx(_b_ttft(8) + 0.4 * (_b_ttft(9) - _b_ttft(8)))
     assert p90.ratio == pytest.approx(p90.b / p90.a) and p90.kind == "point"
     assert p90.ci_low is None and p90.p_value is None and not p90.significant
     assert "accept_length" not in by_metric  # no verify counts
@@ -585,19 +631,26 @@ def _wilson(x: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]
 
 def test_attainment_is_compared_under_the_same_slo_only(tmp_path: Path) -> None:
     """TTFT objective 140 ms: A's steady TTFTs (0.103-0.127 s) all meet it, B's (0.148-0.19
-    s) none: attainment 1 -> 0, difference -1 with Newcombe's interval [-1, -1 +
-    sqrt(u_B^2 + (1 - l_A)^2)] (Wilson of 0/9 and 9/9), not a zero-width one; significantly
-    worse and the gate fails on it. With B's objective at 200 ms there is no attainment row
-    (the slo.* keys show in the environment diff instead)."""
+    s) none, in each of 3 rounds: attainment 1 -> 0, difference -1 with Newcombe's interval
+    [-1, -1 + sqrt(u_B^2 + (1 - l_A)^2)] (Wilson of 0/27 and 27/27; every start's share is
+    the same, so the start variance is 0 on 2 + 2 df), not a zero-width one; significantly
+    worse and the gate fails on it. One round a side: no interval. With B's objective at 200
+    ms there is no attainment row (the slo.* keys show in the environment diff instead)."""
     with duckdb.connect(str(_open_db(tmp_path, {"A": "140", "B": "140"})), read_only=True) as con:
         result = compare.compare(con, "A", "B")
     [att] = [c for c in result.changes if c.metric == "attainment"]
-    (_, u_b), (l_a, _) = _wilson(0, 9), _wilson(9, 9)
+    (_, u_b), (l_a, _) = _wilson(0, 27), _wilson(27, 27)
     assert (att.a, att.b, att.difference, att.kind) == (1.0, 0.0, -1.0, "difference")
     assert att.ci_low == pytest.approx(-1.0)
     assert att.ci_high == pytest.approx(-1 + math.hypot(u_b, 1 - l_a)) and att.ci_high < -0.5
+    assert (att.start_sd, att.start_df, att.start_source) == (0.0, 4.0, "pooled")
     assert att.n_prompts == 9 and att.significant and att.worse and att.regresses_beyond(0.05)
     assert "-100.0 points" in compare.describe(att)
+    once = tmp_path / "once"
+    once.mkdir()
+    with duckdb.connect(str(_open_db(once, {"A": "140", "B": "140"}, 1)), read_only=True) as con:
+        [att] = [c for c in compare.compare(con, "A", "B").changes if c.metric == "attainment"]
+    assert att.ci_low is None and att.reason == ONE_START and att.undecided(0.05)
     other = tmp_path / "other"
     other.mkdir()
     with duckdb.connect(str(_open_db(other, {"A": "140", "B": "200"})), read_only=True) as con:

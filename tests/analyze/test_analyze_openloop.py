@@ -1,6 +1,6 @@
 """The open-loop objects (slo_targets, open_requests, open_windows, cache_hygiene,
-rate_speedup, rate_limits) on hand-built raw rows written through Store.append (the raw
-contracts check them), every figure worked by hand below.
+rate_attainment, rate_speedup, rate_limits) on hand-built raw rows written through
+Store.append (the raw contracts check them), every figure worked by hand below.
 
 c1 (SLO ttft 500 ms, tpot 100 ms; target and trim by default: 0.99, 0.1), one window c1-w1:
   11 requests scheduled at 0, 1, ..., 10 s (S = 10), lag 0.001 * ((9 - i) % 11) s, so the lags
@@ -21,26 +21,47 @@ c2 (no SLO): saturation cases over S = 20 (steady [2, 18], 17 steady requests, t
   growth 0.11, small 0.03, so request 2 (ends 2.06 / 2.02) and 18 (18.21 / 18.06) fall out:
   15 of 17, 2 short, not saturated by completion),
   schedule lag, warm-up and an interrupted unit.
-c3 (SLO ttft 500 ms, target 0.9, trim 0.2): autoregressive and dflash at 1, 2, 4, 8 req/s, 40
-  requests each at 0..39 s (steady [7.8, 31.2]: 8..31); dflash's TPOT is half the baseline's
-  per prompt (speedup 2) except at 4 req/s (x 1.25: speedup 0.8), where the baseline failed
-  requests 16..23 (16 pairs left; 32 of 40 good; saturated). Attainment: baseline 40, 39, 32,
-  40 of 40 -> max rate 2 (8 passes above the failing 4 and does not count); Wilson lower bound
-  of 40/40 = 40/(40 + z^2) = 0.912 >= 0.9, of 39/40 = 0.871 < 0.9 -> strict 1; dflash 5 of 40
-  at 1 req/s -> NULL. Plus a closed-loop window per method for cache_hygiene.
+c3 (SLO ttft 500 ms, target 0.9, trim 0.2): autoregressive and dflash at 1, 2, 4, 8 req/s in 3
+  rounds (a service start per method and round; round 1's windows keep the names
+  c3-<method>-<rate>), 40 requests each at 0..39 s (steady [7.8, 31.2]: 8..31); dflash's TPOT is
+  half the baseline's per prompt (speedup 2) except at 4 req/s (x 1.25: speedup 0.8), where the
+  baseline failed requests 16..23 in every round (16 pairs left; 32 of 40 good; saturated). The
+  rounds are alike (the TPOT ratios' start variance pools to 0) but for the baseline at 2 req/s,
+  whose first 1, 0, 3 requests are slow (ttft 0.6 s): 39, 40, 37 of 40. Attainment: baseline
+  120, 116, 96, 120 of 120 -> max rate 2 (8 passes above the failing 4 and does not count);
+  dflash 15 of 120 at 1 req/s -> NULL. Strict, on rate_attainment's lower bound: at 1 req/s the
+  one configuration with failures (dflash, 5 of 40 in every round) shows no spread (X2 = 0),
+  but 2 contrasts are too few to pool on: s2 = 0 with its sampling variance, a t quantile on
+  about 1400 df, and the baseline's 120 of 120 gets 0.969 >= 0.9 (Wilson's 120 / (120 + z^2) to
+  4 digits); at 2 req/s the baseline's 39, 40, 37 give X2 = 3.62, s2 = 0.645 and a lower bound
+  of 0.39 -> strict 1 (Wilson on 116 of 120, 0.917, would have passed 2); at 8 req/s every
+  request met the SLO, so the spread is the engine's over every rate (X2 = 3.62 <
+  chi2_6(0.75) = 7.84 over 6 contrasts: pooled, Wilson's). Plus a closed-loop window per method
+  for cache_hygiene.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pytest
-from analyze_rows import AR, fetch, one, open_req, req, store_rows, window
+from analyze_rows import (
+    AR,
+    fetch,
+    one,
+    open_req,
+    req,
+    store_rows,
+    window,
+)
+from scipy import stats
 
-from analyze import build
+from analyze import attainment, build
 from collect.plan.load import Slo
 
 DF = "dflash"
@@ -209,37 +230,41 @@ def c2_rows() -> tuple[list[dict], list[dict]]:
     return rows, wins
 
 
+SLOW_AR_2 = {1: 1, 2: 0, 3: 3}  # c3: requests 0..k-1 of autoregressive at 2 req/s are slow
+
+
+def c3_request(method: str, rate: float, run: int, i: int, wid: str, svc: str) -> dict:
+    """Request i of c3's window of `method` at `rate` in round `run` (module docstring)."""
+    tpot = 0.04 + 0.001 * (i % 5)
+    if method == DF:  # with a jitter of its own, so the ratios have a spread
+        tpot *= (1.25 if rate == 4.0 else 0.5) * (1 + 0.01 * ((3 * i) % 5 - 2))
+    slow_df = (method, rate) == (DF, 1.0) and i >= 5
+    slow = slow_df or ((method, rate) == (AR, 2.0) and i < SLOW_AR_2[run])
+    row = open_req(
+        float(i),
+        ttft=0.6 if slow else 0.1,
+        tpot=tpot,
+        tokens=61,
+        failed=(method, rate) == (AR, 4.0) and 16 <= i <= 23,
+        campaign_id="c3",
+        window_id=wid,
+        service_id=svc,
+        method=method,
+        prompt_id=f"p{i}",
+        cached_tokens={(DF, 2.0): 10, (DF, 8.0): 50}.get((method, rate), 0),
+    )
+    return {**row, "run": run}
+
+
 def c3_rows() -> tuple[list[dict], list[dict]]:
     rows, wins = [], []
-    for rate in (1.0, 2.0, 4.0, 8.0):
-        for method in (AR, DF):
-            wid = f"c3-{method}-{rate:g}"
-            cached = {(DF, 2.0): 10, (DF, 8.0): 50}.get((method, rate), 0)
-            for i in range(40):
-                tpot = 0.04 + 0.001 * (i % 5)
-                if method == DF:  # with a jitter of its own, so the ratios have a spread
-                    tpot *= (1.25 if rate == 4.0 else 0.5) * (1 + 0.01 * ((3 * i) % 5 - 2))
-                slow = (method, rate) == (DF, 1.0) and i >= 5 or (method, rate, i) == (AR, 2.0, 0)
-                rows.append(
-                    open_req(
-                        float(i),
-                        ttft=0.6 if slow else 0.1,
-                        tpot=tpot,
-                        tokens=61,
-                        failed=(method, rate) == (AR, 4.0) and 16 <= i <= 23,
-                        campaign_id="c3",
-                        window_id=wid,
-                        method=method,
-                        prompt_id=f"p{i}",
-                        cached_tokens=cached,
-                    )
-                )
-            reset = "kept" if (method, rate) == (DF, 8.0) else "flush_cache"
-            wins.append(
-                window(
-                    "c3", wid, method, rate=rate, n=40, span=39.0, elapsed=40.0, cache_reset=reset
-                )
-            )
+    for run, rate, method in itertools.product((1, 2, 3), (1.0, 2.0, 4.0, 8.0), (AR, DF)):
+        tail = "" if run == 1 else f"/run{run}"  # round 1 keeps the names the tests use
+        wid, svc = f"c3-{method}-{rate:g}{tail}", f"svc-{method}{tail}"
+        rows += [c3_request(method, rate, run, i, wid, svc) for i in range(40)]
+        reset = "kept" if (method, rate) == (DF, 8.0) else "flush_cache"
+        wins.append(window("c3", wid, method, rate=rate, n=40, span=39.0, elapsed=40.0,
+                           cache_reset=reset, service_id=svc, run=run))  # fmt: skip
     for method, cached in ((AR, 0), (DF, 30)):
         wid = f"c3-{method}-closed"
         rows += [
@@ -273,9 +298,9 @@ def c3_rows() -> tuple[list[dict], list[dict]]:
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("openloop") / "open.duckdb"
     requests, windows = [], []
-    for rows, wins in (c1_rows(), c2_rows(), c3_rows()):
-        requests += rows
-        windows += wins
+    for rows, wins in (c1_rows(), c2_rows(), c3_rows()):  # one round unless c3's says
+        requests += [{"run": 1, **r} for r in rows]
+        windows += [{"run": 1, **w} for w in wins]
     units = [
         {
             "campaign_id": "c2",
@@ -561,8 +586,9 @@ def test_rate_speedup_in_rate_space(db: Path) -> None:
         assert r["tpot_speedup"] == pytest.approx(speedup, rel=0.01)
         assert speedup * 0.98 < r["tpot_speedup_lo"] < r["tpot_speedup_hi"] < speedup * 1.02
         assert (r["n_pairs"], r["significant"], r["is_control"]) == (pairs, True, False)
+    # a point estimate over the rounds (no interval: 26_rate_speedup.sql)
     assert [rows[r]["goodput_ratio"] for r in (1.0, 2.0, 4.0, 8.0)] == pytest.approx(
-        [5 / 40, 40 / 39, 40 / 32, 1.0]
+        [15 / 120, 120 / 116, 120 / 96, 1.0]
     )
     assert [rows[r]["baseline_saturated"] for r in (1.0, 2.0, 4.0, 8.0)] == [
         False,
@@ -587,6 +613,7 @@ def test_rate_limits(db: Path) -> None:
         "target": 0.9,
         "max_rate_under_slo": 2.0,
         "max_rate_under_slo_strict": 1.0,
+        "strict_reason": None,  # 2 req/s has an interval: its lower bound decided
         "saturation_rate": 4.0,
         "stops_paying_rate": None,
         "pays_at_rate": None,
@@ -603,6 +630,88 @@ def test_rate_limits(db: Path) -> None:
     assert (c2["max_rate_under_slo"], c2["saturation_rate"], c2["target"]) == (None, 1.0, 0.99)
     ramp = one(db, "SELECT * FROM rate_limits WHERE workload = 'ramp'")  # no single rate
     assert (ramp["n_rates"], ramp["max_rate_under_slo"], ramp["saturation_rate"]) == (0, None, None)
+    c1 = one(db, "SELECT * FROM rate_limits WHERE campaign_id = 'c1'")  # one start: no bound
+    assert (c1["max_rate_under_slo_strict"], c1["strict_reason"]) == (None, attainment.ONE_START)
+
+
+def williams(starts: list[tuple[list[int], int]], contrasts: int) -> tuple[float, float]:
+    """(s2 before its truncation at 0, Var(s2)) of analyze/attainment.py's docstring, written
+    out again: starts holds each informative configuration's good counts and its requests per
+    start (never pooled: fewer than 4 contrasts here)."""
+    x2 = d = w = spread = 0.0
+    for good, n in starts:
+        k, r = np.asarray(good, float), len(good)
+        p = k.sum() / (n * r)
+        x2 += ((k - n * p) ** 2 / (n * p * (1 - p))).sum()
+        d += r - 1
+        w += p * (1 - p) * r * (1 - 1 / r) * (n - 1)
+    s2 = (x2 - d) / w
+    for good, n in starts:
+        p = sum(good) / (n * len(good))
+        spread += (len(good) - 1) * (1 + (n - 1) * max(s2, 0.0) * p * (1 - p)) ** 2
+    return s2, 2 * spread / w**2 * max(1.0, d / contrasts)
+
+
+def quasi_score(good: int, n: int, r: int, s2: float, var_s2: float) -> tuple[float, float]:
+    """The interval of good of r starts x n requests, on a grid of 1e-6 in attainment."""
+    total, pairs = n * r, r * n * (n - 1)
+    pt = (good + 0.5) / (total + 1)
+    v_t = pt * (1 - pt) / total + s2 * (pt * (1 - pt)) ** 2 * pairs / total**2
+    df = 2 * v_t**2 / (((pt * (1 - pt)) ** 2 * pairs / total**2) ** 2 * var_s2)
+    p0 = np.linspace(1e-6, 1 - 1e-6, 999_999)
+    v = p0 * (1 - p0) / total + s2 * (p0 * (1 - p0)) ** 2 * pairs / total**2
+    inside = p0[(good / total - p0) ** 2 <= stats.t.ppf(0.975, df) ** 2 * v]
+    return inside.min(), 1.0 if good == total else inside.max()
+
+
+def test_rate_attainment_carries_the_start_variance(db: Path) -> None:
+    rows = {
+        (r["method"], r["rate"]): r
+        for r in fetch(db, "SELECT * FROM rate_attainment WHERE campaign_id = 'c3'")
+    }
+    alike = rows[(AR, 1.0)]  # dflash's 5, 5, 5 of 40 show no spread, on 2 contrasts
+    assert (alike["n_starts"], alike["n_scheduled"], alike["n_good"], alike["pooled"]) == (
+        3, 120, 120, False)  # fmt: skip
+    s2, var_s2 = williams([([5, 5, 5], 40)], contrasts=2)
+    assert s2 < 0 and alike["start_sd_logit"] == 0.0  # truncated at 0, its variance kept
+    lo = quasi_score(120, 40, 3, 0.0, var_s2)[0]
+    assert (alike["attainment_lo"], alike["attainment_hi"]) == pytest.approx((lo, 1.0), abs=2e-6)
+    assert alike["attainment_lo"] == pytest.approx(wilson(120, 120)[0], abs=1e-4)
+    assert alike["attainment_df"] > 1000 and alike["dispersion_from"] == "rate"
+    spread = rows[(AR, 2.0)]  # 39, 40, 37 of 40
+    s2, var_s2 = williams([([39, 40, 37], 40)], contrasts=2)
+    assert s2 == pytest.approx(0.6448367, rel=1e-6)
+    lo, hi = quasi_score(116, 40, 3, s2, var_s2)
+    assert (spread["attainment_lo"], spread["attainment_hi"]) == pytest.approx((lo, hi), abs=2e-6)
+    assert (spread["attainment"], spread["start_min"], spread["start_max"]) == pytest.approx(
+        (116 / 120, 37 / 40, 1.0))  # fmt: skip
+    assert (spread["start_sd_logit"] ** 2, spread["pooled"]) == (pytest.approx(s2), False)
+    # the old bound, the requests of three starts as one binomial sample, would pass 0.9
+    assert spread["attainment_lo"] < 0.9 < wilson(116, 120)[0]
+    assert (spread["goodput_rps"], spread["goodput_lo"]) == pytest.approx((116 / 120, lo), abs=2e-6)
+    # dflash at 2 req/s met it in every request: its bound carries the baseline's spread
+    clean = rows[(DF, 2.0)]
+    assert clean["attainment_lo"] == pytest.approx(quasi_score(120, 40, 3, s2, var_s2)[0], abs=2e-6)
+    assert clean["attainment_lo"] < wilson(120, 120)[0]
+    # 8 req/s: every request met it, so the spread is the engine's over every rate (pooled)
+    assert (rows[(AR, 8.0)]["dispersion_from"], rows[(AR, 8.0)]["pooled"]) == ("engine", True)
+    assert rows[(AR, 8.0)]["attainment_lo"] == pytest.approx(wilson(120, 120)[0])
+
+
+def test_one_start_or_no_slo_has_no_attainment_interval(db: Path) -> None:
+    c1 = one(db, "SELECT * FROM rate_attainment WHERE campaign_id = 'c1'")
+    assert (c1["n_starts"], c1["attainment"], c1["attainment_lo"], c1["ci_reason"]) == (
+        1, pytest.approx(5 / 11), None, attainment.ONE_START)  # fmt: skip
+    assert (c1["goodput_rps"], c1["goodput_lo"]) == (pytest.approx(5 / 12), None)
+    c2 = one(db, "SELECT * FROM rate_attainment WHERE campaign_id = 'c2' AND rate = 1.0")
+    assert (c2["attainment"], c2["ci_reason"], c2["goodput_reason"]) == (None, "no SLO", "no SLO")
+
+
+def test_starts_that_never_miss_anywhere_leave_no_spread_to_estimate() -> None:
+    perfect = attainment.Starts(
+        np.array([40.0, 40.0]), np.array([40.0, 40.0]), (("a", 1), ("a", 2))
+    )
+    assert attainment.dispersion([perfect], "engine").reason == attainment.NO_SPREAD
 
 
 def test_a_ramp_window_has_a_scheduled_rate_and_no_rate_speedup(db: Path) -> None:
@@ -643,7 +752,10 @@ def test_cache_hygiene_covers_both_kinds_of_window(db: Path) -> None:
     )
     assert rows["c3-dflash-2"]["cached_share"] == pytest.approx(0.1)
     assert rows["c3-dflash-2"]["cache_mismatch"] is False
-    assert len(rows) == 10
+    assert len(rows) == 8 * 3 + 2  # 8 open-loop windows a round, 3 rounds; 2 closed-loop
+    # a round's window is held against the baseline's of the same round (its pair)
+    later = rows["c3-dflash-8/run2"]
+    assert (later["run"], later["baseline_window_id"]) == (2, "c3-autoregressive-8/run2")
 
 
 def test_closed_loop_rows_stay_out_of_the_open_loop_objects(db: Path) -> None:

@@ -88,28 +88,34 @@ def _mean_squares(d: list[list[float]]) -> tuple[float, float, float]:
     return ms_p, ms_r, ss_e / ((r - 1) * (p - 1))
 
 
-def test_one_run_is_the_paired_t_interval(tmp_path: Path) -> None:
-    """The per-prompt log ratios' t interval on 11 df; no spread columns."""
+def test_one_run_gives_a_point_and_no_interval(tmp_path: Path) -> None:
+    """One start per side: how far another start would land was never sampled, so the
+    speedup is a point estimate with the reason, and no claim (issue 36)."""
     path = _analyzed(tmp_path, _campaign([1.0]))
     row = one(path, "SELECT * FROM speedup")
     logs = _cells(path)[0]
-    mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(N_PROMPTS)
-    half = sps.t.ppf(0.975, N_PROMPTS - 1) * se
-    assert row["speedup"] == pytest.approx(math.exp(mean))
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx(
-        (math.exp(mean - half), math.exp(mean + half))
-    )
-    assert row["n_runs"] == 1 and row["n_prompts"] == N_PROMPTS and row["df"] == 11
-    assert row["run_speedup_min"] is None and row["run_speedup_max"] is None
-    assert row["between_run_share"] is None
+    assert row["speedup"] == pytest.approx(math.exp(statistics.fmean(logs)))
+    assert row["ci_low"] is None and row["ci_high"] is None and row["p_value"] is None
+    assert row["ci_reason"].startswith("one service start per side")
+    assert row["significant"] is None and row["significant_raw"] is False
+    assert row["n_runs"] == 1 and row["n_prompts"] == N_PROMPTS
+    assert row["run_speedup_min"] is None and row["between_run_share"] is None
 
 
-@pytest.mark.parametrize("factors", [[1.0, 1.5], [1.0, 1.5, 1.0]])
-def test_a_faster_run_widens_the_interval(tmp_path: Path, factors: list[float]) -> None:
-    """dflash is 1.5x faster in run 2 only: the run term enters (MS_r far above MS_e), V =
-    (MS_p + MS_r - MS_e) / (R P) on Satterthwaite's df (by hand), far wider than the
+def test_two_configurations_in_two_runs_leave_one_contrast(tmp_path: Path) -> None:
+    """The baseline and dflash in 2 runs: 4 starts, 2 configurations, 2 rounds leave one
+    independent start contrast; an interval on it covered 90% (schema/starts.py): none."""
+    row = one(_analyzed(tmp_path, _campaign([1.0, 1.5])), "SELECT * FROM speedup")
+    assert row["ci_low"] is None and "1 independent start contrast" in row["ci_reason"]
+
+
+def test_a_faster_run_widens_the_interval(tmp_path: Path) -> None:
+    """dflash is 1.5x faster in run 2 of 3 only. With two configurations the pooled start
+    variance is the comparison's own run term (schema/starts.py): 2 s2 = (MS_r - MS_e) / P,
+    so V = (MS_p + MS_r - MS_e) / (R P) on Satterthwaite's df (by hand), far wider than the
     prompts-only interval of the same rows, and nearly all one run's variance is between
     runs."""
+    factors = [1.0, 1.5, 1.0]
     path = _analyzed(tmp_path, _campaign(factors))
     row = one(path, "SELECT * FROM speedup")
     assert row["n_runs"] == len(factors) and row["n_prompts"] == N_PROMPTS
@@ -127,6 +133,7 @@ def test_a_faster_run_widens_the_interval(tmp_path: Path, factors: list[float]) 
     assert (row["ci_low"], row["ci_high"]) == pytest.approx(
         (math.exp(mean - half), math.exp(mean + half))
     )
+    assert row["start_sd"] == pytest.approx(math.sqrt((ms_r - ms_e) / p / 2))
     flat = [x for run in d for x in run]
     prompts_only = sps.t.ppf(0.975, len(flat) - 1) * statistics.stdev(flat) / math.sqrt(len(flat))
     assert half > 3 * prompts_only

@@ -27,7 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analyze_rows import decode_req, fetch, ident, one, params, req, rt_window, service
+from analyze_rows import (
+    decode_req,
+    fetch,
+    ident,
+    one,
+    params,
+    req,
+    rows_in_rounds,
+    rt_window,
+    service,
+)
 
 from analyze import build
 from schema.store import Store
@@ -147,6 +157,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     method_params += params("gr", "gone", "gone", k=1)  # no services row: not a method here
     method_params += params("rt", "ngram-k2", "ngram", k=2) + params("rt", "ngram-k4", "ngram", k=4)
     open_rows, windows = rt_rows()
+    # sw in three rounds that repeat one another: its sweep's intervals need 2+ starts a side
+    sw = [r for r in requests if r["campaign_id"] == "sw"]
+    requests = [r for r in requests if r["campaign_id"] != "sw"] + rows_in_rounds("requests", sw)
+    services = [{**s, "run": 1} for s in services if s["campaign_id"] != "sw"] + rows_in_rounds(
+        "services", [s for s in services if s["campaign_id"] == "sw"])  # fmt: skip
     store = Store(path)
     for table, rows in (
         ("requests", requests + open_rows),
@@ -190,7 +205,7 @@ def test_param_sweep_peaks_apart(db: Path) -> None:
     assert [r["accept_length"] for r in c1] == pytest.approx([2.0, 2.4, 4.0])
     assert [r["best_speedup"] for r in c1] == [False, True, False]
     assert [r["best_acceptance"] for r in c1] == [False, False, True]
-    assert all(r["significant"] is None and r["n"] == 2 for r in c1)
+    assert all(r["significant"] is None and r["n"] == 6 for r in c1)  # 2 prompts x 3 rounds
     c8 = [r for r in rows if r["concurrency"] == 8]
     assert [r["best_speedup"] for r in c8] == [True, False, False]  # the point, not the CI
     assert c8[1]["ci_low"] < 1 and not c8[1]["significant"]
@@ -236,7 +251,7 @@ def test_decomposition_factors(db: Path) -> None:
     geometric mean of the speed ratios 2 and 1.5 (tests/analyze/test_decomposition.py has
     the full cases)."""
     r = decomposition(db, "ddtree-b16", 1)
-    assert (r["n"], r["n_baseline"], r["n_verified"]) == (2, 2, 2)
+    assert (r["n"], r["n_baseline"], r["n_verified"]) == (6, 6, 6)  # 2 prompts x 3 rounds
     assert r["acceptance_gain"] == pytest.approx(6**0.5)
     assert r["step_time_s"] == pytest.approx(0.02**0.5)
     assert r["baseline_token_time_s"] == pytest.approx(0.1)

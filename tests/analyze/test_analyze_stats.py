@@ -1,6 +1,7 @@
-"""The speedup table on hand-built rows: the paired t interval on per-prompt log ratios,
-abstention, Holm across the campaign and the A/A control, each against figures computed here
-by hand (plain Python sums; t quantiles from scipy or from tables), never by schema.paired."""
+"""The speedup table on hand-built rows: the interval with the pooled start variance (issue
+36), abstention, Holm across the campaign and the A/A control, each against figures computed
+here by hand (plain Python sums; t and F quantiles from scipy or from tables), never by
+schema.paired or schema.starts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import statistics
 import duckdb
 import numpy as np
 import pytest
-from analyze_rows import decode_req, fetch, one
+from analyze_rows import decode_req, fetch, in_rounds, one
 from scipy import stats as sps
 
 from analyze import stats
@@ -33,25 +34,26 @@ def _t_by_hand(logs: list[float], t_quantile: float) -> tuple[float, float, floa
 
 def test_speedup_uses_shared_prompts_only(analyzed):
     """Ratios 2.5, 2, 5/3 on p1..p3; p4 (method only, 1000 tok/s) and p5 (baseline only,
-    1 tok/s) are left out. speedup = (2.5 * 2 * 5/3) ** (1/3); t on 2 df."""
+    1 tok/s) are left out. speedup = (2.5 * 2 * 5/3) ** (1/3). One start per side: a point
+    estimate, no interval, no claim (issue 36)."""
     rows = [*_rows("autoregressive", {"p1": 10, "p2": 20, "p3": 30, "p5": 1}),
             *_rows("dflash", {"p1": 25, "p2": 40, "p3": 50, "p4": 1000})]  # fmt: skip
     row = one(analyzed(rows), "SELECT * FROM speedup")
-    point, lo, hi = _t_by_hand([math.log(2.5), math.log(2), math.log(5 / 3)], T2_975)
     assert row["method"] == "dflash" and row["baseline"] == "autoregressive"
-    assert (row["speedup"], row["ci_low"], row["ci_high"]) == pytest.approx((point, lo, hi))
-    assert (row["n"], row["n_baseline"], row["n_prompts"], row["df"]) == (3, 3, 3, 2)
+    assert row["speedup"] == pytest.approx((2.5 * 2 * 5 / 3) ** (1 / 3))
+    assert (row["n"], row["n_baseline"], row["n_prompts"]) == (3, 3, 3)
     assert row["method_decode_tps_p50"] == pytest.approx(40.0)
     assert row["baseline_decode_tps_p50"] == pytest.approx(20.0)
-    assert row["significant"] is True and row["significant_raw"] is True
+    assert row["ci_low"] is None and row["ci_reason"].startswith("one service start per side")
+    assert row["significant"] is None and row["significant_raw"] is False
     assert row["is_control"] is False and row["aa_speedup"] is None
 
 
 def test_too_few_prompts_give_no_interval_and_no_claim(analyzed):
-    """Two prompts, 2x faster on both: NULL interval with the reason, untested (p NULL), so
-    neither significant nor adjusted."""
-    rows = [*_rows("autoregressive", {"p1": 10, "p2": 12}, reps=3),
-            *_rows("dflash", {"p1": 20, "p2": 25}, reps=3)]  # fmt: skip
+    """Two prompts, 2x faster on both, three rounds: NULL interval with the reason, untested
+    (p NULL), so neither significant nor adjusted."""
+    rows = in_rounds([*_rows("autoregressive", {"p1": 10, "p2": 12}, reps=3),
+                      *_rows("dflash", {"p1": 20, "p2": 25}, reps=3)])  # fmt: skip
     row = one(analyzed(rows), "SELECT * FROM speedup")
     assert row["speedup"] == pytest.approx(math.sqrt(2 * 25 / 12))
     assert row["ci_low"] is None and row["ci_high"] is None and row["p_value"] is None
@@ -60,36 +62,48 @@ def test_too_few_prompts_give_no_interval_and_no_claim(analyzed):
 
 
 def test_identical_ratios_give_no_zero_width_interval(analyzed):
+    """Every prompt exactly 2x in every round: no spread between prompts or starts."""
     speeds = {f"p{i}": 10 + i for i in range(4)}
-    rows = [*_rows("autoregressive", speeds, reps=2),
-            *_rows("dflash", {p: 2 * v for p, v in speeds.items()}, reps=2)]  # fmt: skip
+    rows = in_rounds([*_rows("autoregressive", speeds, reps=2),
+                      *_rows("dflash", {p: 2 * v for p, v in speeds.items()}, reps=2)])  # fmt: skip
     row = one(analyzed(rows), "SELECT * FROM speedup")
     assert row["speedup"] == pytest.approx(2.0)
-    assert row["ci_low"] is None and row["ci_reason"] == "no spread between prompts"
+    assert row["ci_low"] is None and row["ci_reason"] == "no spread between prompts or starts"
+
+
+def _jitter(method: str, run: int, prompt: str) -> float:
+    """A start effect per (method, round), shared by every prompt of the start, and a little
+    per-prompt noise: the baseline's starts move too."""
+    start = {1: 1.0, 2: 1.03, 3: 0.98}[run] if method != "autoregressive" else \
+        {1: 1.0, 2: 0.99, 3: 1.02}[run]  # fmt: skip
+    return start * (1 + 0.005 * math.sin(run * 3.1 + int(prompt[1:])))
 
 
 def test_not_significant_when_the_interval_holds_one(analyzed):
-    """Ratios 2, 0.5, 4/3, 3/4: logs cancel to 0 on average: speedup 1."""
-    rows = [*_rows("autoregressive", {"p1": 10, "p2": 20, "p3": 30, "p4": 40}),
-            *_rows("dflash", {"p1": 20, "p2": 10, "p3": 40, "p4": 30})]  # fmt: skip
+    """Ratios 2, 0.5, 4/3, 3/4: logs cancel to 0 on average: speedup about 1 in 3 rounds."""
+    rows = in_rounds([*_rows("autoregressive", {"p1": 10, "p2": 20, "p3": 30, "p4": 40}),
+                      *_rows("dflash", {"p1": 20, "p2": 10, "p3": 40, "p4": 30})],
+                     factor=_jitter)  # fmt: skip
     row = one(analyzed(rows), "SELECT * FROM speedup")
-    assert row["speedup"] == pytest.approx(1.0)
+    assert row["speedup"] == pytest.approx(1.0, rel=0.05)
     assert row["ci_low"] < 1 < row["ci_high"] and row["significant"] is False
 
 
 def test_significantly_slower(analyzed):
-    """Ratios 0.5, 7/12, 6/14, 0.5: t on 3 df, all below 1."""
-    rows = [*_rows("autoregressive", {"p1": 10, "p2": 12, "p3": 14, "p4": 16}),
-            *_rows("dflash", {"p1": 5, "p2": 7, "p3": 6, "p4": 8})]  # fmt: skip
+    """Ratios 0.5, 7/12, 6/14, 0.5 in each of 3 rounds whose starts move speed by a few
+    percent: below 1 with an interval that excludes it."""
+    rows = in_rounds([*_rows("autoregressive", {"p1": 10, "p2": 12, "p3": 14, "p4": 16}),
+                      *_rows("dflash", {"p1": 5, "p2": 7, "p3": 6, "p4": 8})],
+                     factor=_jitter)  # fmt: skip
     row = one(analyzed(rows), "SELECT * FROM speedup")
-    point, lo, hi = _t_by_hand([math.log(x) for x in (0.5, 7 / 12, 6 / 14, 0.5)], T3_975)
-    assert (row["speedup"], row["ci_low"], row["ci_high"]) == pytest.approx((point, lo, hi))
-    assert row["ci_high"] < 1 and row["significant"] is True
+    assert row["n_runs"] == 3 and row["ci_high"] < 1 and row["significant"] is True
 
 
 def test_holm_across_the_campaign(analyzed):
-    """Three methods, one window: raw p-values (t tests by hand) adjusted by Holm by hand;
-    a method whose raw interval excludes 1 can lose its claim once adjusted."""
+    """Three methods, one window, three rounds that repeat one another exactly (no start
+    effect, no cell noise: the start variance is pooled to 0 and V is the prompts' term):
+    raw p-values (t tests by hand) adjusted by Holm by hand; a method whose raw interval
+    excludes 1 can lose its claim once adjusted."""
     base = {f"p{i}": 10.0 + i for i in range(5)}
     jitter = [0.0, 0.1, -0.1, 0.05, -0.05]
     shifts = {"a": 0.5, "b": 0.105, "c": 0.02}
@@ -98,7 +112,7 @@ def test_holm_across_the_campaign(analyzed):
     for m, shift in shifts.items():
         logs[m] = [shift + j for j in jitter]
         rows += _rows(m, {p: v * math.exp(d) for (p, v), d in zip(base.items(), logs[m])})
-    got = {r["method"]: r for r in fetch(analyzed(rows), "SELECT * FROM speedup")}
+    got = {r["method"]: r for r in fetch(analyzed(in_rounds(rows)), "SELECT * FROM speedup")}
     raw = {}
     for m, ls in logs.items():
         t = statistics.fmean(ls) / (statistics.stdev(ls) / math.sqrt(5))
@@ -118,50 +132,31 @@ def test_holm_across_the_campaign(analyzed):
     half = sps.t.ppf(1 - 0.05 / 6, 4) * se
     for m in shifts:
         mean = statistics.fmean(logs[m])
-        assert got[m]["n_family"] == 3
+        assert got[m]["n_family"] == 3 and got[m]["start_sd"] == pytest.approx(0, abs=1e-9)
         assert (got[m]["sim_ci_low"], got[m]["sim_ci_high"]) == pytest.approx(
             (math.exp(mean - half), math.exp(mean + half))
         )
         assert got[m]["sim_ci_low"] < got[m]["ci_low"]
 
 
-def test_the_aa_control_sets_the_noise_floor(analyzed):
-    """Two workloads, each with the baseline, its A/A control and dflash on 4 prompts.
-    service_var = max(0, mean over the A/A windows of (a_w^2 - var(d_w) / 4)); dflash's
-    interval adds it, with Satterthwaite df; the control is not a claim."""
-    rows, aa_logs, m_logs = [], {}, {}
-    for w, (aa_shift, m_shift) in {"chat": (0.08, 0.3), "code": (-0.06, 0.25)}.items():
-        base = {f"p{i}": 10.0 + 2 * i for i in range(4)}
-        noise = [0.01, -0.02, 0.015, -0.005]
-        aa_logs[w] = [aa_shift + n for n in noise]
-        m_logs[w] = [m_shift + 2 * n for n in noise]
-        rows += _rows("autoregressive", base, workload=w)
-        rows += _rows(
-            "autoregressive-aa",
-            {p: v * math.exp(d) for (p, v), d in zip(base.items(), aa_logs[w])},
-            workload=w,
-        )
-        rows += _rows(
-            "dflash", {p: v * math.exp(d) for (p, v), d in zip(base.items(), m_logs[w])}, workload=w
-        )
-    got = {(r["workload"], r["method"]): r for r in fetch(analyzed(rows), "SELECT * FROM speedup")}
-    terms = [statistics.fmean(a) ** 2 - statistics.variance(a) / 4 for a in aa_logs.values()]
-    s2 = max(0.0, statistics.fmean(terms))
-    assert s2 > 0
-    control, method = got[("chat", "autoregressive-aa")], got[("chat", "dflash")]
+def test_the_aa_control_is_a_check_not_a_claim(analyzed):
+    """The baseline, its A/A control and dflash on 4 prompts in 3 rounds: the control's
+    comparison is in the table (aa_speedup on every row of its window) but is no claim, and
+    its starts count in the pooled start variance like any configuration's."""
+    base = {f"p{i}": 10.0 + 2 * i for i in range(4)}
+    rows = in_rounds([*_rows("autoregressive", base), *_rows("autoregressive-aa", base),
+                      *_rows("dflash", {p: 1.3 * v for p, v in base.items()})],
+                     factor=_jitter)  # fmt: skip
+    path = analyzed(rows)
+    got = {r["method"]: r for r in fetch(path, "SELECT * FROM speedup")}
+    control, method = got["autoregressive-aa"], got["dflash"]
     assert control["is_control"] is True and control["significant"] is None
-    assert control["p_holm"] is None and control["service_var"] == 0
+    assert control["p_holm"] is None and method["n_family"] == 1
     assert method["aa_speedup"] == pytest.approx(control["speedup"])
-    assert method["aa_speedup"] == pytest.approx(math.exp(statistics.fmean(aa_logs["chat"])))
-    assert method["service_var"] == pytest.approx(s2)
-    v_p = statistics.variance(m_logs["chat"]) / 4
-    df = (v_p + s2) ** 2 / (v_p**2 / 3 + s2**2 / 2)
-    half = sps.t.ppf(0.975, df) * math.sqrt(v_p + s2)
-    mean = statistics.fmean(m_logs["chat"])
-    assert method["df"] == pytest.approx(df)
-    assert (method["ci_low"], method["ci_high"]) == pytest.approx(
-        (math.exp(mean - half), math.exp(mean + half))
-    )
+    assert method["start_sd"] == control["start_sd"] > 0  # one stratum, one estimate
+    variance = one(path, "SELECT * FROM start_variance")
+    assert (variance["configs"], variance["rounds"], variance["starts"]) == (3, 3, 9)
+    assert variance["contrasts"] == 4 and variance["metric"] == "decode_tps"
 
 
 def test_window_ratios(analyzed):
@@ -208,39 +203,96 @@ def test_baseline_is_a_bound_parameter(analyzed):
     assert (params["baseline"], params["aa_method"]) == ("dflash", "dflash-aa")
 
 
+def _mean(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs)
+
+
+def _pooled_by_hand(cells: dict, windows: list[tuple]) -> tuple[float, float]:
+    """(s2, df) of one stratum in plain Python (schema/starts.py's estimator without drift:
+    these rows have no service starts): per window the config x round interaction of the
+    cells' means over prompts and the three-way residual; A, B, Bancroft, Satterthwaite."""
+    sum_i2 = sum_k = sum_kb = df_b = 0.0
+    starts, configs, runs = set(), set(), set()
+    for w in windows:
+        ms = sorted({m for (w_, m, _, _) in cells if w_ == w})
+        rs = sorted({r for (w_, _, r, _) in cells if w_ == w})
+        ps = sorted({p for (w_, _, _, p) in cells if w_ == w})
+        y = {(m, r, p): cells[(w, m, r, p)] for m in ms for r in rs for p in ps}
+        m_cr = {(m, r): _mean(y[(m, r, p)] for p in ps) for m in ms for r in rs}
+        m_cp = {(m, p): _mean(y[(m, r, p)] for r in rs) for m in ms for p in ps}
+        m_rp = {(r, p): _mean(y[(m, r, p)] for m in ms) for r in rs for p in ps}
+        m_c = {m: _mean(m_cr[(m, r)] for r in rs) for m in ms}
+        m_r = {r: _mean(m_cr[(m, r)] for m in ms) for r in rs}
+        m_p = {p: _mean(m_cp[(m, p)] for m in ms) for p in ps}
+        g = _mean(m_c.values())
+        sum_i2 += sum((m_cr[(m, r)] - m_c[m] - m_r[r] + g) ** 2 for m in ms for r in rs)
+        k = (len(ms) - 1) * (len(rs) - 1)
+        ss_e = sum((y[(m, r, p)] - m_cr[(m, r)] - m_cp[(m, p)] - m_rp[(r, p)] + m_c[m] + m_r[r]
+                    + m_p[p] - g) ** 2 for m in ms for r in rs for p in ps)  # fmt: skip
+        sum_k += k
+        sum_kb += k * ss_e / (k * (len(ps) - 1)) / len(ps)
+        df_b += k * (len(ps) - 1)
+        starts |= {(m, r) for m in ms for r in rs}
+        configs |= set(ms)
+        runs |= set(rs)
+    a, b = sum_i2 / sum_k, sum_kb / sum_k
+    df_a = len(starts) - len(configs) - len(runs) + 1
+    if a <= b * sps.f.ppf(0.75, df_a, df_b):
+        return 0.0, df_a
+    return a - b, (a - b) ** 2 / (a**2 / df_a + b**2 / df_b)
+
+
 def _by_hand(pairs: list[dict]) -> dict[tuple, tuple[float, float, float, int]]:
-    """The oracle, in plain Python: per comparison, per prompt the mean of ln decode_tps of
-    each side, their differences, exp(mean) and the t interval on n - 1 df."""
-    groups: dict[tuple, dict] = {}
+    """The oracle, in plain Python: per (window, method, run, prompt) the mean of ln
+    decode_tps; per stratum (tp, concurrency: one each window here) the pooled start
+    variance; per comparison V = MS_p / (R P) + 2 s2 / R on Satterthwaite's df."""
+    cells: dict[tuple, list[float]] = {}
     for r in pairs:
-        key = tuple(r[k] for k in stats.GROUP_KEY)
-        groups.setdefault(key, {}).setdefault(r["prompt_id"], {"method": [], "baseline": []})
-        groups[key][r["prompt_id"]][r["role"]].append(math.log(r["decode_tps"]))
+        method = r["method"] if r["role"] == "method" else r["baseline"]
+        key = ((r["tp"], r["workload"]), method, r["run"], r["prompt_id"])
+        cells.setdefault(key, []).append(math.log(r["decode_tps"]))
+    cells = {k: _mean(v) for k, v in cells.items()}  # the baseline's repeats give one mean
+    windows = sorted({k[0] for k in cells})
+    pooled = {w: _pooled_by_hand(cells, [w]) for w in windows}  # one window per stratum
     out = {}
-    for key, prompts in groups.items():
-        logs = [
-            statistics.fmean(s["method"]) - statistics.fmean(s["baseline"])
-            for s in prompts.values()
-        ]
-        t = sps.t.ppf(0.975, len(logs) - 1)
-        out[key] = (*_t_by_hand(logs, t), len(logs))
+    for w in windows:
+        s2, df_s = pooled[w]
+        for m in sorted({k[1] for k in cells if k[0] == w} - {"autoregressive"}):
+            rs = sorted({k[2] for k in cells if k[0] == w})
+            ps = sorted({k[3] for k in cells if k[0] == w})
+            d = [[cells[(w, m, r, p)] - cells[(w, "autoregressive", r, p)] for p in ps]
+                 for r in rs]  # fmt: skip
+            n_r, n_p = len(rs), len(ps)
+            cols = [_mean(d[i][j] for i in range(n_r)) for j in range(n_p)]
+            ms_p = n_r * statistics.variance(cols)
+            a, b = ms_p / (n_r * n_p), 2 * s2 / n_r
+            df = (a + b) ** 2 / (a**2 / (n_p - 1) + (b**2 / df_s if b > 0 else 0.0))
+            mean, half = _mean(cols), sps.t.ppf(0.975, df) * math.sqrt(a + b)
+            key = ("c1", "sglang", w[0], w[1], 256, 1, m)
+            out[key] = (math.exp(mean), math.exp(mean - half), math.exp(mean + half), n_p)
     return out
 
 
 def test_speedup_table_equals_an_independent_computation(analyzed):
     # 2 methods x 2 tp against the baseline, 7 prompts, 1 to 4 reps each (uneven), speeds
-    # rounded to whole tok/s; p7 only the baseline ran at tp 2, p8 only dflash ran: both
-    # are left out. Every interval equals the plain-Python oracle's.
+    # rounded to whole tok/s, 3 rounds whose starts move every configuration's speed; p7
+    # only the baseline ran at tp 2, p8 only dflash ran: both are left out. Every interval
+    # equals the plain-Python oracle's.
     rng = np.random.default_rng(4)
     extra = {("autoregressive", 2): ["p7"], ("dflash", 1): ["p8"], ("dflash", 2): ["p8"]}
     rows = []
-    for tp in (1, 2):
-        for method in ("autoregressive", "dflash", "eagle3"):
-            prompts = [f"p{i}" for i in range(7)] + extra.get((method, tp), [])
-            rows += [decode_req(float(rng.integers(8, 40)), method=method, prompt_id=p, rep=r,
-                                tp=tp, window_id=f"w-{method}-{tp}",
-                                ttft_s=float(rng.uniform(0.1, 0.9)))
-                     for p in prompts for r in range(int(rng.integers(1, 5)))]  # fmt: skip
+    for run in (1, 2, 3):
+        for tp in (1, 2):
+            for method in ("autoregressive", "dflash", "eagle3"):
+                start = float(rng.normal(1.0, 0.08))
+                prompts = [f"p{i}" for i in range(7)] + extra.get((method, tp), [])
+                rows += [decode_req(round(start * float(rng.integers(8, 40))), method=method,
+                                    prompt_id=p, rep=r, tp=tp, run=run,
+                                    window_id=f"w-{method}-{tp}/run{run}",
+                                    service_id=f"svc-{method}-{tp}/run{run}",
+                                    ttft_s=float(rng.uniform(0.1, 0.9)))
+                         for p in prompts for r in range(int(rng.integers(1, 5)))]  # fmt: skip
     path = analyzed(rows)
     with duckdb.connect(str(path), read_only=True) as con:
         pairs = con.execute("SELECT * FROM speedup_pairs").df().to_dict("records")
@@ -250,4 +302,4 @@ def test_speedup_table_equals_an_independent_computation(analyzed):
     for row in got:
         expected = want[tuple(row[k] for k in stats.GROUP_KEY)]
         assert (row["speedup"], row["ci_low"], row["ci_high"]) == pytest.approx(expected[:3])
-        assert row["n_prompts"] == expected[3] == 7
+        assert row["n_prompts"] == expected[3] == 7 and row["n_runs"] == 3

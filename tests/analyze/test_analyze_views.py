@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from analyze_rows import decode_req, fetch, one, req
+from analyze_rows import decode_req, fetch, in_rounds, one, req
 
 CONTRACT = {
     "request_metrics": [
@@ -186,7 +186,7 @@ def test_best_config_picks_the_largest_paired_speedup(analyzed):
     # c=1: dflash wins, speedup = 2 x the geometric mean of the jitter; its pick interval is
     # the simultaneous one over the 3 claims (dflash and ddtree at c=1, dflash at c=8), wider
     # than its 95% one, and still above 1. c=8: the baseline wins at 1.0, not significant.
-    path = analyzed(_best_config_rows())
+    path = analyzed(in_rounds(_best_config_rows()))  # 3 rounds: intervals need 2+ starts
     rows = fetch(path, "SELECT * FROM best_config ORDER BY concurrency")
     assert [r["method"] for r in rows] == ["dflash", "autoregressive"]
     fast, base = rows

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from analyze_rows import decode_req, fetch, ident, one, params, rt_window, service
+from analyze_rows import decode_req, fetch, ident, one, params, rows_in_rounds, rt_window, service
 from scipy import stats as sps
 
 from analyze import build
@@ -85,12 +85,12 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     services += [service("rt", m, "vllm") for m in (AR, "ngram-k2", "ngram-k4")]
     family = [p for b in (8, 16, 32) for p in params("bs", f"ddtree-b{b}", "ddtree", budget=b)]
     family += params("rt", "ngram-k2", "ngram", k=2) + params("rt", "ngram-k4", "ngram", k=4)
-    store = Store(path)
+    store = Store(path)  # three rounds repeating one another: intervals need 2+ starts a side
     for table, rows in (
-        ("requests", requests),
-        ("services", services),
+        ("requests", rows_in_rounds("requests", requests)),
+        ("services", rows_in_rounds("services", services)),
         ("method_params", family),
-        ("windows", windows),
+        ("windows", rows_in_rounds("windows", windows)),
     ):
         assert store.append(table, rows) == len(rows), table
     build.run(path, baseline=AR)

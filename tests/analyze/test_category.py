@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from analyze_rows import AR, fetch, one, req, write_db
+from analyze_rows import AR, fetch, in_rounds, one, req, write_db
 from scipy import stats
 
 from analyze import build
@@ -61,7 +61,7 @@ def rows() -> list[dict]:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("category") / "category.duckdb"
-    write_db(path, rows())
+    write_db(path, in_rounds(rows()))  # three rounds: intervals need 2+ starts a side
     with duckdb.connect(str(path)) as con:
         for prompts in PROMPTS.values():
             for p, (cat, _, _) in prompts.items():
@@ -88,7 +88,7 @@ def test_a_window_restricted_to_a_category(db: Path) -> None:
     t on ln 2, ln 2, ln 4, 0; acceptance 4, 2, 4, 2 -> sqrt 8, interval the t on their logs;
     pooled acceptance 256 tokens / 96 steps."""
     r = window(db, "mtbench", "writing")
-    assert (r["n_prompts"], r["n"], r["n_baseline"], r["n_verified"]) == (4, 4, 4, 4)
+    assert (r["n_prompts"], r["n"], r["n_baseline"], r["n_verified"]) == (4, 12, 12, 12)
     assert r["speedup"] == pytest.approx(2.0)
     lo, hi = t_interval([math.log(2), math.log(2), math.log(4), 0.0])
     assert (r["ci_low"], r["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
@@ -96,7 +96,7 @@ def test_a_window_restricted_to_a_category(db: Path) -> None:
     lo, hi = t_interval([math.log(4), math.log(2), math.log(4), math.log(2)])
     assert (r["acceptance_low"], r["acceptance_high"]) == (pytest.approx(lo), pytest.approx(hi))
     assert r["accept_length"] == pytest.approx(256 / 96)
-    assert r["is_control"] is False and r["service_var"] == 0
+    assert r["is_control"] is False and r["n_runs"] == 3
 
 
 def test_below_three_prompts_a_point_estimate_without_interval(db: Path) -> None:

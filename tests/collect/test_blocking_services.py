@@ -21,6 +21,7 @@ def _plan(tmp_path: Path, stop_cmd: list[str]) -> str:
     return yaml.safe_dump(
         {
             "name": "blocking",
+            "repeat": 1,  # one round: this test is not about rounds
             "host": {
                 "kind": "local",
                 "blocking_services": [

@@ -24,6 +24,7 @@ def _plan(llama_server: str, trace: Path) -> str:
     return yaml.safe_dump(
         {
             "name": "categories-live",
+            "repeat": 1,  # one round: this test is not about rounds
             "baseline": "autoregressive",
             "warmup_requests": 1,
             "engine": {

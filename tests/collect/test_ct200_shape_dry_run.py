@@ -82,9 +82,10 @@ def test_idle_share_counts_gpu_seconds_in_the_span() -> None:
 
 
 def _plan_copy(tmp_path: Path) -> Path:
-    """The plan with its state folder in tmp_path and its helper scripts by absolute path."""
+    """The plan with its state folder in tmp_path and its helper scripts by absolute path, in
+    one round (the checks below are one round's: the blocker stopped once, one pick each)."""
     text = PLAN.read_text().replace("results/dry-ct200", str(tmp_path / "state"))
-    text = text.replace(" plans/", f" {REPO}/plans/")
+    text = text.replace(" plans/", f" {REPO}/plans/") + "\nrepeat: 1\n"
     copy = tmp_path / "dry-ct200-shape.yaml"
     copy.write_text(text)
     return copy

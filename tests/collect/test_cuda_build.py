@@ -279,7 +279,7 @@ def test_gpu_plan_offloads_target_and_draft_to_the_cuda_build() -> None:
     assert max(c for w in plan.workloads for c in w.concurrency) <= slots
     gpu_names, local_names = {w.name for w in plan.workloads}, {w.name for w in local.workloads}
     # the local plan's workloads plus the category sweep (issue 27), cheap on a GPU
-    assert gpu_names - local_names == {"categories", "sharegpt"} and local_names <= gpu_names
+    assert gpu_names - local_names == {"categories"} and local_names <= gpu_names
     assert {m.name for m in local.methods} <= {m.name for m in plan.methods}
 
 

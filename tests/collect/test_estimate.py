@@ -229,8 +229,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_simulate_ct200_plan_packs_to_its_dependency_bound() -> None:
-    done = _cli("simulate", "plans/ct200-qwen36.yaml", "--seed", "1")
+def test_simulate_ct200_plan_packs_to_its_dependency_bound(tmp_path: Path) -> None:
+    one = tmp_path / "ct200-one-round.yaml"  # one round: the bounds below are a round's
+    one.write_text((REPO / "plans/ct200-qwen36.yaml").read_text() + "\nrepeat: 1\n")
+    done = _cli("simulate", str(one), "--seed", "1")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "serial order (one service at a time):" in out and "packed order on GPUs 0-7" in out

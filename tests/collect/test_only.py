@@ -22,6 +22,7 @@ def _plan(tmp_path: Path) -> str:
     return yaml.safe_dump(
         {
             "name": "only",
+            "repeat": 1,  # one round: this test is not about rounds
             "engine": {
                 "kind": "llamacpp",
                 "binary": str(broken),

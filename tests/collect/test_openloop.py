@@ -194,6 +194,7 @@ def _plan(url: str) -> str:
     return yaml.safe_dump(
         {
             "name": "open-loop",
+            "repeat": 1,  # one round: this test is not about rounds
             "host": {"kind": "external", "url": url, "name": "shaped"},
             "engine": {"kind": "vllm", "model": "m"},
             "methods": [{"name": "autoregressive"}],
@@ -291,6 +292,7 @@ def test_the_max_rate_search_bisects_by_measured_attainment(tmp_path: Path) -> N
     between the last passing and the first failing rate, as the measured attainment says."""
     plan = {
         "name": "search",
+        "repeat": 1,  # one round: this test is not about rounds
         "host": {"kind": "external", "url": "", "name": "shaped"},
         "engine": {"kind": "vllm", "model": "m"},
         "methods": [{"name": "autoregressive"}],

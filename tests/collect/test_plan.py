@@ -74,7 +74,9 @@ def problems(message: str) -> list[tuple[str, int]]:
 # --- the shipped plan ---------------------------------------------------------------------
 
 
-def test_local_plan_loads_with_seven_methods_and_baseline_first() -> None:
+def test_local_plan_loads_with_six_methods_in_three_rounds_and_baseline_first() -> None:
+    """No A/A control: its 3 rounds (the default `repeat`) start every configuration three
+    times, which measures the start-to-start spread (docs/aa-control.md)."""
     plan = load_plan(LOCAL_PLAN)
     assert [m.name for m in plan.methods] == [
         "autoregressive",
@@ -83,14 +85,13 @@ def test_local_plan_loads_with_seven_methods_and_baseline_first() -> None:
         "draft-simple-n1",  # the draft-simple family, one method per --spec-draft-n-max
         "draft-simple-n4",
         "draft-simple-n8",
-        "autoregressive-aa",  # the A/A control (aa_control: true), last
     ]
-    assert plan.baseline == "autoregressive"
+    assert plan.baseline == "autoregressive" and not plan.aa_control and plan.repeat == 3
     configs = plan.configs()
-    assert len(configs) == 7
+    assert len(configs) == 6
     assert configs[0].method.name == plan.baseline
     assert {c.tp for c in configs} == {1}
-    assert len({c.config_id for c in configs}) == 7
+    assert len({c.config_id for c in configs}) == 6
 
 
 def test_local_plan_workloads_have_the_expected_kinds() -> None:

@@ -184,3 +184,21 @@ def test_random_job_sets_keep_every_rule(packed: bool) -> None:
         assert dependency_bound(timeline, HOST, (0,)) >= lower_bound(timeline, HOST, (0,)) - 1e-6
         if not packed:
             assert makespan(timeline) == pytest.approx(sum(j.seconds for j in jobs))
+
+
+def test_a_rounds_order_holds_before_lpt_and_the_baseline() -> None:
+    """rank (the job's place in its round's order of its phase) comes before the baseline and
+    LPT: every phase's first job before any phase's second, longest first among equals; jobs
+    others wait for still go first."""
+    jobs = [
+        Job("p1-2nd", 1, 300, rank=1),
+        Job("p1-1st", 1, 10, rank=0),
+        Job("p2-2nd", 1, 50, baseline=True, rank=1),
+        Job("p2-1st", 1, 100, rank=0),
+    ]
+    order = [s.job.key for s in run(jobs, gpus=[0])]
+    assert order == ["p2-1st", "p1-1st", "p2-2nd", "p1-2nd"]
+    jobs.append(Job("dep", 1, 5, frozenset({"p1-2nd"})))
+    assert run(jobs, gpus=[0])[0].job.key == "p1-2nd"
+    # side by side: the two first jobs start at 0 on two GPUs, whatever their lengths
+    assert {s.job.key for s in run(jobs[:4], gpus=[0, 1]) if s.start == 0} == {"p1-1st", "p2-1st"}

@@ -25,6 +25,7 @@ def _plan(llama_server: str) -> str:
     return yaml.safe_dump(
         {
             "name": "sharegpt-live",
+            "repeat": 1,  # one round: this test is not about rounds
             "baseline": "autoregressive",
             "warmup_requests": 1,
             "engine": {

@@ -30,6 +30,7 @@ def _plan(llama_server: str, specsweep: Path, slots: Path) -> str:
     return yaml.safe_dump(
         {
             "name": "trace-text-live",
+            "repeat": 1,  # one round: this test is not about rounds
             "warmup_requests": 0,
             "engine": {
                 "kind": "llamacpp",

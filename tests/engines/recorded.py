@@ -39,6 +39,7 @@ class Recording:
         text = yaml.safe_dump(
             {
                 "name": "recorded-failure",
+                "repeat": 1,  # one round: this test is not about rounds
                 "host": {"kind": "local"},
                 "engine": {**engine(str(fake)), "startup_timeout_s": 20},
                 "methods": [{"name": "autoregressive"}],

@@ -171,6 +171,7 @@ def test_vllm_details_round_trip_through_the_store(tmp_path: Path) -> None:
         text = yaml.safe_dump(
             {
                 "name": "external-vllm",
+                "repeat": 1,  # one round: this test is not about rounds
                 "host": {"kind": "external", "url": url, "name": "shaped"},
                 "engine": {
                     "kind": "vllm",

@@ -42,6 +42,7 @@ def _plan(url: str) -> str:
     return yaml.safe_dump(
         {
             "name": "example-engine",
+            "repeat": 1,  # one round: this test is not about rounds
             "host": {"kind": "external", "url": url, "name": "shaped"},
             "engine": {"kind": "tinychat", "model": "/models/m"},
             "methods": [{"name": "plain"}],

@@ -19,6 +19,7 @@ def _plan(url: str) -> str:
     return yaml.safe_dump(
         {
             "name": "external-sglang",
+            "repeat": 1,  # one round: this test is not about rounds
             "host": {"kind": "external", "url": url, "name": "shaped"},
             "engine": {
                 "kind": "sglang",

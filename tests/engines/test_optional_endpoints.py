@@ -43,6 +43,7 @@ def _run(tmp_path: Path, url: str, engine: dict[str, Any]) -> Path:
     text = yaml.safe_dump(
         {
             "name": "optional",
+            "repeat": 1,  # one round: this test is not about rounds
             "host": {"kind": "external", "url": url, "name": "shaped"},
             "engine": engine,
             "methods": [{"name": "m"}],

@@ -44,6 +44,7 @@ def _plan(url: str, template: str = TEMPLATE, system: str | None = "Be terse.") 
     return yaml.safe_dump(
         {
             "name": "prompt-setup",
+            "repeat": 1,  # one round: this test is not about rounds
             "host": {"kind": "external", "url": url, "name": "shaped"},
             "engine": {
                 "kind": "sglang",

@@ -69,6 +69,7 @@ def test_a_campaign_runs_with_a_dead_proxy_set(dead_proxy: str, tmp_path: Path) 
         text = yaml.safe_dump(
             {
                 "name": "proxied",
+                "repeat": 1,  # one round: this test is not about rounds
                 "host": {"kind": "external", "url": url, "name": "shaped"},
                 "engine": {"kind": "vllm", "model": "shaped/model"},
                 "methods": [{"name": "eagle"}],

@@ -139,6 +139,7 @@ def test_check_probe_budgets_memory_on_the_local_gpus(
     (model / "model.safetensors.index.json").write_text(json.dumps(index))
     plan = {
         "name": "local-gpu",
+        "repeat": 1,
         "host": {"kind": "local"},
         "engine": {"kind": "vllm", "model": str(model)},
         "methods": [{"name": "autoregressive"}],

@@ -25,6 +25,7 @@ def _plan(
 ) -> str:
     plan = {
         "name": "ssh-loopback",
+        "repeat": 1,  # one round: this is about the SSH host, not the rounds
         "host": {**ssh_cfg, "tunnel": True, "forward": forward},
         "engine": {
             "kind": "llamacpp",

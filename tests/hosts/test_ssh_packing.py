@@ -20,6 +20,7 @@ def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, pack: bool) ->
     return yaml.safe_dump(
         {
             "name": f"packing-{pack}",
+            "repeat": 1,  # one round: this is about packing, not the rounds
             "host": {**ssh_cfg, "tunnel": True, "gpus": [0, 1], "pack": pack},
             "engine": {
                 "kind": "llamacpp",

@@ -309,6 +309,7 @@ def _plan(
 ) -> dict[str, Any]:
     return {
         "name": "nspawn-systemd",
+        "repeat": 1,  # one round: this is about systemd, not the rounds
         "host": box.host_cfg(workdir),
         "engine": {
             "kind": "llamacpp",

@@ -30,6 +30,7 @@ SECRET = "hunter2-not-printed"
 def _plan(host: dict[str, Any]) -> str:
     return yaml.safe_dump({
         "name": "unreachable",
+        "repeat": 1,  # one round: this is about the host, not the rounds
         "host": host,
         "engine": {"kind": "llamacpp", "binary": "/opt/llama-server", "model": "/m/x.gguf"},
         "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]}],

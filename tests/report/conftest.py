@@ -4,6 +4,13 @@ The raw tables come from schema/ddl.sql. The analysis objects are built here as
 plain tables with the columns of analyze/VIEWS.md, computed in pandas, so these
 tests do not depend on analyze/ code (tests/report/test_reads_only_views.py checks the
 report against the real views). Data strings are deliberately hostile.
+
+The campaign runs as collect runs it (issue 36): ROUNDS rounds, each starting every method's
+service once in a counterbalanced order (ORDER in odd rounds, reversed in even ones), each
+start moving its method's speed by a factor of its own (sd START_SD in ln); run r > 1's
+service, window and request ids end in /run<r>. A speedup's interval treats the rounds as the
+replicate (t on the per-round means, ROUNDS - 1 df), significance is Holm over the campaign's
+claims. With one round (the ``report_db_one_round`` fixture) nothing has an interval.
 """
 
 from __future__ import annotations
@@ -56,6 +63,16 @@ AT_LOAD = {("ddtree_b8", "chat", 4): 1.0}
 WINDOWS = [("chat", 64, 1), ("chat", 64, 4), ("code_gen", 128, 1), ("summ", 32, 1)]
 N_PROMPTS, REPS, N_TURNS = 6, 2, 3
 T0 = datetime(2026, 1, 2, 12, 0, 0)
+ROUNDS, START_SD = 3, 0.03
+ORDER = ["dflash", "autoregressive", "ddtree_b8"]  # round 1's start order; even rounds reverse
+_START_RNG = np.random.default_rng(11)
+# (method, run) -> that start's factor on its method's speed (every run up to 5 drawn)
+START = {(m, r): float(_START_RNG.lognormal(0, START_SD)) for r in range(1, 6) for m in METHODS}
+ONE_START = (
+    "one service start per side: how far another start would land was not sampled "
+    "(plan repeat: 2 or more)"
+)  # schema.paired.ONE_START
+ONE_ROUND = "one service start per configuration: the start-to-start variance was not sampled"
 # how the client reached each service (services.transport); the rest: direct
 TRANSPORT = {"dflash": "paramiko-tunnel"}
 DESCRIPTION = "A hostile description: 100% # $x$ \\input{/etc/passwd} {unbalanced"
@@ -71,9 +88,10 @@ def _request(
     rep: int,
     turn: int | None = None,
     warm: bool = False,
+    run: int = 1,
 ) -> dict:
     factor, accept = METHODS[method]
-    base = 20.0 * (1 + 0.1 * prompt) / (1 + 0.15 * (conc - 1))
+    base = 20.0 * (1 + 0.1 * prompt) / (1 + 0.15 * (conc - 1)) * START[(method, run)]
     tps = base * AT_LOAD.get((method, workload, conc), factor[workload]) * rng.lognormal(0, 0.05)
     out = mt - (prompt % 3)
     prompt_tokens = 40 + 10 * prompt + (0 if turn is None else 300 * turn)
@@ -82,16 +100,17 @@ def _request(
     chunks = list(np.linspace(ttft, e2e, 8))
     window = f"{method}-{workload}-{mt}-{conc}"
     ok = not (method == "ddtree_b8" and prompt == 0 and rep == 1 and workload == "chat")
+    suffix = "" if run == 1 else f"/run{run}"  # as collect names run r > 1's windows
     return {
-        "request_id": f"{window}-{prompt}-{rep}-{turn}-{warm}",
+        "request_id": f"{window}-{prompt}-{rep}-{turn}-{warm}{suffix}",
         "campaign_id": CAMPAIGN,
         "config_id": f"cfg-{method}",
-        "service_id": f"svc-{method}",
+        "service_id": f"svc-{method}{suffix}",
         "engine": "llama.cpp",
         "method": method,
         "tp": 1,
         "workload": workload,
-        "window_id": window,
+        "window_id": window + suffix,
         "prompt_id": f"p{prompt}",
         "max_tokens": mt,
         "rep": rep,
@@ -118,27 +137,31 @@ def _request(
         "ok": ok,
         "error_kind": None if ok else "http",
         "error_message": None if ok else r"500 \oops{",
+        "run": run,
     }
 
 
-def raw_requests(agentic: bool = True, windows: list = WINDOWS) -> pd.DataFrame:
-    """Deterministic raw requests for every method and window (plus warm-ups)."""
+def raw_requests(
+    agentic: bool = True, windows: list = WINDOWS, rounds: int = ROUNDS
+) -> pd.DataFrame:
+    """Deterministic raw requests for every round, method and window (plus warm-ups)."""
     rng = np.random.default_rng(7)
     rows = []
-    for method in METHODS:
-        for wl, mt, conc in windows:
-            rows.append(_request(rng, method, wl, mt, conc, 0, 0, warm=True))
-            rows += [
-                _request(rng, method, wl, mt, conc, p, r)
-                for p in range(N_PROMPTS)
-                for r in range(REPS)
-            ]
-        if agentic:
-            rows += [
-                _request(rng, method, "agentic", 32, 1, p, 0, turn=t)
-                for p in range(3)
-                for t in range(N_TURNS)
-            ]
+    for run in range(1, rounds + 1):
+        for method in METHODS:
+            for wl, mt, conc in windows:
+                rows.append(_request(rng, method, wl, mt, conc, 0, 0, warm=True, run=run))
+                rows += [
+                    _request(rng, method, wl, mt, conc, p, r, run=run)
+                    for p in range(N_PROMPTS)
+                    for r in range(REPS)
+                ]
+            if agentic:
+                rows += [
+                    _request(rng, method, "agentic", 32, 1, p, 0, turn=t, run=run)
+                    for p in range(3)
+                    for t in range(N_TURNS)
+                ]
     return pd.DataFrame(rows)
 
 
@@ -187,6 +210,12 @@ def request_distribution(rm: pd.DataFrame) -> pd.DataFrame:
 KEYS = ["campaign_id", "engine", "tp", "method", "workload", "max_tokens", "concurrency"]
 
 
+def _spans(ok: pd.DataFrame) -> float:
+    """The summed spans (last end - first start) of the rows' windows."""
+    by = ok.groupby("window_id")
+    return float((by["end_s"].max() - by["start_s"].min()).sum())
+
+
 def _summary(g: pd.DataFrame) -> pd.Series:
     ok = g[g["ok"]]
     acc = ok.dropna(subset=["accept_length"])
@@ -208,7 +237,8 @@ def _summary(g: pd.DataFrame) -> pd.Series:
             "decode_tps_p50": ok["decode_tps"].median(),
             "decode_tps_mean": ok["decode_tps"].mean(),
             "output_tokens_sum": ok["output_tokens"].sum(),
-            "throughput_tps": ok["output_tokens"].sum() / (ok["end_s"].max() - ok["start_s"].min()),
+            # several windows (one a round): summed tokens over summed window spans
+            "throughput_tps": ok["output_tokens"].sum() / _spans(ok),
             "accept_length_tw": tw,
             "accept_length_rw": acc["accept_length"].mean(),
             "accept_rate": (
@@ -224,72 +254,189 @@ def config_summary(rm: pd.DataFrame) -> pd.DataFrame:
     return plain.groupby(KEYS).apply(_summary, include_groups=False).reset_index()
 
 
-def _log_ratios(m: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
-    """Per prompt both measured: mean ln decode tok/s of M - of the baseline."""
+CELL = ["run", "prompt_id"]
+
+
+def _cells(m: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
+    """Per (run, prompt) cell both measured: mean ln decode tok/s of M - of the baseline."""
     m, b = m.dropna(subset=["decode_tps"]), b.dropna(subset=["decode_tps"])
-    lm = np.log(m["decode_tps"]).groupby(m["prompt_id"]).mean()
-    lb = np.log(b["decode_tps"]).groupby(b["prompt_id"]).mean()
-    return (lm - lb).dropna().to_numpy()
+    lm = np.log(m["decode_tps"]).groupby([m[c] for c in CELL]).mean()
+    lb = np.log(b["decode_tps"]).groupby([b[c] for c in CELL]).mean()
+    return (lm - lb).dropna()
 
 
 def decode_speedup(m: pd.DataFrame, b: pd.DataFrame) -> float:
-    """The geometric mean over prompts both measured of M's decode speed over the baseline's."""
-    return float(np.exp(_log_ratios(m, b).mean()))
+    """The geometric mean over the (run, prompt) cells both measured of M's decode speed over
+    the baseline's (the speedup table's point estimate, schema/paired.py)."""
+    return float(np.exp(_cells(m, b).mean()))
 
 
-def _t_interval(m: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float]:
-    """The t interval on per-prompt log ratios (NaN below 3 prompts, the analysis' rule)."""
-    d = _log_ratios(m, b)
-    if d.size < 3:
-        return float("nan"), float("nan")
-    half = sps.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
-    return float(np.exp(d.mean() - half)), float(np.exp(d.mean() + half))
+def _interval(m: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """The interval of one comparison, the rounds as the replicate: t on the per-round means
+    of the cells' log ratios with rounds - 1 df; none below 3 prompts or with one round
+    (ci_reason says why, as the analysis does)."""
+    d = _cells(m, b)
+    per_run = d.groupby(level=0).mean()
+    n_prompts, n_runs = d.index.get_level_values(1).nunique(), len(per_run)
+    out = {"n_runs": n_runs, "n_prompts": n_prompts, "ci_low": np.nan, "ci_high": np.nan,
+           "p_value": np.nan, "df": np.nan, "log_se": np.nan, "ci_reason": None,
+           "run_speedup_min": np.nan, "run_speedup_max": np.nan}  # fmt: skip
+    if n_runs > 1:
+        out |= {"run_speedup_min": float(np.exp(per_run.min())),
+                "run_speedup_max": float(np.exp(per_run.max()))}  # fmt: skip
+    if n_prompts < 3:
+        return out | {"ci_reason": f"{n_prompts} prompts: an interval needs at least 3"}
+    if n_runs < 2:
+        return out | {"ci_reason": ONE_START}
+    se, df = float(per_run.std(ddof=1) / np.sqrt(n_runs)), n_runs - 1
+    half = sps.t.ppf(0.975, df) * se
+    return out | {
+        "ci_low": float(np.exp(d.mean() - half)), "ci_high": float(np.exp(d.mean() + half)),
+        "p_value": float(2 * sps.t.sf(abs(d.mean()) / se, df)), "df": float(df), "log_se": se,
+    }  # fmt: skip
 
 
-def speedup(rm: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
-    """The speedup table: per window and non-baseline method, paired t interval;
-    significance unadjusted here (the fixture's family is not the point)."""
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment (NaN: no test, left out of the family)."""
+    present = sorted((p, i) for i, p in enumerate(p_values) if not np.isnan(p))
+    out, running = [np.nan] * len(p_values), 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (len(present) - rank) * p))
+        out[i] = running
+    return out
+
+
+def adjust_family(frames: list[tuple[pd.DataFrame, str]]) -> None:
+    """Holm over every frame's claims together (the campaign's one family), in place:
+    p_holm, significant (NULL untested), n_family, sim_ci_low / sim_ci_high (Bonferroni)."""
+    tested = [(f, i) for f, (frame, _) in enumerate(frames) for i in frame.index
+              if not np.isnan(frame.at[i, "p_value"])]  # fmt: skip
+    adjusted = holm([frames[f][0].at[i, "p_value"] for f, i in tested])
+    for frame, _ in frames:
+        frame["p_holm"], frame["n_family"] = np.nan, len(tested) or np.nan
+        frame["sim_ci_low"], frame["sim_ci_high"] = np.nan, np.nan
+        frame["significant"] = pd.Series(pd.NA, dtype="boolean", index=frame.index)
+    level = 1 - 0.05 / max(len(tested), 1)
+    for (f, i), p in zip(tested, adjusted):
+        frame, point = frames[f]
+        half = sps.t.ppf((1 + level) / 2, frame.at[i, "df"]) * frame.at[i, "log_se"]
+        centre = np.log(frame.at[i, point])
+        frame.at[i, "p_holm"], frame.at[i, "significant"] = p, bool(p < 0.05)
+        frame.at[i, "sim_ci_low"], frame.at[i, "sim_ci_high"] = (
+            float(np.exp(centre - half)), float(np.exp(centre + half)))  # fmt: skip
+
+
+STRATUM = ["campaign_id", "engine", "tp", "concurrency"]
+
+
+def _start_positions(services: pd.DataFrame) -> dict[tuple[str, int], int]:
+    """(method, run) -> the start's position in the campaign's order."""
+    order = services.sort_values("requested_at").reset_index(drop=True)
+    return {(r.method, int(r.run)): i for i, r in order.iterrows()}
+
+
+def start_variance(rm: pd.DataFrame, services: pd.DataFrame) -> pd.DataFrame:
+    """The start_variance table (decode_tps, closed loop): per stratum, the method x round
+    interaction of each window's mean ln decode speed (over prompts), pooled over the
+    stratum's windows: s2 its mean square, drift its regression on the double-centred start
+    positions (a fixture's estimate: no prompt noise subtracted)."""
+    plain = rm[rm["session_id"].isna() & rm["ok"]].dropna(subset=["decode_tps"])
+    at = _start_positions(services)
+    rows = []
+    for key, stratum in plain.groupby(STRATUM):
+        inter, spread = [], []
+        for _, win in stratum.groupby(["workload", "max_tokens"]):
+            y = np.log(win["decode_tps"]).groupby([win["method"], win["run"]]).mean().unstack()
+            t = np.array([[at[(m, r)] for r in y.columns] for m in y.index], dtype=float)
+            for grid, out in ((y.to_numpy(), inter), (t, spread)):
+                out.append(grid - grid.mean(0) - grid.mean(1)[:, None] + grid.mean())
+        rows.append(dict(zip(STRATUM, key)) | _component(inter, spread, stratum))
+    return pd.DataFrame(rows).rename(columns={"concurrency": "level"})
+
+
+def _component(inter: list, spread: list, stratum: pd.DataFrame) -> dict:
+    """One stratum's start_variance columns from its windows' double-centred grids."""
+    configs, rounds = stratum["method"].nunique(), stratum["run"].nunique()
+    base = {"metric": "decode_tps", "load": "concurrency", "starts": configs * rounds,
+            "configs": configs, "rounds": rounds, "windows": len(inter),
+            "contrasts": (configs - 1) * (rounds - 1), "pooled": False}  # fmt: skip
+    df = sum((i.shape[0] - 1) * (i.shape[1] - 1) for i in inter)
+    none = {"start_sd": np.nan, "df": np.nan, "start_spread": np.nan, "drift_per_start": np.nan,
+            "drift_low": np.nan, "drift_high": np.nan}  # fmt: skip
+    if df < 2:
+        return base | none | {"reason": ONE_ROUND if rounds < 2 else "too few contrasts"}
+    span = sum(float((s**2).sum()) for s in spread)
+    beta = sum(float((i * s).sum()) for i, s in zip(inter, spread)) / span
+    s2 = sum(float(((i - beta * s) ** 2).sum()) for i, s in zip(inter, spread)) / (df - 1)
+    half = sps.t.ppf(0.975, df - 1) * (s2 / span) ** 0.5
+    return base | {
+        "start_sd": s2**0.5, "df": float(df - 1),
+        "start_spread": float(np.exp(sps.t.ppf(0.975, df - 1) * (2 * s2) ** 0.5)),
+        "drift_per_start": float(np.expm1(beta)), "drift_low": float(np.expm1(beta - half)),
+        "drift_high": float(np.expm1(beta + half)), "reason": None,
+    }  # fmt: skip
+
+
+def speedup(rm: pd.DataFrame, cs: pd.DataFrame, sv: pd.DataFrame) -> pd.DataFrame:
+    """The speedup table: per window and non-baseline method, the paired point estimate over
+    (run, prompt) cells, the rounds' interval (:func:`_interval`) and the stratum's start sd
+    and spread (``sv``: start_variance); Holm is applied by :func:`populate` (the family)."""
     plain = rm[rm["session_id"].isna() & rm["ok"]]
     rows = []
     wkeys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
+    strata = sv.set_index(["campaign_id", "engine", "tp", "level"])
+    c = cs.set_index(KEYS)
     for key, win in plain.groupby(wkeys):
         base = win[win["method"] == "autoregressive"]
+        stratum = strata.loc[(key[0], key[1], key[2], key[5])]
         for method, m in win[win["method"] != "autoregressive"].groupby("method"):
-            low, high = _t_interval(m, base)
-            s = decode_speedup(m, base)
-            c = cs.set_index(KEYS)
             tput = (
                 c.loc[(*key[:3], method, *key[3:]), "throughput_tps"]
                 / c.loc[(*key[:3], "autoregressive", *key[3:]), "throughput_tps"]
             )
             rows.append(
-                dict(
-                    zip(wkeys, key),
+                dict(zip(wkeys, key))
+                | _interval(m, base)
+                | dict(
                     method=method,
-                    speedup=s,
-                    ci_low=low,
-                    ci_high=high,
+                    baseline="autoregressive",
+                    speedup=decode_speedup(m, base),
                     n=len(m),
-                    n_prompts=m["prompt_id"].nunique(),
-                    significant=bool(low > 1 or high < 1),
+                    n_baseline=len(base),
                     is_control=False,
+                    significant_raw=None,
+                    start_sd=stratum["start_sd"],
+                    start_spread=stratum["start_spread"],
+                    drift_correction=1.0,
+                    between_run_share=np.nan,
                     throughput_speedup=tput,
+                    method_throughput_tps=c.loc[(*key[:3], method, *key[3:]), "throughput_tps"],
+                    baseline_throughput_tps=c.loc[
+                        (*key[:3], "autoregressive", *key[3:]), "throughput_tps"
+                    ],
                     ttft_ratio=m["ttft_s"].median() / base["ttft_s"].median(),
                     accept_length_tw=m["accept_length"].mean(),
                     baseline_decode_tps_p50=base["decode_tps"].median(),
                     method_decode_tps_p50=m["decode_tps"].median(),
                 )
             )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame["significant_raw"] = (frame["ci_low"] > 1) | (frame["ci_high"] < 1)
+    frame["ci_reason"] = frame["ci_reason"].astype("string")  # a VARCHAR though all NULL
+    return frame
 
 
 def best_config(cs: pd.DataFrame, sp: pd.DataFrame) -> pd.DataFrame:
-    """The best_config view: the largest paired speedup per window (the baseline at 1)."""
+    """The best_config view: the largest paired speedup per window (the baseline at 1), with
+    its interval and the pick's simultaneous one (pick_ci_low, pick_ci_high)."""
     wkeys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
     base = cs[cs["method"] == "autoregressive"][wkeys].assign(
         method="autoregressive", speedup=1.0, significant=False
     )
-    cands = pd.concat([sp[wkeys + ["method", "speedup", "significant"]], base])
+    picked = sp[[*wkeys, "method", "speedup", "significant", "ci_low", "ci_high"]].assign(
+        pick_ci_low=sp["sim_ci_low"], pick_ci_high=sp["sim_ci_high"]
+    )
+    cands = pd.concat([picked, base])
     cands = cands.sort_values([*wkeys, "speedup", "method"], ascending=[True] * 6 + [False, True])
     best = cands.groupby(wkeys, as_index=False).first()
     best = best.merge(cs[wkeys + ["method", "decode_tps_p50"]], how="left")
@@ -310,8 +457,10 @@ def _crossover_row(g: pd.DataFrame) -> dict:
         status = "single level"
     elif all(pays):
         status = "always pays"
-    elif not any(pays):
+    elif all(slower):
         status = "never pays"
+    elif not any(pays):
+        status = "undetermined"
     elif not pays[0]:
         status = "pays only above lowest"
     else:
@@ -368,7 +517,8 @@ def agentic_turns(rm: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _meta(con: duckdb.DuckDBPyConnection) -> None:
+def _meta(con: duckdb.DuckDBPyConnection, rounds: int = ROUNDS) -> None:
+    """The raw campaigns, environment and services rows (a service per method and round)."""
     con.execute(
         "INSERT INTO campaigns VALUES (?, 'local', 'ab12', 'name: old', 'autoregressive',"
         " ?, ?, 'complete')",
@@ -388,30 +538,38 @@ def _meta(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany(
         "INSERT INTO environment VALUES (?, 'localhost', ?, ?)", [[CAMPAIGN, k, v] for k, v in env]
     )
-    for i, method in enumerate(METHODS):
+    for n, (run, method) in enumerate(start_order(rounds)):
         cmd = (
             f"llama-server --model /models/SmolLM2_135M.gguf --port 0 --spec {method} "
             + HOSTILE[1]
             + " "
             + HOSTILE[2]
         )
+        at = T0 + timedelta(minutes=n)
         con.execute(
             "INSERT INTO services VALUES (?, ?, ?, 'llama.cpp', ?, 1, '', 'localhost', ?,"
-            " ?, ?, ?, ?, 'stopped', NULL, ?, ?, 1, 1)",  # run, replica
+            " ?, ?, ?, ?, 'stopped', NULL, ?, ?, ?, 1)",  # run, replica
             [
-                f"svc-{method}",
+                f"svc-{method}" + ("" if run == 1 else f"/run{run}"),
                 CAMPAIGN,
                 f"cfg-{method}",
                 method,
                 cmd,
-                T0,
-                T0,
-                T0,
-                1.5 + i,
+                at,
+                at,
+                at,
+                1.5 + list(METHODS).index(method),
                 "log: " + HOSTILE[3],
                 TRANSPORT.get(method, "direct"),
+                run,
             ],
         )
+
+
+def start_order(rounds: int = ROUNDS) -> list[tuple[int, str]]:
+    """(run, method) of every service start in the campaign's order: each round starts every
+    method once, ORDER in odd rounds and its reverse in even ones (collect/planning/order.py)."""
+    return [(r, m) for r in range(1, rounds + 1) for m in (ORDER if r % 2 else ORDER[::-1])]
 
 
 def summaries(
@@ -480,7 +638,7 @@ def host_summary() -> pd.DataFrame:
                 "python": "3.11.2",
                 "specsweep_version": "0.1",
                 "gpu_hour_usd": None,
-                "n_services": 3,
+                "n_services": len(METHODS) * ROUNDS,
             }
         ]
     )
@@ -519,10 +677,14 @@ def energy_objects(cs: pd.DataFrame) -> dict[str, pd.DataFrame]:
             {
                 **{k: r[k] for k in ENERGY_KEY},
                 "baseline": "autoregressive",
+                "is_control": False,
                 "energy_ratio": ratio,
                 "ci_low": ratio - 0.05,
                 "ci_high": ratio + 0.05,
-                "significant": True,
+                "ci_reason": None,
+                "p_value": 0.001,  # adjusted with the speedups (populate: one family)
+                "df": 2.0,
+                "log_se": 0.01,
                 "n": 12,
                 "n_prompts": 6,
             }
@@ -535,7 +697,8 @@ def energy_objects(cs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     )
     es["j_per_token"] = es["energy_j"] / es["output_tokens_sum"]
     es["tokens_per_j"] = 1 / es["j_per_token"]
-    return {"window_energy": we, "energy_summary": es, "energy_ratio": pd.DataFrame(rows)}
+    ratio = pd.DataFrame(rows).astype({"ci_reason": "string"})
+    return {"window_energy": we, "energy_summary": es, "energy_ratio": ratio}
 
 
 def gpu_samples(req: pd.DataFrame, watts: float = 250.0) -> pd.DataFrame:
@@ -566,31 +729,38 @@ def gpu_samples(req: pd.DataFrame, watts: float = 250.0) -> pd.DataFrame:
 
 
 def populate(
-    path: Path, agentic: bool = True, windows: list = WINDOWS, energy: bool = False
+    path: Path,
+    agentic: bool = True,
+    windows: list = WINDOWS,
+    energy: bool = False,
+    rounds: int = ROUNDS,
 ) -> Path:
     """Create the DuckDB file: raw tables from the DDL plus analysis tables (with GPU energy
-    objects when `energy`)."""
-    req = raw_requests(agentic, windows)
+    objects when `energy`), the campaign run in `rounds` rounds of service starts."""
+    req = raw_requests(agentic, windows, rounds)
     rm = request_metrics(req)
     cs = config_summary(rm)
-    sp = speedup(rm, cs)
-    objects = {
-        "request_metrics": rm,
-        "request_distribution": request_distribution(rm),
-        "config_summary": cs,
-        "speedup": sp,
-        "best_config": best_config(cs, sp),
-        "agentic_turns": agentic_turns(rm),
-        "crossover": crossover(sp),
-    }
-    if energy:
-        objects |= energy_objects(cs)
     with duckdb.connect(str(path)) as con:
         con.execute(DDL.read_text())
-        _meta(con)
+        _meta(con, rounds)
         con.register("req_df", req)
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")
-        objects |= summaries(con, req, rm)
+        objects = summaries(con, req, rm)
+        sv = start_variance(rm, con.execute("SELECT * FROM services").df())
+        sp = speedup(rm, cs, sv)
+        energy_frames = energy_objects(cs) if energy else {}
+        adjust_family([(sp, "speedup")] + [(f, "energy_ratio") for f in
+                      energy_frames.values() if "energy_ratio" in f])  # fmt: skip
+        objects |= energy_frames | {
+            "request_metrics": rm,
+            "request_distribution": request_distribution(rm),
+            "config_summary": cs,
+            "speedup": sp,
+            "start_variance": sv,
+            "best_config": best_config(cs, sp),
+            "agentic_turns": agentic_turns(rm),
+            "crossover": crossover(sp),
+        }
         for name, frame in objects.items():
             con.register("obj_df", frame)
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM obj_df")
@@ -621,6 +791,12 @@ def report_db_no_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def report_db_energy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A populated results file with GPU energy objects."""
     return populate(tmp_path_factory.mktemp("db4") / "specsweep.duckdb", False, energy=True)
+
+
+@pytest.fixture(scope="session")
+def report_db_one_round(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A populated results file of one round: one start per configuration, no interval."""
+    return populate(tmp_path_factory.mktemp("db5") / "specsweep.duckdb", False, rounds=1)
 
 
 needs_latex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed")

@@ -21,7 +21,7 @@ from report.context import build_context
 from report.data import ReportError, load
 from report.figures import make_figures
 from schema.store import DDL
-from tests.report.conftest import CAMPAIGN, _meta, gpu_samples, raw_requests
+from tests.report.conftest import CAMPAIGN, METHODS, ROUNDS, _meta, gpu_samples, raw_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 SQL_NAME = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_][\w.]*)")  # the SQL here is upper case
@@ -92,8 +92,8 @@ def test_the_report_builds_from_analysis_objects_alone(report_db: Path, tmp_path
     _drop_raw_tables(path)
     data = load(path)
     tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
-    assert data.campaign["campaign_id"] == CAMPAIGN and data.n_warmup == 12
-    assert "12 warm-up request(s) were excluded" in tex
+    assert data.campaign["campaign_id"] == CAMPAIGN and data.n_warmup == 36  # 12 a round
+    assert "36 warm-up request(s) were excluded" in tex
 
 
 def test_a_file_analysed_before_the_summaries_asks_for_analyze(
@@ -133,10 +133,17 @@ def analysed_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_report_reads_what_analyze_builds(analysed_copy: Path, tmp_path: Path) -> None:
     data = load(analysed_copy)
     tex = render_tex(build_context(data, FIGURES))
-    assert data.campaign["campaign_id"] == CAMPAIGN and data.campaign["n_services"] == 3
-    assert "12 warm-up request(s) were excluded" in tex
+    assert data.campaign["campaign_id"] == CAMPAIGN and data.campaign["n_services"] == 9
+    assert "36 warm-up request(s) were excluded" in tex
     assert "status is \\emph{interrupted}" in tex
-    assert list(data.services["method"]) == ["autoregressive", "ddtree_b8", "dflash"]
+    assert list(data.services["method"]) == [m for m in sorted(METHODS) for _ in range(ROUNDS)]
+    # three rounds of starts: the start variance, the one family and the noise floor
+    flat = " ".join(tex.split())
+    assert not data.start_variance.empty and data.speedup["ci_low"].notna().any()
+    assert "The claims on this page are one family" in flat
+    tested = int(data.speedup["p_value"].notna().sum() + data.energy_ratio["p_value"].notna().sum())
+    assert f"campaign's m = {tested} tested claims" in flat
+    assert "Noise floor (the grey bands of the speedup charts)" in flat
     assert "Prompt-cache settings as recorded" in " ".join(tex.split())
     # GPU telemetry at a constant 250 W through the real energy views and energy_ratio
     assert not data.window_energy.empty and not data.energy_ratio.empty

@@ -38,10 +38,11 @@ def analysed_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with duckdb.connect(str(path)) as con:
         con.execute(DDL.read_text())
         _meta(con)
-        con.execute(
-            "UPDATE services SET method = ?, config_id = ?, service_id = ? "
+        con.execute(  # every round's start: svc-plain-ar, svc-plain-ar/run2, ...
+            "UPDATE services SET method = ?, config_id = ?, "
+            "service_id = replace(service_id, 'autoregressive', ?) "
             "WHERE method = 'autoregressive'",
-            [OTHER, f"cfg-{OTHER}", f"svc-{OTHER}"],
+            [OTHER, f"cfg-{OTHER}", OTHER],
         )
         con.register("req_df", req)
         con.execute("INSERT INTO requests BY NAME SELECT * FROM req_df")

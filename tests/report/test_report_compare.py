@@ -2,9 +2,9 @@
 `python -m analyze compare A B` stores, on the hand-made campaigns of
 tests/analyze/test_analyze_compare.py (B's ngram 40% slower, engine.version 0.29 -> 0.30);
 hostile plan and environment strings are escaped; a pair never stored (or stored by an older
-specsweep) exits 1 saying which command stores it; the Holm and drift columns, the drift
-sentence and the prompts section are shown. The verdict sentence is checked on hand-built
-rows."""
+specsweep, with issue 24's drift column) exits 1 saying which command stores it; the Holm and
+start-variance columns, the service-start sentence and the prompts section are shown. The
+verdict sentence is checked on hand-built rows."""
 
 from __future__ import annotations
 
@@ -70,10 +70,9 @@ def test_the_pdf_names_the_slowdown_and_the_environment_change(
     # the t interval of 0.6 with B's jitter: exp(ln 0.6 -/+ 2.571 * 0.0118) = 0.582, 0.618
     assert r"ngram chat 256 c=1 decode tok/s" in text and r"(-40\%, 95\% CI {[}-42\%" in text
     assert "p Holm" in text and "point estimate" in text  # the p90 rows
-    assert (
-        "Drift between the campaigns is measured by paired runs for 0 tested change(s), "
-        "by an A/A control for 0, and not at all for" in text
-    )
+    assert "start sd" in text and "0.0\\%" in text  # every start alike: sd 0
+    assert "for 2 tested change(s) the start variance is pooled from every configuration" in text
+    assert "4 change(s) have no interval, none of them because a side has one start" in text
     assert "chat: not checked (a plan does not define the workload)" in text
     assert r"\textbf{0.29~$\rightarrow$~0.30} on gpu1: \texttt{engine.version}" in text
     assert "decode-ratio.pdf" in text  # the chart
@@ -124,11 +123,23 @@ def test_a_pair_never_stored_exits_1_with_the_command(stored: Path, tmp_path: Pa
     assert not (tmp_path / "c.pdf").exists()
 
 
-def test_a_comparison_stored_by_an_older_specsweep_asks_for_a_new_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "older",
+    [
+        ["DROP COLUMN p_holm"],  # as issue 15's specsweep stored it: no Holm column
+        # as issue 24's: drift and service_var where start_source, start_sd, start_df are
+        ["RENAME COLUMN start_source TO drift", "RENAME COLUMN start_sd TO service_var",
+         "DROP COLUMN start_df"],
+    ],
+)  # fmt: skip
+def test_a_comparison_stored_by_an_older_specsweep_asks_for_a_new_one(
+    tmp_path: Path, older: list[str]
+) -> None:
     db = _db(tmp_path, 1.0)
     assert _compare(db).returncode == 0
-    with duckdb.connect(str(db)) as con:  # as issue 15's specsweep stored it: no Holm column
-        con.execute("ALTER TABLE compare_changes DROP COLUMN p_holm")
+    with duckdb.connect(str(db)) as con:
+        for change in older:
+            con.execute(f"ALTER TABLE compare_changes {change}")
     done = _report(db, tmp_path / "c.pdf")
     assert done.returncode == 1 and "stored by an older specsweep" in done.stderr
     assert "python -m analyze compare A B again" in done.stderr
@@ -201,6 +212,10 @@ def test_the_verdict_counts_and_names_the_largest_change_in_its_direction() -> N
     )
     same = _changes(("decode_tps", 1.01, False, False, 0.01))
     assert summary(same).startswith("No significant change: none of the 1 matched")
+    blind = same.assign(ci_low=None, ci_high=None)  # one start per side: no interval
+    assert summary(blind).startswith("No change can be told from a service start's spread")
+    half = pd.concat([same, blind], ignore_index=True)
+    assert summary(half).endswith("; 1 have no interval and count neither way.")
     assert str(tex("a -> b 5%")) == r"a~$\rightarrow$~b 5\%"
 
 

@@ -1,6 +1,7 @@
-"""The report's sentence on repeated runs: how much of the speedup intervals' variance is
-between runs (speedup.n_runs, run_speedup_min / _max, between_run_share), on hand-built rows
-and on a hand-built results file."""
+"""The report's sentence on rounds of service starts: each comparison rests on the campaign's
+rounds, and how much of one round's speedup variance lies between rounds (speedup.n_runs,
+run_speedup_min / _max, between_run_share), on hand-built rows and on the 3-round fixture; with
+one round (the one-round fixture) the report says that nothing has an interval, and why."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from report.data import load
 from report.figures import make_figures
 
 SHARE_SENTENCE = (
-    "Intervals cross the campaign's 3 runs with its prompts (a two-way variance: runs pooled "
-    "where they differ by no more than noise). Between "
-    "runs: a median 40\\% of one run's speedup variance over 3 comparison(s), the most 62\\% "
-    "(per-run speedups 0.81$\\times$ to 1.20$\\times$) for n\\_gram\\&co on \\emph{chat}, "
-    "max\\_tokens 64, concurrency 4; 0\\% means the runs agree up to prompt noise (with 2 or "
-    "3 runs a rough figure)."
+    "Each comparison rests on the campaign's 3 rounds of service starts crossed with its "
+    "prompts; its interval adds the stratum's start variance to the prompts' spread. Between "
+    "rounds: a median 40\\% of one round's speedup variance over 3 comparison(s), the most "
+    "62\\% (per-round speedups 0.81$\\times$ to 1.20$\\times$) for n\\_gram\\&co on "
+    "\\emph{chat}, max\\_tokens 64, concurrency 4; 0\\% means the rounds agree up to prompt "
+    "noise (with 2 or 3 rounds a rough figure)."
 )
 
 
@@ -54,24 +55,20 @@ def test_one_run_or_an_older_file_says_nothing() -> None:
 def test_runs_differing_per_comparison_give_the_range() -> None:
     sp = _speedup([2, 3, 1], [0.5, 0.62, None])
     assert findings.runs_sentence(sp).startswith(
-        "Intervals cross the campaign's runs (1 to 3 per comparison) with its prompts (a "
-        "two-way variance: runs pooled where they differ by no more than noise). Between "
-        "runs: a median 56\\% of one run's speedup variance over 2 comparison(s)"
+        "Each comparison rests on the campaign's rounds (1 to 3 per comparison) of service "
+        "starts crossed with its prompts; its interval adds the stratum's start variance to "
+        "the prompts' spread. Between rounds: a median 56\\% of one round's speedup variance "
+        "over 2 comparison(s)"
     )
 
 
-def _with_runs(report_db: Path, path: Path) -> Path:
-    """The report fixture's file with three runs behind every speedup row: shares 10% upward
-    by 10 points in the table's order, per-run speedups 0.9 and 1.1 of the point estimate."""
+def _with_shares(report_db: Path, path: Path) -> Path:
+    """The 3-round fixture's file with a between-round share behind every speedup row: 10%
+    upward by 10 points in the table's order."""
     shutil.copyfile(report_db, path)
     with duckdb.connect(str(path)) as con:
-        con.execute("ALTER TABLE speedup ADD COLUMN n_runs INTEGER DEFAULT 3")
-        con.execute("ALTER TABLE speedup ADD COLUMN run_speedup_min DOUBLE")
-        con.execute("ALTER TABLE speedup ADD COLUMN run_speedup_max DOUBLE")
-        con.execute("ALTER TABLE speedup ADD COLUMN between_run_share DOUBLE")
         con.execute("""
-            UPDATE speedup SET run_speedup_min = 0.9 * speedup, run_speedup_max = 1.1 * speedup,
-                between_run_share = s.k / 10.0
+            UPDATE speedup SET between_run_share = s.k / 10.0
             FROM (SELECT workload, max_tokens, concurrency, method,
                          row_number() OVER (ORDER BY workload, max_tokens, concurrency, method) AS k
                   FROM speedup) AS s
@@ -81,27 +78,48 @@ def _with_runs(report_db: Path, path: Path) -> Path:
     return path
 
 
-def test_the_summary_and_the_threats_say_runs(report_db: Path, tmp_path: Path) -> None:
-    data = load(_with_runs(report_db, tmp_path / "runs.duckdb"))
+def test_the_summary_and_the_threats_say_rounds(report_db: Path, tmp_path: Path) -> None:
+    data = load(_with_shares(report_db, tmp_path / "runs.duckdb"))
     sp = data.speedup
     top = sp.loc[sp["between_run_share"].idxmax()]
     summary = [str(s) for s in findings.summary(data)]
-    assert summary[2] == findings.runs_sentence(sp)
-    assert f"the most {100 * top['between_run_share']:.0f}\\%" in summary[2]
-    assert f"for {top['method']} on \\emph{{{top['workload']}}}" in summary[2]
+    assert summary[3] == findings.runs_sentence(sp)
+    assert f"the most {100 * top['between_run_share']:.0f}\\%" in summary[3]
+    assert f"for {top['method']} on \\emph{{{top['workload']}}}" in summary[3]
     tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
-    assert summary[2] in tex
-    assert "runs crossed with prompts" in tex
-    assert "Intervals cross the campaign's runs with its prompts" in tex
-    assert "With one run, intervals cover prompts" not in tex
+    flat = " ".join(tex.split())
+    assert summary[3] in tex
+    assert "how much of a comparison's spread is between rounds: see the summary" in flat
+    assert "Each configuration was started in 3 round(s)" in flat
+    assert "Intervals carry the spread between service starts" in flat
+    assert "With one round" not in flat
     if shutil.which("latexmk"):  # the sentence and the branches are valid LaTeX
         (tmp_path / "report.tex").write_text(tex, encoding="utf-8")
         assert compile_tex(tmp_path / "report.tex").exists()
 
 
-def test_one_run_keeps_the_prompts_only_wording(report_db: Path, tmp_path: Path) -> None:
-    data = load(report_db)
-    assert all("Intervals cross" not in str(s) for s in findings.summary(data))
-    tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
-    assert "With one run, intervals cover prompts" in tex
-    assert "runs crossed with prompts" not in tex
+def test_one_round_prints_no_interval_and_says_why(
+    report_db_one_round: Path, tmp_path: Path
+) -> None:
+    """One start per configuration: no interval anywhere, no "significant", and the page says
+    that the start-to-start variance was not sampled (speedup.ci_reason, start_variance)."""
+    data = load(report_db_one_round)
+    assert data.speedup["ci_low"].isna().all() and data.speedup["significant"].isna().all()
+    summary = " ".join(str(s) for s in findings.summary(data))
+    assert "Intervals cross" not in summary and "Each comparison rests" not in summary
+    assert "No claim of this campaign has an interval, so none is tested" in summary
+    assert (
+        "In 2 of 2 stratum(s) no start variance was estimated (one service start per "
+        "configuration: the start-to-start variance was not sampled (2))"
+    ) in summary
+    assert "the most certain gain is" not in summary and "no significant speedup" in summary
+    notes = " ".join(str(s) for s in findings.validity_notes(data))
+    assert "Each configuration was started once (one round)" in notes
+    assert (
+        "8 of 8 speedup comparison(s) print no interval and are called neither significant "
+        "nor not: one service start per side: how far another start would land was not "
+        "sampled (plan repeat: 2 or more)."
+    ) in notes
+    tex = " ".join(render_tex(build_context(data, make_figures(data, tmp_path / "f"))).split())
+    assert "With one round, each configuration ran on one service start" in tex
+    assert "how much of a comparison's spread is between rounds" not in tex

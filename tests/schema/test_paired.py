@@ -11,6 +11,7 @@ import pytest
 
 from schema.paired import (
     MIN_PROMPTS,
+    ONE_START,
     Speedup,
     cell_log_ratios,
     holm,
@@ -19,6 +20,7 @@ from schema.paired import (
     paired_speedup,
     run_spread,
 )
+from schema.starts import StartVariance
 
 T3_975 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5th percentile
 
@@ -38,39 +40,87 @@ def test_no_shared_prompt_is_none() -> None:
     assert paired_speedup({"p0": [1.0]}, {"p1": [1.0]}) is None
 
 
-def test_the_t_interval_on_per_prompt_log_ratios() -> None:
-    """d = ln ratios 0.0, 0.1, 0.2, 0.3: mean 0.15, sd sqrt(0.05 / 3), se sd / 2, df 3;
-    the two-sided p-value on 3 df in closed form: 1 - (2 / pi)(theta + sin theta cos theta),
-    theta = atan(t / sqrt 3), t = 0.15 / se."""
-    ratios = [1.0, math.exp(0.1), math.exp(0.2), math.exp(0.3)]
-    got = paired_speedup({f"p{i}": [10 * r] for i, r in enumerate(ratios)},
+def test_one_start_per_side_is_a_point_without_interval() -> None:
+    """paired_speedup compares one start of each side: how far another start would land was
+    not sampled, so there is a point estimate and no interval (issue 36)."""
+    got = paired_speedup({f"p{i}": [10.0 * (1 + i / 10)] for i in range(4)},
                          {f"p{i}": [10.0] for i in range(4)})  # fmt: skip
-    se = math.sqrt(0.05 / 3) / 2
-    assert got is not None and got.df == pytest.approx(3)
+    assert got is not None and got.ci_low is None and got.p_value is None
+    assert got.reason == ONE_START and not got.significant
+
+
+# three rounds of the same per-prompt log ratios 0.0, 0.1, 0.2, 0.3 (+/- 0.01 between rounds)
+D = np.array([[0.0, 0.1, 0.2, 0.3], [0.01, 0.11, 0.19, 0.31], [-0.01, 0.09, 0.21, 0.29]])
+NO_START = StartVariance(s2=0.0, df=4.0, contrasts=4)
+
+
+def test_no_start_variance_is_the_paired_t_on_prompt_means() -> None:
+    """s2 = 0: V = MS_p / (R P) = var(prompt means) / P on P - 1 = 3 df; the two-sided
+    p-value on 3 df in closed form: 1 - (2 / pi)(theta + sin theta cos theta), theta =
+    atan(t / sqrt 3), t = mean / se."""
+    got = interval(D, start=NO_START)
+    means = D.mean(axis=0)
+    se = math.sqrt(float(np.var(means, ddof=1)) / 4)
+    assert got.df == pytest.approx(3)
     assert got.speedup == pytest.approx(math.exp(0.15))
     assert got.ci_low == pytest.approx(math.exp(0.15 - T3_975 * se))
     assert got.ci_high == pytest.approx(math.exp(0.15 + T3_975 * se))
     theta = math.atan(0.15 / se / math.sqrt(3))
     p_value = 1 - 2 / math.pi * (theta + math.sin(theta) * math.cos(theta))
-    assert got.p_value == pytest.approx(p_value) and got.p_value == pytest.approx(0.1027, abs=1e-4)
-    assert not got.significant  # the interval holds 1
+    assert got.p_value == pytest.approx(p_value)
+
+
+def test_the_start_variance_adds_2_s2_over_r_with_satterthwaite_df() -> None:
+    """V = MS_p / (R P) + 2 s2 / R; df = V^2 / (a^2 / (P - 1) + b^2 / df_s)."""
+    start = StartVariance(s2=0.004, df=8.0, contrasts=8)
+    a = float(np.var(D.mean(axis=0), ddof=1)) / 4
+    b = 2 * 0.004 / 3
+    got = interval(D, start=start)
+    assert got.log_se == pytest.approx(math.sqrt(a + b))
+    assert got.df == pytest.approx((a + b) ** 2 / (a**2 / 3 + b**2 / 8))
+    assert got.log_se > interval(D, start=NO_START).log_se
+
+
+def test_drift_is_taken_out_and_its_uncertainty_added() -> None:
+    """dt = (2, -2, 3) starts: d' = d - 0.01 dt per round; V adds Var(beta) mean(dt)^2 on
+    the drift's df (7)."""
+    start = StartVariance(s2=0.001, df=8.0, drift=0.01, drift_var=1e-5, drift_df=7.0,
+                          contrasts=8)  # fmt: skip
+    dt = np.array([2.0, -2.0, 3.0])
+    got = interval(D, start=start, dt=dt)
+    corrected = D - 0.01 * dt[:, None]
+    a = float(np.var(corrected.mean(axis=0), ddof=1)) / 4
+    b, c = 2 * 0.001 / 3, 1e-5 * 1.0**2
+    assert got.speedup == pytest.approx(math.exp(corrected.mean()))
+    assert got.log_se == pytest.approx(math.sqrt(a + b + c))
+    assert got.df == pytest.approx((a + b + c) ** 2 / (a**2 / 3 + b**2 / 8 + c**2 / 7))
+
+
+def test_a_stratum_without_a_start_variance_gives_no_interval() -> None:
+    why = "2 service starts of 2 configurations in 1 rounds leave 0 independent start contrasts"
+    got = interval(D, start=StartVariance(reason=why))
+    assert got.ci_low is None and got.reason == why
 
 
 def test_fewer_prompts_than_the_minimum_give_no_interval() -> None:
     """One prompt of three noisy reps used to give 0.98 [0.98, 0.98], 'significant'."""
-    got = paired_speedup({"p": [10, 11, 9.5]}, {"p": [10.2, 10, 10.4]})
-    assert got is not None and got.ci_low is None and got.ci_high is None
-    assert got.p_value is None and not got.significant
+    got = interval(D[:, :1], start=NO_START)
+    assert got.ci_low is None and got.ci_high is None and got.p_value is None
     assert "1 prompt:" in got.reason and str(MIN_PROMPTS) in got.reason
-    two = paired_speedup({"a": [2.0], "b": [3.0]}, {"a": [1.0], "b": [1.0]})
-    assert two is not None and two.ci_low is None and "2 prompts" in two.reason
+    assert "2 prompts" in interval(D[:, :2], start=NO_START).reason
 
 
 def test_no_spread_gives_no_interval() -> None:
-    """Every prompt exactly 2x: a zero-width interval would claim certainty it does not have."""
-    got = paired_speedup({p: [20.0] for p in "abcd"}, {p: [10.0] for p in "abcd"})
-    assert got is not None and got.speedup == pytest.approx(2.0)
-    assert got.ci_low is None and got.reason == "no spread between prompts"
+    """Every prompt exactly 2x in every round: a zero-width interval would claim certainty."""
+    got = interval(np.full((3, 4), math.log(2.0)), start=NO_START)
+    assert got.speedup == pytest.approx(2.0)
+    assert got.ci_low is None and got.reason == "no spread between prompts or starts"
+
+
+def test_without_a_pooled_variance_two_runs_are_too_few() -> None:
+    """The comparison's own runs must give 2 degrees of freedom for starts: 3 runs."""
+    assert "1 degree of freedom" in interval(D[:2]).reason
+    assert interval(D).ci_low is not None
 
 
 def test_significant_needs_an_interval_that_excludes_one() -> None:
@@ -131,17 +181,6 @@ def test_runs_that_agree_are_pooled_into_the_prompt_means() -> None:
     assert df == pytest.approx(3)
 
 
-def test_service_variance_widens_the_interval_with_satterthwaite_df() -> None:
-    """V = var(d)/P + s2; df = (V_p + s2)^2 / (V_p^2 / (P - 1) + s2^2 / W)."""
-    d = np.array([[0.0, 0.1, 0.2, 0.3]])
-    v_p = 0.05 / 3 / 4
-    got = interval(d, service_var=0.004, service_df=8)
-    df = (v_p + 0.004) ** 2 / (v_p**2 / 3 + 0.004**2 / 8)
-    assert got.df == pytest.approx(df)
-    plain = interval(d)
-    assert got.ci_low < plain.ci_low and got.ci_high > plain.ci_high
-
-
 def test_run_spread_by_hand() -> None:
     """Per-run speedups exp(row means); tau2 = (MS_r - MS_e) / P, within =
     (MS_e + (MS_p - MS_e) / R) / P."""
@@ -164,3 +203,13 @@ def test_holm_by_hand() -> None:
     assert got[0] == pytest.approx(0.03) and got[1] == pytest.approx(0.06)
     assert got[3] == pytest.approx(0.06) and got[4] == pytest.approx(0.02)
     assert holm([0.9, 0.8]) == [pytest.approx(1.0), pytest.approx(1.0)]
+
+
+def test_one_prompt_in_several_rounds_is_a_point_without_a_crash() -> None:
+    """An agentic turn of one session in 3 rounds: no prompt spread to measure (the mean
+    squares that need it are NaN), the per-round speedups still given."""
+    d = np.array([[0.1], [0.2], [0.15]])
+    got, spread = interval(d, start=NO_START), run_spread(d)
+    assert got.ci_low is None and got.reason.startswith("1 prompt:")
+    assert spread.run_speedup_max == pytest.approx(math.exp(0.2))
+    assert spread.between_run_share is None

@@ -27,13 +27,13 @@ NULL = "\\N"  # how CSV files write NULL: an empty field is the empty string
 
 def run(db_path: str | Path, out_dir: str | Path, fmt: str = "parquet") -> list[Path]:
     """Write every raw table and analysis object (json: the campaign summary,
-    analyze/summary.py); return the files written."""
+    analyze/export/summary.py); return the files written."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {list(FORMATS)}, got {fmt!r}")
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"no results file at {db_path}")
     if fmt == "json":
-        from analyze import summary
+        from analyze.export import summary
 
         return [summary.write(db_path, out_dir)]
     from analyze.build import OBJECTS  # the analysis layer's object list, one place
