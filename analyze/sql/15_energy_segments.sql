@@ -72,11 +72,39 @@ power_samples AS (
     FROM samples WHERE power_w IS NOT NULL
 ),
 
-counter_samples AS (
+-- The counter moves in steps: NVML updates it more slowly than the sampler may read it (every
+-- ~0.1 s on an H100 read every 0.05 s, 2026-12-05: half the reads repeat the one before). A
+-- read that repeats the previous value says nothing new and is dropped, else a request of
+-- 20 ms between two equal reads would get no energy at all; each new value stays at the time
+-- it was read. Past the last new value the counter goes on at its last step's rate up to the
+-- last read (not flat: that would be zero power).
+counter_reads AS (
     SELECT campaign_id, service_id, window_id, gpu_index, t_s,
-           energy_j - min(energy_j) OVER (PARTITION BY campaign_id, service_id, window_id,
-                                                       gpu_index) AS counter_j
-    FROM samples WHERE energy_j IS NOT NULL
+           energy_j - min(energy_j) OVER g AS counter_j,
+           energy_j IS DISTINCT FROM lag(energy_j) OVER (g ORDER BY t_s) AS is_new,
+           max(t_s) OVER g AS last_read_s
+    FROM samples
+    WHERE energy_j IS NOT NULL
+    WINDOW g AS (PARTITION BY campaign_id, service_id, window_id, gpu_index)
+),
+
+counter_steps AS (
+    SELECT campaign_id, service_id, window_id, gpu_index, t_s, counter_j, last_read_s,
+           lag(t_s) OVER g AS prev_t_s, lag(counter_j) OVER g AS prev_j,
+           row_number() OVER (PARTITION BY campaign_id, service_id, window_id, gpu_index
+                              ORDER BY t_s DESC) AS from_last
+    FROM counter_reads
+    WHERE is_new
+    WINDOW g AS (PARTITION BY campaign_id, service_id, window_id, gpu_index ORDER BY t_s)
+),
+
+counter_samples AS (
+    SELECT campaign_id, service_id, window_id, gpu_index, t_s, counter_j FROM counter_steps
+    UNION ALL
+    SELECT campaign_id, service_id, window_id, gpu_index, last_read_s,
+           counter_j + (counter_j - prev_j) / (t_s - prev_t_s) * (last_read_s - t_s)
+    FROM counter_steps
+    WHERE from_last = 1 AND last_read_s > t_s AND prev_t_s IS NOT NULL
 ),
 
 gpus AS (

@@ -11,7 +11,10 @@
 --   requests in flight, so on every piece each of its n_in_flight requests receives
 --   energy_j / n_in_flight:
 --   attributed_j   = sum over the pieces the request is in flight on of energy_j / n_in_flight
---   j_per_token    = attributed_j / output_tokens (NULL unless output_tokens > 0)
+--   j_per_token    = attributed_j / output_tokens (NULL unless output_tokens > 0, and NULL
+--                    where attributed_j is 0: a request the meter did not resolve, shorter
+--                    than the counter's step with no step inside the window; a ratio of it
+--                    would be infinite)
 --   energy_source  = its window's (window_energy.energy_source)
 -- In a counter window a request alone in flight gets E(end_s) - E(start_s) summed over the
 -- GPUs. With overlap the equal split is a convention, not a measurement: the GPU's meter
@@ -51,8 +54,8 @@ final AS (
     SELECT
         r.*,
         coalesce(s.attributed_j, 0) AS attributed_j,
-        CASE WHEN r.output_tokens > 0
-             THEN coalesce(s.attributed_j, 0) / r.output_tokens END AS j_per_token
+        CASE WHEN r.output_tokens > 0 AND s.attributed_j > 0
+             THEN s.attributed_j / r.output_tokens END AS j_per_token
     FROM ok_requests AS r
     LEFT JOIN shares AS s USING (request_id)
 )

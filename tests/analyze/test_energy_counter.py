@@ -102,6 +102,29 @@ def test_the_counter_is_interpolated_at_request_boundaries(tmp_path: Path) -> No
     assert (w["energy_j"], w["idle_energy_j"]) == pytest.approx((400, 0))
 
 
+def test_a_counter_read_faster_than_it_steps_drops_its_repeats(tmp_path: Path) -> None:
+    """The H100 case (2026-12-05): NVML steps the counter every 0.1 s, the sampler reads it
+    every 0.05 s, so every other read repeats. Reads at t = 0, .05, .1, .15, .2, .25, .3:
+    0, 0, 10, 10, 20, 20, 20 J. Repeats dropped: steps (0, 0), (0.1, 10), (0.2, 20), slope
+    100 W, and past the last step the same rate to the last read: (0.3, 30). Request A
+    [0.11, 0.14] of 3 tokens falls between two equal reads: it gets 0.03 s * 100 W = 3 J
+    (the raw reads would give it 0 J and an infinite ratio). B [0.21, 0.29]: 8 J, from the
+    extrapolated tail. Window: E(0.29) - E(0.11) = 18 J."""
+    counter = {0.0: 0.0, 0.05: 0.0, 0.1: 10.0, 0.15: 10.0, 0.2: 20.0, 0.25: 20.0, 0.3: 20.0}
+    path = analysed(
+        tmp_path,
+        [request(0.11, 0.14, 3, "pA"), request(0.21, 0.29, 8, "pB")],
+        counter_trace({t: 1e4 + e for t, e in counter.items()}, 250.0),
+    )
+    rows = fetch(
+        path, "SELECT prompt_id, attributed_j, j_per_token FROM request_energy ORDER BY prompt_id"
+    )
+    assert [r["attributed_j"] for r in rows] == pytest.approx([3.0, 8.0])
+    assert [r["j_per_token"] for r in rows] == pytest.approx([1.0, 1.0])
+    w = one(path, "SELECT energy_j, energy_source FROM window_energy")
+    assert (w["energy_j"], w["energy_source"]) == (pytest.approx(18.0), "counter")
+
+
 def test_a_gpu_without_the_counter_falls_back_to_the_trapezoid(tmp_path: Path) -> None:
     """nvidia-smi rows (energy_j NULL) of 100, 200, 300 W at t = 0, 1, 2, one request [0, 2]
     of 40 tokens: trapezoids 1 * (100 + 200) / 2 + 1 * (200 + 300) / 2 = 150 + 250 = 400 J,
@@ -163,12 +186,12 @@ def test_a_gpu_with_only_the_counter_uses_it(tmp_path: Path) -> None:
 
 
 def test_energy_summary_says_mixed_when_its_windows_differ(tmp_path: Path) -> None:
-    """One setting, windows w1 (counter: 0 -> 100 J over [0, 1], samples every 0.5 s from -0.5
-    to 1.5) and w2 (trapezoid: 300 W, 300 J), one request [0, 1] of 50 tokens each:
+    """One setting, windows w1 (counter: 100 J/s, so 100 J over [0, 1], samples every 0.5 s
+    from -0.5 to 1.5) and w2 (trapezoid: 300 W, 300 J), one request [0, 1] of 50 tokens each:
     energy 400 J over 100 tokens = 4 J/token, source 'mixed', 1 window by counter."""
     requests = [request(0, 1, 50, window_id=w) for w in ("w1", "w2")]
     samples = counter_trace(
-        {t: 100.0 * min(max(t, 0.0), 1.0) for t in (-0.5, 0, 0.5, 1, 1.5)}, window_id="w1"
+        {t: 1000.0 + 100.0 * t for t in (-0.5, 0, 0.5, 1, 1.5)}, window_id="w1"
     )
     samples += power_trace([-0.5, 0, 0.5, 1, 1.5], 300.0, window_id="w2")
     s = one(analysed(tmp_path, requests, samples), "SELECT * FROM energy_summary")
