@@ -194,7 +194,7 @@ def interval(
         return Speedup(point, None, None, n_prompts, reason=why)
     if start is None:
         var, df, _ = mean_variance(d)
-        return _t(d.mean(), var, df, n_prompts, level, "no spread between prompts")
+        return t_speedup(d.mean(), var, df, n_prompts, level, "no spread between prompts")
     ms_p = mean_squares(d)[0]
     parts = [  # (variance term, its degrees of freedom)
         (ms_p / (n_runs * n_prompts), float(n_prompts - 1)),
@@ -203,7 +203,7 @@ def interval(
     ]  # fmt: skip
     var = sum(v for v, _ in parts)
     df = var**2 / sum(v**2 / f for v, f in parts if v > 0) if var > 0 else float(n_prompts - 1)
-    return _t(d.mean(), var, df, n_prompts, level, "no spread between prompts or starts")
+    return t_speedup(d.mean(), var, df, n_prompts, level, "no spread between prompts or starts")
 
 
 def _abstain(n_runs: int, n_prompts: int, start: StartVariance | None) -> str | None:
@@ -222,7 +222,11 @@ def _abstain(n_runs: int, n_prompts: int, start: StartVariance | None) -> str | 
     return None
 
 
-def _t(mean: float, var: float, df: float, n_prompts: int, level: float, flat: str) -> Speedup:
+def t_speedup(
+    mean: float, var: float, df: float, n_prompts: int, level: float, flat: str
+) -> Speedup:
+    """exp(mean), its t interval on df at level with variance var, and the p-value of "no
+    change"; no interval (reason flat) where var is zero."""
     point = float(np.exp(mean))
     if not var > TINY_VAR:
         return Speedup(point, None, None, n_prompts, reason=flat)
@@ -298,15 +302,25 @@ def t_interval(point: float, log_se: float, df: float, level: float) -> tuple[fl
     return float(np.exp(np.log(point) - half)), float(np.exp(np.log(point) + half))
 
 
-def holm(p_values: Sequence[float | None]) -> list[float | None]:
+def holm(
+    p_values: Sequence[float | None], weights: Sequence[float] | None = None
+) -> list[float | None]:
     """Holm's step-down adjustment of a family's p-values (None: no test, left out of the
     family): sorted ascending p_(1) <= ... <= p_(m), adjusted p_(i) = max over j <= i of
     min(1, (m - j + 1) p_(j)). Rejecting where adjusted < alpha keeps the family-wise error
-    rate at alpha under any dependence between the tests (they share a baseline)."""
-    present = [(p, i) for i, p in enumerate(p_values) if p is not None and not np.isnan(p)]
+    rate at alpha under any dependence between the tests (they share a baseline).
+
+    weights (positive, one per p-value; None: all equal) give Holm's weighted form (Holm
+    1979): the tests are ordered by q = p / w, and adjusted q_(i) = max over j <= i of
+    min(1, q_(j) * (the weights of the tests j..m)). A test of weight w starts at the level
+    alpha w / (all weights) and, as others are rejected, takes on their share. Equal weights
+    give the form above."""
+    w = [1.0] * len(p_values) if weights is None else [float(x) for x in weights]
+    present = [(p / w[i], i) for i, p in enumerate(p_values) if p is not None and not np.isnan(p)]
     out: list[float | None] = [None] * len(p_values)
-    running, m = 0.0, len(present)
-    for rank, (p, i) in enumerate(sorted(present)):
-        running = max(running, min(1.0, (m - rank) * p))
+    running, left = 0.0, sum(w[i] for _, i in present)
+    for q, i in sorted(present):
+        running = max(running, min(1.0, q * left))
         out[i] = running
+        left -= w[i]
     return out

@@ -57,11 +57,18 @@ every row of the pair (a, b) is deleted and written anew in one transaction; oth
 rows stay. A table whose columns are not this module's (an older specsweep's) is dropped
 and made anew. compare_changes' rank is the order of Comparison.changes.
 
-Gate: a change fails when it is significant (Holm) and worse, and its ratio is worse than
-the threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t): significance and size
-together, as asv's `compare` does. A change worse than the threshold in its point estimate
-but without an interval (one start per side) cannot be decided. Exit codes: 0 pass, 1 a
-regression, 2 bad input, 3 undecided (no regression, but a change the gate cannot decide).
+Campaign-wide shift (analyze.compare.stats.shift): kind 'shift', window SHIFT_WINDOW (every
+column NULL but load 'all windows'), decode_tps over all matched windows: the mean over
+paired rounds of the windows' mean per-round log ratio, its t interval from the rounds'
+spread on R - 1 df; n_windows the windows averaged. Holm is weighted: the shift holds half
+the family's level until it is rejected.
+
+Gate: a change (the shift included) fails when it is significant (Holm) and worse, and its
+ratio is worse than the threshold (decode_tps ratio < 1 - t, ttft_s ratio > 1 + t):
+significance and size together, as asv's `compare` does. A change worse than the threshold
+in its point estimate but without an interval (one start per side) cannot be decided. Exit
+codes: 0 pass, 1 a regression, 2 bad input, 3 undecided (no regression, but a change the
+gate cannot decide).
 
 Modules: match (windows, prompts, the changes), change (METRICS, Change and its verdict,
 Comparison, the gate and its exit codes), variance (the start variance pooled from both

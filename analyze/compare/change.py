@@ -28,7 +28,13 @@ HIGHER_IS_BETTER = {
     name: metrics.metric(name).higher_is_better for name in (*METRICS, "attainment")
 }
 # where a change's start variance came from (analyze.compare.stats; None: no interval)
-SOURCES = {"pooled": "both campaigns' starts", "own rounds": "the paired rounds' own spread"}
+SOURCES = {
+    "pooled": "both campaigns' starts",
+    "own rounds": "the paired rounds' own spread",
+    "rounds": "the spread of the paired rounds' means over every window (a shift)",
+}
+# the window of a campaign-wide shift (kind 'shift'): every column NULL but the load
+SHIFT_WINDOW = (None, None, None, None, None, None, "all windows")
 # the gate's exit codes (docs/compare.md): bad input is 2, as for every analyze command
 PASS, REGRESSION, UNDECIDED = 0, 1, 3
 
@@ -42,7 +48,7 @@ class Change:
     a: float
     b: float
     ratio: float
-    kind: str = "ratio"  # ratio | difference | point
+    kind: str = "ratio"  # ratio | difference | point | shift (campaign-wide, SHIFT_WINDOW)
     difference: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -55,6 +61,9 @@ class Change:
     p_value: float | None = None
     p_holm: float | None = None
     n_family: int = 0
+    n_windows: int = 1  # the windows a shift averages (1 for one window's change)
+    # ((run of A, run of B), mean ln B/A over prompts) per paired round: the shift's input
+    rounds: tuple[tuple[tuple[int, int], float], ...] = ()
 
     @property
     def worse(self) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 
 from analyze.compare import stats as cs
 from analyze.compare import variance as cv
-from analyze.compare.change import METRICS, Change, Comparison
+from analyze.compare.change import METRICS, SHIFT_WINDOW, Change, Comparison
 from analyze.compare.prompts import PromptCheck, prompt_check
 from analyze.environment_diff import environment
 from schema.paired import holm
@@ -113,6 +113,7 @@ def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Compari
     prompts = _unchecked(check, (set(values[a]) & set(values[b])) | (set(met[a]) & set(met[b])))
     changes = _changes(check, values[a], values[b], pooled, prompts)
     changes += _attainments(check, met[a], met[b], cv.share_variances(met))
+    changes += _shifts(changes)
     return Comparison(
         a,
         b,
@@ -132,9 +133,37 @@ def _met(con: duckdb.DuckDBPyConnection, a: str, b: str) -> Values:
         a: {}, b: {}}  # fmt: skip
 
 
+def _shifts(changes: list[Change]) -> list[Change]:
+    """The campaign-wide shift of each of SHIFT_METRICS over its windows' paired rounds
+    (analyze.compare.stats.shift); none with fewer than 2 paired rounds."""
+    out = []
+    for metric in cs.SHIFT_METRICS:
+        windows = [c for c in changes if c.metric == metric and c.kind == "ratio"]
+        s = cs.shift([c.rounds for c in windows])
+        if s is None:
+            continue
+        a, b = (math.exp(float(np.mean([math.log(v) for v in side]))) for side in (
+            [c.a for c in windows], [c.b for c in windows]))  # fmt: skip
+        out.append(Change(
+            SHIFT_WINDOW, metric, a, b, s.speedup, kind="shift", ci_low=s.ci_low,
+            ci_high=s.ci_high, reason=s.reason, n_prompts=sum(c.n_prompts for c in windows),
+            n_runs=max(len(c.rounds) for c in windows), start_source="rounds",
+            p_value=s.p_value, n_windows=s.n_prompts, start_df=s.df,
+            start_sd=None if s.log_se is None else s.log_se * (s.df + 1) ** 0.5,
+        ))  # fmt: skip
+    return out
+
+
 def _adjusted(changes: list[Change]) -> list[Change]:
-    """The changes with Holm's p over their family, significant ones first by effect."""
-    adjusted = holm([c.p_value for c in changes])
+    """The changes with Holm's weighted p over their family (the shifts holding
+    SHIFT_WEIGHT of the level, analyze.compare.stats), significant ones first by effect."""
+    tested = [c for c in changes if c.p_value is not None]
+    n_shift = sum(c.kind == "shift" for c in tested)
+    share = {
+        True: cs.SHIFT_WEIGHT / max(n_shift, 1),
+        False: (1 - cs.SHIFT_WEIGHT if n_shift else 1.0) / max(len(tested) - n_shift, 1),
+    }
+    adjusted = holm([c.p_value for c in changes], [share[c.kind == "shift"] for c in changes])
     n_family = sum(p is not None for p in adjusted)
     changes = [replace(c, p_holm=p, n_family=n_family) for c, p in zip(changes, adjusted)]
     return sorted(changes, key=lambda c: (not c.significant, -c.effect))
@@ -252,7 +281,7 @@ def _change(
     return Change(
         key, metric, value_a, value_b, s.speedup, ci_low=s.ci_low, ci_high=s.ci_high,
         reason=s.reason, n_prompts=s.n_prompts, n_runs=m.n_runs, start_source=m.source,
-        p_value=s.p_value, **_start(start),
+        p_value=s.p_value, rounds=m.rounds, **_start(start),
     )  # fmt: skip
 
 
@@ -295,8 +324,11 @@ def load_label(
 
 def window_text(key: tuple[Any, ...]) -> str:
     """A window key in words: engine/tp/method/workload/max_tokens/c=4 (closed loop) or
-    .../poisson 4 rps (open loop, '+ cap N' with a max_concurrency cap)."""
+    .../poisson 4 rps (open loop, '+ cap N' with a max_concurrency cap); 'all windows' for a
+    campaign-wide shift (SHIFT_WINDOW)."""
     *head, concurrency, load = key
+    if key == SHIFT_WINDOW:
+        return load
     if load == "closed":
         tail = f"c={concurrency}"
     else:

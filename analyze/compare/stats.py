@@ -38,24 +38,54 @@ requests share a queue: a limit). Its p-value inverts the interval: p = 2 (1 - P
 the z* where the interval's near end touches 0. With fewer than 2 rounds on a side, or no
 usable start variance, there is no interval.
 
-Multiplicity: every tested change of the comparison (one family) is adjusted with Holm
-(schema.paired.holm); a change counts (`significant`) when p_holm < 0.05. p90s are point
-estimates: no interval, outside the family.
+The campaign-wide shift (decode_tps, SHIFT_METRICS): one test of "B is slower or faster
+everywhere", which the per-window tests miss when the effect is spread thin over many windows.
+Each window w's d gives one mean per paired round, m[w, k] = mean over prompts of d[k, p];
+
+    D_k   = mean over windows of m[w, k]        (one value per paired round)
+    shift = exp(mean D_k), its t interval and p-value on R - 1 df, se = sd(D_k) / sqrt(R)
+
+Each round's D_k rests on that round's own starts (one per configuration and side), so the
+rounds are independent replicates of the whole comparison: sd(D_k) carries the starts, the
+host's state during a round (an effect shared by every configuration of one round, which the
+per-window intervals leave out) and the prompts, each counted once per round, not once per
+window. Only windows paired on the same rounds are averaged (the largest such set; a window
+that lost a round to a failed start is left out). With fewer than 2 paired rounds, or rounds
+whose means agree exactly, there is no shift. Every window weighs the same.
+
+Multiplicity: every tested change of the comparison, the shift included, is one family,
+adjusted with Holm's weighted form (schema.paired.holm): the shift tests share SHIFT_WEIGHT of
+the level and the window tests the rest, equally. So the shift is tested at alpha / 2 before
+any window is rejected, and the windows at alpha / 2 shared among them until the shift is
+rejected, after which they get the whole level (the step-down passes the share on). Without
+a shift test every window weighs the same (plain Holm). A change counts (`significant`) when
+p_holm < 0.05. p90s are point estimates: no interval, outside the family.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, stats
 
 from analyze.compare.variance import Cells
-from schema.paired import LEVEL, MIN_OWN_RUNS, ONE_START, Speedup, cell_log_ratios, interval
+from schema.paired import (
+    LEVEL,
+    MIN_OWN_RUNS,
+    ONE_START,
+    Speedup,
+    cell_log_ratios,
+    interval,
+    t_speedup,
+)
 from schema.starts import StartVariance
 
 ALPHA = 1 - LEVEL
+SHIFT_METRICS = ("decode_tps",)  # the metrics with a campaign-wide shift test
+SHIFT_WEIGHT = 0.5  # the share of the family's level the shift tests hold (module docstring)
 Z_MAX = 37.0  # beyond it a p-value is below 1e-298: reported as that bound
 
 
@@ -67,6 +97,8 @@ class Measured:
     result: Speedup
     n_runs: int
     source: str | None
+    # ((run of A, run of B), mean over prompts of d) per paired round, for the shift
+    rounds: tuple[tuple[tuple[int, int], float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,7 +145,25 @@ def measure(b: Cells, a: Cells, start: StartVariance) -> Measured | None:
     own = not start.usable and n >= MIN_OWN_RUNS
     result = interval(d, LEVEL, None if own else start, None)
     source = None if result.ci_low is None else "own rounds" if own else "pooled"
-    return Measured(result, n, source)
+    rounds = tuple(zip(zip(runs_a[:n], runs_b[:n]), map(float, d.mean(axis=1))))
+    return Measured(result, n, source, rounds)
+
+
+def shift(windows: list[tuple[tuple[tuple[int, int], float], ...]]) -> Speedup | None:
+    """The campaign-wide shift from each window's per-round means (Measured.rounds): exp of
+    the mean over rounds of D_k, with a t interval from the rounds' spread on R - 1 df
+    (module docstring); n_prompts holds the windows averaged. None with fewer than 2 rounds
+    shared by any window, or rounds whose means agree exactly (nothing to test against; the
+    window tests decide alone)."""
+    by_rounds = Counter(tuple(k for k, _ in w) for w in windows if len(w) >= 2)
+    if not by_rounds:
+        return None
+    keys = max(by_rounds, key=lambda k: (by_rounds[k], len(k)))
+    means = np.array([[m for _, m in w] for w in windows if tuple(k for k, _ in w) == keys])
+    d_k = means.mean(axis=0)
+    var = float(d_k.var(ddof=1)) / len(d_k)
+    got = t_speedup(float(d_k.mean()), var, len(d_k) - 1, len(means), LEVEL, "flat")
+    return None if got.ci_low is None else got
 
 
 def wilson(x: int, n: int, z: float) -> tuple[float, float]:

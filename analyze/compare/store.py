@@ -23,7 +23,7 @@ STORE_DDL = {
     "n_runs INTEGER, start_source VARCHAR, start_sd DOUBLE, start_df DOUBLE, p_value DOUBLE, "
     "p_holm DOUBLE, n_family INTEGER, significant BOOLEAN, "
     "significant_raw BOOLEAN, verdict VARCHAR, worse BOOLEAN, "
-    "effect DOUBLE, rank INTEGER",
+    "effect DOUBLE, rank INTEGER, n_windows INTEGER",
     "compare_speedups": f"{WINDOW_DDL}, speedup_a DOUBLE, speedup_b DOUBLE",
     "compare_only": f"side VARCHAR NOT NULL, {WINDOW_DDL}",
     "compare_prompts": "workload VARCHAR NOT NULL, method VARCHAR, tp INTEGER, "
@@ -60,6 +60,7 @@ def _row(c: Change, rank: int) -> tuple:
         c.worse,
         c.effect,
         rank,
+        c.n_windows,
     )
 
 

@@ -23,6 +23,9 @@ def _starts(c: Change) -> str:
     """Where the change's start variance came from, in words."""
     if c.start_source == "own rounds":
         return f"{c.n_runs} paired rounds, start variance from their own spread"
+    if c.kind == "shift":
+        sd = "--" if c.start_sd is None else f"{c.start_sd:.3f} ln"
+        return f"{c.n_runs} paired rounds, sd of a round's mean {sd} on {c.n_runs - 1} df"
     if c.start_sd is None:
         return f"{c.n_runs} paired round(s)"
     sd = f"{c.start_sd * 100:.1f} points" if c.kind == "difference" else f"{c.start_sd:.3f} ln"
@@ -31,7 +34,9 @@ def _starts(c: Change) -> str:
 
 def describe(c: Change) -> str:
     """One change in words: values, the figure and its interval, the tests, the verdict."""
-    head = f"{window_text(c.window)} {c.metric}: {c.a:.4g} -> {c.b:.4g}"
+    shift = c.kind == "shift"
+    where = "campaign-wide shift" if shift else window_text(c.window)
+    head = f"{where} {c.metric}: {c.a:.4g} -> {c.b:.4g}"
     if c.kind == "point":
         return f"{head} ({_pct(c.ratio)}, point estimate, no interval): {c.verdict}"
     fmt, what = (_pts, c.difference) if c.kind == "difference" else (_pct, c.ratio)
@@ -41,14 +46,13 @@ def describe(c: Change) -> str:
         else f"no interval: {c.reason}"
     )
     tests = "" if c.p_value is None else f", p {c.p_value:.2g}, Holm p {c.p_holm:.2g}"
-    return f"{head} ({fmt(what)}, {interval}{tests}, {c.n_prompts} prompts, {_starts(c)}): " + (
-        c.verdict
-    )
+    count = f"{c.n_windows} windows" if shift else f"{c.n_prompts} prompts"
+    return f"{head} ({fmt(what)}, {interval}{tests}, {count}, {_starts(c)}): {c.verdict}"
 
 
 def start_line(changes: list[Change]) -> str:
     """How the start variance entered the tested changes, and why the others have none."""
-    tested = [c for c in changes if c.kind != "point"]
+    tested = [c for c in changes if c.kind not in ("point", "shift")]
     source = Counter(c.start_source for c in tested)
     why = Counter(c.reason for c in tested if c.ci_low is None)
     line = (

@@ -38,7 +38,10 @@ def window(r: pd.Series, frame: pd.DataFrame) -> str:
     """``draft-simple-n3 rewrite 256 c=4``: method, workload, max_tokens, then the load
     (``c=4`` closed loop; ``poisson 4 rps``, ``+ cap 8`` with a cap, open loop), with the
     engine and TP first where they vary across the comparison. Rows stored before open-loop
-    windows were compared have no load: closed loop."""
+    windows were compared have no load: closed loop. A campaign-wide shift is ``all 30
+    windows``."""
+    if r.get("kind") == "shift":
+        return f"all {int(r['n_windows'])} windows"
     load = r.get("load", "closed")
     if load == "closed":
         tail = f"c={r['concurrency']}"
@@ -110,9 +113,36 @@ def summary(changes: pd.DataFrame) -> str:
     significant changes when decode speed changed nowhere: a TTFT regression under load is
     not "neither"), how many matched metrics are significantly worse and better, and the
     largest change in the verdict's direction (a decode-speed change where there is one)."""
+    is_shift = changes["kind"] == "shift"
+    shift, changes = changes[is_shift], changes[~is_shift]
     n = len(changes)
     if n == 0:
         return "The two campaigns have no matched window and prompt: nothing to compare."
+    return _by_window(changes) + _shift_clause(shift)
+
+
+def _shift_clause(shift: pd.DataFrame) -> str:
+    """The campaign-wide shift of decode speed after the verdict: significant or not."""
+    if shift.empty:
+        return ""
+    r = shift.iloc[0]
+    if _missing(r["ci_low"]):
+        return f" Campaign-wide, decode speed {pct(r['ratio'])} (no interval)."
+    if not bool(r["significant"]):
+        return (
+            f" Campaign-wide, decode speed {pct(r['ratio'])} (95% CI {interval(r)}) over "
+            f"{int(r['n_windows'])} windows: not significant."
+        )
+    side = "slower" if bool(r["worse"]) else "faster"
+    return (
+        f" Campaign-wide, B is significantly {side}: decode speed {pct(r['ratio'])} (95% CI "
+        f"{interval(r)}, Holm p {_p(r['p_holm'])}) over {int(r['n_windows'])} windows."
+    )
+
+
+def _by_window(changes: pd.DataFrame) -> str:
+    """The verdict from the window changes (the shift aside)."""
+    n = len(changes)
     sig = changes[changes["significant"].astype(bool)]
     worse, better = sig[sig["worse"].astype(bool)], sig[~sig["worse"].astype(bool)]
     if sig.empty:
@@ -259,6 +289,8 @@ def start_sd(r: pd.Series) -> str:
     share); ``own`` where the paired rounds' own spread entered; ``--`` where none did."""
     if r.get("start_source") == "own rounds":
         return "own"
+    if r.get("kind") == "shift" and not _missing(r.get("start_sd")):
+        return f"{r['start_sd'] * 100:.1f}% R"
     if _missing(r.get("start_sd")) or r["kind"] == "point":
         return "--"
     return f"{r['start_sd'] * 100:.1f}" + (" pts" if r["kind"] == "difference" else "%")
@@ -266,7 +298,7 @@ def start_sd(r: pd.Series) -> str:
 
 def start_sentence(changes: pd.DataFrame) -> str:
     """How the service starts' variance entered the tested changes' intervals."""
-    tested = changes[changes["kind"] != "point"] if not changes.empty else changes
+    tested = changes[~changes["kind"].isin(["point", "shift"])] if not changes.empty else changes
     source = tested["start_source"] if not tested.empty else pd.Series(dtype=object)
     pooled, own = int((source == "pooled").sum()), int((source == "own rounds").sum())
     none = int(tested["ci_low"].isna().sum()) if not tested.empty else 0
@@ -281,6 +313,12 @@ def start_sentence(changes: pd.DataFrame) -> str:
         out += (
             f" {none} change(s) have no interval, {_count(one)} of them because a side has one "
             "start only (a plan's repeat of 2 or more gives them one); they count neither way."
+        )
+    if not changes.empty and (changes["kind"] == "shift").any():
+        out += (
+            " The campaign-wide shift's interval comes from the spread of the paired rounds' "
+            "means over every window (start sd column: the sd of one round's mean, R), on "
+            "rounds - 1 degrees of freedom; it holds half of Holm's level until it is rejected."
         )
     return out
 

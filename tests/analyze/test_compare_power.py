@@ -92,11 +92,15 @@ def test_the_gate_catches_a_uniform_slowdown_and_passes_an_aa_copy(tmp_path: Pat
     db = _power_db(tmp_path / "power.duckdb")
     with duckdb.connect(str(db), read_only=True) as con:
         slow, same = compare.compare(con, "A", "B25"), compare.compare(con, "A", "AA")
-    decode = [c for c in slow.changes if c.metric == "decode_tps"]
+    decode = [c for c in slow.changes if c.metric == "decode_tps" and c.kind == "ratio"]
     assert len(decode) == 30 and all(c.significant and c.worse for c in decode)
     assert all(c.start_source == "pooled" and c.start_df > 8 for c in decode)
     assert sum(c.ci_low <= 0.75 <= c.ci_high for c in decode) >= 28
+    shift = next(c for c in slow.changes if c.kind == "shift")
+    assert shift.significant and shift.worse and shift.n_windows == 30
+    assert shift.ci_low <= 0.75 <= shift.ci_high
     assert _gate(db, candidate="B25").returncode == 1
     assert not [c for c in same.changes if c.significant]
+    assert [c.kind for c in same.changes].count("shift") == 1
     done = _gate(db, candidate="AA")
     assert done.returncode == 0 and "gate: 0 regression(s) beyond 5.0%" in done.stdout

@@ -169,3 +169,30 @@ def test_acceptance_length_pools_its_starts_without_the_baseline() -> None:
     start = got[cv.stratum(key)]
     s2 = float(np.var(np.log(factors), ddof=1)) / 2
     assert start.usable and (start.s2, start.df) == (pytest.approx(s2), pytest.approx(4.0))
+
+
+def _rounds(*means: float) -> tuple:
+    """A window's per-round means, rounds k paired with k."""
+    return tuple(((k, k), m) for k, m in enumerate(means, 1))
+
+
+def test_the_shift_averages_windows_per_round_and_tests_the_rounds_spread() -> None:
+    """Two windows over 3 rounds: D_k = (-0.25, -0.25, -0.30), mean -0.26667, sd(D_k) =
+    0.028868, se = sd / sqrt(3) = 0.016667, t = 16.0 on 2 df (t_0.975 = 4.3027): ratio
+    exp(-0.26667) = 0.76593, CI exp(-0.26667 -/+ 0.071711) = [0.71293, 0.82287], p = 0.0038835.
+    A window paired on rounds 1 and 2 only is left out: the 2 windows of 3 rounds are more."""
+    got = cs.shift([
+        _rounds(-0.2, -0.3, -0.25),
+        _rounds(-0.3, -0.2, -0.35),
+        _rounds(5.0, 5.0),
+    ])  # fmt: skip
+    assert got.speedup == pytest.approx(0.76593, abs=1e-5)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(0.71293, abs=1e-5),
+                                         pytest.approx(0.82287, abs=1e-5))  # fmt: skip
+    assert got.p_value == pytest.approx(0.0038835, rel=1e-4)
+    assert got.df == 2 and got.n_prompts == 2  # n_prompts: the windows averaged
+
+
+def test_a_shift_needs_two_rounds_and_a_spread() -> None:
+    assert cs.shift([_rounds(-0.2), _rounds(-0.1)]) is None
+    assert cs.shift([_rounds(-0.2, -0.2), _rounds(-0.1, -0.1)]) is None  # no spread

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from report.compare.data import pick_pair
-from report.compare.text import causes, summary, tex
+from report.compare.text import causes, summary, tex, window
 from tests.report.conftest import HOSTILE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyze"))  # analyze_rows
@@ -217,6 +217,26 @@ def test_the_verdict_counts_and_names_the_largest_change_in_its_direction() -> N
     half = pd.concat([same, blind], ignore_index=True)
     assert summary(half).endswith("; 1 have no interval and count neither way.")
     assert str(tex("a -> b 5%")) == r"a~$\rightarrow$~b 5\%"
+
+
+def test_the_campaign_wide_shift_follows_the_verdict_and_is_not_counted_as_a_window() -> None:
+    """A shift row (kind 'shift') adds its own sentence, significant or not, and leaves the
+    window counts alone: a uniform slowdown no window showed on its own is still named."""
+    same = _changes(("decode_tps", 0.95, False, True, 0.05))
+    shift = _changes(("decode_tps", 0.8, True, True, 0.22)).assign(
+        kind="shift", n_windows=30, p_holm=0.004, ci_low=0.72, ci_high=0.89
+    )
+    got = summary(pd.concat([same, shift], ignore_index=True))
+    assert got.startswith("No significant change: none of the 1 matched")
+    assert got.endswith(
+        " Campaign-wide, B is significantly slower: decode speed -20% (95% CI [-28%, -11%], "
+        "Holm p 0.004) over 30 windows."
+    )
+    flat = shift.assign(significant=False, ci_low=0.6, ci_high=1.1)
+    assert summary(pd.concat([same, flat], ignore_index=True)).endswith(
+        " Campaign-wide, decode speed -20% (95% CI [-40%, +10%]) over 30 windows: not significant."
+    )
+    assert window(shift.iloc[0], shift) == "all 30 windows"
 
 
 def test_changes_of_the_environment_are_grouped_by_what_changed() -> None:

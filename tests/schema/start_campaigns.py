@@ -64,19 +64,29 @@ def positions(design: Design, seed: str) -> np.ndarray:
     return t
 
 
-def campaign(rng: np.random.Generator, design: Design, seed: str) -> list[dict]:
+def campaign(
+    rng: np.random.Generator,
+    design: Design,
+    seed: str,
+    prompts: np.random.Generator | None = None,
+) -> list[dict]:
     """One campaign's requests: dicts of method, run (1..R), workload, concurrency, prompt_id,
-    rep, speed (decode tok/s), start (position of its service start)."""
+    rep, speed (decode tok/s), start (position of its service start). prompts draws the
+    prompts' base speeds and the methods' effects (default rng): two campaigns given
+    generators of one seed measure the same prompts, as two campaigns of one plan do."""
+    prompts = prompts or rng
     names, t = design.names, positions(design, seed)
     sds = np.asarray(design.start_sds or [design.start_sd] * len(names))
     start = rng.normal(0.0, 1.0, t.shape) * sds[:, None] + design.drift * t
     rows = []
     for workload, n_prompts, concurrency in design.windows:
-        base = rng.normal(np.log(100), 0.3, n_prompts)
+        base = prompts.normal(np.log(100), 0.3, n_prompts)
         if design.skew:
-            effect = rng.exponential(design.prompt_sd, (len(names), n_prompts)) - design.prompt_sd
+            effect = (
+                prompts.exponential(design.prompt_sd, (len(names), n_prompts)) - design.prompt_sd
+            )
         else:
-            effect = rng.normal(0.0, design.prompt_sd, (len(names), n_prompts))
+            effect = prompts.normal(0.0, design.prompt_sd, (len(names), n_prompts))
         effect[0] = 0.0
         for c, name in enumerate(names):
             level = base + np.log(design.true[c]) + effect[c]

@@ -213,3 +213,12 @@ def test_one_prompt_in_several_rounds_is_a_point_without_a_crash() -> None:
     assert got.ci_low is None and got.reason.startswith("1 prompt:")
     assert spread.run_speedup_max == pytest.approx(math.exp(0.2))
     assert spread.between_run_share is None
+
+
+def test_weighted_holm_orders_by_p_over_weight_and_passes_the_weight_on() -> None:
+    """p = (0.01, 0.04, 0.03) with weights (0.5, 0.25, 0.25): q = p / w = (0.02, 0.16, 0.12).
+    Step 1: 0.02 x (0.5 + 0.25 + 0.25) = 0.02. Step 2: 0.12 x (0.25 + 0.25) = 0.06. Step 3:
+    0.16 x 0.25 = 0.04, raised to the running 0.06. Plain Holm gives the first test 0.03."""
+    assert holm([0.01, 0.04, 0.03], [0.5, 0.25, 0.25]) == pytest.approx([0.02, 0.06, 0.06])
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.01, None, 0.03], [2.0, 1.0, 2.0]) == pytest.approx([0.02, None, 0.03])
