@@ -3,7 +3,9 @@
 Each entry of PYTHON says what the model reads, what it builds (each object with the module
 whose docstring documents it) and the function that builds it. `models()` adds the SQL
 models (analyze/sql/*.sql, analyze.models.sql) and sorts them all (analyze.models.model):
-analyze.build runs them in that order, and `objects()` is the analysis layer's table list.
+analyze.build runs them in that order, `objects()` is the analysis layer's table list, and
+analyze/VIEWS.md and docs/data-dictionary.md are written from the same list
+(`python -m analyze.models.docs`).
 
 Adding a table is one SQL file with its `-- reads:` line (and its test); a Python model is
 one entry here.

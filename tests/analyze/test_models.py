@@ -1,5 +1,5 @@
 """analyze.models: every model's declared reads are what its SQL reads, the build order follows
-them, and a bad declaration fails naming the model."""
+them, a bad declaration fails naming the model, and the generated docs are current."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from analyze.models import registry
+from analyze.models import docs, registry
 from analyze.models.model import TABLE, TEMP_MACRO, Model, ModelError, ordered
 from analyze.models.sql import header, model_name, raw_layer, read_sql, references, sources
 
@@ -135,3 +135,22 @@ def test_an_object_built_twice_or_a_name_used_twice_is_refused() -> None:
         ordered([_model("a", (), "t"), _model("b", (), "t")], set())
     with pytest.raises(ModelError, match="two models are named a"):
         ordered([_model("a", (), "t"), _model("a", (), "u")], set())
+
+
+def test_the_generated_docs_are_current() -> None:
+    assert docs.stale() == [], "run `python -m analyze.models.docs` and commit the result"
+
+
+def test_every_persistent_object_is_in_the_docs() -> None:
+    views = docs.VIEWS.read_text(encoding="utf-8")
+    dictionary = docs.DICTIONARY.read_text(encoding="utf-8")
+    for name in (*registry.objects(), registry.PARAMS):
+        assert f"- columns of `{name}`:" in views, name
+        assert f"| `{name}` |" in dictionary, name
+
+
+def test_a_summary_is_the_first_sentence_without_its_name() -> None:
+    doc = "t: one row per x (a. b). More.\ngrain: x"
+    assert docs.summary(doc) == "one row per x (a. b)."
+    assert docs.summary("t: did it pay? Then more.") == "did it pay?"
+    assert docs.summary("The ratio: a | b") == "The ratio: a \\| b"
