@@ -88,8 +88,8 @@ def ordered(models: list[Model], raw: Iterable[str]) -> list[Model]:
                 f"model {model.name} ({model.source}) reads {', '.join(unknown)}: no model "
                 "builds it and the raw layer has no such table"
             )
-        deps = {by_object[r].name: by_object[r] for r in model.reads if r in by_object}
-        needs[model.name] = [m for m in models if m.name in deps and m.name != model.name]
+        deps = {by_object[r].name for r in model.reads if r in by_object} - {model.name}
+        needs[model.name] = [m for m in models if m.name in deps]  # in the given order
     try:
         graphlib.TopologicalSorter({k: [m.name for m in v] for k, v in needs.items()}).prepare()
     except graphlib.CycleError as exc:

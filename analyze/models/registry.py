@@ -142,7 +142,7 @@ class Python:
 
     run: Callable[[Build], None]
     reads: tuple[str, ...]
-    builds: dict[str, ModuleType | object]
+    builds: dict[str, ModuleType | Callable[[Build], None]]
     temp: tuple[str, ...] = field(default=())
 
     def model(self) -> Model:
@@ -185,7 +185,7 @@ PYTHON = (
             "rate_tpot": openloop,
         },
         temp=("rate_tpot",),
-    ),  # fmt: skip
+    ),
     Python(rate_attainment, reads=("open_windows",), builds={"rate_attainment": attainment}),
     Python(
         prompt_categories,

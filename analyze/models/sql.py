@@ -72,9 +72,9 @@ def header(file: str, text: str) -> tuple[tuple[str, ...], str]:
     """(reads, description) from the file's leading comment block."""
     lines = text.splitlines()
     block = lines[: next((i for i, line in enumerate(lines) if not line.startswith("--")), None)]
-    declared = [m.group(1) for line in block if (m := READS.match(line))]
     if not block or not READS.match(block[0]):
         raise ModelError(f"analyze/sql/{file}: its first line must be `-- reads: ...`")
+    declared = [m.group(1) for line in block if (m := READS.match(line))]
     reads = tuple(n.strip() for part in declared for n in part.split(",") if n.strip())
     rest = [line.removeprefix("--").removeprefix(" ") for line in block if not READS.match(line)]
     return reads, "\n".join(rest).strip("\n")

@@ -60,13 +60,12 @@ def test_every_model_runs_after_what_it_reads() -> None:
     for i, model in enumerate(MODELS):
         late = [r for r in model.reads if position.get(r, -1) >= i]
         assert not late, f"{model.name} runs before {late}"
-    assert [m.name for m in MODELS][:3] == ["measured_requests", "inter_token_latencies",
-                                            "request_metrics"]  # fmt: skip
 
 
 def test_the_table_list_is_the_models() -> None:
     from analyze import build
 
+    # `python -m analyze` prints the objects in this order, request_metrics first
     assert registry.objects() == build.OBJECTS and build.OBJECTS[0] == "request_metrics"
     assert {"speedup", "start_variance", "category_pooled", "metric_catalog"} <= set(build.OBJECTS)
     assert not {"analysis_params", "measured_requests", "rate_tpot", "category_cells"} & set(
