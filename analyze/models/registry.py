@@ -13,6 +13,7 @@ one entry here.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -146,7 +147,7 @@ class Python:
     temp: tuple[str, ...] = field(default=())
 
     def model(self) -> Model:
-        docs = {name: (source.__doc__ or "").strip() for name, source in self.builds.items()}
+        docs = {n: inspect.cleandoc(source.__doc__ or "") for n, source in self.builds.items()}
         return Model(
             name=self.run.__name__,
             reads=self.reads,
