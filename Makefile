@@ -9,6 +9,8 @@
 #                  under 3 minutes on 2 cores; needs no llama-server build, no lint
 #   make lint      ruff check and ruff format --check over the tree
 #   make sql       a DuckDB prompt on DB
+#   make docs      rewrite analyze/VIEWS.md and the data dictionary's table list from the
+#                  analysis models (analyze/models/docs.py; a test fails while they are stale)
 #   make compare   A=... B=...: two campaigns of DB (ids or plan names) compared
 #   make compare-report A=... B=...: compare, then its PDF (COMPARE_PDF, reports/compare.pdf)
 #   make gate      A=... B=... [MAX_REGRESSION=5%]: exit 1 when B regressed beyond it, 3 when
@@ -42,7 +44,7 @@ DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            openssh-server systemd systemd-container debootstrap chromium-headless-shell
 
 .PHONY: all collect analyze report test test-fast lint sql engine system check clean bench compare \
-        gate compare-report
+        gate compare-report docs
 
 all: collect report
 
@@ -106,6 +108,9 @@ gate: analyze
 
 sql: $(STAMP)
 	$(SW) sql --db $(DB)
+
+docs: $(STAMP)
+	$(PY) -m analyze.models.docs
 
 clean:
 	rm -rf results reports

@@ -1,3 +1,4 @@
+-- reads: kept_request_rows, measured_request_rows
 -- kept_requests: the requests every analysis object measures, closed- and open-loop (TEMP
 -- view); measured_requests: its closed-loop rows (TEMP view; the persistent result is
 -- request_metrics). Both are gone when `python -m analyze` ends.

@@ -1,3 +1,4 @@
+-- reads: measured_requests, request_itl, units
 -- request_metrics: one row per measured request (measured_requests, 00: warm-up requests and
 -- rows of incomplete units left out). A TABLE, rebuilt by every `python -m analyze`.
 -- grain: request; key: request_id.

@@ -1,3 +1,4 @@
+-- reads: request_metrics
 -- config_summary: one row per measured window.
 -- grain: (campaign_id, engine, tp, method, workload, max_tokens, concurrency);
 -- key: the same columns (window_id is unique per group within a campaign).

@@ -1,3 +1,4 @@
+-- reads: analysis_params, request_metrics
 -- speedup_pairs: the per-request rows that analyze/stats.py turns into the speedup table.
 -- grain: (comparison, role, request); key: (campaign_id, engine, tp, workload, max_tokens,
 --   concurrency, method, role, request_id). `method` is the compared method M; role is

@@ -1,3 +1,4 @@
+-- reads: analysis_params, config_summary, speedup
 -- best_config: the fastest method of each measured load point, with an interval that keeps
 -- its coverage although the data chose the pick.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency); key: the same columns.

@@ -1,3 +1,4 @@
+-- reads: analysis_params, request_metrics
 -- agentic_turns: how latency and speed evolve over the turns of agentic sessions, and which
 -- turns may be compared across methods.
 -- grain: (campaign_id, engine, tp, method, workload, turn); key: the same columns.

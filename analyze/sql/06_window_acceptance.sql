@@ -1,3 +1,4 @@
+-- reads: kept_request_rows, server_metrics, services
 -- window_acceptance: acceptance from the servers' own counters over each measured
 -- workload, next to the per-request figure of the same requests.
 -- grain: (campaign_id, service_id, workload); key: the same columns.

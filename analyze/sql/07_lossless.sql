@@ -1,3 +1,4 @@
+-- reads: analysis_params, measured_requests
 -- lossless: does a speculative method produce the baseline's text? At temperature 0 a
 -- lossless method should repeat the autoregressive output exactly.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, method), key: same.

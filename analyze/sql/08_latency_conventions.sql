@@ -1,3 +1,4 @@
+-- reads: request_metrics, window_itl
 -- latency_conventions: per measured window, the latency statistics vLLM `bench serve` and
 -- SGLang `bench_serving` print, computed their way, in milliseconds.
 -- grain: (campaign_id, engine, tp, method, workload, max_tokens, concurrency); key: the same

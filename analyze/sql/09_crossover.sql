@@ -1,3 +1,4 @@
+-- reads: speedup
 -- crossover: the concurrency at which speculation stops paying, per method and setting.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, method); key: the same columns.
 -- Input: the `speedup` table, claims only (not the A/A control). A level is one measured

@@ -1,3 +1,4 @@
+-- reads: request_metrics
 -- colocation: did running beside other services (GPU packing) disturb a configuration?
 -- grain: (campaign_id, engine, tp, method, workload, max_tokens, concurrency); one row per
 -- window that has ok requests. Requests split by request_metrics.colocated:

@@ -1,3 +1,4 @@
+-- reads: campaign_plan, campaigns, kept_requests, request_metrics, requests, services, units
 -- campaign_summary: one row per campaign, what the report says about it as a whole.
 -- grain: campaign; key: campaign_id. Every campaign in `campaigns` has a row, measured or not.
 -- Columns: every column of `campaigns` (plan_name, plan_sha256, plan_yaml, baseline,

@@ -1,3 +1,4 @@
+-- reads: environment
 -- environment_summary: the facts recorded about each campaign's hosts, as the report lists them.
 -- grain: (campaign_id, host, key); key: the same columns (one value each).
 -- Columns: campaign_id, host, key, value (the raw `environment` row: cpu.model,

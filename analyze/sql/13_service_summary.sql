@@ -1,3 +1,4 @@
+-- reads: request_metrics, requests, services
 -- service_summary: one row per service (one server launch), with what it measured.
 -- grain: service; key: service_id. Every `services` row has a row, failed ones included.
 -- Columns: every column of `services` except log_tail (campaign_id, config_id, engine,

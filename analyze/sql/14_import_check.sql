@@ -1,3 +1,4 @@
+-- reads: environment, latency_conventions
 -- import_check: for files imported by `python -m collect import`, each summary figure the
 -- tool printed beside the same figure recomputed from the imported requests.
 -- grain: (campaign_id, run, metric, stat); key: the same columns. Only imported campaigns

@@ -1,3 +1,4 @@
+-- reads: gpu_samples, request_metrics
 -- energy_segments: each measured window's GPU energy over its busy span, cut at every sample
 -- time and every request start and end, with the requests in flight on each piece.
 -- The one place energy is measured: window_energy sums these pieces, request_energy shares

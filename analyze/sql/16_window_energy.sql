@@ -1,3 +1,4 @@
+-- reads: energy_segments, environment, gpu_samples, request_metrics, services
 -- window_energy: GPU energy, joules per output token, cost and the sampling's health per
 -- measured window that has GPU telemetry.
 -- grain: window; key: (campaign_id, service_id, window_id). Only windows with gpu_samples rows

@@ -1,3 +1,4 @@
+-- reads: energy_segments, request_metrics, window_energy
 -- request_energy: the GPU energy attributed to each ok measured request, for the paired
 -- energy comparison (analyze/energy.py -> table energy_ratio).
 -- grain: request; key: request_id. Only ok requests of windows in window_energy that are not

@@ -1,3 +1,4 @@
+-- reads: environment, services
 -- host_summary: one row per host of a campaign, the facts the report's host table shows.
 -- grain: (campaign_id, host); key: the same. Every host with `environment` facts has a row.
 -- Columns, each read from one `environment` key of the host (NULL when not recorded):

@@ -1,3 +1,4 @@
+-- reads: window_energy
 -- energy_summary: GPU energy per method and load point, over the windows whose sampling was
 -- not sparse (window_energy, 16_window_energy.sql).
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, method), like

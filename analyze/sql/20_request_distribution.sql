@@ -1,3 +1,4 @@
+-- reads: request_metrics
 -- request_distribution: the box-plot statistics of per-request decode speed and TTFT, per
 -- method, so that the report draws its distribution charts from aggregates (matplotlib's
 -- Axes.bxp) and never loads request_metrics whole.

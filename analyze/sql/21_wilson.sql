@@ -1,3 +1,4 @@
+-- reads:
 -- wilson_lo, wilson_hi: the 95% Wilson score interval of a proportion k / n, written once for
 -- the open-loop objects (SLO attainment and goodput of one window in open_windows: one
 -- service start's requests; over the rounds' starts, analyze/attainment.py's interval

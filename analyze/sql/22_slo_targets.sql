@@ -1,3 +1,4 @@
+-- reads: environment, windows
 -- slo_targets: the latency objectives of each campaign that has them or that ran open-loop
 -- windows, read from its environment rows (host 'campaign', written by collect from the
 -- plan's `slo`; values are strings).

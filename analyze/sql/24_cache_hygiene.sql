@@ -1,3 +1,4 @@
+-- reads: analysis_params, incomplete_units, measured_requests, open_requests, services, windows
 -- cache_hygiene: one row per measured window of either kind (closed- and open-loop): what was
 -- done to the server's prefix cache before it and how much of the prompts a cache served.
 -- Windows of a unit marked incomplete are left out (as their requests are).

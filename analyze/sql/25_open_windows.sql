@@ -1,3 +1,5 @@
+-- reads: cache_hygiene, incomplete_units, open_requests, services, slo_targets, wilson_hi,
+-- reads: wilson_lo, windows
 -- open_windows: one row per measured open-loop window (windows.load <> 'closed'; a unit
 -- marked incomplete is left out), from its open_requests rows.
 -- grain: window; key: (campaign_id, window_id).

@@ -1,3 +1,4 @@
+-- reads: analysis_params, cache_hygiene, open_windows, rate_tpot
 -- rate_speedup: speculation against the baseline in rate space, one row per method M that is
 -- not the baseline (analysis_params.baseline) and swept rate at which both M and the baseline
 -- ran open-loop windows.

@@ -1,3 +1,4 @@
+-- reads: analysis_params, open_windows, rate_attainment, rate_speedup, slo_targets
 -- rate_limits: per method and setting, the highest rate that keeps the SLO, the first rate
 -- that saturates and the rate where speculation stops paying.
 -- grain: (campaign_id, tp, method, workload, max_tokens) with open-loop windows; key: the same.

@@ -1,3 +1,4 @@
+-- reads: method_params, services
 -- method_families: each method's family and parameter values (raw method_params, written
 -- when a campaign starts from the plan's `grid` / `params`), one row per method of a campaign.
 -- grain: (campaign_id, method); key: the same columns. Every method with a services row.

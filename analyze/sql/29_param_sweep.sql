@@ -1,3 +1,4 @@
+-- reads: config_summary, method_params, speedup
 -- param_sweep: acceptance and speedup against a swept parameter of a method family, one row
 -- per measured window of a family member and parameter it sweeps.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, family, param, held,

@@ -1,3 +1,4 @@
+-- reads: request_metrics, speedup, speedup_pairs
 -- speedup_decomposition: why a method is fast or slow. Its decode speedup over the baseline,
 -- split exactly into the acceptance gain (tokens per verify step) and the step cost (a verify
 -- step's time in baseline tokens' time): speedup = acceptance_gain / step_cost.

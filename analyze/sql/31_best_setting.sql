@@ -1,3 +1,4 @@
+-- reads: method_families, rate_speedup, services, speedup
 -- best_setting: the setting to deploy at each load, per method family: the member with the
 -- highest speedup among those the campaign's family-wise test backs, or speculation off when
 -- none is backed.

@@ -1,3 +1,4 @@
+-- reads: measured_requests
 -- position_acceptance: how often the draft token at position k is accepted, per window.
 -- grain: (campaign_id, engine, tp, method, workload, max_tokens, concurrency, position);
 -- key: the same columns; position k >= 1. Ok rows of measured_requests (closed loop,

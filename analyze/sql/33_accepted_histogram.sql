@@ -1,3 +1,4 @@
+-- reads: measured_requests
 -- accepted_histogram: how many draft tokens a verify step accepts, per window.
 -- grain: (campaign_id, engine, tp, method, workload, max_tokens, concurrency, accepted);
 -- key: the same columns; accepted j >= 0. Ok rows of measured_requests (closed loop,

@@ -1,3 +1,4 @@
+-- reads: analysis_params, request_metrics, services
 -- replica_agreement: do the replicas of a configuration measure the same server? A long
 -- configuration may run as several replicas (services.replica: service starts on GPUs of
 -- their own, each a share of its workloads, collect/planning/replicas.py); their figures are

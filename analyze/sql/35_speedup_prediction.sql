@@ -1,3 +1,5 @@
+-- reads: config_summary, method_families, request_metrics, speedup, speedup_pairs,
+-- reads: window_acceptance
 -- speedup_prediction: does the textbook model of speculative decoding, speedup = acceptance
 -- length / step cost, predict a window it was not fitted on? The step cost (a verify step's
 -- time in baseline tokens' time) is taken from the OTHER windows of the same method family and

@@ -1,3 +1,5 @@
+-- reads: analysis_params, config_summary, open_requests, rate_speedup, requests,
+-- reads: speedup_decomposition
 -- acceptance_by_load: acceptance length and the speedup's two factors against load, per
 -- method, so that a reader sees which factor moves as the batch grows: a verify step costs
 -- more in a fuller batch (step cost rises), while the drafts the target accepts should not

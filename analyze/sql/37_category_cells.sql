@@ -1,3 +1,4 @@
+-- reads: request_metrics, service_starts, speedup_pairs
 -- category_cells: the speedup's (run, prompt) cells labelled with the prompt's category, the
 -- input of analyze/category.py (the category_speedup and category_pooled tables). A TEMP view:
 -- gone when `python -m analyze` ends.

@@ -1,3 +1,4 @@
+-- reads: services
 -- service_starts: every service start of every campaign, in the order it happened: the
 -- replicate of the analysis (schema/starts.py) and the record of the campaign's order.
 -- grain: service start; key: (campaign_id, service_id).
