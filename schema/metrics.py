@@ -4,6 +4,7 @@
   decode_tps, e2e_tps, accept_length_of, accept_length_tw, accept_rate).
 - schema/measured.sql: which rows are measured, as table macros over the raw layer
   (incomplete_units(), kept_request_rows(), measured_request_rows()).
+- schema/keys.sql: the comparison key, comparison_key() (schema.keys).
 - Python twins of the two formulas collect needs while a campaign runs, one request at a time
   (:func:`tpot_s` for `Slo.met`, :func:`accept_length` for the engines' rows), where a DuckDB
   query per request would cost more than the request's own bookkeeping; each has a parity
@@ -40,6 +41,11 @@ def macros_sql() -> str:
     return _read("metrics.sql")
 
 
+def keys_sql() -> str:
+    """Text of schema/keys.sql (the comparison key's macro)."""
+    return _read("keys.sql")
+
+
 def measured_sql() -> str:
     """Text of schema/measured.sql (the measured-request filter's table macros)."""
     return _read("measured.sql")
@@ -50,9 +56,11 @@ def _read(name: str) -> str:
 
 
 def install(con: duckdb.DuckDBPyConnection) -> None:
-    """Create or replace every metric macro on con (needs a writable connection); the
-    measured-request macros too when con holds the raw tables they read."""
+    """Create or replace every metric macro and the comparison key's on con (needs a
+    writable connection); the measured-request macros too when con holds the raw tables
+    they read."""
     con.execute(macros_sql())
+    con.execute(keys_sql())
     found = con.execute(
         "SELECT count(DISTINCT table_name) FROM duckdb_tables() "
         "WHERE table_name IN ('requests', 'units')"

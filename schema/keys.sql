@@ -1,0 +1,24 @@
+-- The comparison key, written once for SQL: the columns that name one measured load point,
+-- whose methods the analysis compares. The twin of schema.keys.COMPARISON_KEY
+-- (tests/schema/test_keys.py proves they agree). Installed as a persistent macro by
+-- schema.metrics.install beside schema/metrics.sql, so the views, report and `make sql`
+-- can call it as well.
+--
+-- DuckDB (1.5) has no macro that expands to a column list, so a query names the key
+-- through a star expression:
+--   SELECT list    COLUMNS(comparison_key()), method, ...
+--                  COLUMNS keeps the FROM relation's column order, not the list's. Every
+--                  table carries the key's columns in the key's order (a test checks the
+--                  analysis objects: tests/test_one_definition.py), so the key
+--                  comes out in order; a column such as `method` comes where it is named.
+--                  Where two joined relations both hold the key, join them with USING:
+--                  after an ON join COLUMNS returns both copies.
+--   GROUP BY       GROUP BY ALL (DuckDB refuses a star expression in GROUP BY)
+--   PARTITION BY   PARTITION BY row(*COLUMNS(comparison_key())), ...: the key as one
+--                  struct (COLUMNS unpacked into row()); equal structs are equal keys
+--   USING (...)    spelled out: USING takes column names only, neither a macro nor COLUMNS,
+--                  and a NATURAL JOIN would join on every other shared column as well. The
+--                  key's grep test allows the spelled-out key in USING clauses and nowhere
+--                  else (tests/test_one_definition.py).
+CREATE OR REPLACE MACRO comparison_key() AS
+    ['campaign_id', 'engine', 'tp', 'workload', 'max_tokens', 'concurrency'];
