@@ -32,6 +32,8 @@ VIEWS.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -39,12 +41,12 @@ import pandas as pd
 from analyze.starts import CLOSED_STRATUM
 from analyze.stats import adjust_family, insert_frame
 from schema.controls import aa_control_name
+from schema.keys import COMPARISON_KEY
 from schema.paired import MIN_PROMPTS, interval
 from schema.starts import StartVariance
 
 SQL = "37_category_cells.sql"
 OBJECTS = ("category_speedup", "category_pooled")
-WINDOW = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
 POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
 POOLED_CONCURRENCY = 1
 Variances = dict[tuple, StartVariance]
@@ -146,7 +148,7 @@ def _acceptance_reason(acc, verified: int, n: int, g: np.ndarray | None) -> str 
 
 
 def rows(
-    cells: pd.DataFrame, key: list[str], prompt: str, baseline: str, variances: Variances
+    cells: pd.DataFrame, key: Sequence[str], prompt: str, baseline: str, variances: Variances
 ) -> pd.DataFrame:
     """One row per (key, method, category) group of cells; variances: the closed-loop
     strata's StartVariance (analyze.stats.paired_speedups), by CLOSED_STRATUM."""
@@ -187,7 +189,7 @@ def build(con: duckdb.DuckDBPyConnection, read_sql, variances: Variances) -> Non
     if cells.empty:
         return
     for table, frame in (
-        ("category_speedup", rows(cells, WINDOW, "prompt_id", baseline, variances)),
+        ("category_speedup", rows(cells, COMPARISON_KEY, "prompt_id", baseline, variances)),
         ("category_pooled", pooled(cells, baseline, variances)),
     ):
         if not frame.empty:
