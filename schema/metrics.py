@@ -1,14 +1,16 @@
 """The metrics, written once: their SQL macros, their Python twins, and their catalogue.
 
 - schema/metrics.sql: the formulas as DuckDB macros over a request's columns (tpot_s,
-  decode_tps, e2e_tps, accept_length_of, accept_length_tw, accept_rate).
+  decode_tps, e2e_tps, accept_length_of, accept_length_tw, accept_rate, meets_slo) and a
+  window's counters (accept_length_counters).
 - schema/measured.sql: which rows are measured, as table macros over the raw layer
   (incomplete_units(), kept_request_rows(), measured_request_rows()).
 - schema/keys.sql: the comparison key, comparison_key() (schema.keys).
-- Python twins of the two formulas collect needs while a campaign runs, one request at a time
-  (:func:`tpot_s` for `Slo.met`, :func:`accept_length` for the engines' rows), where a DuckDB
-  query per request would cost more than the request's own bookkeeping; each has a parity
-  test that proves it equals its macro on hand-built rows (tests/schema/test_metrics_parity.py).
+- Python twins of the formulas collect needs while a campaign runs, one request at a time
+  (:func:`tpot_s` and :func:`meets_slo` for `Slo.met`, :func:`accept_length` for the engines'
+  rows), where a DuckDB query per request would cost more than the request's own bookkeeping;
+  each has a parity test that proves it equals its macro on hand-built rows
+  (tests/schema/test_metrics_parity.py).
 - :data:`CATALOG`: each metric's unit, direction (which way is better), label (what tables
   and charts print) and formula, in one place. analyze and schema import it; analyze writes
   it into the results file as the `metric_catalog` table, which report reads (report imports
@@ -92,6 +94,26 @@ def tpot_s(output_tokens: Any, e2e_s: Any, ttft_s: Any) -> float | None:
     if n is None or n <= 1 or e2e_s is None or ttft_s is None:
         return None
     return (e2e_s - ttft_s) / (n - 1)
+
+
+def meets_slo(
+    ok: bool,
+    ttft_s: float | None,
+    tpot_s: float | None,
+    e2e_s: float | None,
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    e2e_ms: float | None = None,
+) -> bool:
+    """The meets_slo macro: a request meets every objective given (None: not set); failed
+    requests never do; one without a TPOT (None) meets a TPOT objective."""
+    if not ok or ttft_s is None or e2e_s is None:
+        return False
+    return (
+        (ttft_ms is None or ttft_s * 1000 <= ttft_ms)
+        and (tpot_ms is None or tpot_s is None or tpot_s * 1000 <= tpot_ms)
+        and (e2e_ms is None or e2e_s * 1000 <= e2e_ms)
+    )
 
 
 def accept_length(output_tokens: Any, spec_verify_ct: Any) -> float | None:

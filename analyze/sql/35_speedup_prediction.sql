@@ -82,7 +82,7 @@ per_request AS (
 baseline_time AS (
     SELECT
         COLUMNS(comparison_key()), p.method,
-        exp(avg(ln((r.e2e_s - r.ttft_s) / (r.output_tokens - 1)))) AS baseline_token_time_s
+        exp(avg(ln(tpot_s(r.output_tokens, r.e2e_s, r.ttft_s)))) AS baseline_token_time_s
     FROM speedup_pairs AS p
     -- only what the pair's request adds: request_metrics holds the key too
     JOIN (SELECT request_id, output_tokens, e2e_s, ttft_s FROM request_metrics) AS r
@@ -95,7 +95,8 @@ windows AS (
     SELECT
         COLUMNS(comparison_key()), s.method,
         f.family,
-        coalesce(c.accept_length_tw, 1 + k.d_accepted / nullif(k.d_drafts, 0)) AS accept_length,
+        coalesce(c.accept_length_tw, accept_length_counters(k.d_accepted, k.d_drafts))
+            AS accept_length,
         CASE
             WHEN c.accept_length_tw IS NOT NULL THEN 'requests'
             WHEN k.d_drafts > 0 THEN 'window counters'
