@@ -41,6 +41,7 @@ import yaml
 from analyze import category, energy, itl, openloop, starts, stats
 from schema import metrics
 from schema.controls import aa_control_name
+from schema.defaults import DEFAULT_BASELINE
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
 
@@ -243,12 +244,12 @@ def build_campaign_plan(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
-    """The baseline the campaigns' plans name; 'autoregressive' when none is recorded
-    (con is migrated, so `campaigns` exists)."""
+    """The baseline the campaigns' plans name; schema.defaults.DEFAULT_BASELINE when none is
+    recorded (con is migrated, so `campaigns` exists)."""
     names = [r[0] for r in con.execute("SELECT DISTINCT baseline FROM campaigns").fetchall()]
     if len(names) > 1:
         raise ValueError(f"campaigns name different baselines {sorted(names)}: pass --baseline")
-    return names[0] if names else "autoregressive"
+    return names[0] if names else DEFAULT_BASELINE
 
 
 def object_counts(db_path: str | Path) -> dict[str, int]:

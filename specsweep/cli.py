@@ -14,7 +14,8 @@ from pathlib import Path
 
 import typer
 
-DEFAULT_DB = Path("results/specsweep.duckdb")
+from schema.defaults import DEFAULT_DB
+
 # the subcommand parses nothing itself: every argument (and --help) goes to the stage's parser
 FORWARD = {
     "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True},
