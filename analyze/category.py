@@ -61,7 +61,7 @@ FIGURES = [
     ("n", "INTEGER NOT NULL", "M's requests"),
     ("n_baseline", "INTEGER NOT NULL", "the baseline's requests"),
     ("n_verified", "INTEGER NOT NULL", "M's requests with a verify count"),
-    ("accept_length", "DOUBLE", "sum(output_tokens - 1) / sum(spec_verify_ct), pooled"),
+    ("accept_length", "DOUBLE", "decode tokens / verify steps, pooled (accept_length_tw)"),
     ("acceptance_gain", "DOUBLE", "exp(mean over cells of mean ln acceptance length)"),
     ("acceptance_low", "DOUBLE", "its 95% t interval (NULL: acceptance_reason)"),
     ("acceptance_high", "DOUBLE", ""),
