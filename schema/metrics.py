@@ -227,8 +227,9 @@ CATALOG: dict[str, Metric] = {
             "tok/step",
             "higher",
             "1 + d_accepted / d_drafts over a window's drafting counters, d_drafts > 0 "
-            "(macro accept_length_counters; SGLang: d_generated / d_verify_calls)",
-            ("d_accepted", "d_drafts", "d_generated", "d_verify_calls"),
+            "(macro accept_length_counters); where a server counts no drafts (SGLang), "
+            "generated tokens / d_verify_calls",
+            ("d_accepted", "d_drafts", "d_verify_calls"),
         ),
         Metric(
             "accept_rate",

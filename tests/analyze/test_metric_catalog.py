@@ -151,5 +151,5 @@ def test_every_metric_declares_what_it_needs_and_each_need_exists(analysed: Path
         inner = [depth(n, (*seen, name)) for n in CATALOG[name].needs if n in CATALOG]
         return 1 + max(inner, default=0)
 
-    assert depth("goodput_rps") == 3  # goodput <- meets_slo <- tpot_s (and the request columns)
+    assert depth("goodput_rps") == 4  # goodput <- meets_slo <- tpot_s <- ttft_s, e2e_s
     assert all(depth(name) >= 1 for name in CATALOG)
