@@ -15,7 +15,9 @@ import sys
 
 import typer
 
-DEFAULT_DB = "results/specsweep.duckdb"
+import schema.defaults
+
+DEFAULT_DB = str(schema.defaults.DEFAULT_DB)
 FORMATS = ("parquet", "csv", "json")
 app = typer.Typer(
     add_completion=False,

@@ -29,6 +29,7 @@ from analyze.models.model import Build
 from analyze.models.registry import PARAMS_DDL as PARAMS_DDL  # re-exported
 from analyze.models.registry import plan_description as plan_description  # re-exported
 from analyze.models.sql import read_sql as read_sql  # re-exported: tests run single files
+from schema.defaults import DEFAULT_BASELINE
 from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 from schema.store import connect
 
@@ -84,12 +85,12 @@ def drop_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
-    """The baseline the campaigns' plans name; 'autoregressive' when none is recorded
-    (con is migrated, so `campaigns` exists)."""
+    """The baseline the campaigns' plans name; schema.defaults.DEFAULT_BASELINE when none is
+    recorded (con is migrated, so `campaigns` exists)."""
     names = [r[0] for r in con.execute("SELECT DISTINCT baseline FROM campaigns").fetchall()]
     if len(names) > 1:
         raise ValueError(f"campaigns name different baselines {sorted(names)}: pass --baseline")
-    return names[0] if names else "autoregressive"
+    return names[0] if names else DEFAULT_BASELINE
 
 
 def object_counts(db_path: str | Path) -> dict[str, int]:

@@ -53,6 +53,8 @@ simulated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -60,10 +62,10 @@ import pandas as pd
 from analyze.starts import CLOSED_STRATUM
 from analyze.stats import adjust_family, insert_frame
 from schema.controls import aa_control_name
+from schema.keys import COMPARISON_KEY
 from schema.paired import MIN_PROMPTS, interval
 from schema.starts import StartVariance
 
-WINDOW = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
 POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
 POOLED_CONCURRENCY = 1
 Variances = dict[tuple, StartVariance]
@@ -78,7 +80,7 @@ FIGURES = [
     ("n", "INTEGER NOT NULL", "M's requests"),
     ("n_baseline", "INTEGER NOT NULL", "the baseline's requests"),
     ("n_verified", "INTEGER NOT NULL", "M's requests with a verify count"),
-    ("accept_length", "DOUBLE", "sum(output_tokens - 1) / sum(spec_verify_ct), pooled"),
+    ("accept_length", "DOUBLE", "decode tokens / verify steps, pooled (accept_length_tw)"),
     ("acceptance_gain", "DOUBLE", "exp(mean over cells of mean ln acceptance length)"),
     ("acceptance_low", "DOUBLE", "its 95% t interval (NULL: acceptance_reason)"),
     ("acceptance_high", "DOUBLE", ""),
@@ -165,7 +167,7 @@ def _acceptance_reason(acc, verified: int, n: int, g: np.ndarray | None) -> str 
 
 
 def rows(
-    cells: pd.DataFrame, key: list[str], prompt: str, baseline: str, variances: Variances
+    cells: pd.DataFrame, key: Sequence[str], prompt: str, baseline: str, variances: Variances
 ) -> pd.DataFrame:
     """One row per (key, method, category) group of cells; variances: the closed-loop
     strata's StartVariance (analyze.stats.paired_speedups), by CLOSED_STRATUM."""
@@ -205,7 +207,7 @@ def build(con: duckdb.DuckDBPyConnection, variances: Variances) -> None:
     if cells.empty:
         return
     for table, frame in (
-        ("category_speedup", rows(cells, WINDOW, "prompt_id", baseline, variances)),
+        ("category_speedup", rows(cells, COMPARISON_KEY, "prompt_id", baseline, variances)),
         ("category_pooled", pooled(cells, baseline, variances)),
     ):
         if not frame.empty:

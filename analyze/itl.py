@@ -44,7 +44,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-WINDOW_KEY = ("campaign_id", "engine", "tp", "method", "workload", "max_tokens", "concurrency")
+from schema.keys import WINDOW_KEY
+
 SPILL_BYTES = 64 * 2**20  # pooled gaps held in memory before they go to spill files
 BLOCK_CHUNKS = 2_000_000  # chunks fetched at once (20 bytes each as numpy arrays)
 PARALLEL_CHUNKS = 20_000_000  # below this, worker processes cost more than they save

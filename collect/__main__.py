@@ -13,10 +13,10 @@ from pathlib import Path
 import typer
 
 from collect.plan.file import PlanError, load_plan
+from schema.defaults import DEFAULT_DB
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
-DEFAULT_DB = Path("results/specsweep.duckdb")
 UNREACHABLE = 4  # exit code: the host cannot be reached (2: bad plan, 3: does not fit)
 
 

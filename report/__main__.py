@@ -18,12 +18,15 @@ import logging
 import sys
 
 HTML_DEFAULT = "reports/report.html"
+# schema.defaults.DEFAULT_DB's value (report imports nothing of the project; a test checks
+# they agree: tests/test_one_definition.py)
+DEFAULT_DB = "results/specsweep.duckdb"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, build the report, print the paths written."""
     parser = argparse.ArgumentParser(prog="python -m report", description=__doc__)
-    parser.add_argument("--db", default="results/specsweep.duckdb", help="DuckDB results file")
+    parser.add_argument("--db", default=DEFAULT_DB, help="DuckDB results file")
     parser.add_argument(
         "--out",
         default=None,

@@ -80,7 +80,7 @@ def render_tex(context: dict, template: str = "report.tex.j2") -> str:
 
 
 def run(
-    db_path: Path | str = "results/specsweep.duckdb",
+    db_path: Path | str,
     out_pdf: Path | str = "reports/report.pdf",
     campaign: str | None = None,
     workers: int | None = None,

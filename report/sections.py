@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
+from report.keys import COMPARISON
 from report.latex import escape_latex as e
 from report.latex import fmt_num, texttt
 from report.tables import Col, build_table, ci, fit_table, num, sig, text, yes_no
@@ -188,8 +189,6 @@ def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
 
 # --- energy -------------------------------------------------------------------------------
 
-ENERGY_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
-
 
 def energy_rows(es: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
     """energy_summary rows (J/token, tokens/J, cost per method and load point) with their
@@ -199,8 +198,8 @@ def energy_rows(es: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     if not er.empty:
         rows = rows.merge(
-            er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
-            on=ENERGY_KEY,
+            er[[*COMPARISON, "energy_ratio", "ci_low", "ci_high", "significant"]],
+            on=COMPARISON,
             how="left",
         )
     else:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import typer
 
-DEFAULT_DB = Path("results/specsweep.duckdb")
 # the subcommand parses nothing itself: every argument (and --help) goes to the stage's parser
 FORWARD = {
     "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True},
@@ -113,11 +112,19 @@ def report(ctx: typer.Context) -> None:
 @app.command(rich_help_panel=REPORT, context_settings=FORWARD["context_settings"])
 def sql(
     ctx: typer.Context,
-    db: str = typer.Option(str(DEFAULT_DB), help="DuckDB results file (':memory:' for none)."),
+    db: str | None = typer.Option(
+        None,
+        help="DuckDB results file (':memory:' for none) [default: the one `specsweep run` "
+        "writes and the other commands read]",
+        show_default=False,
+    ),
 ) -> None:
     """Open a DuckDB prompt on the results file (SQL piped in runs without one).
 
     Further arguments go to the duckdb CLI, e.g. -readonly or -c 'SELECT ...'."""
+    from schema.defaults import DEFAULT_DB  # here: `specsweep --help` loads no stage
+
+    db = db or str(DEFAULT_DB)
     # the duckdb CLI of this environment (package duckdb-cli, pinned with the duckdb library in
     # pyproject): one storage format for both; a duckdb on PATH may be another version
     binary = Path(sys.executable).parent / "duckdb"

@@ -73,6 +73,7 @@ def metric_catalog(b: Build) -> None:
       unit       = '' when dimensionless
       direction  = 'higher' or 'lower' is better
       formula    = the formula, as text
+      needs      = the metrics and columns it is computed from
     Written from schema/metrics.py's CATALOG, so compare, gate and the report (which imports
     nothing of the project and reads this table) take a metric's label and direction from one
     place (docs/metrics.md).

@@ -35,7 +35,7 @@ measured AS (
 
 windows AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, window_id,
+        COLUMNS(comparison_key()), method, window_id,
         sum(output_tokens) FILTER (WHERE ok) AS window_tokens,
         max(end_s) FILTER (WHERE ok) - min(start_s) FILTER (WHERE ok) AS window_s,
         sum(e2e_s) FILTER (WHERE ok) AS busy_s
@@ -45,7 +45,7 @@ windows AS (
 
 throughput AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         min(window_id) AS window_id,
         count(*) AS n_windows,
         sum(window_tokens) / nullif(sum(window_s), 0) AS throughput_tps,
@@ -56,7 +56,8 @@ throughput AS (
 
 per_config AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        -- the window in the table's column order: the comparison key with method after tp
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]),
         count(*) AS n,
         count(*) FILTER (WHERE ok) AS n_ok,
         1 - count(*) FILTER (WHERE ok) / count(*) AS error_rate,
@@ -90,7 +91,7 @@ final AS (
         t.n_windows
     FROM per_config AS p
     JOIN throughput AS t
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 
 SELECT * FROM final

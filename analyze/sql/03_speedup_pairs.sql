@@ -28,7 +28,7 @@ params AS (
 
 usable AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         run, prompt_id, rep, request_id, service_id, decode_tps, ttft_s
     FROM request_metrics
     WHERE decode_tps > 0  -- NULL and non-positive speeds have no log ratio
@@ -52,24 +52,20 @@ method_rows AS (
 
 -- (run, prompt) cells that both sides measured
 shared_cells AS MATERIALIZED (
-    SELECT DISTINCT
-        m.campaign_id, m.engine, m.tp, m.workload, m.max_tokens, m.concurrency,
-        m.method, m.run, m.prompt_id
+    SELECT DISTINCT COLUMNS(comparison_key()), m.method, m.run, m.prompt_id
     FROM method_rows AS m
     SEMI JOIN baseline_rows AS b
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, run, prompt_id)
 ),
 
 comparison_runs AS (
-    SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method,
-           count(DISTINCT run) AS n_runs
+    SELECT COLUMNS(comparison_key()), method, count(DISTINCT run) AS n_runs
     FROM shared_cells
     GROUP BY ALL
 ),
 
 prompt_runs AS (
-    SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id,
-           count(*) AS n_runs
+    SELECT COLUMNS(comparison_key()), method, prompt_id, count(*) AS n_runs
     FROM shared_cells
     GROUP BY ALL
 ),
@@ -106,12 +102,12 @@ baseline_side AS (
 
 final AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
+        COLUMNS(comparison_key()), method, baseline, role,
         run, prompt_id, rep, request_id, service_id, decode_tps, ttft_s
     FROM method_side
     UNION ALL BY NAME
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, role,
+        COLUMNS(comparison_key()), method, baseline, role,
         run, prompt_id, rep, request_id, service_id, decode_tps, ttft_s
     FROM baseline_side
 )

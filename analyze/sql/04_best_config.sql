@@ -22,20 +22,20 @@ params AS (
 ),
 summary AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         decode_tps_p50, throughput_tps
     FROM config_summary
     WHERE decode_tps_p50 IS NOT NULL
 ),
 candidates AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         speedup, ci_low, ci_high, significant, sim_ci_low, sim_ci_high
     FROM speedup
     WHERE NOT is_control AND speedup IS NOT NULL AND NOT isnan(speedup)
     UNION ALL
     SELECT DISTINCT
-        s.campaign_id, s.engine, s.tp, s.workload, s.max_tokens, s.concurrency, p.baseline,
+        COLUMNS(comparison_key()), p.baseline,
         1.0, NULL, NULL, false, NULL, NULL
     FROM speedup AS s
     CROSS JOIN params AS p
@@ -43,26 +43,28 @@ candidates AS (
 ranked AS (
     SELECT
         c.*,
-        count(*) OVER (
-            PARTITION BY campaign_id, engine, tp, workload, max_tokens, concurrency
-        ) AS n_methods
+        count(*) OVER (PARTITION BY row(*COLUMNS(comparison_key()))) AS n_methods,
+        -- a column, not QUALIFY: DuckDB takes a star expression (COLUMNS) in the SELECT list only
+        row_number() OVER (
+            PARTITION BY row(*COLUMNS(comparison_key()))
+            ORDER BY speedup DESC, c.method <> p.baseline, c.method
+        ) AS place
     FROM candidates AS c
     CROSS JOIN params AS p
-    QUALIFY row_number() OVER (
-        PARTITION BY campaign_id, engine, tp, workload, max_tokens, concurrency
-        ORDER BY speedup DESC, c.method <> p.baseline, c.method
-    ) = 1
+),
+picked AS (
+    SELECT * EXCLUDE (place) FROM ranked WHERE place = 1
 ),
 baseline_speed AS (
     SELECT
-        s.campaign_id, s.engine, s.tp, s.workload, s.max_tokens, s.concurrency,
+        COLUMNS(comparison_key()),
         s.decode_tps_p50 AS baseline_decode_tps_p50
     FROM summary AS s
     JOIN params AS p ON s.method = p.baseline
 ),
 final AS (
     SELECT
-        r.campaign_id, r.engine, r.tp, r.workload, r.max_tokens, r.concurrency,
+        COLUMNS(comparison_key()),
         r.method,
         w.decode_tps_p50,
         r.speedup,
@@ -76,7 +78,7 @@ final AS (
         b.baseline_decode_tps_p50,
         w.throughput_tps,
         r.n_methods
-    FROM ranked AS r
+    FROM picked AS r
     CROSS JOIN params AS p
     LEFT JOIN summary AS w
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)

@@ -86,25 +86,29 @@ per_request AS (
     GROUP BY ALL
 ),
 
+-- tokens per step by each counter family: drafting steps (vLLM, llama.cpp) or verify calls
+-- (SGLang)
+per_step AS (
+    SELECT
+        *,
+        accept_length_counters(d_accepted, d_drafts) AS per_draft,
+        d_generated / nullif(d_verify_calls, 0) AS per_verify
+    FROM windows
+),
+
 final AS (
     SELECT
         w.campaign_id, s.engine, s.tp, s.method, w.workload, w.service_id, w.config_id,
         w.d_drafts, w.d_draft_tokens, w.d_accepted, w.d_verify_calls,
-        coalesce(
-            1 + w.d_accepted / nullif(w.d_drafts, 0), w.d_generated / nullif(w.d_verify_calls, 0)
-        ) AS accept_length_window,
-        coalesce(
-            w.d_generated / nullif(w.d_generated - w.d_accepted, 0),
-            w.d_generated / nullif(w.d_verify_calls, 0)
-        ) AS accept_length_steps,
+        coalesce(w.per_draft, w.per_verify) AS accept_length_window,
+        coalesce(w.d_generated / nullif(w.d_generated - w.d_accepted, 0), w.per_verify)
+            AS accept_length_steps,
         w.d_accepted / nullif(w.d_draft_tokens, 0) AS accept_rate_window,
         r.accept_length_requests,
-        coalesce(
-            1 + w.d_accepted / nullif(w.d_drafts, 0), w.d_generated / nullif(w.d_verify_calls, 0)
-        ) - r.accept_length_requests AS accept_length_diff,
+        coalesce(w.per_draft, w.per_verify) - r.accept_length_requests AS accept_length_diff,
         w.d_generated - r.output_tokens AS foreign_tokens,
         w.server_avg_accept_length
-    FROM windows AS w
+    FROM per_step AS w
     JOIN services AS s ON s.service_id = w.service_id
     LEFT JOIN per_request AS r
         ON r.campaign_id = w.campaign_id AND r.service_id = w.service_id

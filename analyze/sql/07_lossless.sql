@@ -23,7 +23,7 @@ params AS (
 
 texts AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method, prompt_id, rep,
+        COLUMNS(comparison_key()), method, prompt_id, rep,
         CASE WHEN output_text IS NOT NULL THEN hash(output_text) END AS output_text
     FROM measured_requests
     WHERE ok AND (turn IS NULL OR turn = 0)
@@ -35,41 +35,35 @@ baseline AS (
 
 pairs AS (
     SELECT
-        m.campaign_id, m.engine, m.tp, m.workload, m.max_tokens, m.concurrency, m.method,
+        COLUMNS(comparison_key()), m.method,
         m.output_text = b.output_text AS identical
     FROM texts AS m
     JOIN baseline AS b
-        ON m.campaign_id = b.campaign_id AND m.engine = b.engine AND m.tp = b.tp
-        AND m.workload = b.workload AND m.max_tokens = b.max_tokens
-        AND m.concurrency = b.concurrency AND m.prompt_id = b.prompt_id AND m.rep = b.rep
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, prompt_id, rep)
     WHERE m.method != b.method
 ),
 
 self_consistency AS (
     SELECT
-        r.campaign_id, r.engine, r.tp, r.workload, r.max_tokens, r.concurrency,
+        COLUMNS(comparison_key()),
         avg((r.output_text = f.output_text)::DOUBLE) AS baseline_self_identical
     FROM baseline AS r
     JOIN baseline AS f
-        ON r.campaign_id = f.campaign_id AND r.engine = f.engine AND r.tp = f.tp
-        AND r.workload = f.workload AND r.max_tokens = f.max_tokens
-        AND r.concurrency = f.concurrency AND r.prompt_id = f.prompt_id
-        AND f.rep = 0 AND r.rep > 0
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, prompt_id)
+    WHERE f.rep = 0 AND r.rep > 0
     GROUP BY ALL
 ),
 
 final AS (
     SELECT
-        p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
+        COLUMNS(comparison_key()), p.method,
         count(*) AS n_pairs,
         count(*) FILTER (WHERE p.identical) AS n_identical,
         count(*) FILTER (WHERE p.identical) / count(*) AS share_identical,
         any_value(s.baseline_self_identical) AS baseline_self_identical
     FROM pairs AS p
     LEFT JOIN self_consistency AS s
-        ON p.campaign_id = s.campaign_id AND p.engine = s.engine AND p.tp = s.tp
-        AND p.workload = s.workload AND p.max_tokens = s.max_tokens
-        AND p.concurrency = s.concurrency
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency)
     GROUP BY ALL
 )
 

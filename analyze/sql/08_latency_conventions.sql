@@ -31,7 +31,7 @@ ok_requests AS (
 
 per_request AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, window_id,
+        COLUMNS(comparison_key()), method, window_id,
         ttft_s * 1000 AS ttft_ms,
         tpot_s * 1000 AS tpot_ms,
         e2e_s * 1000 AS e2el_ms
@@ -40,7 +40,7 @@ per_request AS (
 
 requests_stats AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         min(window_id) AS window_id,
         count(*) AS n_ok,
         avg(ttft_ms) AS ttft_ms_mean,
@@ -68,7 +68,7 @@ requests_stats AS (
 
 windows AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         count(*) AS n
     FROM request_metrics
     GROUP BY ALL
@@ -76,7 +76,8 @@ windows AS (
 
 final AS (
     SELECT
-        w.campaign_id, w.engine, w.tp, w.method, w.workload, w.max_tokens, w.concurrency,
+        -- the window in the table's column order: the comparison key with method after tp
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]),
         r.window_id,
         w.n,
         coalesce(r.n_ok, 0) AS n_ok,
@@ -91,9 +92,9 @@ final AS (
         i.itl_token_ms_p90, i.itl_token_ms_p95, i.itl_token_ms_p99
     FROM windows AS w
     LEFT JOIN requests_stats AS r
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
     LEFT JOIN window_itl AS i
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 
 SELECT * FROM final

@@ -34,7 +34,7 @@ CREATE OR REPLACE TABLE crossover AS
 WITH
 levels AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, method, concurrency,
+        COLUMNS(comparison_key()), method,
         speedup, ci_low, ci_high,
         coalesce(significant AND ci_low > 1, false) AS pays,
         coalesce(significant AND ci_high < 1, false) AS slower

@@ -22,7 +22,8 @@ ok AS (
 
 final AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        -- the window in the table's column order: the comparison key with method after tp
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]),
         count(*) FILTER (WHERE NOT colocated) AS n_alone,
         count(*) FILTER (WHERE colocated) AS n_colocated,
         max(neighbours) AS neighbours_max,

@@ -26,7 +26,7 @@ windows AS (
 
 final AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         count(*) AS n_windows,
         count(*) FILTER (WHERE sparse) AS n_sparse,
         sum(energy_j) FILTER (WHERE NOT sparse) AS energy_j,
@@ -50,7 +50,7 @@ final AS (
         count(*) FILTER (WHERE throttled) AS n_throttled,
         count(*) FILTER (WHERE clock_drop) AS n_clock_drop
     FROM windows
-    GROUP BY campaign_id, engine, tp, workload, max_tokens, concurrency, method
+    GROUP BY ALL
 )
 
 SELECT * FROM final

@@ -14,16 +14,20 @@
 -- p (1 - p) < 0 and sqrt raised "cannot take square root of a negative number" (issue 26:
 -- k > n is an inconsistent file; open_windows names such a window in invalid_reason).
 
-CREATE OR REPLACE TEMP MACRO wilson_lo(k, n) AS
-    CASE WHEN n > 0 AND k >= 0 AND k <= n THEN greatest(0.0::DOUBLE,
-        ((k / n + 1.959963984540054 ** 2 / (2 * n))
-         - 1.959963984540054 * sqrt((k / n) * (1 - k / n) / n
-                                    + 1.959963984540054 ** 2 / (4 * n * n)))
-        / (1 + 1.959963984540054 ** 2 / n)) END;
+-- Each term written once, at the normal quantile z: lo, hi = (mid -/+ spread) / (1 + z^2 / n),
+-- the centre -/+ half above with the denominator taken out (k = 0 gives lo = 0 exactly).
+-- wilson_lo and wilson_hi take z as an optional third argument (95% without it). Python
+-- twin: analyze.compare.stats.wilson (tests/analyze/test_compare_stats.py proves they agree).
+CREATE OR REPLACE TEMP MACRO wilson_mid(k, n, z) AS
+    k / n + z ** 2 / (2 * n);
 
-CREATE OR REPLACE TEMP MACRO wilson_hi(k, n) AS
+CREATE OR REPLACE TEMP MACRO wilson_spread(k, n, z) AS
+    z * sqrt((k / n) * (1 - k / n) / n + z ** 2 / (4 * n * n));
+
+CREATE OR REPLACE TEMP MACRO wilson_lo(k, n, z := 1.959963984540054) AS
+    CASE WHEN n > 0 AND k >= 0 AND k <= n THEN greatest(0.0::DOUBLE,
+        (wilson_mid(k, n, z) - wilson_spread(k, n, z)) / (1 + z ** 2 / n)) END;
+
+CREATE OR REPLACE TEMP MACRO wilson_hi(k, n, z := 1.959963984540054) AS
     CASE WHEN n > 0 AND k >= 0 AND k <= n THEN least(1.0::DOUBLE,
-        ((k / n + 1.959963984540054 ** 2 / (2 * n))
-         + 1.959963984540054 * sqrt((k / n) * (1 - k / n) / n
-                                    + 1.959963984540054 ** 2 / (4 * n * n)))
-        / (1 + 1.959963984540054 ** 2 / n)) END;
+        (wilson_mid(k, n, z) + wilson_spread(k, n, z)) / (1 + z ** 2 / n)) END;

@@ -26,7 +26,7 @@ params AS (
 
 windows AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         accept_length_tw AS accept_length,
         engine_accept_length_rw AS engine_accept_length,
         n_ok AS n
@@ -35,7 +35,7 @@ windows AS (
 
 speedups AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         speedup, ci_low, ci_high, significant
     FROM speedup
 ),
@@ -67,7 +67,7 @@ points AS (
 
 joined AS (
     SELECT
-        w.campaign_id, w.engine, w.tp, w.workload, w.max_tokens, w.concurrency,
+        COLUMNS(comparison_key()),
         p.family, p.param, p.held, w.method, p.value, p.value_num,
         s.speedup, s.ci_low, s.ci_high, s.significant,
         w.accept_length, w.engine_accept_length, w.n
@@ -77,20 +77,27 @@ joined AS (
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 ),
 
-final AS (
+-- the places are columns of their own: DuckDB takes COLUMNS(...) only as a whole SELECT item
+ranked AS (
     SELECT
         *,
-        speedup IS NOT NULL AND row_number() OVER (
-            PARTITION BY campaign_id, engine, tp, workload, max_tokens, concurrency, family,
-                         param, held
+        row_number() OVER (
+            PARTITION BY row(*COLUMNS(comparison_key())), family, param, held
             ORDER BY speedup DESC NULLS LAST, value_num NULLS LAST, value
-        ) = 1 AS best_speedup,
-        accept_length IS NOT NULL AND row_number() OVER (
-            PARTITION BY campaign_id, engine, tp, workload, max_tokens, concurrency, family,
-                         param, held
+        ) AS speedup_place,
+        row_number() OVER (
+            PARTITION BY row(*COLUMNS(comparison_key())), family, param, held
             ORDER BY accept_length DESC NULLS LAST, value_num NULLS LAST, value
-        ) = 1 AS best_acceptance
+        ) AS acceptance_place
     FROM joined
+),
+
+final AS (
+    SELECT
+        * EXCLUDE (speedup_place, acceptance_place),
+        speedup IS NOT NULL AND speedup_place = 1 AS best_speedup,
+        accept_length IS NOT NULL AND acceptance_place = 1 AS best_acceptance
+    FROM ranked
 )
 
 SELECT * FROM final

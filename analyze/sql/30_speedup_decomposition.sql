@@ -55,19 +55,20 @@ WITH
 
 pairs AS (
     SELECT
-        p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
-        p.role, p.run, p.prompt_id,
+        COLUMNS(comparison_key()), p.method, p.role, p.run, p.prompt_id,
         r.output_tokens - 1 AS tokens,
         r.spec_verify_ct AS steps,
         accept_length_of(r.output_tokens, r.spec_verify_ct) AS accept_length,
         r.e2e_s - r.ttft_s AS decode_s
     FROM speedup_pairs AS p
-    JOIN request_metrics AS r USING (request_id)
+    -- only what the pair's request adds: request_metrics holds the key too
+    JOIN (SELECT request_id, output_tokens, spec_verify_ct, e2e_s, ttft_s FROM request_metrics)
+        AS r USING (request_id)
 ),
 
 cells AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method, run, prompt_id,
+        COLUMNS(comparison_key()), method, run, prompt_id,
         count(*) FILTER (WHERE role = 'method') AS n,
         count(*) FILTER (WHERE role = 'baseline') AS n_baseline,
         count(*) FILTER (WHERE role = 'method' AND steps > 0) AS n_verified,
@@ -81,7 +82,7 @@ cells AS (
 
 comparisons AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         count(DISTINCT prompt_id) AS n_prompts,
         count(DISTINCT run) AS n_runs,
         sum(n)::BIGINT AS n,
@@ -98,7 +99,7 @@ comparisons AS (
 
 factors AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method,
+        COLUMNS(comparison_key()), method,
         n_prompts, n_runs, n, n_baseline, n_verified,
         CASE WHEN n_verified = n THEN acceptance_gain END AS acceptance_gain,
         CASE WHEN n_verified = n THEN step_time_s END AS step_time_s,

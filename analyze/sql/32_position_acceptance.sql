@@ -25,7 +25,7 @@ WITH
 
 detailed AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         accepted_per_pos, accept_histogram, step_accepted, spec_verify_ct,
         CASE
             WHEN len(accepted_per_pos) > 0 AND spec_verify_ct > 0 THEN 'per_pos'
@@ -38,7 +38,7 @@ detailed AS (
 
 per_request AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, source,
+        COLUMNS(comparison_key()), method, source,
         CASE source
             WHEN 'per_pos' THEN accepted_per_pos
             WHEN 'histogram' THEN list_transform(
@@ -59,7 +59,7 @@ per_request AS (
 
 windows AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         sum(steps)::BIGINT AS steps,
         string_agg(DISTINCT source, ',' ORDER BY source) AS source
     FROM per_request
@@ -68,7 +68,7 @@ windows AS (
 
 positions AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         unnest(range(1, len(accepted) + 1)) AS position,
         unnest(accepted) AS accepted
     FROM per_request
@@ -76,7 +76,7 @@ positions AS (
 
 summed AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, position,
+        COLUMNS(comparison_key()), method, position,
         sum(accepted)::BIGINT AS accepted
     FROM positions
     GROUP BY ALL
@@ -84,11 +84,12 @@ summed AS (
 
 final AS (
     SELECT
-        s.campaign_id, s.engine, s.tp, s.method, s.workload, s.max_tokens, s.concurrency,
+        -- the window in the table's column order: the comparison key with method after tp
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]),
         s.position, w.steps, s.accepted, s.accepted / nullif(w.steps, 0) AS rate, w.source
     FROM summed AS s
     JOIN windows AS w
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 
 SELECT * FROM final

@@ -20,7 +20,7 @@ WITH
 
 detailed AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         accept_histogram, step_accepted,
         CASE
             WHEN len(accept_histogram) > 0 AND list_sum(accept_histogram) > 0 THEN 'histogram'
@@ -32,7 +32,7 @@ detailed AS (
 
 from_histogram AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, source,
+        COLUMNS(comparison_key()), method, source,
         unnest(range(0, len(accept_histogram))) AS accepted,
         unnest(accept_histogram) AS steps
     FROM detailed
@@ -41,7 +41,7 @@ from_histogram AS (
 
 from_steps AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, source,
+        COLUMNS(comparison_key()), method, source,
         unnest(step_accepted) AS accepted,
         1 AS steps
     FROM detailed
@@ -56,7 +56,7 @@ counted AS (
 
 windows AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         sum(steps)::BIGINT AS total_steps,
         string_agg(DISTINCT source, ',' ORDER BY source) AS source
     FROM counted
@@ -65,7 +65,7 @@ windows AS (
 
 summed AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, accepted,
+        COLUMNS(comparison_key()), method, accepted,
         sum(steps)::BIGINT AS steps
     FROM counted
     GROUP BY ALL
@@ -73,11 +73,12 @@ summed AS (
 
 final AS (
     SELECT
-        s.campaign_id, s.engine, s.tp, s.method, s.workload, s.max_tokens, s.concurrency,
+        -- the window in the table's column order: the comparison key with method after tp
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]),
         s.accepted, s.steps, s.steps / nullif(w.total_steps, 0) AS share, w.source
     FROM summed AS s
     JOIN windows AS w
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
 )
 
 SELECT * FROM final

@@ -74,7 +74,7 @@ counters AS (
 
 per_request AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency,
+        COLUMNS(comparison_key()), method,
         sum(draft_tokens) / nullif(sum(spec_verify_ct), 0) AS draft_tokens_per_step
     FROM request_metrics
     WHERE ok AND draft_tokens IS NOT NULL AND spec_verify_ct > 0
@@ -83,19 +83,22 @@ per_request AS (
 
 baseline_time AS (
     SELECT
-        p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
-        exp(avg(ln((r.e2e_s - r.ttft_s) / (r.output_tokens - 1)))) AS baseline_token_time_s
+        COLUMNS(comparison_key()), p.method,
+        exp(avg(ln(tpot_s(r.output_tokens, r.e2e_s, r.ttft_s)))) AS baseline_token_time_s
     FROM speedup_pairs AS p
-    JOIN request_metrics AS r USING (request_id)
+    -- only what the pair's request adds: request_metrics holds the key too
+    JOIN (SELECT request_id, output_tokens, e2e_s, ttft_s FROM request_metrics) AS r
+        USING (request_id)
     WHERE p.role = 'baseline' AND r.output_tokens > 1 AND r.e2e_s > r.ttft_s
     GROUP BY ALL
 ),
 
 windows AS (
     SELECT
-        s.campaign_id, s.engine, s.tp, s.workload, s.max_tokens, s.concurrency, s.method,
+        COLUMNS(comparison_key()), s.method,
         f.family,
-        coalesce(c.accept_length_tw, 1 + k.d_accepted / nullif(k.d_drafts, 0)) AS accept_length,
+        coalesce(c.accept_length_tw, accept_length_counters(k.d_accepted, k.d_drafts))
+            AS accept_length,
         CASE
             WHEN c.accept_length_tw IS NOT NULL THEN 'requests'
             WHEN k.d_drafts > 0 THEN 'window counters'
@@ -106,10 +109,10 @@ windows AS (
         b.baseline_token_time_s
     FROM speedup AS s
     LEFT JOIN config_summary AS c
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
     LEFT JOIN counters AS k USING (campaign_id, engine, tp, method, workload)
     LEFT JOIN per_request AS q
-        USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
+        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
     LEFT JOIN method_families AS f USING (campaign_id, method)
     LEFT JOIN baseline_time AS b
         USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
@@ -120,28 +123,27 @@ costed AS (
     SELECT
         *,
         accept_length / nullif(speedup, 0) AS step_cost,
-        round(draft_tokens_per_step) AS k_key
+        round(draft_tokens_per_step) AS k_key,
+        row(*COLUMNS(comparison_key())) AS load_point  -- the key as one value, to join on
     FROM windows
 ),
 
 predicted AS (
     SELECT
-        a.campaign_id, a.engine, a.tp, a.workload, a.max_tokens, a.concurrency, a.method,
+        a.load_point, a.method,
         count(b.method) AS n_siblings,
         exp(avg(ln(b.step_cost))) AS predicted_step_cost,
         stddev_samp(ln(b.step_cost)) AS sibling_log_sd
     FROM costed AS a
     LEFT JOIN costed AS b
-        ON b.campaign_id = a.campaign_id AND b.engine = a.engine AND b.tp = a.tp
-        AND b.workload = a.workload AND b.max_tokens = a.max_tokens
-        AND b.concurrency = a.concurrency AND b.family = a.family AND b.k_key = a.k_key
+        ON b.load_point = a.load_point AND b.family = a.family AND b.k_key = a.k_key
         AND b.method <> a.method AND b.step_cost > 0
     GROUP BY ALL
 ),
 
 final AS (
     SELECT
-        c.campaign_id, c.engine, c.tp, c.workload, c.max_tokens, c.concurrency, c.method,
+        COLUMNS(comparison_key()), c.method,
         c.family, c.accept_length, c.acceptance_source, c.draft_tokens_per_step,
         c.speedup, c.ci_low, c.ci_high, c.step_cost,
         c.step_cost * c.baseline_token_time_s AS step_time_s,
@@ -166,7 +168,7 @@ final AS (
             END AS half
         FROM predicted
     ) AS p
-        USING (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+        USING (load_point, method)
 )
 
 SELECT * EXCLUDE (reason), speedup BETWEEN pred_low AND pred_high AS within_interval, reason

@@ -34,19 +34,21 @@ prompt_category AS (
 
 pairs AS (
     SELECT
-        p.campaign_id, p.engine, p.tp, p.workload, p.max_tokens, p.concurrency, p.method,
+        COLUMNS(comparison_key()), p.method,
         p.role, p.run, p.prompt_id, ln(p.decode_tps) AS log_tps,
         accept_length_of(r.output_tokens, r.spec_verify_ct) AS accept_length,
         r.output_tokens - 1 AS tokens, r.spec_verify_ct AS steps, s.start_index
     FROM speedup_pairs AS p
-    JOIN request_metrics AS r USING (request_id)
-    LEFT JOIN service_starts AS s ON s.campaign_id = p.campaign_id
-        AND s.service_id = p.service_id
+    -- only what the pair's request and its start add (both tables hold the key too)
+    JOIN (SELECT request_id, output_tokens, spec_verify_ct FROM request_metrics) AS r
+        USING (request_id)
+    LEFT JOIN (SELECT campaign_id, service_id, start_index FROM service_starts) AS s
+        USING (campaign_id, service_id)
 ),
 
 cells AS (
     SELECT
-        campaign_id, engine, tp, workload, max_tokens, concurrency, method, run, prompt_id,
+        COLUMNS(comparison_key()), method, run, prompt_id,
         avg(log_tps) FILTER (WHERE role = 'method')
             - avg(log_tps) FILTER (WHERE role = 'baseline') AS d,
         count(*) FILTER (WHERE role = 'method') AS n,

@@ -37,6 +37,7 @@ from collect.plan.workloads import (  # noqa: F401 - re-exported: many callers i
     check_positive,
 )
 from schema.controls import aa_control_name
+from schema.defaults import DEFAULT_BASELINE
 
 # --- the plan ----------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ class Plan(Strict):
     engine: Engine = Field(description="The inference server and its common settings.")
     methods: list[Method] = Field(min_length=1, description="Methods to compare.")
     baseline: Name = Field(
-        "autoregressive", description="Method every other method is compared against."
+        DEFAULT_BASELINE, description="Method every other method is compared against."
     )
     aa_control: bool = Field(
         False,

@@ -76,7 +76,7 @@ def render(data: ReportData, figs: dict[str, Path | None], tables: list[views.Vi
 
 
 def run(
-    db_path: Path | str = "results/specsweep.duckdb",
+    db_path: Path | str,
     out_html: Path | str = "reports/report.html",
     campaign: str | None = None,
     workers: int | None = None,

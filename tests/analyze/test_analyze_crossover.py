@@ -15,6 +15,7 @@ import pytest
 from analyze_rows import decode_req, fetch, in_rounds, one, write_db
 
 from analyze import build, stats
+from schema import metrics
 
 # (concurrency, ci_low, ci_high); the point estimate is the CI's midpoint unless a fourth
 # item gives it; the level is significant (Holm) when the CI excludes 1 unless a fifth says.
@@ -46,6 +47,7 @@ def _crossover(path: Path, groups: dict[str, Levels]) -> dict[str, dict[str, Any
     """Write one speedup row per (method, level), build the view, return its rows by method."""
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
+        metrics.install(con)  # comparison_key(), which the view calls
         con.executemany(
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens, concurrency,"
             " method, baseline, is_control, speedup, ci_low, ci_high, significant)"
@@ -154,6 +156,7 @@ def test_the_control_is_not_a_claim(tmp_path: Path) -> None:
     path = tmp_path / "x.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
+        metrics.install(con)  # comparison_key(), which the view calls
         con.execute(
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens,"
             " concurrency, method, baseline, is_control, speedup) VALUES"
@@ -168,6 +171,7 @@ def test_groups_are_separate_per_tp_workload_and_max_tokens(tmp_path: Path) -> N
     path = tmp_path / "x.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
+        metrics.install(con)  # comparison_key(), which the view calls
         con.executemany(
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens, concurrency,"
             " method, baseline, is_control, speedup, ci_low, ci_high, significant) VALUES"
