@@ -190,9 +190,7 @@ def test_energy_summary_says_mixed_when_its_windows_differ(tmp_path: Path) -> No
     from -0.5 to 1.5) and w2 (trapezoid: 300 W, 300 J), one request [0, 1] of 50 tokens each:
     energy 400 J over 100 tokens = 4 J/token, source 'mixed', 1 window by counter."""
     requests = [request(0, 1, 50, window_id=w) for w in ("w1", "w2")]
-    samples = counter_trace(
-        {t: 1000.0 + 100.0 * t for t in (-0.5, 0, 0.5, 1, 1.5)}, window_id="w1"
-    )
+    samples = counter_trace({t: 1000.0 + 100.0 * t for t in (-0.5, 0, 0.5, 1, 1.5)}, window_id="w1")
     samples += power_trace([-0.5, 0, 0.5, 1, 1.5], 300.0, window_id="w2")
     s = one(analysed(tmp_path, requests, samples), "SELECT * FROM energy_summary")
     assert (s["energy_source"], s["n_windows_counter"], s["n_windows"]) == ("mixed", 1, 2)
