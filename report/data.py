@@ -285,8 +285,8 @@ def load(
         missing = [n for n in REQUIRED if n not in have]
         if missing:
             raise ReportError(
-                f"{path} lacks {', '.join(missing)}; run `python -m analyze` "
-                "after `python -m collect` first"
+                f"{path} lacks {', '.join(missing)}; run `specsweep analyze` "
+                "after `specsweep run` first"
             )
         info = pick_campaign(con, campaign)
         cid = str(info["campaign_id"])

@@ -166,7 +166,7 @@ def connect(
     path = Path(path)
     if not path.exists():
         if not create or read_only:
-            raise FileNotFoundError(f"no results database at {path}; run `python -m collect` first")
+            raise FileNotFoundError(f"no results database at {path}; run `specsweep run` first")
         path.parent.mkdir(parents=True, exist_ok=True)
     con = _open(path, read_only)
     try:
