@@ -190,7 +190,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
         "lossless": opt("lossless", "engine, tp, workload, max_tokens, concurrency, method"),
         "colocation": opt("colocation", "engine, tp, workload, max_tokens, concurrency, method"),
-        "hosts": opt("host_summary", "campaign_id, host"),
+        "hosts": known_hosts(opt("host_summary", "campaign_id, host")),
         "window_energy": opt(
             "window_energy", "engine, tp, workload, max_tokens, concurrency, method, window_id"
         ),
@@ -307,6 +307,25 @@ def load(
     )
     data.palette = method_palette(methods, baseline)
     return data
+
+
+HOST_COUNTS = ("n_gpus", "n_services")  # 0 when nothing is known, never NULL
+
+
+def known_hosts(hosts: pd.DataFrame) -> pd.DataFrame:
+    """host_summary's rows that know something of their host. A campaign records facts of
+    its own (workload facts, SLO targets) under the host name 'campaign'; host_summary gives
+    that name a row whose every fact is NULL, with no GPU and no service. It is no host: the
+    host table leaves it out, and its facts stay in the appendix's key/value table and the
+    views that read them (slo_targets)."""
+    if hosts.empty:
+        return hosts
+    facts = hosts.drop(columns=["campaign_id", "host", *HOST_COUNTS], errors="ignore")
+    known = (facts.notna() & (facts.astype(str) != "")).any(axis=1)
+    for count in HOST_COUNTS:
+        if count in hosts:
+            known |= hosts[count].fillna(0) > 0
+    return hosts[known].reset_index(drop=True)
 
 
 LEVEL_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency"]
