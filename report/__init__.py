@@ -4,7 +4,8 @@
 ``report.charts``, tables and escaping live in ``report.tables`` and
 ``report.latex``, the open-loop part in ``report.openloop``, the section on
 speculation's knobs in ``report.speculation``, templates in ``latex/``, and
-``report.build.run`` ties them together with latexmk. Entry point: ``python -m report``.
+``report.build.run`` ties them together with latexmk. Entry point: ``specsweep report``
+(``python -m report``).
 """
 
 from __future__ import annotations

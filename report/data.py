@@ -193,7 +193,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
         "lossless": opt("lossless", f"{W}, method"),
         "colocation": opt("colocation", f"{W}, method"),
-        "hosts": opt("host_summary", "campaign_id, host"),
+        "hosts": known_hosts(opt("host_summary", "campaign_id, host")),
         "window_energy": opt("window_energy", f"{W}, method, window_id"),
         "energy_summary": opt("energy_summary", f"{W}, method"),
         "energy_ratio": opt("energy_ratio", f"{W}, method"),
@@ -288,8 +288,8 @@ def load(
         missing = [n for n in REQUIRED if n not in have]
         if missing:
             raise ReportError(
-                f"{path} lacks {', '.join(missing)}; run `python -m analyze` "
-                "after `python -m collect` first"
+                f"{path} lacks {', '.join(missing)}; run `specsweep analyze` "
+                "after `specsweep run` first"
             )
         check_key(con, path)
         info = pick_campaign(con, campaign)
@@ -311,6 +311,25 @@ def load(
     )
     data.palette = method_palette(methods, baseline)
     return data
+
+
+HOST_COUNTS = ("n_gpus", "n_services")  # 0 when nothing is known, never NULL
+
+
+def known_hosts(hosts: pd.DataFrame) -> pd.DataFrame:
+    """host_summary's rows that know something of their host. A campaign records facts of
+    its own (workload facts, SLO targets) under the host name 'campaign'; host_summary gives
+    that name a row whose every fact is NULL, with no GPU and no service. It is no host: the
+    host table leaves it out, and its facts stay in the appendix's key/value table and the
+    views that read them (slo_targets)."""
+    if hosts.empty:
+        return hosts
+    facts = hosts.drop(columns=["campaign_id", "host", *HOST_COUNTS], errors="ignore")
+    known = (facts.notna() & (facts.astype(str) != "")).any(axis=1)
+    for count in HOST_COUNTS:
+        if count in hosts:
+            known |= hosts[count].fillna(0) > 0
+    return hosts[known].reset_index(drop=True)
 
 
 def with_effective(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

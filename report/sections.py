@@ -7,13 +7,13 @@ the energy_ratio table; analyze/VIEWS.md) and returns raw LaTeX built from escap
 
 from __future__ import annotations
 
-import re
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import pandas as pd
 from pylatex.utils import NoEscape
 
+from report.commands import flags_cell
 from report.keys import COMPARISON
 from report.latex import escape_latex as e
 from report.latex import fmt_num, texttt
@@ -99,33 +99,6 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
     return out
 
 
-# A whole argument that is a path, alone or as a flag's or variable's value (``--x=/a/b``):
-# starts with / or ~, no blanks, braces or backslashes (``\input{/etc/x}`` is not a path).
-_PATH_ARG = re.compile(r"(?P<key>[^\s=/{}\\]+=)?(?P<path>[/~][^\s{}\\]*/[^\s{}\\/]+)")
-SHORT_PATH_MIN = 24  # paths of at most this many characters stay as written
-CUT = "..."  # marks where a path was cut
-
-
-def _short_arg(arg: str) -> str:
-    m = _PATH_ARG.fullmatch(arg)
-    if m is None or len(m["path"]) <= SHORT_PATH_MIN:
-        return arg
-    return (m["key"] or "") + CUT + "/" + m["path"].rsplit("/", 1)[1]
-
-
-def short_paths(flags: str) -> str:
-    """``flags`` with every long argument that is a whole path cut to ``.../basename``
-    (``-md /a/b/.../m.gguf`` -> ``-md .../m.gguf``, ``--x=/a/.../b`` -> ``--x=.../b``); any
-    other argument, a path inside it included, stays as written. The full command is in the
-    appendix."""
-    return re.sub(r"\S+", lambda m: _short_arg(m.group(0)), flags)
-
-
-def _flags(r: pd.Series) -> str:
-    flags = r.get("own_flags")
-    return "--" if flags is None or pd.isna(flags) or flags == "" else short_paths(str(flags))
-
-
 def services_table(svc: pd.DataFrame) -> NoEscape:
     """One row per service start: method, tp, the round it started in (where the campaign
     ran several), GPUs, its own flags, start-up time, transport."""
@@ -134,7 +107,7 @@ def services_table(svc: pd.DataFrame) -> NoEscape:
         Col("tp", text("tp"), "r"),
         Col("round", text("run"), "r"),
         Col("GPUs", lambda r: r["gpus"] or "--"),
-        Col("flags (not shared by all)", _flags, ragged(0.36)),
+        Col("flags (not shared by all)", flags_cell, ragged(0.36)),
         Col("start-up (s)", num("startup_s", ".1f"), "r"),
     ]
     if "transport" in svc:

@@ -1,9 +1,10 @@
 """The `specsweep` command: a typer app whose subcommands forward to the stages' command lines.
 
-Each subcommand hands its arguments, `--help` included, to the stage's own `main` (collect's
-typer app, analyze's typer app, report's argparse), so options, help and exit codes are the
-stage's and are written once. The stages are imported inside the commands, never at the top:
-`specsweep --help` and `specsweep sql` load no pandas, DuckDB or matplotlib.
+Each subcommand hands its arguments, `--help` included, to the stage's own `main` (the typer
+apps of collect, analyze and report), with the name the user typed, so options, help and exit
+codes are the stage's and are written once, and every usage line says `specsweep ...`. The
+stages are imported inside the commands, never at the top: `specsweep --help` and `specsweep
+sql` load no pandas, DuckDB or matplotlib.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def report(ctx: typer.Context) -> None:
     """Build the PDF report (or, with --compare A B, the compare report)."""
     from report.__main__ import main
 
-    raise typer.Exit(main(ctx.args))
+    raise typer.Exit(main(ctx.args, prog_name=f"{_prog(ctx)} report"))
 
 
 @app.command(rich_help_panel=REPORT, context_settings=FORWARD["context_settings"])

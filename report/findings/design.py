@@ -81,7 +81,7 @@ def family_sentence(data: ReportData) -> str:
     sizes = "; ".join(f"{what} over {m}" for n, what, m in parts if n and m is not None)
     return (
         f"The claims on this page were adjusted in separate Holm families ({sizes}), "
-        "as analyzed before one family per campaign existed: run \\texttt{python -m analyze} "
+        "as analyzed before one family per campaign existed: run \\texttt{specsweep analyze} "
         "again to adjust them together." + breakdown
     )
 
@@ -126,7 +126,7 @@ def noise_floor(data: ReportData) -> str:
         return (
             "This file was analysed before service starts were modelled: its intervals cover "
             "prompts (and runs), not the spread between service starts; run "
-            "\\texttt{python -m analyze} again." + control
+            "\\texttt{specsweep analyze} again." + control
         )
     usable = rows[rows["start_sd"].notna()]
     out = []

@@ -1,4 +1,4 @@
-"""The HTML report: one self-contained file beside the PDF (``python -m report --html``).
+"""The HTML report: one self-contained file beside the PDF (``specsweep report --html``).
 
 It shows what the PDF shows, read from the same places: the findings of report.findings
 (:mod:`report.html.text` reads their LaTeX back as HTML, so they are written once), the

@@ -66,7 +66,7 @@ def test_a_file_adjusted_in_separate_families_says_so() -> None:
     data = _data(speedup=_claims(4, n_family=4), energy_ratio=_claims(2, n_family=2))
     text = design.family_sentence(data)
     assert "separate Holm families (decode speedup(s) over 4; energy ratio(s) over 2)" in text
-    assert "python -m analyze" in text
+    assert "specsweep analyze" in text
 
 
 def test_the_summary_states_the_family_and_no_bare_throughput_ratio() -> None:

