@@ -2,7 +2,7 @@
 and category_pooled (one row per method and category over the concurrency-1 windows that share
 max_tokens).
 
-Input: the TEMP view category_cells (analyze/sql/37_category_cells.sql), the `speedup` table's
+Input: the TEMP view category_cells (analyze/sql/category_cells.sql), the `speedup` table's
 (run, prompt) cells with each prompt's category, its d (mean ln decode_tps of M - of the
 baseline) and g (mean ln acceptance length of M's requests). For a group of cells (run r,
 prompt p), with schema.paired's t interval (calibrated by tests/schema/test_paired_coverage.py

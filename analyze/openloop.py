@@ -1,5 +1,5 @@
 """The paired TPOT ratios of rate space: the TEMP table `rate_tpot`, which rate_speedup
-(analyze/sql/26_rate_speedup.sql) reads. The `claims` model (analyze.models.registry) computes
+(analyze/sql/rate_speedup.sql) reads. The `claims` model (analyze.models.registry) computes
 them from open_requests beside the closed-loop speedups and energy ratios and adjusts the three
 as one family; empty on a file without open-loop windows.
 

@@ -24,7 +24,7 @@
 --                  the next CTE.
 --   ON             the key as one value: row(*COLUMNS(comparison_key())) AS load_point in
 --                  each side, then ON a.load_point = b.load_point (a self-join with more
---                  conditions than equal keys: 35_speedup_prediction.sql)
+--                  conditions than equal keys: speedup_prediction.sql)
 --   USING (...)    spelled out: USING takes column names only, neither a macro nor COLUMNS,
 --                  and a NATURAL JOIN would join on every other shared column as well. So
 --                  does EXCLUDE (...). The key's grep test allows the spelled-out key in

@@ -59,7 +59,7 @@ CREATE OR REPLACE MACRO accept_rate(accepted_tokens, draft_tokens) AS
 --   1 + d_accepted / d_drafts                                    NULL when d_drafts is 0
 --   d_accepted, d_drafts: deltas of spec_decode_num_accepted_tokens and spec_decode_num_drafts
 --   Convention: equal to tokens per target step only where every step drafts (vLLM);
---   llama.cpp's n-gram drafters draft on some steps only (analyze/sql/06_window_acceptance.sql).
+--   llama.cpp's n-gram drafters draft on some steps only (analyze/sql/window_acceptance.sql).
 CREATE OR REPLACE MACRO accept_length_counters(d_accepted, d_drafts) AS
     1 + d_accepted / nullif(d_drafts, 0);
 

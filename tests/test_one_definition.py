@@ -15,7 +15,7 @@ find its own definition, so a pattern that matches nothing fails too.
 - The formulas: TPOT and decode speed (schema/metrics.sql, with the Python twins and the
   catalogue's text in schema/metrics.py), acceptance length per request and pooled (also the
   frozen copy a migration step keeps, schema/migrations.py), the counter acceptance
-  (accept_length_counters), the SLO rule (meets_slo), the Wilson interval (21_wilson.sql and
+  (accept_length_counters), the SLO rule (meets_slo), the Wilson interval (wilson.sql and
   its twin analyze.compare.stats.wilson), the default baseline and the default results file
   (schema.defaults; report's palette and `--db`, which may not import it).
 """
@@ -78,7 +78,7 @@ FORMULAS: dict[str, tuple[str, set[str]]] = {
     ),
     "Wilson interval": (
         r"(?:\bz\s*\*\s*z|\*\*\s*2)\s*/\s*\(\s*4\s*\*\s*n\s*\*\s*n\s*\)",
-        {"analyze/sql/21_wilson.sql", "analyze/compare/stats.py"},
+        {"analyze/sql/wilson.sql", "analyze/compare/stats.py"},
     ),
     "default baseline": (
         r"""["']autoregressive["']""",

@@ -46,7 +46,7 @@ are excluded from latency and speed figures but counted in error_rate.
 
 Each model declares what it reads (a SQL file's first line, `-- reads: a, b`; a Python
 model's entry in analyze/models/registry.py) and the build runs each one after the models
-that build what it reads. A file's `NN_` prefix is not part of the model's name."""
+that build what it reads."""
 
 
 def _kinds(model: Model) -> str:

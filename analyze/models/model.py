@@ -44,7 +44,7 @@ class Build:
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """name: the model's name (a SQL file's name without its NN_ prefix); reads: the objects it
+    """name: the model's name (a SQL file's name without `.sql`); reads: the objects it
     reads; builds: each object it creates and its kind (TABLE, VIEW, TEMP_*); run: what builds
     them; source: where it is written; docs: each built object's description (a SQL header, a
     module's docstring)."""

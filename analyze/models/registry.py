@@ -211,7 +211,7 @@ def objects(found: tuple[Model, ...] | None = None) -> tuple[str, ...]:
 
 
 def sql_file(model: str) -> str:
-    """The file name of a SQL model (e.g. measured_requests -> 00_measured_requests.sql)."""
+    """The file name of a SQL model (e.g. measured_requests -> measured_requests.sql)."""
     for m in models():
         if m.name == model and m.source.startswith("analyze/sql/"):
             return m.source.removeprefix("analyze/sql/")

@@ -1,5 +1,6 @@
-"""SQL models: one file analyze/sql/[NN_]<name>.sql each, its model named by the file without
-the `NN_` prefix and `.sql` (01_request_metrics.sql is the model request_metrics).
+"""SQL models: one file analyze/sql/<name>.sql each, the model named by the file
+(request_metrics.sql is the model request_metrics). A file's name says what it builds, not
+when: the build order is derived from what each file reads (analyze.models.model.ordered).
 
 The declaration is the file's first comment lines:
 
@@ -25,7 +26,6 @@ from analyze.models.model import TEMP_MACRO, Build, Model, ModelError
 from schema.metrics import measured_sql
 from schema.store import DDL
 
-PREFIX = re.compile(r"^\d+_")
 READS = re.compile(r"^--\s*reads:(.*)$")
 CREATE = re.compile(
     r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(TEMP(?:ORARY)?\s+)?(TABLE|VIEW|MACRO)\s+"
@@ -63,11 +63,6 @@ def read_sql(file: str) -> str:
     return resources.files("analyze").joinpath("sql", file).read_text(encoding="utf-8")
 
 
-def model_name(file: str) -> str:
-    """The model a file holds: its name without a leading `NN_` and the `.sql`."""
-    return PREFIX.sub("", file.removesuffix(".sql"))
-
-
 def header(file: str, text: str) -> tuple[tuple[str, ...], str]:
     """(reads, description) from the file's leading comment block."""
     lines = text.splitlines()
@@ -100,7 +95,7 @@ def load(file: str) -> Model:
     if not builds:
         raise ModelError(f"analyze/sql/{file} creates nothing")
     return Model(
-        name=model_name(file),
+        name=file.removesuffix(".sql"),
         reads=reads,
         builds=builds,
         run=partial(_execute, text),

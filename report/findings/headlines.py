@@ -246,7 +246,7 @@ def _acceptance(cs: pd.DataFrame, prediction: pd.DataFrame) -> list[str]:
 
 
 MAX_LISTED = 6
-# crossover statuses besides 'stops paying' (09_crossover.sql), as the summary words them;
+# crossover statuses besides 'stops paying' (crossover.sql), as the summary words them;
 # 'undetermined' has two readings: it paid at the lowest level (paid_up_to set) or never did
 OTHER_STATUSES = (
     ("always pays", "always pay{s} up to the highest concurrency measured"),

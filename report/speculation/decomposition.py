@@ -4,7 +4,7 @@ Per window, each method's two factors side by side on one log-2 axis: the accept
 (geometric mean acceptance length, tokens per verify step) and the step cost (a verify
 step's time in baseline tokens), both over the speedup's own requests; the measured speedup
 (95% interval) is marked on them. On those requests speedup = acceptance gain / step cost
-exactly (analyze/sql/30_speedup_decomposition.sql), so on the log axis the diamond sits as
+exactly (analyze/sql/speedup_decomposition.sql), so on the log axis the diamond sits as
 far from 1 as the filled bar's top is above the hatched bar's. The sentences name the methods
 that lose on step cost and those that lose on acceptance, and the windows whose factors are
 unknown because some of the speedup's requests carry no verify count.

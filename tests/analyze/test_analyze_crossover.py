@@ -1,4 +1,4 @@
-"""crossover (analyze/sql/09_crossover.sql) on hand-built speedup rows.
+"""crossover (analyze/sql/crossover.sql) on hand-built speedup rows.
 
 Most tests write the `speedup` table directly (its real DDL, analyze.stats.SPEEDUP_DDL) and
 run the view's SQL on it, so each CI is exactly the one the case needs; the last one goes
@@ -54,7 +54,7 @@ def _crossover(path: Path, groups: dict[str, Levels]) -> dict[str, dict[str, Any
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [_row(m, lv) for m, levels in groups.items() for lv in levels],
         )
-        con.execute(build.read_sql("09_crossover.sql"))
+        con.execute(build.read_sql("crossover.sql"))
     return {r["method"]: r for r in fetch(path, "SELECT * FROM crossover")}
 
 
@@ -162,7 +162,7 @@ def test_the_control_is_not_a_claim(tmp_path: Path) -> None:
             " concurrency, method, baseline, is_control, speedup) VALUES"
             " ('c1', 'e', 1, 'chat', 64, 1, 'ar-aa', 'ar', true, 1.0)"
         )
-        con.execute(build.read_sql("09_crossover.sql"))
+        con.execute(build.read_sql("crossover.sql"))
     assert fetch(path, "SELECT * FROM crossover") == []
 
 
@@ -183,7 +183,7 @@ def test_groups_are_separate_per_tp_workload_and_max_tokens(tmp_path: Path) -> N
                 [4, 4, 1.15, 1.1, 1.2, True],
             ],
         )
-        con.execute(build.read_sql("09_crossover.sql"))
+        con.execute(build.read_sql("crossover.sql"))
     rows = {r["tp"]: r["status"] for r in fetch(path, "SELECT tp, status FROM crossover")}
     assert rows == {1: "stops paying", 4: "always pays"}
 

@@ -6,7 +6,7 @@ out), never by the code under test: Newcombe's hybrid score interval on his work
 start term added to it (a t quantile on the start variance's df), a share's start variance
 from per-start shares, the two campaigns' start variances combined, and no interval with one
 start per side; acceptance length's start variance pooled without the baseline; and Wilson's
-interval of analyze.compare.stats equal to its SQL macros (21_wilson.sql) at any z."""
+interval of analyze.compare.stats equal to its SQL macros (wilson.sql) at any z."""
 
 from __future__ import annotations
 
@@ -203,10 +203,10 @@ def test_a_shift_needs_two_rounds_and_a_spread() -> None:
 
 @pytest.mark.parametrize("z", [Z, 1.0, 2.5758293035489004, 5.0])
 def test_wilson_is_the_twin_of_the_sql_macros(z: float) -> None:
-    """One Wilson interval: analyze.compare.stats.wilson equals 21_wilson.sql's wilson_lo and
+    """One Wilson interval: analyze.compare.stats.wilson equals wilson.sql's wilson_lo and
     wilson_hi at any z (compare's p-value moves z), the edges 0 and n included."""
     con = duckdb.connect()
-    con.execute(build.read_sql("21_wilson.sql"))
+    con.execute(build.read_sql("wilson.sql"))
     sql = "SELECT wilson_lo($k, $n, $z), wilson_hi($k, $n, $z)"
     for n in (1, 7, 50):
         for k in sorted({0, 1, n // 2, n - 1, n}):

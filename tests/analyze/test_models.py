@@ -10,7 +10,7 @@ import pytest
 
 from analyze.models import docs, registry
 from analyze.models.model import TABLE, TEMP_MACRO, Model, ModelError, ordered
-from analyze.models.sql import header, model_name, raw_layer, read_sql, references, sources
+from analyze.models.sql import header, raw_layer, read_sql, references, sources
 
 MODELS = registry.models()
 BUILT = {name: kind for m in MODELS for name, kind in m.builds.items()}
@@ -71,14 +71,7 @@ def test_the_table_list_is_the_models() -> None:
     assert not {"analysis_params", "measured_requests", "rate_tpot", "category_cells"} & set(
         build.OBJECTS
     )
-    assert build.MEASURED == "00_measured_requests.sql"
-
-
-def test_the_model_name_ignores_a_number_prefix() -> None:
-    assert model_name("01_request_metrics.sql") == "request_metrics"
-    assert model_name("request_metrics.sql") == "request_metrics"
-    assert model_name("2024_plan.sql") == "plan"
-    assert model_name("a_01.sql") == "a_01"
+    assert build.MEASURED == "measured_requests.sql"
 
 
 def test_the_header_declares_reads_on_its_first_lines() -> None:

@@ -1,6 +1,6 @@
 -- reads: window_energy
 -- energy_summary: GPU energy per method and load point, over the windows whose sampling was
--- not sparse (window_energy, 16_window_energy.sql).
+-- not sparse (window_energy, window_energy.sql).
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, method), like
 --   config_summary; only settings with at least one window in window_energy.
 --   n_windows          = its windows in window_energy; n_sparse = those left out as sparse

@@ -3,7 +3,7 @@
 -- energy comparison (analyze/energy.py -> table energy_ratio).
 -- grain: request; key: request_id. Only ok requests of windows in window_energy that are not
 --   sparse (a CPU campaign, or a window with too few samples, has no rows).
--- Energy of a piece: energy_segments (15_energy_segments.sql), cut at every request's start
+-- Energy of a piece: energy_segments (energy_segments.sql), cut at every request's start
 --   and end. With the counter (energy_source 'counter') a piece's energy_j is the counter's
 --   difference between its ends, interpolated linearly in perf_counter time between samples,
 --   so a request's energy is the counter read at its own boundaries, not a trailing

@@ -1,6 +1,6 @@
 -- reads: kept_requests, slo_targets, windows
 -- open_requests: one row per measured open-loop request: requests with scheduled_s set,
--- not warm-up, not in a unit marked incomplete (kept_requests, 00_measured_requests.sql),
+-- not warm-up, not in a unit marked incomplete (kept_requests, measured_requests.sql),
 -- joined with their window (windows, on campaign_id and window_id) and the campaign's
 -- slo_targets. A TABLE, rebuilt by every `python -m analyze`.
 -- grain: request; key: request_id.

@@ -3,7 +3,7 @@
 -- measured window that has GPU telemetry.
 -- grain: window; key: (campaign_id, service_id, window_id). Only windows with gpu_samples rows
 --   and at least one ok request; a CPU campaign has none.
--- Busy span, sources and integration: energy_segments (15_energy_segments.sql), docs/energy.md.
+-- Busy span, sources and integration: energy_segments (energy_segments.sql), docs/energy.md.
 --   busy_s          = busy_end_s - busy_start_s (the throughput span of config_summary)
 --   energy_j        = sum of energy_segments.energy_j = sum over the service's GPUs of
 --                     E_g(busy_end_s) - E_g(busy_start_s) (NVML's energy counter, interpolated

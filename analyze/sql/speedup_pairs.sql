@@ -33,7 +33,7 @@ usable AS (
     FROM request_metrics
     WHERE decode_tps > 0  -- NULL and non-positive speeds have no log ratio
       -- an agentic turn > 0 pairs only if its prompt is the baseline's: a method's turn
-      -- replayed the baseline's replies (docs/agentic-pairing.md; 05_agentic_turns.sql)
+      -- replayed the baseline's replies (docs/agentic-pairing.md; agentic_turns.sql)
       AND (turn IS NULL OR turn = 0 OR history = 'replay'
            OR method = (SELECT baseline FROM analysis_params))
 ),

@@ -7,7 +7,7 @@
 -- (units.complete = false: the run was interrupted in it; a unit is one run's) until resume
 -- redoes the unit. Left
 -- out of measured_requests: open-loop requests (scheduled_s set), which are open_requests'
--- (23_open_requests.sql): every closed-loop object groups by concurrency, which an open-loop
+-- (open_requests.sql): every closed-loop object groups by concurrency, which an open-loop
 -- window does not have.
 -- The rule is written once, as the table macros kept_request_rows() and
 -- measured_request_rows() of schema/measured.sql, which collect's ranking and estimates read

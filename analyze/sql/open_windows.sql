@@ -69,7 +69,7 @@
 --   attainment_from_send = n_good_from_send / n_scheduled; attainment_from_send_lo, _hi: its
 --                    95% Wilson interval
 --   attainment     = n_good / n_scheduled; attainment_lo, attainment_hi: its 95% Wilson
---                    interval (21_wilson.sql): the requests of one start as independent
+--                    interval (wilson.sql): the requests of one start as independent
 --                    trials, so an interval of this start's attainment, not of the
 --                    configuration's (other starts land elsewhere: rate_attainment, over the
 --                    rounds' starts, carries that)
