@@ -13,9 +13,10 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report import findings, openloop, sections
+from report import findings, sections
 from report.data import ReportData
 from report.latex import literal_block
+from report.openloop import section as openloop
 from report.speculation import section as speculation
 from report.tables import (
     Col,

@@ -10,8 +10,8 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from report import charts
+from report.charts.layout import PANEL_ROW, ratio_figure, save_figure, sweep_frame, sweeps_figure
 from report.figures import slug
-from report.figures.layout import PANEL_ROW, ratio_figure, save_figure, sweep_frame, sweeps_figure
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
 

@@ -20,10 +20,10 @@ import pytest
 
 from report import charts, commands, findings, sections
 from report.build import compile_tex, render_tex
+from report.charts.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
 from report.context import build_context
 from report.data import load
 from report.figures import make_figures, throughput_lines
-from report.figures.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
 from report.findings import headlines
 from report.latex import fmt_sig
 from report.tables import LONG_ROWS, Col, build_table, fit_table, num, text

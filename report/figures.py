@@ -1,7 +1,7 @@
 """Lay out and save the report's figures as vector PDFs.
 
 Chooses which figures to draw for the data at hand (:func:`figure_jobs`), each laid out by
-:mod:`report.figures.layout` or by a section package (:mod:`report.openloop`,
+:mod:`report.charts.layout` or by a section package (:mod:`report.openloop`,
 :mod:`report.speculation`), and writes ``<name>.pdf``, in worker processes when the CPUs
 allow (:func:`make_figures`). A figure whose data is missing is skipped (``None`` in the
 result) so the template can say so instead.
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from report import charts, openloop
-from report.data import ReportData, with_effective
-from report.figures.layout import (
+from report import charts
+from report.charts.layout import (
     Plot,
     draw,
     draw_sweeps,
@@ -30,6 +29,8 @@ from report.figures.layout import (
     sweep_frame,
     sweep_parts,
 )
+from report.data import ReportData, with_effective
+from report.openloop import section as openloop
 from report.speculation import section as speculation
 
 
