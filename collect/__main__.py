@@ -87,7 +87,7 @@ def run(
     llama-server build or a model missing; --db or --logs not writable): one line names the
     fix; 4 host cannot be reached (one line names the host, user@host:port and why; the
     campaign is marked unreachable); 130 interrupted (rerun to resume)."""
-    from collect import cluster
+    from collect.cluster import launch
     from collect.hosts.base import HostUnreachable
     from collect.plan.workloads import request_count
     from collect.run import runner
@@ -113,7 +113,7 @@ def run(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # `kill -USR1 PID` prints every thread's stack to stderr: where a run that seems stuck is
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    start = runner.run if parsed.cluster is None else cluster.run  # cluster: above runner
+    start = runner.run if parsed.cluster is None else launch.run  # cluster: above runner
     try:
         with _ready():
             campaign = start(

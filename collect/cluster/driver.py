@@ -1,6 +1,6 @@
 """The driver of a campaign across a Ray cluster: where `collect run` runs, the only writer.
 
-`collect.run.runner.run` (called by `collect.cluster.run` with `connect=RayCluster`) does
+`collect.run.runner.run` (called by `collect.cluster.launch.run` with `connect=RayCluster`) does
 what it does for one host (the campaigns row, resume, runs, phases, status) with a `RayCluster`
 as where the campaign runs (it satisfies `collect.hosts.base.Cluster`), and hands its job queue (the
 runner's `_Queue`: phases, best_of picks, --only, replicas) to `RayCluster.run_jobs`, which

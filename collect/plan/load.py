@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from collect.plan.fields import Name, Strict
-from collect.plan.traces import TraceItem, read_trace
-from collect.plan.tracetext import PoolText, TextMatch
+from collect.plan.traces.read import TraceItem, read_trace
+from collect.plan.traces.text import PoolText, TextMatch
 
 # a prompt category (requests.category; schema.contracts.CATEGORY_PATTERN is the same rule)
 CATEGORY_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -180,7 +180,7 @@ class TraceWorkload(Strict, Generic[TextT]):
     kind: Literal["trace"] = Field(
         description="Replay a JSONL trace on its own clock: each line's request is sent at its "
         "timestamp (times time_scale) after the window starts, with its own prompt and output "
-        "length (formats: collect/plan/traces.py and docs/open-loop.md)."
+        "length (formats: collect/plan/traces/read.py and docs/open-loop.md)."
     )
     name: Name = Field(description="Workload label.")
     path: Path = Field(

@@ -65,10 +65,10 @@ def run(
     configurations named METHOD or METHOD/TP; `repeat` rounds (default: the plan's), each
     complete before the next starts, each starting every configuration once in its
     counterbalanced order (collect.planning.order); returns campaign_id. A plan with
-    `cluster:` runs on `connect(plan, plan_text)`: collect.cluster.run's RayCluster (a layer
+    `cluster:` runs on `connect(plan, plan_text)`: collect.cluster.launch.run's RayCluster (a layer
     above this one)."""
     if plan.cluster is not None and connect is None:
-        raise ValueError("a plan with `cluster:` runs through collect.cluster.run")
+        raise ValueError("a plan with `cluster:` runs through collect.cluster.launch.run")
     campaign_id = plan.campaign_id()
     runs = repeat or plan.repeat
     selected = select_phases(plan, phases)

@@ -1,7 +1,7 @@
 """Real text for a trace's input_length lines: `TextMatch` turns a requested prompt length N
 (tokens) into text drawn from a pool of real prompts (a plan's prompt source), seeded, so that
 a replayed trace carries real prose and code instead of vocabulary words
-(collect/plan/traces.py reads the trace; docs/trace-text.md says what this can show).
+(collect/plan/traces/read.py reads the trace; docs/trace-text.md says what this can show).
 
 No tokenizer is loaded: a text's estimated length is est(t) = len(t) / chars_per_token
 (characters, Python code points). A prompt matches N when N(1 - tol) <= est <= N(1 + tol).
