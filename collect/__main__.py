@@ -164,12 +164,12 @@ def check(
         _require_engine(parsed)
     except ResourceError as exc:
         typer.echo(f"warning: not ready to run on this machine: {exc}")
-    from collect.planning.sizing import window_warnings
+    from collect.scheduling.sizing import window_warnings
 
     for line in window_warnings(parsed):
         typer.echo(f"warning: {line}")
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
-    from collect.planning.memory import check_plan
+    from collect.scheduling.memory import check_plan
 
     try:
         memory_lines, too_big = check_plan(parsed, probe=probe)
@@ -258,7 +258,7 @@ def _time_estimate(
     gantt: bool = False,  # noqa: ANN001 - Plan
     hosts: list[int] | None = None,
 ) -> list[str]:
-    from collect.planning import simulation
+    from collect.scheduling import simulation
 
     try:
         with _ready():  # the prompt sets, read to count requests

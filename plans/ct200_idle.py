@@ -40,9 +40,9 @@ def idle_share(busy: Iterable[Busy], gpus: Sequence[int], t0: float, t1: float) 
 
 def main(argv: list[str]) -> int:
     from collect.plan.file import load_plan
-    from collect.planning.estimate import Estimator
-    from collect.planning.schedule import makespan
-    from collect.planning.simulation import duration, measured_from, simulate_plan
+    from collect.scheduling.estimate import Estimator
+    from collect.scheduling.schedule import makespan
+    from collect.scheduling.simulation import duration, measured_from, simulate_plan
 
     plan = load_plan(argv[0])
     est = Estimator(plan, measured_from(Path(argv[1]) if len(argv) > 1 else None, plan))

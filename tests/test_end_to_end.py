@@ -442,7 +442,7 @@ def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
         ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         failed_rows = con.execute("SELECT count(*) FROM requests WHERE NOT ok").fetchone()[0]
-    first = services[0][0]  # the round's order (collect.planning.order) picks which
+    first = services[0][0]  # the round's order (collect.scheduling.order) picks which
     assert services[0][1] == "failed" and "died" in services[0][2]
     other = ({"autoregressive", "ngram-simple"} - {first}).pop()
     assert [s[:2] for s in services[1:]] == [(first, "stopped"), (other, "stopped")]

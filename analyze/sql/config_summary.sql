@@ -13,7 +13,7 @@
 --                      over the span of throughput_tps; several windows: summed busy times /
 --                      summed spans). Below the nominal concurrency when the window is short:
 --                      9 requests at concurrency 4 run as 4 + 4 + 1, about 3 in flight
---                      (collect check warns below 4 requests per slot, collect/planning/sizing.py)
+--                      (collect check warns below 4 requests per slot, collect/scheduling/sizing.py)
 --   accept_length_tw = sum(output_tokens - 1) / sum(spec_verify_ct)  (the one definition,
 --                      pooled: decode tokens / verify steps over rows with output_tokens > 1
 --                      and spec_verify_ct > 0; the prefill token excluded)

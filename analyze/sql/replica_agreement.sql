@@ -1,7 +1,7 @@
 -- reads: analysis_params, request_metrics, services
 -- replica_agreement: do the replicas of a configuration measure the same server? A long
 -- configuration may run as several replicas (services.replica: service starts on GPUs of
--- their own, each a share of its workloads, collect/planning/replicas.py); their figures are
+-- their own, each a share of its workloads, collect/scheduling/replicas.py); their figures are
 -- pooled as one configuration, which is sound only if the replicas agree.
 -- grain: (campaign_id, run, config_id, max_tokens, concurrency, replica); only
 -- configurations that ran as more than one replica in that run, closed-loop windows only.

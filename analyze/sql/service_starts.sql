@@ -3,7 +3,7 @@
 -- replicate of the analysis (schema/starts.py) and the record of the campaign's order.
 -- grain: service start; key: (campaign_id, service_id).
 -- Columns: campaign_id, service_id, config_id, engine, method, tp, run (the round: each round
--- starts every configuration of a phase once, collect.planning.order), replica, requested_at,
+-- starts every configuration of a phase once, collect.scheduling.order), replica, requested_at,
 -- state, as in `services`, plus
 --   start_index = its position among the campaign's starts, 0, 1, ...: row_number over
 --                 requested_at (then service_id) - 1. Failed starts and restarts count: each

@@ -54,10 +54,10 @@ from collect.cluster.land import land
 from collect.cluster.task import run_job
 from collect.hosts.base import HostUnreachable
 from collect.plan.model import Plan, ServiceConfig
-from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.run.campaign import Campaign
 from collect.run.progress import Eta, eta_text
+from collect.scheduling.schedule import Job, Scheduler
 
 log = logging.getLogger("specsweep.collect")
 POLL_S = 0.2  # how often the driver looks for finished tasks and signals

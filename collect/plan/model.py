@@ -246,7 +246,7 @@ class Plan(Strict):
     def phase_configs(self, phase: Phase, methods: list[str]) -> list[ServiceConfig]:
         """The services of a phase for the given methods, baseline first; the A/A control
         (plan order: last) wherever the baseline runs (docs/aa-control.md says why). A run
-        starts them in its own order (collect.planning.order)."""
+        starts them in its own order (collect.scheduling.order)."""
         chosen = {self.baseline, aa_control_name(self.baseline), *methods}
         ordered = sorted(self.methods, key=lambda m: m.name != self.baseline)
         return [

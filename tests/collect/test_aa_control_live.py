@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from collect.plan.file import parse_plan
-from collect.planning.order import phase_seed, round_order
+from collect.scheduling.order import phase_seed, round_order
 
 PLAN = """
 name: aa-live

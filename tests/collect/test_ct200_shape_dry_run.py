@@ -12,7 +12,7 @@ rows and the two timestamp logs the helpers write:
 - TP4 and TP8 ran the baseline and, of each method family, exactly the TP1 method with the
   highest measured paired speedup (`best_of: tp1, top: 1, per: family`; the geometric mean
   over prompts of the decode-speed ratio, computed here in SQL, not by
-  collect.planning.ranking).
+  collect.scheduling.ranking).
 
 It prints the real makespan beside `simulate`'s prediction for the same plan (not asserted:
 the machine is shared). docs/gpu8-ct200.md holds a run's numbers.
@@ -42,9 +42,9 @@ except ImportError:  # the Ray test says why it is skipped
     ray = None
 
 from collect.plan.file import load_plan
-from collect.planning.estimate import Estimator, Measured
-from collect.planning.schedule import makespan
-from collect.planning.simulation import simulate_plan
+from collect.scheduling.estimate import Estimator, Measured
+from collect.scheduling.schedule import makespan
+from collect.scheduling.simulation import simulate_plan
 from plans.ct200_idle import idle_share
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
-from collect.planning.estimate import Estimator
-from collect.planning.order import phase_seed, round_order
-from collect.planning.ranking import pick
-from collect.planning.replicas import Candidate, split
-from collect.planning.schedule import (
+from collect.scheduling.estimate import Estimator
+from collect.scheduling.order import phase_seed, round_order
+from collect.scheduling.ranking import pick
+from collect.scheduling.replicas import Candidate, split
+from collect.scheduling.schedule import (
     Job,
     Scheduler,
     Slot,
@@ -41,7 +41,7 @@ def host_gpus(plan: Plan) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 class PlanJobs:
     """The plan's phases as scheduler jobs, keyed f"{phase}:{config_id}" as the runner's
-    (f"...#{i}" for replica i >= 2 of a configuration split by `collect.planning.replicas`,
+    (f"...#{i}" for replica i >= 2 of a configuration split by `collect.scheduling.replicas`,
     each phase's configurations one batch, as the runner splits them; `usable`: the GPUs
     of one host the batch may use, 0 for no replicas, on `hosts` hosts).
 
@@ -90,7 +90,7 @@ class PlanJobs:
         return self._resolve(now)
 
     def _ordered(self, phase: Phase, methods: list[str]) -> list[ServiceConfig]:
-        """The phase's configurations in this round's order (collect.planning.order)."""
+        """The phase's configurations in this round's order (collect.scheduling.order)."""
         configs = {c.method.name: c for c in self.plan.phase_configs(phase, methods)}
         seed = phase_seed(self.campaign_id, phase.name)
         return [configs[name] for name in round_order(list(configs), seed, self.run)]

@@ -26,7 +26,7 @@ key_dim x value_dim in `mamba_ssm_dtype` (default float32) (configs/mamba_utils.
 vLLM takes the states from the same pool as the KV cache, so there they are subtracted.
 
 Weights come from the plan's `model_info`, else (`check --probe`) from the model's files
-over the host (collect.planning.weights: sharded or single-file safetensors, a GGUF file's
+over the host (collect.scheduling.weights: sharded or single-file safetensors, a GGUF file's
 size). The draft is the model a method's flags name: vLLM's `--speculative-config` "model"
 (a draft_model, EAGLE or DFlash head), SGLang's `--speculative-draft-model-path`; `{model}`
 there is the target itself, loaded a second time, so it is counted twice.
@@ -51,8 +51,8 @@ from collect.plan.fields import EngineConfig, ModelInfo
 from collect.plan.load import TraceWorkload
 from collect.plan.model import Plan, ServiceConfig
 from collect.plan.workloads import AgenticWorkload, longest_session, prompts
-from collect.planning.architecture import DTYPE_BYTES, Architecture, architecture
-from collect.planning.weights import config_path, weight_bytes
+from collect.scheduling.architecture import DTYPE_BYTES, Architecture, architecture
+from collect.scheduling.weights import config_path, weight_bytes
 
 GIB = 1 << 30
 
@@ -173,7 +173,7 @@ class Model:
 
 def read_model(info: ModelInfo | None, path: str | None, host: Any, field: str) -> Model | str:
     """The model's weights and config: the plan's values, else (with a probed host) the
-    model's config.json and the bytes its weight files hold (collect.planning.weights:
+    model's config.json and the bytes its weight files hold (collect.scheduling.weights:
     sharded or single-file safetensors, or a GGUF file); a str says what is missing."""
     info = info or ModelInfo()
     try:

@@ -1,7 +1,7 @@
 """GPU packing: which configurations run at the same time, on which GPUs of one host.
 
 A `Job` is one configuration of one phase (a service start running all its workloads); it
-needs `gpus` GPUs (its tp) for `seconds` (the estimate from `collect.planning.estimate`, start-up
+needs `gpus` GPUs (its tp) for `seconds` (the estimate from `collect.scheduling.estimate`, start-up
 included). The `Scheduler` hands out disjoint GPU sets; the runner (threads) and
 `simulate` (a discrete-event clock) drive it the same way:
 
@@ -15,7 +15,7 @@ Packing policy (packed=True), applied each time `start()` is called:
   the runner calls `finish` either way).
 - Ready jobs are taken in priority order: jobs other jobs wait for first (their
   dependants cannot start before them), then by `rank`, the job's place in its round's
-  order of its phase (collect.planning.order: the counterbalanced order that cancels drift
+  order of its phase (collect.scheduling.order: the counterbalanced order that cancels drift
   must hold when jobs run side by side too, so every phase's first job comes before any
   phase's second), then the baseline's (every comparison needs it: a campaign cut short,
   as a lent GPU's last minutes cut one, can still compare what it finished), then longest

@@ -1,7 +1,7 @@
 """A model's shape as the memory budget needs it, read from its config.json (a multimodal
 model's `text_config`): KV layers, KV heads, head size and dtype, and for hybrid models
 (Gated DeltaNet linear-attention layers) the linear layers and their state sizes.
-collect.planning.memory turns these numbers into bytes per token and per sequence."""
+collect.scheduling.memory turns these numbers into bytes per token and per sequence."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collect.plan.model import ServiceConfig, Workload
-from collect.planning.estimate import Estimator
+from collect.scheduling.estimate import Estimator
 
 
 @dataclass(frozen=True)

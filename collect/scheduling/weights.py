@@ -1,5 +1,5 @@
 """How many bytes of weights a model's files hold, read over a host without loading them:
-the number `check --probe`'s memory budget (collect.planning.memory) puts on the GPU.
+the number `check --probe`'s memory budget (collect.scheduling.memory) puts on the GPU.
 
 Three layouts, tried in this order for a model folder (a path ending in .gguf is a file):
 

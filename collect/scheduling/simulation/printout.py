@@ -10,10 +10,10 @@ from pathlib import Path
 
 from collect.plan.load import TraceWorkload
 from collect.plan.model import Plan, RequestsWorkload, ServiceConfig, Workload
-from collect.planning.estimate import Estimator, Measured, load_measured
-from collect.planning.replicas import replica_of
-from collect.planning.schedule import Slot, makespan
-from collect.planning.simulation.jobs import Simulation, simulate_plan
+from collect.scheduling.estimate import Estimator, Measured, load_measured
+from collect.scheduling.replicas import replica_of
+from collect.scheduling.schedule import Slot, makespan
+from collect.scheduling.simulation.jobs import Simulation, simulate_plan
 
 
 def measured_from(db: Path | None, plan: Plan) -> Measured:
