@@ -303,8 +303,8 @@ def crossover_section(cx: pd.DataFrame | None) -> dict[str, Any]:
 
 def crossover_figures(figs: dict[str, Path | None]) -> list[str]:
     """File names of the crossover figure and its continuations, in order."""
-    keys = ["crossover"] + sorted(
-        (k for k in figs if k.startswith("crossover:")), key=lambda k: int(k.split(":")[1])
+    keys = ["concurrency"] + sorted(
+        (k for k in figs if k.startswith("concurrency:")), key=lambda k: int(k.split(":")[1])
     )
     return [figs[k].name for k in keys if figs.get(k)]
 

@@ -84,9 +84,12 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
 
     swept = with_effective(sweep_frame(sp, data.crossover), cs)  # ticks: nominal + effective
     for i, part in enumerate(sweep_parts(swept)):
-        # crossover.pdf, then crossover-2.pdf, ... (keys 'crossover', 'crossover:2', ...)
+        # concurrency.pdf, then concurrency-2.pdf, ... (keys 'concurrency', 'concurrency:2', ...):
+        # speedup against concurrency, rings at each method's crossover
         key, name = (
-            ("crossover", "crossover") if i == 0 else (f"crossover:{i + 1}", f"crossover-{i + 1}")
+            ("concurrency", "concurrency")
+            if i == 0
+            else (f"concurrency:{i + 1}", f"concurrency-{i + 1}")
         )
         add(key, draw_sweeps, outdir / f"{name}.pdf", part, pal)
     if not sp.empty:
@@ -185,7 +188,16 @@ def make_figures(
     partial of a module-level function with its frames, is pickled to its worker."""
     charts.set_theme()
     figs: dict[str, Path | None] = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic", "energy"]
+        [
+            "speedup",
+            "accept",
+            "decode_tps",
+            "ttft",
+            "throughput",
+            "concurrency",
+            "agentic",
+            "energy",
+        ]
     )
     jobs = figure_jobs(data, outdir)
     workers = min(figure_workers() if workers is None else workers, len(jobs))

@@ -30,7 +30,7 @@ STORED = set(analyze_compare.OBJECTS)  # written by `python -m analyze compare A
 PARAMS = {"analysis_params"}  # the baseline analyze bound, written by analyze.build.run
 RAW = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL.read_text())
 FIGURES = dict.fromkeys(
-    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
 )
 
 

@@ -1,5 +1,6 @@
 """Layout of the report: the headline rule, number formats, columns left out, short flags,
-crossover figures that fit a page, and a compiled report whose every line fits its page.
+speedup-against-concurrency figures that fit a page, and a compiled report whose every line
+fits its page.
 
 The compiled checks read the LaTeX log of a real latexmk run: an ``Overfull \\hbox`` is
 text or a table running past the right margin, an ``Overfull \\vbox`` a page that runs
@@ -184,7 +185,7 @@ def _sweep(n_settings: int, tps: tuple[int, ...] = (1,)) -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("n", "tps", "sizes"), [(8, (1,), [4, 4]), (5, (1,), [5]), (5, (1, 4), [3, 2]), (1, (1,), [1])]
 )
-def test_crossover_figures_are_cut_into_parts_that_fit_a_page(
+def test_concurrency_figures_are_cut_into_parts_that_fit_a_page(
     n: int, tps: tuple, sizes: list
 ) -> None:
     parts = sweep_parts(_sweep(n, tps))

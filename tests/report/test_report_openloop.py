@@ -260,7 +260,7 @@ def open_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 NO_FIGS = dict.fromkeys(
-    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
 )
 
 

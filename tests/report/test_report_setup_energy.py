@@ -169,7 +169,7 @@ def test_a_file_analysed_before_the_setup_views_still_renders(
         con.execute("ALTER TABLE service_summary DROP COLUMN own_flags")
         con.execute("ALTER TABLE service_summary DROP COLUMN transport")
     figures = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
     )
     tex = " ".join(render_tex(build_context(load(old), figures)).split())
     assert "analysed before the host summary existed" in tex
@@ -232,7 +232,16 @@ def test_the_energy_section_names_its_sources(report_db_energy: Path, tmp_path: 
             "AND workload = 'code_gen' THEN 'power_trapezoid' ELSE 'counter' END"
         )
     figures = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic", "energy"]
+        [
+            "speedup",
+            "accept",
+            "decode_tps",
+            "ttft",
+            "throughput",
+            "concurrency",
+            "agentic",
+            "energy",
+        ]
     )
     tex = " ".join(render_tex(build_context(load(db), figures)).split())
     assert (
