@@ -1,9 +1,9 @@
 """The CT200 campaign's shape on 8 logical GPUs of this CPU machine (plans/dry-ct200-shape.yaml).
 
 A real campaign: `python -m collect run` in a subprocess, llama-server serving SmolLM2 on the
-CPU behind the vLLM adapter (plans/dry_ct200_vllm.py), a blocking service whose start and stop
-are real commands (plans/gpu0_blocker.py). What it checks, from the `services` and `requests`
-rows and the two timestamp logs the helpers write:
+CPU behind the vLLM adapter (tests/bench/ct200/dry_vllm.py), a blocking service whose start and
+stop are real commands (tests/bench/ct200/gpu0_blocker.py). What it checks, from the `services`
+and `requests` rows and the two timestamp logs the helpers write:
 
 - no TP1 or TP4 service got GPU 0, and every service given GPU 0 started after the blocker
   stopped and stopped before it started again (the fake vllm also saw the blocker dead);
@@ -45,7 +45,7 @@ from collect.plan.file import load_plan
 from collect.scheduling.estimate import Estimator, Measured
 from collect.scheduling.schedule import makespan
 from collect.scheduling.simulation import simulate_plan
-from plans.ct200_idle import idle_share
+from tests.bench.ct200.idle import idle_share
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "plans" / "dry-ct200-shape.yaml"

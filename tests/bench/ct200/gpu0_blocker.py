@@ -13,7 +13,7 @@ STATE_DIR/blocker.pid while it runs; every start and stop appends one JSON line 
 STATE_DIR/blocker.jsonl: {"event": "start" | "stop", "t": wall-clock seconds, "pid": ...}.
 The wall clock, because these times are compared with the `services` table's requested_at and
 stopped_at (also wall clock) of another process. The fake vLLM command
-(plans/dry_ct200_vllm.py) reads the pid file to record whether the blocker was alive when a
+(tests/bench/ct200/dry_vllm.py) reads the pid file to record whether the blocker was alive when a
 service was handed GPU 0.
 """
 

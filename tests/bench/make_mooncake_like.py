@@ -10,7 +10,7 @@ hold:
 - hash_ids: half the requests open with one of 6 shared 2-block prefixes (ids p*1000, p*1000+1:
   as a shared system prompt or document), the rest of the blocks are the request's own ids.
 
-    python plans/traces/make_mooncake_like.py > plans/traces/mooncake-like.jsonl
+    python tests/bench/make_mooncake_like.py > plans/traces/mooncake-like.jsonl
 """
 
 from __future__ import annotations
@@ -46,6 +46,6 @@ def lines(n: int = 120, rate: float = 2.0, seed: int = 0) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print("# Mooncake layout, made by plans/traces/make_mooncake_like.py (seed 0)")
+    print("# Mooncake layout, made by tests/bench/make_mooncake_like.py (seed 0)")
     for line in lines():
         print(json.dumps(line))

@@ -11,8 +11,8 @@ phases of the dry run start, on logical GPUs, with the argv the 8-GPU plan's vLL
 
 Each launch appends one JSON line to $DRY_CT200_STATE/launches.jsonl (default
 results/dry-ct200): {"t": wall clock, "tp": N, "gpus": CUDA_VISIBLE_DEVICES, "port": P,
-"blocker_alive": whether the blocking service (plans/gpu0_blocker.py) ran at that moment}.
-"""
+"blocker_alive": whether the blocking service (tests/bench/ct200/gpu0_blocker.py) ran at
+that moment}."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from plans.gpu0_blocker import running_pid  # noqa: E402  (the path above first)
+from tests.bench.ct200.gpu0_blocker import running_pid  # noqa: E402  (the path above first)
 
 
 def option(argv: list[str], name: str) -> str:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU idle share of a plan's packed order, as `specsweep simulate` computes that order.
 
-    .venv/bin/python plans/ct200_idle.py PLAN [DB]
+    .venv/bin/python tests/bench/ct200/idle.py PLAN [DB]
 
 prints the packed makespan, its two lower bounds and the idle share of the packed order over
 every GPU of the host and over the GPUs that no blocking service holds (docs/gpu8-ct200.md;
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
 Busy = tuple[Sequence[int], float, float]  # (GPUs, start, end)
