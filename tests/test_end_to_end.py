@@ -17,6 +17,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.collect_cli import collect_run
+
 PLAN = """
 name: e2e-tiny
 engine:
@@ -320,18 +322,7 @@ def _mid_campaign(
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(ONE_ROUND.replace("repetitions: 2", f"repetitions: {reps}"))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collect",
-            "run",
-            str(plan),
-            "--db",
-            str(db),
-            "--logs",
-            str(tmp_path / "logs"),
-            "--no-progress",
-        ],
+        collect_run(plan, db, tmp_path / "logs"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -460,18 +451,7 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(
 
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(ONE_ROUND.replace("repetitions: 2", "repetitions: 3"))
-    argv = [
-        sys.executable,
-        "-m",
-        "collect",
-        "run",
-        str(plan),
-        "--db",
-        str(db),
-        "--logs",
-        str(tmp_path / "logs"),
-        "--no-progress",
-    ]
+    argv = collect_run(plan, db, tmp_path / "logs")
     rng = random.Random(20261202)
     for _ in range(20):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -46,6 +46,7 @@ from collect.scheduling.estimate import Estimator, Measured
 from collect.scheduling.schedule import makespan
 from collect.scheduling.simulation import simulate_plan
 from tests.bench.ct200.idle import idle_share
+from tests.collect_cli import collect_run
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "plans" / "dry-ct200-shape.yaml"
@@ -110,8 +111,7 @@ def _run(tmp_path: Path, cluster: str = "") -> tuple[Path, list, list, tuple, fl
     t0 = time.monotonic()
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db),
-             "--logs", str(tmp_path / "logs"), "--no-progress"],
+            collect_run(plan, db, tmp_path / "logs"),
             cwd=REPO, capture_output=True, text=True, timeout=420,
         )  # fmt: skip
     finally:
