@@ -22,6 +22,7 @@ from analyze import itl
 from analyze.models.model import Build, Model
 from analyze.models.registry import PARAMS, models, sql_file
 from analyze.models.sql import read_sql
+from schema.defaults import DEFAULT_BASELINE
 from schema.store import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ def columns(found: tuple[Model, ...]) -> Columns:
         connect(path, create=True).close()
         latencies = itl.compute(path, read_sql(sql_file("measured_requests")), workers=1)
         with connect(path) as con:
-            state = Build(con, "autoregressive", latencies)
+            state = Build(con, DEFAULT_BASELINE, latencies)
             for model in found:
                 model.run(state)
             names = [n for m in found for n in m.persistent]

@@ -21,20 +21,20 @@ WITH
 
 measured AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, run, start_s,
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]), run, start_s,
         request_id, ok, coalesce(error_kind, 'unknown') AS error_kind, error_message
     FROM request_metrics
 ),
 
 windows AS (
-    SELECT campaign_id, engine, tp, method, workload, max_tokens, concurrency, count(*) AS n
+    SELECT COLUMNS(comparison_key()), method, count(*) AS n
     FROM measured
     GROUP BY ALL
 ),
 
 failed AS (
     SELECT
-        campaign_id, engine, tp, method, workload, max_tokens, concurrency, error_kind,
+        COLUMNS(comparison_key()), method, error_kind,
         count(*) AS n_failed,
         count(DISTINCT run) AS n_runs,
         count(DISTINCT error_message) AS n_messages,
@@ -47,13 +47,12 @@ failed AS (
 
 final AS (
     SELECT
-        f.campaign_id, f.engine, f.tp, f.method, f.workload, f.max_tokens, f.concurrency,
-        f.error_kind, f.n_failed, w.n, f.n_failed / w.n AS share, f.n_runs, f.n_messages,
-        f.first_message
+        COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]),
+        error_kind, n_failed, n, n_failed / n AS share, n_runs, n_messages, first_message
     FROM failed AS f
     JOIN windows AS w
         USING (campaign_id, engine, tp, method, workload, max_tokens, concurrency)
 )
 
 SELECT * FROM final
-ORDER BY campaign_id, engine, tp, method, workload, max_tokens, concurrency, error_kind
+ORDER BY ALL  -- the key, method and error_kind first: one row each
