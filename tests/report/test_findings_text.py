@@ -14,6 +14,7 @@ from pylatex.utils import NoEscape
 
 from report.findings.text import code, data, em, html, latex, plain, strong, times
 from report.latex import escape_latex
+from tests.report.conftest import HOSTILE
 
 SPECIALS = "a_b 100% & #1 <x> $5 \\cmd {g} ~t ^c"
 # each special as escape_latex prints it, by hand
@@ -53,7 +54,7 @@ def test_html_escapes_every_special_and_marks_the_spans() -> None:
     assert "<x>" not in got and "&lt;x&gt;" in got
 
 
-@pytest.mark.parametrize("value", ["<script>alert(1)</script>", "\\input{/etc/passwd}", "a\nb"])
+@pytest.mark.parametrize("value", [*HOSTILE, "<script>alert(1)</script>", "a\u00a0b", "x---y"])
 def test_hostile_data_prints_as_itself(value: str) -> None:
     s = f"x {em(value)} {data(value)}"
     assert pyhtml.unescape(str(html(s)).replace("<br>", "\n")) == f"x <em>{value}</em> {value}"
