@@ -20,9 +20,8 @@ from collections.abc import Callable
 import pandas as pd
 
 from report.data import ReportData
-from report.findings.text import code, em, num
+from report.findings.text import code, em, num, times
 from report.findings.text import data as d
-from report.findings.text import times as _x
 
 MAX_STRATA = 4  # strata listed one by one in the threats; more are summarised
 
@@ -109,8 +108,8 @@ def _control(sp: pd.DataFrame) -> str:
     n_sig = int(raw.fillna(False).astype(bool).sum())
     return (
         f" The A/A control (the baseline started again, plan option {code('aa_control')}) is "
-        f"a check, not a claim: it ranged {_x(control['speedup'].min())} to "
-        f"{_x(control['speedup'].max())} over {len(control)} window(s), {n_sig} with an "
+        f"a check, not a claim: it ranged {times(control['speedup'].min())} to "
+        f"{times(control['speedup'].max())} over {len(control)} window(s), {n_sig} with an "
         "unadjusted interval excluding 1."
     )
 
@@ -199,7 +198,7 @@ def runs_sentence(sp: pd.DataFrame) -> str:
         out + f" Between rounds: a median {num(share.median(), '.0f')}% of one round’s "
         f"speedup variance over {len(multi)} comparison(s), the most "
         f"{num(100 * top['between_run_share'], '.0f')}% (per-round speedups "
-        f"{_x(top['run_speedup_min'])} to {_x(top['run_speedup_max'])}) for "
+        f"{times(top['run_speedup_min'])} to {times(top['run_speedup_max'])}) for "
         f"{d(top['method'])} on {em(top['workload'])}, {setup}max_tokens "
         f"{d(top['max_tokens'])}, concurrency {d(top['concurrency'])}; 0% means the rounds "
         "agree up to prompt noise (with 2 or 3 rounds a rough figure)."

@@ -23,8 +23,7 @@ import pandas as pd
 from report.data import ReportData
 from report.findings import design, energy, physics
 from report.findings.text import data as d
-from report.findings.text import em, num, strong
-from report.findings.text import times as _x
+from report.findings.text import em, num, strong, times
 
 
 def _ci(row: pd.Series) -> str:
@@ -119,7 +118,7 @@ def _set_aside(row: pd.Series, sub: pd.DataFrame) -> str:
     same = sub[(sub[SETTING] == row[SETTING]).all(axis=1)]
     low = same.loc[same["concurrency"].idxmin()]
     return (
-        f" {d(row['method'])}’s {_x(row['speedup'])} at concurrency {d(row['concurrency'])} "
+        f" {d(row['method'])}’s {times(row['speedup'])} at concurrency {d(row['concurrency'])} "
         f"(max_tokens {d(row['max_tokens'])}, {_pick_ci(row)}) has a larger lower bound "
         f"but is set aside: there the baseline’s throughput "
         f"({num(row['baseline_throughput_tps'], '.0f')} tok/s) is below its "
@@ -135,7 +134,7 @@ def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
         return (
             (
                 f"On {em(workload)} the most certain gain is "
-                f"{strong(best['method'])} at {_x(best['speedup'])} ({_pick_ci(best)}; "
+                f"{strong(best['method'])} at {times(best['speedup'])} ({_pick_ci(best)}; "
                 f"{_where(best, multi)}; {n_wins} of {len(sub)} comparisons significantly "
                 f"faster after Holm’s adjustment)."
             )
@@ -145,19 +144,19 @@ def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
     top = sub.loc[sub["speedup"].idxmax()]
     return (
         f"On {em(workload)} {strong('no significant speedup')}: the highest point "
-        f"estimate is {d(top['method'])} at {_x(top['speedup'])} ({_ci(top)}; "
+        f"estimate is {d(top['method'])} at {times(top['speedup'])} ({_ci(top)}; "
         f"{_where(top, multi)}), not backed by the campaign’s family-wise test."
     )
 
 
 def _why(r: pd.Series) -> str:
     """Why one gain is not physics, by the basis of its bound (report.findings.physics)."""
-    who, x = f"{d(r['method'])} on {d(r['workload'])} at {_x(r['speedup'])}", r["speedup"]
+    who, x = f"{d(r['method'])} on {d(r['workload'])} at {times(r['speedup'])}", r["speedup"]
     if r["physics_basis"] == physics.SAME_LAUNCH:
         return f"{who} was launched exactly as the baseline (the same flags): it can give no gain"
     if r["physics_basis"] == physics.SELF_DRAFT:
         cost = (
-            f"; its {_x(x)} with {num(r['acceptance'])} tokens a step implies a step cost "
+            f"; its {times(x)} with {num(r['acceptance'])} tokens a step implies a step cost "
             f"of {num(r['acceptance'] / x)} plain steps"
             if pd.notna(r.get("acceptance"))
             else ""
@@ -204,7 +203,7 @@ def _unchecked(sp: pd.DataFrame) -> list[str]:
         (
             f"{len(odd)} significant gain(s) could not be checked against acceptance (none was "
             f"recorded for them), e.g. {d(top['method'])} on {d(top['workload'])} at "
-            f"{_x(top['speedup'])}: none heads a workload where a checked gain exists, and one "
+            f"{times(top['speedup'])}: none heads a workload where a checked gain exists, and one "
             "that heads says so."
         )
     ]
@@ -219,7 +218,7 @@ def _slowdowns(sp: pd.DataFrame) -> list[str]:
         (
             f"{len(slow)} comparison(s) are significantly {em('slower')} than the baseline; "
             f"the worst is {d(worst['method'])} on {d(worst['workload'])} at "
-            f"{_x(worst['speedup'])} ({_ci(worst)})."
+            f"{times(worst['speedup'])} ({_ci(worst)})."
         )
     ]
 

@@ -25,9 +25,9 @@ SPANS = {"code": ("\ue000", "\ue001"), "em": ("\ue002", "\ue003"), "strong": ("\
 MARKS = re.compile("[\ue000-\ue005]")
 _SPAN = re.compile("|".join(f"{o}([^{o}{c}]*){c}" for o, c in SPANS.values()))
 _KIND = {o: kind for kind, (o, _) in SPANS.items()}
-LATEX = {"code": "", "em": r"\emph", "strong": r"\textbf"}  # code: report.latex.texttt
-HTML = {"code": "code", "em": "em", "strong": "strong"}
-TIMES, DASH, NBSP = "\u00d7", "\u2013", "\u00a0"
+LATEX = {"em": r"\emph", "strong": r"\textbf"}  # code: report.latex.texttt
+HTML = {"code": "code", "em": "em", "strong": "strong"}  # span kind -> element
+TIMES, DASH = "\u00d7", "\u2013"
 
 
 def data(value: object) -> str:
