@@ -23,16 +23,12 @@ import pandas as pd
 from report.data import ReportData, load
 from report.findings import headlines, physics, validity
 from report.findings.text import plain
+from report.keys import COMPARISON
 
 FINDINGS_VERSION = 1  # changes when a key of document() is removed or changes meaning
 # speedup columns a claim carries, where the file has them (analyze/VIEWS.md, speedup)
 CLAIM_COLUMNS = [
-    "engine",
-    "tp",
-    "workload",
-    "max_tokens",
-    "concurrency",
-    "method",
+    *COMPARISON,
     "baseline",
     "speedup",
     "ci_low",
@@ -99,7 +95,7 @@ def claims(data: ReportData) -> list[dict[str, Any]]:
         for _, sub in sp.groupby("workload", sort=True)
         if (best := headlines.headline(sub)[0]) is not None
     }
-    sp = sp.sort_values(["workload", "engine", "tp", "max_tokens", "concurrency", "method"])
+    sp = sp.sort_values(["workload", *(c for c in COMPARISON if c != "workload")])
     verdict = _verdict(sp)
     columns = [c for c in CLAIM_COLUMNS if c in sp]
     return [
