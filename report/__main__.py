@@ -6,8 +6,10 @@ stores. `--html [PATH]` also writes the self-contained HTML report (default
 `reports/report.html`; report/html, docs/html-report.md). Decision: `--html` writes the HTML
 *in addition to* the PDF, from the same figures drawn once, because the PDF is the primary
 output and a user who asks for the HTML should not silently lose it; `--no-pdf` writes the
-HTML alone (then latexmk is not needed). `--no-pdf` without `--html` is an error, and `--html`
-does not apply to `--compare`. Exit codes: 0 built; 1 the report cannot be built (no results
+HTML alone (then latexmk is not needed). `--findings PATH` also writes the findings as JSON
+(report.findings.results: the claims and the sentences as text; `specsweep export --findings
+PATH` is `--findings PATH --no-pdf`). `--no-pdf` without `--html` or `--findings` is an error,
+and neither applies to `--compare`. Exit codes: 0 built; 1 the report cannot be built (no results
 file or analysis, latexmk missing or failing, an output folder that cannot be written); 2 bad
 command line. `specsweep report` forwards its arguments to :func:`main`.
 """
@@ -58,28 +60,43 @@ def build(
         help=f"Also write the self-contained HTML report (default PATH {HTML_DEFAULT}).",
     ),
     no_pdf: bool = typer.Option(
-        False, "--no-pdf", help="With --html: write the HTML only (no latexmk needed)."
+        False,
+        "--no-pdf",
+        help="With --html or --findings: write only those (no latexmk needed).",
+    ),
+    findings: str = typer.Option(
+        None,
+        metavar="PATH",
+        help="Also write the findings as JSON: page 1's claims with their numbers, the "
+        "summary sentences and validity notes as text (report/findings/results.py).",
+        show_default=False,
     ),
 ) -> None:
     """Build the PDF report (or, with --compare A B, the compare report); print the files
     written. Exit codes: 0 built, 1 the report cannot be built, 2 bad command line."""
-    if no_pdf and not html:
+    if no_pdf and not (html or findings):
         raise typer.BadParameter(
-            "--no-pdf needs --html (the PDF is the report's primary output)", param_hint="--no-pdf"
+            "--no-pdf needs --html or --findings (the PDF is the report's primary output)",
+            param_hint="--no-pdf",
         )
-    if html and compare:
-        raise typer.BadParameter("--html does not apply to --compare", param_hint="--html")
+    for option, given in (("--html", html), ("--findings", findings)):
+        if given and compare:
+            raise typer.BadParameter(f"{option} does not apply to --compare", param_hint=option)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("report").setLevel(logging.INFO)
     from report.data import ReportError  # pandas, duckdb: only once parsed
 
     pdf = out or (COMPARE_DEFAULT if compare else PDF_DEFAULT)
-    outputs = {"--out": None if no_pdf else pdf, "--html": html}
+    outputs = {"--out": None if no_pdf else pdf, "--html": html, "--findings": findings}
     try:
         for option, path in outputs.items():
             if path:
                 _require_writable_folder(Path(path), option)
         lines = _build(db, out, campaign, workers, compare, html, no_pdf)
+        if findings:
+            from report.findings.results import export
+
+            lines.append(str(export(db, findings, campaign)))
     except ReportError as exc:
         typer.echo(f"report: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -127,6 +144,8 @@ def _build(
 
         written = run_html(db, html, campaign, workers=workers, out_pdf=pdf)
         return [str(p) for p in (pdf, written) if p]
+    if pdf is None:  # --findings alone
+        return []
     from report.build import run
 
     return [str(run(db, pdf, campaign, workers=workers))]

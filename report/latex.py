@@ -71,6 +71,10 @@ _SPECIAL: dict[str, str] = {
     "\u2026": "...",  # \textellipsis extracts as ". . ."
     "\u20ac": r"\texteuro{}",
     "\u00ad": "-",
+    # Symbols the findings' sentences write as Unicode (report/findings/text.py); T1 has
+    # neither, math mode has both.
+    "\u00d7": r"$\times$",
+    "\u2192": r"$\rightarrow$",
 }
 # Characters that form ligatures when doubled (-- en dash, ,, low quotes).
 _LIGATURE_FIRST = frozenset("-,")

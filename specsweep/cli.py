@@ -2,7 +2,8 @@
 
 Each subcommand hands its arguments, `--help` included, to the stage's own `main` (the typer
 apps of collect, analyze and report), with the name the user typed, so options, help and exit
-codes are the stage's and are written once, and every usage line says `specsweep ...`. The
+codes are the stage's and are written once, and every usage line says `specsweep ...`
+(`export --findings PATH` goes to the report's, whose findings they are). The
 stages are imported inside the commands, never at the top: `specsweep --help` and `specsweep
 sql` load no pandas, DuckDB or matplotlib.
 """
@@ -98,7 +99,13 @@ def gate(ctx: typer.Context) -> None:
 
 @app.command(rich_help_panel=ANALYZE, **FORWARD)
 def export(ctx: typer.Context) -> None:
-    """Write every raw table and analysis view to Parquet, CSV or a JSON summary."""
+    """Write every raw table and analysis view to Parquet, CSV or a JSON summary; with
+    --findings PATH [--db DB] [--campaign ID], the report's findings as JSON."""
+    if any(a == "--findings" or a.startswith("--findings=") for a in ctx.args):
+        # the findings are the report's (report.findings): its parser, without the PDF
+        from report.__main__ import main
+
+        raise typer.Exit(main([*ctx.args, "--no-pdf"], prog_name=f"{_prog(ctx)} export"))
     _analyze(["export", *ctx.args], _prog(ctx))
 
 

@@ -142,7 +142,7 @@ def test_the_report_reads_what_analyze_builds(analysed_copy: Path, tmp_path: Pat
     assert not data.start_variance.empty and data.speedup["ci_low"].notna().any()
     assert "The claims on this page are one family" in flat
     tested = int(data.speedup["p_value"].notna().sum() + data.energy_ratio["p_value"].notna().sum())
-    assert f"campaign's m = {tested} tested claims" in flat
+    assert f"campaign\\textquoteright{{}}s m = {tested} tested claims" in flat  # ’ in the .tex
     assert "Noise floor (the grey bands of the speedup charts)" in flat
     assert "Prompt-cache settings as recorded" in " ".join(tex.split())
     # GPU telemetry at a constant 250 W through the real energy views and energy_ratio

@@ -26,6 +26,7 @@ from report.context import build_context
 from report.data import load
 from report.figures import make_figures, throughput_lines
 from report.findings import headlines
+from report.findings.text import latex
 from report.latex import fmt_sig
 from report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
 from tests.report.conftest import needs_latex
@@ -78,7 +79,7 @@ def test_headline_passes_over_a_baseline_that_slows_under_load() -> None:
     assert findings.baseline_slows(sp).tolist() == [False, True, True]
     best, aside = findings.headline(sp)
     assert (best["concurrency"], aside["concurrency"]) == (1, 4)
-    sentence = headlines._workload_sentence("rewrite", sp, multi=False)
+    sentence = latex(headlines._workload_sentence("rewrite", sp, multi=False))
     assert "most certain gain is \\textbf{ngram-mod} at 2.09" in sentence
     assert "concurrency 1;" in sentence and "2 of 3 comparisons significantly faster" in sentence
     assert "(307 tok/s) is below its 576 tok/s at concurrency 1" in sentence

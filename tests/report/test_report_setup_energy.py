@@ -12,11 +12,13 @@ import duckdb
 import pandas as pd
 import pytest
 
-from report import sections
 from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
-from report.sections import energy_rows, energy_sources, telemetry_sources, transport_notes
+from report.findings.energy import energy_finding
+from report.findings.text import latex
+from report.findings.validity import transport_notes
+from report.sections import energy_rows, energy_sources, telemetry_sources
 from tests.report.conftest import needs_latex
 
 
@@ -199,14 +201,14 @@ def test_the_energy_sentence_names_a_lowest_ratio_only_when_it_is_significant() 
             },
         ]
     )
-    [both] = sections.energy_finding(er)
+    [both] = energy_finding(er)
     assert "1 of 2 comparisons use significantly less" in both
     assert "the lowest significant ratio is b on chat at 0.90" in both
-    [alone] = sections.energy_finding(er.iloc[:1])
+    [alone] = energy_finding(er.iloc[:1])
     assert "0 of 1 comparisons" in alone
-    assert alone.endswith(
+    assert latex(alone).endswith(  # as the PDF prints it
         "the lowest point estimate, a on chat at 0.60$\\times$ (95\\% CI "
-        "0.30--1.20), is not significantly below 1."
+        "0.30\\textendash{}1.20), is not significantly below 1."
     )
 
 
