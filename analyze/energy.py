@@ -39,10 +39,11 @@ import numpy as np
 import pandas as pd
 
 from analyze.starts import CLOSED_STRATUM, Compared, Side, compare_all, variance_rows
-from analyze.stats import GROUP_KEY, insert_frame, join_sides
+from analyze.stats import insert_frame, join_sides
 from schema.controls import aa_control_name
+from schema.keys import COMPARISON
 
-ENERGY_RATIO_DDL = """
+ENERGY_RATIO_DDL = f"""
 CREATE OR REPLACE TABLE energy_ratio (
     campaign_id              VARCHAR NOT NULL,
     engine                   VARCHAR NOT NULL,
@@ -74,7 +75,7 @@ CREATE OR REPLACE TABLE energy_ratio (
     window_energy_ratio      DOUBLE,   -- window J/token of M / of the baseline
     cost_ratio               DOUBLE,   -- window cost per 1M tokens of M / of the baseline
     energy_source            VARCHAR,  -- of the requests used: counter | power_trapezoid | mixed
-    PRIMARY KEY (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+    PRIMARY KEY ({", ".join(COMPARISON)})
 )
 """
 
@@ -89,9 +90,7 @@ WHERE e.j_per_token IS NOT NULL
 """
 
 WINDOWS_SQL = """
-SELECT campaign_id, engine, tp, workload, max_tokens, concurrency, method, j_per_token,
-       cost_per_mtok_usd
-FROM energy_summary
+SELECT COLUMNS(comparison_key()), method, j_per_token, cost_per_mtok_usd FROM energy_summary
 """
 
 
@@ -126,19 +125,19 @@ def combined_source(sources: pd.Series) -> str | None:
 
 
 def energy_ratios(pairs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """One row per comparison (GROUP_KEY) of `pairs` with energy on both sides in a full
+    """One row per comparison (COMPARISON) of `pairs` with energy on both sides in a full
     run x prompt crossing, and the j_per_token strata's StartVariance."""
     if pairs.empty:
         return pd.DataFrame(), {}
     pairs = pairs.assign(prompt=pd.factorize(pairs["prompt_id"])[0])
-    groups = [(key, rows) for key, rows in pairs.groupby(GROUP_KEY, sort=True)]
+    groups = [(key, rows) for key, rows in pairs.groupby([*COMPARISON], sort=True)]
     found, variances = compare_all([
         (key[:-1], tuple(rows[c].iat[0] for c in CLOSED_STRATUM), key[-1],
          rows["baseline"].iat[0], _side(rows[rows["role"] == "method"]),
          _side(rows[rows["role"] == "baseline"]))
         for key, rows in groups
     ])  # fmt: skip
-    records = [{**dict(zip(GROUP_KEY, key)), **_figures(rows, got)}
+    records = [{**dict(zip(COMPARISON, key)), **_figures(rows, got)}
                for (key, rows), got in zip(groups, found) if got is not None]  # fmt: skip
     return pd.DataFrame.from_records(records), variances
 

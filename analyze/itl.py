@@ -7,8 +7,8 @@ tokens) out of DuckDB once, a range of rowids at a time, and works on them with 
 PARALLEL_CHUNKS chunks the ranges are shared by one worker process per core (DuckDB's
 conversion to numpy holds the GIL, so threads would not help), each with its own read-only
 connection: `compute` therefore runs before analyze opens the file for writing. `write` puts
-the result into two TEMP tables that analyze/sql/01_request_metrics.sql and
-08_latency_conventions.sql join:
+the result into two TEMP tables that analyze/sql/request_metrics.sql and
+latency_conventions.sql join:
 
 request_itl, per ok measured request with at least two chunks (key rid = requests.rowid):
     itl_chunk_mean_s  = mean gap chunk_times_s[i+1] - chunk_times_s[i]
@@ -44,7 +44,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-WINDOW_KEY = ("campaign_id", "engine", "tp", "method", "workload", "max_tokens", "concurrency")
+from schema.keys import WINDOW_KEY
+
 SPILL_BYTES = 64 * 2**20  # pooled gaps held in memory before they go to spill files
 BLOCK_CHUNKS = 2_000_000  # chunks fetched at once (20 bytes each as numpy arrays)
 PARALLEL_CHUNKS = 20_000_000  # below this, worker processes cost more than they save
@@ -52,7 +53,7 @@ WORKER_MEMORY = "256MB"  # DuckDB memory_limit of each worker's read-only connec
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 STATS = ("mean", "median", "std", "p90", "p95", "p99")
 
-# measured_requests is the TEMP view of analyze/sql/00_measured_requests.sql. Windows are
+# measured_requests is the TEMP view of analyze/sql/measured_requests.sql. Windows are
 # numbered on their distinct keys: a window function over every request would sort them all.
 WINDOWS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE itl_windows AS
@@ -203,7 +204,7 @@ class Latencies:
 
 def compute(db_path: str | Path, measured_sql: str, workers: int | None = None) -> Latencies:
     """Scan every chunk list of the file at db_path (opened read-only here and in the worker
-    processes). measured_sql: the text of analyze/sql/00_measured_requests.sql (the view the
+    processes). measured_sql: the text of analyze/sql/measured_requests.sql (the view the
     build uses too). workers: processes to share the scan (default: one per core when the
     file holds more than PARALLEL_CHUNKS chunks, else none)."""
     with duckdb.connect(str(db_path), read_only=True) as con:
@@ -352,7 +353,8 @@ def _window_frame(windows: pd.DataFrame, stats: list[dict]) -> pd.DataFrame:
     return pd.concat(
         [
             windows.drop(columns="window_index").reset_index(drop=True),
-            pd.DataFrame.from_records(stats, index=range(len(windows)), columns=_stat_columns()),
+            # not from_records: before pandas 3 it reads an empty index as field names
+            pd.DataFrame(stats, index=range(len(windows)), columns=_stat_columns()),
         ],
         axis=1,
     )

@@ -1,10 +1,7 @@
-"""The open-loop analysis objects (contract: analyze/VIEWS.md, "Open-loop load").
-
-Built after the closed-loop objects, inside the same transaction (analyze.build): the Wilson
-interval macros (21), slo_targets (22), open_requests (23), cache_hygiene (24), open_windows
-(25), then the paired TPOT bootstraps of rate space into the TEMP table `rate_tpot` (here),
-rate_speedup (26), which reads it, and rate_limits (27). On a file without open-loop windows
-or SLO rows every one of them is an empty table.
+"""The paired TPOT ratios of rate space: the TEMP table `rate_tpot`, which rate_speedup
+(analyze/sql/rate_speedup.sql) reads. The `claims` model (analyze.models.registry) computes
+them from open_requests beside the closed-loop speedups and energy ratios and adjusts the three
+as one family; empty on a file without open-loop windows.
 
 rate_tpot, one row per (campaign_id, tp, workload, max_tokens, rate, method M != baseline)
 with steady ok TPOTs on prompts both M and the baseline measured at that rate in every run:
@@ -34,21 +31,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze import attainment
 from analyze.starts import Compared, Side, compare_all, variance_rows
 from analyze.stats import insert_frame
 from schema.controls import aa_control_name
-
-BEFORE_BOOTSTRAP = (
-    "21_wilson.sql",
-    "22_slo_targets.sql",
-    "23_open_requests.sql",
-    "24_cache_hygiene.sql",
-    "25_open_windows.sql",
-)
-AFTER_BOOTSTRAP = ("26_rate_speedup.sql", "27_rate_limits.sql")
-OBJECTS = ("slo_targets", "open_requests", "cache_hygiene", "open_windows", "rate_speedup",
-           "rate_limits")  # fmt: skip
 
 KEY = ["campaign_id", "tp", "workload", "max_tokens", "rate", "method"]
 _KEY = ", ".join(KEY)
@@ -132,22 +117,11 @@ ORDER BY {_KEY}
 """
 
 
-def prepare(con: duckdb.DuckDBPyConnection, read_sql) -> None:
-    """Create the open-loop objects the TPOT ratios read (21-25) on con, inside the caller's
-    transaction; read_sql(name) gives the text of analyze/sql/<name>."""
-    for name in BEFORE_BOOTSTRAP:
-        con.execute(read_sql(name))
-
-
-def finish(con: duckdb.DuckDBPyConnection, read_sql, tpot: pd.DataFrame) -> None:
-    """Write the adjusted TPOT ratios into the TEMP table rate_tpot, attainment over the
-    rounds' starts into rate_attainment (analyze.attainment), then rate_speedup (26), which
-    reads rate_tpot, and rate_limits (27), which reads rate_attainment."""
+def write_rate_tpot(con: duckdb.DuckDBPyConnection, tpot: pd.DataFrame) -> None:
+    """Write the adjusted TPOT ratios (tpot_speedups, then analyze.stats.adjust_family) into
+    the TEMP table rate_tpot."""
     con.execute(RATE_TPOT_DDL)
     insert_frame(con, "rate_tpot", tpot)
-    attainment.build(con)
-    for name in AFTER_BOOTSTRAP:
-        con.execute(read_sql(name))
 
 
 def tpot_speedups(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -46,6 +46,7 @@ from analyze.starts import (
     variance_rows,
 )
 from schema.controls import aa_control_name
+from schema.keys import COMPARISON, COMPARISON_KEY
 from schema.paired import (
     LEVEL,
     MIN_PROMPTS,
@@ -59,10 +60,8 @@ from schema.starts import StartVariance
 __all__ = ["LEVEL", "MIN_PROMPTS", "RunSpread", "Speedup", "build_speedup", "paired_speedups"]
 
 ALPHA = 1 - LEVEL
-WINDOW_KEY = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
-GROUP_KEY = [*WINDOW_KEY, "method"]
 
-SPEEDUP_DDL = """
+SPEEDUP_DDL = f"""
 CREATE OR REPLACE TABLE speedup (
     campaign_id              VARCHAR NOT NULL,
     engine                   VARCHAR NOT NULL,
@@ -106,17 +105,17 @@ CREATE OR REPLACE TABLE speedup (
     accept_length_tw         DOUBLE,
     method_decode_tps_p50    DOUBLE,
     baseline_decode_tps_p50  DOUBLE,
-    PRIMARY KEY (campaign_id, engine, tp, workload, max_tokens, concurrency, method)
+    PRIMARY KEY ({", ".join(COMPARISON)})
 )
 """
 
 
 # one row per request of speedup_pairs, numbers only: comparison as an ordinal in the sort
-# order of GROUP_KEY, prompt as an ordinal within its window (every method of the window
+# order of COMPARISON, prompt as an ordinal within its window (every method of the window
 # numbers a prompt alike: analyze.starts crosses them), start the position of the request's
 # service (service_starts; NULL for imported rows); the view is evaluated once (MATERIALIZED)
-_KEY = ", ".join(GROUP_KEY)
-_WINDOW = ", ".join(WINDOW_KEY)
+_KEY = ", ".join(COMPARISON)
+_WINDOW = ", ".join(COMPARISON_KEY)
 PAIRS_SQL = f"""
 WITH pairs AS MATERIALIZED (
     SELECT {_KEY}, role, run, prompt_id, service_id, decode_tps, ttft_s FROM speedup_pairs
@@ -199,14 +198,14 @@ def side(arrays: dict[str, np.ndarray], value: str) -> Side:
 def paired_speedups(
     con: duckdb.DuckDBPyConnection, level: float = LEVEL
 ) -> tuple[pd.DataFrame, dict[tuple, StartVariance]]:
-    """One row per comparison (GROUP_KEY) of the speedup_pairs view, read as numbers, with
+    """One row per comparison (COMPARISON) of the speedup_pairs view, read as numbers, with
     its stratum's start variance (analyze.starts); and the strata's StartVariance."""
     keys, sides = _comparisons(con)
     if keys.empty:
         return pd.DataFrame(), {}
     control = (keys["method"] == keys["baseline"].map(aa_control_name)).to_numpy()
     found, variances = compare_all(
-        [(tuple(k[c] for c in WINDOW_KEY), tuple(k[c] for c in CLOSED_STRATUM), k["method"],
+        [(tuple(k[c] for c in COMPARISON_KEY), tuple(k[c] for c in CLOSED_STRATUM), k["method"],
           k["baseline"], side(m, "decode_tps"), side(b, "decode_tps"))
          for k, (m, b) in zip(keys.to_dict("records"), sides)],
         level,
@@ -221,10 +220,10 @@ def paired_speedups(
 
 def _attach_control(frame: pd.DataFrame) -> pd.DataFrame:
     """aa_speedup, aa_ci_low, aa_ci_high: the A/A control's figures of each row's window."""
-    aa = frame.loc[frame["is_control"], [*WINDOW_KEY, "speedup", "ci_low", "ci_high"]]
+    aa = frame.loc[frame["is_control"], [*COMPARISON_KEY, "speedup", "ci_low", "ci_high"]]
     aa = aa.rename(columns={"speedup": "aa_speedup", "ci_low": "aa_ci_low",
                             "ci_high": "aa_ci_high"})  # fmt: skip
-    return frame.merge(aa, on=WINDOW_KEY, how="left")
+    return frame.merge(aa, on=[*COMPARISON_KEY], how="left")
 
 
 def adjust_family(frames: list[tuple[pd.DataFrame, str]], alpha: float = ALPHA) -> None:
@@ -269,15 +268,15 @@ def join_sides(
     method: dict[str, str],
     baseline: dict[str, str],
 ) -> pd.DataFrame:
-    """Each comparison (GROUP_KEY and its baseline) with columns of two window rows: the
+    """Each comparison (COMPARISON and its baseline) with columns of two window rows: the
     method's window (columns `method`, renamed by it) and the baseline's at the same
-    WINDOW_KEY (columns `baseline`, renamed by it); NaN where a window is missing."""
-    m_side = windows[[*GROUP_KEY, *method]].rename(columns=method)
-    b_side = windows[[*WINDOW_KEY, "method", *baseline]].rename(
+    COMPARISON_KEY (columns `baseline`, renamed by it); NaN where a window is missing."""
+    m_side = windows[[*COMPARISON, *method]].rename(columns=method)
+    b_side = windows[[*COMPARISON_KEY, "method", *baseline]].rename(
         columns={"method": "baseline", **baseline}
     )
-    out = comparisons.merge(m_side, on=GROUP_KEY, how="left")
-    return out.merge(b_side, on=[*WINDOW_KEY, "baseline"], how="left")
+    out = comparisons.merge(m_side, on=[*COMPARISON], how="left")
+    return out.merge(b_side, on=[*COMPARISON_KEY, "baseline"], how="left")
 
 
 def attach_window_ratios(speedups: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,6 @@ Its folders are layered; each imports only the layers below it (the `collect` co
     http | resources | redact   the streaming client; cached binaries and models; secrets
 
 Where a lower layer needs something of a higher one it gets a protocol (the runner takes the
-cluster as a `collect.hosts.base.Cluster` from `collect.cluster.run`; an adapter reads a plan's
-method as `collect.engines.base.MethodFlags`), never an import.
+cluster as a `collect.hosts.base.Cluster` from `collect.cluster.launch.run`; an adapter reads
+a plan's method as `collect.engines.base.MethodFlags`), never an import.
 """

@@ -1,5 +1,11 @@
-"""Command line of the collect stage:
-`python -m collect run|check|simulate|schema|provision|import`."""
+"""Command line of the collect stage: `specsweep run|check|simulate|provision|import`, and
+`python -m collect run|check|simulate|schema|provision|import`.
+
+A machine that is not ready (a prompt set, the llama-server build or a model missing, a results
+file or log folder that cannot be written) ends `run` before it starts anything, with one
+`error:` line naming the fix and exit code 2, never a traceback; a missing prompt set ends
+`check` and `simulate` likewise, an unwritable --db `import`; `check` only warns of a missing
+build or model (its plan may be for another machine). docs/reference.md, "Exit codes"."""
 
 from __future__ import annotations
 
@@ -8,16 +14,42 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
 from collect.plan.file import PlanError, load_plan
+from schema.defaults import DEFAULT_DB
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
-DEFAULT_DB = Path("results/specsweep.duckdb")
 UNREACHABLE = 4  # exit code: the host cannot be reached (2: bad plan, 3: does not fit)
+
+
+@contextmanager
+def _ready() -> Iterator[None]:
+    """A missing resource (collect.resources: prompt sets, the llama-server build, a model)
+    ends the command with its one line, which names the fix, and exit code 2."""
+    from collect.resources import ResourceError
+
+    try:
+        yield
+    except ResourceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _writable_or_exit(path: Path, option: str, folder: bool = False) -> None:
+    """Exit 2 with one line before any work when the results file (or, folder=True, a file
+    in the log folder) cannot be written where the option names it."""
+    from schema.store import unwritable
+
+    why = unwritable(path / "probe" if folder else path)
+    if why:
+        typer.echo(f"error: cannot write {option} {path}: {why}: choose another {option}", err=True)
+        raise typer.Exit(2)
 
 
 def _plan_or_exit(path: Path):  # noqa: ANN202 - returns Plan
@@ -51,12 +83,13 @@ def run(
 ) -> None:
     """Run or resume the plan's campaign.
 
-    Exit codes: 0 done; 2 bad plan or missing resource; 4 host cannot be
-    reached (one line names the host, user@host:port and why; the campaign
-    is marked unreachable); 130 interrupted (rerun to resume)."""
-    from collect import cluster
+    Exit codes: 0 done; 2 bad plan, or this machine is not ready (a prompt set, the
+    llama-server build or a model missing; --db or --logs not writable): one line names the
+    fix; 4 host cannot be reached (one line names the host, user@host:port and why; the
+    campaign is marked unreachable); 130 interrupted (rerun to resume)."""
+    from collect.cluster import launch
     from collect.hosts.base import HostUnreachable
-    from collect.resources import ResourceError
+    from collect.plan.workloads import request_count
     from collect.run import runner
 
     parsed = _plan_or_exit(plan)
@@ -67,6 +100,12 @@ def run(
     except ValueError as exc:
         typer.echo(f"error: {plan}: {exc}", err=True)
         raise typer.Exit(2) from None
+    _writable_or_exit(db, "--db")
+    _writable_or_exit(logs, "--logs", folder=True)
+    with _ready():
+        for workload in parsed.workloads:
+            request_count(workload)  # reads its prompt set as the runner will
+        _require_engine(parsed)
     # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out; and
     # Ctrl-C is Ctrl-C even where SIGINT came ignored (a job started in the background by a
     # non-interactive shell inherits SIG_IGN, and Python keeps it)
@@ -74,21 +113,19 @@ def run(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # `kill -USR1 PID` prints every thread's stack to stderr: where a run that seems stuck is
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    start = runner.run if parsed.cluster is None else launch.run  # cluster: above runner
     try:
-        start = runner.run if parsed.cluster is None else cluster.run  # cluster: above runner
-        campaign = start(
-            parsed,
-            plan.read_text(),
-            db,
-            logs,
-            show_progress=progress,
-            phases=phase or None,
-            only=only or None,
-            repeat=repeat,
-        )
-    except ResourceError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        with _ready():
+            campaign = start(
+                parsed,
+                plan.read_text(),
+                db,
+                logs,
+                show_progress=progress,
+                phases=phase or None,
+                only=only or None,
+                repeat=repeat,
+            )
     except HostUnreachable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(UNREACHABLE) from None
@@ -112,16 +149,46 @@ def check(
     of its rounds against one start per configuration and check that each service fits its
     GPUs' memory.
 
-    Exit codes: 0 valid and fits; 2 bad plan; 3 a service does not fit its
-    GPUs' memory; 4 (with --probe) host cannot be reached (one line names
-    the host, user@host:port and why)."""
+    Exit codes: 0 valid and fits (a local host without the engine's build or model: a
+    warning line naming the fix); 2 bad plan, or a prompt set is missing (one line names the
+    fix); 3 a service does not fit its GPUs' memory; 4 (with --probe) host cannot be reached
+    (one line names the host, user@host:port and why)."""
     from collect.hosts.base import HostUnreachable
+
+    parsed = _plan_or_exit(plan)
+    with _ready():  # the prompt sets, read to count requests
+        typer.echo("\n".join(_service_lines(parsed)))
+    from collect.resources import ResourceError
+
+    try:  # a plan for another machine is checked here too: a warning, not an error
+        _require_engine(parsed)
+    except ResourceError as exc:
+        typer.echo(f"warning: not ready to run on this machine: {exc}")
+    from collect.scheduling.sizing import window_warnings
+
+    for line in window_warnings(parsed):
+        typer.echo(f"warning: {line}")
+    typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
+    from collect.scheduling.memory import check_plan
+
+    try:
+        memory_lines, too_big = check_plan(parsed, probe=probe)
+    except HostUnreachable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(UNREACHABLE) from None
+    typer.echo("\n".join(memory_lines))
+    if too_big:
+        raise typer.Exit(3)
+
+
+def _service_lines(parsed) -> list[str]:  # noqa: ANN001 - Plan
+    """Each phase's services and their request counts, then the plan's total (the prompt
+    sets are read to count them: ResourceError when one is not fetched)."""
     from collect.plan.phases import BestOf
     from collect.plan.workloads import request_count
 
-    parsed = _plan_or_exit(plan)
     per_workload = {w.name: request_count(w) for w in parsed.workloads}
-    total = 0
+    total, lines = 0, []
     for phase in parsed.all_phases():
         picked = phase.methods if isinstance(phase.methods, BestOf) else None
         names = phase.methods if not picked and phase.methods else [m.name for m in parsed.methods]
@@ -133,36 +200,33 @@ def check(
             if picked
             else ""
         )
-        typer.echo(f"phase {phase.name} (tp {phase.tp}){detail}:")
+        lines.append(f"phase {phase.name} (tp {phase.tp}){detail}:")
         for config in configs:
             wnames = [w.name for w in parsed.workloads_of(config)]
             count = sum(per_workload[n] for n in wnames)
             chosen = _picks(parsed, picked) if config.method.name == parsed.baseline else 0
             total += count * (1 + chosen)  # the top N counted as the baseline's size, once
-            typer.echo(
+            lines.append(
                 f"  {config.method.name}{_family_label(config.method)} (config "
                 f"{config.config_id}): {count} requests ({', '.join(wnames)})"
             )
     rounds = f" a round, {total * parsed.repeat} in its {parsed.repeat} rounds"
-    typer.echo(
+    lines.append(
         f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
         f"about {total} measured requests{rounds if parsed.repeat > 1 else ''}"
     )
-    from collect.planning.sizing import window_warnings
+    return lines
 
-    for line in window_warnings(parsed):
-        typer.echo(f"warning: {line}")
-    typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
-    from collect.planning.memory import check_plan
 
-    try:
-        memory_lines, too_big = check_plan(parsed, probe=probe)
-    except HostUnreachable as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(UNREACHABLE) from None
-    typer.echo("\n".join(memory_lines))
-    if too_big:
-        raise typer.Exit(3)
+def _require_engine(parsed) -> None:  # noqa: ANN001 - Plan
+    """On a local host, build the first service's command line as `run` builds it: it finds
+    the engine's build and model, or raises ResourceError naming the fix. A cluster's nodes
+    and other hosts have their own (`check --probe` reads a remote host's model files)."""
+    if parsed.host.kind != "local" or parsed.cluster is not None:
+        return
+    from collect import engines
+
+    engines.create(parsed.engine).launch(parsed.methods[0], 1, 0)
 
 
 def _picks(parsed, picked) -> int:  # noqa: ANN001 - Plan, BestOf | None
@@ -194,10 +258,11 @@ def _time_estimate(
     gantt: bool = False,  # noqa: ANN001 - Plan
     hosts: list[int] | None = None,
 ) -> list[str]:
-    from collect.planning import simulation
+    from collect.scheduling import simulation
 
     try:
-        return simulation.report_lines(parsed, db, seed, gantt, hosts)
+        with _ready():  # the prompt sets, read to count requests
+            return simulation.report_lines(parsed, db, seed, gantt, hosts)
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -300,6 +365,7 @@ def import_results(
     from collect.importing import importer as importers
 
     options = importers.ImportOptions(method, tp, engine, workload, concurrency, max_tokens)
+    _writable_or_exit(db, "--db")
     try:
         lines = importers.run(file, db, options)
     except (OSError, importers.ImportFileError) as exc:

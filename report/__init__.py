@@ -1,22 +1,9 @@
 """The report stage: read one campaign's analysis views from DuckDB and render a PDF.
 
-``report`` only reads the database. Charts (matplotlib) are drawn by
-``report.charts``, tables and escaping live in ``report.tables`` and
-``report.latex``, the open-loop part in ``report.openloop``, the section on
-speculation's knobs in ``report.speculation``, templates in ``latex/``, and
-``report.build.run`` ties them together with latexmk. Entry point: ``python -m report``.
+``report`` only reads the database. Charts (matplotlib) are drawn by ``report.charts``
+(which to draw: ``report.figures``), tables and escaping live in ``report.tables`` and
+``report.latex``, the open-loop part in ``report.openloop``, the section on speculation's
+knobs in ``report.speculation``, templates in ``latex/``, and ``report.build.run`` ties them
+together with latexmk. Entry point: ``specsweep report``
+(``python -m report``).
 """
-
-from __future__ import annotations
-
-from pathlib import Path
-from typing import Any
-
-__all__ = ["run"]
-
-
-def run(*args: Any, **kwargs: Any) -> Path:
-    """Build the report; see :func:`report.build.run`."""
-    from report.build import run as _run
-
-    return _run(*args, **kwargs)

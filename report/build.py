@@ -13,8 +13,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from report.data import ReportData, ReportError, load
+
+if TYPE_CHECKING:
+    from report.findings import Findings
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +84,7 @@ def render_tex(context: dict, template: str = "report.tex.j2") -> str:
 
 
 def run(
-    db_path: Path | str = "results/specsweep.duckdb",
+    db_path: Path | str,
     out_pdf: Path | str = "reports/report.pdf",
     campaign: str | None = None,
     workers: int | None = None,
@@ -113,13 +117,20 @@ def draw_figures(data: ReportData, work: Path, workers: int | None) -> dict[str,
     return figs
 
 
-def write_pdf(data: ReportData, figs: dict[str, Path | None], work: Path, out_pdf: Path) -> Path:
+def write_pdf(
+    data: ReportData,
+    figs: dict[str, Path | None],
+    work: Path,
+    out_pdf: Path,
+    found: Findings | None = None,
+) -> Path:
     """Render and compile the report in ``work`` (where ``figs`` were drawn), copy the PDF
-    and its ``.tex`` to ``out_pdf``; report.html draws the figures once for both."""
+    and its ``.tex`` to ``out_pdf``; report.html draws the figures and builds the findings
+    (``found``) once for both."""
     from report.context import build_context
 
     tex = work / "report.tex"
-    tex.write_text(render_tex(build_context(data, figs)), encoding="utf-8")
+    tex.write_text(render_tex(build_context(data, figs, found)), encoding="utf-8")
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     # Copied before compiling so a LaTeX failure can be inspected.
     shutil.copyfile(tex, out_pdf.with_suffix(".tex"))

@@ -1,7 +1,8 @@
 """Assemble the template context: tables, figure paths, sentences, the plan listing.
 
 Everything returned is either a plain data value (escaped by the template) or raw
-LaTeX built from escaped parts (``NoEscape``).
+LaTeX built from escaped parts (``NoEscape``); the findings are one
+:class:`report.findings.Findings`, its sentences rendered by ``report.findings.text.latex``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report import findings, openloop, sections
+from report import findings, sections
 from report.data import ReportData
+from report.findings.text import latex
 from report.latex import literal_block
+from report.openloop import section as openloop
 from report.speculation import section as speculation
 from report.tables import (
     Col,
@@ -302,8 +305,8 @@ def crossover_section(cx: pd.DataFrame | None) -> dict[str, Any]:
 
 def crossover_figures(figs: dict[str, Path | None]) -> list[str]:
     """File names of the crossover figure and its continuations, in order."""
-    keys = ["crossover"] + sorted(
-        (k for k in figs if k.startswith("crossover:")), key=lambda k: int(k.split(":")[1])
+    keys = ["concurrency"] + sorted(
+        (k for k in figs if k.startswith("concurrency:")), key=lambda k: int(k.split(":")[1])
     )
     return [figs[k].name for k in keys if figs.get(k)]
 
@@ -321,14 +324,18 @@ def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def build_context(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
-    """Everything ``latex/report.tex.j2`` renders."""
+def build_context(
+    data: ReportData, figs: dict[str, Path | None], found: findings.Findings | None = None
+) -> dict[str, Any]:
+    """Everything ``latex/report.tex.j2`` renders; ``found``: the findings of ``data`` when
+    the caller built them already (the HTML report renders the same object)."""
     c = data.campaign
+    found = found if found is not None else findings.build(data)
     return {
         "campaign": c,
         "baseline": data.baseline,
-        "findings": findings.summary(data),
-        "validity": findings.validity_notes(data),
+        "findings": [latex(s) for s in found.summary],
+        "validity": [latex(s) for s in found.validity],
         "several_runs": findings.several_runs(data.speedup),
         "campaign_table": campaign_table(c),
         "env_table": env_table(data.environment),

@@ -37,11 +37,16 @@ import duckdb
 import pandas as pd
 
 from report.charts import BASELINE, method_palette
+from report.keys import WINDOW
 from report.labels import metric_label
 
 
 class ReportError(RuntimeError):
     """The report cannot be built (missing data, missing tool, LaTeX failure)."""
+
+
+W = ", ".join(WINDOW)  # the comparison key within the campaign, in ORDER BY
+HAS_KEY_SQL = "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'comparison_key'"
 
 
 REQUIRED = (
@@ -183,23 +188,15 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "config_summary": _by_campaign(
             con, "config_summary", cid, order="workload, method, max_tokens, concurrency"
         ),
-        "speedup": _by_campaign(
-            con, "speedup", cid, order="engine, tp, workload, max_tokens, concurrency, method"
-        ),
-        "best_config": opt("best_config", "engine, tp, workload, max_tokens, concurrency"),
+        "speedup": _by_campaign(con, "speedup", cid, order=f"{W}, method"),
+        "best_config": opt("best_config", W),
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
-        "lossless": opt("lossless", "engine, tp, workload, max_tokens, concurrency, method"),
-        "colocation": opt("colocation", "engine, tp, workload, max_tokens, concurrency, method"),
-        "hosts": opt("host_summary", "campaign_id, host"),
-        "window_energy": opt(
-            "window_energy", "engine, tp, workload, max_tokens, concurrency, method, window_id"
-        ),
-        "energy_summary": opt(
-            "energy_summary", "engine, tp, workload, max_tokens, concurrency, method"
-        ),
-        "energy_ratio": opt(
-            "energy_ratio", "engine, tp, workload, max_tokens, concurrency, method"
-        ),
+        "lossless": opt("lossless", f"{W}, method"),
+        "colocation": opt("colocation", f"{W}, method"),
+        "hosts": known_hosts(opt("host_summary", "campaign_id, host")),
+        "window_energy": opt("window_energy", f"{W}, method, window_id"),
+        "energy_summary": opt("energy_summary", f"{W}, method"),
+        "energy_ratio": opt("energy_ratio", f"{W}, method"),
         "open_windows": opt("open_windows", "tp, workload, max_tokens, method, rate, window_id"),
         "rate_speedup": opt("rate_speedup", "tp, workload, max_tokens, method, rate"),
         "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
@@ -209,14 +206,10 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "method_families": opt("method_families", "family, method"),
         "param_sweep": opt(
             "param_sweep",
-            "family, param, engine, tp, workload, max_tokens, concurrency, held, value_num, value",
+            f"family, param, {W}, held, value_num, value",
         ),
-        "speedup_decomposition": opt(
-            "speedup_decomposition", "engine, tp, workload, max_tokens, concurrency, method"
-        ),
-        "speedup_prediction": opt(
-            "speedup_prediction", "engine, tp, workload, max_tokens, concurrency, method"
-        ),
+        "speedup_decomposition": opt("speedup_decomposition", f"{W}, method"),
+        "speedup_prediction": opt("speedup_prediction", f"{W}, method"),
         "acceptance_by_load": opt(
             "acceptance_by_load", "engine, tp, workload, max_tokens, load_kind, method, load"
         ),
@@ -224,12 +217,8 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "best_setting": opt(
             "best_setting", "engine, tp, workload, max_tokens, family, load_kind, load"
         ),
-        "position_acceptance": opt(
-            "position_acceptance", "engine, tp, workload, max_tokens, concurrency, method, position"
-        ),
-        "accepted_histogram": opt(
-            "accepted_histogram", "engine, tp, workload, max_tokens, concurrency, method, accepted"
-        ),
+        "position_acceptance": opt("position_acceptance", f"{W}, method, position"),
+        "accepted_histogram": opt("accepted_histogram", f"{W}, method, accepted"),
         "replica_agreement": opt(
             "replica_agreement", "run, config_id, max_tokens, concurrency, replica"
         ),
@@ -270,6 +259,20 @@ def read_baseline(con: duckdb.DuckDBPyConnection, info: dict[str, Any], have: se
     return str(named) if isinstance(named, str) and named else BASELINE
 
 
+def check_key(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a file whose comparison key (its comparison_key() macro) is not campaign_id and
+    :data:`WINDOW`, the key every section groups by; a file written before the macro existed
+    has WINDOW's."""
+    if not con.execute(HAS_KEY_SQL).fetchone()[0]:
+        return
+    key = list(con.execute("SELECT comparison_key()").fetchone()[0])
+    if key != ["campaign_id", *WINDOW]:
+        raise ReportError(
+            f"{path} compares methods by {key}, this report by campaign_id and {WINDOW}: "
+            "use the specsweep that analysed it"
+        )
+
+
 def load(
     db_path: Path | str, campaign: str | None = None, baseline: str | None = None
 ) -> ReportData:
@@ -285,9 +288,10 @@ def load(
         missing = [n for n in REQUIRED if n not in have]
         if missing:
             raise ReportError(
-                f"{path} lacks {', '.join(missing)}; run `python -m analyze` "
-                "after `python -m collect` first"
+                f"{path} lacks {', '.join(missing)}; run `specsweep analyze` "
+                "after `specsweep run` first"
             )
+        check_key(con, path)
         info = pick_campaign(con, campaign)
         cid = str(info["campaign_id"])
         frames = _load_frames(con, cid, have)
@@ -309,7 +313,23 @@ def load(
     return data
 
 
-LEVEL_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency"]
+HOST_COUNTS = ("n_gpus", "n_services")  # 0 when nothing is known, never NULL
+
+
+def known_hosts(hosts: pd.DataFrame) -> pd.DataFrame:
+    """host_summary's rows that know something of their host. A campaign records facts of
+    its own (workload facts, SLO targets) under the host name 'campaign'; host_summary gives
+    that name a row whose every fact is NULL, with no GPU and no service. It is no host: the
+    host table leaves it out, and its facts stay in the appendix's key/value table and the
+    views that read them (slo_targets)."""
+    if hosts.empty:
+        return hosts
+    facts = hosts.drop(columns=["campaign_id", "host", *HOST_COUNTS], errors="ignore")
+    known = (facts.notna() & (facts.astype(str) != "")).any(axis=1)
+    for count in HOST_COUNTS:
+        if count in hosts:
+            known |= hosts[count].fillna(0) > 0
+    return hosts[known].reset_index(drop=True)
 
 
 def with_effective(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
@@ -318,7 +338,7 @@ def with_effective(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     concurrency), every method's and the baseline's (a speedup compares two windows)."""
     if rows.empty or "effective_concurrency" not in summary:
         return rows
-    eff = summary.groupby(LEVEL_KEY, as_index=False)["effective_concurrency"].mean()
+    eff = summary.groupby(WINDOW, as_index=False)["effective_concurrency"].mean()
     return rows.drop(columns="effective_concurrency", errors="ignore").merge(
-        eff, on=LEVEL_KEY, how="left"
+        eff, on=WINDOW, how="left"
     )

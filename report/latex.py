@@ -9,6 +9,7 @@ the template unchanged, anything else is escaped by the environment's ``finalize
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import numbers
 import re
@@ -70,6 +71,10 @@ _SPECIAL: dict[str, str] = {
     "\u2026": "...",  # \textellipsis extracts as ". . ."
     "\u20ac": r"\texteuro{}",
     "\u00ad": "-",
+    # Symbols the findings' sentences write as Unicode (report/findings/text.py); T1 has
+    # neither, math mode has both.
+    "\u00d7": r"$\times$",
+    "\u2192": r"$\rightarrow$",
 }
 # Characters that form ligatures when doubled (-- en dash, ,, low quotes).
 _LIGATURE_FIRST = frozenset("-,")
@@ -175,6 +180,14 @@ def literal_block(text: str) -> NoEscape:
     return NoEscape("{\\small\\raggedright\\setlength{\\parskip}{0pt}\n" + body + "\n}")
 
 
+def fmt_time(value: dt.datetime) -> str:
+    """A timestamp as the report prints it everywhere: to the second ('2026-12-05 16:48:32';
+    the stored value keeps its microseconds). NaT prints as an empty string."""
+    if value != value:  # NaT, the one datetime unequal to itself
+        return ""
+    return value.isoformat(sep=" ", timespec="seconds")
+
+
 def _finalize(value: Any) -> str:
     """Escape every template value unless it is explicitly raw LaTeX."""
     if isinstance(value, NoEscape):
@@ -183,6 +196,8 @@ def _finalize(value: Any) -> str:
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
+    if isinstance(value, dt.datetime):
+        return escape_latex(fmt_time(value))
     if isinstance(value, numbers.Integral):
         return str(value)
     if isinstance(value, numbers.Real):

@@ -7,14 +7,14 @@ the energy_ratio table; analyze/VIEWS.md) and returns raw LaTeX built from escap
 
 from __future__ import annotations
 
-import re
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex as e
+from report.commands import flags_cell
+from report.keys import COMPARISON
 from report.latex import fmt_num, texttt
 from report.tables import Col, build_table, ci, fit_table, num, sig, text, yes_no
 
@@ -98,33 +98,6 @@ def host_lines(hosts: pd.DataFrame) -> list[str]:
     return out
 
 
-# A whole argument that is a path, alone or as a flag's or variable's value (``--x=/a/b``):
-# starts with / or ~, no blanks, braces or backslashes (``\input{/etc/x}`` is not a path).
-_PATH_ARG = re.compile(r"(?P<key>[^\s=/{}\\]+=)?(?P<path>[/~][^\s{}\\]*/[^\s{}\\/]+)")
-SHORT_PATH_MIN = 24  # paths of at most this many characters stay as written
-CUT = "..."  # marks where a path was cut
-
-
-def _short_arg(arg: str) -> str:
-    m = _PATH_ARG.fullmatch(arg)
-    if m is None or len(m["path"]) <= SHORT_PATH_MIN:
-        return arg
-    return (m["key"] or "") + CUT + "/" + m["path"].rsplit("/", 1)[1]
-
-
-def short_paths(flags: str) -> str:
-    """``flags`` with every long argument that is a whole path cut to ``.../basename``
-    (``-md /a/b/.../m.gguf`` -> ``-md .../m.gguf``, ``--x=/a/.../b`` -> ``--x=.../b``); any
-    other argument, a path inside it included, stays as written. The full command is in the
-    appendix."""
-    return re.sub(r"\S+", lambda m: _short_arg(m.group(0)), flags)
-
-
-def _flags(r: pd.Series) -> str:
-    flags = r.get("own_flags")
-    return "--" if flags is None or pd.isna(flags) or flags == "" else short_paths(str(flags))
-
-
 def services_table(svc: pd.DataFrame) -> NoEscape:
     """One row per service start: method, tp, the round it started in (where the campaign
     ran several), GPUs, its own flags, start-up time, transport."""
@@ -133,7 +106,7 @@ def services_table(svc: pd.DataFrame) -> NoEscape:
         Col("tp", text("tp"), "r"),
         Col("round", text("run"), "r"),
         Col("GPUs", lambda r: r["gpus"] or "--"),
-        Col("flags (not shared by all)", _flags, ragged(0.36)),
+        Col("flags (not shared by all)", flags_cell, ragged(0.36)),
         Col("start-up (s)", num("startup_s", ".1f"), "r"),
     ]
     if "transport" in svc:
@@ -156,39 +129,7 @@ def shared_flags_note(svc: pd.DataFrame) -> str:
     )
 
 
-def transport_notes(svc: pd.DataFrame) -> list[NoEscape]:
-    """A threats sentence for services measured through a tunnel (or not known not to be)."""
-    if svc.empty or "transport" not in svc:
-        return []
-    notes = []
-    tunnels = svc[~svc["transport"].isin(["direct", "unknown"])]
-    tunnels = tunnels.drop_duplicates(["method", "tp", "transport"])  # a start per round
-    if not tunnels.empty:
-        names = ", ".join(
-            f"{e(r['method'])} TP{e(r['tp'])} ({e(r['transport'])})" for _, r in tunnels.iterrows()
-        )
-        notes.append(
-            NoEscape(
-                f"The receive stamps of {names} were taken after an SSH tunnel: they mark when "
-                "the forward wrote the bytes to loopback, so TTFT and inter-token gaps include "
-                "the tunnel's delay and batching."
-            )
-        )
-    unknown = svc[svc["transport"] == "unknown"]
-    if not unknown.empty:
-        names = ", ".join(sorted({f"{e(m)}" for m in unknown["method"]}))
-        notes.append(
-            NoEscape(
-                f"How {names} was reached was not recorded (an older specsweep): if through an "
-                "SSH tunnel, its receive stamps were taken after the tunnel."
-            )
-        )
-    return notes
-
-
 # --- energy -------------------------------------------------------------------------------
-
-ENERGY_KEY = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
 
 
 def energy_rows(es: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
@@ -199,8 +140,8 @@ def energy_rows(es: pd.DataFrame, er: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     if not er.empty:
         rows = rows.merge(
-            er[[*ENERGY_KEY, "energy_ratio", "ci_low", "ci_high", "significant"]],
-            on=ENERGY_KEY,
+            er[[*COMPARISON, "energy_ratio", "ci_low", "ci_high", "significant"]],
+            on=COMPARISON,
             how="left",
         )
     else:
@@ -317,47 +258,6 @@ def energy_section(
         "sampling": telemetry_sources(env if env is not None else pd.DataFrame()),
         "sources": energy_sources(we),
     }
-
-
-def _reason(row: pd.Series) -> str:
-    """Why a row has no interval (its ci_reason; 'too few prompts' for a file without one)."""
-    why = row.get("ci_reason")
-    return why if isinstance(why, str) and why else "too few prompts"
-
-
-def energy_finding(er: pd.DataFrame) -> list[str]:
-    """One summary sentence on the paired energy ratios (raw LaTeX): the lowest ratio among
-    those significantly below 1 (Holm, in the campaign's one family with the speedups), quoted
-    with its simultaneous interval (it is picked); with none, the lowest point estimate, said
-    to be not significantly below 1 (with why it has no interval, where it has none)."""
-    if "is_control" in er:
-        er = er[~er["is_control"].fillna(False).astype(bool)]
-    if er.empty:
-        return []
-    sig = er["significant"].fillna(False).astype(bool)
-    less = int((sig & (er["energy_ratio"] < 1)).sum())
-    more = int((sig & (er["energy_ratio"] > 1)).sum())
-    lower = er[sig & (er["energy_ratio"] < 1)]
-    best = (lower if not lower.empty else er).sort_values("energy_ratio").iloc[0]
-    low, high, kind = "ci_low", "ci_high", "95\\% CI"
-    if not pd.isna(best.get("sim_ci_low")):
-        low, high, kind = "sim_ci_low", "sim_ci_high", "simultaneous 95\\% CI"
-    span = (
-        f"{kind} {fmt_num(best[low])}--{fmt_num(best[high])}"
-        if not pd.isna(best[low])
-        else "no interval: " + e(_reason(best))
-    )
-    where = (
-        f"{e(best['method'])} on {e(best['workload'])} at "
-        f"{fmt_num(best['energy_ratio'])}$\\times$ ({span})"
-    )
-    lead = (
-        f"Energy per output token (GPU board power): {less} of {len(er)} comparisons use "
-        f"significantly less than the baseline and {more} significantly more; "
-    )
-    if not lower.empty:
-        return [lead + f"the lowest significant ratio is {where}."]
-    return [lead + f"the lowest point estimate, {where}, is not significantly below 1."]
 
 
 def launch_commands(svc: pd.DataFrame) -> list[dict[str, Any]]:

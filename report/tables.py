@@ -8,6 +8,7 @@ row per line, and :func:`parse_speedup_tables` reads it back.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import pandas as pd
 from pylatex import LongTable, MultiColumn, Tabular
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex, fmt_num, fmt_sig
+from report.latex import escape_latex, fmt_num, fmt_sig, fmt_time
 
 SPEEDUP_MARKER = "% specsweep-speedup-table"
 SPEEDUP_HEADERS = (
@@ -63,6 +64,8 @@ def _as_text(v: Any) -> str:
         return ""
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
+    if isinstance(v, dt.datetime):
+        return fmt_time(v)
     return str(v)
 
 

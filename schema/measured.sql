@@ -1,8 +1,8 @@
 -- Which requests are measured, written once. Table macros over the raw layer, installed
 -- beside schema/metrics.sql by schema.metrics.install (only where `requests` and `units`
 -- exist: DuckDB binds a table macro's tables when it creates it). The analysis
--- (analyze/sql/00_measured_requests.sql and the window objects), collect's best-of ranking
--- (collect/planning/ranking.py) and its time estimates (collect/planning/estimate.py) all
+-- (analyze/sql/measured_requests.sql and the window objects), collect's best-of ranking
+-- (collect/scheduling/ranking.py) and its time estimates (collect/scheduling/estimate.py) all
 -- read these, so a request counts in all of them or in none.
 
 -- incomplete_units(): the units marked incomplete (units.complete = false: the run was

@@ -53,3 +53,27 @@ CREATE OR REPLACE MACRO accept_length_tw(ok, output_tokens, spec_verify_ct) AS
 -- accept_rate: accepted draft tokens / proposed draft tokens      NULL when none proposed
 CREATE OR REPLACE MACRO accept_rate(accepted_tokens, draft_tokens) AS
     accepted_tokens / nullif(draft_tokens, 0);
+
+-- accept_length_counters: acceptance length from a server's own drafting counters over a
+--   window (vLLM's definition: tokens per drafting step, the bonus token included)
+--   1 + d_accepted / d_drafts                                    NULL when d_drafts is 0
+--   d_accepted, d_drafts: deltas of spec_decode_num_accepted_tokens and spec_decode_num_drafts
+--   Convention: equal to tokens per target step only where every step drafts (vLLM);
+--   llama.cpp's n-gram drafters draft on some steps only (analyze/sql/window_acceptance.sql).
+CREATE OR REPLACE MACRO accept_length_counters(d_accepted, d_drafts) AS
+    1 + d_accepted / nullif(d_drafts, 0);
+
+-- meets_slo: whether one request meets every latency objective given (vLLM's goodput rule)
+--   ok AND ttft_s, e2e_s known
+--   AND (ttft_ms IS NULL OR ttft_s * 1000 <= ttft_ms)
+--   AND (tpot_ms IS NULL OR tpot_s IS NULL OR tpot_s * 1000 <= tpot_ms)
+--   AND (e2e_ms IS NULL OR e2e_s * 1000 <= e2e_ms)
+--   An objective given as NULL is not set; a request without a TPOT (fewer than two tokens)
+--   meets a TPOT objective; a failed request never meets any. The caller picks the clock:
+--   open_requests passes latencies from the scheduled send and from the actual send.
+--   Python twin: schema.metrics.meets_slo (collect's Slo.met; tests/schema/test_metrics_parity.py).
+CREATE OR REPLACE MACRO meets_slo(ok, ttft_s, tpot_s, e2e_s, ttft_ms, tpot_ms, e2e_ms) AS
+    ok AND ttft_s IS NOT NULL AND e2e_s IS NOT NULL
+    AND (ttft_ms IS NULL OR ttft_s * 1000 <= ttft_ms)
+    AND (tpot_ms IS NULL OR tpot_s IS NULL OR tpot_s * 1000 <= tpot_ms)
+    AND (e2e_ms IS NULL OR e2e_s * 1000 <= e2e_ms);

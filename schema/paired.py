@@ -2,7 +2,7 @@
 
 Every stage that calls something faster or slower uses this module: the report's `speedup`
 table (analyze.stats), the open-loop TPOT ratios, the energy ratios, `analyze compare` and
-collect's best-of ranking (collect.planning.ranking), so none can disagree on the same rows.
+collect's best-of ranking (collect.scheduling.ranking), so none can disagree on the same rows.
 
 Estimand. The speedup is the geometric mean over prompts of the per-prompt speed ratio:
 

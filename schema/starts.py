@@ -1,7 +1,7 @@
 """Service starts as the replicate: the start-to-start variance and the drift, pooled.
 
 A campaign runs in rounds (plan `repeat`, 3 by default): each round starts every configuration
-of a phase once, in a counterbalanced order (collect.planning.order), and measures all its
+of a phase once, in a counterbalanced order (collect.scheduling.order), and measures all its
 windows on that start. The start is what varies most (a restart moves speed more than prompts
 do), and every window of one start shares its effect. The model of one metric's ln value in a
 window, config c, round r, prompt p:

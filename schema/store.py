@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -152,6 +154,25 @@ class NotAResultsDatabase(RuntimeError):
     """The file lacks the raw tables that `collect` writes."""
 
 
+def unwritable(path: str | Path) -> str | None:
+    """Why no file can be written at path, else None; creates nothing. The nearest existing
+    folder must take a probe file: permission bits say nothing to root or of a read-only
+    mount. `collect` and `analyze export` ask before any work (docs/reference.md, exit codes)."""
+    path = Path(path).absolute()
+    if path.is_dir():
+        return f"{path} is a folder"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else f"{path}: permission denied"
+    folder = next(p for p in path.parents if p.exists())
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
+
+
 def connect(
     path: str | Path, read_only: bool = False, create: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -166,7 +187,7 @@ def connect(
     path = Path(path)
     if not path.exists():
         if not create or read_only:
-            raise FileNotFoundError(f"no results database at {path}; run `python -m collect` first")
+            raise FileNotFoundError(f"no results database at {path}; run `specsweep run` first")
         path.parent.mkdir(parents=True, exist_ok=True)
     con = _open(path, read_only)
     try:

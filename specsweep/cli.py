@@ -1,9 +1,11 @@
 """The `specsweep` command: a typer app whose subcommands forward to the stages' command lines.
 
-Each subcommand hands its arguments, `--help` included, to the stage's own `main` (collect's
-typer app, analyze's typer app, report's argparse), so options, help and exit codes are the
-stage's and are written once. The stages are imported inside the commands, never at the top:
-`specsweep --help` and `specsweep sql` load no pandas, DuckDB or matplotlib.
+Each subcommand hands its arguments, `--help` included, to the stage's own `main` (the typer
+apps of collect, analyze and report), with the name the user typed, so options, help and exit
+codes are the stage's and are written once, and every usage line says `specsweep ...`
+(`export --findings PATH` goes to the report's, whose findings they are). The
+stages are imported inside the commands, never at the top: `specsweep --help` and `specsweep
+sql` load no pandas, DuckDB or matplotlib.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from pathlib import Path
 
 import typer
 
-DEFAULT_DB = Path("results/specsweep.duckdb")
 # the subcommand parses nothing itself: every argument (and --help) goes to the stage's parser
 FORWARD = {
     "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True},
@@ -98,7 +99,13 @@ def gate(ctx: typer.Context) -> None:
 
 @app.command(rich_help_panel=ANALYZE, **FORWARD)
 def export(ctx: typer.Context) -> None:
-    """Write every raw table and analysis view to Parquet, CSV or a JSON summary."""
+    """Write every raw table and analysis view to Parquet, CSV or a JSON summary; with
+    --findings PATH [--db DB] [--campaign ID], the report's findings as JSON."""
+    if any(a == "--findings" or a.startswith("--findings=") for a in ctx.args):
+        # the findings are the report's (report.findings): its parser, without the PDF
+        from report.__main__ import main
+
+        raise typer.Exit(main([*ctx.args, "--no-pdf"], prog_name=f"{_prog(ctx)} export"))
     _analyze(["export", *ctx.args], _prog(ctx))
 
 
@@ -107,17 +114,25 @@ def report(ctx: typer.Context) -> None:
     """Build the PDF report (or, with --compare A B, the compare report)."""
     from report.__main__ import main
 
-    raise typer.Exit(main(ctx.args))
+    raise typer.Exit(main(ctx.args, prog_name=f"{_prog(ctx)} report"))
 
 
 @app.command(rich_help_panel=REPORT, context_settings=FORWARD["context_settings"])
 def sql(
     ctx: typer.Context,
-    db: str = typer.Option(str(DEFAULT_DB), help="DuckDB results file (':memory:' for none)."),
+    db: str | None = typer.Option(
+        None,
+        help="DuckDB results file (':memory:' for none) [default: the one `specsweep run` "
+        "writes and the other commands read]",
+        show_default=False,
+    ),
 ) -> None:
     """Open a DuckDB prompt on the results file (SQL piped in runs without one).
 
     Further arguments go to the duckdb CLI, e.g. -readonly or -c 'SELECT ...'."""
+    from schema.defaults import DEFAULT_DB  # here: `specsweep --help` loads no stage
+
+    db = db or str(DEFAULT_DB)
     # the duckdb CLI of this environment (package duckdb-cli, pinned with the duckdb library in
     # pyproject): one storage format for both; a duckdb on PATH may be another version
     binary = Path(sys.executable).parent / "duckdb"

@@ -117,6 +117,19 @@ def test_python_m_analyze_still_works() -> None:
 def test_report_forwards_its_arguments() -> None:
     done = specsweep("report", "--help")
     assert done.returncode == 0 and "--compare" in done.stdout, done.stderr
+    assert "Usage: specsweep report" in done.stdout and "python -m" not in done.stdout
+
+
+def test_report_html_takes_an_optional_path(tmp_path: Path) -> None:
+    """`--html` alone (last, or before another option) means reports/report.html, as under
+    argparse: the command parses and fails only on the missing results file."""
+    missing = str(tmp_path / "none.duckdb")
+    for argv in (["--html"], ["--html", "--no-pdf"], [f"--html={tmp_path}/r.html", "--no-pdf"]):
+        done = specsweep("report", "--db", missing, *argv)
+        assert done.returncode == 1, (argv, done.stderr)
+        assert done.stderr.strip() == f"report: database not found: {missing}", argv
+    bad = specsweep("report", "--db", missing, "--no-pdf")
+    assert bad.returncode == 2 and "--no-pdf needs --html" in bad.stderr
 
 
 def test_sql_runs_piped_sql_on_the_file(tmp_path: Path) -> None:

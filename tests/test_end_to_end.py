@@ -17,6 +17,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.collect_cli import collect_run
+
 PLAN = """
 name: e2e-tiny
 engine:
@@ -320,18 +322,7 @@ def _mid_campaign(
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(ONE_ROUND.replace("repetitions: 2", f"repetitions: {reps}"))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collect",
-            "run",
-            str(plan),
-            "--db",
-            str(db),
-            "--logs",
-            str(tmp_path / "logs"),
-            "--no-progress",
-        ],
+        collect_run(plan, db, tmp_path / "logs"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -442,7 +433,7 @@ def test_a_server_killed_mid_campaign_is_restarted_once(tmp_path: Path) -> None:
         ).fetchall()
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
         failed_rows = con.execute("SELECT count(*) FROM requests WHERE NOT ok").fetchone()[0]
-    first = services[0][0]  # the round's order (collect.planning.order) picks which
+    first = services[0][0]  # the round's order (collect.scheduling.order) picks which
     assert services[0][1] == "failed" and "died" in services[0][2]
     other = ({"autoregressive", "ngram-simple"} - {first}).pop()
     assert [s[:2] for s in services[1:]] == [(first, "stopped"), (other, "stopped")]
@@ -460,18 +451,7 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(
 
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(ONE_ROUND.replace("repetitions: 2", "repetitions: 3"))
-    argv = [
-        sys.executable,
-        "-m",
-        "collect",
-        "run",
-        str(plan),
-        "--db",
-        str(db),
-        "--logs",
-        str(tmp_path / "logs"),
-        "--no-progress",
-    ]
+    argv = collect_run(plan, db, tmp_path / "logs")
     rng = random.Random(20261202)
     for _ in range(20):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -107,3 +107,19 @@ def test_every_package_says_what_it_owns() -> None:
         if not ast.get_docstring(ast.parse(init.read_text()))
     ]
     assert silent == []
+
+
+def test_an_init_holds_a_docstring_and_imports_only() -> None:
+    """No package hides code in its __init__.py (report/openloop/__init__.py once held the
+    whole open-loop section): a function, class or statement lives in a module named for it;
+    an __init__ may re-export names (imports and `__all__`)."""
+    allowed = (ast.Import, ast.ImportFrom, ast.Expr)  # Expr: the docstring
+    found = [
+        f"{init.relative_to(ROOT)}:{node.lineno}"
+        for package in (*PACKAGES, "specsweep")
+        for init in (ROOT / package).rglob("__init__.py")
+        for node in ast.parse(init.read_text()).body
+        if not isinstance(node, allowed)
+        and not (isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"])
+    ]
+    assert found == []

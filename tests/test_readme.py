@@ -1,16 +1,19 @@
 """README.md is a short front door, and it and docs/ point only at what the repository holds.
 
-Checked here: every repository path the README names (in a code span or a markdown link)
-exists; the README has at most MAX_README_LINES lines; no link in the README or docs/ leaves the
-repository (a ``../`` climbing above the root, an absolute filesystem path such as ``/work/...``)
-and no page names a path outside it; every relative link in README.md and docs/*.md reaches a
-file, and its ``#anchor`` a heading of that file (GitHub's slug rule). The helpers take the
+Checked here: every repository path that README.md and docs/*.md name exists (in a code span, a
+markdown link or a markdown file named in prose; the rules are `named_paths`'s); the README has
+at most MAX_README_LINES lines; no link in the README or docs/ leaves the repository (a ``../``
+climbing above the root, an absolute filesystem path such as ``/work/...``) and no page names a
+path outside it; every relative link in README.md and docs/*.md reaches a file, and its
+``#anchor`` a heading of that file (GitHub's slug rule). The dated pages in docs/measurements/
+record what was true on their day and are not held to today's tree. The helpers take the
 markdown as a string, so each check is also shown failing on hand-made text.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,59 +22,138 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 MAX_README_LINES = 260
-# Written by the make targets and git-ignored: a README may name them before they exist.
-OUTPUT_DIRS = ("results/", "reports/")
 # A code span ending so names a file even when its folder is misspelt.
 FILE_SUFFIX = re.compile(r"\.(md|py|yaml|yml|sql|sh|toml|png|pdf|json|jsonl|j2|tex|txt|cfg)$")
+# Suffixes of the files this repository holds: a bare name (no folder) ending so is one of ours
+# (`config.json`, `build.json` are a model's or the cache's files, never checked bare).
+SOURCE_SUFFIX = re.compile(r"\.(md|py|yaml|yml|sql|sh|toml|j2|tex)$")
 NOT_A_PATH = re.compile(r"[\s{}<>*$=\[\]()|,'\"]|://")
+# Placeholders stand for a name: `analyze/sql/NN_name.sql`, `YYYY-MM-DD-what.md`, `DIR/x.json`.
+PLACEHOLDER = re.compile(r"(?<![A-Za-z])(YYYY|NN|DIR|PATH|FILE)(?![a-z])")
 FENCED = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.M | re.S)
+# an indented code block: a paragraph whose first line starts with 4 spaces or a tab
+INDENTED = re.compile(r"(?:^|\n\n)(?:(?: {4}|\t)[^\n]*(?:\n|$))+")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 OUTSIDE_TEXT = ("/work/", "../shared")
 # A markdown file named in plain prose, as in "(DESIGN.md)"; URLs are removed first.
 BARE_MD = re.compile(r"(?<![\w/.-])([\w.-]+(?:/[\w.-]+)*\.md)\b")
 URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
+# Names that look like ours but are not, each with why. Keep it short: a stale name is fixed
+# in the page, never listed here.
+NOT_OURS = {
+    "request_stats.py": "guidellm's module, named in docs/metrics.md's comparison",
+    "docs/metrics_reference.md": "AIPerf's page, named in docs/metrics.md's sources",
+    "ct200-qwen36-cluster.yaml": "the copy of plans/ct200-qwen36.yaml docs/cluster.md has the "
+    "user make",
+}
+
+
+@cache
+def _ignored_folders(root: Path) -> tuple[str, ...]:
+    """Folders .gitignore names (`results/`, `reports/`, `device/`): written by the make
+    targets and the scripts, a page may name them (and what is in them) before they exist."""
+    ignore = root / ".gitignore"
+    lines = ignore.read_text().splitlines() if ignore.exists() else []
+    return tuple(line.strip() for line in lines if line.strip().endswith("/"))
 
 
 def _prose(markdown: str) -> str:
-    """The markdown without fenced code blocks (a fence's backticks are not a code span)."""
-    return FENCED.sub("", markdown)
+    """The markdown without code blocks, fenced or indented (commands and plan examples: a
+    fence's backticks are not a code span, and an example's paths are the user's)."""
+    return INDENTED.sub("\n\n", FENCED.sub("", markdown))
+
+
+def _blocks(prose: str) -> list[str]:
+    """Paragraphs and list items, and each table row on its own: the context in which a bare
+    file name (`config.py`) is read against the folders named beside it."""
+    out = []
+    for para in re.split(r"\n\s*\n", prose):
+        out += re.split(r"\n(?=\s*(?:\||[-*] |\d+\. ))", para)
+    return out
 
 
 def _is_external(target: str) -> bool:
     return bool(re.match(r"[a-z][a-z0-9+.-]*:", target, re.I))  # http:, https:, mailto:
 
 
-def _looks_like_repo_path(token: str, top_level: set[str]) -> bool:
-    """A code span names a repository path when it is one word of path characters that ends
-    in '/', ends in a file suffix, or starts with a top-level entry of the repository
-    (`tokens/J` and `A/A` do not; `/health` is an HTTP path, `~/.cache/...` the user's)."""
-    if NOT_A_PATH.search(token) or token.startswith(("/", "~", "-", "#")):
+def _looks_like_path(token: str) -> bool:
+    """A code span may be a path: one word of path characters, no placeholder, that ends in
+    '/', ends in a file suffix or holds a '/' (`tokens/J` and `A/A` are then ruled out by
+    where they would resolve: `_resolve`); `/health` is an HTTP path, `~/.cache/...` the
+    user's, `.tar.gz` a suffix."""
+    if NOT_A_PATH.search(token) or PLACEHOLDER.search(token) or token in NOT_OURS:
         return False
-    if token.startswith("."):  # `.ci/run`, but not `.tar.gz`
-        return "/" in token and token.split("/")[0] in top_level
-    if token.endswith("/") or FILE_SUFFIX.search(token):
-        return True
-    return "/" in token and token.split("/")[0] in top_level
+    if token.startswith(("/", "~", "-", "#")) or (token.startswith(".") and "/" not in token):
+        return False
+    return token.endswith("/") or bool(FILE_SUFFIX.search(token)) or "/" in token
 
 
-def named_paths(markdown: str, root: Path) -> list[str]:
-    """Repository paths a page names: code spans that look like paths, relative link
-    targets (anchor dropped) and markdown files named in plain prose, in that order;
-    generated outputs (OUTPUT_DIRS) left out."""
-    top_level = {p.name for p in root.iterdir()}
+def _resolve(token: str, page_dir: Path, root: Path, folders: list[Path]) -> list[Path] | None:
+    """Where a path-like token may point, any one of which must exist; None when it is not a
+    path of this repository. With a folder: from the page (`../x`, or a first part that is an
+    entry of the page's folder: `measurements/...` in docs/) or from the root (a first part
+    that is a top-level entry); another project's path (`vllm/config/speculative.py`) is not
+    ours. A bare name (`config.py`, `traces/`): in the folders the same row or paragraph
+    names, else anywhere in the repository; bare, only our files' suffixes are checked."""
+    head, _, rest = token.partition("/")
+    if token.startswith(("../", "./")):
+        return [page_dir / token]
+    if rest:
+        if (page_dir / head).exists() and page_dir != root:
+            return [page_dir / token]
+        return [root / token] if (root / head).exists() or head.startswith(".") else None
+    if not (token.endswith("/") or SOURCE_SUFFIX.search(token)):
+        return None
+    if folders:
+        return [page_dir / token, root / token, *(f / token for f in folders)]
+    return [page_dir / token, root / token, *_everywhere(root, token.rstrip("/"))]
+
+
+@cache
+def _everywhere(root: Path, name: str) -> tuple[Path, ...]:
+    """Every file or folder of the repository called name (git-ignored folders left out)."""
+    skip = {".git", ".venv", "__pycache__", *(d.rstrip("/") for d in _ignored_folders(root))}
+    found = []
+    for path in root.rglob(name):
+        if not skip.intersection(path.relative_to(root).parts):
+            found.append(path)
+    return tuple(found)
+
+
+def named_paths(markdown: str, root: Path, page: Path | None = None) -> list[tuple[str, list]]:
+    """The repository paths a page names, each with the places it may point to: code spans
+    that look like paths (read against the folders named in the same row or paragraph),
+    relative link targets (anchor dropped) and markdown files named in plain prose, in that
+    order; what lies in a git-ignored folder (`results/`) left out."""
+    page_dir = (page or root / "README.md").parent
     prose = _prose(markdown)
-    spans = [t for t in CODE_SPAN.findall(prose) if _looks_like_repo_path(t, top_level)]
-    links = [t.split("#", 1)[0] for t in LINK.findall(prose)]
-    links = [t for t in links if t and not _is_external(t)]
+    out: list[tuple[str, list]] = []
+    for block in _blocks(prose):
+        spans = [t for t in CODE_SPAN.findall(block) if _looks_like_path(t)]
+        folders = [root / t for t in spans if t.endswith("/") and (root / t).is_dir()]
+        for token in spans:
+            places = _resolve(token, page_dir, root, folders)
+            if places is not None:
+                out.append((token, places))
+    for target in LINK.findall(prose):
+        path = target.split("#", 1)[0]
+        if path and not _is_external(path):
+            out.append((path, [page_dir / path]))
     plain = URL.sub("", LINK.sub("", CODE_SPAN.sub("", prose)))
-    bare = BARE_MD.findall(plain)
-    return [p for p in spans + links + bare if not p.startswith(OUTPUT_DIRS)]
+    for name in BARE_MD.findall(plain):
+        if name not in NOT_OURS:
+            out.append((name, [page_dir / name, root / name]))
+    ignored = _ignored_folders(root)
+    return [(t, ps) for t, ps in out if not t.lstrip("./").startswith(ignored)]
 
 
-def missing_paths(markdown: str, root: Path) -> list[str]:
-    """Named paths (relative to the repository root) that do not exist under ``root``."""
-    return [p for p in named_paths(markdown, root) if not (root / p).exists()]
+def missing_paths(markdown: str, root: Path, page: Path | None = None) -> list[str]:
+    """Named paths none of whose places exists (relative to ``page``'s folder, default the
+    root)."""
+    return [
+        t for t, places in named_paths(markdown, root, page) if not any(map(Path.exists, places))
+    ]
 
 
 def escaping_links(markdown: str, page: Path, root: Path) -> list[str]:
@@ -134,6 +216,11 @@ def test_readme_names_only_existing_paths():
     assert missing_paths(README.read_text(), ROOT) == []
 
 
+@pytest.mark.parametrize("page", _doc_pages(), ids=lambda p: p.name)
+def test_docs_name_only_existing_paths(page: Path):
+    assert missing_paths(page.read_text(), ROOT, page) == []
+
+
 def test_readme_is_short():
     assert len(README.read_text().splitlines()) <= MAX_README_LINES
 
@@ -166,6 +253,23 @@ def test_missing_paths_finds_a_bad_path():
         "docs/nope.md",
         "DESIGN.md",
     ]
+
+
+def test_missing_paths_reads_a_docs_page_in_its_context():
+    """Bare names are read against the folders of their row; a page's own folder counts;
+    commands, plan examples, URLs, placeholders, other projects' and git-ignored paths are
+    never repository paths."""
+    page = ROOT / "docs" / "x.md"
+    text = (
+        "| `collect/cluster/` | the driver (`driver.py`), its model (`config.py`) |\n"
+        "| `schema/` | DDL (`ddl.sql`) |\n\n"
+        "See `measurements/nope.md`, `../schema/ddl.sql`, `plan-guide.md`, `sglang.py`,\n"
+        "`nowhere.py`, `config.json`, `vllm/config/speculative.py`, `analyze/sql/NN_name.sql`,\n"
+        "`YYYY-MM-DD-what.md`, `device/sharegpt`, `https://x.org/a/b.md` and https://x.org/c.md.\n"
+        "\n    specsweep run plans/nope.yaml --db `results/x.duckdb`\n\n"
+        "```yaml\nmodel: `/models/x.gguf`\ntrace: `plans/traces/nope.jsonl`\n```\n"
+    )
+    assert missing_paths(text, ROOT, page) == ["config.py", "measurements/nope.md", "nowhere.py"]
 
 
 def test_missing_paths_in_a_copied_tree(tmp_path: Path):

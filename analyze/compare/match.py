@@ -17,15 +17,17 @@ from analyze.compare import variance as cv
 from analyze.compare.change import METRICS, SHIFT_WINDOW, Change, Comparison
 from analyze.compare.prompts import PromptCheck, prompt_check
 from analyze.environment_diff import environment
+from schema.keys import WINDOW_KEY
 from schema.paired import holm
 from schema.starts import StartVariance
 
-KEY = ("engine", "tp", "method", "workload", "max_tokens", "concurrency", "load")
+# a window within its campaign, and how it was loaded (a closed loop or a rate)
+KEY = (*WINDOW_KEY[1:], "load")
 COLUMNS = ("decode_tps", "ttft_s", "tpot_s", "accept_length")  # ROWS_SQL's, in its order
 # (campaign, the window's columns, load_label's arguments, run, prompt, the position of the
 # request's service start (service_starts; NULL for imported rows), the metrics); ? x4
-ROWS_SQL = """
-SELECT m.campaign_id, m.engine, m.tp, m.method, m.workload, m.max_tokens, m.concurrency,
+ROWS_SQL = f"""
+SELECT {", ".join(f"m.{c}" for c in WINDOW_KEY)},
        'closed', NULL::DOUBLE, NULL::VARCHAR, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE,
        m.run, m.prompt_id, s.start_index, m.decode_tps, m.ttft_s, m.tpot_s,
        accept_length_of(m.output_tokens, m.spec_verify_ct)

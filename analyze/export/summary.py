@@ -31,8 +31,11 @@ from typing import Any
 
 import duckdb
 
+from schema.keys import WINDOW_KEY
+
 SUMMARY_VERSION = 1
-KEY = ["engine", "tp", "method", "workload", "max_tokens", "concurrency"]
+# a window within its campaign (campaign_id is the file's own field)
+KEY = WINDOW_KEY[1:]
 METRICS = [
     "ttft_p50_s",
     "ttft_p90_s",

@@ -1,6 +1,6 @@
 """The driver of a campaign across a Ray cluster: where `collect run` runs, the only writer.
 
-`collect.run.runner.run` (called by `collect.cluster.run` with `connect=RayCluster`) does
+`collect.run.runner.run` (called by `collect.cluster.launch.run` with `connect=RayCluster`) does
 what it does for one host (the campaigns row, resume, runs, phases, status) with a `RayCluster`
 as where the campaign runs (it satisfies `collect.hosts.base.Cluster`), and hands its job queue (the
 runner's `_Queue`: phases, best_of picks, --only, replicas) to `RayCluster.run_jobs`, which
@@ -54,10 +54,10 @@ from collect.cluster.land import land
 from collect.cluster.task import run_job
 from collect.hosts.base import HostUnreachable
 from collect.plan.model import Plan, ServiceConfig
-from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.run.campaign import Campaign
 from collect.run.progress import Eta, eta_text
+from collect.scheduling.schedule import Job, Scheduler
 
 log = logging.getLogger("specsweep.collect")
 POLL_S = 0.2  # how often the driver looks for finished tasks and signals

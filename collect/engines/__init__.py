@@ -1,57 +1,17 @@
-"""Engine adapters, one module per engine owning all its knowledge: its plan model, launch
-flags, stream parser, fingerprint, scrapes, memory rules and result-file format.
+"""Engine adapters, one module per engine owning all its knowledge: its plan model, launch flags,
+stream parser, fingerprint, scrapes, memory rules and result-file format.
 
 A module here is an engine when it defines `KIND` (the plan's `engine.kind`), `Config` (its
-pydantic plan model) and `Adapter` (a class satisfying `collect.engines.base.Engine`, built
-from a `Config`). Modules are found by listing this package's `__path__`, so adding an engine
-is adding one module; `create(cfg)` picks the adapter for a plan's engine. This registry is
-what the plan reads (`config_models()` builds its `engine` union): the plan imports the engines,
-never the reverse. The helper modules beside them: `base` (the protocols), `config` (the plan
-model every `Config` subclasses), `openai` (the OpenAI-compatible chat stream and /metrics the
-adapters share; no adapter imports another), `acceptance` (the one acceptance definition).
+pydantic plan model) and `Adapter` (a class satisfying `collect.engines.base.Engine`, built from
+a `Config`). Modules are found by listing this package's `__path__`, so adding an engine is
+adding one module; `create(cfg)` (`registry`) picks the adapter for a plan's engine. The
+registry is what the plan reads (`config_models()` builds its `engine` union): the plan imports
+the engines, never the reverse. The helper modules beside them: `base` (the protocols), `config`
+(the plan model every `Config` subclasses), `openai` (the OpenAI-compatible chat stream and
+/metrics the adapters share; no adapter imports another), `acceptance` (the one acceptance
+definition).
 """
 
-from __future__ import annotations
+from collect.engines.registry import config_models, create, modules, result_formats
 
-import functools
-import importlib
-import pkgutil
-from types import ModuleType
-from typing import Any
-
-from collect.engines.base import Engine, ResultFormat
-
-
-@functools.cache
-def modules() -> dict[str, ModuleType]:
-    """Every engine module by KIND, in module-name order (which orders the plan's union)."""
-    found: dict[str, ModuleType] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if "KIND" not in vars(module):  # helper modules (base, chat templates) have none
-            continue
-        kind = module.KIND
-        if kind in found:
-            raise ValueError(
-                f"engine kind {kind!r} defined twice: {found[kind].__name__}, {module.__name__}"
-            )
-        found[kind] = module
-    return found
-
-
-def config_models() -> list[type[Any]]:
-    """The plan models of every engine, for the plan's `engine` union."""
-    return [m.Config for m in modules().values()]
-
-
-def result_formats() -> dict[str, ResultFormat]:
-    """The result-file format of every engine whose benchmark tool `collect import` reads."""
-    return {k: m.RESULT_FILE for k, m in modules().items() if "RESULT_FILE" in vars(m)}
-
-
-def create(cfg: Any) -> Engine:
-    """The adapter for a plan's engine (`cfg.kind` names its module's KIND)."""
-    module = modules().get(cfg.kind)
-    if module is None:
-        raise ValueError(f"unknown engine kind {cfg.kind!r}; known: {', '.join(modules())}")
-    return module.Adapter(cfg)
+__all__ = ["config_models", "create", "modules", "result_formats"]

@@ -1,6 +1,6 @@
 """The `Engine` protocol the runner, the service lifecycle and the measurement windows are typed
 against, the no-op hooks adapters inherit, and `MemoryRules`: what an engine's flags say about
-its GPU memory (read by `collect.planning.memory`'s budget) and `ResultFormat`: how its benchmark
+its GPU memory (read by `collect.scheduling.memory`'s budget) and `ResultFormat`: how its benchmark
 tool's result files differ (read by `collect.importing.files`).
 
 An engine module under collect/engines/ defines `KIND`, a pydantic `Config` (its plan model,

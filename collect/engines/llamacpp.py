@@ -101,8 +101,8 @@ class LlamaCppEngine(EngineConfig):
     binary: str = Field(
         "auto",
         description="Path of llama-server, 'auto' for the CPU build cached under "
-        "~/.cache/specsweep (`python -m collect provision`), or 'auto-cuda' for the cached "
-        "CUDA build (`python -m collect provision --cuda`, `make engine CUDA=1`).",
+        "~/.cache/specsweep (`specsweep provision`), or 'auto-cuda' for the cached "
+        "CUDA build (`specsweep provision --cuda`, `make engine CUDA=1`).",
     )
     model: str = Field(
         description="GGUF path, or package://<python package>/<file> for a file shipped "

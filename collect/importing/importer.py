@@ -166,7 +166,7 @@ def build_rows(
         rows["units"].append(_unit(window, run.n, sent_at))
     rows["campaigns"] = [{
         "campaign_id": cid, "plan_name": f"import-{path.stem}", "plan_sha256": sha256,
-        "plan_yaml": f"# not a plan: imported by `python -m collect import {path.name}` "
+        "plan_yaml": f"# not a plan: imported by `specsweep import {path.name}` "
                      f"({runs[0].tool} result file, {len(runs)} run(s))\n",
         "baseline": options.method, "started_at": now, "finished_at": now,
         "status": "complete",
@@ -326,7 +326,7 @@ def run(path: Path, db: Path, options: ImportOptions) -> list[str]:
             + "; ".join(run_.notes)
         )
     lines.append(
-        f"next: `python -m analyze --db {db}` builds the views and compares the "
+        f"next: `specsweep analyze --db {db}` builds the views and compares the "
         "file's printed figures with specsweep's (view import_check)"
     )
     return lines

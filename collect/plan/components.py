@@ -98,7 +98,7 @@ class _GPUHost(Strict):
         description="With `pack`: a configuration whose estimated work is long next to the "
         "others' runs as several replicas (service starts on GPUs of their own, each a "
         "share of its workloads; services.replica says which), when that shortens the "
-        "packed order by more than the start-ups it adds (collect/planning/replicas.py). "
+        "packed order by more than the start-ups it adds (collect/scheduling/replicas.py). "
         "false: one service start per configuration.",
     )
     blocking_services: list[BlockingService] = Field(
@@ -281,7 +281,8 @@ class Telemetry(Strict):
 
 class Estimates(Strict):
     """Assumed speeds for duration estimates (ETA, `check`, `simulate`) before the store has
-    measurements; `collect.planning.estimate` replaces them with measured figures as they exist."""
+    measurements; `collect.scheduling.estimate` replaces them with measured figures as they
+    exist."""
 
     startup_s: float | tuple[float, float] = Field(
         (60.0, 90.0),

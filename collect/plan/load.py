@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from collect.plan.fields import Name, Strict
-from collect.plan.traces import TraceItem, read_trace
-from collect.plan.tracetext import PoolText, TextMatch
+from collect.plan.traces.read import TraceItem, read_trace
+from collect.plan.traces.text import PoolText, TextMatch
 
 # a prompt category (requests.category; schema.contracts.CATEGORY_PATTERN is the same rule)
 CATEGORY_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -180,7 +180,7 @@ class TraceWorkload(Strict, Generic[TextT]):
     kind: Literal["trace"] = Field(
         description="Replay a JSONL trace on its own clock: each line's request is sent at its "
         "timestamp (times time_scale) after the window starts, with its own prompt and output "
-        "length (formats: collect/plan/traces.py and docs/open-loop.md)."
+        "length (formats: collect/plan/traces/read.py and docs/open-loop.md)."
     )
     name: Name = Field(description="Workload label.")
     path: Path = Field(
@@ -309,21 +309,15 @@ class Slo(Strict):
     def met(
         self, ok: bool, ttft_s: float | None, e2e_s: float | None, output_tokens: int | None
     ) -> bool:
-        """Whether one request meets every objective given (vLLM's goodput rule): failed
-        requests never do; TPOT = schema.metrics.tpot_s, (e2e - ttft) / (output_tokens - 1),
-        the tpot_s macro's twin (tests/schema/test_metrics_parity.py), and a request of fewer
-        than two tokens has none, which meets a TPOT objective. analyze/sql computes the same
-        in SQL (tests/analyze/test_analyze_openloop.py checks they agree)."""
-        from schema.metrics import tpot_s  # here: this method is the only user in the module
+        """Whether one request meets every objective given (vLLM's goodput rule, from the
+        actual send): schema.metrics.meets_slo with TPOT = schema.metrics.tpot_s, the twins of
+        the meets_slo and tpot_s macros that analyze/sql/open_requests.sql calls
+        (tests/schema/test_metrics_parity.py)."""
+        # here: this method is the only user in the module
+        from schema.metrics import meets_slo, tpot_s
 
-        if not ok or ttft_s is None or e2e_s is None:
-            return False
         tpot = tpot_s(output_tokens, e2e_s, ttft_s)
-        return (
-            (self.ttft_ms is None or ttft_s * 1000 <= self.ttft_ms)
-            and (self.tpot_ms is None or tpot is None or tpot * 1000 <= self.tpot_ms)
-            and (self.e2e_ms is None or e2e_s * 1000 <= self.e2e_ms)
-        )
+        return meets_slo(ok, ttft_s, tpot, e2e_s, self.ttft_ms, self.tpot_ms, self.e2e_ms)
 
     def attainment(self, rows: list[dict]) -> float:
         """Share of a window's requests (rows of `requests`) that meet every objective."""

@@ -37,6 +37,7 @@ from collect.plan.workloads import (  # noqa: F401 - re-exported: many callers i
     check_positive,
 )
 from schema.controls import aa_control_name
+from schema.defaults import DEFAULT_BASELINE
 
 # --- the plan ----------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ class Plan(Strict):
     engine: Engine = Field(description="The inference server and its common settings.")
     methods: list[Method] = Field(min_length=1, description="Methods to compare.")
     baseline: Name = Field(
-        "autoregressive", description="Method every other method is compared against."
+        DEFAULT_BASELINE, description="Method every other method is compared against."
     )
     aa_control: bool = Field(
         False,
@@ -245,7 +246,7 @@ class Plan(Strict):
     def phase_configs(self, phase: Phase, methods: list[str]) -> list[ServiceConfig]:
         """The services of a phase for the given methods, baseline first; the A/A control
         (plan order: last) wherever the baseline runs (docs/aa-control.md says why). A run
-        starts them in its own order (collect.planning.order)."""
+        starts them in its own order (collect.scheduling.order)."""
         chosen = {self.baseline, aa_control_name(self.baseline), *methods}
         ordered = sorted(self.methods, key=lambda m: m.name != self.baseline)
         return [

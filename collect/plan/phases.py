@@ -4,7 +4,7 @@ A phase runs the methods it names, or the `top` fastest methods of an earlier ph
 (`methods: {best_of: tp1, top: 2}`; with `per: family`, the `top` fastest of each method
 family, so that every family's best setting is re-measured), always with the baseline.
 "Fastest" is decided from the measurements already in the store, with the report's paired
-speedup and interval: collect.planning.ranking says how. This module holds the plan models only.
+speedup and interval: collect.scheduling.ranking says how. This module holds the plan models only.
 """
 
 from __future__ import annotations

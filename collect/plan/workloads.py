@@ -24,7 +24,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from collect import sharegpt
 from collect.plan.fields import Name, Strict
 from collect.plan.load import CATEGORY_FIELD, Category, OpenLoad, TextOption, TraceWorkload
-from collect.plan.tracetext import PoolText
+from collect.plan.traces.text import PoolText
 from collect.resources import humaneval_problems, mtbench_questions
 
 # --- the plan's prompt sources and workloads ---------------------------------------------

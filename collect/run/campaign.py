@@ -20,10 +20,10 @@ from collect.hosts.base import Cluster, Host
 from collect.plan.families import numeric
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
-from collect.planning.order import phase_seed, round_order
-from collect.planning.ranking import describe, pick, rank_methods
 from collect.redact import redact
 from collect.run.progress import CampaignProgress
+from collect.scheduling.order import phase_seed, round_order
+from collect.scheduling.ranking import describe, pick, rank_methods
 from schema.store import Store, utcnow
 
 
@@ -247,7 +247,7 @@ def todo(
     c: Campaign, phase: Phase, announce: bool = False, methods: list[str] | None = None
 ) -> list[tuple[ServiceConfig, list[Workload]]]:
     """The phase's configurations with unfinished units (methods: these, not the phase's), in
-    the order this run (a round) starts them: collect.planning.order's counterbalanced one."""
+    the order this run (a round) starts them: collect.scheduling.order's counterbalanced one."""
     out = []
     chosen = phase_methods(c, phase, announce) if methods is None else methods
     configs = {config.method.name: config for config in c.plan.phase_configs(phase, chosen)}

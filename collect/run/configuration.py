@@ -21,7 +21,6 @@ from collect.http.client import http_client
 from collect.plan.load import TraceWorkload
 from collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
 from collect.plan.workloads import prompts
-from collect.planning.replicas import replica_of
 from collect.run import openloop, replay
 from collect.run.campaign import Campaign
 from collect.run.endpoints import Endpoints
@@ -35,6 +34,7 @@ from collect.run.fingerprint import (
 from collect.run.replay import ReplayMissing
 from collect.run.service import Cancelled, Service, ServiceFailed
 from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
+from collect.scheduling.replicas import replica_of
 from collect.telemetry import sampling
 from schema.store import Store, utcnow
 

@@ -148,7 +148,7 @@ async def send_schedule(
 
 
 def trace_schedule(w: TraceWorkload) -> list[Arrival]:
-    """A trace's requests as arrivals on the trace's own clock (collect/plan/traces.py)."""
+    """A trace's requests as arrivals on the trace's own clock (collect/plan/traces/read.py)."""
     return [
         Arrival(i.t_s, i.prompt_id, 0, i.messages, i.max_tokens, category_of(w, i.category))
         for i in w.items()

@@ -5,7 +5,7 @@ API the runner calls (thread-safe; jobs are the scheduler's, keyed f"{phase}:{co
 
     progress = CampaignProgress(0, eta=Eta(gpus, reserved, packed))
     progress.job_added(job, requests, fixed_s)  # a configuration is queued: its Job (seconds
-                                                # from collect.planning.estimate), its measured
+                                                # from collect.scheduling.estimate), its measured
                                                 # requests and its start-up + warm-up seconds
     progress.job_started(key)                   # its service is being launched
     progress.request_done(key)                  # one of its measured requests finished
@@ -54,7 +54,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from collect.planning.schedule import Job, Scheduler, makespan, simulate
+from collect.scheduling.schedule import Job, Scheduler, makespan, simulate
 
 # the ETA is recomputed at most this often (a packed campaign's replay costs tens of ms of
 # CPU that the measurement loop, on another thread of the same process, waits for)

@@ -12,7 +12,7 @@ Rounds (plan `repeat`): every round replays the FIRST round's replies (SOURCE_RU
 baseline's own included from round 2 on, so that a session's turn-k prompt is the same in
 every round and for every method, as the crossing of rounds with prompts needs
 (schema/paired.py), and so that only round 1 has an order to keep: in later rounds the
-baseline starts wherever the counterbalanced order puts it (collect.planning.order), since the
+baseline starts wherever the counterbalanced order puts it (collect.scheduling.order), since the
 replies it would have to produce first are already there.
 
 In round 1 the baseline must therefore have run the session first: `waits_for` gives the
@@ -104,7 +104,7 @@ def waits_for(
 ) -> frozenset[str]:
     """Keys of the queued jobs of the plan's baseline (same tp) that run a replayed workload
     this job runs: in the round that records the replies (SOURCE_RUN), a method's job starts
-    after them (the `after` of collect.planning.schedule: serial or packed). The baseline's
+    after them (the `after` of collect.scheduling.schedule: serial or packed). The baseline's
     own job, and every job of a later round, waits for nothing."""
     baseline = plan.baseline
     names = {w.name for w in workloads if replays(w)}

@@ -25,9 +25,6 @@ from collect.plan.families import family_members, resolve
 from collect.plan.model import Plan, ServiceConfig, Workload
 from collect.plan.phases import BestOf, Phase
 from collect.plan.workloads import request_count
-from collect.planning.estimate import Estimator, load_measured
-from collect.planning.replicas import Candidate, Replica, split
-from collect.planning.schedule import Job, Scheduler
 from collect.redact import redact
 from collect.run import configuration as serve
 from collect.run.campaign import (
@@ -41,6 +38,9 @@ from collect.run.campaign import (
 from collect.run.fingerprint import put_environment, record_environment
 from collect.run.progress import CampaignProgress, Eta, eta_text
 from collect.run.replay import waits_for
+from collect.scheduling.estimate import Estimator, load_measured
+from collect.scheduling.replicas import Candidate, Replica, split
+from collect.scheduling.schedule import Job, Scheduler
 from schema.store import Store
 
 log = logging.getLogger("specsweep.collect")
@@ -64,11 +64,11 @@ def run(
     """Run (or resume) the plan's campaign, or only the named phases, or only the
     configurations named METHOD or METHOD/TP; `repeat` rounds (default: the plan's), each
     complete before the next starts, each starting every configuration once in its
-    counterbalanced order (collect.planning.order); returns campaign_id. A plan with
-    `cluster:` runs on `connect(plan, plan_text)`: collect.cluster.run's RayCluster (a layer
+    counterbalanced order (collect.scheduling.order); returns campaign_id. A plan with
+    `cluster:` runs on `connect(plan, plan_text)`: collect.cluster.launch.run's RayCluster (a layer
     above this one)."""
     if plan.cluster is not None and connect is None:
-        raise ValueError("a plan with `cluster:` runs through collect.cluster.run")
+        raise ValueError("a plan with `cluster:` runs through collect.cluster.launch.run")
     campaign_id = plan.campaign_id()
     runs = repeat or plan.repeat
     selected = select_phases(plan, phases)
@@ -142,7 +142,7 @@ def select_configs(plan: Plan, specs: list[str] | None) -> list[tuple[str, int |
 
 def _run_phases(c: Campaign, phases: list[Phase], runs: int = 1) -> None:
     """Run round `c.run` (of `runs`) of the phases' configurations through the scheduler,
-    each in a worker thread, in the round's order (collect.planning.order: each job's `rank`).
+    each in a worker thread, in the round's order (collect.scheduling.order: each job's `rank`).
 
     Packed (a host with GPUs and `host.pack`): every configuration whose methods are known
     is queued at once and runs as soon as a disjoint GPU set is free; in round 1 a best_of
@@ -275,7 +275,7 @@ class _Queue:
         """The jobs of the phase's configurations not in `queued`, in `todo`'s order (the
         round's: a job's `rank` is its place there): each one job, or (packed,
         host.replicas) one that is long next to the others as replicas, jobs keyed
-        f"{key}#{i}" (i >= 2) with a share of its workloads each (collect.planning.replicas
+        f"{key}#{i}" (i >= 2) with a share of its workloads each (collect.scheduling.replicas
         says when and how). In round 1 a baseline whose replies others replay
         (collect.run.replay) comes first, whatever its rank: they wait for it."""
         wide, alone = self.gpus or self.room, bool(phase.stop_services)  # Ray places a cluster's

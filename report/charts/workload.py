@@ -11,6 +11,7 @@ from matplotlib.axes import Axes
 
 from report.charts.axes import _categorical, _empty, _slant_if_crowded, ratio_axis
 from report.charts.theme import LINE_MARKER, Palette, _order, fill, plain
+from report.keys import WINDOW
 from report.labels import Labels, metric_label
 
 
@@ -37,7 +38,8 @@ def plot_speedup_by_workload(ax: Axes, frame: pd.DataFrame, palette: Palette) ->
     if frame.empty:
         return _empty(ax, "no speedup rows")
     frame = frame.assign(label=_config_labels(frame))
-    keys = [c for c in ("workload", "engine", "tp", "max_tokens", "concurrency") if c in frame]
+    # labels by workload first, then the rest of the key
+    keys = [c for c in dict.fromkeys(["workload", *WINDOW]) if c in frame]
     labels = list(dict.fromkeys(frame.sort_values(keys)["label"]))
     methods = _order(palette, frame["method"])
     width = 0.8 / max(len(methods), 1)

@@ -1,4 +1,4 @@
-"""The compare report, ``python -m report --compare A B``: what changed between two campaigns
+"""The compare report, ``specsweep report --compare A B``: what changed between two campaigns
 and whether it is real. It reads only the compare_* tables that ``python -m analyze compare A
 B`` stores (:mod:`report.compare.data`), words the verdict, the likely cause and the tables
 (:mod:`report.compare.text`), draws the B/A decode-speed chart with the report's theme

@@ -5,6 +5,7 @@ temporary folder; the PDF and its ``.tex`` are copied out."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import shutil
 import tempfile
@@ -15,7 +16,7 @@ from report.build import compile_tex, render_tex, require_latexmk
 from report.compare import figure
 from report.compare import text as words
 from report.compare.data import CompareData, load
-from report.latex import texttt
+from report.latex import fmt_time, texttt
 
 log = logging.getLogger(__name__)
 TEMPLATE = "compare.tex.j2"
@@ -55,7 +56,7 @@ def context(data: CompareData, chart: str | None) -> dict[str, Any]:
 
 
 def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
+    return fmt_time(value) if isinstance(value, dt.datetime) else str(value)
 
 
 def run(

@@ -50,7 +50,7 @@ class CompareData:
 def _missing(db: Path, a_spec: str, b_spec: str) -> ReportError:
     return ReportError(
         f"{db} holds no stored comparison of {a_spec} and {b_spec}; run "
-        f"python -m analyze compare {a_spec} {b_spec} first"
+        f"specsweep compare {a_spec} {b_spec} first"
     )
 
 
@@ -95,7 +95,7 @@ def load(db_path: Path | str, a_spec: str, b_spec: str) -> CompareData:
         if not set(changes.columns) >= NEEDED or "compare_prompts" not in tables:
             raise ReportError(
                 f"{path} holds a comparison stored by an older specsweep; run "
-                f"python -m analyze compare {a_spec} {b_spec} again"
+                f"specsweep compare {a_spec} {b_spec} again"
             )
         frames = [
             con.execute(sql, ids).df()

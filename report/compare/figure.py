@@ -1,5 +1,5 @@
 """The compare report's chart: B/A decode speed per matched window with its 95% paired t
-interval, drawn as the main report draws speedups (:func:`report.figures.layout.ratio_figure`:
+interval, drawn as the main report draws speedups (:func:`report.charts.layout.ratio_figure`:
 a panel per workload and max_tokens, a point per concurrency and method, log-2 axis around
 the dashed 1x line; filled markers significant after Holm's adjustment, hollow ones not;
 a window without an interval, one start per side, shows its point only)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from report import charts
-from report.figures.layout import ratio_figure, save_figure
+from report.charts.layout import ratio_figure, save_figure
 
 YLABEL = "B / A decode tok/s"
 

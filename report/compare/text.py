@@ -6,7 +6,7 @@ side by side; p90s as point estimates; attainment as a difference in points), ea
 campaign's own speedup side by side, the prompts not paired, and the windows measured in
 one campaign only. What counts as significant is analyze.compare's (docs/compare.md).
 
-Sentences are plain text (what ``python -m report --compare`` prints); :func:`tex` escapes
+Sentences are plain text (what ``specsweep report --compare`` prints); :func:`tex` escapes
 one for LaTeX and draws its ``->`` as an arrow. Table cells are escaped by
 :func:`report.tables.build_table`.
 """

@@ -1,5 +1,6 @@
 """What the experiment's design lets page 1 say: the family its claims are adjusted in, the
-noise floor of a service start, and the rounds behind every interval (raw LaTeX sentences).
+noise floor of a service start, and the rounds behind every interval (marked Unicode
+sentences, report.findings.text).
 
 The design (issue 36): each configuration is started once per round, the rounds in a
 counterbalanced order; a start is a random effect shared by all of its windows. analyze
@@ -19,14 +20,10 @@ from collections.abc import Callable
 import pandas as pd
 
 from report.data import ReportData
-from report.latex import escape_latex as e
-from report.latex import fmt_num
+from report.findings.text import code, em, num, times
+from report.findings.text import data as d
 
 MAX_STRATA = 4  # strata listed one by one in the threats; more are summarised
-
-
-def _x(v: float) -> str:
-    return f"{fmt_num(v)}$\\times$"
 
 
 def _tested(frame: pd.DataFrame) -> int:
@@ -67,21 +64,21 @@ def family_sentence(data: ReportData) -> str:
     if len(ms) == 1:
         m = ms.pop()
         return (
-            f"The claims on this page are one family: Holm's adjustment runs over the "
-            f"campaign's m = {m} tested claims together ({kinds}), so \\emph{{significant}} "
+            f"The claims on this page are one family: Holm’s adjustment runs over the "
+            f"campaign’s m = {m} tested claims together ({kinds}), so {em('significant')} "
             f"anywhere on this page means a Holm-adjusted p below 0.05 among those {m}, "
             f"and a result picked after looking quotes the simultaneous interval over "
             f"them." + breakdown
         )
     if not ms:
         return (
-            f"Significance is Holm-adjusted over the campaign's comparisons ({kinds}); the file "
-            "does not record the family's size (analysed before it was kept)." + breakdown
+            f"Significance is Holm-adjusted over the campaign’s comparisons ({kinds}); the file "
+            "does not record the family’s size (analysed before it was kept)." + breakdown
         )
     sizes = "; ".join(f"{what} over {m}" for n, what, m in parts if n and m is not None)
     return (
         f"The claims on this page were adjusted in separate Holm families ({sizes}), "
-        "as analyzed before one family per campaign existed: run \\texttt{python -m analyze} "
+        f"as analyzed before one family per campaign existed: run {code('specsweep analyze')} "
         "again to adjust them together." + breakdown
     )
 
@@ -94,7 +91,7 @@ def _strata(sv: pd.DataFrame, metric: str = "decode_tps") -> pd.DataFrame:
 
 
 def _pct(v: float) -> str:
-    return f"{fmt_num(100 * v, '.1f')}\\%"
+    return f"{num(100 * v, '.1f')}%"
 
 
 def _range(values: pd.Series, show: Callable[[float], str]) -> str:
@@ -110,9 +107,9 @@ def _control(sp: pd.DataFrame) -> str:
     raw = control["significant_raw"] if "significant_raw" in control else control["significant"]
     n_sig = int(raw.fillna(False).astype(bool).sum())
     return (
-        f" The A/A control (the baseline started again, plan option aa\\_control) is a check, "
-        f"not a claim: it ranged {_x(control['speedup'].min())} to "
-        f"{_x(control['speedup'].max())} over {len(control)} window(s), {n_sig} with an "
+        f" The A/A control (the baseline started again, plan option {code('aa_control')}) is "
+        f"a check, not a claim: it ranged {times(control['speedup'].min())} to "
+        f"{times(control['speedup'].max())} over {len(control)} window(s), {n_sig} with an "
         "unadjusted interval excluding 1."
     )
 
@@ -126,27 +123,29 @@ def noise_floor(data: ReportData) -> str:
         return (
             "This file was analysed before service starts were modelled: its intervals cover "
             "prompts (and runs), not the spread between service starts; run "
-            "\\texttt{python -m analyze} again." + control
+            + code("specsweep analyze")
+            + " again."
+            + control
         )
     usable = rows[rows["start_sd"].notna()]
     out = []
     if not usable.empty:
         spread = usable[~_pooled(usable)]
         sd = (
-            f"the sd of one start's effect on ln decode speed is "
-            f"{_range(spread['start_sd'], _pct)}, pooled over every configuration's starts "
-            f"({_range(spread['df'], lambda v: fmt_num(v, '.0f'))} degrees of freedom)"
+            f"the sd of one start’s effect on ln decode speed is "
+            f"{_range(spread['start_sd'], _pct)}, pooled over every configuration’s starts "
+            f"({_range(spread['df'], lambda v: num(v, '.0f'))} degrees of freedom)"
             if not spread.empty
-            else "the starts spread no more than the prompts' noise"
+            else "the starts spread no more than the prompts’ noise"
         )
         flat = len(usable) - len(spread)
         out.append(
             "Noise floor (the grey bands of the speedup charts): two starts of one service land "
-            f"within [1/x, x] of each other 95\\% of the time, x = "
-            f"{_range(usable['start_spread'], fmt_num)} over {len(usable)} stratum(s) "
+            f"within [1/x, x] of each other 95% of the time, x = "
+            f"{_range(usable['start_spread'], num)} over {len(usable)} stratum(s) "
             f"(engine, TP, concurrency); {sd}"
             + (
-                f" (in {flat} stratum(s) no more than the prompts' noise: sd 0)"
+                f" (in {flat} stratum(s) no more than the prompts’ noise: sd 0)"
                 if flat and not spread.empty
                 else ""
             )
@@ -155,7 +154,7 @@ def noise_floor(data: ReportData) -> str:
     missing = rows[rows["start_sd"].isna()]
     if not missing.empty:
         why = missing["reason"].fillna("no estimate").value_counts()
-        said = "; ".join(f"{e(reason)} ({n})" for reason, n in why.items())
+        said = "; ".join(f"{d(reason)} ({n})" for reason, n in why.items())
         out.append(
             f"In {len(missing)} of {len(rows)} stratum(s) no start variance was estimated "
             f"({said}): their comparisons have no interval and none is called significant."
@@ -186,22 +185,22 @@ def runs_sentence(sp: pd.DataFrame) -> str:
     lo, hi = int(sp["n_runs"].fillna(1).min()), int(sp["n_runs"].max())
     runs = f"{hi} rounds" if lo == hi else f"rounds ({lo} to {hi} per comparison)"
     out = (
-        f"Each comparison rests on the campaign's {runs} of service starts crossed with its "
-        "prompts; its interval adds the stratum's start variance to the prompts' spread."
+        f"Each comparison rests on the campaign’s {runs} of service starts crossed with its "
+        "prompts; its interval adds the stratum’s start variance to the prompts’ spread."
     )
     if multi.empty:
         return out
     top = multi.loc[multi["between_run_share"].idxmax()]
     several = len(sp[["engine", "tp"]].drop_duplicates()) > 1
     share = 100 * multi["between_run_share"]
-    setup = f"{e(top['engine'])} TP{e(top['tp'])}, " if several else ""
+    setup = f"{d(top['engine'])} TP{d(top['tp'])}, " if several else ""
     return (
-        out + f" Between rounds: a median {fmt_num(share.median(), '.0f')}\\% of one round's "
+        out + f" Between rounds: a median {num(share.median(), '.0f')}% of one round’s "
         f"speedup variance over {len(multi)} comparison(s), the most "
-        f"{fmt_num(100 * top['between_run_share'], '.0f')}\\% (per-round speedups "
-        f"{_x(top['run_speedup_min'])} to {_x(top['run_speedup_max'])}) for "
-        f"{e(top['method'])} on \\emph{{{e(top['workload'])}}}, {setup}max\\_tokens "
-        f"{e(top['max_tokens'])}, concurrency {e(top['concurrency'])}; 0\\% means the rounds "
+        f"{num(100 * top['between_run_share'], '.0f')}% (per-round speedups "
+        f"{times(top['run_speedup_min'])} to {times(top['run_speedup_max'])}) for "
+        f"{d(top['method'])} on {em(top['workload'])}, {setup}max_tokens "
+        f"{d(top['max_tokens'])}, concurrency {d(top['concurrency'])}; 0% means the rounds "
         "agree up to prompt noise (with 2 or 3 rounds a rough figure)."
     )
 
@@ -218,22 +217,22 @@ def _drift(r: pd.Series) -> str:
     if pd.isna(r.get("drift_per_start")):
         return "no drift estimated (fewer than 3 contrasts)"
     return (
-        f"drift {100 * r['drift_per_start']:+.1f}\\% per start "
-        f"[{100 * r['drift_low']:+.1f}\\%, {100 * r['drift_high']:+.1f}\\%]"
+        f"drift {100 * r['drift_per_start']:+.1f}% per start "
+        f"[{100 * r['drift_low']:+.1f}%, {100 * r['drift_high']:+.1f}%]"
     )
 
 
 def _stratum(r: pd.Series) -> str:
-    where = f"{e(r['engine'])} TP{int(r['tp'])} concurrency {fmt_num(r['level'], 'g')}"
+    where = f"{d(r['engine'])} TP{int(r['tp'])} concurrency {num(r['level'], 'g')}"
     if pd.isna(r["start_sd"]):
-        return f"{where}: none ({e(r['reason'] or 'no estimate')})"
+        return f"{where}: none ({d(r['reason'] or 'no estimate')})"
     sd = (
-        "start sd 0 (no more spread than the prompts' noise)"
+        "start sd 0 (no more spread than the prompts’ noise)"
         if _pooled(r.to_frame().T).iloc[0]
         else f"start sd {_pct(r['start_sd'])}"
     )
     return (
-        f"{where}: {sd} ({fmt_num(r['df'], '.0f')} df, "
+        f"{where}: {sd} ({num(r['df'], '.0f')} df, "
         f"{int(r['starts'])} starts of {int(r['configs'])} configurations), {_drift(r)}"
     )
 
@@ -249,7 +248,7 @@ def _one_start(sp: pd.DataFrame) -> str | None:
     reason = reasons[starts].value_counts().index[0]
     return (
         f"{int(starts.sum())} of {len(sp)} speedup comparison(s) print no interval and are "
-        f"called neither significant nor not: {e(reason)}. A single start of each side "
+        f"called neither significant nor not: {d(reason)}. A single start of each side "
         "measures that start, not the service: the spread between starts, which the interval "
         "must carry, was never sampled."
     )

@@ -1,6 +1,6 @@
 """The summary of findings: each workload's headline and the sentences around it.
 
-Each sentence is raw LaTeX (``NoEscape``) assembled from escaped data values.
+Each sentence is marked Unicode text (report.findings.text) built from data values.
 Claims follow the project rule: a speedup is a win only when the campaign's family-wise test
 backs it (speedup.significant: Holm-adjusted p < 0.05). Each workload's headline
 (:func:`headline`) is picked after looking at the data, so it quotes the pick's simultaneous
@@ -19,24 +19,18 @@ and then says that it was not checked. Every claim belongs to the campaign's one
 from __future__ import annotations
 
 import pandas as pd
-from pylatex.utils import NoEscape
 
-from report import sections
 from report.data import ReportData
-from report.findings import design, physics
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-
-
-def _x(v: float) -> str:
-    return f"{fmt_num(v)}$\\times$"
+from report.findings import design, energy, physics
+from report.findings.text import data as d
+from report.findings.text import em, num, strong, times
 
 
 def _ci(row: pd.Series) -> str:
     if pd.isna(row.get("ci_low")):
         why = row.get("ci_reason")
-        return "no interval: " + e(why if isinstance(why, str) and why else "too few prompts")
-    return f"95\\% CI {fmt_num(row['ci_low'])}--{fmt_num(row['ci_high'])}"
+        return "no interval: " + d(why if isinstance(why, str) and why else "too few prompts")
+    return f"95% CI {num(row['ci_low'])}\u2013{num(row['ci_high'])}"
 
 
 def _pick_ci(row: pd.Series) -> str:
@@ -45,14 +39,14 @@ def _pick_ci(row: pd.Series) -> str:
     if pd.isna(row.get("sim_ci_low")):
         return _ci(row)
     return (
-        f"simultaneous 95\\% CI over the campaign's {int(row['n_family'])} claims "
-        f"{fmt_num(row['sim_ci_low'])}--{fmt_num(row['sim_ci_high'])}"
+        f"simultaneous 95% CI over the campaign’s {int(row['n_family'])} claims "
+        f"{num(row['sim_ci_low'])}\u2013{num(row['sim_ci_high'])}"
     )
 
 
 def _where(row: pd.Series, multi_setup: bool) -> str:
-    setup = f"{e(row['engine'])} TP{e(row['tp'])}, " if multi_setup else ""
-    return f"{setup}max\\_tokens {e(row['max_tokens'])}, concurrency {e(row['concurrency'])}"
+    setup = f"{d(row['engine'])} TP{d(row['tp'])}, " if multi_setup else ""
+    return f"{setup}max_tokens {d(row['max_tokens'])}, concurrency {d(row['concurrency'])}"
 
 
 SETTING = ["engine", "tp", "workload", "max_tokens"]
@@ -124,12 +118,12 @@ def _set_aside(row: pd.Series, sub: pd.DataFrame) -> str:
     same = sub[(sub[SETTING] == row[SETTING]).all(axis=1)]
     low = same.loc[same["concurrency"].idxmin()]
     return (
-        f" {e(row['method'])}'s {_x(row['speedup'])} at concurrency {e(row['concurrency'])} "
-        f"(max\\_tokens {e(row['max_tokens'])}, {_pick_ci(row)}) has a larger lower bound "
-        f"but is set aside: there the baseline's throughput "
-        f"({fmt_num(row['baseline_throughput_tps'], '.0f')} tok/s) is below its "
-        f"{fmt_num(low['baseline_throughput_tps'], '.0f')} tok/s at concurrency "
-        f"{e(low['concurrency'])}, so the baseline slows under load."
+        f" {d(row['method'])}’s {times(row['speedup'])} at concurrency {d(row['concurrency'])} "
+        f"(max_tokens {d(row['max_tokens'])}, {_pick_ci(row)}) has a larger lower bound "
+        f"but is set aside: there the baseline’s throughput "
+        f"({num(row['baseline_throughput_tps'], '.0f')} tok/s) is below its "
+        f"{num(low['baseline_throughput_tps'], '.0f')} tok/s at concurrency "
+        f"{d(low['concurrency'])}, so the baseline slows under load."
     )
 
 
@@ -139,31 +133,31 @@ def _workload_sentence(workload: str, sub: pd.DataFrame, multi: bool) -> str:
         n_wins = len(_wins(sub))
         return (
             (
-                f"On \\emph{{{e(workload)}}} the most certain gain is "
-                f"\\textbf{{{e(best['method'])}}} at {_x(best['speedup'])} ({_pick_ci(best)}; "
+                f"On {em(workload)} the most certain gain is "
+                f"{strong(best['method'])} at {times(best['speedup'])} ({_pick_ci(best)}; "
                 f"{_where(best, multi)}; {n_wins} of {len(sub)} comparisons significantly "
-                f"faster after Holm's adjustment)."
+                f"faster after Holm’s adjustment)."
             )
             + (UNCHECKED if physics.unchecked(best.to_frame().T).iloc[0] else "")
             + (_set_aside(aside, sub) if aside is not None else "")
         )
     top = sub.loc[sub["speedup"].idxmax()]
     return (
-        f"On \\emph{{{e(workload)}}} \\textbf{{no significant speedup}}: the highest point "
-        f"estimate is {e(top['method'])} at {_x(top['speedup'])} ({_ci(top)}; "
-        f"{_where(top, multi)}), not backed by the campaign's family-wise test."
+        f"On {em(workload)} {strong('no significant speedup')}: the highest point "
+        f"estimate is {d(top['method'])} at {times(top['speedup'])} ({_ci(top)}; "
+        f"{_where(top, multi)}), not backed by the campaign’s family-wise test."
     )
 
 
 def _why(r: pd.Series) -> str:
     """Why one gain is not physics, by the basis of its bound (report.findings.physics)."""
-    who, x = f"{e(r['method'])} on {e(r['workload'])} at {_x(r['speedup'])}", r["speedup"]
+    who, x = f"{d(r['method'])} on {d(r['workload'])} at {times(r['speedup'])}", r["speedup"]
     if r["physics_basis"] == physics.SAME_LAUNCH:
         return f"{who} was launched exactly as the baseline (the same flags): it can give no gain"
     if r["physics_basis"] == physics.SELF_DRAFT:
         cost = (
-            f"; its {_x(x)} with {fmt_num(r['acceptance'])} tokens a step implies a step cost "
-            f"of {fmt_num(r['acceptance'] / x)} plain steps"
+            f"; its {times(x)} with {num(r['acceptance'])} tokens a step implies a step cost "
+            f"of {num(r['acceptance'] / x)} plain steps"
             if pd.notna(r.get("acceptance"))
             else ""
         )
@@ -176,10 +170,10 @@ def _why(r: pd.Series) -> str:
     source = (
         "the geometric mean of its per-prompt acceptance on the same prompts"
         if r["physics_basis"] == physics.PER_PROMPT
-        else f"the most its {e(r['physics_basis'])} (pooled acceptance "
-        f"{fmt_num(r['acceptance'])}) allow as a geometric mean over prompts"
+        else f"the most its {d(r['physics_basis'])} (pooled acceptance "
+        f"{num(r['acceptance'])}) allow as a geometric mean over prompts"
     )
-    return f"{who} exceeds {fmt_num(r['physics_bound'])} tokens per verify step, {source}"
+    return f"{who} exceeds {num(r['physics_bound'])} tokens per verify step, {source}"
 
 
 def _artefacts(sp: pd.DataFrame) -> list[str]:
@@ -193,7 +187,7 @@ def _artefacts(sp: pd.DataFrame) -> list[str]:
         (
             f"{len(odd)} significant gain(s) exceed what speculation can give and are not "
             f"reported as findings: {'; '.join(_why(r) for _, r in tops.iterrows())}. A "
-            "verify step cannot yield more tokens than it accepts, so the baseline's window "
+            "verify step cannot yield more tokens than it accepts, so the baseline’s window "
             "was slowed by something else (a service start, a neighbour)."
         )
     ]
@@ -208,8 +202,8 @@ def _unchecked(sp: pd.DataFrame) -> list[str]:
     return [
         (
             f"{len(odd)} significant gain(s) could not be checked against acceptance (none was "
-            f"recorded for them), e.g. {e(top['method'])} on {e(top['workload'])} at "
-            f"{_x(top['speedup'])}: none heads a workload where a checked gain exists, and one "
+            f"recorded for them), e.g. {d(top['method'])} on {d(top['workload'])} at "
+            f"{times(top['speedup'])}: none heads a workload where a checked gain exists, and one "
             "that heads says so."
         )
     ]
@@ -222,9 +216,9 @@ def _slowdowns(sp: pd.DataFrame) -> list[str]:
     worst = slow.loc[slow["speedup"].idxmin()]
     return [
         (
-            f"{len(slow)} comparison(s) are significantly \\emph{{slower}} than the baseline; "
-            f"the worst is {e(worst['method'])} on {e(worst['workload'])} at "
-            f"{_x(worst['speedup'])} ({_ci(worst)})."
+            f"{len(slow)} comparison(s) are significantly {em('slower')} than the baseline; "
+            f"the worst is {d(worst['method'])} on {d(worst['workload'])} at "
+            f"{times(worst['speedup'])} ({_ci(worst)})."
         )
     ]
 
@@ -237,16 +231,16 @@ def _acceptance(cs: pd.DataFrame, prediction: pd.DataFrame) -> list[str]:
     if acc.empty and "acceptance_source" in prediction:
         acc = prediction[prediction["acceptance_source"] == "window counters"]
         acc = acc.rename(columns={"accept_length": "accept_length_tw"})
-        lead = "Mean acceptance length from the servers' window counters (tokens per drafting step)"
+        lead = "Mean acceptance length from the servers’ window counters (tokens per drafting step)"
     if acc.empty:
         return ["No acceptance-length data was recorded."]
     means = acc.groupby("method")["accept_length_tw"].mean().sort_values(ascending=False)
-    parts = ", ".join(f"{e(m)} {fmt_num(v)}" for m, v in means.items())
+    parts = ", ".join(f"{d(m)} {num(v)}" for m, v in means.items())
     return [f"{lead}: {parts}."]
 
 
 MAX_LISTED = 6
-# crossover statuses besides 'stops paying' (09_crossover.sql), as the summary words them;
+# crossover statuses besides 'stops paying' (crossover.sql), as the summary words them;
 # 'undetermined' has two readings: it paid at the lowest level (paid_up_to set) or never did
 OTHER_STATUSES = (
     ("always pays", "always pay{s} up to the highest concurrency measured"),
@@ -277,11 +271,11 @@ def _kind(row: pd.Series) -> str:
 
 def _setting(row: pd.Series, swept: pd.DataFrame) -> str:
     """`method on workload` plus max_tokens, engine and TP where those vary."""
-    out = f"{e(row['method'])} on {e(row['workload'])}"
+    out = f"{d(row['method'])} on {d(row['workload'])}"
     if swept["max_tokens"].nunique() > 1:
-        out += f" max\\_tokens {e(row['max_tokens'])}"
+        out += f" max_tokens {d(row['max_tokens'])}"
     if len(swept[["engine", "tp"]].drop_duplicates()) > 1:
-        out += f" ({e(row['engine'])} TP{e(row['tp'])})"
+        out += f" ({d(row['engine'])} TP{d(row['tp'])})"
     return out
 
 
@@ -319,29 +313,29 @@ def _crossover(cx: pd.DataFrame | None) -> list[str]:
 
 
 HEADLINE_RULE = (
-    "Each workload's headline is its most certain gain: the largest lower "
-    "bound of the simultaneous 95\\% interval among speedups significant after "
-    "Holm's adjustment and no larger than speculation can give (a verify step yields no "
+    "Each workload’s headline is its most certain gain: the largest lower "
+    "bound of the simultaneous 95% interval among speedups significant after "
+    "Holm’s adjustment and no larger than speculation can give (a verify step yields no "
     "more tokens than it accepts: the geometric-mean speedup against the geometric mean "
     "of per-prompt acceptance, or what the window counters allow; 1 for the baseline under "
     "another name and for a target drafting for itself), gains checked against acceptance "
     "before unchecked ones (ties: the lower concurrency), passing over load points where "
-    "the baseline's own throughput falls below its throughput at the lowest concurrency."
+    "the baseline’s own throughput falls below its throughput at the lowest concurrency."
 )
 
 
-def summary(data: ReportData) -> list[NoEscape]:
+def summary(data: ReportData) -> list[str]:
     """The summary-of-findings bullet points: what a speedup is and the headline rule, the
     family page 1's claims are adjusted in, the noise floor of a service start, the rounds,
     each workload's headline, the gains not reported (beyond physics, unchecked), slowdowns,
     crossover, acceptance and energy."""
     everything, n_measured = data.speedup, int(data.campaign["n_measured"])
     sp = physics.bounds(data, claims(everything))
-    methods = ", ".join(e(m) for m in data.palette) or "none"
+    methods = ", ".join(d(m) for m in data.palette) or "none"
     lines = [
         (
             f"{n_measured} measured requests, methods: {methods}; baseline: "
-            f"\\emph{{{e(data.baseline)}}}. Speedup is the geometric mean over prompts of "
+            f"{em(data.baseline)}. Speedup is the geometric mean over prompts of "
             "the per-prompt ratio of decode tok/s, with a t interval on the log ratios that "
             "carries the spread between service starts (none below the prompts or the starts "
             "it needs). " + HEADLINE_RULE
@@ -362,5 +356,4 @@ def summary(data: ReportData) -> list[NoEscape]:
         lines += _artefacts(sp) + _unchecked(sp)
         lines += _slowdowns(sp) + _crossover(data.crossover)
     lines += _acceptance(data.config_summary, data.speedup_prediction)
-    lines += sections.energy_finding(data.energy_ratio)
-    return [NoEscape(s) for s in lines]
+    return lines + energy.energy_finding(data.energy_ratio)

@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 
 from report.data import ReportData
+from report.keys import COMPARISON
 
-KEY = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
 SAME_LAUNCH, SELF_DRAFT = "same launch", "self-draft"
 PER_PROMPT = "per-prompt acceptance"
 SOURCES = {"window counters": "window counters", "requests": "pooled requests"}
@@ -100,9 +100,10 @@ def _self_drafts(env: pd.DataFrame, methods: pd.DataFrame) -> set[tuple]:
 
 def _merge(sp: pd.DataFrame, frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """sp with ``columns`` of ``frame`` (NaN where it has no row or lacks them)."""
-    if frame.empty or not {*KEY, *columns} <= set(frame.columns):
+    if frame.empty or not {*COMPARISON, *columns} <= set(frame.columns):
         return sp.assign(**{c: np.nan for c in columns})
-    return sp.merge(frame[[*KEY, *columns]].drop_duplicates(KEY), on=KEY, how="left")
+    rows = frame[[*COMPARISON, *columns]].drop_duplicates(COMPARISON)
+    return sp.merge(rows, on=COMPARISON, how="left")
 
 
 def _rule(r: pd.Series, same: set, own: set, pooled: float) -> tuple[float, str | None]:

@@ -1,22 +1,20 @@
 """The data-driven threats to validity, appended to the report template's fixed text.
 
-Each note is raw LaTeX (``NoEscape``) assembled from escaped data values: a CPU-only run,
+Each note is marked Unicode text (report.findings.text) built from data values: a CPU-only run,
 the design's rounds, start sd and drift, and comparisons left without an interval for want of
 starts (:func:`report.findings.design.start_notes`), small samples, prompt-cache settings,
 failed requests or services, an incomplete campaign, replicas that disagree, and the
-services' transport (:func:`report.sections.transport_notes`).
+services' transport (:func:`transport_notes`).
 """
 
 from __future__ import annotations
 
 import pandas as pd
-from pylatex.utils import NoEscape
 
-from report import sections
 from report.data import ReportData
 from report.findings import design
-from report.latex import escape_latex as e
-from report.latex import fmt_num
+from report.findings.text import code, em, num
+from report.findings.text import data as d
 
 SMALL_PROMPTS = 10
 MIN_PROMPTS = 3  # schema.paired.MIN_PROMPTS (report imports nothing of the other stages)
@@ -50,7 +48,7 @@ def _cache_notes(data: ReportData) -> list[str]:
                 "server-side cache, which lowers TTFT and favours later repetitions."
             )
         ]
-    items = "; ".join(f"\\texttt{{{e(k)}}} = {e(v)}" for k, v in zip(keys["key"], keys["value"]))
+    items = "; ".join(f"{code(k)} = {d(v)}" for k, v in zip(keys["key"], keys["value"]))
     return [
         (
             f"Prompt-cache settings as recorded: {items}. Cached prefixes lower TTFT and "
@@ -87,7 +85,7 @@ def _failure_notes(data: ReportData) -> list[str]:
         bad = cs[cs["error_rate"] > 0]
         notes.append(
             f"{len(bad)} measured window(s) had failed requests (worst error rate "
-            f"{fmt_num(100 * bad['error_rate'].max(), '.1f')}\\%); failures are "
+            f"{num(100 * bad['error_rate'].max(), '.1f')}%); failures are "
             "excluded from speed metrics, which can bias them."
         )
     failed = svc[svc["state"] == "failed"] if not svc.empty else svc
@@ -98,8 +96,7 @@ def _failure_notes(data: ReportData) -> list[str]:
     status = str(data.campaign.get("status", ""))
     if status != "complete":
         notes.append(
-            f"The campaign status is \\emph{{{e(status)}}}, not complete: some "
-            "planned units may be missing."
+            f"The campaign status is {em(status)}, not complete: some planned units may be missing."
         )
     return notes
 
@@ -109,15 +106,41 @@ FAILURE_CAUSES = 3  # distinct errors a note names; the appendix lists every ser
 
 def _why(failed: pd.DataFrame) -> str:
     """The failed services' methods grouped by their `error` (which names the log's cause,
-    or "not started: ..."), the most common first, escaped."""
+    or "not started: ..."), the most common first."""
     errors = failed["error"].fillna("no error recorded").astype(str)
     groups = failed.groupby(errors)["method"].agg(lambda m: sorted(set(m)))
     order = errors.value_counts().index  # ties keep first-seen order
-    parts = [f"{', '.join(e(m) for m in groups[err])}: {e(err)}" for err in order]
+    parts = [f"{', '.join(d(m) for m in groups[err])}: {d(err)}" for err in order]
     more = len(parts) - FAILURE_CAUSES
     return "; ".join(parts[:FAILURE_CAUSES]) + (
         f"; {more} more in the appendix" if more > 0 else ""
     )
+
+
+def transport_notes(svc: pd.DataFrame) -> list[str]:
+    """A threats sentence for services measured through a tunnel (or not known not to be)."""
+    if svc.empty or "transport" not in svc:
+        return []
+    notes = []
+    tunnels = svc[~svc["transport"].isin(["direct", "unknown"])]
+    tunnels = tunnels.drop_duplicates(["method", "tp", "transport"])  # a start per round
+    if not tunnels.empty:
+        names = ", ".join(
+            f"{d(r['method'])} TP{d(r['tp'])} ({d(r['transport'])})" for _, r in tunnels.iterrows()
+        )
+        notes.append(
+            f"The receive stamps of {names} were taken after an SSH tunnel: they mark when "
+            "the forward wrote the bytes to loopback, so TTFT and inter-token gaps include "
+            "the tunnel’s delay and batching."
+        )
+    unknown = svc[svc["transport"] == "unknown"]
+    if not unknown.empty:
+        names = ", ".join(sorted({d(m) for m in unknown["method"]}))
+        notes.append(
+            f"How {names} was reached was not recorded (an older specsweep): if through an "
+            "SSH tunnel, its receive stamps were taken after the tunnel."
+        )
+    return notes
 
 
 def replica_notes(ra: pd.DataFrame) -> list[str]:
@@ -136,24 +159,24 @@ def replica_notes(ra: pd.DataFrame) -> list[str]:
     )
     if not split:
         return [
-            text + "in each, the replicas' median decode speeds agree (95\\% "
+            text + "in each, the replicas’ median decode speeds agree (95% "
             "order-statistic intervals share a point), so pooling them is sound."
         ]
     (run, _, max_tokens, concurrency), g = split[0]
     speeds = "; ".join(
-        f"replica {int(r['replica'])} (GPU {e(r['gpus']) or '-'}) "
-        f"{fmt_num(r['decode_tps_p50'], '.1f')} "
-        f"[{fmt_num(r['ci_low'], '.1f')}, {fmt_num(r['ci_high'], '.1f')}]"
+        f"replica {int(r['replica'])} (GPU {d(r['gpus']) or '-'}) "
+        f"{num(r['decode_tps_p50'], '.1f')} "
+        f"[{num(r['ci_low'], '.1f')}, {num(r['ci_high'], '.1f')}]"
         for _, r in g.iterrows()
     )
     return [
-        text + f"in {len(split)} the replicas disagree, e.g. run {int(run)}, max\\_tokens "
+        text + f"in {len(split)} the replicas disagree, e.g. run {int(run)}, max_tokens "
         f"{int(max_tokens)}, concurrency {int(concurrency)}: {speeds} tok/s. Their "
         "pooled figures mix servers that ran at different speeds."
     ]
 
 
-def validity_notes(data: ReportData) -> list[NoEscape]:
+def validity_notes(data: ReportData) -> list[str]:
     """Data-driven threats to validity (appended to the template's fixed text)."""
     notes = (
         _host_notes(data)
@@ -162,6 +185,6 @@ def validity_notes(data: ReportData) -> list[NoEscape]:
         + _cache_notes(data)
         + _failure_notes(data)
         + replica_notes(data.replica_agreement)
-        + sections.transport_notes(data.services)
+        + transport_notes(data.services)
     )
-    return [NoEscape(s) for s in notes]
+    return notes

@@ -1,7 +1,7 @@
-"""The HTML report: one self-contained file beside the PDF (``python -m report --html``).
+"""The HTML report: one self-contained file beside the PDF (``specsweep report --html``).
 
 It shows what the PDF shows, read from the same places: the findings of report.findings
-(:mod:`report.html.text` reads their LaTeX back as HTML, so they are written once), the
+(one ``Findings`` object, its marked sentences rendered by ``report.findings.text.html``), the
 figures of report.figures (drawn once for both, embedded as PNG data URIs by
 :mod:`report.html.figures`), and a sortable, filterable table of every analysis object in the
 DuckDB file (:mod:`report.html.views`). :mod:`report.html.build` renders the ``*.j2``

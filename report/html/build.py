@@ -1,12 +1,12 @@
 """Build the HTML report: one self-contained file beside the PDF.
 
-The same campaign data (report.data.load), the same findings (report.findings, read back
-from their LaTeX by report.html.text), the same figures (drawn once, for both outputs, and
-embedded as PNG data URIs) and a sortable, filterable table per analysis object
-(report.html.views). Templates are ``report/html/*.j2``, rendered by jinja2 with autoescape
-on: every database and plan string is HTML-escaped unless it is a ``Markup`` built here
-from escaped parts. The page makes no request: its CSS and script are inline, there are no
-web fonts and no external images.
+The same campaign data (report.data.load), the same findings (one report.findings.Findings,
+built once and rendered here by report.findings.text.html), the same figures (drawn once, for
+both outputs, and embedded as PNG data URIs) and a sortable, filterable table per analysis
+object (report.html.views). Templates are ``report/html/*.j2``, rendered by jinja2 with
+autoescape on: every database and plan string is HTML-escaped unless it is a ``Markup`` built
+here from escaped parts. The page makes no request: its CSS and script are inline, there are
+no web fonts and no external images.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import jinja2
 
 from report import findings
 from report.data import ReportData, load
-from report.html import figures, text, views
+from report.findings.text import html
+from report.html import figures, views
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +53,22 @@ def environment() -> jinja2.Environment:
 
 
 def context(
-    data: ReportData, figs: dict[str, Path | None], tables: list[views.View]
+    data: ReportData,
+    figs: dict[str, Path | None],
+    tables: list[views.View],
+    found: findings.Findings | None = None,
 ) -> dict[str, Any]:
-    """Everything ``report.html.j2`` renders."""
+    """Everything ``report.html.j2`` renders; ``found``: the findings of ``data`` when the
+    caller built them already (for the PDF too)."""
     c = data.campaign
+    found = found if found is not None else findings.build(data)
     embedded, figure_note = figures.embed(figs)
     return {
         "campaign": c,
         "baseline": data.baseline,
         "campaign_rows": [(k, views.cell(c.get(k)).text) for k in CAMPAIGN_KEYS if k in c],
-        "findings": text.sentences(findings.summary(data)),
-        "validity": text.sentences(findings.validity_notes(data)),
+        "findings": [html(s) for s in found.summary],
+        "validity": [html(s) for s in found.validity],
         "figures": embedded,
         "figure_note": figure_note,
         "views": tables,
@@ -70,13 +76,20 @@ def context(
     }
 
 
-def render(data: ReportData, figs: dict[str, Path | None], tables: list[views.View]) -> str:
-    """The HTML page for ``data``, its drawn figures and its analysis tables."""
-    return environment().get_template(TEMPLATE).render(**context(data, figs, tables))
+def render(
+    data: ReportData,
+    figs: dict[str, Path | None],
+    tables: list[views.View],
+    found: findings.Findings | None = None,
+) -> str:
+    """The HTML page for ``data``, its drawn figures, its analysis tables and its findings
+    (``found``; built here when not given)."""
+    page = context(data, figs, tables, found)
+    return environment().get_template(TEMPLATE).render(**page)
 
 
 def run(
-    db_path: Path | str = "results/specsweep.duckdb",
+    db_path: Path | str,
     out_html: Path | str = "reports/report.html",
     campaign: str | None = None,
     workers: int | None = None,
@@ -92,13 +105,14 @@ def run(
         require_latexmk()
     data = load(db_path, campaign)
     tables = views.read_views(db_path, str(data.campaign["campaign_id"]), max_rows)
+    found = findings.build(data)
     out_html = Path(out_html)
     with tempfile.TemporaryDirectory(prefix="specsweep-html-") as tmp:
         work = Path(tmp)
         figs = draw_figures(data, work, workers)
         if out_pdf is not None:
-            write_pdf(data, figs, work, Path(out_pdf))
-        page = render(data, figs, tables)
+            write_pdf(data, figs, work, Path(out_pdf), found)
+        page = render(data, figs, tables, found)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     out_html.write_text(page, encoding="utf-8")
     log.info(

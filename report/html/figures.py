@@ -22,7 +22,7 @@ DPI = 144  # a 6.4 in figure -> 922 px, sharp on a laptop screen, ~100 kB
 TIMEOUT_S = 60
 TITLES = {
     "speedup": "Speedup over the baseline, all workloads (95% intervals; filled: significant)",
-    "crossover": "Speedup versus concurrency: where speculation stops paying",
+    "concurrency": "Speedup versus concurrency: where speculation stops paying",
     "decode_tps": "Per-request decode tok/s per method, all workloads pooled",
     "ttft": "Time to first token per method, all workloads pooled",
     "accept": "Token-weighted acceptance length by workload and method",
@@ -37,7 +37,7 @@ SKIP_PREFIXES = ("speedup:",)
 class Figure:
     """One embedded figure."""
 
-    key: str  # report.figures' key ('speedup', 'crossover:2', ...)
+    key: str  # report.figures' key ('speedup', 'concurrency:2', ...)
     title: str
     uri: str  # data:image/png;base64,...
 
@@ -48,8 +48,8 @@ class Figure:
 
 
 def title(key: str) -> str:
-    """A figure's heading: :data:`TITLES`, else its key made readable ('crossover:2' ->
-    'crossover (part 2)')."""
+    """A figure's heading: :data:`TITLES`, else its key made readable ('concurrency:2' ->
+    'Speedup versus concurrency ... (part 2)')."""
     name, _, part = key.partition(":")
     head = TITLES.get(name, name.replace("-", " ").replace("_", " ").capitalize())
     return (

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from report.latex import fmt_sig
+from report.latex import fmt_sig, fmt_time
 
 MAX_ROWS = 500  # rows per table; the rest are counted, not read
 LONG_CELL = 160  # characters beyond which a cell folds (plans, launch commands, log tails)
@@ -85,7 +85,7 @@ def cell(value: Any) -> Cell:
         v = float(value)
         return Cell(fmt_sig(v, 4), repr(v) if math.isfinite(v) else None)
     if isinstance(value, dt.datetime):
-        return Cell(value.isoformat(sep=" ", timespec="seconds"))
+        return Cell(fmt_time(value))
     if isinstance(value, (list, tuple)):
         return Cell("[" + ", ".join(cell(v).text for v in value) + "]")
     text = str(value)

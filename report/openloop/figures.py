@@ -29,7 +29,7 @@ LATENCY = (
     ("tpot_p50_s", None, "TPOT p50 (ms)"),
     ("tpot_p99_s", None, "TPOT p99 (ms)"),
 )
-# drawn only: the rule itself is open_windows.behind_schedule (25_open_windows.sql)
+# drawn only: the rule itself is open_windows.behind_schedule (open_windows.sql)
 BEHIND_GROWTH = 0.1
 SOLID_DASHED = [
     (Line2D([], [], color="0.35", marker="o", ms=4), "from scheduled send"),

@@ -4,7 +4,7 @@ Per window, each method's two factors side by side on one log-2 axis: the accept
 (geometric mean acceptance length, tokens per verify step) and the step cost (a verify
 step's time in baseline tokens), both over the speedup's own requests; the measured speedup
 (95% interval) is marked on them. On those requests speedup = acceptance gain / step cost
-exactly (analyze/sql/30_speedup_decomposition.sql), so on the log axis the diamond sits as
+exactly (analyze/sql/speedup_decomposition.sql), so on the log axis the diamond sits as
 far from 1 as the filled bar's top is above the hatched bar's. The sentences name the methods
 that lose on step cost and those that lose on acceptance, and the windows whose factors are
 unknown because some of the speedup's requests carry no verify count.
@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from report import charts
+from report.keys import COMPARISON
 from report.latex import escape_latex as e
 from report.latex import fmt_num
 from report.speculation.panels import WINDOW, Entry, grid, legend_below, of
@@ -164,10 +165,9 @@ def losers(frame: pd.DataFrame) -> str:
 def with_significance(frame: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
     """speedup_decomposition rows with the speedup table's Holm `significant` (kept where the
     frame has one already; NULL where the speedup table has no such row)."""
-    key = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
-    if "significant" in frame or speedup.empty or not {*key, "significant"} <= set(speedup):
+    if "significant" in frame or speedup.empty or not {*COMPARISON, "significant"} <= set(speedup):
         return frame
-    return frame.merge(speedup[[*key, "significant"]], on=key, how="left")
+    return frame.merge(speedup[[*COMPARISON, "significant"]], on=COMPARISON, how="left")
 
 
 def unknown(frame: pd.DataFrame) -> str | None:

@@ -7,7 +7,7 @@ concurrency (closed loop) or the offered rate (open loop), a line per method. Th
 are point estimates (no coverage test checks an interval for them); the speedup's interval is
 the `speedup` table's (or rate_speedup's), and a speedup without one is drawn hollow. On the
 speedup's own requests speedup = acceptance gain / step cost exactly
-(analyze/sql/36_acceptance_by_load.sql), so the panels show which factor moved with load.
+(analyze/sql/acceptance_by_load.sql), so the panels show which factor moved with load.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from report import charts
+from report.keys import WINDOW
 from report.latex import fmt_num
 
-WINDOW = ["engine", "tp", "workload", "max_tokens", "concurrency"]
 SETTING = ["engine", "tp", "workload", "max_tokens"]
 Entry = tuple[object, str]
 

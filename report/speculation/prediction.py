@@ -1,5 +1,5 @@
 """Does speedup = acceptance length / step cost predict a window it was not fitted on? The
-speedup_prediction table (analyze/sql/35_speedup_prediction.sql) takes a window's step cost
+speedup_prediction table (analyze/sql/speedup_prediction.sql) takes a window's step cost
 from the other windows of its family with the same draft length, where only the acceptance
 differs, and predicts the window's speedup from its own acceptance length. The section shows
 every window's measured and predicted speedup with the prediction's 95% interval (from the

@@ -1,4 +1,4 @@
-"""acceptance_by_load (36_acceptance_by_load.sql) on hand-built rows: every figure worked out
+"""acceptance_by_load (acceptance_by_load.sql) on hand-built rows: every figure worked out
 by hand in the docstrings from decode tokens, verify steps and decode seconds.
 
 Closed loop (campaign c1, sglang): every request has 65 output tokens (64 decode tokens) and

@@ -1,4 +1,4 @@
-"""colocation (analyze/sql/10_colocation.sql) and request_metrics.colocated/neighbours on
+"""colocation (analyze/sql/colocation.sql) and request_metrics.colocated/neighbours on
 hand-built rows: units say which services ran beside each unit."""
 
 from __future__ import annotations

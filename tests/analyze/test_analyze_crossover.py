@@ -1,4 +1,4 @@
-"""crossover (analyze/sql/09_crossover.sql) on hand-built speedup rows.
+"""crossover (analyze/sql/crossover.sql) on hand-built speedup rows.
 
 Most tests write the `speedup` table directly (its real DDL, analyze.stats.SPEEDUP_DDL) and
 run the view's SQL on it, so each CI is exactly the one the case needs; the last one goes
@@ -15,6 +15,7 @@ import pytest
 from analyze_rows import decode_req, fetch, in_rounds, one, write_db
 
 from analyze import build, stats
+from schema import metrics
 
 # (concurrency, ci_low, ci_high); the point estimate is the CI's midpoint unless a fourth
 # item gives it; the level is significant (Holm) when the CI excludes 1 unless a fifth says.
@@ -46,13 +47,14 @@ def _crossover(path: Path, groups: dict[str, Levels]) -> dict[str, dict[str, Any
     """Write one speedup row per (method, level), build the view, return its rows by method."""
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
+        metrics.install(con)  # comparison_key(), which the view calls
         con.executemany(
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens, concurrency,"
             " method, baseline, is_control, speedup, ci_low, ci_high, significant)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [_row(m, lv) for m, levels in groups.items() for lv in levels],
         )
-        con.execute(build.read_sql("09_crossover.sql"))
+        con.execute(build.read_sql("crossover.sql"))
     return {r["method"]: r for r in fetch(path, "SELECT * FROM crossover")}
 
 
@@ -154,12 +156,13 @@ def test_the_control_is_not_a_claim(tmp_path: Path) -> None:
     path = tmp_path / "x.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
+        metrics.install(con)  # comparison_key(), which the view calls
         con.execute(
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens,"
             " concurrency, method, baseline, is_control, speedup) VALUES"
             " ('c1', 'e', 1, 'chat', 64, 1, 'ar-aa', 'ar', true, 1.0)"
         )
-        con.execute(build.read_sql("09_crossover.sql"))
+        con.execute(build.read_sql("crossover.sql"))
     assert fetch(path, "SELECT * FROM crossover") == []
 
 
@@ -168,6 +171,7 @@ def test_groups_are_separate_per_tp_workload_and_max_tokens(tmp_path: Path) -> N
     path = tmp_path / "x.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute(stats.SPEEDUP_DDL)
+        metrics.install(con)  # comparison_key(), which the view calls
         con.executemany(
             "INSERT INTO speedup (campaign_id, engine, tp, workload, max_tokens, concurrency,"
             " method, baseline, is_control, speedup, ci_low, ci_high, significant) VALUES"
@@ -179,7 +183,7 @@ def test_groups_are_separate_per_tp_workload_and_max_tokens(tmp_path: Path) -> N
                 [4, 4, 1.15, 1.1, 1.2, True],
             ],
         )
-        con.execute(build.read_sql("09_crossover.sql"))
+        con.execute(build.read_sql("crossover.sql"))
     rows = {r["tp"]: r["status"] for r in fetch(path, "SELECT tp, status FROM crossover")}
     assert rows == {1: "stops paying", 4: "always pays"}
 

@@ -1,4 +1,4 @@
-"""import_check (analyze/sql/14_import_check.sql) on hand-built rows: the figures an imported
+"""import_check (analyze/sql/import_check.sql) on hand-built rows: the figures an imported
 file printed (environment 'import.run<k>.<field>') beside latency_conventions of run k's
 window ('<campaign_id>-w<k>'), equal when they print the same with "%.2f"."""
 

@@ -347,7 +347,7 @@ def win(path: Path, window_id: str) -> dict[str, Any]:
 
 def test_wilson_macro_matches_hand_computed_intervals() -> None:
     con = duckdb.connect()
-    con.execute(build.read_sql("21_wilson.sql"))
+    con.execute(build.read_sql("wilson.sql"))
     got = dict(zip(["lo0", "hi0", "lo10", "hi10", "lo8", "hi8", "none"], con.execute(
         "SELECT wilson_lo(0, 10), wilson_hi(0, 10), wilson_lo(10, 10), wilson_hi(10, 10), "
         "wilson_lo(8, 10), wilson_hi(8, 10), wilson_lo(NULL, 10)").fetchone()))  # fmt: skip
@@ -586,7 +586,7 @@ def test_rate_speedup_in_rate_space(db: Path) -> None:
         assert r["tpot_speedup"] == pytest.approx(speedup, rel=0.01)
         assert speedup * 0.98 < r["tpot_speedup_lo"] < r["tpot_speedup_hi"] < speedup * 1.02
         assert (r["n_pairs"], r["significant"], r["is_control"]) == (pairs, True, False)
-    # a point estimate over the rounds (no interval: 26_rate_speedup.sql)
+    # a point estimate over the rounds (no interval: rate_speedup.sql)
     assert [rows[r]["goodput_ratio"] for r in (1.0, 2.0, 4.0, 8.0)] == pytest.approx(
         [15 / 120, 120 / 116, 120 / 96, 1.0]
     )

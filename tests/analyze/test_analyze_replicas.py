@@ -1,4 +1,4 @@
-"""replica_agreement (analyze/sql/34_replica_agreement.sql) on hand-built rows: the replicas
+"""replica_agreement (analyze/sql/replica_agreement.sql) on hand-built rows: the replicas
 of a configuration (services.replica), each replica's median decode speed with its
 order-statistic interval, and whether the intervals meet."""
 

@@ -1,4 +1,4 @@
-"""request_distribution (analyze/sql/20_request_distribution.sql) on hand-built rows: its
+"""request_distribution (analyze/sql/request_distribution.sql) on hand-built rows: its
 quartiles and whiskers equal numpy's percentiles and matplotlib's cbook.boxplot_stats (what
 the report's box plots used to compute from every request) on the same values."""
 

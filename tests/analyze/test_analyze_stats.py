@@ -14,7 +14,7 @@ import pytest
 from analyze_rows import decode_req, fetch, in_rounds, one
 from scipy import stats as sps
 
-from analyze import stats
+from schema.keys import COMPARISON
 
 T2_975 = 4.302652729911275  # Student t, 2 degrees of freedom, 97.5th percentile
 T3_975 = 3.182446305284263
@@ -300,6 +300,6 @@ def test_speedup_table_equals_an_independent_computation(analyzed):
     got = fetch(path, "SELECT * FROM speedup ORDER BY ALL")
     assert len(got) == len(want) == 4
     for row in got:
-        expected = want[tuple(row[k] for k in stats.GROUP_KEY)]
+        expected = want[tuple(row[k] for k in COMPARISON)]
         assert (row["speedup"], row["ci_low"], row["ci_high"]) == pytest.approx(expected[:3])
         assert row["n_prompts"] == expected[3] == 7 and row["n_runs"] == 3

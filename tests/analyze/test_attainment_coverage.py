@@ -2,7 +2,7 @@
 (issue 36; the estimator: analyze/attainment.py).
 
 Campaigns simulated as collect runs them: 4 configurations (the baseline first), 3 rounds,
-each round starting every configuration once in collect's order (collect.planning.order: a
+each round starting every configuration once in collect's order (collect.scheduling.order: a
 seeded permutation, reversed in the next round), and measuring all of that start's open-loop
 windows on it: 2 workloads x 2 rates, N_REQ requests each. A request meets the SLO (ttft 0.1 s
 against 500 ms; 0.6 s misses) with probability expit(mu + s + DRIFT t): mu per (configuration,
@@ -30,7 +30,7 @@ from scipy import special
 from test_analyze_openloop import wilson
 
 from analyze import build
-from collect.planning.order import round_order
+from collect.scheduling.order import round_order
 
 pytestmark = pytest.mark.slow  # simulations of hundreds of campaigns: make test only
 

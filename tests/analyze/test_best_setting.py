@@ -1,4 +1,4 @@
-"""best_setting (analyze/sql/31_best_setting.sql) on hand-built raw rows: a pick is made only
+"""best_setting (analyze/sql/best_setting.sql) on hand-built raw rows: a pick is made only
 among claims the campaign's family-wise test backs, and it quotes the simultaneous interval.
 
 bs (sglang), closed loop, 5 prompts, the baseline at 10 tok/s times a per-prompt factor B_p;

@@ -1,4 +1,4 @@
-"""category_speedup and category_pooled (analyze/category.py, 37_category_cells.sql) on
+"""category_speedup and category_pooled (analyze/category.py, category_cells.sql) on
 hand-built rows; every figure worked out by hand in the docstrings.
 
 Every request has 65 output tokens (64 decode tokens) and a TTFT of 0.5 s. The baseline

@@ -5,16 +5,19 @@ out), never by the code under test: Newcombe's hybrid score interval on his work
 0.3339), its non-zero width where one side never meets the SLO, its p-value by inversion, the
 start term added to it (a t quantile on the start variance's df), a share's start variance
 from per-start shares, the two campaigns' start variances combined, and no interval with one
-start per side; acceptance length's start variance pooled without the baseline."""
+start per side; acceptance length's start variance pooled without the baseline; and Wilson's
+interval of analyze.compare.stats equal to its SQL macros (wilson.sql) at any z."""
 
 from __future__ import annotations
 
 import math
 
+import duckdb
 import numpy as np
 import pytest
 from scipy import stats
 
+from analyze import build
 from analyze.compare import stats as cs
 from analyze.compare import variance as cv
 from schema.paired import ONE_START
@@ -196,3 +199,16 @@ def test_the_shift_averages_windows_per_round_and_tests_the_rounds_spread() -> N
 def test_a_shift_needs_two_rounds_and_a_spread() -> None:
     assert cs.shift([_rounds(-0.2), _rounds(-0.1)]) is None
     assert cs.shift([_rounds(-0.2, -0.2), _rounds(-0.1, -0.1)]) is None  # no spread
+
+
+@pytest.mark.parametrize("z", [Z, 1.0, 2.5758293035489004, 5.0])
+def test_wilson_is_the_twin_of_the_sql_macros(z: float) -> None:
+    """One Wilson interval: analyze.compare.stats.wilson equals wilson.sql's wilson_lo and
+    wilson_hi at any z (compare's p-value moves z), the edges 0 and n included."""
+    con = duckdb.connect()
+    con.execute(build.read_sql("wilson.sql"))
+    sql = "SELECT wilson_lo($k, $n, $z), wilson_hi($k, $n, $z)"
+    for n in (1, 7, 50):
+        for k in sorted({0, 1, n // 2, n - 1, n}):
+            got = con.execute(sql, {"k": k, "n": n, "z": z}).fetchone()
+            assert cs.wilson(k, n, z) == pytest.approx(got, rel=1e-14, abs=1e-15), (k, n)

@@ -1,4 +1,4 @@
-"""speedup_decomposition (30_speedup_decomposition.sql) on hand-built rows: every factor is
+"""speedup_decomposition (speedup_decomposition.sql) on hand-built rows: every factor is
 worked out by hand in the docstrings, from decode tokens, verify steps and decode seconds.
 
 Every request has 65 output tokens (64 decode tokens) and a TTFT of 0.5 s, so decode_s =

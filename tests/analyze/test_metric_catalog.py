@@ -129,3 +129,27 @@ def charts_frame(label: str | None) -> pd.DataFrame:
             }
         ]
     )
+
+
+def test_every_metric_declares_what_it_needs_and_each_need_exists(analysed: Path) -> None:
+    """A metric's `needs` are metrics of the catalogue or columns of the results file (raw
+    or analysed), with no cycle; only what is measured needs nothing; goodput is listed."""
+    with duckdb.connect(str(analysed), read_only=True) as con:
+        columns = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns()").fetchall()}
+        stored = dict(con.execute("SELECT metric, needs FROM metric_catalog").fetchall())
+    assert {name: tuple(needs) for name, needs in stored.items()} == {
+        m.name: m.needs for m in CATALOG.values()
+    }
+    assert {name for name, m in CATALOG.items() if not m.needs} == {"ttft_s", "e2e_s"}
+    assert CATALOG["goodput_rps"].needs == ("meets_slo", "elapsed_s")
+    for m in CATALOG.values():
+        unknown = [n for n in m.needs if n not in CATALOG and n not in columns]
+        assert not unknown, (m.name, unknown)
+
+    def depth(name: str, seen: tuple[str, ...] = ()) -> int:
+        assert name not in seen, f"cycle: {(*seen, name)}"
+        inner = [depth(n, (*seen, name)) for n in CATALOG[name].needs if n in CATALOG]
+        return 1 + max(inner, default=0)
+
+    assert depth("goodput_rps") == 4  # goodput <- meets_slo <- tpot_s <- ttft_s, e2e_s
+    assert all(depth(name) >= 1 for name in CATALOG)

@@ -102,7 +102,7 @@ def test_an_invalid_window_misses_its_rate_and_withholds_goodput(db: Path) -> No
 
 def test_wilson_macros_are_null_outside_0_le_k_le_n() -> None:
     con = duckdb.connect()
-    con.execute(build.read_sql("21_wilson.sql"))
+    con.execute(build.read_sql("wilson.sql"))
     got = con.execute(
         "SELECT wilson_lo(5, 3), wilson_hi(5, 3), wilson_lo(-1, 3), "
         "wilson_hi(-1, 3), wilson_lo(1, -2), wilson_hi(3, 3)"

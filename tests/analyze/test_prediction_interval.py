@@ -1,4 +1,4 @@
-"""speedup_prediction's 95% prediction interval (analyze/sql/35_speedup_prediction.sql): its
+"""speedup_prediction's 95% prediction interval (analyze/sql/speedup_prediction.sql): its
 t quantiles against scipy, and its coverage under the model it assumes, at the sibling counts
 the GPU sweeps have (a family of 3 or 4 windows leaves each window 2 or 3 siblings).
 
@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-SQL = resources.files("analyze").joinpath("sql/35_speedup_prediction.sql").read_text()
+SQL = resources.files("analyze").joinpath("sql/speedup_prediction.sql").read_text()
 
 
 def _t975_macro() -> duckdb.DuckDBPyConnection:
     """A connection with the file's own t975 macro (the statement as written there)."""
     statement = re.search(r"CREATE OR REPLACE TEMP MACRO t975.*?;", SQL, re.S)
-    assert statement, "35_speedup_prediction.sql defines no t975 macro"
+    assert statement, "speedup_prediction.sql defines no t975 macro"
     con = duckdb.connect()
     con.execute(statement.group(0))
     return con

@@ -1,4 +1,4 @@
-"""speedup_prediction (35_speedup_prediction.sql) on hand-built rows, worked out by hand.
+"""speedup_prediction (speedup_prediction.sql) on hand-built rows, worked out by hand.
 
 Campaign c1 on vLLM, workload chat, prompts p1..p3, 65 output tokens (64 decode tokens) and a
 TTFT of 0.5 s everywhere. The baseline decodes a token in 0.1 s (6.4 s). Family `synth`, draft

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from collect.cluster import run as run_on_cluster
+from collect.cluster.launch import run as run_on_cluster
 from collect.plan.file import parse_plan
 from tests.cluster.conftest import plan_text, query
 

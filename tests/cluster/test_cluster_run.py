@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from collect.cluster import run as run_on_cluster
+from collect.cluster.launch import run as run_on_cluster
 from collect.plan.file import parse_plan
 from tests.cluster.conftest import NODE, plan_text, query
+from tests.collect_cli import collect_run
 
 REPO = Path(__file__).resolve().parents[2]
 ALIAS = "specsweep-cluster-test"
@@ -108,18 +108,7 @@ def test_ctrl_c_cancels_the_tasks_and_a_resume_finishes(cluster: Any, tmp_path: 
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(plan_text(cluster.address))
     driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collect",
-            "run",
-            str(plan),
-            "--db",
-            str(db),
-            "--logs",
-            str(tmp_path / "logs"),
-            "--no-progress",
-        ],
+        collect_run(plan, db, tmp_path / "logs"),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from collect.__main__ import app
 from collect.plan.file import PlanError, parse_plan
-from collect.planning.estimate import Estimator, Measured
-from collect.planning.ranking import rank_methods
-from collect.planning.simulation import PlanJobs
+from collect.scheduling.estimate import Estimator, Measured
+from collect.scheduling.ranking import rank_methods
+from collect.scheduling.simulation import PlanJobs
 from schema.store import Store
 from tests.schema.conftest import request_row
 

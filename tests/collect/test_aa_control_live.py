@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 
 from collect.plan.file import parse_plan
-from collect.planning.order import phase_seed, round_order
+from collect.scheduling.order import phase_seed, round_order
+from tests.collect_cli import collect_run
 
 PLAN = """
 name: aa-live
@@ -45,18 +45,7 @@ FROM requests WHERE ok AND NOT is_warmup GROUP BY ALL ORDER BY method
 def test_baseline_and_control_land_from_two_services(tmp_path: Path, llama_server: str) -> None:
     plan, db = tmp_path / "plan.yaml", tmp_path / "r.duckdb"
     plan.write_text(PLAN)
-    argv = [
-        sys.executable,
-        "-m",
-        "collect",
-        "run",
-        str(plan),
-        "--db",
-        str(db),
-        "--logs",
-        str(tmp_path / "logs"),
-        "--no-progress",
-    ]
+    argv = collect_run(plan, db, tmp_path / "logs")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     with duckdb.connect(str(db), read_only=True) as con:

@@ -10,8 +10,8 @@ import pytest
 
 from collect.plan.file import PlanError, parse_plan
 from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
-from collect.planning.schedule import Job, Scheduler
 from collect.run.replay import ReplayMissing, replies, script, waits_for
+from collect.scheduling.schedule import Job, Scheduler
 from schema.store import Store
 
 PLAN = """\

@@ -1,6 +1,6 @@
 """`best_of` with `per: family` (collect/plan/phases.py BestOf): the fastest setting of each
 method family is re-measured, not the overall top N, in the run (collect.run.campaign via
-collect.planning.ranking.pick), in `simulate` and in `check`'s request count."""
+collect.scheduling.ranking.pick), in `simulate` and in `check`'s request count."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collect.__main__ import app
 from collect.plan.fields import Method
 from collect.plan.file import PlanError, parse_plan
 from collect.plan.phases import BestOf
-from collect.planning.ranking import pick
+from collect.scheduling.ranking import pick
 
 METHODS = [
     *(Method(name=f"{f}-k{k}", family=f) for f in ("x", "y") for k in (1, 2)),

@@ -1,9 +1,9 @@
 """The CT200 campaign's shape on 8 logical GPUs of this CPU machine (plans/dry-ct200-shape.yaml).
 
 A real campaign: `python -m collect run` in a subprocess, llama-server serving SmolLM2 on the
-CPU behind the vLLM adapter (plans/dry_ct200_vllm.py), a blocking service whose start and stop
-are real commands (plans/gpu0_blocker.py). What it checks, from the `services` and `requests`
-rows and the two timestamp logs the helpers write:
+CPU behind the vLLM adapter (tests/bench/ct200/dry_vllm.py), a blocking service whose start and
+stop are real commands (tests/bench/ct200/gpu0_blocker.py). What it checks, from the `services`
+and `requests` rows and the two timestamp logs the helpers write:
 
 - no TP1 or TP4 service got GPU 0, and every service given GPU 0 started after the blocker
   stopped and stopped before it started again (the fake vllm also saw the blocker dead);
@@ -12,7 +12,7 @@ rows and the two timestamp logs the helpers write:
 - TP4 and TP8 ran the baseline and, of each method family, exactly the TP1 method with the
   highest measured paired speedup (`best_of: tp1, top: 1, per: family`; the geometric mean
   over prompts of the decode-speed ratio, computed here in SQL, not by
-  collect.planning.ranking).
+  collect.scheduling.ranking).
 
 It prints the real makespan beside `simulate`'s prediction for the same plan (not asserted:
 the machine is shared). docs/gpu8-ct200.md holds a run's numbers.
@@ -42,10 +42,11 @@ except ImportError:  # the Ray test says why it is skipped
     ray = None
 
 from collect.plan.file import load_plan
-from collect.planning.estimate import Estimator, Measured
-from collect.planning.schedule import makespan
-from collect.planning.simulation import simulate_plan
-from plans.ct200_idle import idle_share
+from collect.scheduling.estimate import Estimator, Measured
+from collect.scheduling.schedule import makespan
+from collect.scheduling.simulation import simulate_plan
+from tests.bench.ct200.idle import idle_share
+from tests.collect_cli import collect_run
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "plans" / "dry-ct200-shape.yaml"
@@ -110,8 +111,7 @@ def _run(tmp_path: Path, cluster: str = "") -> tuple[Path, list, list, tuple, fl
     t0 = time.monotonic()
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db),
-             "--logs", str(tmp_path / "logs"), "--no-progress"],
+            collect_run(plan, db, tmp_path / "logs"),
             cwd=REPO, capture_output=True, text=True, timeout=420,
         )  # fmt: skip
     finally:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from collect.plan.file import parse_plan
-from collect.planning.estimate import Estimator, agentic_prompt_tokens, load_measured
-from collect.planning.schedule import Job
 from collect.run.progress import Eta
+from collect.scheduling.estimate import Estimator, agentic_prompt_tokens, load_measured
+from collect.scheduling.schedule import Job
 from schema.store import Store
 from tests.schema.conftest import request_row
 

@@ -187,7 +187,7 @@ def test_import_writes_raw_rows_only_and_analyze_compares(
     db = tmp_path / "r.duckdb"
     result = CliRunner().invoke(app, ["import", str(VLLM), "--db", str(db), "--tp", "8"])
     assert result.exit_code == 0, result.output
-    assert f"next: `python -m analyze --db {db}`" in result.output
+    assert f"next: `specsweep analyze --db {db}`" in result.output
     with duckdb.connect(str(db), read_only=True) as con:
         views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
     assert views == []  # the views are analyze's to build

@@ -1,4 +1,4 @@
-"""One measured-request rule: the time estimates (collect/planning/estimate.py), the best-of
+"""One measured-request rule: the time estimates (collect/scheduling/estimate.py), the best-of
 ranking and the analysis read the same rows, schema/measured.sql's macros. A warm-up, a run
 whose unit was interrupted (units.complete = false) and an open-loop request are left out of
 the estimate's figures exactly as the analysis leaves them out of request_metrics."""
@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from analyze import build
-from collect.planning.estimate import Estimator, load_measured
+from collect.scheduling.estimate import Estimator, load_measured
 from schema.store import Store
 from tests.collect.test_estimate import _row, config, plan
 

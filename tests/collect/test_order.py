@@ -1,4 +1,4 @@
-"""The rounds' order (collect.planning.order.round_order): seeded, the same on a rerun, each even
+"""The rounds' order (collect.scheduling.order.round_order): seeded, the same on a rerun, each even
 round the round before reversed, so every configuration's mean position over a pair of rounds
 is the same and a linear drift cancels."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from collect.planning.order import phase_seed, round_order
+from collect.scheduling.order import phase_seed, round_order
 
 NAMES = ["autoregressive", "ngram", "eagle", "dflash", "autoregressive-aa"]
 

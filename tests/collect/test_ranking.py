@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from collect.planning.ranking import Ranked, describe, rank_methods
+from collect.scheduling.ranking import Ranked, describe, rank_methods
 from schema.store import Store
 from tests.schema.conftest import request_row
 

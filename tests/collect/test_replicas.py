@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from collect.plan.file import load_plan, parse_plan
-from collect.planning.estimate import Estimator
-from collect.planning.replicas import Candidate, replica_key, replica_of, split
-from collect.planning.schedule import Job, Scheduler, makespan, simulate
-from collect.planning.simulation import simulate_plan
 from collect.run import runner
+from collect.scheduling.estimate import Estimator
+from collect.scheduling.replicas import Candidate, replica_key, replica_of, split
+from collect.scheduling.schedule import Job, Scheduler, makespan, simulate
+from collect.scheduling.simulation import simulate_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

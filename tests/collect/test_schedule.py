@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from collect.planning.schedule import (
+from collect.scheduling.schedule import (
     Job,
     Scheduler,
     Slot,

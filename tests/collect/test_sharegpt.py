@@ -147,7 +147,9 @@ def test_missing_data_says_to_run_provision(
 ) -> None:
     monkeypatch.delenv("SPECSWEEP_SHAREGPT")
     monkeypatch.setenv("SPECSWEEP_CACHE", str(tmp_path))
-    with pytest.raises(ResourceError, match=r"missing\): run `specsweep provision`"):
+    with pytest.raises(
+        ResourceError, match=r"missing\): run `make engine` or `specsweep provision`"
+    ):
         prompts(source())
     monkeypatch.setenv("SPECSWEEP_SHAREGPT", str(tmp_path / "nowhere.json"))
     with pytest.raises(ResourceError, match="nowhere.json"):

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 from collect.__main__ import app
 from collect.plan.file import parse_plan
 from collect.plan.model import Plan
-from collect.planning.estimate import Estimator
-from collect.planning.order import phase_seed, round_order
-from collect.planning.schedule import Slot, makespan
-from collect.planning.simulation import Simulation, device_time_lines, simulate_plan
+from collect.scheduling.estimate import Estimator
+from collect.scheduling.order import phase_seed, round_order
+from collect.scheduling.schedule import Slot, makespan
+from collect.scheduling.simulation import Simulation, device_time_lines, simulate_plan
 
 PLAN = """
 name: rounds

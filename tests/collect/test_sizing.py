@@ -1,4 +1,4 @@
-"""collect.planning.sizing: the closed-loop window-size warning of `collect check`, and the
+"""collect.scheduling.sizing: the closed-loop window-size warning of `collect check`, and the
 effective-concurrency figure it rests on, checked against a small closed-loop simulation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from collect.__main__ import app
 from collect.plan.file import parse_plan
-from collect.planning.sizing import (
+from collect.scheduling.sizing import (
     MIN_REQUESTS_PER_SLOT,
     effective_concurrency,
     varied_concurrency,

@@ -357,7 +357,7 @@ def test_a_local_gpu_campaign_lands_gpu_samples_with_its_units(
             "SELECT count(*) FROM gpu_samples g ANTI JOIN units u "
             "USING (campaign_id, config_id, workload)"
         ).fetchone()[0]
-    # GPU 1 is busy; which method gets GPU 0 is the round's order (collect.planning.order)
+    # GPU 1 is busy; which method gets GPU 0 is the round's order (collect.scheduling.order)
     assert set(services) == {"autoregressive", "dflash"} and sorted(services.values()) == ["0", "2"]
     assert units == (2, 2) and orphans == 0
     assert env["gpus"] == "3" and env["gpu.0.name"] == "NVIDIA H200"

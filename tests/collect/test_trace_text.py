@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from collect.plan.traces import TraceError, read_trace
-from collect.plan.tracetext import PoolText, TextMatch
+from collect.plan.traces.read import TraceError, read_trace
+from collect.plan.traces.text import PoolText, TextMatch
 from collect.plan.workloads import Workload
 
 ROOT = Path(__file__).resolve().parents[2]

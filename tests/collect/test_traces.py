@@ -1,4 +1,4 @@
-"""Trace replay (collect/plan/traces.py): both layouts read from real files, prompt synthesis
+"""Trace replay (collect/plan/traces/read.py): both layouts read from real files, prompt synthesis
 with Mooncake prefix sharing, time scaling, sorting, limit, clipping, and every bad line named
 by file, line and field."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.plan.traces import BLOCK_TOKENS, VOCAB, TraceError, read_trace
+from collect.plan.traces.read import BLOCK_TOKENS, VOCAB, TraceError, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """Rounds of one campaign (`repeat`, `collect run --repeat N`): every unit measured once per
 round (a run), each round on its own service starts, in its counterbalanced order
-(collect.planning.order), kept by a resume after Ctrl-C; run r > 1's windows named /run<r>;
+(collect.scheduling.order), kept by a resume after Ctrl-C; run r > 1's windows named /run<r>;
 raising `repeat` later adds rounds to the same campaign and a resume measures nothing twice;
 the analysis layer counts the runs."""
 
@@ -17,8 +17,8 @@ from shaped_servers import Reply, Request, Script, SGLangServer, serve
 
 from analyze import build
 from collect.plan.file import parse_plan
-from collect.planning.order import phase_seed, round_order
 from collect.run import runner
+from collect.scheduling.order import phase_seed, round_order
 
 FAST = Script(ttft_s=0.01, gap_s=0.005)
 THREE = ["autoregressive", "dflash", "ngram"]

@@ -154,7 +154,7 @@ def _campaign(tmp: Path, stand_in: str, grid: list[float]) -> list[tuple[str, st
 
 
 def test_two_members_failing_alike_leave_the_rest_of_the_family_unstarted(tmp_path: Path) -> None:
-    """The round's order (collect.planning.order) decides which members start first: the
+    """The round's order (collect.scheduling.order) decides which members start first: the
     first two fail alike, the others are not started, naming them."""
     rows = _campaign(
         tmp_path, f"cat '{SGLANG / 'startup-failure-trie-depth.log'}'\nexit 1\n", [1.5, 2, 2.5, 3]

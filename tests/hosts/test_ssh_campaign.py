@@ -6,7 +6,6 @@ which), rows in DuckDB, server stopped; then the same with the link dropped mid-
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 
 from collect.plan.file import parse_plan
 from collect.run import runner
+from tests.collect_cli import collect_run
 from tests.hosts.conftest import servers_in
 
 
@@ -110,18 +110,7 @@ def test_campaign_survives_a_dropped_link(
     db, plan = tmp_path / "results.duckdb", tmp_path / "plan.yaml"
     plan.write_text(_plan(ssh_cfg, llama_server, smollm_model, reps=3))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collect",
-            "run",
-            str(plan),
-            "--db",
-            str(db),
-            "--logs",
-            "logs",
-            "--no-progress",
-        ],
+        collect_run(plan, db, "logs"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

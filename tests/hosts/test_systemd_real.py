@@ -28,6 +28,7 @@ from collect.hosts.ssh import SSH
 from collect.plan.components import SSHHost
 from collect.plan.file import parse_plan
 from collect.run import runner
+from tests.collect_cli import collect_run
 from tests.hosts.sshd import free_port
 from tests.hosts.systemd_container import (
     Container,
@@ -353,18 +354,7 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(yaml.safe_dump(_plan(box, paths, workdir, reps=4)))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collect",
-            "run",
-            str(plan),
-            "--db",
-            str(db),
-            "--logs",
-            "logs",
-            "--no-progress",
-        ],
+        collect_run(plan, db, "logs"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

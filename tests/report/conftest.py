@@ -568,7 +568,7 @@ def _meta(con: duckdb.DuckDBPyConnection, rounds: int = ROUNDS) -> None:
 
 def start_order(rounds: int = ROUNDS) -> list[tuple[int, str]]:
     """(run, method) of every service start in the campaign's order: each round starts every
-    method once, ORDER in odd rounds and its reverse in even ones (collect/planning/order.py)."""
+    method once, ORDER in odd rounds and its reverse in even ones (collect/scheduling/order.py)."""
     return [(r, m) for r in range(1, rounds + 1) for m in (ORDER if r % 2 else ORDER[::-1])]
 
 

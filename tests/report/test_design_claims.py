@@ -16,6 +16,7 @@ from report import charts, findings
 from report.context import workload_columns
 from report.data import ReportData
 from report.findings import design
+from report.findings.text import code
 from report.speculation import categories
 
 KEY = {"campaign_id": "c1", "engine": "llama.cpp", "tp": 1, "max_tokens": 64}
@@ -66,7 +67,7 @@ def test_a_file_adjusted_in_separate_families_says_so() -> None:
     data = _data(speedup=_claims(4, n_family=4), energy_ratio=_claims(2, n_family=2))
     text = design.family_sentence(data)
     assert "separate Holm families (decode speedup(s) over 4; energy ratio(s) over 2)" in text
-    assert "python -m analyze" in text
+    assert code("specsweep analyze") in text  # marked as code (report.findings.text)
 
 
 def test_the_summary_states_the_family_and_no_bare_throughput_ratio() -> None:
@@ -162,12 +163,12 @@ def test_the_threats_give_rounds_start_sd_and_drift_with_its_interval() -> None:
     notes = " ".join(design.start_notes(data))
     assert "Each configuration was started in 3 round(s)" in notes
     assert (
-        "llama.cpp TP1 concurrency 1: start sd 3.1\\% (12 df, 9 starts of 3 configurations), "
-        "drift +0.4\\% per start [-0.2\\%, +1.0\\%]"
+        "llama.cpp TP1 concurrency 1: start sd 3.1% (12 df, 9 starts of 3 configurations), "
+        "drift +0.4% per start [-0.2%, +1.0%]"
     ) in notes
-    assert "concurrency 4: start sd 5.2\\% (6 df" in notes
+    assert "concurrency 4: start sd 5.2% (6 df" in notes
     floor = design.noise_floor(data)
-    assert "x = 1.09 to 1.18 over 2 stratum(s)" in floor and "3.1\\% to 5.2\\%" in floor
+    assert "x = 1.09 to 1.18 over 2 stratum(s)" in floor and "3.1% to 5.2%" in floor
 
 
 def test_one_start_per_configuration_prints_no_interval_and_says_why() -> None:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from report.data import ReportData
 from report.findings import validity_notes
+from report.findings.text import latex
 
 TRIE = (
     "server exited during start-up: RuntimeError: param_.max_trie_depth must be greater "
@@ -28,7 +29,7 @@ def _notes(services: list[tuple[str, str, str | None]]) -> str:
         best_config=empty,
         agentic=empty,
     )
-    return " ".join(validity_notes(data))
+    return " ".join(latex(n) for n in validity_notes(data))  # as the PDF prints them
 
 
 def test_failed_services_are_grouped_by_their_cause_escaped_for_latex() -> None:

@@ -26,13 +26,13 @@ from PIL import Image, ImageChops, ImageStat
 
 from report import findings
 from report.data import load
-from report.html import text, views
+from report.findings.text import html as html_text
+from report.findings.text import plain
+from report.html import views
 from report.html.build import run
-from report.latex import escape_latex
 from tests.report.conftest import (
     CAMPAIGN,
     DDL,
-    HOSTILE,
     needs_latex,
     raw_requests,
     request_metrics,
@@ -85,59 +85,22 @@ def page(hostile_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
-# --- the findings, read back from their LaTeX --------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "value",
-    [s for s in HOSTILE if s.isascii()]
-    + ["a\u00a0b", "x---y", "*lead", "caf\u00e9 \u2013 \u201cq\u201d"],
-)
-def test_escaped_data_reads_back_as_itself(value: str) -> None:
-    got = str(text.latex_to_html(escape_latex(value)))
-    assert html.unescape(got.replace("<br>", "\n")) == value
-    assert "<" not in got.replace("<br>", ""), got  # every < of the data is &lt;
-
-
-def test_glyphs_latex_cannot_set_read_back_as_code_points() -> None:
-    got = str(text.latex_to_html(escape_latex("ok \u2713 \U0001f600")))
-    assert got == "ok [U+2713] [U+1F600]"
-
-
-def test_the_sentences_markup_becomes_html() -> None:
-    sentence = (
-        r"On \emph{c\_1} \textbf{no significant speedup}: 1.31$\times$ (95\% CI "
-        r"1.25--1.38; \texttt{a\allowbreak{}b}) at 100\% {[}x{]} \& more"
-    )
-    assert str(text.latex_to_html(sentence)) == (
-        "On <em>c_1</em> <strong>no significant speedup</strong>: 1.31\u00d7 (95% CI "
-        "1.25\u20131.38; <code>ab</code>) at 100% [x] &amp; more"
-    )
-
-
-@pytest.mark.parametrize("latex", [r"see \cite{x}", r"\emph{open", "close}", "$x$", "end\\"])
-def test_unknown_or_unbalanced_latex_is_refused(latex: str) -> None:
-    with pytest.raises(text.UnknownLatex):
-        text.latex_to_html(latex)
-
-
-def test_a_sentence_it_cannot_read_is_shown_as_its_latex(caplog: pytest.LogCaptureFixture) -> None:
-    got = text.sentences([r"fine \emph{x}", r"see \cite{<x>}"])
-    assert [str(s) for s in got] == ["fine <em>x</em>", r"<code>see \cite{&lt;x&gt;}</code>"]
-    assert "cite" in caplog.text
+# --- the findings, rendered from their marked text ---------------------------------------
 
 
 @pytest.mark.parametrize(
     "fixture", ["report_db", "report_db_no_agentic", "report_db_energy", "report_db_no_sweep"]
 )
-def test_every_finding_of_the_fixtures_reads_back(
+def test_every_finding_of_the_fixtures_renders_as_html(
     fixture: str, request: pytest.FixtureRequest
 ) -> None:
-    data = load(request.getfixturevalue(fixture), CAMPAIGN)
-    sentences = findings.summary(data) + findings.validity_notes(data)
+    found = findings.build(load(request.getfixturevalue(fixture), CAMPAIGN))
+    sentences = found.summary + found.validity
     assert len(sentences) > 3
-    for got in text.sentences(sentences):
-        assert "\\" not in got and "$" not in got, got
+    for s in sentences:
+        got = str(html_text(s))
+        assert "\\" not in got and "$" not in got, got  # no LaTeX left in the HTML
+        assert html.unescape(re.sub(r"</?(em|strong|code)>", "", got)) == plain(s)
 
 
 # --- the analysis tables -----------------------------------------------------------------

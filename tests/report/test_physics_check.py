@@ -19,6 +19,7 @@ import pytest
 from report import findings
 from report.data import ReportData
 from report.findings import physics
+from report.findings.text import latex
 
 TARGET = "/tmp/models/smollm2-135m"
 KEY = {"campaign_id": "c1", "engine": "vllm", "tp": 1, "workload": "rewrite", "max_tokens": 128}
@@ -60,7 +61,7 @@ def _data(sp: pd.DataFrame, services: pd.DataFrame, **frames: pd.DataFrame) -> R
 
 
 def _text(data: ReportData) -> str:
-    return " ".join(str(s) for s in findings.summary(data))
+    return " ".join(latex(s) for s in findings.summary(data))  # as the PDF prints them
 
 
 def test_a_method_launched_as_the_baseline_is_no_headline() -> None:

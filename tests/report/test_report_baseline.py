@@ -22,7 +22,7 @@ from tests.report.conftest import _meta, raw_requests
 OTHER = "plain-ar"  # not "autoregressive", and sorts after the other methods
 FIRST = mcolors.to_rgb(COLORBLIND[0])  # the baseline's colour
 FIGURES = dict.fromkeys(
-    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
 )
 
 

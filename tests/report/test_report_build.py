@@ -119,7 +119,7 @@ def test_crossover_section_charts_and_tabulates_the_sweep(built: tuple[Path, str
         "baseline (too little data to say where it stops), 1 is significantly faster at no "
         "level and significantly slower at not every level: whether it pays is undetermined."
     ) in text
-    assert "\\fitfigure{crossover.pdf}" in tex
+    assert "\\fitfigure{concurrency.pdf}" in tex
     assert "4 setting(s) measured at a single concurrency level are left out" in text
     rows = re.findall(r"chat&64&1&(\S+?)&1, 4&([a-z ]+)&([^&]+)&([^&]*)&([^&]*)&", tex)
     assert rows == [
@@ -133,7 +133,7 @@ def test_no_sweep_says_so_instead_of_a_chart(report_db_no_sweep: Path, tmp_path:
     pdf = run(report_db_no_sweep, tmp_path / "r.pdf")
     text = _pdf_text(pdf)
     assert "No workload was measured at two or more concurrency levels" in text
-    assert "crossover.pdf" not in pdf.with_suffix(".tex").read_text(encoding="utf-8")
+    assert "concurrency.pdf" not in pdf.with_suffix(".tex").read_text(encoding="utf-8")
 
 
 def test_database_without_crossover_view_asks_for_analyze(report_db: Path, tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_database_without_crossover_view_asks_for_analyze(report_db: Path, tmp_p
     data = load(old)
     assert data.crossover is None
     figures = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
     )
     tex = render_tex(build_context(data, figures))
     assert "analysed before the crossover view existed" in tex
@@ -172,7 +172,7 @@ def test_unknown_campaign_and_missing_views(report_db: Path, tmp_path: Path) -> 
     empty = tmp_path / "raw.duckdb"
     with duckdb.connect(str(empty)) as con:
         con.execute((ROOT / "schema" / "ddl.sql").read_text())
-    with pytest.raises(ReportError, match="python -m analyze"):
+    with pytest.raises(ReportError, match="specsweep analyze"):
         load(empty)
 
 
@@ -206,7 +206,7 @@ def test_colocated_measurements_are_counted_and_tabulated(report_db: Path, tmp_p
     """A packed campaign: the threats section counts the requests that ran beside other
     services and tabulates their windows; without any, it says none did."""
     figures = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
     )
     alone = render_tex(build_context(load(report_db), figures))
     assert "No measured request ran beside another service" in alone
@@ -253,7 +253,7 @@ def test_figures_drawn_by_worker_processes_equal_those_drawn_in_process(
     data = load(report_db)
     serial = make_figures(data, tmp_path / "serial", workers=1)
     forked = make_figures(data, tmp_path / "forked", workers=3)
-    assert list(serial) == list(forked) and serial["decode_tps"] and serial["crossover"]
+    assert list(serial) == list(forked) and serial["decode_tps"] and serial["concurrency"]
     for key, path in serial.items():
         assert (path is None) == (forked[key] is None), key
         if path is not None:  # no CreationDate: the same figure, the same bytes

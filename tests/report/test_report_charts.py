@@ -10,8 +10,8 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from report import charts
+from report.charts.layout import PANEL_ROW, ratio_figure, save_figure, sweep_frame, sweeps_figure
 from report.figures import slug
-from report.figures.layout import PANEL_ROW, ratio_figure, save_figure, sweep_frame, sweeps_figure
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
 
@@ -362,7 +362,7 @@ def test_sweeps_figure_has_a_panel_per_tp_and_one_legend(palette: dict, tmp_path
         ],
     ]
     assert all(ax.get_yscale() == "log" for ax in fig.axes)
-    assert save_figure(fig, tmp_path / "crossover.pdf").read_bytes().startswith(b"%PDF")
+    assert save_figure(fig, tmp_path / "concurrency.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_energy_ratio_chart_draws_the_ratios_and_names_its_axis(

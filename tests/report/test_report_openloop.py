@@ -23,12 +23,13 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_rgb
 
-from report import charts, openloop
+from report import charts
 from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
 from report.figures import make_figures
 from report.openloop import figures as openloop_figures
+from report.openloop import section as openloop
 from tests.report.conftest import CAMPAIGN, needs_latex
 
 RAG = "rag_2k #1 & 50%"  # escaped: rag\_2k \#1 \& 50\%
@@ -259,7 +260,7 @@ def open_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 NO_FIGS = dict.fromkeys(
-    ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+    ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
 )
 
 

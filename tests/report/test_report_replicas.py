@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from report.findings import replica_notes
+from report.findings.text import latex
 
 
 def _rows(
@@ -50,7 +51,7 @@ def test_agreeing_replicas_are_said_to_pool_soundly() -> None:
     (note,) = replica_notes(ra)
     assert note.startswith(
         "The baseline ran as several replicas (service starts on GPUs of "
-        "their own) in 2 window(s); in each, the replicas' median decode "
+        "their own) in 2 window(s); in each, the replicas\u2019 median decode "
         "speeds agree"
     )
 
@@ -62,8 +63,8 @@ def test_disagreeing_replicas_are_named_with_their_intervals() -> None:
             (1, "3", 95.0, 93.0, 97.0, True), (2, "a_b", 60.0, 58.0, 62.0, True), max_tokens=256
         )
     )
-    (note,) = replica_notes(ra)
+    (note,) = [latex(n) for n in replica_notes(ra)]  # as the PDF prints it: names escaped
     assert (
         "in 1 the replicas disagree, e.g. run 1, max\\_tokens 256, concurrency 1: replica 1 "
-        "(GPU 3) 95.0 [93.0, 97.0]; replica 2 (GPU a\\_b) 60.0 [58.0, 62.0] tok/s"
+        "(GPU 3) 95.0 {[}93.0, 97.0{]}; replica 2 (GPU a\\_b) 60.0 {[}58.0, 62.0{]} tok/s"
     ) in note

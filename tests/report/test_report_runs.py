@@ -16,11 +16,14 @@ from report.build import compile_tex, render_tex
 from report.context import build_context
 from report.data import load
 from report.figures import make_figures
+from report.findings.text import em, latex
 
+# as the PDF prints it (report.findings.text.latex): the method's name escaped
 SHARE_SENTENCE = (
-    "Each comparison rests on the campaign's 3 rounds of service starts crossed with its "
-    "prompts; its interval adds the stratum's start variance to the prompts' spread. Between "
-    "rounds: a median 40\\% of one round's speedup variance over 3 comparison(s), the most "
+    "Each comparison rests on the campaign\\textquoteright{}s 3 rounds of service starts "
+    "crossed with its prompts; its interval adds the stratum\\textquoteright{}s start variance "
+    "to the prompts\\textquoteright{} spread. Between rounds: a median 40\\% of one "
+    "round\\textquoteright{}s speedup variance over 3 comparison(s), the most "
     "62\\% (per-round speedups 0.81$\\times$ to 1.20$\\times$) for n\\_gram\\&co on "
     "\\emph{chat}, max\\_tokens 64, concurrency 4; 0\\% means the rounds agree up to prompt "
     "noise (with 2 or 3 rounds a rough figure)."
@@ -41,7 +44,7 @@ def test_the_median_share_and_the_largest_by_hand() -> None:
     """Shares 20%, 62%, 40%: median 40%, the most 62% at concurrency 4; names escaped."""
     sp = _speedup([3, 3, 3], [0.2, 0.62, 0.4])
     assert findings.several_runs(sp)
-    assert findings.runs_sentence(sp) == SHARE_SENTENCE
+    assert latex(findings.runs_sentence(sp)) == SHARE_SENTENCE
 
 
 def test_one_run_or_an_older_file_says_nothing() -> None:
@@ -55,10 +58,10 @@ def test_one_run_or_an_older_file_says_nothing() -> None:
 def test_runs_differing_per_comparison_give_the_range() -> None:
     sp = _speedup([2, 3, 1], [0.5, 0.62, None])
     assert findings.runs_sentence(sp).startswith(
-        "Each comparison rests on the campaign's rounds (1 to 3 per comparison) of service "
-        "starts crossed with its prompts; its interval adds the stratum's start variance to "
-        "the prompts' spread. Between rounds: a median 56\\% of one round's speedup variance "
-        "over 2 comparison(s)"
+        "Each comparison rests on the campaign\u2019s rounds (1 to 3 per comparison) of service "
+        "starts crossed with its prompts; its interval adds the stratum\u2019s start variance to "
+        "the prompts\u2019 spread. Between rounds: a median 56% of one round\u2019s speedup "
+        "variance over 2 comparison(s)"
     )
 
 
@@ -84,11 +87,11 @@ def test_the_summary_and_the_threats_say_rounds(report_db: Path, tmp_path: Path)
     top = sp.loc[sp["between_run_share"].idxmax()]
     summary = [str(s) for s in findings.summary(data)]
     assert summary[3] == findings.runs_sentence(sp)
-    assert f"the most {100 * top['between_run_share']:.0f}\\%" in summary[3]
-    assert f"for {top['method']} on \\emph{{{top['workload']}}}" in summary[3]
+    assert f"the most {100 * top['between_run_share']:.0f}%" in summary[3]
+    assert f"for {top['method']} on {em(top['workload'])}" in summary[3]
     tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
     flat = " ".join(tex.split())
-    assert summary[3] in tex
+    assert latex(summary[3]) in tex
     assert "how much of a comparison's spread is between rounds: see the summary" in flat
     assert "Each configuration was started in 3 round(s)" in flat
     assert "Intervals carry the spread between service starts" in flat

@@ -12,11 +12,13 @@ import duckdb
 import pandas as pd
 import pytest
 
-from report import sections
 from report.build import render_tex, run
 from report.context import build_context
 from report.data import load
-from report.sections import energy_rows, energy_sources, telemetry_sources, transport_notes
+from report.findings.energy import energy_finding
+from report.findings.text import latex
+from report.findings.validity import transport_notes
+from report.sections import energy_rows, energy_sources, telemetry_sources
 from tests.report.conftest import needs_latex
 
 
@@ -169,7 +171,7 @@ def test_a_file_analysed_before_the_setup_views_still_renders(
         con.execute("ALTER TABLE service_summary DROP COLUMN own_flags")
         con.execute("ALTER TABLE service_summary DROP COLUMN transport")
     figures = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic"]
+        ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
     )
     tex = " ".join(render_tex(build_context(load(old), figures)).split())
     assert "analysed before the host summary existed" in tex
@@ -199,14 +201,14 @@ def test_the_energy_sentence_names_a_lowest_ratio_only_when_it_is_significant() 
             },
         ]
     )
-    [both] = sections.energy_finding(er)
+    [both] = energy_finding(er)
     assert "1 of 2 comparisons use significantly less" in both
     assert "the lowest significant ratio is b on chat at 0.90" in both
-    [alone] = sections.energy_finding(er.iloc[:1])
+    [alone] = energy_finding(er.iloc[:1])
     assert "0 of 1 comparisons" in alone
-    assert alone.endswith(
+    assert latex(alone).endswith(  # as the PDF prints it
         "the lowest point estimate, a on chat at 0.60$\\times$ (95\\% CI "
-        "0.30--1.20), is not significantly below 1."
+        "0.30\\textendash{}1.20), is not significantly below 1."
     )
 
 
@@ -232,7 +234,16 @@ def test_the_energy_section_names_its_sources(report_db_energy: Path, tmp_path: 
             "AND workload = 'code_gen' THEN 'power_trapezoid' ELSE 'counter' END"
         )
     figures = dict.fromkeys(
-        ["speedup", "accept", "decode_tps", "ttft", "throughput", "crossover", "agentic", "energy"]
+        [
+            "speedup",
+            "accept",
+            "decode_tps",
+            "ttft",
+            "throughput",
+            "concurrency",
+            "agentic",
+            "energy",
+        ]
     )
     tex = " ".join(render_tex(build_context(load(db), figures)).split())
     assert (

@@ -2,7 +2,7 @@
 
 A campaign has C configurations (the baseline first in the list, then the methods), R rounds
 and a set of windows (a prompt count and a concurrency each; prompts differ per window). Each
-round starts every configuration once, in collect's order (collect.planning.order: a seeded
+round starts every configuration once, in collect's order (collect.scheduling.order: a seeded
 permutation, reversed in the next round; or, for the design before issue 36, the plan's order
 in every round), and measures all of that configuration's windows on that start. ln decode
 speed of a request:
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from collect.planning.order import round_order
+from collect.scheduling.order import round_order
 
 # the default campaign's closed-loop windows: (workload, prompts, concurrency)
 WINDOWS = (("rewrite", 8, 1), ("rewrite", 8, 4), ("chat", 8, 1), ("chat", 8, 4),

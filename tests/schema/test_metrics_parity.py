@@ -1,7 +1,8 @@
 """One definition each: the Python twins in schema.metrics equal their DuckDB macros
 (schema/metrics.sql) on hand-built rows, both against values worked by hand; the code that
-needs the number while a campaign runs (the engines' accept_length, `Slo.met`'s TPOT) calls
-the twin, not a copy."""
+needs the number while a campaign runs (the engines' accept_length, `Slo.met`'s TPOT and SLO
+rule) calls the twin, not a copy. The counter acceptance has a macro only (analysis reads
+counters once per window)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,44 @@ def test_collect_uses_the_twins_not_copies() -> None:
     assert not Slo(tpot_ms=99).met(True, 0.2, 1.2, 11)
     assert Slo(tpot_ms=1).met(True, 0.2, 1.2, 1)
     assert not Slo(tpot_ms=100).met(False, 0.2, 1.2, 11)
+
+
+# (ok, ttft_s, tpot_s, e2e_s, ttft_ms, tpot_ms, e2e_ms, met by hand)
+SLO_ROWS = [
+    (True, 0.2, 0.1, 1.2, 200.0, 100.0, 1200.0, True),  # every objective met at its bound
+    (True, 0.2, 0.1, 1.2, 199.0, None, None, False),  # TTFT 1 ms over
+    (True, 0.2, 0.1, 1.2, None, 99.0, None, False),  # TPOT over
+    (True, 0.2, 0.1, 1.2, None, None, 1000.0, False),  # E2E over
+    (True, 0.2, None, 1.2, None, 1.0, None, True),  # no TPOT (one token): meets a TPOT objective
+    (False, 0.2, 0.1, 1.2, 1000.0, None, None, False),  # a failed request never meets one
+    (True, None, None, 1.2, None, None, 5000.0, False),  # no TTFT: not met
+    (True, 0.2, 0.1, None, 1000.0, None, None, False),  # no E2E: not met
+    (True, 0.2, 0.1, 1.2, None, None, None, True),  # no objective set
+]
+
+
+def test_meets_slo_macro_and_twin_equal_the_hand_values(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE s (i INTEGER, ok BOOLEAN, ttft DOUBLE, tpot DOUBLE, "
+        "e2e DOUBLE, ttft_ms DOUBLE, tpot_ms DOUBLE, e2e_ms DOUBLE)"
+    )
+    con.executemany(
+        "INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(i, *row[:7]) for i, row in enumerate(SLO_ROWS)],
+    )
+    sql = con.execute(
+        "SELECT meets_slo(ok, ttft, tpot, e2e, ttft_ms, tpot_ms, e2e_ms) FROM s ORDER BY i"
+    ).fetchall()
+    for row, (from_sql,) in zip(SLO_ROWS, sql):
+        assert from_sql is row[7], row
+        assert metrics.meets_slo(*row[:7]) is row[7], row
+
+
+# (d_accepted, d_drafts, acceptance length by hand)
+COUNTER_ROWS = [(300, 100, 4.0), (0, 50, 1.0), (10, 0, None), (None, 5, None), (5, None, None)]
+
+
+def test_counter_acceptance_macro_equals_the_hand_values(con: duckdb.DuckDBPyConnection) -> None:
+    sql = _macro(con, "accept_length_counters(a, b)", [row[:2] for row in COUNTER_ROWS])
+    for (accepted, drafts, want), from_sql in zip(COUNTER_ROWS, sql):
+        assert _same(from_sql, want), (accepted, drafts, from_sql)

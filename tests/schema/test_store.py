@@ -418,7 +418,7 @@ def test_a_read_only_connect_refuses_a_newer_file(db_path: Path) -> None:
 def test_connect_creates_nothing_unless_asked(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "r.duckdb"
     for read_only in (False, True):
-        with pytest.raises(FileNotFoundError, match="run `python -m collect` first"):
+        with pytest.raises(FileNotFoundError, match="run `specsweep run` first"):
             connect(path, read_only=read_only)
     assert not path.parent.exists()
     connect(path, create=True).close()

@@ -1,0 +1,33 @@
+-- The comparison key, written once for SQL: the columns that name one measured load point,
+-- whose methods the analysis compares. The twin of schema.keys.COMPARISON_KEY
+-- (tests/schema/test_keys.py proves they agree). Installed as a persistent macro by
+-- schema.metrics.install beside schema/metrics.sql, so the views, report and `make sql`
+-- can call it as well.
+--
+-- DuckDB (1.5) has no macro that expands to a column list, so a query names the key
+-- through a star expression:
+--   SELECT list    COLUMNS(comparison_key()), method, ...
+--                  COLUMNS keeps the FROM relation's column order, not the list's. Every
+--                  table carries the key's columns in the key's order, so the key comes out
+--                  in order, and a column named after it (method) comes where it is named.
+--                  A per-window table that prints method after tp (config_summary and the
+--                  other window objects) writes
+--                  COLUMNS(comparison_key()[:3]), method, COLUMNS(comparison_key()[4:]).
+--                  Where two joined relations both hold the key, join them with USING (or
+--                  select from one only what the join adds): after an ON join COLUMNS
+--                  returns both copies.
+--   GROUP BY       GROUP BY ALL (DuckDB refuses a star expression in GROUP BY)
+--   PARTITION BY   PARTITION BY row(*COLUMNS(comparison_key())), ...: the key as one
+--                  struct; equal structs are equal keys. DuckDB takes it only in a window of
+--                  the SELECT list standing alone, not in QUALIFY nor inside a larger
+--                  expression: give the window its own column and filter or combine it in
+--                  the next CTE.
+--   ON             the key as one value: row(*COLUMNS(comparison_key())) AS load_point in
+--                  each side, then ON a.load_point = b.load_point (a self-join with more
+--                  conditions than equal keys: speedup_prediction.sql)
+--   USING (...)    spelled out: USING takes column names only, neither a macro nor COLUMNS,
+--                  and a NATURAL JOIN would join on every other shared column as well. So
+--                  does EXCLUDE (...). The key's grep test allows the spelled-out key in
+--                  those two clauses and nowhere else (tests/test_one_definition.py).
+CREATE OR REPLACE MACRO comparison_key() AS
+    ['campaign_id', 'engine', 'tp', 'workload', 'max_tokens', 'concurrency'];

@@ -1,0 +1,132 @@
+"""One findings object, three outputs (issue 37, item 3): the PDF's ``.tex``, the HTML report
+and the JSON export of one fixture campaign hold the same findings, sentence for sentence.
+
+The outputs are written by the command lines a user runs (`python -m report --out --html
+--findings`, `python -m specsweep export --findings`); the expected sentences come from one
+:class:`report.findings.Findings` built here from the same file and rendered with each of
+report.findings.text's renderers. The campaign's data (the fixture's HOSTILE description, a
+workload renamed to LaTeX and HTML specials) must come out escaped in every output.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from report import findings
+from report.data import load
+from report.findings.text import em, latex, plain
+from report.findings.text import html as html_text
+from tests.report.conftest import CAMPAIGN, needs_latex
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOAD = "<b>c_1</b> & 100% $x$ \\emph{y}"  # an HTML tag and LaTeX specials, as data
+
+
+@pytest.fixture(scope="module")
+def special_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("findings-db") / "specsweep.duckdb"
+    shutil.copyfile(report_db, path)
+    with duckdb.connect(str(path)) as con:
+        con.execute("UPDATE speedup SET workload = ? WHERE workload = 'summ'", [WORKLOAD])
+    return path
+
+
+def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def _between(text: str, start: str, end: str) -> str:
+    head = text.index(start) + len(start)
+    return text[head : text.index(end, head)]
+
+
+def _in_order(items: list[str], text: str) -> None:
+    at = 0
+    for item in items:
+        found = text.find(item, at)
+        assert found >= 0, item
+        at = found + len(item)
+
+
+@needs_latex
+def test_the_pdf_the_html_and_the_json_hold_the_same_findings(
+    special_db: Path, tmp_path: Path
+) -> None:
+    pdf, page, doc = tmp_path / "r.pdf", tmp_path / "r.html", tmp_path / "f.json"
+    done = _cli("-m", "report", "--db", str(special_db), "--out", str(pdf), "--html",
+                str(page), "--findings", str(doc), "--workers", "1", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(pdf), str(page), str(doc)]
+    found = findings.build(load(special_db, CAMPAIGN))
+    assert len(found.summary) > 5 and len(found.validity) > 3
+    assert any(em(WORKLOAD) in s for s in found.summary)  # the renamed workload's headline
+
+    # the PDF: each sentence as latex(), in order, in its list (openloop and speculation
+    # findings may follow the summary's in the same list; they are not this object's)
+    tex = pdf.with_suffix(".tex").read_text(encoding="utf-8")
+    summary_tex = _between(tex, "\\section*{Summary of findings}", "\\end{itemize}")
+    threats_tex = _between(tex, "\\section{Threats to validity}", "\\end{itemize}")
+    _in_order([f"\\item {latex(s)}\n" for s in found.summary], summary_tex)
+    _in_order([f"\\item {latex(s)}\n" for s in found.validity], threats_tex)
+    assert WORKLOAD not in tex and "\\textless{}b\\textgreater{}c\\_1" in summary_tex
+
+    # the HTML: the two lists hold exactly the sentences, as html()
+    body = page.read_text(encoding="utf-8")
+    lists = re.findall(r'<ul class="findings">\n(.*?)</ul>', body, re.S)
+    items = [re.findall(r"<li>(.*?)</li>", block, re.S) for block in lists[:2]]
+    assert items == [[str(html_text(s)) for s in found.summary],
+                     [str(html_text(s)) for s in found.validity]]  # fmt: skip
+    assert WORKLOAD not in body and html.escape(WORKLOAD, quote=False) in lists[0]
+    assert [html.unescape(re.sub(r"</?(em|strong|code)>", "", i)) for i in items[0]] == [
+        plain(s) for s in found.summary
+    ]
+
+    # the JSON: the plain text of every sentence, the claims with their numbers
+    written = json.loads(doc.read_text(encoding="utf-8"))
+    assert [s["text"] for s in written["summary"]] == [plain(s) for s in found.summary]
+    assert [s["text"] for s in written["validity"]] == [plain(s) for s in found.validity]
+    assert [s["marked"] for s in written["summary"]] == found.summary
+    assert written["claims"] == found.claims and written["campaign_id"] == CAMPAIGN
+
+
+def test_specsweep_export_writes_the_findings_json(special_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "findings.json"
+    done = _cli("-m", "specsweep", "export", "--findings", str(out), "--db", str(special_db),
+                cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(out)] and not (tmp_path / "reports").exists()
+    written = json.loads(out.read_text(encoding="utf-8"))
+    found = findings.build(load(special_db, CAMPAIGN))
+    assert written["findings_version"] == 1 and written["baseline"] == found.baseline
+    assert [s["text"] for s in written["summary"]] == [plain(s) for s in found.summary]
+    sp = load(special_db, CAMPAIGN).speedup
+    claims = sp[~sp["is_control"].fillna(False).astype(bool)] if "is_control" in sp else sp
+    assert len(written["claims"]) == len(claims) > 0
+    for claim in written["claims"]:  # numbers stay numbers; the check's verdict where it exists
+        assert isinstance(claim["speedup"], float) and isinstance(claim["concurrency"], int)
+        assert claim["physics"] in (None, "within bound", "exceeds bound", "unchecked")
+        assert isinstance(claim["headline"], bool)
+    heads = [c for c in written["claims"] if c["headline"]]
+    assert {c["workload"] for c in heads} < {c["workload"] for c in written["claims"]}
+    assert all(c["significant"] and c["speedup"] > 1 for c in heads)
+    bad = _cli("-m", "specsweep", "export", "--findings", str(out), "--compare", "a", "b",
+               cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 2 and "does not apply to --compare" in bad.stderr
