@@ -86,14 +86,14 @@ def _plan_copy(tmp_path: Path) -> Path:
     """The plan with its state folder in tmp_path and its helper scripts by absolute path, in
     one round (the checks below are one round's: the blocker stopped once, one pick each)."""
     text = PLAN.read_text().replace("results/dry-ct200", str(tmp_path / "state"))
-    text = text.replace(" plans/", f" {REPO}/plans/") + "\nrepeat: 1\n"
+    text = text.replace(" tests/bench/", f" {REPO}/tests/bench/") + "\nrepeat: 1\n"
     copy = tmp_path / "dry-ct200-shape.yaml"
     copy.write_text(text)
     return copy
 
 
 def _blocker(action: str, state: Path) -> None:
-    script = REPO / "plans" / "gpu0_blocker.py"
+    script = REPO / "tests" / "bench" / "ct200" / "gpu0_blocker.py"
     subprocess.run([sys.executable, str(script), action, str(state)], check=True)
 
 
