@@ -270,16 +270,37 @@ class SystemdManager:
         return [int(pid) for _, pid in found if pid.isdigit()]
 
     def log_tail(self, proc: Process, lines: int = 40) -> str:
-        """The server's log file, then systemd's own lines (exec failures, OOM kills). The
-        journal is synced first (best effort: a user manager may not be allowed to): the
-        line of an exec failure comes from the forked child, not PID1, and on a loaded host
-        it reached the journal after PID1's own 'Failed with result' (seen once in CI)."""
+        """The server's log file, then systemd's own lines (exec failures, OOM kills); one
+        round trip. The journal is synced first (best effort: a user may not be allowed
+        to). The line naming an exec failure comes from the forked child, not PID1, and on
+        a loaded host it reached the journal after PID1's own lines, even after a sync
+        (seen twice in CI): for a unit whose main process ended with 203/EXEC the script
+        waits up to 3 s for that line."""
         _, out, _ = self.runner.run(["tail", "-n", str(lines), str(proc.log_path)])
-        self.runner.run(["journalctl", *self.user, "--sync"])
         unit = unit_name(proc.log_path)
-        journal = ["journalctl", *self.user, "-u", unit, "-n", str(lines), "--no-pager"]
-        _, jout, _ = self.runner.run(journal)
+        script = ["sh", "-c", _JOURNAL_TAIL, "sh", unit, str(lines), *self.user]
+        _, jout, _ = self.runner.run(script, timeout_s=30)
         return "\n".join(part.rstrip("\n") for part in (out, jout) if part.strip())
+
+
+# $1 unit, $2 journal lines, then systemctl's scope (--user or nothing). 203 is systemd's
+# EXEC status; the child's line is "Failed to locate executable" (systemd 252) or "Failed
+# at step EXEC" (older).
+_JOURNAL_TAIL = r"""u=$1 n=$2; shift 2
+journalctl "$@" --sync 2>/dev/null
+told() {  # both lines of an exec failure: the child's and PID1's status
+  t=$(journalctl "$@" -u "$u" --no-pager -o cat)
+  printf '%s' "$t" | grep -q -e 'Failed to locate executable' -e 'Failed at step EXEC' &&
+    printf '%s' "$t" | grep -q 'status=203/EXEC'
+}
+if [ "$(systemctl "$@" show -p ExecMainStatus --value "$u")" = 203 ]; then
+  i=0
+  until told "$@" || [ "$i" -ge 30 ]; do
+    sleep 0.1; journalctl "$@" --sync 2>/dev/null; i=$((i + 1))
+  done
+fi
+journalctl "$@" -u "$u" -n "$n" --no-pager
+"""
 
 
 # $1 unit, $2 polls of 0.1 s, then systemctl's scope (--user or nothing). A unit whose
