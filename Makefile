@@ -113,7 +113,7 @@ sql: $(STAMP)
 	$(SW) sql --db $(DB)
 
 docs: $(STAMP)
-	$(PY) -m analyze.models.docs
+	$(PY) -m specsweep.analyze.models.docs
 
 clean:
 	rm -rf results reports

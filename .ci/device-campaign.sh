@@ -18,11 +18,11 @@ campaign_tag() {
 # that it outlives the call
 campaign_start() {
     [ -f "$S/$1.started" ] && return 0
-    python3 -m collect check "$PLAN" --probe 2>&1 | tee "$S/check-$1.log" | tail -12
+    python3 -m specsweep check "$PLAN" --probe 2>&1 | tee "$S/check-$1.log" | tail -12
     touch "$S/$1.started"
     local only="" m
     for m in ${ONLY:-}; do only="$only --only $m"; done
-    setsid bash -c "python3 -m collect run '$PLAN' $only --db '$R/$1.duckdb' --logs '$R/logs-$1' \
+    setsid bash -c "python3 -m specsweep run '$PLAN' $only --db '$R/$1.duckdb' --logs '$R/logs-$1' \
         --no-progress > '$S/$1.log' 2>&1; echo \$? > '$S/$1.rc'" \
         < /dev/null > /dev/null 2>&1 &
     say "campaign $1 started (log $S/$1.log)"
@@ -36,7 +36,7 @@ campaign_end() {
     fi
     say "campaign ended with exit code $(cat "$S/$1.rc")"
     tail -15 "$S/$1.log"
-    python3 -m analyze --db "$R/$1.duckdb" > "$S/analyze-$1.log" 2>&1 \
+    python3 -m specsweep analyze --db "$R/$1.duckdb" > "$S/analyze-$1.log" 2>&1 \
         || { tail -20 "$S/analyze-$1.log"; say "analyze failed (the database still comes back)"; }
 }
 
@@ -46,7 +46,7 @@ campaign_end() {
 # not the bash around it, which must live on to write the exit code.
 campaign_stop() {
     [ -f "$S/$1.started" ] || { say "campaign $1 was not started here"; exit 3; }
-    pkill -INT -f "^python3 -m collect run $PLAN .*--db $R/$1.duckdb" \
+    pkill -INT -f "^python3 -m specsweep run $PLAN .*--db $R/$1.duckdb" \
         && say "sent SIGINT to campaign $1"
     return 0
 }

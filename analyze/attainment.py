@@ -85,9 +85,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from analyze.stats import insert_frame
-from schema.paired import LEVEL
-from schema.starts import POOL_ALPHA
+from specsweep.analyze.stats import insert_frame
+from specsweep.schema.paired import LEVEL
+from specsweep.schema.starts import POOL_ALPHA
 
 MIN_POOL_CONTRASTS = 4  # below, Bancroft's test has too little power to pool on
 KEY = ["campaign_id", "tp", "method", "workload", "max_tokens", "rate"]

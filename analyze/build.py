@@ -12,7 +12,7 @@ Every analysis object is a TABLE (a snapshot of the raw tables as of analysis_pa
 except speedup_pairs, a view over the request_metrics table: a view is recomputed by every
 read, and a dozen objects read request_metrics, so views made each `count(*)` re-derive every
 request (3 minutes and 7.5 GB for 100k requests; docs/measurements/2026-12-03-scale-*.md). A
-full rebuild is what `python -m analyze` does after every collect: rebuilding 1M requests takes
+full rebuild is what `specsweep analyze` does after every collect: rebuilding 1M requests takes
 seconds, so nothing is rebuilt incrementally.
 """
 
@@ -23,15 +23,15 @@ from pathlib import Path
 
 import duckdb
 
-from analyze import itl
-from analyze.models import registry
-from analyze.models.model import Build
-from analyze.models.registry import PARAMS_DDL as PARAMS_DDL  # re-exported
-from analyze.models.registry import plan_description as plan_description  # re-exported
-from analyze.models.sql import read_sql as read_sql  # re-exported: tests run single files
-from schema.defaults import DEFAULT_BASELINE
-from schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
-from schema.store import connect
+from specsweep.analyze import itl
+from specsweep.analyze.models import registry
+from specsweep.analyze.models.model import Build
+from specsweep.analyze.models.registry import PARAMS_DDL as PARAMS_DDL  # re-exported
+from specsweep.analyze.models.registry import plan_description as plan_description  # re-exported
+from specsweep.analyze.models.sql import read_sql as read_sql  # re-exported: tests run single files
+from specsweep.schema.defaults import DEFAULT_BASELINE
+from specsweep.schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
+from specsweep.schema.store import connect
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def object_counts(db_path: str | Path) -> dict[str, int]:
 
 
 def import_check_lines(db_path: str | Path) -> list[str]:
-    """What the import_check view says, for `python -m analyze` to print: how many figures
+    """What the import_check view says, for `specsweep analyze` to print: how many figures
     of imported files equal ours to the printed digit, then each one that differs."""
     with connect(db_path, read_only=True) as con:
         rows = con.execute(

@@ -59,12 +59,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.starts import CLOSED_STRATUM
-from analyze.stats import adjust_family, insert_frame
-from schema.controls import aa_control_name
-from schema.keys import COMPARISON_KEY
-from schema.paired import MIN_PROMPTS, interval
-from schema.starts import StartVariance
+from specsweep.analyze.starts import CLOSED_STRATUM
+from specsweep.analyze.stats import adjust_family, insert_frame
+from specsweep.schema.controls import aa_control_name
+from specsweep.schema.keys import COMPARISON_KEY
+from specsweep.schema.paired import MIN_PROMPTS, interval
+from specsweep.schema.starts import StartVariance
 
 POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
 POOLED_CONCURRENCY = 1

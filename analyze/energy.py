@@ -38,10 +38,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.starts import CLOSED_STRATUM, Compared, Side, compare_all, variance_rows
-from analyze.stats import insert_frame, join_sides
-from schema.controls import aa_control_name
-from schema.keys import COMPARISON
+from specsweep.analyze.starts import CLOSED_STRATUM, Compared, Side, compare_all, variance_rows
+from specsweep.analyze.stats import insert_frame, join_sides
+from specsweep.schema.controls import aa_control_name
+from specsweep.schema.keys import COMPARISON
 
 ENERGY_RATIO_DDL = f"""
 CREATE OR REPLACE TABLE energy_ratio (

@@ -44,7 +44,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from schema.keys import WINDOW_KEY
+from specsweep.schema.keys import WINDOW_KEY
 
 SPILL_BYTES = 64 * 2**20  # pooled gaps held in memory before they go to spill files
 BLOCK_CHUNKS = 2_000_000  # chunks fetched at once (20 bytes each as numpy arrays)

@@ -31,9 +31,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.starts import Compared, Side, compare_all, variance_rows
-from analyze.stats import insert_frame
-from schema.controls import aa_control_name
+from specsweep.analyze.starts import Compared, Side, compare_all, variance_rows
+from specsweep.analyze.stats import insert_frame
+from specsweep.schema.controls import aa_control_name
 
 KEY = ["campaign_id", "tp", "workload", "max_tokens", "rate", "method"]
 _KEY = ", ".join(KEY)

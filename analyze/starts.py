@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from schema.paired import LEVEL, RunSpread, Speedup, cell_log_ratios, interval, run_spread
-from schema.starts import StartTable, StartVariance, start_variance
+from specsweep.schema.paired import LEVEL, RunSpread, Speedup, cell_log_ratios, interval, run_spread
+from specsweep.schema.starts import StartTable, StartVariance, start_variance
 
 CLOSED_STRATUM = ["campaign_id", "engine", "tp", "concurrency"]
 

@@ -37,7 +37,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyze.starts import (
+from specsweep.analyze.starts import (
     CLOSED_STRATUM,
     Compared,
     Side,
@@ -45,9 +45,9 @@ from analyze.starts import (
     start_spread,
     variance_rows,
 )
-from schema.controls import aa_control_name
-from schema.keys import COMPARISON, COMPARISON_KEY
-from schema.paired import (
+from specsweep.schema.controls import aa_control_name
+from specsweep.schema.keys import COMPARISON, COMPARISON_KEY
+from specsweep.schema.paired import (
     LEVEL,
     MIN_PROMPTS,
     RunSpread,
@@ -55,7 +55,7 @@ from schema.paired import (
     holm,
     t_interval,
 )
-from schema.starts import StartVariance
+from specsweep.schema.starts import StartVariance
 
 __all__ = ["LEVEL", "MIN_PROMPTS", "RunSpread", "Speedup", "build_speedup", "paired_speedups"]
 

@@ -1,5 +1,5 @@
 """Command line of the collect stage: `specsweep run|check|simulate|provision|import`, and
-`python -m collect run|check|simulate|schema|provision|import`.
+`specsweep run|check|simulate|schema|provision|import`.
 
 A machine that is not ready (a prompt set, the llama-server build or a model missing, a results
 file or log folder that cannot be written) ends `run` before it starts anything, with one
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import typer
 
-from collect.plan.file import PlanError, load_plan
-from schema.defaults import DEFAULT_DB
+from specsweep.collect.plan.file import PlanError, load_plan
+from specsweep.schema.defaults import DEFAULT_DB
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
@@ -32,7 +32,7 @@ UNREACHABLE = 4  # exit code: the host cannot be reached (2: bad plan, 3: does n
 def _ready() -> Iterator[None]:
     """A missing resource (collect.resources: prompt sets, the llama-server build, a model)
     ends the command with its one line, which names the fix, and exit code 2."""
-    from collect.resources import ResourceError
+    from specsweep.collect.resources import ResourceError
 
     try:
         yield
@@ -44,7 +44,7 @@ def _ready() -> Iterator[None]:
 def _writable_or_exit(path: Path, option: str, folder: bool = False) -> None:
     """Exit 2 with one line before any work when the results file (or, folder=True, a file
     in the log folder) cannot be written where the option names it."""
-    from schema.store import unwritable
+    from specsweep.schema.store import unwritable
 
     why = unwritable(path / "probe" if folder else path)
     if why:
@@ -87,10 +87,10 @@ def run(
     llama-server build or a model missing; --db or --logs not writable): one line names the
     fix; 4 host cannot be reached (one line names the host, user@host:port and why; the
     campaign is marked unreachable); 130 interrupted (rerun to resume)."""
-    from collect.cluster import launch
-    from collect.hosts.base import HostUnreachable
-    from collect.plan.workloads import request_count
-    from collect.run import runner
+    from specsweep.collect.cluster import launch
+    from specsweep.collect.hosts.base import HostUnreachable
+    from specsweep.collect.plan.workloads import request_count
+    from specsweep.collect.run import runner
 
     parsed = _plan_or_exit(plan)
     try:
@@ -153,23 +153,23 @@ def check(
     warning line naming the fix); 2 bad plan, or a prompt set is missing (one line names the
     fix); 3 a service does not fit its GPUs' memory; 4 (with --probe) host cannot be reached
     (one line names the host, user@host:port and why)."""
-    from collect.hosts.base import HostUnreachable
+    from specsweep.collect.hosts.base import HostUnreachable
 
     parsed = _plan_or_exit(plan)
     with _ready():  # the prompt sets, read to count requests
         typer.echo("\n".join(_service_lines(parsed)))
-    from collect.resources import ResourceError
+    from specsweep.collect.resources import ResourceError
 
     try:  # a plan for another machine is checked here too: a warning, not an error
         _require_engine(parsed)
     except ResourceError as exc:
         typer.echo(f"warning: not ready to run on this machine: {exc}")
-    from collect.scheduling.sizing import window_warnings
+    from specsweep.collect.scheduling.sizing import window_warnings
 
     for line in window_warnings(parsed):
         typer.echo(f"warning: {line}")
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
-    from collect.scheduling.memory import check_plan
+    from specsweep.collect.scheduling.memory import check_plan
 
     try:
         memory_lines, too_big = check_plan(parsed, probe=probe)
@@ -184,8 +184,8 @@ def check(
 def _service_lines(parsed) -> list[str]:  # noqa: ANN001 - Plan
     """Each phase's services and their request counts, then the plan's total (the prompt
     sets are read to count them: ResourceError when one is not fetched)."""
-    from collect.plan.phases import BestOf
-    from collect.plan.workloads import request_count
+    from specsweep.collect.plan.phases import BestOf
+    from specsweep.collect.plan.workloads import request_count
 
     per_workload = {w.name: request_count(w) for w in parsed.workloads}
     total, lines = 0, []
@@ -224,14 +224,14 @@ def _require_engine(parsed) -> None:  # noqa: ANN001 - Plan
     and other hosts have their own (`check --probe` reads a remote host's model files)."""
     if parsed.host.kind != "local" or parsed.cluster is not None:
         return
-    from collect import engines
+    from specsweep.collect import engines
 
     engines.create(parsed.engine).launch(parsed.methods[0], 1, 0)
 
 
 def _picks(parsed, picked) -> int:  # noqa: ANN001 - Plan, BestOf | None
     """How many methods a best_of phase runs besides its baseline, at most."""
-    from schema.controls import aa_control_name
+    from specsweep.schema.controls import aa_control_name
 
     if picked is None:
         return 0
@@ -258,7 +258,7 @@ def _time_estimate(
     gantt: bool = False,  # noqa: ANN001 - Plan
     hosts: list[int] | None = None,
 ) -> list[str]:
-    from collect.scheduling import simulation
+    from specsweep.collect.scheduling import simulation
 
     try:
         with _ready():  # the prompt sets, read to count requests
@@ -314,8 +314,8 @@ def schema(
     ),
 ) -> None:
     """Print the plan's JSON Schema (for editors), or with --markdown the plan reference."""
-    from collect.plan.file import json_schema
-    from collect.plan.reference import markdown as reference
+    from specsweep.collect.plan.file import json_schema
+    from specsweep.collect.plan.reference import markdown as reference
 
     typer.echo(reference() if markdown else json.dumps(json_schema(), indent=2), nl=not markdown)
 
@@ -340,8 +340,8 @@ def provision(
     ),
 ) -> None:
     """Build the cached llama-server and fetch the prompt sets."""
-    from collect.provision import provision as do_provision
-    from collect.resources import ResourceError
+    from specsweep.collect.provision import provision as do_provision
+    from specsweep.collect.resources import ResourceError
 
     try:
         do_provision(cuda=cuda, cuda_arch=cuda_arch, source=source)
@@ -361,8 +361,8 @@ def import_results(
     concurrency: int = typer.Option(None, min=1, help="Client concurrency limit."),
     max_tokens: int = typer.Option(None, min=1, help="Requested output length."),
 ) -> None:
-    """Import a vLLM/SGLang benchmark result file as raw rows; `python -m analyze` compares."""
-    from collect.importing import importer as importers
+    """Import a vLLM/SGLang benchmark result file as raw rows; `specsweep analyze` compares."""
+    from specsweep.collect.importing import importer as importers
 
     options = importers.ImportOptions(method, tp, engine, workload, concurrency, max_tokens)
     _writable_or_exit(db, "--db")

@@ -1,4 +1,4 @@
-"""Setting up what a campaign needs on disk (`python -m collect provision`, `make engine`):
+"""Setting up what a campaign needs on disk (`specsweep provision`, `make engine`):
 build llama-server with CMake from the llama-cpp-python sdist or a local llama.cpp source, and
 fetch MT-Bench's questions and ShareGPT's conversations. collect.resources says where each
 thing lives in the cache and finds it at run time; this module makes it, and needs cmake, a
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from collect.resources import (
+from specsweep.collect.resources import (
     LLAMA_CPP_PYTHON_VERSION,
     MTBENCH_MEMBER,
     MTBENCH_WHEEL_VERSION,

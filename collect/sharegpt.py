@@ -9,7 +9,7 @@ import hashlib
 import re
 from typing import Protocol
 
-from collect.resources import Conversation, sharegpt_conversations
+from specsweep.collect.resources import Conversation, sharegpt_conversations
 
 
 class Filters(Protocol):

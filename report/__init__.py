@@ -5,5 +5,5 @@
 ``report.latex``, the open-loop part in ``report.openloop``, the section on speculation's
 knobs in ``report.speculation``, templates in ``latex/``, and ``report.build.run`` ties them
 together with latexmk. Entry point: ``specsweep report``
-(``python -m report``).
+(``specsweep report``).
 """

@@ -1,4 +1,4 @@
-"""Command line of the report stage: `specsweep report`, `python -m report`.
+"""Command line of the report stage: `specsweep report`, `specsweep report`.
 
 `[--db PATH] [--out PDF] [--campaign ID]` builds the PDF report; `--compare A B` the compare
 report of two campaigns (default `reports/compare.pdf`) from the tables `specsweep compare A B`
@@ -83,8 +83,8 @@ def build(
         if given and compare:
             raise typer.BadParameter(f"{option} does not apply to --compare", param_hint=option)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("report").setLevel(logging.INFO)
-    from report.data import ReportError  # pandas, duckdb: only once parsed
+    logging.getLogger("specsweep.report").setLevel(logging.INFO)
+    from specsweep.report.data import ReportError  # pandas, duckdb: only once parsed
 
     pdf = out or (COMPARE_DEFAULT if compare else PDF_DEFAULT)
     outputs = {"--out": None if no_pdf else pdf, "--html": html, "--findings": findings}
@@ -94,7 +94,7 @@ def build(
                 _require_writable_folder(Path(path), option)
         lines = _build(db, out, campaign, workers, compare, html, no_pdf)
         if findings:
-            from report.findings.results import export
+            from specsweep.report.findings.results import export
 
             lines.append(str(export(db, findings, campaign)))
     except ReportError as exc:
@@ -108,7 +108,7 @@ def _require_writable_folder(path: Path, option: str) -> None:
     nearest existing folder must take a probe file: permission bits say nothing to root or of
     a read-only mount. (schema.store.unwritable asks the same for collect and analyze; the
     report imports nothing of theirs.)"""
-    from report.data import ReportError
+    from specsweep.report.data import ReportError
 
     path = path.absolute()
     folder = next(p for p in path.parents if p.exists())
@@ -134,19 +134,19 @@ def _build(
 ) -> list[str]:
     """Build what the options ask for; return the lines to print (the files written)."""
     if compare:
-        from report.compare.build import run as run_compare
+        from specsweep.report.compare.build import run as run_compare
 
         pdf, sentence = run_compare(db, *compare, out or COMPARE_DEFAULT)
         return [sentence, str(pdf)]
     pdf = None if no_pdf else (out or PDF_DEFAULT)
     if html:
-        from report.html.build import run as run_html
+        from specsweep.report.html.build import run as run_html
 
         written = run_html(db, html, campaign, workers=workers, out_pdf=pdf)
         return [str(p) for p in (pdf, written) if p]
     if pdf is None:  # --findings alone
         return []
-    from report.build import run
+    from specsweep.report.build import run
 
     return [str(run(db, pdf, campaign, workers=workers))]
 
@@ -161,7 +161,7 @@ def _html_value(argv: list[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None, prog_name: str = "python -m report") -> int:
+def main(argv: list[str] | None = None, prog_name: str = "specsweep report") -> int:
     """Run the command line on argv (default sys.argv[1:]) and return its exit code."""
     args = _html_value(sys.argv[1:] if argv is None else argv)
     try:  # standalone: typer prints usage errors (exit 2) and exits with the command's code

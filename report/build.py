@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from report.data import ReportData, ReportError, load
+from specsweep.report.data import ReportData, ReportError, load
 
 if TYPE_CHECKING:
-    from report.findings import Findings
+    from specsweep.report.findings import Findings
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def compile_tex(tex_path: Path) -> Path:
 
 def render_tex(context: dict, template: str = "report.tex.j2") -> str:
     """Render the report template with the escape-by-default environment."""
-    from report.latex import make_environment
+    from specsweep.report.latex import make_environment
 
     return make_environment().get_template(template).render(**context)
 
@@ -105,7 +105,7 @@ def run(
 
 def draw_figures(data: ReportData, work: Path, workers: int | None) -> dict[str, Path | None]:
     """Every figure the data supports, drawn into ``work/figures`` (report.figures)."""
-    from report.figures import make_figures
+    from specsweep.report.figures import make_figures
 
     started = time.perf_counter()
     figs = make_figures(data, work / "figures", workers)
@@ -127,7 +127,7 @@ def write_pdf(
     """Render and compile the report in ``work`` (where ``figs`` were drawn), copy the PDF
     and its ``.tex`` to ``out_pdf``; report.html draws the figures and builds the findings
     (``found``) once for both."""
-    from report.context import build_context
+    from specsweep.report.context import build_context
 
     tex = work / "report.tex"
     tex.write_text(render_tex(build_context(data, figs, found)), encoding="utf-8")

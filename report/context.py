@@ -14,13 +14,13 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report import findings, sections
-from report.data import ReportData
-from report.findings.text import latex
-from report.latex import literal_block
-from report.openloop import section as openloop
-from report.speculation import section as speculation
-from report.tables import (
+from specsweep.report import findings, sections
+from specsweep.report.data import ReportData
+from specsweep.report.findings.text import latex
+from specsweep.report.latex import literal_block
+from specsweep.report.openloop import section as openloop
+from specsweep.report.speculation import section as speculation
+from specsweep.report.tables import (
     Col,
     build_table,
     ci,

@@ -2,7 +2,7 @@
 
 ``report`` never writes to the database: the connection is opened with
 ``read_only=True`` and every value is bound with ``?``. It reads only the objects that
-``python -m analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
+``specsweep analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
 the campaign, its hosts and its services come from ``campaign_summary``,
 ``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
 ``window_energy``, ``energy_summary`` and ``energy_ratio``; open-loop load from
@@ -18,13 +18,13 @@ the file predates it); the baseline it compared against from
 ``analysis_params`` (optional: the
 campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional:
 a metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
-(re)built lacks them, and the report says to run ``python -m analyze``.
+(re)built lacks them, and the report says to run ``specsweep analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
 from ``request_distribution`` (box-plot statistics per method, computed in DuckDB) and the
 number of measured requests from ``campaign_summary.n_measured``, so the report's time and
 memory do not grow with the number of requests. ``request_distribution`` is REQUIRED like the
-other objects: a file analysed before it existed gets the same "run python -m analyze".
+other objects: a file analysed before it existed gets the same "run specsweep analyze".
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from report.charts import BASELINE, method_palette
-from report.keys import WINDOW
-from report.labels import metric_label
+from specsweep.report.charts import BASELINE, method_palette
+from specsweep.report.keys import WINDOW
+from specsweep.report.labels import metric_label
 
 
 class ReportError(RuntimeError):

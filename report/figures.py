@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from report import charts
-from report.charts.layout import (
+from specsweep.report import charts
+from specsweep.report.charts.layout import (
     Plot,
     draw,
     draw_sweeps,
@@ -29,9 +29,9 @@ from report.charts.layout import (
     sweep_frame,
     sweep_parts,
 )
-from report.data import ReportData, with_effective
-from report.openloop import section as openloop
-from report.speculation import section as speculation
+from specsweep.report.data import ReportData, with_effective
+from specsweep.report.openloop import section as openloop
+from specsweep.report.speculation import section as speculation
 
 
 def slug(text: str) -> str:

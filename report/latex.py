@@ -35,7 +35,7 @@ __all__ = [
 
 # The templates ship as the package data of `latex` (pyproject.toml), so an installed copy
 # finds them wherever it is run from; specsweep installs as plain files, never zipped.
-LATEX_DIR = Path(str(resources.files("latex")))
+LATEX_DIR = Path(str(resources.files("specsweep.latex")))
 
 # The characters pylatex escapes so that they print as themselves (compiled and read back
 # in tests/report/test_report_latex.py): the TeX specials but `^`, the brackets (`\\[` and

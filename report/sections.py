@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.commands import flags_cell
-from report.keys import COMPARISON
-from report.latex import fmt_num, texttt
-from report.tables import Col, build_table, ci, fit_table, num, sig, text, yes_no
+from specsweep.report.commands import flags_cell
+from specsweep.report.keys import COMPARISON
+from specsweep.report.latex import fmt_num, texttt
+from specsweep.report.tables import Col, build_table, ci, fit_table, num, sig, text, yes_no
 
 # --- setup --------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import pandas as pd
 from pylatex import LongTable, MultiColumn, Tabular
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex, fmt_num, fmt_sig, fmt_time
+from specsweep.report.latex import escape_latex, fmt_num, fmt_sig, fmt_time
 
 SPEEDUP_MARKER = "% specsweep-speedup-table"
 SPEEDUP_HEADERS = (

@@ -54,7 +54,7 @@ def measured_sql() -> str:
 
 
 def _read(name: str) -> str:
-    return resources.files("schema").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("specsweep.schema").joinpath(name).read_text(encoding="utf-8")
 
 
 def install(con: duckdb.DuckDBPyConnection) -> None:

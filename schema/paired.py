@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from schema.starts import StartVariance
+from specsweep.schema.starts import StartVariance
 
 LEVEL = 0.95
 MIN_PROMPTS = 3

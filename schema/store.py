@@ -33,9 +33,9 @@ import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
-from schema import metrics
-from schema.contracts import CONTRACTS
-from schema.migrations import MIGRATIONS
+from specsweep.schema import metrics
+from specsweep.schema.contracts import CONTRACTS
+from specsweep.schema.migrations import MIGRATIONS
 
 SCHEMA_VERSION = 11
 LOCK_WAIT_S = 300.0
@@ -52,7 +52,7 @@ class Store:
     """A results file opened for writing.
 
     The file is locked only while a transaction runs, so between units other processes
-    (`make sql`, a notebook, `python -m report`) can open it while a campaign runs.
+    (`make sql`, a notebook, `specsweep report`) can open it while a campaign runs.
     Threads (services packed side by side) share one Store: each thread has its own
     transaction state, and transactions run one at a time.
     """

@@ -38,13 +38,13 @@ def _prog(ctx: typer.Context) -> str:
 
 
 def _collect(ctx: typer.Context) -> None:
-    from collect.__main__ import main
+    from specsweep.collect.__main__ import main
 
     main([ctx.info_name, *ctx.args], prog_name=_prog(ctx))  # exits with the command's code
 
 
 def _analyze(argv: list[str], prog: str) -> None:
-    from analyze.__main__ import main
+    from specsweep.analyze.__main__ import main
 
     raise typer.Exit(main(argv, prog_name=prog))
 
@@ -103,7 +103,7 @@ def export(ctx: typer.Context) -> None:
     --findings PATH [--db DB] [--campaign ID], the report's findings as JSON."""
     if any(a == "--findings" or a.startswith("--findings=") for a in ctx.args):
         # the findings are the report's (report.findings): its parser, without the PDF
-        from report.__main__ import main
+        from specsweep.report.__main__ import main
 
         raise typer.Exit(main([*ctx.args, "--no-pdf"], prog_name=f"{_prog(ctx)} export"))
     _analyze(["export", *ctx.args], _prog(ctx))
@@ -112,7 +112,7 @@ def export(ctx: typer.Context) -> None:
 @app.command(rich_help_panel=REPORT, **FORWARD)
 def report(ctx: typer.Context) -> None:
     """Build the PDF report (or, with --compare A B, the compare report)."""
-    from report.__main__ import main
+    from specsweep.report.__main__ import main
 
     raise typer.Exit(main(ctx.args, prog_name=f"{_prog(ctx)} report"))
 
@@ -130,7 +130,7 @@ def sql(
     """Open a DuckDB prompt on the results file (SQL piped in runs without one).
 
     Further arguments go to the duckdb CLI, e.g. -readonly or -c 'SELECT ...'."""
-    from schema.defaults import DEFAULT_DB  # here: `specsweep --help` loads no stage
+    from specsweep.schema.defaults import DEFAULT_DB  # here: `specsweep --help` loads no stage
 
     db = db or str(DEFAULT_DB)
     # the duckdb CLI of this environment (package duckdb-cli, pinned with the duckdb library in

@@ -1,4 +1,4 @@
-"""`python -m collect run` as the tests start it: under this interpreter, with no progress
+"""`specsweep run` as the tests start it: under this interpreter, with no progress
 display (the tests read its stdout and stderr)."""
 
 from __future__ import annotations
@@ -8,6 +8,6 @@ from pathlib import Path
 
 
 def collect_run(plan: Path | str, db: Path | str, logs: Path | str, *extra: str) -> list[str]:
-    """argv of `python -m collect run PLAN --db DB --logs LOGS --no-progress EXTRA...`."""
-    return [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--logs",
+    """argv of `specsweep run PLAN --db DB --logs LOGS --no-progress EXTRA...`."""
+    return [sys.executable, "-m", "specsweep.collect", "run", str(plan), "--db", str(db), "--logs",
             str(logs), "--no-progress", *extra]  # fmt: skip

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.resources import ResourceError, llama_server_binary, resolve_model
+from specsweep.collect.resources import ResourceError, llama_server_binary, resolve_model
 
 SLOW_FIXTURES = frozenset(
     {"llama_server", "smollm_model", "sshd", "ssh_cfg", "cluster", "chromium", "browser"}

@@ -2,7 +2,7 @@
 
 Each test runs the venv's `specsweep` (pyproject [project.scripts]) in a subprocess: the
 forwarding to the stages, their exit codes, the lazy imports that keep `--help` fast, and
-`python -m analyze` after its move to typer.
+`specsweep analyze` after its move to typer.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def test_help_imports_no_stage() -> None:
         "from specsweep.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy = {'collect', 'analyze', 'report', 'schema', 'duckdb', 'pandas', 'numpy'}\n"
-        "print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & heavy))"
+        "names = {m.removeprefix('specsweep.').split('.')[0] for m in sys.modules}\n"
+        "print('LOADED', sorted(names & heavy))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
@@ -103,14 +104,14 @@ def test_analyze_subcommands_keep_their_exit_codes(tmp_path: Path) -> None:
 
 def test_python_m_analyze_still_works() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "analyze", "--help"],
+        [sys.executable, "-m", "specsweep.analyze", "--help"],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert "python -m analyze" in done.stdout
+    assert "specsweep analyze" in done.stdout
     assert all(name in done.stdout for name in ("export", "compare", "gate"))
 
 

@@ -6,7 +6,7 @@ continues the command above it, and `# ...` is a comment. Then:
 
 - `specsweep SUB ...` and `python -m STAGE [SUB] ...`: `--help` of that command exits 0, its
   usage line names the command as the page writes it (`specsweep report`, never
-  `python -m report`), and every `--option` the page gives it is in that help;
+  `python -m specsweep.report`), and every `--option` the page gives it is in that help;
 - `make TARGET [VAR=...]`: `make -n` (print, run nothing) knows the target and exits 0.
 
 The commands run in this process, through the same typer apps the console script and
@@ -28,7 +28,7 @@ PAGES = (ROOT / "README.md", ROOT / "docs" / "reference.md")
 FENCED = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 INDENTED = re.compile(r"(?:^|\n\n)((?:(?: {4}|\t)[^\n]*(?:\n|$))+)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
-COMMAND = re.compile(r"^(?:make|specsweep|python -m \w+)(?: |$)")
+COMMAND = re.compile(r"^(?:make|specsweep|python -m [\w.]+)(?: |$)")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 # the stages' typer apps have subcommands (a first word in lower case, not a placeholder)
 SUBCOMMANDS = {"collect": True, "analyze": True, "report": False}
@@ -55,7 +55,11 @@ def _target(line: str) -> tuple[str, list[str]]:
     words = line.split()
     if words[0] == "python":
         stage = words[2]
-        sub = words[3:4] if SUBCOMMANDS.get(stage) and _is_word(words[3:4]) else []
+        sub = (
+            words[3:4]
+            if SUBCOMMANDS.get(stage.removeprefix("specsweep.")) and _is_word(words[3:4])
+            else []
+        )
         return f"python -m {stage}", sub
     return words[0], words[1:2] if _is_word(words[1:2]) else []
 
@@ -114,16 +118,19 @@ def test_commands_parses_blocks_spans_and_continuations() -> None:
         "    specsweep run PLAN [--db FILE]   # run\n"
         "        [--phase NAME]...             # only these\n"
         "    make collect PLAN=x.yaml\n\n"
-        "```\n$ python -m analyze export --out DIR  # files\n```\n"
+        "```\n$ python -m specsweep.analyze export --out DIR  # files\n```\n"
     )
     assert commands(text) == [
-        "python -m analyze export --out DIR",
+        "python -m specsweep.analyze export --out DIR",
         "specsweep run PLAN [--db FILE] [--phase NAME]...",
         "make collect PLAN=x.yaml",
         "specsweep run PLAN",
         "make sql",
     ]
-    assert _target("python -m analyze export --out DIR") == ("python -m analyze", ["export"])
-    assert _target("python -m analyze [--db FILE]") == ("python -m analyze", [])
-    assert _target("python -m report --compare A B") == ("python -m report", [])
+    assert _target("python -m specsweep.analyze export --out DIR") == (
+        "python -m specsweep.analyze",
+        ["export"],
+    )
+    assert _target("python -m specsweep.analyze [--db FILE]") == ("python -m specsweep.analyze", [])
+    assert _target("python -m specsweep.report --compare A B") == ("python -m specsweep.report", [])
     assert _target("specsweep gate ...") == ("specsweep", ["gate"])

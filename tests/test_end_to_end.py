@@ -91,7 +91,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Pat
     plan.write_text(FAMILY_PLAN)
     _run(
         "-m",
-        "collect",
+        "specsweep.collect",
         "run",
         str(plan),
         "--db",
@@ -100,8 +100,8 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Pat
         str(tmp / "logs"),
         "--no-progress",
     )
-    _run("-m", "analyze", "--db", str(db))
-    _run("-m", "report", "--db", str(db), "--out", str(tmp / "report.pdf"))
+    _run("-m", "specsweep.analyze", "--db", str(db))
+    _run("-m", "specsweep.report", "--db", str(db), "--out", str(tmp / "report.pdf"))
     return tmp
 
 
@@ -265,7 +265,7 @@ def test_rerun_resumes_without_measuring_again(campaign: Path) -> None:
     before = _counts(db)
     done = _run(
         "-m",
-        "collect",
+        "specsweep.collect",
         "run",
         str(campaign / "plan.yaml"),
         "--db",
@@ -282,7 +282,15 @@ def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
     plan = tmp_path / "bad.yaml"
     plan.write_text(PLAN.replace("repetitions: 2", "repetitions: -2"))
     done = subprocess.run(
-        [sys.executable, "-m", "collect", "run", str(plan), "--db", str(tmp_path / "x.duckdb")],
+        [
+            sys.executable,
+            "-m",
+            "specsweep.collect",
+            "run",
+            str(plan),
+            "--db",
+            str(tmp_path / "x.duckdb"),
+        ],
         capture_output=True,
         text=True,
     )
@@ -306,7 +314,7 @@ def test_a_lost_unit_is_measured_again_on_rerun(campaign: Path) -> None:
     requests, services, units = _counts(db)
     _run(
         "-m",
-        "collect",
+        "specsweep.collect",
         "run",
         str(campaign / "plan.yaml"),
         "--db",
@@ -371,12 +379,12 @@ def test_interrupt_stops_the_server_and_keeps_what_was_measured(tmp_path: Path) 
         states = con.execute("SELECT DISTINCT state FROM services").fetchall()
     assert status == "interrupted" and states == [("stopped",)]
     assert units == [("rewrite", False, kept)] and 0 < kept < 3 * 20 * 2
-    _run("-m", "analyze", "--db", str(db))
+    _run("-m", "specsweep.analyze", "--db", str(db))
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM request_metrics").fetchone()[0] == 0
     _run(
         "-m",
-        "collect",
+        "specsweep.collect",
         "run",
         str(tmp_path / "plan.yaml"),
         "--db",
@@ -513,7 +521,7 @@ def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) 
     for argv in (
         [
             "-m",
-            "collect",
+            "specsweep.collect",
             "run",
             str(plan),
             "--db",
@@ -522,8 +530,8 @@ def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) 
             str(tmp_path / "logs"),
             "--no-progress",
         ],
-        ["-m", "analyze", "--db", str(db)],
-        ["-m", "report", "--db", str(db), "--out", str(tmp_path / "report.pdf")],
+        ["-m", "specsweep.analyze", "--db", str(db)],
+        ["-m", "specsweep.report", "--db", str(db), "--out", str(tmp_path / "report.pdf")],
     ):
         done = subprocess.run(
             [sys.executable, *argv],

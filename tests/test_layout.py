@@ -5,6 +5,10 @@
   reads only the DuckDB file), the folders of
   each stage are layered (collect: cluster > run > planning > hosts > plan > engines > ...),
   and no two modules or folders of one package import each other, even through a chain;
+- one installed name: the stages (collect/, schema/, analyze/, report/, latex/) are imported as
+  `specsweep.<stage>` (the symlinks in specsweep/), never by their bare folder name, in code,
+  tests and the commands of scripts and docs: a bare `import schema` would load a second copy
+  of the stage from the repository, and beside a user's own `schema` package, theirs;
 - no module over 400 lines, no package folder with more than 10 modules (__init__ and
   __main__ not counted); every package says in its docstring what it owns.
 
@@ -14,6 +18,7 @@ Lazy imports inside functions count (import-linter reads every import statement)
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("collect", "schema", "analyze", "report")
+STAGES = (*PACKAGES, "latex")
 CONTRACTS = ROOT / ".importlinter"
 MAX_LINES = 400
 MAX_MODULES = 10
@@ -53,14 +59,14 @@ def test_a_broken_layering_is_reported(tmp_path: Path) -> None:
     contract that puts the engines above the plan is broken, and says by which import."""
     config = tmp_path / "contracts.ini"
     config.write_text(
-        "[importlinter]\nroot_packages =\n    collect\n    schema\n\n"
+        "[importlinter]\nroot_package = specsweep\n\n"
         "[importlinter:contract:upside-down]\nname = engines over plan\ntype = layers\n"
-        "containers =\n    collect\nlayers =\n    engines\n    plan\n"
+        "containers =\n    specsweep.collect\nlayers =\n    engines\n    plan\n"
     )
     code, report = lint_imports(config)
     assert code == 1, report
     assert "engines over plan BROKEN" in report
-    assert "collect.plan.components -> collect.engines" in report
+    assert "specsweep.collect.plan.components -> specsweep.collect.engines" in report
 
 
 def test_a_cycle_is_reported(tmp_path: Path) -> None:
@@ -121,5 +127,44 @@ def test_an_init_holds_a_docstring_and_imports_only() -> None:
         for node in ast.parse(init.read_text()).body
         if not isinstance(node, allowed)
         and not (isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"])
+    ]
+    assert found == []
+
+
+def _tracked(*patterns: str) -> list[Path]:
+    out = subprocess.run(
+        ["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [ROOT / p for p in out if not p.startswith("docs/measurements/")]
+
+
+def test_the_stages_are_imported_through_the_specsweep_namespace() -> None:
+    bare = []
+    for path in _tracked("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            bare += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                for n in names
+                if n.split(".")[0] in STAGES
+            ]
+    assert bare == []
+    for stage in STAGES:
+        assert (ROOT / "specsweep" / stage).resolve() == ROOT / stage
+
+
+def test_scripts_and_docs_run_the_stages_through_specsweep() -> None:
+    bare_m = re.compile(rf"-m[\"', ]+({'|'.join(STAGES)})\b(?!\.)")
+    found = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for path in _tracked("*.py", "*.sh", "*.md", "*.yaml", "*.j2", "Makefile", ".ci/*")
+        if path.is_file()
+        for m in bare_m.finditer(path.read_text(encoding="utf-8", errors="replace"))
     ]
     assert found == []

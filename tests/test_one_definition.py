@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from report import __main__ as report_main
-from report import keys as report_keys
-from schema import defaults, keys
+from specsweep.report import __main__ as report_main
+from specsweep.report import keys as report_keys
+from specsweep.schema import defaults, keys
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("collect", "schema", "analyze", "report", "specsweep")

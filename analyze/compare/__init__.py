@@ -1,6 +1,6 @@
 """Compare two campaigns of one results file, and gate a candidate on a baseline
-(`python -m analyze compare A B`, `python -m analyze gate --baseline A --candidate B
---max-regression 5%`). Run `python -m analyze` first: it reads the analysis layer.
+(`specsweep compare A B`, `specsweep gate --baseline A --candidate B
+--max-regression 5%`). Run `specsweep analyze` first: it reads the analysis layer.
 
 Windows are matched on (engine, tp, method, workload, max_tokens, concurrency, load), and
 within a window on prompt_id and run:
@@ -77,7 +77,7 @@ template?), store (the compare_* tables), text (what the command and the gate pr
 docs/compare.md is the user's page.
 """
 
-from analyze.compare.change import (
+from specsweep.analyze.compare.change import (
     HIGHER_IS_BETTER,
     METRICS,
     PASS,
@@ -89,9 +89,9 @@ from analyze.compare.change import (
     gate,
     undecided,
 )
-from analyze.compare.match import COLUMNS, KEY, compare, load_label, resolve, window_text
-from analyze.compare.store import OBJECTS, STORE_DDL, store
-from analyze.compare.text import describe, gate_lines, lines, start_line
+from specsweep.analyze.compare.match import COLUMNS, KEY, compare, load_label, resolve, window_text
+from specsweep.analyze.compare.store import OBJECTS, STORE_DDL, store
+from specsweep.analyze.compare.text import describe, gate_lines, lines, start_line
 
 __all__ = [
     "COLUMNS",

@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from analyze.compare import stats as cs
-from schema import metrics
+from specsweep.analyze.compare import stats as cs
+from specsweep.schema import metrics
 
 # metric -> (column, quantile, higher is better); the direction is the metric's catalogue entry
 METRICS = {

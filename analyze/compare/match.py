@@ -12,14 +12,14 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from analyze.compare import stats as cs
-from analyze.compare import variance as cv
-from analyze.compare.change import METRICS, SHIFT_WINDOW, Change, Comparison
-from analyze.compare.prompts import PromptCheck, prompt_check
-from analyze.environment_diff import environment
-from schema.keys import WINDOW_KEY
-from schema.paired import holm
-from schema.starts import StartVariance
+from specsweep.analyze.compare import stats as cs
+from specsweep.analyze.compare import variance as cv
+from specsweep.analyze.compare.change import METRICS, SHIFT_WINDOW, Change, Comparison
+from specsweep.analyze.compare.prompts import PromptCheck, prompt_check
+from specsweep.analyze.environment_diff import environment
+from specsweep.schema.keys import WINDOW_KEY
+from specsweep.schema.paired import holm
+from specsweep.schema.starts import StartVariance
 
 # a window within its campaign, and how it was loaded (a closed loop or a rate)
 KEY = (*WINDOW_KEY[1:], "load")

@@ -71,8 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from analyze.compare.variance import Cells
-from schema.paired import (
+from specsweep.analyze.compare.variance import Cells
+from specsweep.schema.paired import (
     LEVEL,
     MIN_OWN_RUNS,
     ONE_START,
@@ -81,7 +81,7 @@ from schema.paired import (
     interval,
     t_speedup,
 )
-from schema.starts import StartVariance
+from specsweep.schema.starts import StartVariance
 
 ALPHA = 1 - LEVEL
 SHIFT_METRICS = ("decode_tps",)  # the metrics with a campaign-wide shift test

@@ -1,4 +1,4 @@
-"""Store a comparison in the compare_* tables that `python -m report --compare A B` reads:
+"""Store a comparison in the compare_* tables that `specsweep report --compare A B` reads:
 every row of the pair (a, b) is deleted and written anew in one transaction; other pairs'
 rows stay. A table whose columns are not these (an older specsweep's) is dropped and made
 anew: the tables are derived, `analyze compare` makes them again."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import duckdb
 
-from analyze.compare.change import Change, Comparison
-from analyze.environment_diff import arguments
+from specsweep.analyze.compare.change import Change, Comparison
+from specsweep.analyze.environment_diff import arguments
 
 WINDOW_DDL = (
     "engine VARCHAR, tp INTEGER, method VARCHAR, workload VARCHAR, "
@@ -31,7 +31,7 @@ STORE_DDL = {
     "compare_environment": "host VARCHAR, key VARCHAR NOT NULL, value_a VARCHAR, "
     "value_b VARCHAR, change VARCHAR",
 }
-OBJECTS = tuple(STORE_DDL)  # tables `python -m analyze compare` writes, `report --compare` reads
+OBJECTS = tuple(STORE_DDL)  # tables `specsweep compare` writes, `report --compare` reads
 
 
 def _row(c: Change, rank: int) -> tuple:

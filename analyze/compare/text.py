@@ -1,4 +1,4 @@
-"""What `python -m analyze compare` and `gate` print: a change, how the start variance
+"""What `specsweep compare` and `gate` print: a change, how the start variance
 entered the intervals, the whole comparison, and the gate's verdict with its exit code."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from analyze.compare.change import Change, Comparison, exit_code, gate, undecided
-from analyze.compare.match import window_text
-from analyze.environment_diff import argument_diff
+from specsweep.analyze.compare.change import Change, Comparison, exit_code, gate, undecided
+from specsweep.analyze.compare.match import window_text
+from specsweep.analyze.environment_diff import argument_diff
 
 
 def _pct(x: float | None) -> str:
@@ -64,7 +64,7 @@ def start_line(changes: list[Change]) -> str:
 
 
 def lines(comp: Comparison) -> list[str]:
-    """What `python -m analyze compare` prints."""
+    """What `specsweep compare` prints."""
     tested = [c for c in comp.changes if c.p_holm is not None]
     out = [
         f"compare {comp.a} (A) -> {comp.b} (B): {len(comp.changes)} matched metric(s), "
@@ -88,7 +88,7 @@ def lines(comp: Comparison) -> list[str]:
 
 
 def gate_lines(comp: Comparison, threshold: float) -> tuple[list[str], int]:
-    """What `python -m analyze gate` prints after the comparison, and its exit code
+    """What `specsweep gate` prints after the comparison, and its exit code
     (analyze.compare.change.exit_code)."""
     failed, open_ = gate(comp, threshold), undecided(comp, threshold)
     tested = sum(c.p_holm is not None for c in comp.changes)

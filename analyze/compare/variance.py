@@ -45,8 +45,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from analyze.starts import Side, window_table
-from schema.starts import MIN_CONTRASTS, StartTable, StartVariance, start_variance
+from specsweep.analyze.starts import Side, window_table
+from specsweep.schema.starts import MIN_CONTRASTS, StartTable, StartVariance, start_variance
 
 # one side of one window and metric: (run, prompt_id) -> values
 Cells = dict[tuple[int, str], list[float]]

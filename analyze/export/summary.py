@@ -1,5 +1,5 @@
 """A campaign's results as one JSON document other tools can read
-(`python -m analyze export --format json --out DIR` writes DIR/summary.json).
+(`specsweep export --format json --out DIR` writes DIR/summary.json).
 
 Versioned: `summary_version` (now 1) changes whenever a key is removed or changes meaning;
 keys may be added within a version. Layout (docs/data-dictionary.md "JSON summary"
@@ -18,7 +18,7 @@ documents every key):
 
 One window per closed-loop config_summary row; speedup from the `speedup` table (null for the
 baseline and where no pair exists). NaN and missing figures are null. Read from the analysis
-layer (run `python -m analyze` first) and the campaigns table; windows are aggregates, so the
+layer (run `specsweep analyze` first) and the campaigns table; windows are aggregates, so the
 document stays small however many requests the file holds.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from schema.keys import WINDOW_KEY
+from specsweep.schema.keys import WINDOW_KEY
 
 SUMMARY_VERSION = 1
 # a window within its campaign (campaign_id is the file's own field)

@@ -1,9 +1,9 @@
 """Every raw table and analysis object of a results file to Parquet or CSV
-(`python -m analyze export --format parquet|csv --out DIR [--db FILE]`).
+(`specsweep export --format parquet|csv --out DIR [--db FILE]`).
 
 Layout of DIR: `raw/<table>.<ext>` for each raw table (schema.contracts.CONTRACTS),
 `analysis/<object>.<ext>` for each analysis object that exists (analyze.build.OBJECTS and
-`analysis_params`; none before `python -m analyze` ran), and `columns.json`: for every file,
+`analysis_params`; none before `specsweep analyze` ran), and `columns.json`: for every file,
 its columns and DuckDB types in order, so that a CSV reader restores what CSV cannot say
 (lists such as requests.chunk_times_s are written as '[0.1, 0.2]', timestamps as ISO text;
 Parquet keeps types, but has no HUGEINT, the type of some sums); `read_back` casts by it.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from schema.contracts import CONTRACTS
+from specsweep.schema.contracts import CONTRACTS
 
 FORMATS = ("parquet", "csv", "json")
 NULL = "\\N"  # how CSV files write NULL: an empty field is the empty string
@@ -33,10 +33,10 @@ def run(db_path: str | Path, out_dir: str | Path, fmt: str = "parquet") -> list[
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"no results file at {db_path}")
     if fmt == "json":
-        from analyze.export import summary
+        from specsweep.analyze.export import summary
 
         return [summary.write(db_path, out_dir)]
-    from analyze.build import OBJECTS  # the analysis layer's object list, one place
+    from specsweep.analyze.build import OBJECTS  # the analysis layer's object list, one place
 
     out = Path(out_dir)
     written, columns = [], {}

@@ -5,7 +5,7 @@ whose docstring documents it) and the function that builds it. `models()` adds t
 models (analyze/sql/*.sql, analyze.models.sql) and sorts them all (analyze.models.model):
 analyze.build runs them in that order, `objects()` is the analysis layer's table list, and
 analyze/VIEWS.md and docs/data-dictionary.md are written from the same list
-(`python -m analyze.models.docs`).
+(`python -m specsweep.analyze.models.docs`).
 
 Adding a table is one SQL file with its `-- reads:` line (and its test); a Python model is
 one entry here.
@@ -21,11 +21,11 @@ from types import ModuleType
 
 import yaml
 
-from analyze import attainment, category, energy, itl, openloop, starts, stats
-from analyze.models.model import TABLE, TEMP_TABLE, Build, Model, ordered
-from analyze.models.sql import raw_layer, sql_models
-from schema import metrics
-from schema.controls import aa_control_name
+from specsweep.analyze import attainment, category, energy, itl, openloop, starts, stats
+from specsweep.analyze.models.model import TABLE, TEMP_TABLE, Build, Model, ordered
+from specsweep.analyze.models.sql import raw_layer, sql_models
+from specsweep.schema import metrics
+from specsweep.schema.controls import aa_control_name
 
 # the build's parameters, written first: not an analysis object (`objects()` leaves it out)
 PARAMS = "analysis_params"
@@ -51,7 +51,7 @@ CREATE OR REPLACE TABLE campaign_plan (
 
 def analysis_params(b: Build) -> None:
     """analysis_params: the build's parameters, one row.
-      baseline    = the method every other is compared with (`python -m analyze --baseline`,
+      baseline    = the method every other is compared with (`specsweep analyze --baseline`,
                     else the campaigns' plans' `baseline`)
       aa_method   = its A/A control's name (schema.controls)
       level       = the intervals' confidence level

@@ -22,9 +22,9 @@ import re
 from functools import partial
 from importlib import resources
 
-from analyze.models.model import TEMP_MACRO, Build, Model, ModelError
-from schema.metrics import measured_sql
-from schema.store import DDL
+from specsweep.analyze.models.model import TEMP_MACRO, Build, Model, ModelError
+from specsweep.schema.metrics import measured_sql
+from specsweep.schema.store import DDL
 
 READS = re.compile(r"^--\s*reads:(.*)$")
 CREATE = re.compile(
@@ -54,13 +54,13 @@ CLAUSE = frozenset(
 
 def sql_files() -> list[str]:
     """The file names of analyze/sql/*.sql, sorted (package data: works from a wheel too)."""
-    folder = resources.files("analyze").joinpath("sql")
+    folder = resources.files("specsweep.analyze").joinpath("sql")
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
 
 
 def read_sql(file: str) -> str:
     """Text of analyze/sql/<file>."""
-    return resources.files("analyze").joinpath("sql", file).read_text(encoding="utf-8")
+    return resources.files("specsweep.analyze").joinpath("sql", file).read_text(encoding="utf-8")
 
 
 def header(file: str, text: str) -> tuple[tuple[str, ...], str]:

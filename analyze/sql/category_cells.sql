@@ -1,7 +1,7 @@
 -- reads: request_metrics, service_starts, speedup_pairs
 -- category_cells: the speedup's (run, prompt) cells labelled with the prompt's category, the
 -- input of analyze/category.py (the category_speedup and category_pooled tables). A TEMP view:
--- gone when `python -m analyze` ends.
+-- gone when `specsweep analyze` ends.
 -- grain: (campaign_id, engine, tp, workload, max_tokens, concurrency, method, run, prompt_id);
 -- key: the same columns. One row per cell of speedup_pairs (03): the requests, prompts and
 -- runs of the `speedup` table, so a category's speedup is the window's paired comparison

@@ -1,5 +1,5 @@
 -- reads: environment, latency_conventions
--- import_check: for files imported by `python -m collect import`, each summary figure the
+-- import_check: for files imported by `specsweep import`, each summary figure the
 -- tool printed beside the same figure recomputed from the imported requests.
 -- grain: (campaign_id, run, metric, stat); key: the same columns. Only imported campaigns
 -- (environment key 'import.tool': vllm | sglang, also a column) have rows; run k is the

@@ -1,7 +1,7 @@
 -- reads: kept_request_rows, measured_request_rows
 -- kept_requests: the requests every analysis object measures, closed- and open-loop (TEMP
 -- view); measured_requests: its closed-loop rows (TEMP view; the persistent result is
--- request_metrics). Both are gone when `python -m analyze` ends.
+-- request_metrics). Both are gone when `specsweep analyze` ends.
 -- grain: request; key: rid (= requests.rowid, stable within the build's transaction), request_id.
 -- Left out of both: warm-up requests (is_warmup) and rows of a unit marked incomplete
 -- (units.complete = false: the run was interrupted in it; a unit is one run's) until resume

@@ -2,7 +2,7 @@
 -- open_requests: one row per measured open-loop request: requests with scheduled_s set,
 -- not warm-up, not in a unit marked incomplete (kept_requests, measured_requests.sql),
 -- joined with their window (windows, on campaign_id and window_id) and the campaign's
--- slo_targets. A TABLE, rebuilt by every `python -m analyze`.
+-- slo_targets. A TABLE, rebuilt by every `specsweep analyze`.
 -- grain: request; key: request_id.
 -- Columns: campaign_id, config_id, service_id, window_id, request_id, engine, method, tp,
 -- workload, max_tokens, load, rate, ramp, max_concurrency, prompt_id, rep, run, scheduled_s,

@@ -1,6 +1,6 @@
 -- reads: measured_requests, request_itl, units
 -- request_metrics: one row per measured request (measured_requests, 00: warm-up requests and
--- rows of incomplete units left out). A TABLE, rebuilt by every `python -m analyze`.
+-- rows of incomplete units left out). A TABLE, rebuilt by every `specsweep analyze`.
 -- grain: request; key: request_id.
 -- Columns: every column of `requests` (run among them: which run of the campaign) except output_text, server_stats and the per-chunk and
 -- per-step lists (chunk_times_s, chunk_tokens, step_accepted: join `requests` USING

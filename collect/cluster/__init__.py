@@ -7,5 +7,5 @@ ray (`pip install specsweep[ray]`).
 
 The cluster sits above the runner (it drives `collect.run`'s configuration code on every node),
 so the runner never imports it: `launch.run` is the runner's `run` with the plan's cluster as where
-the campaign runs (a `collect.hosts.base.Cluster`), what `python -m collect run` calls for a plan
+the campaign runs (a `collect.hosts.base.Cluster`), what `specsweep run` calls for a plan
 with `cluster:`."""

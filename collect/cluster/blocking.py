@@ -49,9 +49,9 @@ from typing import Any
 
 import ray
 
-from collect.plan.components import BlockingService
-from collect.plan.model import Plan
-from collect.redact import redact
+from specsweep.collect.plan.components import BlockingService
+from specsweep.collect.plan.model import Plan
+from specsweep.collect.redact import redact
 
 log = logging.getLogger("specsweep.collect")
 TIMEOUT_S = 300  # each stop or start command, as on one host

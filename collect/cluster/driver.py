@@ -49,15 +49,15 @@ from typing import Any
 import ray
 from ray.exceptions import RayError, RayTaskError
 
-from collect.cluster import blocking
-from collect.cluster.land import land
-from collect.cluster.task import run_job
-from collect.hosts.base import HostUnreachable
-from collect.plan.model import Plan, ServiceConfig
-from collect.redact import redact
-from collect.run.campaign import Campaign
-from collect.run.progress import Eta, eta_text
-from collect.scheduling.schedule import Job, Scheduler
+from specsweep.collect.cluster import blocking
+from specsweep.collect.cluster.land import land
+from specsweep.collect.cluster.task import run_job
+from specsweep.collect.hosts.base import HostUnreachable
+from specsweep.collect.plan.model import Plan, ServiceConfig
+from specsweep.collect.redact import redact
+from specsweep.collect.run.campaign import Campaign
+from specsweep.collect.run.progress import Eta, eta_text
+from specsweep.collect.scheduling.schedule import Job, Scheduler
 
 log = logging.getLogger("specsweep.collect")
 POLL_S = 0.2  # how often the driver looks for finished tasks and signals

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from collect.run.campaign import Campaign
-from collect.run.configuration import replace_unit
-from collect.run.fingerprint import put_environment
+from specsweep.collect.run.campaign import Campaign
+from specsweep.collect.run.configuration import replace_unit
+from specsweep.collect.run.fingerprint import put_environment
 
 UNIT_TABLES = ("requests", "windows", "server_metrics", "gpu_samples")
 

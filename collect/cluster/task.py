@@ -26,13 +26,13 @@ from typing import Any
 import duckdb
 import ray
 
-from collect import engines, hosts
-from collect.cluster import blocking
-from collect.plan.file import parse_plan
-from collect.run import configuration as serve
-from collect.run.campaign import Campaign
-from collect.run.fingerprint import put_environment, record_environment
-from schema.store import Store
+from specsweep.collect import engines, hosts
+from specsweep.collect.cluster import blocking
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import configuration as serve
+from specsweep.collect.run.campaign import Campaign
+from specsweep.collect.run.fingerprint import put_environment, record_environment
+from specsweep.schema.store import Store
 
 # every table a configuration's run writes (campaigns and method_params are the driver's)
 TABLES = (

@@ -12,6 +12,6 @@ the engines, never the reverse. The helper modules beside them: `base` (the prot
 definition).
 """
 
-from collect.engines.registry import config_models, create, modules, result_formats
+from specsweep.collect.engines.registry import config_models, create, modules, result_formats
 
 __all__ = ["config_models", "create", "modules", "result_formats"]

@@ -23,7 +23,7 @@ from typing import Any
 
 # the one definition (schema/metrics.sql's accept_length_of macro); its Python twin lives
 # beside the macro, with the test that proves the two agree, and the engines import it here
-from schema.metrics import accept_length as accept_length
+from specsweep.schema.metrics import accept_length as accept_length
 
 DETAIL_KEYS = ("engine_accept_length", "accept_histogram", "accepted_per_pos", "step_accepted")
 

@@ -24,12 +24,12 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field, field_validator
 
-from collect.engines import templates
-from collect.engines.acceptance import accept_length, no_details
-from collect.engines.base import EngineHooks, HookFailed, MethodFlags, flag
-from collect.engines.config import EngineConfig
-from collect.engines.openai import OpenAIChatStream, chat_body, parse_prometheus
-from collect.resources import build_label, resolve_llama_server, resolve_model
+from specsweep.collect.engines import templates
+from specsweep.collect.engines.acceptance import accept_length, no_details
+from specsweep.collect.engines.base import EngineHooks, HookFailed, MethodFlags, flag
+from specsweep.collect.engines.config import EngineConfig
+from specsweep.collect.engines.openai import OpenAIChatStream, chat_body, parse_prometheus
+from specsweep.collect.resources import build_label, resolve_llama_server, resolve_model
 
 
 class ChatStream(OpenAIChatStream):

@@ -9,8 +9,8 @@ import pkgutil
 from types import ModuleType
 from typing import Any
 
-from collect import engines as package  # the package whose modules are the engines
-from collect.engines.base import Engine, ResultFormat
+from specsweep.collect import engines as package  # the package whose modules are the engines
+from specsweep.collect.engines.base import Engine, ResultFormat
 
 
 @functools.cache

@@ -22,8 +22,8 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import Field
 
-from collect.engines import templates
-from collect.engines.base import (
+from specsweep.collect.engines import templates
+from specsweep.collect.engines.base import (
     EngineHooks,
     HookFailed,
     MemoryRules,
@@ -31,9 +31,9 @@ from collect.engines.base import (
     ResultFormat,
     flag,
 )
-from collect.engines.config import EngineConfig
-from collect.engines.openai import chat_body, parse_prometheus
-from collect.engines.sglang_streams import (  # sglang_stats: re-exported for callers
+from specsweep.collect.engines.config import EngineConfig
+from specsweep.collect.engines.openai import chat_body, parse_prometheus
+from specsweep.collect.engines.sglang_streams import (  # sglang_stats: re-exported for callers
     GenerateStream,
     SGLangChatStream,
     sglang_stats,  # noqa: F401

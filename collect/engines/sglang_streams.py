@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from collect.engines.acceptance import accept_length, sglang_details
-from collect.engines.openai import OpenAIChatStream
+from specsweep.collect.engines.acceptance import accept_length, sglang_details
+from specsweep.collect.engines.openai import OpenAIChatStream
 
 
 class GenerateStream:

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from collect.engines.base import flag
+from specsweep.collect.engines.base import flag
 
 UNKNOWN = "unknown"
 

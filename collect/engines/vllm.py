@@ -39,9 +39,9 @@ import httpx
 import tenacity
 from pydantic import Field
 
-from collect.engines import templates
-from collect.engines.acceptance import accept_length, vllm_details, vllm_spec_metrics
-from collect.engines.base import (
+from specsweep.collect.engines import templates
+from specsweep.collect.engines.acceptance import accept_length, vllm_details, vllm_spec_metrics
+from specsweep.collect.engines.base import (
     EngineHooks,
     HookFailed,
     MemoryRules,
@@ -49,8 +49,8 @@ from collect.engines.base import (
     ResultFormat,
     flag,
 )
-from collect.engines.config import EngineConfig
-from collect.engines.openai import OpenAIChatStream, chat_body, parse_prometheus
+from specsweep.collect.engines.config import EngineConfig
+from specsweep.collect.engines.openai import OpenAIChatStream, chat_body, parse_prometheus
 
 PREFIX = "vllm:spec_decode_"
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")

@@ -5,7 +5,7 @@ or an OpenSSH `ssh -L`, `login` for how it logs in, and `reach` for why it canno
 reached) and `external` (a server someone else runs) implement it; `create(cfg)` picks one by
 the plan's `kind`."""
 
-from collect.hosts.base import Host, Process
-from collect.hosts.create import create
+from specsweep.collect.hosts.base import Host, Process
+from specsweep.collect.hosts.create import create
 
 __all__ = ["Host", "Process", "create"]

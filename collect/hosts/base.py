@@ -24,7 +24,7 @@ class Process:
 class HostUnreachable(RuntimeError):
     """The host cannot be reached: `host` (the plan's name), `address` (user@host:port) and
     `reason` (one line: name not resolved, refused, timed out, host key, authentication).
-    `python -m collect` prints it as one line and exits 4."""
+    `specsweep` prints it as one line and exits 4."""
 
     def __init__(self, host: str, address: str, reason: str, retry: bool = False):
         self.host, self.address, self.retry = host, address, retry

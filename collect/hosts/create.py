@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collect.hosts.base import Host
-from collect.plan.components import ExternalHost, LocalHost, SSHHost
+from specsweep.collect.hosts.base import Host
+from specsweep.collect.plan.components import ExternalHost, LocalHost, SSHHost
 
 
 def create(cfg: LocalHost | SSHHost | ExternalHost) -> Host:
     if cfg.kind == "local":
-        from collect.hosts.local import Local
+        from specsweep.collect.hosts.local import Local
 
         return Local(cfg)
     if cfg.kind == "external":
-        from collect.hosts.external import External
+        from specsweep.collect.hosts.external import External
 
         return External(cfg)
     if cfg.kind == "ssh":
-        from collect.hosts.ssh import SSH  # paramiko is only needed for remote hosts
+        from specsweep.collect.hosts.ssh import SSH  # paramiko is only needed for remote hosts
 
         return SSH(cfg)
     raise ValueError(f"unknown host kind {cfg.kind!r}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit
 
-from collect.hosts.base import Process
-from collect.plan.components import ExternalHost
+from specsweep.collect.hosts.base import Process
+from specsweep.collect.plan.components import ExternalHost
 
 
 class External:

@@ -3,7 +3,7 @@ the compute processes on them. No nvidia-smi (or no driver) is a normal case: no
 
 from __future__ import annotations
 
-from collect.hosts.base import Runner
+from specsweep.collect.hosts.base import Runner
 
 GPU_QUERY = "index,name,memory.total,memory.used,driver_version"
 APP_QUERY = "gpu_uuid,pid,used_memory"

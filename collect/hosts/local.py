@@ -28,9 +28,9 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from collect.hosts import facts
-from collect.hosts.base import Process
-from collect.plan.components import LocalHost
+from specsweep.collect.hosts import facts
+from specsweep.collect.hosts.base import Process
+from specsweep.collect.plan.components import LocalHost
 
 
 class Local:

@@ -13,7 +13,7 @@ from typing import Any
 
 import paramiko
 
-from collect.plan.components import SSHHost
+from specsweep.collect.plan.components import SSHHost
 
 SSH_CONFIG = "~/.ssh/config"
 

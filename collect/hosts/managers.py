@@ -16,7 +16,7 @@ import math
 import re
 from pathlib import PurePosixPath
 
-from collect.hosts.base import Process, Runner
+from specsweep.collect.hosts.base import Process, Runner
 
 _log = logging.getLogger("specsweep.collect")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

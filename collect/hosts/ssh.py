@@ -27,12 +27,18 @@ from typing import TypeVar
 import paramiko
 import tenacity
 
-from collect.hosts import facts, login, reach
-from collect.hosts.base import HostUnreachable, Process
-from collect.hosts.login import SSHError
-from collect.hosts.managers import ProcessManager, SystemdManager
-from collect.hosts.tunnel import OpenSSHTunnel, Tunnel, forward_kind, known_hosts, open_forward
-from collect.plan.components import SSHHost
+from specsweep.collect.hosts import facts, login, reach
+from specsweep.collect.hosts.base import HostUnreachable, Process
+from specsweep.collect.hosts.login import SSHError
+from specsweep.collect.hosts.managers import ProcessManager, SystemdManager
+from specsweep.collect.hosts.tunnel import (
+    OpenSSHTunnel,
+    Tunnel,
+    forward_kind,
+    known_hosts,
+    open_forward,
+)
+from specsweep.collect.plan.components import SSHHost
 
 T = TypeVar("T")
 # paramiko's transport thread logs each failure (with a traceback) that connect() or the

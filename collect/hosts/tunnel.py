@@ -33,7 +33,7 @@ from typing import Any
 
 import paramiko
 
-from collect.plan.components import SSHHost
+from specsweep.collect.plan.components import SSHHost
 
 log = logging.getLogger("specsweep.collect")
 
@@ -136,7 +136,10 @@ class OpenSSHTunnel:
     def _start(self) -> subprocess.Popen[bytes]:
         """A running ssh that listens on self.port; with pty, once the remote shell has
         read its rc files and runs `sleep` (so a prompt close() never cuts them short)."""
-        from collect.hosts.local import _die_with_parent, _spawner  # the long-lived forker
+        from specsweep.collect.hosts.local import (  # the long-lived forker
+            _die_with_parent,
+            _spawner,
+        )
 
         *options, destination = self._ssh
         host = f"[{self.remote[0]}]" if ":" in self.remote[0] else self.remote[0]  # IPv6

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from collect.http import connection as http1
-from schema.store import utcnow
+from specsweep.collect.http import connection as http1
+from specsweep.schema.store import utcnow
 
 
 class StreamParser(Protocol):

@@ -46,7 +46,7 @@ import ssl
 import weakref
 from urllib.parse import urlsplit
 
-from collect.http.reply import (  # noqa: F401 - part of this module's interface
+from specsweep.collect.http.reply import (  # noqa: F401 - part of this module's interface
     ERROR_BODY,
     SO_TIMESTAMPNS,
     TIMESPEC,

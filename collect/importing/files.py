@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collect import engines
+from specsweep.collect import engines
 
 DETAIL_KEYS = ("ttfts", "itls", "output_lens", "errors")
 

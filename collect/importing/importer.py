@@ -1,12 +1,12 @@
 """Import vLLM `bench serve` and SGLang `bench_serving` result files into the raw tables.
 
-`python -m collect import FILE` turns each benchmark run in FILE into one measured window:
+`specsweep import FILE` turns each benchmark run in FILE into one measured window:
 a `campaigns` row, a `services` row, a `units` row per run and a `requests` row per request,
 all through the pandera contracts. It writes raw rows only: the stages meet in DuckDB.
-`python -m analyze` then builds the views: `latency_conventions` recomputes the tool's own
+`specsweep analyze` then builds the views: `latency_conventions` recomputes the tool's own
 TTFT/TPOT/ITL/E2EL summary from those rows, and `import_check` sets each figure the file
 printed (kept in `environment` as `import.run<k>.<field>`) beside ours, with `match` = equal
-to the printed digit; `python -m analyze` prints how many match and names any that differ.
+to the printed digit; `specsweep analyze` prints how many match and names any that differ.
 
 The formats, as read in the tools' source:
 
@@ -83,8 +83,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from collect.importing.files import ImportFileError, Run, read_runs
-from schema.store import Store, utcnow, validate
+from specsweep.collect.importing.files import ImportFileError, Run, read_runs
+from specsweep.schema.store import Store, utcnow, validate
 
 UNCATEGORIZED = "uncategorized"  # requests.category of a request whose file names none
 
@@ -317,7 +317,7 @@ def _require_contracts(path: Path, rows: dict[str, list[dict[str, Any]]]) -> Non
 
 
 def run(path: Path, db: Path, options: ImportOptions) -> list[str]:
-    """Import FILE into db; the lines `python -m collect import` prints."""
+    """Import FILE into db; the lines `specsweep import` prints."""
     cid, runs = import_file(path, db, options)
     lines = [f"imported {path} ({runs[0].tool}, {len(runs)} run(s)) as campaign {cid} in {db}"]
     for run_ in runs:

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from collect.engines import config_models
-from collect.plan.fields import (  # noqa: F401 - re-exported: plans import them from here
+from specsweep.collect.engines import config_models
+from specsweep.collect.plan.fields import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     EngineConfig,
     Method,

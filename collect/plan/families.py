@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from schema.controls import aa_control_name
+from specsweep.schema.controls import aa_control_name
 
 PARAM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -8,15 +8,15 @@ import re
 
 from pydantic import Field, model_validator
 
-from collect.engines.config import (  # noqa: F401 - re-exported: the plan's modules import them
+from specsweep.collect.engines.config import (  # noqa: F401 - re-exported: the plan's modules import them
     NAME_PATTERN,
     EngineConfig,
     ModelInfo,
     Name,
     Strict,
 )
-from collect.plan import families
-from collect.plan.families import Scalar
+from specsweep.collect.plan import families
+from specsweep.collect.plan.families import Scalar
 
 
 class Method(Strict):

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from collect import engines
-from collect.plan.model import Plan
+from specsweep.collect import engines
+from specsweep.collect.plan.model import Plan
 
 
 class PlanError(ValueError):

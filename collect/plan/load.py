@@ -21,9 +21,9 @@ from typing import Annotated, Generic, Literal, TypeVar
 import numpy as np
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
-from collect.plan.fields import Name, Strict
-from collect.plan.traces.read import TraceItem, read_trace
-from collect.plan.traces.text import PoolText, TextMatch
+from specsweep.collect.plan.fields import Name, Strict
+from specsweep.collect.plan.traces.read import TraceItem, read_trace
+from specsweep.collect.plan.traces.text import PoolText, TextMatch
 
 # a prompt category (requests.category; schema.contracts.CATEGORY_PATTERN is the same rule)
 CATEGORY_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -284,7 +284,7 @@ def _read(
 class Slo(Strict):
     """Latency objectives for goodput (vLLM's --goodput): a request is good when it meets every
     objective given. Changing them changes no measurement (they are not in the plan's hash);
-    `python -m analyze` reads them from the campaign's environment rows."""
+    `specsweep analyze` reads them from the campaign's environment rows."""
 
     ttft_ms: float | None = Field(None, gt=0, description="Time to first token, ms.")
     tpot_ms: float | None = Field(None, gt=0, description="Time per output token, ms.")
@@ -314,7 +314,7 @@ class Slo(Strict):
         the meets_slo and tpot_s macros that analyze/sql/open_requests.sql calls
         (tests/schema/test_metrics_parity.py)."""
         # here: this method is the only user in the module
-        from schema.metrics import meets_slo, tpot_s
+        from specsweep.schema.metrics import meets_slo, tpot_s
 
         tpot = tpot_s(output_tokens, e2e_s, ttft_s)
         return meets_slo(ok, ttft_s, tpot, e2e_s, self.ttft_ms, self.tpot_ms, self.e2e_ms)

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from collect.plan import families
-from collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
+from specsweep.collect.plan import families
+from specsweep.collect.plan.components import (  # noqa: F401 - re-exported: plans import them from here
     NAME_PATTERN,
     ClusterField,
     Engine,
@@ -27,17 +27,17 @@ from collect.plan.components import (  # noqa: F401 - re-exported: plans import 
     Strict,
     Telemetry,
 )
-from collect.plan.fields import Method
-from collect.plan.load import Slo
-from collect.plan.phases import BestOf, Phase
-from collect.plan.workloads import (  # noqa: F401 - re-exported: many callers import them
+from specsweep.collect.plan.fields import Method
+from specsweep.collect.plan.load import Slo
+from specsweep.collect.plan.phases import BestOf, Phase
+from specsweep.collect.plan.workloads import (  # noqa: F401 - re-exported: many callers import them
     AgenticWorkload,
     RequestsWorkload,
     Workload,
     check_positive,
 )
-from schema.controls import aa_control_name
-from schema.defaults import DEFAULT_BASELINE
+from specsweep.schema.controls import aa_control_name
+from specsweep.schema.defaults import DEFAULT_BASELINE
 
 # --- the plan ----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from collect.plan.components import Name, Strict
+from specsweep.collect.plan.components import Name, Strict
 
 
 class BestOf(Strict):

@@ -2,8 +2,8 @@
 
 The field descriptions live once, in the models; this module turns the plan's JSON Schema
 into one markdown table per model (field, type, default, description), in the order a
-reader meets them from the top-level plan. `python -m collect schema --markdown` prints it,
-and tests/collect/test_plan_reference.py fails when the committed copy is stale.
+reader meets them from the top-level plan. `python -m specsweep.collect schema --markdown`
+prints it, and tests/collect/test_plan_reference.py fails when the committed copy is stale.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import json
 import re
 from typing import Any
 
-from collect.plan.model import Plan
+from specsweep.collect.plan.model import Plan
 
 __all__ = ["REGENERATE", "markdown"]
 
-REGENERATE = "python -m collect schema --markdown > docs/plan-reference.md"
+REGENERATE = "python -m specsweep.collect schema --markdown > docs/plan-reference.md"
 _SCALARS = {
     "string": "str",
     "integer": "int",
@@ -33,7 +33,7 @@ Regenerate it with
 
     {REGENERATE}
 
-A plan is YAML; every model forbids unknown fields. `python -m collect schema` prints the
+A plan is YAML; every model forbids unknown fields. `python -m specsweep.collect schema` prints the
 same schema as JSON Schema, for editors. A field whose default says *required* must be given.
 """
 

@@ -21,11 +21,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from collect import sharegpt
-from collect.plan.fields import Name, Strict
-from collect.plan.load import CATEGORY_FIELD, Category, OpenLoad, TextOption, TraceWorkload
-from collect.plan.traces.text import PoolText
-from collect.resources import humaneval_problems, mtbench_questions
+from specsweep.collect import sharegpt
+from specsweep.collect.plan.fields import Name, Strict
+from specsweep.collect.plan.load import (
+    CATEGORY_FIELD,
+    Category,
+    OpenLoad,
+    TextOption,
+    TraceWorkload,
+)
+from specsweep.collect.plan.traces.text import PoolText
+from specsweep.collect.resources import humaneval_problems, mtbench_questions
 
 # --- the plan's prompt sources and workloads ---------------------------------------------
 

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from collect import engines
-from collect.hosts.base import Cluster, Host
-from collect.plan.families import numeric
-from collect.plan.model import Plan, ServiceConfig, Workload
-from collect.plan.phases import BestOf, Phase
-from collect.redact import redact
-from collect.run.progress import CampaignProgress
-from collect.scheduling.order import phase_seed, round_order
-from collect.scheduling.ranking import describe, pick, rank_methods
-from schema.store import Store, utcnow
+from specsweep.collect import engines
+from specsweep.collect.hosts.base import Cluster, Host
+from specsweep.collect.plan.families import numeric
+from specsweep.collect.plan.model import Plan, ServiceConfig, Workload
+from specsweep.collect.plan.phases import BestOf, Phase
+from specsweep.collect.redact import redact
+from specsweep.collect.run.progress import CampaignProgress
+from specsweep.collect.scheduling.order import phase_seed, round_order
+from specsweep.collect.scheduling.ranking import describe, pick, rank_methods
+from specsweep.schema.store import Store, utcnow
 
 
 class StartFailures:

@@ -17,26 +17,26 @@ from typing import Any
 
 import httpx
 
-from collect.http.client import http_client
-from collect.plan.load import TraceWorkload
-from collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
-from collect.plan.workloads import prompts
-from collect.run import openloop, replay
-from collect.run.campaign import Campaign
-from collect.run.endpoints import Endpoints
-from collect.run.fingerprint import (
+from specsweep.collect.http.client import http_client
+from specsweep.collect.plan.load import TraceWorkload
+from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
+from specsweep.collect.plan.workloads import prompts
+from specsweep.collect.run import openloop, replay
+from specsweep.collect.run.campaign import Campaign
+from specsweep.collect.run.endpoints import Endpoints
+from specsweep.collect.run.fingerprint import (
     draft_facts,
     prompt_facts,
     put_environment,
     request_facts,
     workload_facts,
 )
-from collect.run.replay import ReplayMissing
-from collect.run.service import Cancelled, Service, ServiceFailed
-from collect.run.windows import Context, agentic_window, requests_window, warmup_rows
-from collect.scheduling.replicas import replica_of
-from collect.telemetry import sampling
-from schema.store import Store, utcnow
+from specsweep.collect.run.replay import ReplayMissing
+from specsweep.collect.run.service import Cancelled, Service, ServiceFailed
+from specsweep.collect.run.windows import Context, agentic_window, requests_window, warmup_rows
+from specsweep.collect.scheduling.replicas import replica_of
+from specsweep.collect.telemetry import sampling
+from specsweep.schema.store import Store, utcnow
 
 log = logging.getLogger("specsweep.collect")
 

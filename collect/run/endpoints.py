@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from schema.store import Store, utcnow
+from specsweep.schema.store import Store, utcnow
 
 log = logging.getLogger("specsweep.collect")
 T = TypeVar("T")

@@ -37,12 +37,12 @@ import os
 import re
 from typing import Any
 
-from collect.hosts.base import Site
-from collect.plan.load import TraceWorkload
-from collect.plan.model import Plan
-from collect.redact import MASK, SECRET_NAME, redact
-from collect.resources import resolve_model
-from schema.store import Store
+from specsweep.collect.hosts.base import Site
+from specsweep.collect.plan.load import TraceWorkload
+from specsweep.collect.plan.model import Plan
+from specsweep.collect.redact import MASK, SECRET_NAME, redact
+from specsweep.collect.resources import resolve_model
+from specsweep.schema.store import Store
 
 PROMPT_KEYS = ("messages", "text", "prompt", "input_ids")
 TRANSPORT_KEYS = ("stream", "stream_options", "model", "return_spec_tokens_details")

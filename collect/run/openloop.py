@@ -35,11 +35,18 @@ from typing import Any
 
 import numpy as np
 
-from collect.http import client
-from collect.plan.load import OpenLoad, TraceWorkload, ramp_rates
-from collect.plan.model import RequestsWorkload
-from collect.plan.workloads import Prompt, category_of, messages
-from collect.run.windows import Context, close_window, open_window, row, sampled, window_key
+from specsweep.collect.http import client
+from specsweep.collect.plan.load import OpenLoad, TraceWorkload, ramp_rates
+from specsweep.collect.plan.model import RequestsWorkload
+from specsweep.collect.plan.workloads import Prompt, category_of, messages
+from specsweep.collect.run.windows import (
+    Context,
+    close_window,
+    open_window,
+    row,
+    sampled,
+    window_key,
+)
 
 SPIN_S = 0.002  # the last stretch before an arrival is spent yielding, not sleeping
 PREWARM = 32  # connections opened before an uncapped window; more open on demand (in TTFT)

@@ -54,7 +54,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from collect.scheduling.schedule import Job, Scheduler, makespan, simulate
+from specsweep.collect.scheduling.schedule import Job, Scheduler, makespan, simulate
 
 # the ETA is recomputed at most this often (a packed campaign's replay costs tens of ms of
 # CPU that the measurement loop, on another thread of the same process, waits for)

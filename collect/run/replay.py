@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from collect.plan.model import AgenticWorkload, Plan, ServiceConfig, Workload
-from schema.store import Store
+from specsweep.collect.plan.model import AgenticWorkload, Plan, ServiceConfig, Workload
+from specsweep.schema.store import Store
 
 # the baseline's turns of one window's sessions, in a unit that landed complete
 BASELINE_TURNS = """

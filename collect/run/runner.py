@@ -19,15 +19,15 @@ from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
-from collect import engines, hosts
-from collect.hosts.base import Cluster, Host, HostUnreachable
-from collect.plan.families import family_members, resolve
-from collect.plan.model import Plan, ServiceConfig, Workload
-from collect.plan.phases import BestOf, Phase
-from collect.plan.workloads import request_count
-from collect.redact import redact
-from collect.run import configuration as serve
-from collect.run.campaign import (
+from specsweep.collect import engines, hosts
+from specsweep.collect.hosts.base import Cluster, Host, HostUnreachable
+from specsweep.collect.plan.families import family_members, resolve
+from specsweep.collect.plan.model import Plan, ServiceConfig, Workload
+from specsweep.collect.plan.phases import BestOf, Phase
+from specsweep.collect.plan.workloads import request_count
+from specsweep.collect.redact import redact
+from specsweep.collect.run import configuration as serve
+from specsweep.collect.run.campaign import (
     Campaign,
     begin_campaign,
     campaign_status,
@@ -35,13 +35,13 @@ from collect.run.campaign import (
     record_method_params,
     todo,
 )
-from collect.run.fingerprint import put_environment, record_environment
-from collect.run.progress import CampaignProgress, Eta, eta_text
-from collect.run.replay import waits_for
-from collect.scheduling.estimate import Estimator, load_measured
-from collect.scheduling.replicas import Candidate, Replica, split
-from collect.scheduling.schedule import Job, Scheduler
-from schema.store import Store
+from specsweep.collect.run.fingerprint import put_environment, record_environment
+from specsweep.collect.run.progress import CampaignProgress, Eta, eta_text
+from specsweep.collect.run.replay import waits_for
+from specsweep.collect.scheduling.estimate import Estimator, load_measured
+from specsweep.collect.scheduling.replicas import Candidate, Replica, split
+from specsweep.collect.scheduling.schedule import Job, Scheduler
+from specsweep.schema.store import Store
 
 log = logging.getLogger("specsweep.collect")
 Todo = list[tuple[ServiceConfig, list[Workload]]]  # campaign.todo's: configs, workloads left

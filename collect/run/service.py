@@ -16,11 +16,11 @@ from pathlib import Path
 
 import httpx
 
-from collect.engines.base import Engine
-from collect.hosts.base import Host, Process
-from collect.plan.model import ServiceConfig
-from collect.redact import MASK, redact, redact_argv
-from schema.store import utcnow
+from specsweep.collect.engines.base import Engine
+from specsweep.collect.hosts.base import Host, Process
+from specsweep.collect.plan.model import ServiceConfig
+from specsweep.collect.redact import MASK, redact, redact_argv
+from specsweep.schema.store import utcnow
 
 STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL at the end of a configuration
 INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTERM)

@@ -25,14 +25,21 @@ from typing import Any
 
 import httpx
 
-from collect.engines.base import Engine
-from collect.http import client
-from collect.plan.load import Slo, TraceWorkload
-from collect.plan.model import AgenticWorkload, RequestsWorkload
-from collect.plan.workloads import Prompt, category_of, messages, prompts, sessions, turn_message
-from collect.run.endpoints import Endpoints
-from collect.telemetry import Sampler
-from schema.store import utcnow
+from specsweep.collect.engines.base import Engine
+from specsweep.collect.http import client
+from specsweep.collect.plan.load import Slo, TraceWorkload
+from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload
+from specsweep.collect.plan.workloads import (
+    Prompt,
+    category_of,
+    messages,
+    prompts,
+    sessions,
+    turn_message,
+)
+from specsweep.collect.run.endpoints import Endpoints
+from specsweep.collect.telemetry import Sampler
+from specsweep.schema.store import utcnow
 
 
 @dataclass

@@ -42,10 +42,16 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from collect.plan.load import OpenLoad, TraceWorkload
-from collect.plan.load import ramp_rates as openloop_rates
-from collect.plan.model import AgenticWorkload, Plan, RequestsWorkload, ServiceConfig, Workload
-from collect.plan.workloads import longest_session, prompts
+from specsweep.collect.plan.load import OpenLoad, TraceWorkload
+from specsweep.collect.plan.load import ramp_rates as openloop_rates
+from specsweep.collect.plan.model import (
+    AgenticWorkload,
+    Plan,
+    RequestsWorkload,
+    ServiceConfig,
+    Workload,
+)
+from specsweep.collect.plan.workloads import longest_session, prompts
 
 CHARS_PER_TOKEN = 4.0
 Key = tuple[str, int, str, int]  # method, tp, workload, concurrency

@@ -46,13 +46,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collect.engines.base import MemoryRules, flag
-from collect.plan.fields import EngineConfig, ModelInfo
-from collect.plan.load import TraceWorkload
-from collect.plan.model import Plan, ServiceConfig
-from collect.plan.workloads import AgenticWorkload, longest_session, prompts
-from collect.scheduling.architecture import DTYPE_BYTES, Architecture, architecture
-from collect.scheduling.weights import config_path, weight_bytes
+from specsweep.collect.engines.base import MemoryRules, flag
+from specsweep.collect.plan.fields import EngineConfig, ModelInfo
+from specsweep.collect.plan.load import TraceWorkload
+from specsweep.collect.plan.model import Plan, ServiceConfig
+from specsweep.collect.plan.workloads import AgenticWorkload, longest_session, prompts
+from specsweep.collect.scheduling.architecture import DTYPE_BYTES, Architecture, architecture
+from specsweep.collect.scheduling.weights import config_path, weight_bytes
 
 GIB = 1 << 30
 
@@ -265,7 +265,7 @@ def plan_configs(plan: Plan) -> list[ServiceConfig]:
 def gpu_lines(plan: Plan, host: Any) -> tuple[list[str], float | None, bool]:
     """GPU availability lines, the GPU memory (GiB) to budget with, and whether the host
     has fewer GPUs than the largest phase needs. `host` is a probed host or None."""
-    from collect.hosts import facts
+    from specsweep.collect.hosts import facts
 
     declared, gpu_gib = plan.host.gpus, plan.host.gpu_memory_gib
     need = max(p.tp for p in plan.all_phases())
@@ -296,7 +296,7 @@ def gpu_lines(plan: Plan, host: Any) -> tuple[list[str], float | None, bool]:
 def check_plan(plan: Plan, probe: bool = False) -> tuple[list[str], bool]:
     """`check`'s GPU and memory lines, and whether some service does not fit. Only with
     probe does it connect to the host (GPUs, memory, the model folders' files)."""
-    from collect import hosts
+    from specsweep.collect import hosts
 
     if plan.host.kind == "external":
         return ["memory: not checked (an external server: specsweep does not start it)"], False

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from collect.plan.fields import Method
-from collect.plan.phases import BestOf
-from schema.controls import aa_control_name
-from schema.paired import paired_speedup
+from specsweep.collect.plan.fields import Method
+from specsweep.collect.plan.phases import BestOf
+from specsweep.schema.controls import aa_control_name
+from specsweep.schema.paired import paired_speedup
 
 DECODE_SPEEDS = """
 SELECT method, workload, max_tokens, concurrency, prompt_id,

@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collect.plan.model import ServiceConfig, Workload
-from collect.scheduling.estimate import Estimator
+from specsweep.collect.plan.model import ServiceConfig, Workload
+from specsweep.collect.scheduling.estimate import Estimator
 
 
 @dataclass(frozen=True)

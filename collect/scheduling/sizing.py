@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from math import ceil
 
-from collect.plan.model import AgenticWorkload, Plan, RequestsWorkload
-from collect.plan.workloads import prompts
+from specsweep.collect.plan.model import AgenticWorkload, Plan, RequestsWorkload
+from specsweep.collect.plan.workloads import prompts
 
 MIN_REQUESTS_PER_SLOT = 4
 """A closed-loop window at concurrency c should hold at least 4 * c requests (sessions, for an

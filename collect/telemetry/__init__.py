@@ -9,7 +9,7 @@ windows to take. A sampler that fails never ends a measurement: a warning is log
 what it missed is not stored (endpoint_errors records server endpoints only).
 """
 
-from collect.telemetry.sampler import Sample, Sampler
-from collect.telemetry.sampling import gpu_list, open_sampler, sampling
+from specsweep.collect.telemetry.sampler import Sample, Sampler
+from specsweep.collect.telemetry.sampling import gpu_list, open_sampler, sampling
 
 __all__ = ["Sample", "Sampler", "gpu_list", "open_sampler", "sampling"]

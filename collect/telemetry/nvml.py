@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from collect.telemetry.sampler import Sample
-from collect.telemetry.smi import reason_names
+from specsweep.collect.telemetry.sampler import Sample
+from specsweep.collect.telemetry.smi import reason_names
 
 MIB = 1 << 20
 

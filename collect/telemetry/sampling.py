@@ -8,8 +8,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from collect.plan.components import Telemetry
-from collect.telemetry.sampler import Sampler
+from specsweep.collect.plan.components import Telemetry
+from specsweep.collect.telemetry.sampler import Sampler
 
 log = logging.getLogger("specsweep.collect")
 
@@ -32,11 +32,11 @@ def open_sampler(host: Any, gpus: list[int], cfg: Telemetry) -> Sampler | None:
 
 
 def _source(host: Any, gpus: list[int], period_s: float) -> Any:
-    from collect.telemetry import smi
+    from specsweep.collect.telemetry import smi
 
     if host.cfg.kind == "ssh":
         return smi.RemoteSmi(host, gpus, period_s)
-    from collect.telemetry.nvml import open_nvml
+    from specsweep.collect.telemetry.nvml import open_nvml
 
     return open_nvml(gpus, period_s) or smi.LocalSmi(gpus, period_s)
 

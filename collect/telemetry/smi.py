@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from collect.telemetry.sampler import Sample
+from specsweep.collect.telemetry.sampler import Sample
 
 NVIDIA_SMI = "nvidia-smi"  # the command; a test points it at a scripted stand-in
 FIELDS = (

@@ -12,7 +12,7 @@ show the same empty-panel message)."""
 
 from __future__ import annotations
 
-from report.charts.axes import (
+from specsweep.report.charts.axes import (
     _empty,
     concurrency_ticks,
     noise_legend,
@@ -20,8 +20,11 @@ from report.charts.axes import (
     ratio_legend,
     significance_legend,
 )
-from report.charts.concurrency import plot_speedup_by_concurrency, plot_throughput_by_concurrency
-from report.charts.theme import (
+from specsweep.report.charts.concurrency import (
+    plot_speedup_by_concurrency,
+    plot_throughput_by_concurrency,
+)
+from specsweep.report.charts.theme import (
     BASELINE,
     COLORBLIND,
     DASHES,
@@ -35,7 +38,7 @@ from report.charts.theme import (
     plain,
     set_theme,
 )
-from report.charts.workload import (
+from specsweep.report.charts.workload import (
     BOX_EDGE,
     box_stats,
     plot_accept_length_by_workload,

@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
-from report.charts.theme import Palette, _order, plain
+from specsweep.report.charts.theme import Palette, _order, plain
 
 
 def _empty(ax: Axes, message: str) -> Axes:

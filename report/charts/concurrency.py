@@ -10,9 +10,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from report.charts.axes import _empty, concurrency_ticks, ratio_axis
-from report.charts.theme import DASHES, LINE_MARKER, MARKERS, Palette, _order, plain
-from report.labels import Labels, metric_label
+from specsweep.report.charts.axes import _empty, concurrency_ticks, ratio_axis
+from specsweep.report.charts.theme import DASHES, LINE_MARKER, MARKERS, Palette, _order, plain
+from specsweep.report.labels import Labels, metric_label
 
 
 def plot_throughput_by_concurrency(

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from report import charts
+from specsweep.report import charts
 
 Plot = Callable[..., object]
 

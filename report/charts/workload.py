@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from report.charts.axes import _categorical, _empty, _slant_if_crowded, ratio_axis
-from report.charts.theme import LINE_MARKER, Palette, _order, fill, plain
-from report.keys import WINDOW
-from report.labels import Labels, metric_label
+from specsweep.report.charts.axes import _categorical, _empty, _slant_if_crowded, ratio_axis
+from specsweep.report.charts.theme import LINE_MARKER, Palette, _order, fill, plain
+from specsweep.report.keys import WINDOW
+from specsweep.report.labels import Labels, metric_label
 
 
 def _config_labels(frame: pd.DataFrame) -> pd.Series:

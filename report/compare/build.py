@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from report.build import compile_tex, render_tex, require_latexmk
-from report.compare import figure
-from report.compare import text as words
-from report.compare.data import CompareData, load
-from report.latex import fmt_time, texttt
+from specsweep.report.build import compile_tex, render_tex, require_latexmk
+from specsweep.report.compare import figure
+from specsweep.report.compare import text as words
+from specsweep.report.compare.data import CompareData, load
+from specsweep.report.latex import fmt_time, texttt
 
 log = logging.getLogger(__name__)
 TEMPLATE = "compare.tex.j2"

@@ -1,4 +1,4 @@
-"""Read one stored comparison (the compare_* tables ``python -m analyze compare A B`` writes)
+"""Read one stored comparison (the compare_* tables ``specsweep compare A B`` writes)
 from the DuckDB file: read-only, every value bound with ``?``.
 
 A and B are the campaign ids the comparison was stored under, or plan names (the latest
@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from report.data import ReportError, read_labels
+from specsweep.report.data import ReportError, read_labels
 
 RUNS_SQL = "SELECT a, b, campaign_id, plan_name, started_at, n_measured FROM compare_runs"
 CHANGES_SQL = "SELECT * FROM compare_changes WHERE a = ? AND b = ? ORDER BY rank"

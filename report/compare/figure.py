@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from report import charts
-from report.charts.layout import ratio_figure, save_figure
+from specsweep.report import charts
+from specsweep.report.charts.layout import ratio_figure, save_figure
 
 YLABEL = "B / A decode tok/s"
 

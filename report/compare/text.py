@@ -19,9 +19,9 @@ from collections import defaultdict
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.labels import metric_label as catalogue_label
-from report.latex import escape_latex, fmt_sig, texttt
-from report.tables import Col, fit_table, num, text
+from specsweep.report.labels import metric_label as catalogue_label
+from specsweep.report.latex import escape_latex, fmt_sig, texttt
+from specsweep.report.tables import Col, fit_table, num, text
 
 MAX_CHANGES = 40  # rows of the changes table; the rest are counted
 MAX_SPEEDUPS = 60

@@ -17,10 +17,10 @@ context, its HTML build and several tests call them as ``findings.X``.
 
 from __future__ import annotations
 
-from report.findings.design import runs_sentence, several_runs
-from report.findings.headlines import baseline_slows, headline, summary
-from report.findings.results import Findings, build
-from report.findings.validity import replica_notes, validity_notes
+from specsweep.report.findings.design import runs_sentence, several_runs
+from specsweep.report.findings.headlines import baseline_slows, headline, summary
+from specsweep.report.findings.results import Findings, build
+from specsweep.report.findings.validity import replica_notes, validity_notes
 
 __all__ = [
     "Findings",

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from report.data import ReportData
-from report.findings.text import code, em, num, times
-from report.findings.text import data as d
+from specsweep.report.data import ReportData
+from specsweep.report.findings.text import code, em, num, times
+from specsweep.report.findings.text import data as d
 
 MAX_STRATA = 4  # strata listed one by one in the threats; more are summarised
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report.data import ReportData
-from report.findings import design, energy, physics
-from report.findings.text import data as d
-from report.findings.text import em, num, strong, times
+from specsweep.report.data import ReportData
+from specsweep.report.findings import design, energy, physics
+from specsweep.report.findings.text import data as d
+from specsweep.report.findings.text import em, num, strong, times
 
 
 def _ci(row: pd.Series) -> str:

@@ -42,8 +42,8 @@ import posixpath
 import numpy as np
 import pandas as pd
 
-from report.data import ReportData
-from report.keys import COMPARISON
+from specsweep.report.data import ReportData
+from specsweep.report.keys import COMPARISON
 
 SAME_LAUNCH, SELF_DRAFT = "same launch", "self-draft"
 PER_PROMPT = "per-prompt acceptance"

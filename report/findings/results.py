@@ -20,10 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from report.data import ReportData, load
-from report.findings import headlines, physics, validity
-from report.findings.text import plain
-from report.keys import COMPARISON
+from specsweep.report.data import ReportData, load
+from specsweep.report.findings import headlines, physics, validity
+from specsweep.report.findings.text import plain
+from specsweep.report.keys import COMPARISON
 
 FINDINGS_VERSION = 1  # changes when a key of document() is removed or changes meaning
 # speedup columns a claim carries, where the file has them (analyze/VIEWS.md, speedup)

@@ -18,7 +18,7 @@ import re
 from markupsafe import Markup, escape
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex, fmt_num, texttt
+from specsweep.report.latex import escape_latex, fmt_num, texttt
 
 # span kind -> (opening, closing) delimiter; private-use code points no data holds
 SPANS = {"code": ("\ue000", "\ue001"), "em": ("\ue002", "\ue003"), "strong": ("\ue004", "\ue005")}

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report.data import ReportData
-from report.findings import design
-from report.findings.text import code, em, num
-from report.findings.text import data as d
+from specsweep.report.data import ReportData
+from specsweep.report.findings import design
+from specsweep.report.findings.text import code, em, num
+from specsweep.report.findings.text import data as d
 
 SMALL_PROMPTS = 10
 MIN_PROMPTS = 3  # schema.paired.MIN_PROMPTS (report imports nothing of the other stages)

@@ -19,10 +19,10 @@ from typing import Any
 
 import jinja2
 
-from report import findings
-from report.data import ReportData, load
-from report.findings.text import html
-from report.html import figures, views
+from specsweep.report import findings
+from specsweep.report.data import ReportData, load
+from specsweep.report.findings.text import html
+from specsweep.report.html import figures, views
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ CAMPAIGN_KEYS = (
 def environment() -> jinja2.Environment:
     """jinja2 with HTML autoescape for every template here (package data of report.html)."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.files("report.html"))),
+        loader=jinja2.FileSystemLoader(str(resources.files("specsweep.report.html"))),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -99,7 +99,7 @@ def run(
     """Write the HTML report of ``campaign`` (default: latest) to ``out_html``; with
     ``out_pdf`` also the PDF (report.build.write_pdf) from the same figures, first, so a
     LaTeX failure stops the build as it does without ``--html``. Returns the HTML path."""
-    from report.build import draw_figures, require_latexmk, write_pdf
+    from specsweep.report.build import draw_figures, require_latexmk, write_pdf
 
     if out_pdf is not None:
         require_latexmk()

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from report.latex import fmt_sig, fmt_time
+from specsweep.report.latex import fmt_sig, fmt_time
 
 MAX_ROWS = 500  # rows per table; the rest are counted, not read
 LONG_CELL = 160  # characters beyond which a cell folds (plans, launch commands, log tails)

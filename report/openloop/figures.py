@@ -18,8 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from report import charts
-from report.latex import fmt_num
+from specsweep.report import charts
+from specsweep.report.latex import fmt_num
 
 SETTING = ["tp", "workload", "max_tokens"]
 # (from-schedule column, its from-send twin or None, axis label)

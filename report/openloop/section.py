@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.data import ReportData
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-from report.openloop.figures import (
+from specsweep.report.data import ReportData
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.latex import fmt_num
+from specsweep.report.openloop.figures import (
     SETTING,
     flag,
     goodput_figure,
@@ -35,7 +35,7 @@ from report.openloop.figures import (
     title,
     windows,
 )
-from report.tables import Col, fit_table, text
+from specsweep.report.tables import Col, fit_table, text
 
 SLO_KEYS = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E"))
 MAX_LISTED = 6

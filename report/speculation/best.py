@@ -14,11 +14,11 @@ from __future__ import annotations
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-from report.speculation.panels import SETTING
-from report.speculation.panels import window_name as name
-from report.tables import Col, ci, fit_table, num, text
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.latex import fmt_num
+from specsweep.report.speculation.panels import SETTING
+from specsweep.report.speculation.panels import window_name as name
+from specsweep.report.tables import Col, ci, fit_table, num, text
 
 ANY = "(any)"
 GROUP = [*SETTING, "family", "load_kind"]

@@ -22,10 +22,10 @@ from matplotlib import colors
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from report import charts
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-from report.speculation.panels import legend_below, windows
+from specsweep.report import charts
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.latex import fmt_num
+from specsweep.report.speculation.panels import legend_below, windows
 
 GROUP = ["engine", "tp", "max_tokens"]
 MAX_FIGURES = 2

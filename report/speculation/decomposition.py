@@ -19,12 +19,12 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from report import charts
-from report.keys import COMPARISON
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-from report.speculation.panels import WINDOW, Entry, grid, legend_below, of
-from report.speculation.panels import window_name as name
+from specsweep.report import charts
+from specsweep.report.keys import COMPARISON
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.latex import fmt_num
+from specsweep.report.speculation.panels import WINDOW, Entry, grid, legend_below, of
+from specsweep.report.speculation.panels import window_name as name
 
 WIDTH = 0.38  # of a method's slot, per bar
 HATCH = "////"

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from report import charts
-from report.speculation.panels import grid, legend_below, method_entries, of
-from report.speculation.panels import window_name as name
+from specsweep.report import charts
+from specsweep.report.speculation.panels import grid, legend_below, method_entries, of
+from specsweep.report.speculation.panels import window_name as name
 
 
 def _methods(frame: pd.DataFrame, palette: charts.Palette) -> list[str]:

@@ -18,11 +18,18 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from report import charts
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-from report.speculation.panels import SETTING, grid, legend_below, method_entries, of, windows
-from report.speculation.panels import window_name as name
+from specsweep.report import charts
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.latex import fmt_num
+from specsweep.report.speculation.panels import (
+    SETTING,
+    grid,
+    legend_below,
+    method_entries,
+    of,
+    windows,
+)
+from specsweep.report.speculation.panels import window_name as name
 
 SERIES = [*SETTING, "load_kind"]
 AXIS = {"concurrency": "concurrency", "rate": "offered rate (req/s)"}

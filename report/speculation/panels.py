@@ -11,9 +11,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from report import charts
-from report.keys import WINDOW
-from report.latex import fmt_num
+from specsweep.report import charts
+from specsweep.report.keys import WINDOW
+from specsweep.report.latex import fmt_num
 
 SETTING = ["engine", "tp", "workload", "max_tokens"]
 Entry = tuple[object, str]

@@ -16,9 +16,9 @@ from __future__ import annotations
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.latex import escape_latex as e
-from report.speculation.panels import SETTING
-from report.tables import Col, ci, fit_table, num, text
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.speculation.panels import SETTING
+from specsweep.report.tables import Col, ci, fit_table, num, text
 
 TOLERANCE = 0.10  # |predicted / measured - 1|, the goal a sweep is judged on
 

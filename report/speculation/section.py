@@ -19,9 +19,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from report.data import ReportData
-from report.speculation import best, categories, decomposition, detail, load, prediction, sweep
-from report.speculation.panels import parts, windows
+from specsweep.report.data import ReportData
+from specsweep.report.speculation import (
+    best,
+    categories,
+    decomposition,
+    detail,
+    load,
+    prediction,
+    sweep,
+)
+from specsweep.report.speculation.panels import parts, windows
 
 Save = Callable[[plt.Figure, Path], Path]
 Job = tuple[str, Callable[[], Path]]

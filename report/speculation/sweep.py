@@ -18,11 +18,11 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from report import charts
-from report.latex import escape_latex as e
-from report.latex import fmt_num
-from report.speculation.panels import WINDOW, Entry, grid, legend_below, of
-from report.speculation.panels import window_name as name
+from specsweep.report import charts
+from specsweep.report.latex import escape_latex as e
+from specsweep.report.latex import fmt_num
+from specsweep.report.speculation.panels import WINDOW, Entry, grid, legend_below, of
+from specsweep.report.speculation.panels import window_name as name
 
 SWEEP = ["family", "param"]
 LINE = "0.35"  # the grey of the lines joining a sweep's points

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from schema.store import Store
+from specsweep.schema.store import Store
 
 DDL = Path(__file__).resolve().parents[2] / "schema" / "ddl.sql"
 # the raw tables analyze reads

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from analyze_rows import write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from analyze_rows import AR, SERVICE_T, fetch, ident, one, req, rows_in_rounds
 
-from analyze import build
-from schema.store import Store
+from specsweep.analyze import build
+from specsweep.schema.store import Store
 
 STEPS = {"p1": 16, "p2": 32, "p3": 16}
 BASE_TOKEN_S = {1: 0.1, 4: 0.2}

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 from analyze_rows import AR, decode_req, fetch, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 FAST = "fast"
 

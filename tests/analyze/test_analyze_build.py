@@ -1,4 +1,4 @@
-"""analyze.build.run and the `python -m analyze` command line."""
+"""analyze.build.run and the `specsweep analyze` command line."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import duckdb
 import pytest
 from analyze_rows import decode_req, fetch, in_rounds, write_db
 
-from analyze import build
-from analyze.__main__ import main
-from schema.metrics import CATALOG
+from specsweep.analyze import build
+from specsweep.analyze.__main__ import main
+from specsweep.schema.metrics import CATALOG
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,8 @@ def test_module_entry_point(tmp_path):
     write_db(path, [])
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "analyze", "--db", str(path), "--baseline", "autoregressive"],
+        [sys.executable, "-m", "specsweep.analyze", "--db", str(path),
+         "--baseline", "autoregressive"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

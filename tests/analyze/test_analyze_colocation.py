@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from analyze_rows import decode_req, one, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 T = datetime(2026, 1, 1, 12)
 

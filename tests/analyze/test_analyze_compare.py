@@ -1,4 +1,4 @@
-"""`python -m analyze compare` and `gate` on two campaigns built from hand-made rows (3
+"""`specsweep compare` and `gate` on two campaigns built from hand-made rows (3
 rounds each unless a test says otherwise), every expected figure computed here from the
 injected factors (never by the code under test):
 
@@ -39,9 +39,9 @@ from analyze_rows import (
 )
 from scipy import stats
 
-from analyze import build, compare
-from analyze.environment_diff import argument_diff, stable
-from schema.paired import ONE_START
+from specsweep.analyze import build, compare
+from specsweep.analyze.environment_diff import argument_diff, stable
+from specsweep.schema.paired import ONE_START
 
 PROMPTS = [f"inline/{i}" for i in range(6)]
 JITTER = (-1.0, 1.0, -2.0, 2.0, 0.5, -0.5)  # B's per-prompt log jitter / 50: mean 0
@@ -145,7 +145,7 @@ def _db(
 
 def _compare(db: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "analyze", "compare", "--db", str(db), a, b],
+        [sys.executable, "-m", "specsweep.analyze", "compare", "--db", str(db), a, b],
         capture_output=True,
         text=True,
         timeout=120,
@@ -157,7 +157,7 @@ def _gate(db: Path, *extra: str, candidate: str = "B") -> subprocess.CompletedPr
         [
             sys.executable,
             "-m",
-            "analyze",
+            "specsweep.analyze",
             "gate",
             "--db",
             str(db),
@@ -382,7 +382,7 @@ def test_no_change_passes_and_partly_different_plans_list_their_windows(tmp_path
 def test_bad_input_exits_2(tmp_path: Path) -> None:
     db = _db(tmp_path, 1.0)
     unknown = subprocess.run(
-        [sys.executable, "-m", "analyze", "compare", "--db", str(db), "A", "nosuch"],
+        [sys.executable, "-m", "specsweep.analyze", "compare", "--db", str(db), "A", "nosuch"],
         capture_output=True,
         text=True,
         timeout=120,

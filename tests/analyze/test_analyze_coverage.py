@@ -1,5 +1,5 @@
 """Calibration through the SQL path (issue 36): simulated campaigns written as `requests` and
-`services` rows to a real DuckDB file, `python -m analyze`'s build run on it, coverage and the
+`services` rows to a real DuckDB file, `specsweep analyze`'s build run on it, coverage and the
 family-wise error read from the `speedup` table.
 
 The model is the function-level check's (tests/schema/start_campaigns.py: rounds in collect's
@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from analyze_rows import COLUMNS, SERVICE_T, create_raw_tables, req, service
 
-from analyze import build
+from specsweep.analyze import build
 from tests.schema.start_campaigns import Design, campaign
 
 pytestmark = pytest.mark.slow  # simulations of hundreds of campaigns: make test only

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 from analyze_rows import decode_req, fetch, in_rounds, one, write_db
 
-from analyze import build, stats
-from schema import metrics
+from specsweep.analyze import build, stats
+from specsweep.schema import metrics
 
 # (concurrency, ci_low, ci_high); the point estimate is the CI's midpoint unless a fourth
 # item gives it; the level is significant (Holm) when the CI excludes 1 unless a fifth says.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from analyze_rows import fetch, gpu_sample, insert_rows, one, power_trace, req, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 T = datetime(2026, 1, 1, 12, 0, 0)
 

@@ -1,4 +1,4 @@
-"""`python -m analyze export`: every raw table and analysis object of the golden default
+"""`specsweep export`: every raw table and analysis object of the golden default
 campaign written to Parquet and to CSV, and read back equal to the file's own tables (CSV
 through columns.json's types: lists, timestamps, booleans and NULLs come back as they were)."""
 
@@ -13,8 +13,8 @@ import duckdb
 import pytest
 from test_analyze_golden import golden_db
 
-from analyze import build, export
-from schema.contracts import CONTRACTS
+from specsweep.analyze import build, export
+from specsweep.schema.contracts import CONTRACTS
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_the_command_line_writes_files_and_refuses_bad_input(
 ) -> None:
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "analyze", "export", *argv],
+            [sys.executable, "-m", "specsweep.analyze", "export", *argv],
             capture_output=True,
             text=True,
             timeout=120,

@@ -25,9 +25,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyze import build
-from schema.migrations import LLAMACPP_VERIFY_STEPS_V7
-from schema.store import connect
+from specsweep.analyze import build
+from specsweep.schema.migrations import LLAMACPP_VERIFY_STEPS_V7
+from specsweep.schema.store import connect
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "default-campaign"
 FLOATS = (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from analyze_rows import fetch, req, write_db
 
-from analyze import build
-from schema.store import connect
+from specsweep.analyze import build
+from specsweep.schema.store import connect
 
 CID = "import-x-123"
 

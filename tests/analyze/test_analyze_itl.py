@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from analyze_rows import fetch, req
 
-from analyze import build, itl
-from schema import metrics
+from specsweep.analyze import build, itl
+from specsweep.schema import metrics
 
 WINDOWS = [("autoregressive", "chat", 1), ("autoregressive", "code", 4), ("ngram", "chat", 1)]
 

@@ -61,8 +61,8 @@ from analyze_rows import (
 )
 from scipy import stats
 
-from analyze import attainment, build
-from collect.plan.load import Slo
+from specsweep.analyze import attainment, build
+from specsweep.collect.plan.load import Slo
 
 DF = "dflash"
 Z = 1.959963984540054

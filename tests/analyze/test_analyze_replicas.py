@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from analyze_rows import decode_req, fetch, insert_rows, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 T = datetime(2026, 1, 1, 12)
 

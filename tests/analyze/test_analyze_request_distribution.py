@@ -11,7 +11,7 @@ import pytest
 from analyze_rows import decode_req, fetch, req, write_db
 from matplotlib import cbook
 
-from analyze import build
+from specsweep.analyze import build
 
 # method -> (decode tok/s, ttft s) per request; outliers on both sides for "m", whiskers that
 # fall back to the quartiles for "edge" (no value between the fence and the box)

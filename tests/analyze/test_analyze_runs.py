@@ -1,6 +1,6 @@
 """The speedup table over a campaign of several runs (requests.run): runs crossed with
 prompts (every prompt in every run), the two-way variance, per-run speedups, the share of one
-run's variance that comes from runs. Hand-built rows through the real DDL and `python -m
+run's variance that comes from runs. Hand-built rows through the real DDL and `specsweep
 analyze`'s build; expected figures from plain-Python sums of squares."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from analyze_rows import decode_req, fetch, one, write_db
 from scipy import stats as sps
 
-from analyze import build
+from specsweep.analyze import build
 
 N_PROMPTS = 12
 

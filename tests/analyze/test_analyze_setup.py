@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analyze_rows import fetch, insert_rows, one, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 T = datetime(2026, 1, 1, 12, 0, 0)
 PLAN = """name: gpu   # a comment

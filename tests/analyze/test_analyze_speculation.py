@@ -39,8 +39,8 @@ from analyze_rows import (
     service,
 )
 
-from analyze import build
-from schema.store import Store
+from specsweep.analyze import build
+from specsweep.schema.store import Store
 
 AR = "autoregressive"
 T = datetime(2026, 1, 1, 12, 0, 0)

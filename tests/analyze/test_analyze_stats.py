@@ -14,7 +14,7 @@ import pytest
 from analyze_rows import decode_req, fetch, in_rounds, one
 from scipy import stats as sps
 
-from schema.keys import COMPARISON
+from specsweep.schema.keys import COMPARISON
 
 T2_975 = 4.302652729911275  # Student t, 2 degrees of freedom, 97.5th percentile
 T3_975 = 3.182446305284263

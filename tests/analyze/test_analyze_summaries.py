@@ -11,8 +11,8 @@ import duckdb
 import pytest
 from analyze_rows import fetch, one, req, write_db
 
-from analyze import build
-from schema.store import connect
+from specsweep.analyze import build
+from specsweep.schema.store import connect
 
 T = datetime(2026, 1, 1, 12)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 from analyze_rows import create_raw_tables, one, req
 
-from analyze import build
+from specsweep.analyze import build
 
 T = datetime(2026, 1, 1, 12, 0, 0)
 

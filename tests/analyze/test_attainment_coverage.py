@@ -29,8 +29,8 @@ from analyze_rows import AR, CREATE_TABLE, DDL, create_raw_tables, open_req, win
 from scipy import special
 from test_analyze_openloop import wilson
 
-from analyze import build
-from collect.scheduling.order import round_order
+from specsweep.analyze import build
+from specsweep.collect.scheduling.order import round_order
 
 pytestmark = pytest.mark.slow  # simulations of hundreds of campaigns: make test only
 

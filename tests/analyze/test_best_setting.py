@@ -22,8 +22,8 @@ import pytest
 from analyze_rows import decode_req, fetch, ident, one, params, rows_in_rounds, rt_window, service
 from scipy import stats as sps
 
-from analyze import build
-from schema.store import Store
+from specsweep.analyze import build
+from specsweep.schema.store import Store
 
 AR = "autoregressive"
 BASE = [1.0, 1.3, 0.8, 1.1, 0.9]

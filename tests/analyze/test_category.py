@@ -17,7 +17,7 @@ import pytest
 from analyze_rows import AR, fetch, in_rounds, one, req, write_db
 from scipy import stats
 
-from analyze import build
+from specsweep.analyze import build
 
 # workload -> prompt -> (category, dd's steps, dd's decode seconds at concurrency 1)
 PROMPTS = {

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from schema.paired import interval
+from specsweep.schema.paired import interval
 from tests.schema.test_paired_coverage import simulate_cells
 
 N_SIM = 1000

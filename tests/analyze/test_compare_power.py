@@ -16,7 +16,7 @@ import pytest
 from analyze_rows import AR, decode_req, insert_rows, service, write_db
 from test_analyze_compare import _gate
 
-from analyze import build, compare
+from specsweep.analyze import build, compare
 from tests.schema.start_campaigns import Design, positions
 
 POWER = Design()  # 5 configurations, 3 rounds, the default campaign's windows, start sd 0.05

@@ -16,8 +16,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from analyze.compare import stats as cs
-from analyze.compare import variance as cv
+from specsweep.analyze.compare import stats as cs
+from specsweep.analyze.compare import variance as cv
 from tests.schema.start_campaigns import Design, campaign
 
 pytestmark = pytest.mark.slow  # 300 pairs of campaigns per cell: make test only

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analyze import build
-from analyze.compare import stats as cs
-from analyze.compare import variance as cv
-from schema.paired import ONE_START
-from schema.starts import StartVariance
+from specsweep.analyze import build
+from specsweep.analyze.compare import stats as cs
+from specsweep.analyze.compare import variance as cv
+from specsweep.schema.paired import ONE_START
+from specsweep.schema.starts import StartVariance
 
 Z = 1.959963984540054  # the standard normal's 97.5th percentile
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from analyze_rows import AR, fetch, one, req, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 
 def tok(

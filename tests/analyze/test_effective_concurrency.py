@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from analyze_rows import AR, one, open_req, req, store_rows, window, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 
 def wave(starts: list[float], e2e: float, **overrides: object) -> list[dict]:

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from analyze_rows import fetch, gpu_sample, insert_rows, one, power_trace, req, write_db
 
-from analyze import build
-from analyze.energy import combined_source
+from specsweep.analyze import build
+from specsweep.analyze.energy import combined_source
 
 
 def analysed(tmp_path: Path, requests: list[dict], samples: list[dict]) -> Path:

@@ -1,4 +1,4 @@
-"""The metric catalogue: `python -m analyze` writes schema.metrics.CATALOG into the results
+"""The metric catalogue: `specsweep analyze` writes schema.metrics.CATALOG into the results
 file as metric_catalog; report (which imports nothing of the project) reads each metric's
 label from it, falling back to the metric's name only where the table has no row; compare
 and gate take a metric's direction from it."""
@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 from analyze_rows import decode_req, write_db
 
-from analyze import build
-from analyze.compare import HIGHER_IS_BETTER
-from report import charts
-from report.compare.text import metric_label
-from report.data import _distribution, read_labels
-from report.labels import metric_label as label
-from schema.metrics import CATALOG
+from specsweep.analyze import build
+from specsweep.analyze.compare import HIGHER_IS_BETTER
+from specsweep.report import charts
+from specsweep.report.compare.text import metric_label
+from specsweep.report.data import _distribution, read_labels
+from specsweep.report.labels import metric_label as label
+from specsweep.schema.metrics import CATALOG
 
 
 @pytest.fixture(scope="module")

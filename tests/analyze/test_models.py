@@ -8,9 +8,9 @@ import inspect
 
 import pytest
 
-from analyze.models import docs, registry
-from analyze.models.model import TABLE, TEMP_MACRO, Model, ModelError, ordered
-from analyze.models.sql import header, raw_layer, read_sql, references, sources
+from specsweep.analyze.models import docs, registry
+from specsweep.analyze.models.model import TABLE, TEMP_MACRO, Model, ModelError, ordered
+from specsweep.analyze.models.sql import header, raw_layer, read_sql, references, sources
 
 MODELS = registry.models()
 BUILT = {name: kind for m in MODELS for name, kind in m.builds.items()}
@@ -63,9 +63,9 @@ def test_every_model_runs_after_what_it_reads() -> None:
 
 
 def test_the_table_list_is_the_models() -> None:
-    from analyze import build
+    from specsweep.analyze import build
 
-    # `python -m analyze` prints the objects in this order, request_metrics first
+    # `specsweep analyze` prints the objects in this order, request_metrics first
     assert registry.objects() == build.OBJECTS and build.OBJECTS[0] == "request_metrics"
     assert {"speedup", "start_variance", "category_pooled", "metric_catalog"} <= set(build.OBJECTS)
     assert not {"analysis_params", "measured_requests", "rate_tpot", "category_cells"} & set(
@@ -130,7 +130,7 @@ def test_an_object_built_twice_or_a_name_used_twice_is_refused() -> None:
 
 
 def test_the_generated_docs_are_current() -> None:
-    assert docs.stale() == [], "run `python -m analyze.models.docs` and commit the result"
+    assert docs.stale() == [], "run `python -m specsweep.analyze.models.docs` and commit the result"
 
 
 def test_every_persistent_object_is_in_the_docs() -> None:

@@ -22,7 +22,7 @@ import duckdb
 import pytest
 from analyze_rows import AR, one, open_req, store_rows, window
 
-from analyze import build
+from specsweep.analyze import build
 
 DF = "dflash"
 Z = 1.959963984540054

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 from analyze_rows import AR, fetch, one, open_req, store_rows, window
 
-from analyze import build
+from specsweep.analyze import build
 
 DF = "dflash"
 

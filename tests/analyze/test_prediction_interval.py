@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-SQL = resources.files("analyze").joinpath("sql/speedup_prediction.sql").read_text()
+SQL = resources.files("specsweep.analyze").joinpath("sql/speedup_prediction.sql").read_text()
 
 
 def _t975_macro() -> duckdb.DuckDBPyConnection:

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 from analyze_rows import AR, fetch, insert_rows, params, req, service, write_db
 
-from analyze import build
+from specsweep.analyze import build
 
 T = datetime(2026, 1, 1, 12, 0, 0)
 PROMPTS = ("p1", "p2", "p3")

@@ -42,9 +42,9 @@ import aiohttp
 import h11
 import httpx
 
-from collect.engines.vllm import VLLMChatStream
-from collect.http import client, connection
-from collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
+from specsweep.collect.engines.vllm import VLLMChatStream
+from specsweep.collect.http import client, connection
+from specsweep.collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40

@@ -19,9 +19,9 @@ import time
 
 from rich.console import Console
 
-from collect.run import progress as progress_module
-from collect.run.progress import CampaignProgress, Eta
-from collect.scheduling.schedule import Job
+from specsweep.collect.run import progress as progress_module
+from specsweep.collect.run.progress import CampaignProgress, Eta
+from specsweep.collect.scheduling.schedule import Job
 
 # the display renders as in a terminal, into a buffer (not onto the bench's output)
 progress_module.Console = lambda **_: Console(file=io.StringIO(), force_terminal=True, width=120)

@@ -1,4 +1,4 @@
-"""How `python -m analyze` and `python -m report` scale with a campaign's size (a benchmark: it
+"""How `specsweep analyze` and `specsweep report` scale with a campaign's size (a benchmark: it
 prints figures, asserts nothing).
 
     .venv/bin/python tests/bench/bench_scale.py [--sizes 10000,100000,1000000]
@@ -9,8 +9,8 @@ For each size N it writes a synthetic campaign of N measured requests through th
 contracts and store (`schema.store.Store.append`: every batch validated by pandera, as
 `collect` writes it; 1M requests take about 5 minutes, so the raw file is kept under
 ~/.cache/specsweep/bench-scale/, keyed by the text of scale_campaign.py and schema/ddl.sql, and
-copied for each run: --no-cache writes it anew), then times `python -m analyze --db FILE` and
-`python -m report --db FILE --out X.pdf` as child processes and prints, per size: the
+copied for each run: --no-cache writes it anew), then times `specsweep analyze --db FILE` and
+`specsweep report --db FILE --out X.pdf` as child processes and prints, per size: the
 generation time, the DuckDB file size, and each stage's wall time and peak resident memory,
 and the most its processes held together (polled every 50 ms).
 Peak memory is the child's own `ru_maxrss` from `os.wait4` on its pid (Linux folds in the
@@ -140,11 +140,11 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     shutil.copyfile(raw, db)
     py, cap = sys.executable, args.max_rss_gb * 1024
     analyze = timed(
-        [py, "-m", "analyze", "--db", str(db)], args.limit_s, cap, folder / "analyze.log"
+        [py, "-m", "specsweep.analyze", "--db", str(db)], args.limit_s, cap, folder / "analyze.log"
     )
     report = (
         timed(
-            [py, "-m", "report", "--db", str(db), "--out", str(folder / "scale.pdf")],
+            [py, "-m", "specsweep.report", "--db", str(db), "--out", str(folder / "scale.pdf")],
             args.limit_s,
             cap,
             folder / "report.log",
@@ -167,7 +167,7 @@ def view_times(db: Path) -> list[tuple[str, int, float]]:
     """(object, rows, seconds) of `SELECT count(*)` of each analysis object, slowest first."""
     import duckdb
 
-    from analyze.build import OBJECTS
+    from specsweep.analyze.build import OBJECTS
 
     out = []
     with duckdb.connect(str(db), read_only=True) as con:

@@ -29,12 +29,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from collect.engines import create
-from collect.engines.vllm import VLLMEngine
-from collect.http import client
-from collect.plan.load import OpenLoad
-from collect.plan.workloads import Prompt
-from collect.run import openloop
+from specsweep.collect.engines import create
+from specsweep.collect.engines.vllm import VLLMEngine
+from specsweep.collect.http import client
+from specsweep.collect.plan.load import OpenLoad
+from specsweep.collect.plan.workloads import Prompt
+from specsweep.collect.run import openloop
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 20

@@ -49,9 +49,9 @@ from bench_client import (  # noqa: E402
     truth_server,
 )  # fmt: skip
 
-from collect.hosts.ssh import SSH  # noqa: E402
-from collect.hosts.tunnel import OpenSSHTunnel, ssh_command  # noqa: E402
-from collect.plan.components import SSHHost  # noqa: E402
+from specsweep.collect.hosts.ssh import SSH  # noqa: E402
+from specsweep.collect.hosts.tunnel import OpenSSHTunnel, ssh_command  # noqa: E402
+from specsweep.collect.plan.components import SSHHost  # noqa: E402
 from tests.hosts.sshd import Sshd, running_sshd  # noqa: E402
 
 PATHS = ["direct", "paramiko", "ssh -N -L", "ssh -tt -L"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from schema.store import Store
+from specsweep.schema.store import Store
 
 CAMPAIGN = "scale-bench-000000000000"
 START = datetime(2026, 12, 3, 0, 0, 0)

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from collect.cluster.launch import run as run_on_cluster
-from collect.plan.file import parse_plan
+from specsweep.collect.cluster.launch import run as run_on_cluster
+from specsweep.collect.plan.file import parse_plan
 from tests.cluster.conftest import plan_text, query
 
 pytestmark = [pytest.mark.timeout(150)]
@@ -88,9 +88,9 @@ def test_a_service_that_will_not_stop_leaves_its_configurations_unmeasured(
 
 KILLED = """
 import os, signal, sys
-from collect.cluster.blocking import stopped
-from collect.hosts.local import Local
-from collect.plan.components import BlockingService, LocalHost
+from specsweep.collect.cluster.blocking import stopped
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.components import BlockingService, LocalHost
 service = BlockingService(name="s", stop=["sh", "-c", "echo stop >> " + sys.argv[1]],
                           start=["sh", "-c", "sleep 0.5; echo start >> " + sys.argv[1]])
 class Notes:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from collect.cluster.launch import run as run_on_cluster
-from collect.hosts.base import HostUnreachable
-from collect.plan.file import parse_plan
+from specsweep.collect.cluster.launch import run as run_on_cluster
+from specsweep.collect.hosts.base import HostUnreachable
+from specsweep.collect.plan.file import parse_plan
 from tests.cluster.conftest import plan_text, query
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]
@@ -61,7 +61,7 @@ def test_a_configuration_no_node_can_hold_is_skipped(cluster: Any, tmp_path: Pat
 
 
 def test_the_driver_reads_a_file_on_a_node(cluster: Any, tmp_path: Path) -> None:
-    from collect.cluster.driver import RayCluster
+    from specsweep.collect.cluster.driver import RayCluster
 
     path = tmp_path / "tokenizer_config.json"
     path.write_text('{"chat_template": "{{ messages }}"}')

@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from collect.cluster.launch import run as run_on_cluster
-from collect.plan.file import parse_plan
+from specsweep.collect.cluster.launch import run as run_on_cluster
+from specsweep.collect.plan.file import parse_plan
 from tests.cluster.conftest import plan_text
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(120)]

@@ -3,7 +3,7 @@ llama-servers of three methods, two workloads each (six units), against real Duc
 
 - the same plan on one host and on the cluster gives rows of the same shape and counts, every
   unit once, the services on different nodes, an environment per node;
-- the driver interrupted (SIGINT to `python -m collect run`) exits 130 with the campaign
+- the driver interrupted (SIGINT to `specsweep run`) exits 130 with the campaign
   interrupted and no server left; a resume runs only what had not landed;
 - a node removed while a configuration runs on it: Ray runs it again on another node and
   the campaign completes, every unit once, nothing from the removed node; with
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from collect.cluster.launch import run as run_on_cluster
-from collect.plan.file import parse_plan
+from specsweep.collect.cluster.launch import run as run_on_cluster
+from specsweep.collect.plan.file import parse_plan
 from tests.cluster.conftest import NODE, plan_text, query
 from tests.collect_cli import collect_run
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from collect.cluster.land import land
-from collect.cluster.task import TABLES, gpu_indices
-from schema.store import Store
+from specsweep.collect.cluster.land import land
+from specsweep.collect.cluster.task import TABLES, gpu_indices
+from specsweep.schema.store import Store
 from tests.schema.conftest import request_row
 
 CAMP = "camp"

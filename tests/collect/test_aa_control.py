@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.plan.file import PlanError, parse_plan
-from collect.scheduling.estimate import Estimator, Measured
-from collect.scheduling.ranking import rank_methods
-from collect.scheduling.simulation import PlanJobs
-from schema.store import Store
+from specsweep.collect.__main__ import app
+from specsweep.collect.plan.file import PlanError, parse_plan
+from specsweep.collect.scheduling.estimate import Estimator, Measured
+from specsweep.collect.scheduling.ranking import rank_methods
+from specsweep.collect.scheduling.simulation import PlanJobs
+from specsweep.schema.store import Store
 from tests.schema.conftest import request_row
 
 PLAN = """

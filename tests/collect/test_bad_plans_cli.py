@@ -9,7 +9,7 @@ import pytest
 from test_plan import BAD_FIELDS, BASE, edit
 from typer.testing import CliRunner
 
-from collect.__main__ import app
+from specsweep.collect.__main__ import app
 
 MORE = [
     edit("max_tokens: [64]", "max_tokens: [64"),  # unclosed bracket

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.plan.fields import Method
-from collect.plan.file import PlanError, parse_plan
-from collect.plan.phases import BestOf
-from collect.scheduling.ranking import pick
+from specsweep.collect.__main__ import app
+from specsweep.collect.plan.fields import Method
+from specsweep.collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.phases import BestOf
+from specsweep.collect.scheduling.ranking import pick
 
 METHODS = [
     *(Method(name=f"{f}-k{k}", family=f) for f in ("x", "y") for k in (1, 2)),

@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 
 def _plan(tmp_path: Path, stop_cmd: list[str]) -> str:

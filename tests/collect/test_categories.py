@@ -12,15 +12,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from collect.importing import importer as importers
-from collect.importing.files import ImportFileError
-from collect.plan import load
-from collect.plan.file import PlanError, parse_plan
-from collect.plan.model import AgenticWorkload, RequestsWorkload
-from collect.plan.workloads import Prompt, TraceText, category_of, prompts, sessions
-from collect.resources import mtbench_questions
-from collect.run import openloop
-from schema import contracts
+from specsweep.collect.importing import importer as importers
+from specsweep.collect.importing.files import ImportFileError
+from specsweep.collect.plan import load
+from specsweep.collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload
+from specsweep.collect.plan.workloads import Prompt, TraceText, category_of, prompts, sessions
+from specsweep.collect.resources import mtbench_questions
+from specsweep.collect.run import openloop
+from specsweep.schema import contracts
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 VLLM = DATA / "vllm_deepseek-v2.5_tp8_pp2_sharegpt_qps_inf.json"

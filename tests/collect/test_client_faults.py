@@ -12,9 +12,9 @@ import httpx
 import pytest
 from raw_server import raw_server
 
-from collect.engines.llamacpp import ChatStream
-from collect.http import client
-from collect.http import connection as http1
+from specsweep.collect.engines.llamacpp import ChatStream
+from specsweep.collect.http import client
+from specsweep.collect.http import connection as http1
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'

@@ -10,9 +10,9 @@ import httpx
 import pytest
 from raw_server import raw_server
 
-from collect.engines.llamacpp import ChatStream
-from collect.http import client
-from collect.http.reply import BadReply, Reply
+from specsweep.collect.engines.llamacpp import ChatStream
+from specsweep.collect.http import client
+from specsweep.collect.http.reply import BadReply, Reply
 
 EARLY_HINTS = (
     b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nLink: </b.js>; rel=preload\r\n\r\n"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collect.engines.llamacpp import ChatStream
-from collect.http.client import Result, _decode, _take, iter_sse
-from schema.store import utcnow
+from specsweep.collect.engines.llamacpp import ChatStream
+from specsweep.collect.http.client import Result, _decode, _take, iter_sse
+from specsweep.schema.store import utcnow
 
 
 def test_events_split_across_reads_are_joined() -> None:

@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from collect.engines.llamacpp import ChatStream
-from collect.http import client
+from specsweep.collect.engines.llamacpp import ChatStream
+from specsweep.collect.http import client
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.file import PlanError, parse_plan
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = (REPO / "plans/local.yaml").read_text()
@@ -64,7 +64,7 @@ def test_a_cluster_accepts_blocking_services() -> None:
 def test_the_single_host_paths_never_import_ray() -> None:
     code = (
         "import sys; import collect.run.runner, collect.__main__; "
-        "from collect.plan.file import parse_plan; "
+        "from specsweep.collect.plan.file import parse_plan; "
         f"parse_plan(open({str(REPO / 'plans/local.yaml')!r}).read() + "
         "'\\ncluster: {kind: ray}\\n'); "
         "assert 'ray' not in sys.modules, 'ray imported'"

@@ -1,6 +1,6 @@
 """The CT200 campaign's shape on 8 logical GPUs of this CPU machine (plans/dry-ct200-shape.yaml).
 
-A real campaign: `python -m collect run` in a subprocess, llama-server serving SmolLM2 on the
+A real campaign: `specsweep run` in a subprocess, llama-server serving SmolLM2 on the
 CPU behind the vLLM adapter (tests/bench/ct200/dry_vllm.py), a blocking service whose start and
 stop are real commands (tests/bench/ct200/gpu0_blocker.py). What it checks, from the `services`
 and `requests` rows and the two timestamp logs the helpers write:
@@ -41,10 +41,10 @@ try:
 except ImportError:  # the Ray test says why it is skipped
     ray = None
 
-from collect.plan.file import load_plan
-from collect.scheduling.estimate import Estimator, Measured
-from collect.scheduling.schedule import makespan
-from collect.scheduling.simulation import simulate_plan
+from specsweep.collect.plan.file import load_plan
+from specsweep.collect.scheduling.estimate import Estimator, Measured
+from specsweep.collect.scheduling.schedule import makespan
+from specsweep.collect.scheduling.simulation import simulate_plan
 from tests.bench.ct200.idle import idle_share
 from tests.collect_cli import collect_run
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from collect.provision import llama_cpp_tree
-from collect.resources import (
+from specsweep.collect.provision import llama_cpp_tree
+from specsweep.collect.resources import (
     CMAKE_FLAGS,
     LLAMA_CPP_PYTHON_VERSION,
     ResourceError,
@@ -190,7 +190,7 @@ if [ "$1" = --build ]; then mkdir -p "$2/bin" && echo built > "$2/bin/llama-serv
 def test_provision_cuda_from_a_local_source(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    """`python -m collect provision --cuda --source PATH` with no network: the CMake lines it
+    """`specsweep provision --cuda --source PATH` with no network: the CMake lines it
     runs, the folder it fills, and the build.json that `auto-cuda` reads."""
     bin_dir = tmp_path / "bin"
     script(bin_dir, "cmake", FAKE_CMAKE)
@@ -213,7 +213,7 @@ def test_provision_cuda_from_a_local_source(
         "CMAKE_LOG": str(tmp_path / "cmake.log"),
         "SPECSWEEP_CACHE": str(cache),
     }
-    argv = [sys.executable, "-m", "collect", "provision", "--cuda"]
+    argv = [sys.executable, "-m", "specsweep.collect", "provision", "--cuda"]
     if how == "flag":
         argv += ["--source", str(tree.parent.parent)]
     else:
@@ -235,7 +235,7 @@ def test_provision_cuda_from_a_local_source(
     argv = [
         sys.executable,
         "-m",
-        "collect",
+        "specsweep.collect",
         "provision",
         "--cuda-arch",
         "89",
@@ -254,7 +254,7 @@ def test_provision_cuda_without_nvcc_says_so(cache: Path, tmp_path: Path) -> Non
     script(bin_dir, "c++", "exit 0\n")
     env = {**os.environ, "PATH": str(bin_dir), "SPECSWEEP_CACHE": str(cache)}
     done = subprocess.run(
-        [sys.executable, "-m", "collect", "provision", "--cuda-arch", "90"],
+        [sys.executable, "-m", "specsweep.collect", "provision", "--cuda-arch", "90"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -266,7 +266,7 @@ def test_provision_cuda_without_nvcc_says_so(cache: Path, tmp_path: Path) -> Non
 
 
 def test_gpu_plan_offloads_target_and_draft_to_the_cuda_build() -> None:
-    from collect.plan.file import load_plan
+    from specsweep.collect.plan.file import load_plan
 
     plan = load_plan(ROOT / "plans" / "gpu-llamacpp.yaml")
     local = load_plan(ROOT / "plans" / "local.yaml")
@@ -286,8 +286,8 @@ def test_gpu_plan_offloads_target_and_draft_to_the_cuda_build() -> None:
 def test_a_llamacpp_engine_uses_gpus_only_when_built_and_asked_for_them() -> None:
     """The planner (check, simulate) and a cluster's task size read engine.uses_gpus: the
     GPU plan's services take a GPU, the default plan's run on the CPU."""
-    from collect.engines.llamacpp import Config
-    from collect.plan.file import load_plan
+    from specsweep.collect.engines.llamacpp import Config
+    from specsweep.collect.plan.file import load_plan
 
     assert load_plan(ROOT / "plans" / "gpu-llamacpp.yaml").engine.uses_gpus
     assert not load_plan(ROOT / "plans" / "local.yaml").engine.uses_gpus

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from collect.plan.file import parse_plan
-from collect.run.progress import Eta
-from collect.scheduling.estimate import Estimator, agentic_prompt_tokens, load_measured
-from collect.scheduling.schedule import Job
-from schema.store import Store
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run.progress import Eta
+from specsweep.collect.scheduling.estimate import Estimator, agentic_prompt_tokens, load_measured
+from specsweep.collect.scheduling.schedule import Job
+from specsweep.schema.store import Store
 from tests.schema.conftest import request_row
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,7 +221,7 @@ def test_packed_eta_replays_the_scheduler() -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "collect", *args],
+        [sys.executable, "-m", "specsweep.collect", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

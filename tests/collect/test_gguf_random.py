@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 from gguf import quants
 
-from collect.engines import create
-from collect.engines.llamacpp import LlamaCppEngine
-from collect.hosts.local import Local
-from collect.http import client
-from collect.plan.model import LocalHost, Method, ServiceConfig
-from collect.run.service import Service
+from specsweep.collect.engines import create
+from specsweep.collect.engines.llamacpp import LlamaCppEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.http import client
+from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
+from specsweep.collect.run.service import Service
 
 SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "gpu" / "gguf_random.py"
 # tiny: 2 layers, hidden 64, ffn 128, 4 heads of 16, 2 KV heads (so K and V are 32 x 64)

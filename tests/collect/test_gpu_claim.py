@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from collect.engines import create
-from collect.engines.llamacpp import LlamaCppEngine
-from collect.hosts.local import Local
-from collect.plan.model import LocalHost, Method, ServiceConfig
-from collect.run.service import Service, ServiceFailed
+from specsweep.collect.engines import create
+from specsweep.collect.engines.llamacpp import LlamaCppEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
+from specsweep.collect.run.service import Service, ServiceFailed
 
 
 class GpuLocal(Local):

@@ -13,11 +13,11 @@ import yaml
 from test_plan import BASE, edit, line_of
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.hosts.base import HostUnreachable
-from collect.plan.file import PlanError, load_plan, parse_plan
-from collect.plan.model import Plan
-from collect.run import runner
+from specsweep.collect.__main__ import app
+from specsweep.collect.hosts.base import HostUnreachable
+from specsweep.collect.plan.file import PlanError, load_plan, parse_plan
+from specsweep.collect.plan.model import Plan
+from specsweep.collect.run import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
-"""`python -m collect import`: the committed vLLM and SGLang result files (tests/data/README.md)
-land in the raw tables (and nothing else: views are analyze's), and once `python -m analyze`
+"""`specsweep import`: the committed vLLM and SGLang result files (tests/data/README.md)
+land in the raw tables (and nothing else: views are analyze's), and once `specsweep analyze`
 has run, the latency_conventions view reproduces the numbers the tools printed, to the printed
 digit (the import_check view sets them side by side); broken files fail naming file, line and
 key, writing nothing."""
@@ -13,10 +13,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from analyze import build
-from analyze.__main__ import main as analyze_main
-from collect.__main__ import app
-from collect.importing import importer as importers
+from specsweep.analyze import build
+from specsweep.analyze.__main__ import main as analyze_main
+from specsweep.collect.__main__ import app
+from specsweep.collect.importing import importer as importers
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 VLLM = DATA / "vllm_deepseek-v2.5_tp8_pp2_sharegpt_qps_inf.json"

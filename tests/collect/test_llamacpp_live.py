@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from collect.engines import create
-from collect.engines.llamacpp import LlamaCppEngine, llamacpp_stats
-from collect.hosts.local import Local
-from collect.http import client
-from collect.plan.model import LocalHost, Method, ServiceConfig
-from collect.run.service import Service, ServiceFailed
+from specsweep.collect.engines import create
+from specsweep.collect.engines.llamacpp import LlamaCppEngine, llamacpp_stats
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.http import client
+from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
+from specsweep.collect.run.service import Service, ServiceFailed
 
 ARGS = ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
 CODE = (

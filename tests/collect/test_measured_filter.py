@@ -11,9 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyze import build
-from collect.scheduling.estimate import Estimator, load_measured
-from schema.store import Store
+from specsweep.analyze import build
+from specsweep.collect.scheduling.estimate import Estimator, load_measured
+from specsweep.schema.store import Store
 from tests.collect.test_estimate import _row, config, plan
 
 

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.engines import sglang, vllm
-from collect.plan.file import parse_plan
-from collect.scheduling import architecture, memory
+from specsweep.collect.__main__ import app
+from specsweep.collect.engines import sglang, vllm
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.scheduling import architecture, memory
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "plans" / "ct200-qwen36.yaml"

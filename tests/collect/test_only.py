@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 
 def _plan(tmp_path: Path) -> str:
@@ -61,7 +61,7 @@ def test_unknown_method_or_tp_is_refused(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "collect",
+                "specsweep.collect",
                 "run",
                 str(plan),
                 "--db",

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from test_plan import BASE, edit, line_of, problems
 
-from collect.plan.file import PlanError, parse_plan
-from collect.plan.load import OpenLoad, Ramp, Slo
-from collect.plan.traces.read import read_trace
-from collect.plan.workloads import Prompt, request_count
-from collect.run import openloop, runner
+from specsweep.collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.load import OpenLoad, Ramp, Slo
+from specsweep.collect.plan.traces.read import read_trace
+from specsweep.collect.plan.workloads import Prompt, request_count
+from specsweep.collect.run import openloop, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
 from shaped_servers import Script, VLLMServer, serve  # noqa: E402

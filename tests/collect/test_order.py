@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from collect.scheduling.order import phase_seed, round_order
+from specsweep.collect.scheduling.order import phase_seed, round_order
 
 NAMES = ["autoregressive", "ngram", "eagle", "dflash", "autoregressive-aa"]
 

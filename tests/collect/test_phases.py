@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.file import PlanError, parse_plan
 
 PLAN = """
 name: phased
@@ -81,7 +81,13 @@ def test_ct200_plan_passes_check() -> None:
 
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "collect", "check", str(root / "plans" / "ct200-qwen36.yaml")],
+        [
+            sys.executable,
+            "-m",
+            "specsweep.collect",
+            "check",
+            str(root / "plans" / "ct200-qwen36.yaml"),
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from collect.plan.file import PlanError, json_schema, load_plan, parse_plan
-from collect.plan.model import AgenticWorkload, RequestsWorkload
+from specsweep.collect.plan.file import PlanError, json_schema, load_plan, parse_plan
+from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PLAN = ROOT / "plans" / "local.yaml"
@@ -126,7 +126,7 @@ def test_config_id_is_stable_across_loads() -> None:
 def test_config_id_is_stable_across_processes() -> None:
     """A fresh interpreter with another hash seed computes the same ids (resume relies on it)."""
     code = (
-        "from collect.plan.file import load_plan; import sys\n"
+        "from specsweep.collect.plan.file import load_plan; import sys\n"
         "print(' '.join(c.config_id for c in load_plan(sys.argv[1]).configs()))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

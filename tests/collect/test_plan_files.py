@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.engines.base import flag
-from collect.plan.file import load_plan
+from specsweep.collect.__main__ import app
+from specsweep.collect.engines.base import flag
+from specsweep.collect.plan.file import load_plan
 
 PLAN_DIR = Path(__file__).resolve().parents[2] / "plans"
 PLANS = sorted(PLAN_DIR.glob("*.yaml"))

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collect.plan.reference import REGENERATE, markdown
+from specsweep.collect.plan.reference import REGENERATE, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "plan-reference.md"
@@ -19,7 +19,7 @@ def test_committed_reference_is_current() -> None:
 
 
 def test_every_model_and_field_is_listed() -> None:
-    from collect.plan.model import Plan
+    from specsweep.collect.plan.model import Plan
 
     text = markdown()
     schema = Plan.model_json_schema()
@@ -47,7 +47,7 @@ def test_types_defaults_and_links_read_as_written() -> None:
 
 def test_cli_prints_the_same_text() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "collect", "schema", "--markdown"],
+        [sys.executable, "-m", "specsweep.collect", "schema", "--markdown"],
         cwd=ROOT,
         capture_output=True,
         text=True,

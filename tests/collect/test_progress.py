@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from collect.run import progress as progress_module
-from collect.run.progress import CampaignProgress, Eta
-from collect.scheduling.schedule import Job
+from specsweep.collect.run import progress as progress_module
+from specsweep.collect.run.progress import CampaignProgress, Eta
+from specsweep.collect.scheduling.schedule import Job
 
 
 class CountingEta(Eta):

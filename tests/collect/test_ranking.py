@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from collect.scheduling.ranking import Ranked, describe, rank_methods
-from schema.store import Store
+from specsweep.collect.scheduling.ranking import Ranked, describe, rank_methods
+from specsweep.schema.store import Store
 from tests.schema.conftest import request_row
 
 BASE = "autoregressive"

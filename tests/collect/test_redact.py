@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collect.redact import MASK, redact, redact_argv
+from specsweep.collect.redact import MASK, redact, redact_argv
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,12 @@ import duckdb
 import pytest
 import yaml
 
-from collect.plan.file import load_plan, parse_plan
-from collect.run import runner
-from collect.scheduling.estimate import Estimator
-from collect.scheduling.replicas import Candidate, replica_key, replica_of, split
-from collect.scheduling.schedule import Job, Scheduler, makespan, simulate
-from collect.scheduling.simulation import simulate_plan
+from specsweep.collect.plan.file import load_plan, parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.scheduling.estimate import Estimator
+from specsweep.collect.scheduling.replicas import Candidate, replica_key, replica_of, split
+from specsweep.collect.scheduling.schedule import Job, Scheduler, makespan, simulate
+from specsweep.collect.scheduling.simulation import simulate_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -156,7 +156,7 @@ def test_simulate_prints_each_host_count() -> None:
         [
             sys.executable,
             "-m",
-            "collect",
+            "specsweep.collect",
             "simulate",
             "plans/ct200-qwen36.yaml",
             "--hosts",
@@ -171,7 +171,15 @@ def test_simulate_prints_each_host_count() -> None:
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("    ")]
     assert [r[0] for r in rows] == ["hosts", "1", "2", "4"] and rows[2][1] == "16"
     bad = subprocess.run(
-        [sys.executable, "-m", "collect", "simulate", "plans/ct200-qwen36.yaml", "--hosts", "0,x"],
+        [
+            sys.executable,
+            "-m",
+            "specsweep.collect",
+            "simulate",
+            "plans/ct200-qwen36.yaml",
+            "--hosts",
+            "0,x",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

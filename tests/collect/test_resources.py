@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.resources import ResourceError, llama_server_path, resolve_model
+from specsweep.collect.resources import ResourceError, llama_server_path, resolve_model
 
 
 def test_package_file_is_found_without_importing_the_package(

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from collect.scheduling.schedule import (
+from specsweep.collect.scheduling.schedule import (
     Job,
     Scheduler,
     Slot,

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from collect import sharegpt
-from collect.plan.file import PlanError, parse_plan
-from collect.plan.workloads import (
+from specsweep.collect import sharegpt
+from specsweep.collect.plan.file import PlanError, parse_plan
+from specsweep.collect.plan.workloads import (
     AgenticWorkload,
     ShareGPTPrompts,
     prompts,
     request_count,
     sessions,
 )
-from collect.resources import ResourceError, sharegpt_conversations
+from specsweep.collect.resources import ResourceError, sharegpt_conversations
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sharegpt" / "conversations.json"
 # The fixture by hand: id -> human turns, for the 10 eligible conversations in file order.

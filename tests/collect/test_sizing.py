@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collect.__main__ import app
-from collect.plan.file import parse_plan
-from collect.scheduling.sizing import (
+from specsweep.collect.__main__ import app
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.scheduling.sizing import (
     MIN_REQUESTS_PER_SLOT,
     effective_concurrency,
     varied_concurrency,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.run.campaign import Campaign
+from specsweep.collect.run.campaign import Campaign
 
 
 def _campaign() -> Campaign:

@@ -16,11 +16,11 @@ import duckdb
 import pytest
 import yaml
 
-from collect.plan.components import Telemetry
-from collect.plan.file import parse_plan
-from collect.run import runner
-from collect.telemetry import Sample, Sampler, open_sampler, smi
-from collect.telemetry.nvml import open_nvml
+from specsweep.collect.plan.components import Telemetry
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.telemetry import Sample, Sampler, open_sampler, smi
+from specsweep.collect.telemetry.nvml import open_nvml
 from tests.hosts import fake_gpus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,8 +222,8 @@ def test_a_stream_that_fails_warns_and_stores_nothing(
 
 
 def test_no_sampler_without_gpus_or_when_off(fake_smi: Path) -> None:
-    from collect.hosts.local import Local
-    from collect.plan.components import LocalHost
+    from specsweep.collect.hosts.local import Local
+    from specsweep.collect.plan.components import LocalHost
 
     host = Local(LocalHost(kind="local"))
     assert open_sampler(host, [], Telemetry()) is None
@@ -267,8 +267,8 @@ def test_nvml_reads_gpu_0() -> None:
 def test_without_nvml_a_local_host_falls_back_to_nvidia_smi(fake_smi: Path) -> None:
     if _nvml_reason() is None:
         pytest.skip("NVML works here: the local host uses it, not nvidia-smi")
-    from collect.hosts.local import Local
-    from collect.plan.components import LocalHost
+    from specsweep.collect.hosts.local import Local
+    from specsweep.collect.plan.components import LocalHost
 
     sampler = open_sampler(Local(LocalHost(kind="local")), [2], Telemetry(period_s=0.1))
     assert sampler is not None and sampler.name == "nvidia-smi"

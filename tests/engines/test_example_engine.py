@@ -20,11 +20,11 @@ DRIVER = """
 import sys
 from pathlib import Path
 
-import collect.engines
+import specsweep.collect.engines
 
-collect.engines.__path__.append(sys.argv[1])
-from collect.plan.file import parse_plan
-from collect.run import runner
+specsweep.collect.engines.__path__.append(sys.argv[1])
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 text = Path(sys.argv[2]).read_text()
 runner.run(parse_plan(text), text, Path(sys.argv[3]), Path(sys.argv[4]), show_progress=False)

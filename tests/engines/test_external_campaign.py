@@ -11,8 +11,8 @@ import duckdb
 import yaml
 from shaped_servers import Script, SGLangServer, serve
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 
 def _plan(url: str) -> str:

@@ -13,8 +13,8 @@ import duckdb
 import yaml
 from shaped_servers import Reply, Request, Script, SGLangServer, VLLMServer, serve
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 
 HTML = "<!doctype html><html><body><h1>It works</h1></body></html>"
 FAST = Script(ttft_s=0.01, gap_s=0.005)

@@ -17,18 +17,18 @@ import httpx
 import yaml
 from shaped_servers import Reply, Request, Script, SGLangServer, serve
 
-from analyze import build
-from analyze.compare import compare, lines
-from analyze.environment_diff import environment
-from collect.engines.llamacpp import LlamaCpp, LlamaCppEngine
-from collect.engines.templates import served
-from collect.engines.vllm import VLLM, VLLMEngine
-from collect.hosts.local import Local
-from collect.plan.components import LocalHost
-from collect.plan.fields import Method
-from collect.plan.file import parse_plan
-from collect.run import runner
-from collect.run.fingerprint import prompt_facts
+from specsweep.analyze import build
+from specsweep.analyze.compare import compare, lines
+from specsweep.analyze.environment_diff import environment
+from specsweep.collect.engines.llamacpp import LlamaCpp, LlamaCppEngine
+from specsweep.collect.engines.templates import served
+from specsweep.collect.engines.vllm import VLLM, VLLMEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.components import LocalHost
+from specsweep.collect.plan.fields import Method
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.run.fingerprint import prompt_facts
 
 TEMPLATE = "{% for m in messages %}{{ m.content }}\n{% endfor %}"
 OTHER = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"

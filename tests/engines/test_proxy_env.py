@@ -14,11 +14,11 @@ import pytest
 import yaml
 from shaped_servers import Script, VLLMServer, serve
 
-from collect.engines.llamacpp import ChatStream
-from collect.http import client
-from collect.plan.file import parse_plan
-from collect.run import runner
-from collect.run.service import _healthy
+from specsweep.collect.engines.llamacpp import ChatStream
+from specsweep.collect.http import client
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.run.service import _healthy
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collect import engines
-from collect.importing.files import read_runs
+from specsweep.collect import engines
+from specsweep.collect.importing.files import read_runs
 
 DETAILS = {
     "ttfts": [0.1, 0.2],

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from shaped_servers import Reply, Request, Script, SGLangServer, serve
 
-from analyze import build
-from collect.plan.file import parse_plan
-from collect.run import runner
-from collect.scheduling.order import phase_seed, round_order
+from specsweep.analyze import build
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.scheduling.order import phase_seed, round_order
 
 FAST = Script(ttft_s=0.01, gap_s=0.005)
 THREE = ["autoregressive", "dflash", "ngram"]

@@ -11,7 +11,7 @@ import pytest
 from jinja2.exceptions import SecurityError
 from shaped_servers import Script, SGLangServer, serve
 
-from collect.engines.sglang import (
+from specsweep.collect.engines.sglang import (
     ChatTemplateError,
     FlushRefused,
     SGLang,
@@ -20,8 +20,8 @@ from collect.engines.sglang import (
     sglang_stats,
     special_tokens_from_tokenizer_config,
 )
-from collect.http import client
-from collect.plan.fields import Method
+from specsweep.collect.http import client
+from specsweep.collect.plan.fields import Method
 
 TOL = 0.03  # seconds of delivery noise allowed on a loaded 2-core machine
 CHATML = (

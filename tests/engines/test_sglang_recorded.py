@@ -28,9 +28,9 @@ from recorded import Recording
 from recorded import Replay as _Replay
 from shaped_servers import serve as serve_shaped
 
-from collect.engines.openai import parse_prometheus
-from collect.engines.sglang import SGLang, SGLangEngine
-from collect.http import client
+from specsweep.collect.engines.openai import parse_prometheus
+from specsweep.collect.engines.sglang import SGLang, SGLangEngine
+from specsweep.collect.http import client
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sglang-0.5.15"
 RECORDING = Recording(DATA)

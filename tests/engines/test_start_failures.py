@@ -17,9 +17,9 @@ import duckdb
 import pytest
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
-from collect.run.service import CAUSE_CHARS, failure_cause
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
+from specsweep.collect.run.service import CAUSE_CHARS, failure_cause
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SGLANG = DATA / "sglang-0.5.15"

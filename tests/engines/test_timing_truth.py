@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 import pytest
 
-from collect.engines.sglang import GenerateStream, SGLang, SGLangEngine
-from collect.http import client
+from specsweep.collect.engines.sglang import GenerateStream, SGLang, SGLangEngine
+from specsweep.collect.http import client
 
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
 

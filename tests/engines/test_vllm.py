@@ -10,9 +10,9 @@ import httpx
 import pytest
 from shaped_servers import Script, SGLangServer, VLLMServer, serve
 
-from collect.engines.vllm import VLLM, VLLMEngine, vllm_stats, window_acceptance
-from collect.http import client
-from collect.plan.fields import Method
+from specsweep.collect.engines.vllm import VLLM, VLLMEngine, vllm_stats, window_acceptance
+from specsweep.collect.http import client
+from specsweep.collect.plan.fields import Method
 
 TOL = 0.03  # seconds of delivery noise allowed on a loaded 2-core machine
 MESSAGES = [{"role": "user", "content": "Hi"}]

@@ -16,10 +16,10 @@ from recorded import Recording
 from recorded import Replay as _Replay
 from shaped_servers import serve as serve_shaped
 
-from collect.engines.base import HookFailed
-from collect.engines.openai import parse_prometheus
-from collect.engines.vllm import VLLM, VLLMEngine, window_acceptance
-from collect.http import client
+from specsweep.collect.engines.base import HookFailed
+from specsweep.collect.engines.openai import parse_prometheus
+from specsweep.collect.engines.vllm import VLLM, VLLMEngine, window_acceptance
+from specsweep.collect.http import client
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vllm-0.24"
 RECORDING = Recording(DATA)

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from shaped_servers import Script, VLLMServer, serve
 
-from collect.engines.base import HookFailed
-from collect.engines.vllm import RESET_TRIES, RESET_WAIT_S, VLLM, VLLMEngine
+from specsweep.collect.engines.base import HookFailed
+from specsweep.collect.engines.vllm import RESET_TRIES, RESET_WAIT_S, VLLM, VLLMEngine
 
 
 def _vllm() -> VLLM:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collect.resources import cache_dir
+from specsweep.collect.resources import cache_dir
 
 # python3: the SSH host picks free ports with it (collect/hosts/ssh.py); libgomp1: llama-server;
 # libpam-systemd: an SSH login of a non-root user gets its user manager (systemctl --user)

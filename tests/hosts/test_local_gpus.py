@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from collect.engines import create
-from collect.engines.llamacpp import LlamaCppEngine
-from collect.hosts.local import Local
-from collect.plan.model import LocalHost, Method, ServiceConfig
-from collect.run.service import Service, ServiceFailed
+from specsweep.collect.engines import create
+from specsweep.collect.engines.llamacpp import LlamaCppEngine
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
+from specsweep.collect.run.service import Service, ServiceFailed
 from tests.hosts import fake_gpus
 
 
@@ -120,7 +120,7 @@ def test_check_probe_budgets_memory_on_the_local_gpus(
     busy) and budgets a vLLM service with them, as on an SSH host."""
     from typer.testing import CliRunner
 
-    from collect.__main__ import app
+    from specsweep.collect.__main__ import app
 
     script = fake_gpus.install(tmp_path / "bin", count=2, busy=(1,), memory_mib=10240)
     monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")

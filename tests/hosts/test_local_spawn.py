@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from collect.hosts.base import Process
-from collect.hosts.local import Local
-from collect.plan.components import LocalHost
+from specsweep.collect.hosts.base import Process
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.components import LocalHost
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
 
@@ -39,8 +39,8 @@ def test_a_server_outlives_the_short_lived_thread_that_started_it(tmp_path: Path
 CHILD = """
 import sys, threading
 from pathlib import Path
-from collect.hosts.local import Local
-from collect.plan.components import LocalHost
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.plan.components import LocalHost
 out = []
 t = threading.Thread(target=lambda: out.append(
     Local(LocalHost(kind="local")).start(["sleep", "30"], {}, Path(sys.argv[1]))))

@@ -14,12 +14,12 @@ import httpx
 import pytest
 from sshd import wait_for
 
-from collect.hosts import facts
-from collect.hosts.base import HostUnreachable, Process
-from collect.hosts.facts import parse_fingerprint
-from collect.hosts.managers import systemd_unit
-from collect.hosts.ssh import SSH
-from collect.plan.components import SSHHost
+from specsweep.collect.hosts import facts
+from specsweep.collect.hosts.base import HostUnreachable, Process
+from specsweep.collect.hosts.facts import parse_fingerprint
+from specsweep.collect.hosts.managers import systemd_unit
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import SSHHost
 from tests.hosts.conftest import Sshd, free_port
 
 

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 from tests.collect_cli import collect_run
 from tests.hosts.conftest import servers_in
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collect.engines.sglang import SGLang, SGLangEngine
-from collect.hosts.ssh import SSH
-from collect.plan.components import SSHHost
-from collect.plan.fields import Method
-from collect.run.fingerprint import draft_facts
+from specsweep.collect.engines.sglang import SGLang, SGLangEngine
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import SSHHost
+from specsweep.collect.plan.fields import Method
+from specsweep.collect.run.fingerprint import draft_facts
 
 
 def test_draft_size_over_ssh(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:

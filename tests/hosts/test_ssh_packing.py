@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import yaml
 
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 from tests.hosts.conftest import servers_in
 
 
@@ -56,7 +56,7 @@ def _run(
     text = _plan(ssh_cfg, llama_server, model, pack)
     db = tmp_path / f"pack-{pack}.duckdb"
     runner.run(parse_plan(text), text, db, Path("logs"), show_progress=False)
-    from analyze import build
+    from specsweep.analyze import build
 
     build.run(db, baseline="autoregressive")
     return duckdb.connect(str(db), read_only=True)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from collect.hosts.ssh import SSH
-from collect.plan.components import SSHHost, Telemetry
-from collect.telemetry import open_sampler, smi
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import SSHHost, Telemetry
+from specsweep.collect.telemetry import open_sampler, smi
 from tests.hosts import fake_gpus
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from sshd import wait_for
 
-from collect.hosts.local import Local
-from collect.hosts.ssh import SSH
-from collect.plan.components import LocalHost, SSHHost
+from specsweep.collect.hosts.local import Local
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import LocalHost, SSHHost
 
 # A launcher with a child that says so when it gets SIGTERM. On SIGTERM the launcher waits
 # 0.5 s (SGLang drains its requests), SIGKILLs its child and exits: a SIGTERM sent to the

@@ -22,12 +22,12 @@ import pytest
 import yaml
 from sshd import wait_for
 
-from collect.hosts.base import Process
-from collect.hosts.managers import unit_name
-from collect.hosts.ssh import SSH
-from collect.plan.components import SSHHost
-from collect.plan.file import parse_plan
-from collect.run import runner
+from specsweep.collect.hosts.base import Process
+from specsweep.collect.hosts.managers import unit_name
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import SSHHost
+from specsweep.collect.plan.file import parse_plan
+from specsweep.collect.run import runner
 from tests.collect_cli import collect_run
 from tests.hosts.sshd import free_port
 from tests.hosts.systemd_container import (
@@ -387,7 +387,16 @@ def test_a_unit_left_by_a_killed_run_is_stopped_by_the_next(
     workdir = "/var/tmp/specsweep/orphan"
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(yaml.safe_dump(_plan(box, paths, workdir, reps=4)))
-    cmd = [sys.executable, "-m", "collect", "run", str(plan), "--db", str(db), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "specsweep.collect",
+        "run",
+        str(plan),
+        "--db",
+        str(db),
+        "--no-progress",
+    ]
     with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
         orphan = box.server_pid_mid_workload(workdir, timeout_s=90)
         proc.kill()

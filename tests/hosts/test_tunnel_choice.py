@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from collect.hosts.ssh import SSH
-from collect.hosts.tunnel import forward_kind
-from collect.plan.components import SSHHost
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.hosts.tunnel import forward_kind
+from specsweep.collect.plan.components import SSHHost
 from tests.hosts.test_tunnels import TEXT, _get, site, ssh_pids  # noqa: F401 - site: fixture
 
 SECRET = "hunter2-not-on-any-command-line"

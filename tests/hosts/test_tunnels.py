@@ -19,8 +19,8 @@ import httpx
 import pytest
 from sshd import wait_for
 
-from collect.hosts.ssh import SSH
-from collect.plan.components import SSHHost
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import SSHHost
 from tests.hosts.conftest import Sshd, children, free_port
 
 TEXT = "through the tunnel"
@@ -111,7 +111,8 @@ def test_ssh_process_dies_with_a_killed_parent(ssh_cfg: dict[str, Any], site: in
     """SIGKILL of the process that opened the forward (a crash, kill -9): no ssh left."""
     code = (
         "import json, sys, time\n"
-        "from collect.hosts.ssh import SSH\nfrom collect.plan.components import SSHHost\n"
+        "from specsweep.collect.hosts.ssh import SSH\n"
+        "from specsweep.collect.plan.components import SSHHost\n"
         "h = SSH(SSHHost(**json.loads(sys.argv[1])))\n"
         "print(h.forward(int(sys.argv[2])), flush=True)\ntime.sleep(60)\n"
     )

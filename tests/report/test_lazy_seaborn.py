@@ -14,15 +14,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # then prints whether seaborn is loaded; then draws one heatmap and prints it again.
 PROBE = """
 import importlib, pkgutil, sys
-import report
-names = [m.name for m in pkgutil.walk_packages(report.__path__, "report.")
+import specsweep.report as report
+names = [m.name for m in pkgutil.walk_packages(report.__path__, "specsweep.report.")
          if not m.name.endswith("__main__")]
 for name in names:
     importlib.import_module(name)
-print("MODULES", len(names), "report.speculation.categories" in names)
+print("MODULES", len(names), "specsweep.report.speculation.categories" in names)
 print("AFTER IMPORT", "seaborn" in sys.modules)
 from tests.report.test_category_heatmap import KEY, pooled_rows
-from report.speculation import categories
+from specsweep.report.speculation import categories
 categories.groups(pooled_rows()), categories.summary(pooled_rows())
 print("AFTER SUMMARY", "seaborn" in sys.modules)
 categories.figure(pooled_rows(), (KEY["engine"], KEY["tp"], KEY["max_tokens"]))

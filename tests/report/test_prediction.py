@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report.speculation import prediction
+from specsweep.report.speculation import prediction
 
 
 def _row(

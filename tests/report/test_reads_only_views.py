@@ -13,20 +13,20 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyze import build as analyze_build
-from analyze import compare as analyze_compare
-from report import data as report_data
-from report.build import render_tex
-from report.context import build_context
-from report.data import ReportError, load
-from report.figures import make_figures
-from schema.store import DDL
+from specsweep.analyze import build as analyze_build
+from specsweep.analyze import compare as analyze_compare
+from specsweep.report import data as report_data
+from specsweep.report.build import render_tex
+from specsweep.report.context import build_context
+from specsweep.report.data import ReportError, load
+from specsweep.report.figures import make_figures
+from specsweep.schema.store import DDL
 from tests.report.conftest import CAMPAIGN, METHODS, ROUNDS, _meta, gpu_samples, raw_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 SQL_NAME = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_][\w.]*)")  # the SQL here is upper case
 CATALOG = {"information_schema.tables", "duckdb_functions"}  # what objects exist, not data
-STORED = set(analyze_compare.OBJECTS)  # written by `python -m analyze compare A B`
+STORED = set(analyze_compare.OBJECTS)  # written by `specsweep compare A B`
 PARAMS = {"analysis_params"}  # the baseline analyze bound, written by analyze.build.run
 RAW = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL.read_text())
 FIGURES = dict.fromkeys(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report.context import agentic_table
+from specsweep.report.context import agentic_table
 
 
 def _turns(pairings: list[str] | None) -> pd.DataFrame:

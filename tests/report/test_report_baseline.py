@@ -11,12 +11,12 @@ import duckdb
 import pytest
 from matplotlib import colors as mcolors
 
-from analyze import build as analyze_build
-from report.build import render_tex
-from report.charts import COLORBLIND
-from report.context import build_context
-from report.data import load
-from schema.store import DDL
+from specsweep.analyze import build as analyze_build
+from specsweep.report.build import render_tex
+from specsweep.report.charts import COLORBLIND
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.schema.store import DDL
 from tests.report.conftest import _meta, raw_requests
 
 OTHER = "plain-ar"  # not "autoregressive", and sorts after the other methods

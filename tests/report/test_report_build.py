@@ -18,10 +18,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from report.build import render_tex, run
-from report.context import build_context
-from report.data import ReportError, load
-from report.tables import parse_speedup_tables
+from specsweep.report.build import render_tex, run
+from specsweep.report.context import build_context
+from specsweep.report.data import ReportError, load
+from specsweep.report.tables import parse_speedup_tables
 from tests.report.conftest import (
     CAMPAIGN,
     METHODS,
@@ -183,7 +183,7 @@ def test_cli(report_db: Path, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "report",
+            "specsweep.report",
             "--db",
             str(report_db),
             "--out",
@@ -234,7 +234,7 @@ def test_figure_workers_are_not_forked_from_the_report_process(
     Ray client's gRPC threads: a fork of it once hung in CI)."""
     from functools import partial
 
-    from report import figures
+    from specsweep.report import figures
 
     monkeypatch.setattr(
         figures,
@@ -248,7 +248,7 @@ def test_figure_workers_are_not_forked_from_the_report_process(
 def test_figures_drawn_by_worker_processes_equal_those_drawn_in_process(
     report_db: Path, tmp_path: Path
 ) -> None:
-    from report.figures import make_figures
+    from specsweep.report.figures import make_figures
 
     data = load(report_db)
     serial = make_figures(data, tmp_path / "serial", workers=1)

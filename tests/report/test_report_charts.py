@@ -9,9 +9,15 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PathCollection
 
-from report import charts
-from report.charts.layout import PANEL_ROW, ratio_figure, save_figure, sweep_frame, sweeps_figure
-from report.figures import slug
+from specsweep.report import charts
+from specsweep.report.charts.layout import (
+    PANEL_ROW,
+    ratio_figure,
+    save_figure,
+    sweep_frame,
+    sweeps_figure,
+)
+from specsweep.report.figures import slug
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
 

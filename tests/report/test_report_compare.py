@@ -1,5 +1,5 @@
-"""`python -m report --compare A B`: the compare PDF built with latexmk from the tables that
-`python -m analyze compare A B` stores, on the hand-made campaigns of
+"""`specsweep report --compare A B`: the compare PDF built with latexmk from the tables that
+`specsweep compare A B` stores, on the hand-made campaigns of
 tests/analyze/test_analyze_compare.py (B's ngram 40% slower, engine.version 0.29 -> 0.30);
 hostile plan and environment strings are escaped; a pair never stored (or stored by an older
 specsweep, with issue 24's drift column) exits 1 saying which command stores it; the Holm and
@@ -16,8 +16,8 @@ import duckdb
 import pandas as pd
 import pytest
 
-from report.compare.data import pick_pair
-from report.compare.text import causes, summary, tex, window
+from specsweep.report.compare.data import pick_pair
+from specsweep.report.compare.text import causes, summary, tex, window
 from tests.report.conftest import HOSTILE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyze"))  # analyze_rows
@@ -28,7 +28,18 @@ PLAN = "nightly_%&#{x}"
 
 def _report(db: Path, out: Path, a: str = "A", b: str = "B") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "report", "--db", str(db), "--compare", a, b, "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "specsweep.report",
+            "--db",
+            str(db),
+            "--compare",
+            a,
+            b,
+            "--out",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from report.build import compile_tex
-from report.data import ReportError
-from report.latex import NoEscape, escape_latex, literal_block, make_environment, texttt
+from specsweep.report.build import compile_tex
+from specsweep.report.data import ReportError
+from specsweep.report.latex import NoEscape, escape_latex, literal_block, make_environment, texttt
 from tests.report.conftest import needs_latex
 
 CORPUS = [

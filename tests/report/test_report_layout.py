@@ -19,16 +19,16 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from report import charts, commands, findings, sections
-from report.build import compile_tex, render_tex
-from report.charts.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
-from report.context import build_context
-from report.data import load
-from report.figures import make_figures, throughput_lines
-from report.findings import headlines
-from report.findings.text import latex
-from report.latex import fmt_sig
-from report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
+from specsweep.report import charts, commands, findings, sections
+from specsweep.report.build import compile_tex, render_tex
+from specsweep.report.charts.layout import SWEEP_PANELS, sweep_parts, sweeps_figure
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.report.figures import make_figures, throughput_lines
+from specsweep.report.findings import headlines
+from specsweep.report.findings.text import latex
+from specsweep.report.latex import fmt_sig
+from specsweep.report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
 from tests.report.conftest import needs_latex
 
 SP_COLS = [

@@ -23,13 +23,13 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_rgb
 
-from report import charts
-from report.build import render_tex, run
-from report.context import build_context
-from report.data import load
-from report.figures import make_figures
-from report.openloop import figures as openloop_figures
-from report.openloop import section as openloop
+from specsweep.report import charts
+from specsweep.report.build import render_tex, run
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.report.figures import make_figures
+from specsweep.report.openloop import figures as openloop_figures
+from specsweep.report.openloop import section as openloop
 from tests.report.conftest import CAMPAIGN, needs_latex
 
 RAG = "rag_2k #1 & 50%"  # escaped: rag\_2k \#1 \& 50\%
@@ -466,7 +466,7 @@ def _raw_open_loop(path: Path) -> Path:
     req/s and the baseline's 20 ms there."""
     from datetime import timedelta
 
-    from schema.store import DDL
+    from specsweep.schema.store import DDL
     from tests.report.conftest import T0, _meta, _request, raw_requests
 
     rng, reqs, wins, n = np.random.default_rng(1), [], [], 30
@@ -539,7 +539,7 @@ def _raw_open_loop(path: Path) -> Path:
 
 def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
     """Raw open-loop rows through the real analyze: the section's sentence and figures."""
-    from analyze import build as analyze_build
+    from specsweep.analyze import build as analyze_build
 
     path = _raw_open_loop(tmp_path / "raw.duckdb")
     analyze_build.run(path)

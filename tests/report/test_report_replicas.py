@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report.findings import replica_notes
-from report.findings.text import latex
+from specsweep.report.findings import replica_notes
+from specsweep.report.findings.text import latex
 
 
 def _rows(

@@ -11,12 +11,12 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from report import findings
-from report.build import compile_tex, render_tex
-from report.context import build_context
-from report.data import load
-from report.figures import make_figures
-from report.findings.text import em, latex
+from specsweep.report import findings
+from specsweep.report.build import compile_tex, render_tex
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.report.figures import make_figures
+from specsweep.report.findings.text import em, latex
 
 # as the PDF prints it (report.findings.text.latex): the method's name escaped
 SHARE_SENTENCE = (

@@ -12,13 +12,13 @@ import duckdb
 import pandas as pd
 import pytest
 
-from report.build import render_tex, run
-from report.context import build_context
-from report.data import load
-from report.findings.energy import energy_finding
-from report.findings.text import latex
-from report.findings.validity import transport_notes
-from report.sections import energy_rows, energy_sources, telemetry_sources
+from specsweep.report.build import render_tex, run
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.report.findings.energy import energy_finding
+from specsweep.report.findings.text import latex
+from specsweep.report.findings.validity import transport_notes
+from specsweep.report.sections import energy_rows, energy_sources, telemetry_sources
 from tests.report.conftest import needs_latex
 
 

@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from report import charts
-from report.build import render_tex, run
-from report.context import build_context
-from report.data import load
-from report.figures import make_figures
-from report.speculation import best, decomposition, panels, section, sweep
+from specsweep.report import charts
+from specsweep.report.build import render_tex, run
+from specsweep.report.context import build_context
+from specsweep.report.data import load
+from specsweep.report.figures import make_figures
+from specsweep.report.speculation import best, decomposition, panels, section, sweep
 from tests.report.conftest import CAMPAIGN, needs_latex
 from tests.report.test_report_openloop import NO_FIGS, with_tables
 
@@ -517,7 +517,7 @@ def _raw_family(path: Path) -> Path:
     and ddtree_b8 declared one family, ``tree``, at budgets 4 and 8."""
     import duckdb
 
-    from schema.store import DDL
+    from specsweep.schema.store import DDL
     from tests.report.conftest import _meta, raw_requests
 
     with duckdb.connect(str(path)) as con:
@@ -535,7 +535,7 @@ def _raw_family(path: Path) -> Path:
 def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
     """Raw rows through the real analyze: the family's sweep, the decomposition and the
     best setting reach the section; llama.cpp rows carry no details, so one sentence says so."""
-    from analyze import build as analyze_build
+    from specsweep.analyze import build as analyze_build
 
     path = _raw_family(tmp_path / "raw.duckdb")
     analyze_build.run(path)

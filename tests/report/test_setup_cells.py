@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from report import commands, sections
-from report.context import campaign_table
-from report.data import known_hosts
-from report.html.views import cell
-from report.latex import make_environment
+from specsweep.report import commands, sections
+from specsweep.report.context import campaign_table
+from specsweep.report.data import known_hosts
+from specsweep.report.html.views import cell
+from specsweep.report.latex import make_environment
 
 SPACED = "--mem-fraction 0.8 --log-level info"
 LONG = "x " * 40

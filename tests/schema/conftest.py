@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from schema.store import Store
+from specsweep.schema.store import Store
 
 
 def request_row(i: int = 0, **changes: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from schema.store import DDL
+from specsweep.schema.store import DDL
 
 
 def ddl_as_of(version: int) -> str:

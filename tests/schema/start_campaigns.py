@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from collect.scheduling.order import round_order
+from specsweep.collect.scheduling.order import round_order
 
 # the default campaign's closed-loop windows: (workload, prompts, concurrency)
 WINDOWS = (("rewrite", 8, 1), ("rewrite", 8, 4), ("chat", 8, 1), ("chat", 8, 4),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import duckdb
 
-from schema import keys, metrics
-from schema.store import connect
+from specsweep.schema import keys, metrics
+from specsweep.schema.store import connect
 
 
 def test_the_macro_is_the_constant() -> None:

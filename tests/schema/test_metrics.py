@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from schema import metrics
-from schema.store import Store, connect
+from specsweep.schema import metrics
+from specsweep.schema.store import Store, connect
 from tests.schema.conftest import request_row
 
 

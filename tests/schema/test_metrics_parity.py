@@ -12,9 +12,9 @@ import duckdb
 import numpy as np
 import pytest
 
-from collect.engines import acceptance
-from collect.plan.load import Slo
-from schema import metrics
+from specsweep.collect.engines import acceptance
+from specsweep.collect.plan.load import Slo
+from specsweep.schema import metrics
 
 # (output_tokens, e2e_s, ttft_s, TPOT by hand)
 TPOT_ROWS = [

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from old_schemas import ddl_as_of
 
-from schema.store import SCHEMA_VERSION, Store
+from specsweep.schema.store import SCHEMA_VERSION, Store
 from tests.schema.conftest import request_row
 
 V10_REQUEST = (
@@ -52,7 +52,7 @@ def test_a_v10_file_gains_category_and_its_rows_are_uncategorized(tmp_path: Path
 
 
 def test_a_migrated_v10_file_still_analyzes(tmp_path: Path) -> None:
-    from analyze import build
+    from specsweep.analyze import build
 
     path = tmp_path / "v10.duckdb"
     _v10_file(path)

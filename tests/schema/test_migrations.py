@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 from old_schemas import ddl_as_of
 
-from schema.store import SCHEMA_VERSION, Store, utcnow
+from specsweep.schema.store import SCHEMA_VERSION, Store, utcnow
 
 
 def _row(**changes: object) -> dict[str, object]:

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from schema.paired import (
+from specsweep.schema.paired import (
     MIN_PROMPTS,
     ONE_START,
     Speedup,
@@ -20,7 +20,7 @@ from schema.paired import (
     paired_speedup,
     run_spread,
 )
-from schema.starts import StartVariance
+from specsweep.schema.starts import StartVariance
 
 T3_975 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5th percentile
 

@@ -26,8 +26,8 @@ import pytest
 from scipy import stats
 from start_campaigns import Design, campaign
 
-from analyze.starts import Side, compare_all
-from schema.paired import holm
+from specsweep.analyze.starts import Side, compare_all
+from specsweep.schema.paired import holm
 
 pytestmark = pytest.mark.slow  # simulations of hundreds of campaigns: make test only
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from schema.starts import StartTable, start_variance
+from specsweep.schema.starts import StartTable, start_variance
 
 CONFIGS, ROUNDS, PROMPTS = ("a", "b", "c"), (1, 2, 3), 4
 

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 from old_schemas import ddl_as_of
 
-from schema.contracts import CONTRACTS
-from schema.store import SCHEMA_VERSION, NotAResultsDatabase, Store, connect, migrate
+from specsweep.schema.contracts import CONTRACTS
+from specsweep.schema.store import SCHEMA_VERSION, NotAResultsDatabase, Store, connect, migrate
 
 Row = Callable[..., dict[str, Any]]
 
@@ -354,7 +354,7 @@ def test_a_file_written_by_schema_1_opens_migrates_and_analyzes(
     """Schema 1 had no units.complete (v2) nor units.colocated_with (v3). Such a file
     opens, gains both (true: v1 units landed whole; '': they ran alone), records versions 2
     and 3, and the analysis builds on it."""
-    from analyze import build
+    from specsweep.analyze import build
 
     path = tmp_path / "v1.duckdb"
     v1_ddl = ddl_as_of(1)

@@ -57,7 +57,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from collect.plan.traces.text import BLOCK_TOKENS, TextMatch
+from specsweep.collect.plan.traces.text import BLOCK_TOKENS, TextMatch
 
 # 256 short common English words (a byte picks one); each is one BPE token after a space
 _WORDS = """

@@ -20,8 +20,13 @@ Two modules: `jobs` (the plan as scheduler jobs and their simulated timelines) a
 
 from __future__ import annotations
 
-from collect.scheduling.simulation.jobs import PlanJobs, Simulation, host_gpus, simulate_plan
-from collect.scheduling.simulation.printout import (
+from specsweep.collect.scheduling.simulation.jobs import (
+    PlanJobs,
+    Simulation,
+    host_gpus,
+    simulate_plan,
+)
+from specsweep.collect.scheduling.simulation.printout import (
     device_time_lines,
     duration,
     measured_from,

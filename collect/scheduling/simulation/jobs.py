@@ -8,13 +8,13 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from collect.plan.model import Plan, ServiceConfig, Workload
-from collect.plan.phases import BestOf, Phase
-from collect.scheduling.estimate import Estimator
-from collect.scheduling.order import phase_seed, round_order
-from collect.scheduling.ranking import pick
-from collect.scheduling.replicas import Candidate, split
-from collect.scheduling.schedule import (
+from specsweep.collect.plan.model import Plan, ServiceConfig, Workload
+from specsweep.collect.plan.phases import BestOf, Phase
+from specsweep.collect.scheduling.estimate import Estimator
+from specsweep.collect.scheduling.order import phase_seed, round_order
+from specsweep.collect.scheduling.ranking import pick
+from specsweep.collect.scheduling.replicas import Candidate, split
+from specsweep.collect.scheduling.schedule import (
     Job,
     Scheduler,
     Slot,
@@ -23,7 +23,7 @@ from collect.scheduling.schedule import (
     makespan,
     simulate,
 )
-from schema.controls import aa_control_name
+from specsweep.schema.controls import aa_control_name
 
 # --- the plan as jobs --------------------------------------------------------------------
 

@@ -8,12 +8,12 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from collect.plan.load import TraceWorkload
-from collect.plan.model import Plan, RequestsWorkload, ServiceConfig, Workload
-from collect.scheduling.estimate import Estimator, Measured, load_measured
-from collect.scheduling.replicas import replica_of
-from collect.scheduling.schedule import Slot, makespan
-from collect.scheduling.simulation.jobs import Simulation, simulate_plan
+from specsweep.collect.plan.load import TraceWorkload
+from specsweep.collect.plan.model import Plan, RequestsWorkload, ServiceConfig, Workload
+from specsweep.collect.scheduling.estimate import Estimator, Measured, load_measured
+from specsweep.collect.scheduling.replicas import replica_of
+from specsweep.collect.scheduling.schedule import Slot, makespan
+from specsweep.collect.scheduling.simulation.jobs import Simulation, simulate_plan
 
 
 def measured_from(db: Path | None, plan: Plan) -> Measured:
@@ -22,7 +22,7 @@ def measured_from(db: Path | None, plan: Plan) -> Measured:
         return Measured()
     if not db.exists():
         raise FileNotFoundError(f"results file {db} does not exist")
-    from schema.store import Store
+    from specsweep.schema.store import Store
 
     with Store(db) as store:
         return load_measured(store, plan)
@@ -235,7 +235,7 @@ def rounds_buy(plan: Plan, sim: Simulation) -> str:
     """What the plan's rounds buy, in one line: intervals that carry the start-to-start
     variance, and the fewest independent start contrasts it rests on in any stratum
     (schema.starts: (configurations - 1) x (rounds - 1)); with 1 round, no interval."""
-    from schema.starts import MIN_CONTRASTS
+    from specsweep.schema.starts import MIN_CONTRASTS
 
     rounds = plan.repeat
     if rounds == 1:

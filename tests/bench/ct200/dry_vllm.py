@@ -36,7 +36,7 @@ def llama_server() -> str:
     """$LLAMA_SERVER, else the CPU build specsweep caches (`specsweep provision`)."""
     if os.environ.get("LLAMA_SERVER"):
         return os.environ["LLAMA_SERVER"]
-    from collect.resources import llama_server_binary
+    from specsweep.collect.resources import llama_server_binary
 
     return llama_server_binary()
 
@@ -45,7 +45,7 @@ def local_path(arg: str) -> str:
     """package://PKG/FILE (llama.cpp's adapter resolves it, vLLM's does not) -> its path."""
     if not arg.startswith("package://"):
         return arg
-    from collect.resources import resolve_model
+    from specsweep.collect.resources import resolve_model
 
     return resolve_model(arg)
 

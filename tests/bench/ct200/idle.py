@@ -39,10 +39,10 @@ def idle_share(busy: Iterable[Busy], gpus: Sequence[int], t0: float, t1: float) 
 
 
 def main(argv: list[str]) -> int:
-    from collect.plan.file import load_plan
-    from collect.scheduling.estimate import Estimator
-    from collect.scheduling.schedule import makespan
-    from collect.scheduling.simulation import duration, measured_from, simulate_plan
+    from specsweep.collect.plan.file import load_plan
+    from specsweep.collect.scheduling.estimate import Estimator
+    from specsweep.collect.scheduling.schedule import makespan
+    from specsweep.collect.scheduling.simulation import duration, measured_from, simulate_plan
 
     plan = load_plan(argv[0])
     est = Estimator(plan, measured_from(Path(argv[1]) if len(argv) > 1 else None, plan))
