@@ -2,23 +2,22 @@
 
 ``report`` never writes to the database: the connection is opened with
 ``read_only=True`` and every value is bound with ``?``. It reads only the objects that
-``specsweep analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes:
-the campaign, its hosts and its services come from ``campaign_summary``,
-``environment_summary``, ``host_summary`` and ``service_summary``; GPU energy from
-``window_energy``, ``energy_summary`` and ``energy_ratio``; open-loop load from
-``open_windows``, ``rate_speedup``, ``rate_limits``, ``rate_attainment``, ``slo_targets`` and
-``cache_hygiene``
-(optional: without them no open-loop section); speculation's knobs from ``method_families``,
-``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance``,
-``accepted_histogram``, ``acceptance_by_load`` and ``category_pooled`` (optional: without
-them no such section); replicas of one configuration from ``replica_agreement`` (optional:
-a threats note when the baseline's replicas disagree); the start variance, spread and drift
-of every stratum from ``start_variance`` (optional: the noise floor and the rounds' note say
-the file predates it); the baseline it compared against from
-``analysis_params`` (optional: the
-campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional:
-a metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
-(re)built lacks them, and the report says to run ``specsweep analyze``.
+``specsweep analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes: the
+campaign, its hosts and its services come from ``campaign_summary``, ``environment_summary``,
+``host_summary`` and ``service_summary``; GPU energy from ``window_energy``, ``energy_summary``
+and ``energy_ratio``; open-loop load from ``open_windows``, ``rate_speedup``, ``rate_limits``,
+``rate_attainment``, ``slo_targets`` and ``cache_hygiene`` (optional: without them no open-loop
+section); the speedup-versus-concurrency figure from ``speedup_sweep`` (optional: without it no
+such figure); speculation's knobs from ``method_families``, ``param_sweep``,
+``speedup_decomposition``, ``best_setting``, ``position_acceptance``, ``accepted_histogram``,
+``acceptance_by_load`` and ``category_pooled`` (optional: without them no such section);
+replicas of one configuration from ``replica_agreement`` (optional: a threats note when the
+baseline's replicas disagree); the start variance, spread and drift of every stratum from
+``start_variance`` (optional: the noise floor and the rounds' note say the file predates it);
+the baseline it compared against from ``analysis_params`` (optional: the campaign's plan
+baseline without it); each metric's label from ``metric_catalog`` (optional: a metric without a
+row is labelled by its name; docs/metrics.md). A file that analyze has not (re)built lacks
+them, and the report says to run ``specsweep analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
 from ``request_distribution`` (box-plot statistics per method, computed in DuckDB) and the
@@ -62,6 +61,7 @@ OPTIONAL = (
     "agentic_turns",
     "lossless",
     "crossover",
+    "speedup_sweep",
     "colocation",
     "host_summary",
     "window_energy",
@@ -101,6 +101,9 @@ class ReportData:
     agentic: pd.DataFrame
     lossless: pd.DataFrame = field(default_factory=pd.DataFrame)
     crossover: pd.DataFrame | None = None  # None: the database predates the crossover view
+    # the concurrency figure's rows (swept settings, is_crossover, effective_concurrency);
+    # empty: nothing swept, or analysed before it
+    speedup_sweep: pd.DataFrame = field(default_factory=pd.DataFrame)
     colocation: pd.DataFrame = field(default_factory=pd.DataFrame)
     hosts: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: analysed before it
     window_energy: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: no telemetry
@@ -192,6 +195,7 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "best_config": opt("best_config", W),
         "agentic": opt("agentic_turns", "engine, tp, method, workload, turn"),
         "lossless": opt("lossless", f"{W}, method"),
+        "speedup_sweep": opt("speedup_sweep", f"{W}, method"),
         "colocation": opt("colocation", f"{W}, method"),
         "hosts": known_hosts(opt("host_summary", "campaign_id, host")),
         "window_energy": opt("window_energy", f"{W}, method, window_id"),
@@ -330,15 +334,3 @@ def known_hosts(hosts: pd.DataFrame) -> pd.DataFrame:
         if count in hosts:
             known |= hosts[count].fillna(0) > 0
     return hosts[known].reset_index(drop=True)
-
-
-def with_effective(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` (one per method and level, e.g. speedup rows) with effective_concurrency: the
-    mean over config_summary's windows at the same (engine, tp, workload, max_tokens,
-    concurrency), every method's and the baseline's (a speedup compares two windows)."""
-    if rows.empty or "effective_concurrency" not in summary:
-        return rows
-    eff = summary.groupby(WINDOW, as_index=False)["effective_concurrency"].mean()
-    return rows.drop(columns="effective_concurrency", errors="ignore").merge(
-        eff, on=WINDOW, how="left"
-    )

@@ -26,10 +26,9 @@ from specsweep.report.charts.layout import (
     draw_sweeps,
     ratio_figure,
     save_figure,
-    sweep_frame,
     sweep_parts,
 )
-from specsweep.report.data import ReportData, with_effective
+from specsweep.report.data import ReportData
 from specsweep.report.openloop import section as openloop
 from specsweep.report.speculation import section as speculation
 
@@ -82,8 +81,7 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
     def add(key: str, func: Callable[..., Path], *args: object, **kwargs: object) -> None:
         jobs.append((key, partial(func, *args, **kwargs)))
 
-    swept = with_effective(sweep_frame(sp, data.crossover), cs)  # ticks: nominal + effective
-    for i, part in enumerate(sweep_parts(swept)):
+    for i, part in enumerate(sweep_parts(data.speedup_sweep)):
         # concurrency.pdf, then concurrency-2.pdf, ... (keys 'concurrency', 'concurrency:2', ...):
         # speedup against concurrency, rings at each method's crossover
         key, name = (

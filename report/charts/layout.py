@@ -118,22 +118,6 @@ def _row_major(groups: list[list[tuple[object, str]]], ncol: int) -> list[tuple[
     return [rows[r][c] for c in range(ncol) for r in range(len(rows))]
 
 
-SWEEP_KEY = ["engine", "tp", "workload", "max_tokens", "method"]
-
-
-def sweep_frame(speedup: pd.DataFrame, crossover: pd.DataFrame | None) -> pd.DataFrame:
-    """Speedup rows of every setting measured at two or more concurrency levels (per the
-    crossover view), with ``is_crossover`` marking each setting's crossover level."""
-    if crossover is None or crossover.empty or speedup.empty:
-        return pd.DataFrame()
-    swept = crossover.loc[
-        crossover["status"] != "single level", [*SWEEP_KEY, "crossover_concurrency"]
-    ]
-    out = speedup.merge(swept, on=SWEEP_KEY, how="inner")
-    out["is_crossover"] = (out["concurrency"] == out["crossover_concurrency"]).fillna(False)
-    return out
-
-
 def _facet_title(workload: str, max_tokens: int, engine: str, tp: int, frame: pd.DataFrame) -> str:
     """Panel title naming only what varies: workload, max_tokens if several, engine if several."""
     title = charts.plain(workload)

@@ -498,6 +498,21 @@ def crossover(sp: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def speedup_sweep(sp: pd.DataFrame, cx: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
+    """The speedup_sweep view: speedup rows of the settings crossover calls swept, with
+    crossover_concurrency, is_crossover and the mean effective_concurrency of the load point's
+    windows (NaN: this fixture's config_summary has none)."""
+    keys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "method"]
+    swept = cx.loc[cx["status"] != "single level", [*keys, "crossover_concurrency"]]
+    out = sp.merge(swept, on=keys, how="inner")
+    out["is_crossover"] = (out["concurrency"] == out["crossover_concurrency"]).fillna(False)
+    wkeys = ["campaign_id", "engine", "tp", "workload", "max_tokens", "concurrency"]
+    eff = cs.reindex(columns=[*wkeys, "effective_concurrency"]).astype(
+        {"effective_concurrency": float}
+    )
+    return out.merge(eff.groupby(wkeys, as_index=False).mean(), on=wkeys, how="left")
+
+
 def agentic_turns(rm: pd.DataFrame) -> pd.DataFrame:
     """The agentic_turns view: per-turn medians over session requests."""
     ag = rm[rm["session_id"].notna() & rm["ok"]]
@@ -761,6 +776,7 @@ def populate(
             "agentic_turns": agentic_turns(rm),
             "crossover": crossover(sp),
         }
+        objects["speedup_sweep"] = speedup_sweep(sp, objects["crossover"], cs)
         for name, frame in objects.items():
             con.register("obj_df", frame)
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM obj_df")

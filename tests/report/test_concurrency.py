@@ -1,6 +1,7 @@
 """Effective concurrency in the report: the nominal ticks of the concurrency charts carry it
-beneath them, and the per-window throughput table has its column (charts.concurrency_ticks,
-data.with_effective)."""
+beneath them, and the per-window throughput table has its column (charts.concurrency_ticks).
+The speedup rows' effective_concurrency comes from analyze's speedup_sweep
+(tests/analyze/test_speedup_sweep.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import pandas as pd
 from specsweep.report import charts
 from specsweep.report.charts import concurrency_ticks
 from specsweep.report.context import throughput_table
-from specsweep.report.data import with_effective
 
 KEY = {"engine": "llama.cpp", "tp": 1, "workload": "chat", "max_tokens": 64}
 
@@ -34,18 +34,6 @@ def test_without_the_column_the_ticks_are_nominal() -> None:
     concurrency_ticks(ax, pd.DataFrame({"concurrency": [1, 8]}))
     assert _labels(ax) == ["1", "8"] and ax.get_xlabel() == "concurrency"
     plt.close(fig)
-
-
-def test_speedup_rows_get_the_mean_over_the_levels_windows() -> None:
-    """dd's speedup at c=4 compares its window (3.5) with the baseline's (2.5): 3.0."""
-    summary = pd.DataFrame(
-        [
-            {**KEY, "method": m, "concurrency": 4, "effective_concurrency": e}
-            for m, e in (("autoregressive", 2.5), ("dd", 3.5))
-        ]
-    )
-    speedup = pd.DataFrame([{**KEY, "method": "dd", "concurrency": 4, "speedup": 1.5}])
-    assert with_effective(speedup, summary)["effective_concurrency"].tolist() == [3.0]
 
 
 def test_throughput_chart_and_table_carry_it() -> None:

@@ -21,6 +21,7 @@ import pytest
 from specsweep.report.build import render_tex, run
 from specsweep.report.context import build_context
 from specsweep.report.data import ReportError, load
+from specsweep.report.figures import figure_jobs
 from specsweep.report.tables import parse_speedup_tables
 from tests.report.conftest import (
     CAMPAIGN,
@@ -148,6 +149,23 @@ def test_database_without_crossover_view_asks_for_analyze(report_db: Path, tmp_p
     )
     tex = render_tex(build_context(data, figures))
     assert "analysed before the crossover view existed" in tex
+
+
+def test_the_concurrency_figure_draws_analyzes_sweep(report_db: Path, tmp_path: Path) -> None:
+    """The figure draws speedup_sweep as analyze built it (the fixture's chat sweep at 1 and 4
+    for both methods); a file analysed before speedup_sweep existed has no such figure."""
+    data = load(report_db)
+    assert sorted(set(zip(data.speedup_sweep["method"], data.speedup_sweep["concurrency"]))) == [
+        ("ddtree_b8", 1), ("ddtree_b8", 4), ("dflash", 1), ("dflash", 4)
+    ]  # fmt: skip
+    assert "concurrency" in dict(figure_jobs(data, tmp_path))
+    old = tmp_path / "old.duckdb"
+    shutil.copyfile(report_db, old)
+    with duckdb.connect(str(old)) as con:
+        con.execute("DROP TABLE speedup_sweep")
+    data = load(old)
+    assert data.speedup_sweep.empty
+    assert not [key for key, _ in figure_jobs(data, tmp_path) if key.startswith("concurrency")]
 
 
 @needs_latex

@@ -10,13 +10,7 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from specsweep.report import charts
-from specsweep.report.charts.layout import (
-    PANEL_ROW,
-    ratio_figure,
-    save_figure,
-    sweep_frame,
-    sweeps_figure,
-)
+from specsweep.report.charts.layout import PANEL_ROW, ratio_figure, save_figure, sweeps_figure
 from specsweep.report.figures import slug
 
 METHODS = ["dflash", "autoregressive", "ddtree_b8"]
@@ -321,40 +315,19 @@ def test_speedup_by_concurrency_rings_crossovers_and_tells_eight_methods_apart()
 
 
 def _facetted() -> pd.DataFrame:
-    """Speedup and crossover rows: chat swept at TP1 and TP4, code at one level only."""
-    sp, cx = [], []
-    for tp in (1, 4):
-        for m in ("dflash", "ddtree_b8"):
-            for c, lo in ((1, 1.2), (4, 0.9 if m == "dflash" else 1.1)):
-                sp.append(("e", tp, "chat $x$", 64, c, m, lo + 0.1, lo, lo + 0.2, lo > 1))
-            cx.append(
-                (
-                    "e",
-                    tp,
-                    "chat $x$",
-                    64,
-                    m,
-                    "crosses" if m == "dflash" else "always pays",
-                    4 if m == "dflash" else None,
-                )
-            )
-            sp.append(("e", tp, "code", 64, 1, m, 1.5, 1.4, 1.6, True))
-            cx.append(("e", tp, "code", 64, m, "single level", None))
-    key = ["engine", "tp", "workload", "max_tokens"]
-    speed = pd.DataFrame(
-        sp, columns=[*key, "concurrency", "method", "speedup", "ci_low", "ci_high", "significant"]
+    """speedup_sweep rows (analyze/sql/speedup_sweep.sql; tests/analyze/test_speedup_sweep.py
+    builds them from speedup and crossover rows): chat swept at TP1 and TP4, dflash's
+    crossover at 4."""
+    rows = [
+        ("e", tp, "chat $x$", 64, c, m, lo + 0.1, lo, lo + 0.2, lo > 1, m == "dflash" and c == 4)
+        for tp in (1, 4)
+        for m in ("dflash", "ddtree_b8")
+        for c, lo in ((1, 1.2), (4, 0.9 if m == "dflash" else 1.1))
+    ]
+    key = ["engine", "tp", "workload", "max_tokens", "concurrency", "method"]
+    return pd.DataFrame(
+        rows, columns=[*key, "speedup", "ci_low", "ci_high", "significant", "is_crossover"]
     )
-    cross = pd.DataFrame(cx, columns=[*key, "method", "status", "crossover_concurrency"])
-    return sweep_frame(speed, cross)
-
-
-def test_sweep_frame_keeps_swept_settings_and_marks_crossovers() -> None:
-    frame = _facetted()
-    assert set(frame["workload"]) == {"chat $x$"} and len(frame) == 8
-    marked = frame[frame["is_crossover"]]
-    assert set(zip(marked["method"], marked["concurrency"])) == {("dflash", 4)}
-    assert len(marked) == 2  # once per tp
-    assert sweep_frame(frame, None).empty
 
 
 def test_sweeps_figure_has_a_panel_per_tp_and_one_legend(palette: dict, tmp_path: Path) -> None:
