@@ -2,7 +2,7 @@
 
 Everything returned is either a plain data value (escaped by the template) or raw
 LaTeX built from escaped parts (``NoEscape``); the findings are one
-:class:`report.findings.Findings`, its sentences rendered by ``report.findings.text.latex``.
+:class:`report.findings.Findings`, its sentences rendered by ``report.text.latex``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pylatex.utils import NoEscape
 
 from specsweep.report import findings, sections
 from specsweep.report.data import ReportData
-from specsweep.report.findings.text import latex
+from specsweep.report.findings import table
 from specsweep.report.latex import literal_block
 from specsweep.report.openloop import section as openloop
 from specsweep.report.speculation import section as speculation
@@ -31,6 +31,7 @@ from specsweep.report.tables import (
     text,
     yes_no,
 )
+from specsweep.report.text import latex
 
 
 def _kv_table(pairs: list[tuple[str, object]]) -> NoEscape:
@@ -311,6 +312,21 @@ def crossover_figures(figs: dict[str, Path | None]) -> list[str]:
     return [figs[k].name for k in keys if figs.get(k)]
 
 
+def claims_section(claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """Page 1's table of claims (report.findings.table), how many it shows and of how many."""
+    rows, left_out = table.rows(claims)
+    h = table.headers(claims)
+    cols = [
+        Col(h["claim"], text("claim"), "p{0.5\\linewidth}"),
+        Col(h["interval"], text("interval")),
+        Col(h["family"], text("family")),
+        Col(h["check"], text("check")),
+    ]
+    frame = pd.DataFrame(rows, columns=list(h))
+    tex = fit_table(frame, cols) if rows else None
+    return {"table": tex, "shown": len(rows), "left_out": left_out, "total": len(claims)}
+
+
 def speedup_tables(sp: pd.DataFrame) -> list[dict[str, Any]]:
     """The machine-readable speedup table, one per (engine, tp) when there are several."""
     if sp.empty:
@@ -334,6 +350,8 @@ def build_context(
     return {
         "campaign": c,
         "baseline": data.baseline,
+        "claims": claims_section(found.claims),
+        "method": [latex(s) for s in found.method],
         "findings": [latex(s) for s in found.summary],
         "validity": [latex(s) for s in found.validity],
         "several_runs": findings.several_runs(data.speedup),

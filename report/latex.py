@@ -71,10 +71,12 @@ _SPECIAL: dict[str, str] = {
     "\u2026": "...",  # \textellipsis extracts as ". . ."
     "\u20ac": r"\texteuro{}",
     "\u00ad": "-",
-    # Symbols the findings' sentences write as Unicode (report/findings/text.py); T1 has
-    # neither, math mode has both.
+    # Symbols the sentences write as Unicode (report/text/); T1 has none of them, math
+    # mode has all.
     "\u00d7": r"$\times$",
     "\u2192": r"$\rightarrow$",
+    "\u2264": r"$\le$",
+    "\u2265": r"$\ge$",
 }
 # Characters that form ligatures when doubled (-- en dash, ,, low quotes).
 _LIGATURE_FIRST = frozenset("-,")

@@ -1,6 +1,6 @@
 """Sentences generated from the data: the summary of findings and the validity notes.
 
-Each sentence is written once, as marked Unicode text (:mod:`report.findings.text`: plain
+Each sentence is written once, as marked Unicode text (:mod:`report.text`: plain
 strings whose code, emphasis and bold spans are marked by private-use delimiters), and each
 output renders it: the PDF with ``text.latex``, the HTML report with ``text.html``, the JSON
 export with ``text.plain``. :func:`report.findings.results.build` reads a campaign's data once
@@ -18,7 +18,7 @@ context, its HTML build and several tests call them as ``findings.X``.
 from __future__ import annotations
 
 from specsweep.report.findings.design import runs_sentence, several_runs
-from specsweep.report.findings.headlines import baseline_slows, headline, summary
+from specsweep.report.findings.headlines import baseline_slows, headline, method, summary
 from specsweep.report.findings.results import Findings, build
 from specsweep.report.findings.validity import replica_notes, validity_notes
 
@@ -27,6 +27,7 @@ __all__ = [
     "baseline_slows",
     "build",
     "headline",
+    "method",
     "replica_notes",
     "runs_sentence",
     "several_runs",

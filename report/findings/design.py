@@ -1,6 +1,6 @@
 """What the experiment's design lets page 1 say: the family its claims are adjusted in, the
 noise floor of a service start, and the rounds behind every interval (marked Unicode
-sentences, report.findings.text).
+sentences, report.text).
 
 The design (issue 36): each configuration is started once per round, the rounds in a
 counterbalanced order; a start is a random effect shared by all of its windows. analyze
@@ -20,8 +20,8 @@ from collections.abc import Callable
 import pandas as pd
 
 from specsweep.report.data import ReportData
-from specsweep.report.findings.text import code, em, num, times
-from specsweep.report.findings.text import data as d
+from specsweep.report.text import code, em, num, times
+from specsweep.report.text import data as d
 
 MAX_STRATA = 4  # strata listed one by one in the threats; more are summarised
 

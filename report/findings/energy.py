@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specsweep.report.findings.text import data as d
-from specsweep.report.findings.text import num, times
+from specsweep.report.text import data as d
+from specsweep.report.text import num, times
 
 
 def _reason(row: pd.Series) -> str:

@@ -1,6 +1,8 @@
-"""The summary of findings: each workload's headline and the sentences around it.
+"""Page 1's sentences: the method (:func:`method`: what a speedup is, the headline rule, the
+design) and the summary of findings (:func:`summary`: each workload's headline and the
+sentences around it).
 
-Each sentence is marked Unicode text (report.findings.text) built from data values.
+Each sentence is marked Unicode text (report.text) built from data values.
 Claims follow the project rule: a speedup is a win only when the campaign's family-wise test
 backs it (speedup.significant: Holm-adjusted p < 0.05). Each workload's headline
 (:func:`headline`) is picked after looking at the data, so it quotes the pick's simultaneous
@@ -22,8 +24,8 @@ import pandas as pd
 
 from specsweep.report.data import ReportData
 from specsweep.report.findings import design, energy, physics
-from specsweep.report.findings.text import data as d
-from specsweep.report.findings.text import em, num, strong, times
+from specsweep.report.text import data as d
+from specsweep.report.text import em, num, strong, times
 
 
 def _ci(row: pd.Series) -> str:
@@ -324,13 +326,11 @@ HEADLINE_RULE = (
 )
 
 
-def summary(data: ReportData) -> list[str]:
-    """The summary-of-findings bullet points: what a speedup is and the headline rule, the
-    family page 1's claims are adjusted in, the noise floor of a service start, the rounds,
-    each workload's headline, the gains not reported (beyond physics, unchecked), slowdowns,
-    crossover, acceptance and energy."""
-    everything, n_measured = data.speedup, int(data.campaign["n_measured"])
-    sp = physics.bounds(data, claims(everything))
+def method(data: ReportData) -> list[str]:
+    """How page 1's claims are to be read, before the findings: what was measured and what a
+    speedup is with the headline rule, the family the claims are adjusted in, the noise floor
+    of a service start and the rounds (report.findings.design)."""
+    n_measured = int(data.campaign["n_measured"])
     methods = ", ".join(d(m) for m in data.palette) or "none"
     lines = [
         (
@@ -343,7 +343,15 @@ def summary(data: ReportData) -> list[str]:
         design.family_sentence(data),
         design.noise_floor(data),
     ]
-    lines += [runs] if (runs := design.runs_sentence(sp)) else []
+    return lines + ([runs] if (runs := design.runs_sentence(claims(data.speedup))) else [])
+
+
+def summary(data: ReportData) -> list[str]:
+    """The summary of findings, after the method (:func:`method`): each workload's headline,
+    the gains not reported (beyond physics, unchecked), slowdowns, crossover, acceptance and
+    energy."""
+    sp = physics.bounds(data, claims(data.speedup))
+    lines = []
     if sp.empty:
         lines.append(
             "No speedup could be computed: the campaign has no baseline windows "

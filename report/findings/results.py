@@ -1,12 +1,14 @@
 """The findings as one object, built once from the report's data and rendered by every output.
 
 :func:`build` reads a campaign's :class:`~report.data.ReportData` once into :class:`Findings`:
-the summary sentences and the validity notes (marked Unicode text, report.findings.text) and
 page 1's claims as data, one per speedup row that is a claim (not the A/A control), with its
-numbers and the physics check's verdict. The PDF renders the sentences with
-:func:`report.findings.text.latex` (report.context), the HTML report with
-:func:`report.findings.text.html` (report.html.build), and :func:`document` is the JSON export
-(`specsweep export --findings PATH`): the claims and each sentence's plain and marked text.
+numbers and the physics check's verdict; the method sentences (how to read the claims); the
+summary of findings, the open-loop and speculation sections' findings included; and the
+validity notes (all marked Unicode text, report.text). The PDF renders the sentences with
+:func:`report.text.latex` (report.context), the HTML report with :func:`report.text.html`
+(report.html.build), and :func:`document` is the JSON export (`specsweep export --findings
+PATH`): the claims and each sentence's plain and marked text. Page 1's table of claims is
+:func:`report.findings.table.rows` of the claims.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ import pandas as pd
 
 from specsweep.report.data import ReportData, load
 from specsweep.report.findings import headlines, physics, validity
-from specsweep.report.findings.text import plain
 from specsweep.report.keys import COMPARISON
+from specsweep.report.openloop import section as openloop
+from specsweep.report.speculation import section as speculation
+from specsweep.report.text import plain
 
-FINDINGS_VERSION = 1  # changes when a key of document() is removed or changes meaning
+# changes when a key of document() is removed or changes meaning; 2: the method's sentences
+# left `summary` for `method`, and `summary` gained the open-loop and speculation findings
+FINDINGS_VERSION = 2
 # speedup columns a claim carries, where the file has them (analyze/VIEWS.md, speedup)
 CLAIM_COLUMNS = [
     *COMPARISON,
@@ -55,18 +61,21 @@ class Findings:
 
     campaign_id: str
     baseline: str
+    method: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     validity: list[str] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
 
 
 def build(data: ReportData) -> Findings:
-    """The findings of ``data``: every sentence built once (report.findings.headlines.summary,
+    """The findings of ``data``: every sentence built once (report.findings.headlines' method
+    and summary, then the open-loop and speculation sections' summaries, and
     report.findings.validity.validity_notes) and the claims (:func:`claims`)."""
     return Findings(
         campaign_id=str(data.campaign["campaign_id"]),
         baseline=str(data.baseline),
-        summary=headlines.summary(data),
+        method=headlines.method(data),
+        summary=headlines.summary(data) + openloop.summary(data) + speculation.summary(data),
         validity=validity.validity_notes(data),
         claims=claims(data),
     )
@@ -125,12 +134,14 @@ def _sentences(items: list[str]) -> list[dict[str, str]]:
 
 def document(f: Findings) -> dict[str, Any]:
     """The JSON document of ``f``: its claims, and each sentence's plain text (``text``) and
-    marked form (``marked``: spans between U+E000..U+E005, report.findings.text)."""
+    marked form (``marked``: spans between U+E000..U+E005, report.text), in the order page 1
+    prints them: the method, the summary, then the validity notes (the threats)."""
     return {
         "findings_version": FINDINGS_VERSION,
         "generator": "specsweep",
         "campaign_id": f.campaign_id,
         "baseline": f.baseline,
+        "method": _sentences(f.method),
         "summary": _sentences(f.summary),
         "validity": _sentences(f.validity),
         "claims": f.claims,

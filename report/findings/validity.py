@@ -1,6 +1,6 @@
 """The data-driven threats to validity, appended to the report template's fixed text.
 
-Each note is marked Unicode text (report.findings.text) built from data values: a CPU-only run,
+Each note is marked Unicode text (report.text) built from data values: a CPU-only run,
 the design's rounds, start sd and drift, and comparisons left without an interval for want of
 starts (:func:`report.findings.design.start_notes`), small samples, prompt-cache settings,
 failed requests or services, an incomplete campaign, replicas that disagree, and the
@@ -13,8 +13,8 @@ import pandas as pd
 
 from specsweep.report.data import ReportData
 from specsweep.report.findings import design
-from specsweep.report.findings.text import code, em, num
-from specsweep.report.findings.text import data as d
+from specsweep.report.text import code, em, num
+from specsweep.report.text import data as d
 
 SMALL_PROMPTS = 10
 MIN_PROMPTS = 3  # schema.paired.MIN_PROMPTS (report imports nothing of the other stages)

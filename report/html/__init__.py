@@ -1,7 +1,9 @@
 """The HTML report: one self-contained file beside the PDF (``specsweep report --html``).
 
 It shows what the PDF shows, read from the same places: the findings of report.findings
-(one ``Findings`` object, its marked sentences rendered by ``report.findings.text.html``), the
+(one ``Findings`` object: its claims as page 1's table, report.findings.table, then the
+headline chart, the method and the summary, its marked sentences rendered by
+``report.text.html``), the
 figures of report.figures (drawn once for both, embedded as PNG data URIs by
 :mod:`report.html.figures`), and a sortable, filterable table of every analysis object in the
 DuckDB file (:mod:`report.html.views`). :mod:`report.html.build` renders the ``*.j2``

@@ -1,7 +1,7 @@
 """Build the HTML report: one self-contained file beside the PDF.
 
 The same campaign data (report.data.load), the same findings (one report.findings.Findings,
-built once and rendered here by report.findings.text.html), the same figures (drawn once, for
+built once and rendered here by report.text.html), the same figures (drawn once, for
 both outputs, and embedded as PNG data URIs) and a sortable, filterable table per analysis
 object (report.html.views). Templates are ``report/html/*.j2``, rendered by jinja2 with
 autoescape on: every database and plan string is HTML-escaped unless it is a ``Markup`` built
@@ -21,8 +21,9 @@ import jinja2
 
 from specsweep.report import findings
 from specsweep.report.data import ReportData, load
-from specsweep.report.findings.text import html
+from specsweep.report.findings import table
 from specsweep.report.html import figures, views
+from specsweep.report.text import html
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +64,18 @@ def context(
     c = data.campaign
     found = found if found is not None else findings.build(data)
     embedded, figure_note = figures.embed(figs)
+    headline = [f for f in embedded if f.key == figures.HEADLINE]  # page 1's chart, on top
+    rows, left_out = table.rows(found.claims)
     return {
         "campaign": c,
         "baseline": data.baseline,
         "campaign_rows": [(k, views.cell(c.get(k)).text) for k in CAMPAIGN_KEYS if k in c],
+        "claims": {"headers": table.headers(found.claims), "rows": rows, "left_out": left_out},
+        "headline_figure": headline[0] if headline else None,
+        "method": [html(s) for s in found.method],
         "findings": [html(s) for s in found.summary],
         "validity": [html(s) for s in found.validity],
-        "figures": embedded,
+        "figures": [f for f in embedded if f.key != figures.HEADLINE],
         "figure_note": figure_note,
         "views": tables,
         "plan": str(c.get("plan_yaml") or ""),

@@ -31,6 +31,7 @@ TITLES = {
     "energy": "GPU energy per output token relative to the baseline",
 }
 SKIP_PREFIXES = ("speedup:",)
+HEADLINE = "speedup"  # the chart the page shows with the findings, as the PDF's page 1 does
 
 
 @dataclass

@@ -4,8 +4,10 @@ Reads the analysis tables open_windows, rate_speedup, rate_limits, slo_targets a
 cache_hygiene (as :mod:`report.data` loads them). A campaign without open-loop windows gets
 no section; cache-hygiene threats are named whenever a window of either kind is flagged.
 The charts are :mod:`report.openloop.figures`'; here are their jobs for :mod:`report.figures`,
-the rate-limits table and the sentences (raw LaTeX built from escaped values). Latency, SLO
-attainment and goodput are read from the scheduled send first, the actual send beside it.
+the rate-limits table and the sentences: the findings per setting (:func:`summary`, which page
+1's summary gains through report.findings) and the SLO as marked Unicode text (report.text),
+the threats still as raw LaTeX built from escaped values. Latency, SLO attainment and goodput
+are read from the scheduled send first, the actual send beside it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from specsweep.report.openloop.figures import (
     windows,
 )
 from specsweep.report.tables import Col, fit_table, text
+from specsweep.report.text import data as d
+from specsweep.report.text import latex
 
 SLO_KEYS = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E"))
 MAX_LISTED = 6
@@ -51,10 +55,10 @@ def slo(st: pd.DataFrame) -> dict[str, float] | None:
     return given | {"target": 0.99 if pd.isna(target) else float(target)} if given else None
 
 
-def slo_text(s: dict[str, float]) -> NoEscape:
-    """``TTFT $\\le$ 500 ms, TPOT $\\le$ 50 ms; attainment target 99\\%``."""
-    limits = ", ".join(f"{n} $\\le$ {e(fmt_num(s[k], 'g'))} ms" for k, n in SLO_KEYS if k in s)
-    return NoEscape(f"{limits}; attainment target {e(fmt_num(100 * s['target'], 'g'))}\\%")
+def slo_text(s: dict[str, float]) -> str:
+    """``TTFT ≤ 500 ms, TPOT ≤ 50 ms; attainment target 99%`` (marked Unicode, report.text)."""
+    limits = ", ".join(f"{n} \u2264 {fmt_num(s[k], 'g')} ms" for k, n in SLO_KEYS if k in s)
+    return f"{limits}; attainment target {fmt_num(100 * s['target'], 'g')}%"
 
 
 def _rate(r: float) -> str:
@@ -176,7 +180,7 @@ def limits_table(rows: pd.DataFrame, has_slo: bool, baseline: str) -> NoEscape:
 def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
     stops, meets, sat = [], [], []
     for _, r in sub.iterrows():
-        m = e(r["method"])
+        m = d(r["method"])
         later = r.get("pays_at_rate")
         if r["method"] != baseline and pd.notna(r["stops_paying_rate"]):
             low = _rate(r["lowest"])
@@ -220,15 +224,26 @@ def _strict(r: pd.Series) -> str:
     return " (point estimate; at no rate on its interval over starts)"
 
 
-def findings(rows: pd.DataFrame, ow: pd.DataFrame, has_slo: bool, baseline: str) -> list[NoEscape]:
-    """One sentence per setting: where each method stops paying, up to which rate it meets
-    the SLO (the point estimate, qualified where the interval over starts says less), where it
-    saturates (rates are swept rates; TPOT speedup per paired prompts)."""
+def findings(rows: pd.DataFrame, ow: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
+    """One sentence per setting (marked Unicode, report.text): where each method stops paying,
+    up to which rate it meets the SLO (the point estimate, qualified where the interval over
+    starts says less), where it saturates (rates are swept rates; TPOT speedup per paired
+    prompts)."""
     return [
-        NoEscape(f"Open loop on {e(title(key, ow))}: " + "; ".join(c) + ".")
+        f"Open loop on {d(title(key, ow))}: " + "; ".join(c) + "."
         for key, sub in rows.groupby(SETTING, sort=True)
         if (c := _clauses(sub, has_slo, baseline))
     ]
+
+
+def summary(data: ReportData) -> list[str]:
+    """The open-loop findings of page 1's summary and of the rate-limits subsection
+    (:func:`findings` over rate_limits); none without open-loop windows or rate limits."""
+    ow = windows(data.open_windows)
+    if ow.empty or data.rate_limits.empty:
+        return []
+    rows = limits_rows(data.rate_limits, ow, data.rate_speedup)
+    return findings(rows, ow, slo(data.slo_targets) is not None, data.baseline)
 
 
 def _where(r: pd.Series, ow: pd.DataFrame) -> str:
@@ -370,9 +385,9 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
         "available": True,
         "n_windows": len(ow),
         "settings": parts,
-        "slo": slo_text(s) if s else None,
+        "slo": latex(slo_text(s)) if s else None,
         "lag_figure": lag,
         "table": limits_table(rows, s is not None, data.baseline) if len(rows) else None,
-        "findings": findings(rows, ow, s is not None, data.baseline) if len(rows) else [],
+        "findings": [latex(f) for f in summary(data)],
         "threats": [NoEscape(n) for n in lag_notes(ow, lag is not None) + send_notes(ow) + notes],
     }

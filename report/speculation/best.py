@@ -14,11 +14,12 @@ from __future__ import annotations
 import pandas as pd
 from pylatex.utils import NoEscape
 
-from specsweep.report.latex import escape_latex as e
 from specsweep.report.latex import fmt_num
 from specsweep.report.speculation.panels import SETTING
 from specsweep.report.speculation.panels import window_name as name
 from specsweep.report.tables import Col, ci, fit_table, num, text
+from specsweep.report.text import data as d
+from specsweep.report.text import em
 
 ANY = "(any)"
 GROUP = [*SETTING, "family", "load_kind"]
@@ -111,9 +112,9 @@ def plan(group: pd.DataFrame) -> str:
     return ", ".join(out)
 
 
-def sentences(bs: pd.DataFrame) -> list[NoEscape]:
-    """One deployment sentence per family and setting (and load kind), raw LaTeX; family
-    (any) only where the setting measured several families."""
+def sentences(bs: pd.DataFrame) -> list[str]:
+    """One deployment sentence per family and setting (and load kind), marked Unicode
+    (report.text); family (any) only where the setting measured several families."""
     if bs.empty:
         return []
     out = []
@@ -123,8 +124,8 @@ def sentences(bs: pd.DataFrame) -> list[NoEscape]:
         family, kind = key[-2], key[-1]
         if family == ANY and families.get(tuple(key[:4]), 0) == 1:
             continue  # one family only: (any) would say the same again
-        who = "Any method" if family == ANY else f"\\emph{{{e(family)}}}"
+        who = "Any method" if family == ANY else em(family)
         where = name(tuple(key[:4]), rows, load=None)
         loop = " (open loop)" if kind == "rate" else ""
-        out.append(NoEscape(f"{who} on {e(where)}{loop}: {e(plan(group))}."))
+        out.append(f"{who} on {d(where)}{loop}: {d(plan(group))}.")
     return out

@@ -6,8 +6,9 @@ step's time in baseline tokens), both over the speedup's own requests; the measu
 (95% interval) is marked on them. On those requests speedup = acceptance gain / step cost
 exactly (analyze/sql/speedup_decomposition.sql), so on the log axis the diamond sits as
 far from 1 as the filled bar's top is above the hatched bar's. The sentences name the methods
-that lose on step cost and those that lose on acceptance, and the windows whose factors are
-unknown because some of the speedup's requests carry no verify count.
+that lose on step cost and those that lose on acceptance (a sentence page 1's summary gains
+through report.speculation.section.summary), and the windows whose factors are unknown because
+some of the speedup's requests carry no verify count (marked Unicode text, report.text).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from matplotlib.patches import Patch
 
 from specsweep.report import charts
 from specsweep.report.keys import COMPARISON
-from specsweep.report.latex import escape_latex as e
-from specsweep.report.latex import fmt_num
 from specsweep.report.speculation.panels import WINDOW, Entry, grid, legend_below, of
 from specsweep.report.speculation.panels import window_name as name
+from specsweep.report.text import data as d
+from specsweep.report.text import num, times
 
 WIDTH = 0.38  # of a method's slot, per bar
 HATCH = "////"
@@ -120,9 +121,9 @@ def _worst(sub: pd.DataFrame, frame: pd.DataFrame) -> str:
     """A method's slowest losing window: its two factors and its speedup there."""
     r = sub.loc[sub["speedup"].idxmin()]
     return (
-        f"{e(r['method'])} (acceptance gain {fmt_num(r['acceptance_gain'])}, step cost "
-        f"{fmt_num(r['step_cost'])}: {fmt_num(r['speedup'])}$\\times$ on "
-        f"{e(name(tuple(r[WINDOW]), frame))}"
+        f"{d(r['method'])} (acceptance gain {num(r['acceptance_gain'])}, step cost "
+        f"{num(r['step_cost'])}: {times(r['speedup'])} on "
+        f"{d(name(tuple(r[WINDOW]), frame))}"
         + (f"; {len(sub)} windows" if len(sub) > 1 else "")
         + ")"
     )
@@ -134,13 +135,16 @@ def _named(rows: pd.DataFrame, frame: pd.DataFrame) -> str:
     return ", ".join(items[:MAX_NAMED] + more)
 
 
+NO_LOSER = "No method is slower than the baseline in any window with verify counts."
+
+
 def losers(frame: pd.DataFrame) -> str:
     """Who loses on step cost and who on acceptance (the table's limited_by, read from the
     factors), among the windows where the method is significantly slower: Holm-significant in
     the campaign's family (the speedup table's `significant`, which :func:`with_significance`
     adds) with its interval below 1; a frame without that column (a file analysed before the
     family) by its 95% interval alone. A point estimate below 1 alone is never called a loss
-    (raw LaTeX)."""
+    (marked Unicode; :data:`NO_LOSER` when none loses)."""
     below = frame["ci_high"].lt(1).fillna(False).astype(bool)
     if "significant" in frame:
         below &= frame["significant"].astype("boolean").fillna(False).astype(bool)
@@ -148,14 +152,14 @@ def losers(frame: pd.DataFrame) -> str:
     cost = slower[slower["limited_by"] == "step cost"]
     acc = slower[slower["limited_by"] == "acceptance"]
     if cost.empty and acc.empty:
-        return "No method is slower than the baseline in any window with verify counts."
+        return NO_LOSER
     parts = []
     if not cost.empty:
         parts.append(f"on step cost, not acceptance: {_named(cost, frame)}")
     if not acc.empty:
         parts.append(f"on acceptance (at most 1.05 tokens per verify step): {_named(acc, frame)}")
     return (
-        "Where a method is significantly slower than the baseline (Holm, the campaign's family "
+        "Where a method is significantly slower than the baseline (Holm, the campaign’s family "
         "of claims; its acceptance gain is then below its step cost), it loses "
         + "; and ".join(parts)
         + "."
@@ -172,14 +176,14 @@ def with_significance(frame: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFram
 
 def unknown(frame: pd.DataFrame) -> str | None:
     """The method windows left undecomposed because some of the speedup's requests have no
-    verify count (acceptance_gain NULL, n_verified < n), or None (raw LaTeX)."""
+    verify count (acceptance_gain NULL, n_verified < n), or None (marked Unicode)."""
     if "acceptance_gain" not in frame:
         return None
     rows = frame[frame["acceptance_gain"].isna()]
     if rows.empty:
         return None
     named = ", ".join(
-        f"{e(r['method'])} on {e(name(tuple(r[WINDOW]), frame))}"
+        f"{d(r['method'])} on {d(name(tuple(r[WINDOW]), frame))}"
         for _, r in rows.head(MAX_NAMED).iterrows()
     )
     more = f" and {len(rows) - MAX_NAMED} more" if len(rows) > MAX_NAMED else ""

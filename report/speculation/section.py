@@ -1,6 +1,7 @@
 """The speculation section as the report calls it: :func:`figure_jobs` for
-:mod:`report.figures` and :func:`section` for :mod:`report.context` (what
-``latex/speculation.tex.j2`` renders, what the summary and the threats list gain).
+:mod:`report.figures`, :func:`section` for :mod:`report.context` (what
+``latex/speculation.tex.j2`` renders) and :func:`summary` for report.findings (what page 1's
+summary gains, marked Unicode text that each output renders, report.text).
 
 A campaign whose analysis has none of these tables, or only empty ones, gets no section.
 Figures are capped so that the section stays a few pages: a sweep draws at most
@@ -30,6 +31,7 @@ from specsweep.report.speculation import (
     sweep,
 )
 from specsweep.report.speculation.panels import parts, windows
+from specsweep.report.text import latex
 
 Save = Callable[[plt.Figure, Path], Path]
 Job = tuple[str, Callable[[], Path]]
@@ -98,7 +100,8 @@ def _names(figs: dict[str, Path | None], prefix: str) -> list[str]:
 
 
 def sweeps(ps: pd.DataFrame, figs: dict[str, Path | None]) -> list[dict[str, Any]]:
-    """Per swept (family, param): title, figure names, finding sentence, windows left out."""
+    """Per swept (family, param): title, figure names, finding sentence (LaTeX), windows left
+    out."""
     out = []
     for i, (family, param) in enumerate(sweep.swept(ps)):
         frame = _sweep(ps, family, param)
@@ -108,7 +111,7 @@ def sweeps(ps: pd.DataFrame, figs: dict[str, Path | None]) -> list[dict[str, Any
                 "family": family,
                 "param": param,
                 "figures": _names(figs, f"spec-sweep:{i}-"),
-                "finding": NoEscape(finding) if finding else None,
+                "finding": latex(finding) if finding else None,
                 "left_out": parts(windows(frame), SWEEP_PER_FIGURE, MAX_FIGURES)[1],
             }
         )
@@ -154,24 +157,38 @@ def _categories(cp: pd.DataFrame, figs: dict[str, Path | None]) -> dict[str, Any
     }
 
 
+def _losers(data: ReportData, sd: pd.DataFrame) -> str | None:
+    """Who loses on step cost and who on acceptance (report.speculation.decomposition), None
+    without decomposition rows."""
+    if sd.empty:
+        return None
+    return decomposition.losers(decomposition.with_significance(sd, data.speedup))
+
+
+def summary(data: ReportData) -> list[str]:
+    """The speculation findings of page 1's summary (marked Unicode): each swept family's
+    sentence (report.speculation.sweep.finding), then who loses on step cost or acceptance
+    where a method is significantly slower (none when no method does)."""
+    ps = _frame(data, "param_sweep")
+    found = [sweep.finding(_sweep(ps, f, p), f, p) for f, p in sweep.swept(ps)]
+    losers = _losers(data, _frame(data, "speedup_decomposition"))
+    return [f for f in found if f] + (
+        [losers] if losers not in (None, decomposition.NO_LOSER) else []
+    )
+
+
 def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
-    """What the template's speculation section, the summary and the threats show."""
+    """What the template's speculation section and the threats show."""
     ps, sd = _frame(data, "param_sweep"), _frame(data, "speedup_decomposition")
     bs = _frame(data, "best_setting")
     pa, ah = _frame(data, "position_acceptance"), _frame(data, "accepted_histogram")
     sp, abl = _frame(data, "speedup_prediction"), _frame(data, "acceptance_by_load")
     cp = _frame(data, "category_pooled")
     if ps.empty and sd.empty and bs.empty and sp.empty and abl.empty and cp.empty:
-        return {"available": False, "findings": [], "threats": []}
+        return {"available": False, "threats": []}
     sw = sweeps(ps, figs)
-    losers = (
-        decomposition.losers(decomposition.with_significance(sd, data.speedup))
-        if not sd.empty
-        else None
-    )
+    losers = _losers(data, sd)
     unknown = decomposition.unknown(sd) if not sd.empty else None
-    findings = [s["finding"] for s in sw if s["finding"]]
-    findings += [NoEscape(losers)] if losers and not losers.startswith("No method") else []
     return {
         "available": True,
         "families": NoEscape(sweep.values_note(ps)),
@@ -180,8 +197,8 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
         if sd.empty
         else {
             "figures": _names(figs, "spec-decomposition:"),
-            "losers": NoEscape(losers),
-            "unknown": NoEscape(unknown) if unknown else None,
+            "losers": latex(losers or ""),
+            "unknown": latex(unknown) if unknown else None,
             "left_out": _decomposition_parts(sd)[1],
         },
         "by_load": _by_load(abl, figs),
@@ -190,8 +207,7 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
         if sp.empty
         else {"table": prediction.table(sp), "summary": prediction.summary(sp)},
         "best_table": best.table(bs),
-        "deploy": best.sentences(bs),
+        "deploy": [latex(s) for s in best.sentences(bs)],
         "detail": _detail(pa, ah, figs),
-        "findings": findings,
         "threats": [],
     }

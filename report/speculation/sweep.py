@@ -1,6 +1,6 @@
 """Acceptance length and speedup against a swept parameter (the param_sweep table), and
-the finding sentence per family: the best value by speedup, and whether acceptance peaks
-at a different value.
+the finding sentence per family (marked Unicode, report.text): the best value by speedup, and
+whether acceptance peaks at a different value.
 
 A panel pair per window (engine, tp, workload, max_tokens, concurrency): acceptance length
 on the left, speedup with its 95% interval on the right (log-2 ratio axis). One line per
@@ -20,9 +20,10 @@ from matplotlib.ticker import NullLocator
 
 from specsweep.report import charts
 from specsweep.report.latex import escape_latex as e
-from specsweep.report.latex import fmt_num
 from specsweep.report.speculation.panels import WINDOW, Entry, grid, legend_below, of
 from specsweep.report.speculation.panels import window_name as name
+from specsweep.report.text import data as d
+from specsweep.report.text import em, num, times
 
 SWEEP = ["family", "param"]
 LINE = "0.35"  # the grey of the lines joining a sweep's points
@@ -217,21 +218,18 @@ def figure(frame: pd.DataFrame, keys: list[tuple], palette: charts.Palette) -> p
 
 
 def _value(r: pd.Series) -> str:
-    return f"{e(r['param'])} {e(r['value'])}"
+    return f"{d(r['param'])} {d(r['value'])}"
 
 
 def _speed(r: pd.Series) -> str:
     if pd.isna(r["ci_low"]):  # no interval (one start per side, too few prompts)
-        return f"{fmt_num(r['speedup'])}$\\times$, a point estimate without an interval"
-    return (
-        f"{fmt_num(r['speedup'])}$\\times$ {{[}}{fmt_num(r['ci_low'])}, "
-        f"{fmt_num(r['ci_high'])}{{]}}"
-    )  # braced: a bracket could read as an option
+        return f"{times(r['speedup'])}, a point estimate without an interval"
+    return f"{times(r['speedup'])} [{num(r['ci_low'])}, {num(r['ci_high'])}]"
 
 
 def clause(line: pd.DataFrame) -> str | None:
     """What one line of a sweep (one window, one held) shows: where speedup peaks and
-    whether acceptance peaks elsewhere (raw LaTeX), or None without a best speedup."""
+    whether acceptance peaks elsewhere (marked Unicode), or None without a best speedup."""
     best = line[_flag(line, "best_speedup")]
     acc = line[_flag(line, "best_acceptance")]
     if best.empty:
@@ -239,7 +237,7 @@ def clause(line: pd.DataFrame) -> str | None:
     b = best.iloc[0]
     paid = "" if b["ci_low"] > 1 or pd.isna(b["ci_low"]) else ", not above 1"
     if acc.empty or acc.iloc[0]["value"] == b["value"]:
-        a = f"{fmt_num(b['accept_length'])}; " if pd.notna(b["accept_length"]) else ""
+        a = f"{num(b['accept_length'])}; " if pd.notna(b["accept_length"]) else ""
         return (
             f"acceptance and speedup both peak at {_value(b)} ({a}{_speed(b)}{paid})"
             if not acc.empty
@@ -249,7 +247,7 @@ def clause(line: pd.DataFrame) -> str | None:
     last = line["value_num"].notna().all() and a["value_num"] == line["value_num"].max()
     verb = "keeps rising to" if last else "peaks at"
     return (
-        f"acceptance {verb} {_value(a)} ({fmt_num(a['accept_length'])}) while speedup "
+        f"acceptance {verb} {_value(a)} ({num(a['accept_length'])}) while speedup "
         f"peaks at {_value(b)} ({_speed(b)}{paid})"
     )
 
@@ -258,21 +256,20 @@ MAX_CLAUSES = 4  # windows named per family sentence; the rest are counted
 
 
 def finding(sweep: pd.DataFrame, family: str, param: str) -> str | None:
-    """The sentence of one (family, param) sweep, a clause per window and held line."""
+    """The sentence of one (family, param) sweep, a clause per window and held line (marked
+    Unicode, report.text)."""
     clauses = []
     for key, win in sweep.groupby(WINDOW, sort=True):
         for held, line in win.groupby(win["held"].fillna("").astype(str), sort=True):
             c = clause(line)
             if c:
-                with_held = f" with {e(held)}" if held else ""
-                clauses.append(f"on {e(name(key, sweep))}{with_held}, {c}")
+                with_held = f" with {d(held)}" if held else ""
+                clauses.append(f"on {d(name(key, sweep))}{with_held}, {c}")
     if not clauses:
         return None
     more = len(clauses) - MAX_CLAUSES
     tail = f"; {more} more window(s)" if more > 0 else ""
-    return (
-        f"\\emph{{{e(family)}}} over {e(param)}: " + "; ".join(clauses[:MAX_CLAUSES]) + tail + "."
-    )
+    return f"{em(family)} over {d(param)}: " + "; ".join(clauses[:MAX_CLAUSES]) + tail + "."
 
 
 def swept(ps: pd.DataFrame) -> list[tuple[str, str]]:

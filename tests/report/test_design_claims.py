@@ -16,8 +16,8 @@ from specsweep.report import charts, findings
 from specsweep.report.context import workload_columns
 from specsweep.report.data import ReportData
 from specsweep.report.findings import design
-from specsweep.report.findings.text import code
 from specsweep.report.speculation import categories
+from specsweep.report.text import code
 
 KEY = {"campaign_id": "c1", "engine": "llama.cpp", "tp": 1, "max_tokens": 64}
 
@@ -67,7 +67,7 @@ def test_a_file_adjusted_in_separate_families_says_so() -> None:
     data = _data(speedup=_claims(4, n_family=4), energy_ratio=_claims(2, n_family=2))
     text = design.family_sentence(data)
     assert "separate Holm families (decode speedup(s) over 4; energy ratio(s) over 2)" in text
-    assert code("specsweep analyze") in text  # marked as code (report.findings.text)
+    assert code("specsweep analyze") in text  # marked as code (report.text)
 
 
 def test_the_summary_states_the_family_and_no_bare_throughput_ratio() -> None:
@@ -80,7 +80,8 @@ def test_the_summary_states_the_family_and_no_bare_throughput_ratio() -> None:
     text = " ".join(str(s) for s in findings.summary(data))
     assert "no significant speedup" in text
     assert "aggregate throughput ratio" not in text and "no CI" not in text
-    assert "The claims on this page are one family" in text and "m = 2 tested" in text
+    method = " ".join(findings.method(data))  # the family is in the method, before the summary
+    assert "The claims on this page are one family" in method and "m = 2 tested" in method
 
 
 def test_no_point_ratio_beside_the_significance_column_without_saying_so() -> None:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from specsweep.report.data import ReportData
 from specsweep.report.findings import validity_notes
-from specsweep.report.findings.text import latex
+from specsweep.report.text import latex
 
 TRIE = (
     "server exited during start-up: RuntimeError: param_.max_trie_depth must be greater "

@@ -1,10 +1,13 @@
 """One findings object, three outputs (issue 37, item 3): the PDF's ``.tex``, the HTML report
-and the JSON export of one fixture campaign hold the same findings, sentence for sentence.
+and the JSON export of one fixture campaign hold the same findings, sentence for sentence,
+and page 1 reads in the issue's order: the claims' table, the headline chart, the method, then
+the findings (the open-loop and speculation sections' among them).
 
 The outputs are written by the command lines a user runs (`specsweep report --out --html
 --findings`, `python -m specsweep export --findings`); the expected sentences come from one
 :class:`report.findings.Findings` built here from the same file and rendered with each of
-report.findings.text's renderers. The campaign's data (the fixture's HOSTILE description, a
+report.text's renderers. The campaign is the report fixture's with the open-loop and
+speculation tables of their own tests added; its data (the fixture's HOSTILE description, a
 workload renamed to LaTeX and HTML specials) must come out escaped in every output.
 """
 
@@ -21,12 +24,17 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from markupsafe import escape
 
 from specsweep.report import findings
 from specsweep.report.data import load
-from specsweep.report.findings.text import em, latex, plain
-from specsweep.report.findings.text import html as html_text
+from specsweep.report.findings import table
+from specsweep.report.latex import escape_latex
+from specsweep.report.text import em, latex, plain
+from specsweep.report.text import html as html_text
 from tests.report.conftest import CAMPAIGN, needs_latex
+from tests.report.test_report_openloop import open_tables, with_tables
+from tests.report.test_report_speculation import tables as speculation_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = "<b>c_1</b> & 100% $x$ \\emph{y}"  # an HTML tag and LaTeX specials, as data
@@ -35,7 +43,7 @@ WORKLOAD = "<b>c_1</b> & 100% $x$ \\emph{y}"  # an HTML tag and LaTeX specials, 
 @pytest.fixture(scope="module")
 def special_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("findings-db") / "specsweep.duckdb"
-    shutil.copyfile(report_db, path)
+    with_tables(report_db, path, open_tables() | speculation_tables())
     with duckdb.connect(str(path)) as con:
         con.execute("UPDATE speedup SET workload = ? WHERE workload = 'summ'", [WORKLOAD])
     return path
@@ -76,20 +84,55 @@ def test_the_pdf_the_html_and_the_json_hold_the_same_findings(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(pdf), str(page), str(doc)]
     found = findings.build(load(special_db, CAMPAIGN))
-    assert len(found.summary) > 5 and len(found.validity) > 3
+    assert len(found.method) == 4 and len(found.summary) > 5 and len(found.validity) > 3
     assert any(em(WORKLOAD) in s for s in found.summary)  # the renamed workload's headline
+    # the sections' findings are the object's too: open loop, a swept family, the losers
+    assert [plain(s).split(":")[0] for s in found.summary[-6:]] == [
+        "Open loop on chat",
+        "Open loop on rag_2k #1 & 50%",
+        "ddtree over budget",
+        "draft_simple over n_max",
+        "ngram over mode",
+        "Where a method is significantly slower than the baseline (Holm, the campaign’s family "
+        "of claims; its acceptance gain is then below its step cost), it loses on step cost, not "
+        "acceptance",
+    ]
+    rows, _ = table.rows(found.claims)
 
-    # the PDF: each sentence as latex(), in order, in its list (openloop and speculation
-    # findings may follow the summary's in the same list; they are not this object's)
+    # the PDF's page 1: the claims, the headline chart, the method, then every finding
     tex = pdf.with_suffix(".tex").read_text(encoding="utf-8")
-    summary_tex = _between(tex, "\\section*{Summary of findings}", "\\end{itemize}")
+    page1 = _between(tex, "\\section*{Summary of findings}", "\\end{itemize}")
+    _in_order(
+        [
+            *(escape_latex(r["claim"], newline=" ") for r in rows),
+            "\\includegraphics[width=\\linewidth,max height=0.36\\textheight]{speedup.pdf}",
+            "\\subsection*{Method}\n",
+            *(f"{latex(s)}\n\n" for s in found.method),
+            "\\subsection*{Findings}\n",
+        ],
+        page1,
+    )
+    items = [line for line in page1.splitlines() if line.lstrip().startswith("\\item")]
+    assert items == [f"  \\item {latex(s)}" for s in found.summary]
     threats_tex = _between(tex, "\\section{Threats to validity}", "\\end{itemize}")
-    _in_order([f"\\item {latex(s)}\n" for s in found.summary], summary_tex)
     _in_order([f"\\item {latex(s)}\n" for s in found.validity], threats_tex)
-    assert WORKLOAD not in tex and "\\textless{}b\\textgreater{}c\\_1" in summary_tex
+    assert WORKLOAD not in tex and "\\textless{}b\\textgreater{}c\\_1" in page1
 
-    # the HTML: the two lists hold exactly the sentences, as html()
+    # the HTML: the same table, chart, method and lists, in the same order
     body = page.read_text(encoding="utf-8")
+    top = _between(body, '<section id="findings">', "</section>")
+    cells = re.findall(r"<tr>(.*?)</tr>", _between(top, "<tbody>", "</tbody>"), re.S)
+    assert [re.findall(r"<td>(.*?)</td>", c) for c in cells] == [
+        [str(escape(r[k])) for k in table.HEADERS]
+        for r in rows  # as jinja2's autoescape
+    ]
+    order = ["<tbody>", "<h3>Method</h3>", '<ul class="findings">']
+    if shutil.which("pdftocairo"):  # without it the page has no figures (docs/html-report.md)
+        order.insert(1, '<figure id="fig-speedup">')
+        assert body.count('id="fig-speedup"') == 1  # not a second time under Figures
+    _in_order(order, top)
+    method = re.findall(r'<p class="method">(.*?)</p>', top, re.S)
+    assert method == [str(html_text(s)) for s in found.method]
     lists = re.findall(r'<ul class="findings">\n(.*?)</ul>', body, re.S)
     items = [re.findall(r"<li>(.*?)</li>", block, re.S) for block in lists[:2]]
     assert items == [[str(html_text(s)) for s in found.summary],
@@ -101,6 +144,7 @@ def test_the_pdf_the_html_and_the_json_hold_the_same_findings(
 
     # the JSON: the plain text of every sentence, the claims with their numbers
     written = json.loads(doc.read_text(encoding="utf-8"))
+    assert [s["text"] for s in written["method"]] == [plain(s) for s in found.method]
     assert [s["text"] for s in written["summary"]] == [plain(s) for s in found.summary]
     assert [s["text"] for s in written["validity"]] == [plain(s) for s in found.validity]
     assert [s["marked"] for s in written["summary"]] == found.summary
@@ -115,7 +159,7 @@ def test_specsweep_export_writes_the_findings_json(special_db: Path, tmp_path: P
     assert done.stdout.split() == [str(out)] and not (tmp_path / "reports").exists()
     written = json.loads(out.read_text(encoding="utf-8"))
     found = findings.build(load(special_db, CAMPAIGN))
-    assert written["findings_version"] == 1 and written["baseline"] == found.baseline
+    assert written["findings_version"] == 2 and written["baseline"] == found.baseline
     assert [s["text"] for s in written["summary"]] == [plain(s) for s in found.summary]
     sp = load(special_db, CAMPAIGN).speedup
     claims = sp[~sp["is_control"].fillna(False).astype(bool)] if "is_control" in sp else sp

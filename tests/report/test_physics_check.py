@@ -19,7 +19,7 @@ import pytest
 from specsweep.report import findings
 from specsweep.report.data import ReportData
 from specsweep.report.findings import physics
-from specsweep.report.findings.text import latex
+from specsweep.report.text import latex
 
 TARGET = "/tmp/models/smollm2-135m"
 KEY = {"campaign_id": "c1", "engine": "vllm", "tp": 1, "workload": "rewrite", "max_tokens": 128}

@@ -39,6 +39,7 @@ CORPUS = [
     "naïve café Łódź — “curly” ‘single’ …",
     "tab\there",
     "ratio 1.31\u00d7 \u2192 2\u00d7 tied\u00a0here \u2013 and \u2014",
+    "TTFT \u2264 500 ms, rate \u2265 2 req/s; target 99%",
 ]
 UNSUPPORTED = "emoji 😀 cjk 你好 check ✓"
 PREAMBLE = (Path(__file__).resolve().parents[2] / "latex" / "preamble.tex").read_text()
@@ -75,7 +76,7 @@ def _compile(tmp_path: Path, body: str) -> str:
 def test_escaped_has_no_live_specials(s: str) -> None:
     out = escape_latex(s, newline=" ")
     inert = r"\\(text[a-z]+|newline)\{\}|\\[{}$&#_%]|\{[\[\]*]\}|[-,]\{\}"
-    symbols = r"\$\\(times|rightarrow)\$|(?<=[a-z])~(?=[a-z])"  # x, ->, U+00A0's tie
+    symbols = r"\$\\(times|rightarrow|le|ge)\$|(?<=[a-z])~(?=[a-z])"  # x, ->, <=, >=, a tie
     stripped = re.sub(inert + "|" + symbols, "", out)
     assert not re.search(r"[\\{}$&#^_%~]", stripped), stripped
 

@@ -26,9 +26,9 @@ from specsweep.report.context import build_context
 from specsweep.report.data import load
 from specsweep.report.figures import make_figures, throughput_lines
 from specsweep.report.findings import headlines
-from specsweep.report.findings.text import latex
 from specsweep.report.latex import fmt_sig
 from specsweep.report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
+from specsweep.report.text import latex
 from tests.report.conftest import needs_latex
 
 SP_COLS = [

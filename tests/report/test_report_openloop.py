@@ -30,6 +30,7 @@ from specsweep.report.data import load
 from specsweep.report.figures import make_figures
 from specsweep.report.openloop import figures as openloop_figures
 from specsweep.report.openloop import section as openloop
+from specsweep.report.text import latex, plain
 from tests.report.conftest import CAMPAIGN, needs_latex
 
 RAG = "rag_2k #1 & 50%"  # escaped: rag\_2k \#1 \& 50\%
@@ -281,6 +282,13 @@ def test_findings_name_the_rates_of_the_rows(open_db: Path) -> None:
         "req/s on its interval over starts); autoregressive saturates at 8 req/s.",
     ]
     assert section["slo"] == "TTFT $\\le$ 500 ms, TPOT $\\le$ 50 ms; attainment target 99\\%"
+    # written once, as marked Unicode text (page 1's summary gains it through report.findings)
+    marked = openloop.summary(load(open_db))
+    assert [latex(s) for s in marked] == section["findings"]
+    assert plain(marked[1]).startswith(f"Open loop on {RAG}: dflash stops paying")
+    assert openloop.slo_text(openloop.slo(load(open_db).slo_targets)) == (
+        "TTFT \u2264 500 ms, TPOT \u2264 50 ms; attainment target 99%"
+    )
 
 
 def test_threats_name_late_and_cache_flagged_windows(open_db: Path) -> None:
@@ -570,8 +578,8 @@ def test_a_method_that_pays_only_under_load_is_said_to() -> None:
     }
     later = openloop._clauses(pd.DataFrame([{**row, "pays_at_rate": 8.0}]), False, "ar")
     never = openloop._clauses(pd.DataFrame([{**row, "pays_at_rate": None}]), False, "ar")
-    assert later == ["ngram\\_simple is slower at 2 req/s but faster at 8 req/s"]
-    assert never == ["ngram\\_simple is slower even at the lowest rate, 2 req/s"]
+    assert later == ["ngram_simple is slower at 2 req/s but faster at 8 req/s"]  # Unicode text
+    assert never == ["ngram_simple is slower even at the lowest rate, 2 req/s"]
 
 
 def test_a_max_rate_without_an_interval_over_starts_is_called_a_point_estimate() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from specsweep.report.findings import replica_notes
-from specsweep.report.findings.text import latex
+from specsweep.report.text import latex
 
 
 def _rows(

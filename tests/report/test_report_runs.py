@@ -16,9 +16,9 @@ from specsweep.report.build import compile_tex, render_tex
 from specsweep.report.context import build_context
 from specsweep.report.data import load
 from specsweep.report.figures import make_figures
-from specsweep.report.findings.text import em, latex
+from specsweep.report.text import em, latex
 
-# as the PDF prints it (report.findings.text.latex): the method's name escaped
+# as the PDF prints it (report.text.latex): the method's name escaped
 SHARE_SENTENCE = (
     "Each comparison rests on the campaign\\textquoteright{}s 3 rounds of service starts "
     "crossed with its prompts; its interval adds the stratum\\textquoteright{}s start variance "
@@ -81,18 +81,18 @@ def _with_shares(report_db: Path, path: Path) -> Path:
     return path
 
 
-def test_the_summary_and_the_threats_say_rounds(report_db: Path, tmp_path: Path) -> None:
+def test_the_method_and_the_threats_say_rounds(report_db: Path, tmp_path: Path) -> None:
     data = load(_with_shares(report_db, tmp_path / "runs.duckdb"))
     sp = data.speedup
     top = sp.loc[sp["between_run_share"].idxmax()]
-    summary = [str(s) for s in findings.summary(data)]
-    assert summary[3] == findings.runs_sentence(sp)
-    assert f"the most {100 * top['between_run_share']:.0f}%" in summary[3]
-    assert f"for {top['method']} on {em(top['workload'])}" in summary[3]
+    method = [str(s) for s in findings.method(data)]  # page 1's method, after the chart
+    assert method[3] == findings.runs_sentence(sp)
+    assert f"the most {100 * top['between_run_share']:.0f}%" in method[3]
+    assert f"for {top['method']} on {em(top['workload'])}" in method[3]
     tex = render_tex(build_context(data, make_figures(data, tmp_path / "figures")))
     flat = " ".join(tex.split())
-    assert latex(summary[3]) in tex
-    assert "how much of a comparison's spread is between rounds: see the summary" in flat
+    assert latex(method[3]) in tex
+    assert "how much of a comparison's spread is between rounds: see the method above" in flat
     assert "Each configuration was started in 3 round(s)" in flat
     assert "Intervals carry the spread between service starts" in flat
     assert "With one round" not in flat
@@ -108,7 +108,7 @@ def test_one_round_prints_no_interval_and_says_why(
     that the start-to-start variance was not sampled (speedup.ci_reason, start_variance)."""
     data = load(report_db_one_round)
     assert data.speedup["ci_low"].isna().all() and data.speedup["significant"].isna().all()
-    summary = " ".join(str(s) for s in findings.summary(data))
+    summary = " ".join(str(s) for s in findings.method(data) + findings.summary(data))
     assert "Intervals cross" not in summary and "Each comparison rests" not in summary
     assert "No claim of this campaign has an interval, so none is tested" in summary
     assert (

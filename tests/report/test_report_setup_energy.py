@@ -16,9 +16,9 @@ from specsweep.report.build import render_tex, run
 from specsweep.report.context import build_context
 from specsweep.report.data import load
 from specsweep.report.findings.energy import energy_finding
-from specsweep.report.findings.text import latex
 from specsweep.report.findings.validity import transport_notes
 from specsweep.report.sections import energy_rows, energy_sources, telemetry_sources
+from specsweep.report.text import latex
 from tests.report.conftest import needs_latex
 
 

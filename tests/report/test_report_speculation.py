@@ -22,6 +22,7 @@ from specsweep.report.context import build_context
 from specsweep.report.data import load
 from specsweep.report.figures import make_figures
 from specsweep.report.speculation import best, decomposition, panels, section, sweep
+from specsweep.report.text import latex, plain
 from tests.report.conftest import CAMPAIGN, needs_latex
 from tests.report.test_report_openloop import NO_FIGS, with_tables
 
@@ -250,7 +251,14 @@ def detail_db(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 def test_family_findings_say_where_acceptance_and_speedup_peak(spec_db: Path) -> None:
-    found = section.section(load(spec_db), NO_FIGS)["findings"]
+    """The sentences page 1's summary gains (section.summary: marked Unicode), as the PDF
+    prints them, and as the HTML and the JSON export's plain text read."""
+    marked = section.summary(load(spec_db))
+    found = [latex(s) for s in marked]
+    assert plain(marked[0]).startswith(
+        f"ddtree over budget: on {CHAT}, concurrency 1, acceptance keeps rising to budget 64 "
+        "(6.10) while speedup peaks at budget 16 (1.90\u00d7 [1.80, 2.00]); "
+    )
     assert found[0] == (
         f"\\emph{{ddtree}} over budget: on {CHAT_TEX}, concurrency 1, acceptance keeps rising "
         "to budget 64 (6.10) while speedup peaks at budget 16 (1.90$\\times$ {[}1.80, 2.00{]}); "
@@ -278,14 +286,15 @@ def test_a_peak_inside_the_range_is_not_called_rising() -> None:
         ]
     )
     assert sweep.clause(_best_flags(line)) == (
-        "acceptance peaks at k 4 (3.00) while speedup peaks at k 2 (1.50$\\times$ {[}1.10, 2.00{]})"
+        "acceptance peaks at k 4 (3.00) while speedup peaks at k 2 (1.50\u00d7 [1.10, 2.00])"
     )
 
 
 def test_decomposition_names_who_loses_on_what_and_the_undecomposed(spec_db: Path) -> None:
     dec = section.section(load(spec_db), NO_FIGS)["decomposition"]
     assert dec["losers"] == (
-        "Where a method is significantly slower than the baseline (Holm, the campaign's family "
+        "Where a method is significantly slower than the baseline (Holm, the "
+        "campaign\\textquoteright{}s family "
         "of claims; its acceptance gain is then below its step cost), it loses on step "
         "cost, not acceptance: draft-n4-p0.5 (acceptance gain 3.80, step cost 12.40: "
         f"0.31$\\times$ on {CHAT_TEX}, concurrency 1; 2 windows); and on acceptance (at most "
@@ -544,10 +553,11 @@ def test_the_section_reads_what_analyze_builds(tmp_path: Path) -> None:
     sec = section.section(data, figs)
     assert [s["family"] for s in sec["sweeps"]] == ["tree"] and sec["sweeps"][0]["figures"]
     # ddtree_b8 (budget 8) is the faster on chat at concurrency 1, dflash (budget 4) accepts more
-    assert str(sec["findings"][0]).startswith(
+    found = [latex(s) for s in section.summary(data)]
+    assert found[0].startswith(
         "\\emph{tree} over budget: on chat, concurrency 1, acceptance peaks at budget 4 ("
     )
-    assert "while speedup peaks at budget 8 (1.3" in str(sec["findings"][0])
+    assert "while speedup peaks at budget 8 (1.3" in found[0]
     assert sec["decomposition"]["figures"] == ["spec-decomposition-0.pdf"]
     assert sec["decomposition"]["unknown"] is None  # every request has its verify count
     assert any(

@@ -1,4 +1,4 @@
-"""The findings' text model (report/findings/text.py): marked Unicode sentences and their three
+"""The report's text model (report/text/): marked Unicode sentences and their three
 renderings, on hand-built sentences whose data holds every LaTeX and HTML special.
 
 Expected LaTeX is written out by hand (and each escape checked against report.latex's own
@@ -12,8 +12,8 @@ import pytest
 from markupsafe import Markup
 from pylatex.utils import NoEscape
 
-from specsweep.report.findings.text import code, data, em, html, latex, plain, strong, times
 from specsweep.report.latex import escape_latex
+from specsweep.report.text import code, data, em, html, latex, plain, strong, times
 from tests.report.conftest import HOSTILE
 
 SPECIALS = "a_b 100% & #1 <x> $5 \\cmd {g} ~t ^c"
@@ -79,3 +79,11 @@ def test_unicode_typography_prints_in_latex() -> None:
     )
     assert str(html(s)) == s  # Unicode as it is
     assert times(float("nan")) == "\u2013\u00d7"  # a missing number: an en dash, not "--"
+
+
+def test_bounds_and_percentages_print_in_latex() -> None:
+    """The open-loop sentences' SLO limits (report.openloop.section): ≤ and ≥ as math, % as
+    a percent sign, never a comment."""
+    s = "TTFT \u2264 500 ms, rate \u2265 2 req/s; attainment target 99%"
+    assert str(latex(s)) == r"TTFT $\le$ 500 ms, rate $\ge$ 2 req/s; attainment target 99\%"
+    assert str(html(s)) == s
