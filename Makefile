@@ -5,8 +5,9 @@
 #   make all       collect, then report
 #   make test      lint, then every test (what .ci/run calls): the README's test command,
 #                  so ruff runs here rather than in .ci/run, after the venv exists
-#   make test-fast the unit tier, pytest -m "not slow" (tests/conftest.py says what is slow):
-#                  under 3 minutes on 2 cores; needs no llama-server build, no lint
+#   make test-fast the unit tier, tests/unit, on up to 4 workers (tests/conftest.py says what
+#                  each tier of tests/ holds): under 3 minutes on 2 cores; no llama-server
+#                  build, no lint
 #   make lint      ruff check and ruff format --check over the tree
 #   make sql       a DuckDB prompt on DB
 #   make docs      rewrite analyze/VIEWS.md and the data dictionary's table list from the
@@ -91,11 +92,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: lint engine
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: lint engine test-fast
+	$(PY) -m pytest tests/integration tests/coverage tests/e2e $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --maxprocesses 4 tests/unit $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	for b in tests/bench/bench_*.py; do $(PY) $$b $(BENCH_ARGS) || exit 1; done

@@ -6,7 +6,7 @@ so an open-loop window at a rate is one start's. Its requests share that start: 
 moves every one of them towards the SLO's limit, and requests of one start are not independent
 trials. Wilson's interval on sum(n_good) / sum(n_scheduled) over the starts treats them as if
 they were and hides the start-to-start variance (with a start sd of 0.6 on the logit, 150
-requests a window and 3 starts it covered 53%: tests/analyze/test_analyze_openloop.py). Each
+requests a window and 3 starts it covered 53%: tests/unit/analyze/test_analyze_openloop.py). Each
 window's own Wilson interval (open_windows.attainment_lo, _hi) stays what it is: one start's.
 
 Model. Request i of start r of a configuration c meets the SLO with probability
@@ -62,8 +62,9 @@ sharing each start x 2 rates, 40 or 150 requests a window, attainment 60-99.5%, 
 the logit, 2 or 3 rounds): coverage 94.6-96.7%; 2 configurations alone 94.2-99.6% (2 rounds
 with no start effect: 99.6%, unpooled below MIN_POOL_CONTRASTS); attainment 90-99.9% 94.2-96.2%;
 a round effect shared by every configuration (sd 0.5) 93.6%. Wilson on the summed counts:
-34-95%. Through the SQL path, in collect's order with drift: tests/analyze/
-test_analyze_openloop.py (95.7-97.3% at start sd 0-1; Wilson on the summed counts 56-95%).
+34-95%. Through the SQL path, in collect's order with drift:
+tests/unit/analyze/test_analyze_openloop.py (95.7-97.3% at start sd 0-1; Wilson on the summed
+counts 56-95%).
 
 A stratum where no configuration has 2 starts with 0 < p < 1 (every request of every start met,
 or missed, the SLO) shows no spread to measure: its s2 comes from the campaign's engine and tp

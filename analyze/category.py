@@ -5,8 +5,8 @@ max_tokens).
 Input: the TEMP view category_cells (analyze/sql/category_cells.sql), the `speedup` table's
 (run, prompt) cells with each prompt's category, its d (mean ln decode_tps of M - of the
 baseline) and g (mean ln acceptance length of M's requests). For a group of cells (run r,
-prompt p), with schema.paired's t interval (calibrated by tests/schema/test_paired_coverage.py
-and, at 3-32 prompts, tests/analyze/test_category_coverage.py):
+prompt p), with schema.paired's t interval (calibrated by tests/unit/schema/test_paired_coverage.py
+and, at 3-32 prompts, tests/unit/analyze/test_category_coverage.py):
 
     speedup         = exp(mean d')         ci_low, ci_high = interval(d, start, dt)
     acceptance_gain = exp(mean g)          acceptance_low, acceptance_high = interval(g)
@@ -44,10 +44,10 @@ prompt grid). What may be pooled, and why:
   independent.
 
 Coverage is checked at 3-10 prompts (a category's size: MT-Bench has 10 a category;
-tests/analyze/test_category_coverage.py: speedup 93.9-97.0%, acceptance 92.2-94.6% with
+tests/unit/analyze/test_category_coverage.py: speedup 93.9-97.0%, acceptance 92.2-94.6% with
 acceptance rates Beta-distributed per prompt, skewed either way), at 16, 25 and 32 (the GPU
 plans' ShareGPT split: speedup 92.8-96.7%, acceptance 92.1-95.8%) and at 30
-(tests/schema/test_paired_coverage.py's grid 3, 5, 8, 30); above 32 prompts it is not
+(tests/unit/schema/test_paired_coverage.py's grid 3, 5, 8, 30); above 32 prompts it is not
 simulated.
 """
 

@@ -1,7 +1,7 @@
 """collect: run a campaign plan against inference servers and record every request.
 
 Its folders are layered; each imports only the layers below it (the `collect` contract of
-/.importlinter, checked by tests/test_layout.py), top to bottom:
+/.importlinter, checked by tests/unit/test_layout.py), top to bottom:
 
     __main__               the command line
     cluster                one plan across a Ray cluster: drives `run` on every node

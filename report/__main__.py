@@ -24,7 +24,7 @@ from pathlib import Path
 import typer
 
 # schema.defaults.DEFAULT_DB's value (report imports nothing of the project; a test checks
-# they agree: tests/test_one_definition.py)
+# they agree: tests/unit/test_one_definition.py)
 DEFAULT_DB = "results/specsweep.duckdb"
 PDF_DEFAULT = "reports/report.pdf"
 COMPARE_DEFAULT = "reports/compare.pdf"

@@ -38,7 +38,7 @@ __all__ = [
 LATEX_DIR = Path(str(resources.files("specsweep.latex")))
 
 # The characters pylatex escapes so that they print as themselves (compiled and read back
-# in tests/report/test_report_latex.py): the TeX specials but `^`, the brackets (`\\[` and
+# in tests/unit/report/test_report_latex.py): the TeX specials but `^`, the brackets (`\\[` and
 # `\item[` would read one as an optional argument) and U+00A0 (a tie).
 _FROM_PYLATEX = "\\{}$&#_%~[]\u00a0"
 # This module's rules where pylatex's differ or are missing, compared by compiling both with

@@ -5,7 +5,7 @@ Kept free of imports beyond pathlib: `specsweep --help` reads DEFAULT_DB without
 DuckDB. report imports nothing of the project: it takes the baseline from the file
 (analysis_params, campaign_summary; report.charts.BASELINE only orders the palette and
 serves a file that names none) and keeps its `--db` default in report/__main__.py;
-tests/test_one_definition.py checks that default and the Makefile's DB against this one.
+tests/unit/test_one_definition.py checks that default and the Makefile's DB against this one.
 """
 
 from __future__ import annotations

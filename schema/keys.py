@@ -3,7 +3,7 @@ methods the analysis compares (a speedup, an energy ratio, the best method, a pr
 
 :data:`COMPARISON_KEY` is the Python definition; schema/keys.sql is the SQL one, the
 ``comparison_key()`` macro that schema.metrics.install puts in every results file beside the
-metric macros (tests/schema/test_keys.py proves the two agree). Python that builds SQL or
+metric macros (tests/unit/schema/test_keys.py proves the two agree). Python that builds SQL or
 groups frames imports the constant; SQL calls the macro (keys.sql says how, and where DuckDB
 lets it not). report imports nothing of the project: it reads the macro from the file
 (report.data).

@@ -1,6 +1,6 @@
 -- The comparison key, written once for SQL: the columns that name one measured load point,
 -- whose methods the analysis compares. The twin of schema.keys.COMPARISON_KEY
--- (tests/schema/test_keys.py proves they agree). Installed as a persistent macro by
+-- (tests/unit/schema/test_keys.py proves they agree). Installed as a persistent macro by
 -- schema.metrics.install beside schema/metrics.sql, so the views, report and `make sql`
 -- can call it as well.
 --
@@ -28,6 +28,6 @@
 --   USING (...)    spelled out: USING takes column names only, neither a macro nor COLUMNS,
 --                  and a NATURAL JOIN would join on every other shared column as well. So
 --                  does EXCLUDE (...). The key's grep test allows the spelled-out key in
---                  those two clauses and nowhere else (tests/test_one_definition.py).
+--                  those two clauses and nowhere else (tests/unit/test_one_definition.py).
 CREATE OR REPLACE MACRO comparison_key() AS
     ['campaign_id', 'engine', 'tp', 'workload', 'max_tokens', 'concurrency'];

@@ -10,7 +10,7 @@
   (:func:`tpot_s` and :func:`meets_slo` for `Slo.met`, :func:`accept_length` for the engines'
   rows), where a DuckDB query per request would cost more than the request's own bookkeeping;
   each has a parity test that proves it equals its macro on hand-built rows
-  (tests/schema/test_metrics_parity.py).
+  (tests/unit/schema/test_metrics_parity.py).
 - :data:`CATALOG`: each metric's unit, direction (which way is better), label (what tables
   and charts print), formula and the metrics and columns it needs, in one place. analyze and
   schema import it; analyze writes it into the results file as the `metric_catalog` table,
@@ -71,7 +71,7 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(measured_sql())
 
 
-# --- Python twins of the macros (parity: tests/schema/test_metrics_parity.py) -------------
+# --- Python twins of the macros (parity: tests/unit/schema/test_metrics_parity.py) -------------
 
 
 def _count(value: Any) -> int | None:

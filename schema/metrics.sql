@@ -71,7 +71,7 @@ CREATE OR REPLACE MACRO accept_length_counters(d_accepted, d_drafts) AS
 --   An objective given as NULL is not set; a request without a TPOT (fewer than two tokens)
 --   meets a TPOT objective; a failed request never meets any. The caller picks the clock:
 --   open_requests passes latencies from the scheduled send and from the actual send.
---   Python twin: schema.metrics.meets_slo (collect's Slo.met; tests/schema/test_metrics_parity.py).
+--   Python twin: schema.metrics.meets_slo (collect's Slo.met; tests/unit/schema/test_metrics_parity.py).
 CREATE OR REPLACE MACRO meets_slo(ok, ttft_s, tpot_s, e2e_s, ttft_ms, tpot_ms, e2e_ms) AS
     ok AND ttft_s IS NOT NULL AND e2e_s IS NOT NULL
     AND (ttft_ms IS NULL OR ttft_s * 1000 <= ttft_ms)

@@ -15,8 +15,8 @@ pools prompts of different speeds and has no paired interval. The geometric mean
 ratios is the estimand a paired design can put an interval on (and the one SPEC CPU reports).
 
 Interval (issue 36: service starts are the replicate; calibrated by simulation of how
-collect runs in tests/schema/test_start_coverage.py and through the SQL path in
-tests/analyze/test_analyze_coverage.py). Prompts are a sample of the prompts a user cares
+collect runs in tests/coverage/test_start_coverage.py and through the SQL path in
+tests/coverage/test_analyze_coverage.py). Prompts are a sample of the prompts a user cares
 about; service starts are a sample of the starts they would get. A campaign measures every
 configuration in R rounds, one start each (schema.starts has the model). For M against the
 baseline in one window, with R rounds and P prompts crossed:

@@ -168,8 +168,8 @@ def shift(windows: list[tuple[tuple[tuple[int, int], float], ...]]) -> Speedup |
 
 def wilson(x: int, n: int, z: float) -> tuple[float, float]:
     """Wilson's score interval of x / n at normal quantile z: the Python twin of the
-    wilson_lo and wilson_hi macros of analyze/sql/wilson.sql (tests/analyze/
-    test_compare_stats.py proves they agree), here because the p-value inverts the interval
+    wilson_lo and wilson_hi macros of analyze/sql/wilson.sql (tests/unit/
+    analyze/test_compare_stats.py proves they agree), here because the p-value inverts the interval
     over z (:func:`newcombe_p`), a root search of many evaluations."""
     p = x / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)

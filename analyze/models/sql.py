@@ -13,7 +13,7 @@ The declaration is the file's first comment lines:
 parentheses) and other models' objects, TEMP macros included. Several `-- reads:` lines add up;
 an empty one says the file reads nothing. What the file builds is what its CREATE statements
 create (the kind from the statement: TABLE, VIEW, TEMP VIEW, TEMP MACRO ...).
-tests/analyze/test_models.py checks every file's reads against `references` of its SQL.
+tests/unit/analyze/test_models.py checks every file's reads against `references` of its SQL.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@
 --                      (the model: step cost does not depend on the acceptance; windows
 --                      differ by start-to-start and sampling noise), a window's measured
 --                      speedup falls inside with probability 95% (the t prediction interval;
---                      coverage simulated in tests/analyze/test_prediction_interval.py). Wide
+--                      coverage simulated in tests/unit/analyze/test_prediction_interval.py). Wide
 --                      with few siblings: t975(1) = 12.7.
 --   within_interval  = pred_low <= speedup <= pred_high: the model is not rejected by this
 --                      window at the 5% level (NULL without an interval)
@@ -50,7 +50,7 @@
 -- the windows differ in something else (docs/gpu-vllm.md).
 
 -- t975(df): Student's t 0.975 quantile for df = 1..30 (scipy.stats.t.ppf, to 4 decimals;
--- tests/analyze/test_prediction_interval.py checks them); df > 30 takes df = 30's, which is
+-- tests/unit/analyze/test_prediction_interval.py checks them); df > 30 takes df = 30's, which is
 -- wider than the true quantile (conservative)
 CREATE OR REPLACE TEMP MACRO t975(df) AS list_extract(
     [12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,

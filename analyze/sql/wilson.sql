@@ -17,7 +17,7 @@
 -- Each term written once, at the normal quantile z: lo, hi = (mid -/+ spread) / (1 + z^2 / n),
 -- the centre -/+ half above with the denominator taken out (k = 0 gives lo = 0 exactly).
 -- wilson_lo and wilson_hi take z as an optional third argument (95% without it). Python
--- twin: analyze.compare.stats.wilson (tests/analyze/test_compare_stats.py proves they agree).
+-- twin: analyze.compare.stats.wilson (tests/unit/analyze/test_compare_stats.py proves they agree).
 CREATE OR REPLACE TEMP MACRO wilson_mid(k, n, z) AS
     k / n + z ** 2 / (2 * n);
 

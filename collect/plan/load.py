@@ -312,7 +312,7 @@ class Slo(Strict):
         """Whether one request meets every objective given (vLLM's goodput rule, from the
         actual send): schema.metrics.meets_slo with TPOT = schema.metrics.tpot_s, the twins of
         the meets_slo and tpot_s macros that analyze/sql/open_requests.sql calls
-        (tests/schema/test_metrics_parity.py)."""
+        (tests/unit/schema/test_metrics_parity.py)."""
         # here: this method is the only user in the module
         from specsweep.schema.metrics import meets_slo, tpot_s
 

@@ -3,7 +3,7 @@
 The field descriptions live once, in the models; this module turns the plan's JSON Schema
 into one markdown table per model (field, type, default, description), in the order a
 reader meets them from the top-level plan. `python -m specsweep.collect schema --markdown`
-prints it, and tests/collect/test_plan_reference.py fails when the committed copy is stale.
+prints it, and tests/unit/collect/test_plan_reference.py fails when the committed copy is stale.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The objects are listed from the file itself (``information_schema.tables``), so a view that
 analyze adds later shows up without a change here; the raw tables that ``collect`` writes
-(:data:`RAW`, the tables of schema/ddl.sql, which tests/report/test_html.py keeps equal) are
+(:data:`RAW`, the tables of schema/ddl.sql, which tests/unit/report/test_html.py keeps equal) are
 left out, as everywhere in the report (analyze/VIEWS.md). Each object is read for the
 report's campaign where it has a ``campaign_id`` column (whole otherwise), in a stable order
 (``ORDER BY ALL``), at most ``max_rows`` rows: a request-level object is never read whole

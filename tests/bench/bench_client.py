@@ -3,7 +3,7 @@ in the same run, against the same ground-truth servers (a benchmark: it prints f
 
     .venv/bin/python tests/bench/bench_client.py [--concurrency 1,16,64,256] [--rounds 3]
 
-Fidelity: a vLLM-shaped server in its own process (tests/engines/truth_server.py) sends the
+Fidelity: a vLLM-shaped server in its own process (tests/support/truth_server.py) sends the
 first chunk 50 ms after a request and then one every 10 ms, stamping each event with its
 perf_counter() at sending (CLOCK_MONOTONIC, shared by the processes). A chunk's error is
 the client's arrival stamp minus that send stamp; TTFT's error is the first text chunk's.
@@ -46,7 +46,7 @@ from specsweep.collect.engines.vllm import VLLMChatStream
 from specsweep.collect.http import client, connection
 from specsweep.collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+ENGINES = Path(__file__).resolve().parents[1] / "support"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
 BODY = {
     "model": "m",

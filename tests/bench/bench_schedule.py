@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/bench_schedule.py [--rates 10,100,500] [--seconds 5] [--rounds 2]
 
-A vLLM-shaped ground-truth server in its own process (tests/engines/truth_server.py) answers
+A vLLM-shaped ground-truth server in its own process (tests/support/truth_server.py) answers
 each chat request with its first chunk after 50 ms and then one chunk every 10 ms, 20 chunks
 in all, so a request stays in flight about 250 ms and the sender reads streams while it keeps
 its schedule (at 500 requests/s about 125 streams at once). For each rate, a Poisson schedule
@@ -36,7 +36,7 @@ from specsweep.collect.plan.load import OpenLoad
 from specsweep.collect.plan.workloads import Prompt
 from specsweep.collect.run import openloop
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+ENGINES = Path(__file__).resolve().parents[1] / "support"
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 20
 
 

@@ -4,8 +4,8 @@ figures, it asserts nothing).
 
     .venv/bin/python tests/bench/bench_tunnel.py [--concurrency 1,16,64] [--rounds 3]
 
-A real sshd on 127.0.0.1 (tests/hosts/sshd.py, its own host key in a known_hosts file) and
-a vLLM-shaped ground-truth server (tests/engines/truth_server.py: first chunk after 50 ms,
+A real sshd on 127.0.0.1 (tests/support/sshd.py, its own host key in a known_hosts file) and
+a vLLM-shaped ground-truth server (tests/support/truth_server.py: first chunk after 50 ms,
 then one every 10 ms, each stamped with perf_counter() as it is sent) run in their own
 processes. Paths: `direct`; `paramiko` and `ssh -tt -L`, what a campaign uses
 (`SSH.forward()` of a host whose plan says forward: paramiko, threads in this process, which
@@ -52,7 +52,7 @@ from bench_client import (  # noqa: E402
 from specsweep.collect.hosts.ssh import SSH  # noqa: E402
 from specsweep.collect.hosts.tunnel import OpenSSHTunnel, ssh_command  # noqa: E402
 from specsweep.collect.plan.components import SSHHost  # noqa: E402
-from tests.hosts.sshd import Sshd, running_sshd  # noqa: E402
+from tests.support.sshd import Sshd, running_sshd  # noqa: E402
 
 PATHS = ["direct", "paramiko", "ssh -N -L", "ssh -tt -L"]
 

@@ -11,9 +11,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
-from shaped_servers import Script, SGLangServer, serve  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.support
 from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
+
+from tests.support.shaped_servers import Script, SGLangServer, serve  # noqa: E402
 
 SCRIPT = Script(legacy_info_path=True)  # 80 ms to the first chunk, then 30 ms per chunk
 ARGS = [

@@ -7,7 +7,7 @@ prints the packed makespan, its two lower bounds and the idle share of the packe
 every GPU of the host and over the GPUs that no blocking service holds (docs/gpu8-ct200.md;
 simulate prints the first three, not the idle share). DB: a results file whose measured speeds
 replace the plan's assumed ones, as `simulate --db`. The same formula reads a real campaign's
-`services` rows in tests/collect/test_ct200_shape_dry_run.py:
+`services` rows in tests/unit/collect/test_ct200_shape_dry_run.py:
 
     idle share over GPUs G in [t0, t1] = 1 - sum over services s of
         |gpus(s) & G| * (end(s) - start(s))  /  (|G| * (t1 - t0))

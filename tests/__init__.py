@@ -1,0 +1,1 @@
+"""specsweep's tests, by tier (tests/conftest.py says what each tier holds and runs)."""

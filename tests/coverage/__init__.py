@@ -1,0 +1,2 @@
+"""The coverage tier: simulated campaigns that check each printed interval covers at its
+nominal rate in the design collect runs (docs/statistics.md)."""

@@ -1,0 +1,89 @@
+"""analyze.build.run and the `specsweep analyze` command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from specsweep.analyze import build
+from specsweep.analyze.__main__ import main
+from specsweep.schema.metrics import CATALOG
+from tests.support.analyze_rows import decode_req, fetch, in_rounds, write_db
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_empty_database_builds_empty_objects(tmp_path):
+    path = tmp_path / "empty.duckdb"
+    write_db(path, [])
+    build.run(path)
+    # every object is empty but the metric catalogue, which lists the metrics, not the data
+    expected = dict.fromkeys(build.OBJECTS, 0) | {"metric_catalog": len(CATALOG)}
+    assert build.object_counts(path) == expected
+
+
+def test_missing_database_is_not_created(tmp_path):
+    path = tmp_path / "nowhere.duckdb"
+    with pytest.raises(FileNotFoundError):
+        build.run(path)
+    assert not path.exists()
+
+
+def test_database_without_raw_tables_is_refused(tmp_path):
+    path = tmp_path / "other.duckdb"
+    duckdb.connect(str(path)).close()
+    with pytest.raises(build.NotAResultsDatabase):
+        build.run(path)
+
+
+def test_rebuild_gives_the_same_speedup(tmp_path):
+    # two builds on the same data (three rounds) must give identical CIs
+    rows = [decode_req(10 + i, prompt_id=f"p{i}") for i in range(6)]
+    rows += [decode_req(14 + 2 * i % 5, method="dflash", prompt_id=f"p{i}") for i in range(6)]
+    rows = in_rounds(rows, factor=lambda m, run, p: 1 + 0.02 * run * (m == "dflash"))
+    path = tmp_path / "twice.duckdb"
+    write_db(path, rows)
+    build.run(path)
+    first = fetch(path, "SELECT speedup, ci_low, ci_high FROM speedup")
+    build.run(path)
+    assert fetch(path, "SELECT speedup, ci_low, ci_high FROM speedup") == first
+    assert first[0]["ci_low"] < first[0]["ci_high"]
+
+
+def test_cli_prints_one_summary_line(tmp_path, capsys):
+    path = tmp_path / "cli.duckdb"
+    write_db(
+        path, [decode_req(10, prompt_id="p1"), decode_req(20, method="dflash", prompt_id="p1")]
+    )
+    assert main(["--db", str(path)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    assert "request_metrics (2 rows)" in out[0] and "speedup (1 rows)" in out[0]
+
+
+def test_cli_reports_a_missing_database(tmp_path, capsys):
+    assert main(["--db", str(tmp_path / "missing.duckdb")]) == 1
+    assert "no results database" in capsys.readouterr().err
+
+
+def test_views_of_an_older_build_become_tables(tmp_path):
+    # files analysed before issue 12 hold the analysis objects as views; a rebuild replaces
+    # them with tables (CREATE OR REPLACE TABLE alone would refuse to replace a view)
+    path = tmp_path / "old.duckdb"
+    write_db(path, [decode_req(4.0), decode_req(8.0, method="ngram")])
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE VIEW request_metrics AS SELECT * FROM requests")
+        con.execute("CREATE VIEW config_summary AS SELECT 1 AS stale")
+    build.run(path, baseline="autoregressive")
+    with duckdb.connect(str(path), read_only=True) as con:
+        views = {
+            r[0]
+            for r in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        }
+        n = con.execute("SELECT count(*) FROM config_summary").fetchone()[0]
+    assert views == {"speedup_pairs"}
+    assert n == 2
