@@ -1,7 +1,7 @@
 """SLO attainment and goodput over a configuration's service starts (issue 36): the table
 `rate_attainment`, which rate_limits' strict max rate reads.
 
-A campaign measures every configuration in rounds, one service start each (schema/starts.py),
+A campaign measures every configuration in rounds, one service start each (stats/starts.py),
 so an open-loop window at a rate is one start's. Its requests share that start: a slower start
 moves every one of them towards the SLO's limit, and requests of one start are not independent
 trials. Wilson's interval on sum(n_good) / sum(n_scheduled) over the starts treats them as if
@@ -25,13 +25,13 @@ rows) by Williams' moment estimator on Pearson's X^2 (each configuration's own p
     D_c  = R_c - 1,   W_c = pi_c sum_r (1 - n_r / N_c) (n_r - 1),   N_c = sum_r n_r
     s2   = max(0, (sum X2 - sum D) / sum W); pooled (s2 = 0, known) when sum X2 <= the
            chi^2_{sum D} quantile at 1 - POOL_ALPHA (Bancroft's sometimes-pool rule, as
-           schema.starts and schema.paired use it: no over-dispersion shown, the binomial
+           stats.starts and stats.paired use it: no over-dispersion shown, the binomial
            variance alone), from MIN_POOL_CONTRASTS contrasts (sum D) on: with 2, as from 2
            configurations in 2 rounds, the test pools too often and covered 90-93%
     Var(s2) = 2 sum_c D_c phi_c^2 / (sum W)^2 * max(1, sum D / K),
            phi_c = 1 + (n_c - 1) s2 pi_c, K = the distinct starts under those configurations
            minus their configurations (config_id). Windows of one start (its workloads) share
-           its effect and add no start draws (as in schema.starts): if they were perfectly
+           its effect and add no start draws (as in stats.starts): if they were perfectly
            correlated their X2 terms' variance would grow by exactly sum D / K
 
 and the interval is the quasi-score (Wilson-type) set of p0 with
@@ -87,8 +87,8 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from specsweep.analyze.stats import insert_frame
-from specsweep.schema.paired import LEVEL
-from specsweep.schema.starts import POOL_ALPHA
+from specsweep.stats.paired import LEVEL
+from specsweep.stats.starts import POOL_ALPHA
 
 MIN_POOL_CONTRASTS = 4  # below, Bancroft's test has too little power to pool on
 KEY = ["campaign_id", "tp", "method", "workload", "max_tokens", "rate"]

@@ -5,7 +5,7 @@ max_tokens).
 Input: the TEMP view category_cells (analyze/sql/category_cells.sql), the `speedup` table's
 (run, prompt) cells with each prompt's category, its d (mean ln decode_tps of M - of the
 baseline) and g (mean ln acceptance length of M's requests). For a group of cells (run r,
-prompt p), with schema.paired's t interval (calibrated by tests/unit/schema/test_paired_coverage.py
+prompt p), with stats.paired's t interval (calibrated by tests/unit/stats/test_paired_coverage.py
 and, at 3-32 prompts, tests/unit/analyze/test_category_coverage.py):
 
     speedup         = exp(mean d')         ci_low, ci_high = interval(d, start, dt)
@@ -18,7 +18,7 @@ corrected d, dt each run's start position of M minus the baseline's. Acceptance 
 variance (its own runs carry it, mean_variance): a service start does not change which drafts
 are accepted.
 The acceptance figures are NULL where some of M's requests have no verify count (the factors of
-a subset would not be the speedup's). Below schema.paired.MIN_PROMPTS prompts there is no
+a subset would not be the speedup's). Below stats.paired.MIN_PROMPTS prompts there is no
 interval (ci_reason, acceptance_reason). p_holm, significant, n_family, sim_ci_low,
 sim_ci_high: analyze.stats.adjust_family over each table's own rows of a campaign (a family of
 its own: a breakdown is not the campaign's claims).
@@ -47,7 +47,7 @@ Coverage is checked at 3-10 prompts (a category's size: MT-Bench has 10 a catego
 tests/unit/analyze/test_category_coverage.py: speedup 93.9-97.0%, acceptance 92.2-94.6% with
 acceptance rates Beta-distributed per prompt, skewed either way), at 16, 25 and 32 (the GPU
 plans' ShareGPT split: speedup 92.8-96.7%, acceptance 92.1-95.8%) and at 30
-(tests/unit/schema/test_paired_coverage.py's grid 3, 5, 8, 30); above 32 prompts it is not
+(tests/unit/stats/test_paired_coverage.py's grid 3, 5, 8, 30); above 32 prompts it is not
 simulated.
 """
 
@@ -63,8 +63,8 @@ from specsweep.analyze.starts import CLOSED_STRATUM
 from specsweep.analyze.stats import adjust_family, insert_frame
 from specsweep.schema.controls import aa_control_name
 from specsweep.schema.keys import COMPARISON_KEY
-from specsweep.schema.paired import MIN_PROMPTS, interval
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.paired import MIN_PROMPTS, interval
+from specsweep.stats.starts import StartVariance
 
 POOLED = ["campaign_id", "engine", "tp", "max_tokens"]
 POOLED_CONCURRENCY = 1

@@ -8,7 +8,7 @@ the baseline's window share, every rep of such a prompt) that have an attributed
     energy_ratio       = exp(mean over prompts of (mean ln j_per_token of M's requests - the
                          baseline's)), j_per_token = processor-sharing energy / tokens: the
                          geometric mean of the per-prompt ratios
-    ci_low, ci_high    = the interval of `speedup` (schema.paired.interval through
+    ci_low, ci_high    = the interval of `speedup` (stats.paired.interval through
                          analyze.starts.compare_all): runs crossed with prompts, the start
                          variance of ln J/token pooled over the stratum's starts (its own
                          start_variance rows, metric j_per_token), the drift corrected; on the

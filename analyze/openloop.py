@@ -11,14 +11,14 @@ with steady ok TPOTs on prompts both M and the baseline measured at that rate in
     tpot_speedup_lo, tpot_speedup_hi = its 95% interval with the start variance of ln TPOT
                        pooled over the stratum's starts (campaign, engine, tp, rate: its own
                        start_variance rows, metric tpot_s; analyze.starts.compare_all); NULL
-                       with one start per side or below schema.paired.MIN_PROMPTS prompts
+                       with one start per side or below stats.paired.MIN_PROMPTS prompts
                        (tpot_ci_reason)
     p_value, p_holm, significant, sim_ci_low, sim_ci_high = as the closed-loop `speedup`'s,
                        Holm and the simultaneous level over the campaign's claims (its
                        speedups, these ratios and its energy ratios: one family,
                        analyze.stats.adjust_family; the A/A control is not a claim)
 
-from schema.paired's interval (the closed-loop `speedup`'s definition, with the baseline on
+from stats.paired's interval (the closed-loop `speedup`'s definition, with the baseline on
 the numerator side: TPOT is a time, decode speed its reciprocal). Open-loop and
 closed-loop claims are two families, each adjusted on its own: they answer different
 questions (per-request speed at a concurrency, token pace at an offered rate). Pair rows are

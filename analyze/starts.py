@@ -1,5 +1,5 @@
 """The start variance of every stratum, for each metric a paired ratio is taken of, and the
-`start_variance` table that shows it (the model and estimator: schema/starts.py).
+`start_variance` table that shows it (the model and estimator: stats/starts.py).
 
 A stratum is the windows that share service starts and a load level: (campaign_id, engine,
 tp, concurrency) for closed-loop windows, (campaign_id, engine, tp, rate) for open-loop ones.
@@ -12,7 +12,7 @@ start_variance, one row per (campaign_id, metric, engine, tp, load, level):
 
     start_sd         = sqrt(s2): the sd of one start's effect on ln value (0.05: a start moves
                        the metric by about 5%); NULL where there is none (reason)
-    df               = its degrees of freedom (schema.starts)
+    df               = its degrees of freedom (stats.starts)
     start_spread     = exp(t_{df, 0.975} sqrt(2 s2)): two starts of one service land within
                        [1 / start_spread, start_spread] of each other 95% of the time (the
                        noise floor the report draws)
@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from specsweep.schema.paired import LEVEL, RunSpread, Speedup, cell_log_ratios, interval, run_spread
-from specsweep.schema.starts import StartTable, StartVariance, start_variance
+from specsweep.stats.paired import LEVEL, RunSpread, Speedup, cell_log_ratios, interval, run_spread
+from specsweep.stats.starts import StartTable, StartVariance, start_variance
 
 CLOSED_STRATUM = ["campaign_id", "engine", "tp", "concurrency"]
 
@@ -113,7 +113,7 @@ def dt(m: Side, b: Side, runs: list[int]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Compared:
-    """One comparison's figures: its interval (schema.paired.interval with the stratum's
+    """One comparison's figures: its interval (stats.paired.interval with the stratum's
     start variance), the spread of its runs, the stratum's StartVariance and the factor the
     drift correction multiplied the speedup by."""
 

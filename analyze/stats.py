@@ -2,8 +2,8 @@
 
 For every method M and load point (campaign, engine, tp, workload, max_tokens, concurrency),
 on the prompts that M's window and the baseline's window share in every run (view
-`speedup_pairs`), schema.paired defines the figures (its docstring has the derivation) with
-the stratum's start variance and drift (schema.starts, analyze.starts):
+`speedup_pairs`), stats.paired defines the figures (its docstring has the derivation) with
+the stratum's start variance and drift (stats.starts, analyze.starts):
 
     d[r, p]            = mean ln decode_tps of M (run r, prompt p) - the baseline's
     speedup            = exp(mean d'), d' = d - beta dt[r]: the geometric mean over prompts of
@@ -12,7 +12,7 @@ the stratum's start variance and drift (schema.starts, analyze.starts):
     ci_low, ci_high    = exp(mean d' -/+ t_{df, 0.975} sqrt(V)), V = MS_p / (R P) +
                          2 sigma_s^2 / R + Var(beta) mean(dt)^2, sigma_s^2 pooled over every
                          configuration's starts of the engine, tp and concurrency; NULL with
-                         one start per side, below schema.paired.MIN_PROMPTS prompts or where
+                         one start per side, below stats.paired.MIN_PROMPTS prompts or where
                          the stratum's starts leave too few contrasts (ci_reason says why)
     p_value            = the two-sided t test of "no change" (mean d' = 0) on the same V, df
     p_holm             = Holm's adjustment of p_value over the campaign's family of claims
@@ -22,7 +22,7 @@ the stratum's start variance and drift (schema.starts, analyze.starts):
     significant_raw    = the unadjusted interval excludes 1
     start_sd, start_spread = the stratum's start sd and the 95% spread of two starts
                          (analyze.starts; the noise floor the report draws)
-    n_runs, run_speedup_min, run_speedup_max, between_run_share: schema.paired.RunSpread
+    n_runs, run_speedup_min, run_speedup_max, between_run_share: stats.paired.RunSpread
     aa_speedup, aa_ci_low, aa_ci_high = the A/A control's own comparison in the same window
                          (NULL without a control: plan aa_control)
     throughput_speedup = throughput_tps(M window) / throughput_tps(baseline window): a point
@@ -47,7 +47,7 @@ from specsweep.analyze.starts import (
 )
 from specsweep.schema.controls import aa_control_name
 from specsweep.schema.keys import COMPARISON, COMPARISON_KEY
-from specsweep.schema.paired import (
+from specsweep.stats.paired import (
     LEVEL,
     MIN_PROMPTS,
     RunSpread,
@@ -55,7 +55,7 @@ from specsweep.schema.paired import (
     holm,
     t_interval,
 )
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.starts import StartVariance
 
 __all__ = ["LEVEL", "MIN_PROMPTS", "RunSpread", "Speedup", "build_speedup", "paired_speedups"]
 

@@ -21,7 +21,7 @@ cannot be checked (a plan without its definition: an import).
 Per matched window and metric, on the prompts both campaigns measured (positive values):
 
     decode_tps, ttft_s, tpot_s, accept_length: kind 'ratio', the paired ratio B/A of
-        schema.paired (the geometric mean over prompts of the per-prompt ratio), round k of
+        stats.paired (the geometric mean over prompts of the per-prompt ratio), round k of
         A paired with round k of B, its t interval and p-value with the start variance
         pooled from every configuration's starts of both campaigns (analyze.compare.variance,
         analyze.compare.stats); no interval with fewer than 2 paired rounds

@@ -18,8 +18,8 @@ from specsweep.analyze.compare.change import METRICS, SHIFT_WINDOW, Change, Comp
 from specsweep.analyze.compare.prompts import PromptCheck, prompt_check
 from specsweep.analyze.environment_diff import environment
 from specsweep.schema.keys import WINDOW_KEY
-from specsweep.schema.paired import holm
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.paired import holm
+from specsweep.stats.starts import StartVariance
 
 # a window within its campaign, and how it was loaded (a closed loop or a rate)
 KEY = (*WINDOW_KEY[1:], "load")

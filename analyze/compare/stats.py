@@ -3,12 +3,12 @@ change between two campaigns gets, how the start variance enters it, and the SLO
 difference (docs/compare.md).
 
 Ratio metrics (medians of decode_tps, ttft_s, tpot_s, accept_length). B is put in the place
-of the method and A of the baseline of schema.paired. Round k of A (in run order) is paired
+of the method and A of the baseline of stats.paired. Round k of A (in run order) is paired
 with round k of B, for k = 1..min(R_A, R_B); the larger campaign's further rounds are left
 out, and only prompts measured in every paired round of both campaigns count:
 
     d[k, p] = mean ln B's values (round k, prompt p) - mean ln A's values
-    ratio   = exp(mean d), its t interval and p-value: schema.paired.interval(d, start=s)
+    ratio   = exp(mean d), its t interval and p-value: stats.paired.interval(d, start=s)
 
 s is the stratum's start variance pooled from both campaigns (analyze.compare.variance), with
 no drift term (dt None: start positions of two campaigns do not compare):
@@ -17,8 +17,8 @@ no drift term (dt None: start positions of two campaigns do not compare):
 
 Where neither campaign's starts give a usable estimate (a campaign of one configuration) and
 the comparison has MIN_OWN_RUNS paired rounds or more, its own rounds carry the start
-variance (start None: the crossed prompt x round ANOVA of schema.paired). With fewer than 2
-paired rounds there is no interval (schema.paired.ONE_START), and no verdict. `source` says
+variance (start None: the crossed prompt x round ANOVA of stats.paired). With fewer than 2
+paired rounds there is no interval (stats.paired.ONE_START), and no verdict. `source` says
 which applied: 'pooled', 'own rounds', or None (no interval).
 
 SLO attainment (open loop): the difference of two shares, B - A (each side's steady requests
@@ -54,7 +54,7 @@ that lost a round to a failed start is left out). With fewer than 2 paired round
 whose means agree exactly, there is no shift. Every window weighs the same.
 
 Multiplicity: every tested change of the comparison, the shift included, is one family,
-adjusted with Holm's weighted form (schema.paired.holm): the shift tests share SHIFT_WEIGHT of
+adjusted with Holm's weighted form (stats.paired.holm): the shift tests share SHIFT_WEIGHT of
 the level and the window tests the rest, equally. So the shift is tested at alpha / 2 before
 any window is rejected, and the windows at alpha / 2 shared among them until the shift is
 rejected, after which they get the whole level (the step-down passes the share on). Without
@@ -72,7 +72,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from specsweep.analyze.compare.variance import Cells
-from specsweep.schema.paired import (
+from specsweep.stats.paired import (
     LEVEL,
     MIN_OWN_RUNS,
     ONE_START,
@@ -81,7 +81,7 @@ from specsweep.schema.paired import (
     interval,
     t_speedup,
 )
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.starts import StartVariance
 
 ALPHA = 1 - LEVEL
 SHIFT_METRICS = ("decode_tps",)  # the metrics with a campaign-wide shift test

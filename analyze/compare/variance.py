@@ -10,7 +10,7 @@ Ratio metrics (decode_tps, ttft_s, tpot_s, accept_length). Per campaign, every w
 stratum gives its complete (configuration x round x prompt) table of mean ln values
 (analyze.starts.window_table, every method of the window, the campaign's baseline as the
 table's baseline; for acceptance length, which the baseline lacks, the method of the most
-rounds), and schema.starts.start_variance turns the stratum's tables into sigma_s^2
+rounds), and stats.starts.start_variance turns the stratum's tables into sigma_s^2
 on its degrees of freedom. The two campaigns' estimates become one (combine):
 
     s2 = (df_A s2_A + df_B s2_B) / (df_A + df_B),   df = df_A + df_B,   drift 0
@@ -46,7 +46,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from specsweep.analyze.starts import Side, window_table
-from specsweep.schema.starts import MIN_CONTRASTS, StartTable, StartVariance, start_variance
+from specsweep.stats.starts import MIN_CONTRASTS, StartTable, StartVariance, start_variance
 
 # one side of one window and metric: (run, prompt_id) -> values
 Cells = dict[tuple[int, str], list[float]]

@@ -35,7 +35,7 @@ CREATE OR REPLACE TABLE analysis_params (
     baseline     VARCHAR NOT NULL,   -- method every other method is compared with
     aa_method    VARCHAR NOT NULL,   -- its A/A control's name (schema.controls)
     level        DOUBLE NOT NULL,    -- the intervals' confidence level
-    min_prompts  INTEGER NOT NULL,   -- fewer shared prompts: no interval (schema.paired)
+    min_prompts  INTEGER NOT NULL,   -- fewer shared prompts: no interval (stats.paired)
     built_at     TIMESTAMP NOT NULL
 )
 """
@@ -55,7 +55,7 @@ def analysis_params(b: Build) -> None:
                     else the campaigns' plans' `baseline`)
       aa_method   = its A/A control's name (schema.controls)
       level       = the intervals' confidence level
-      min_prompts = fewer shared prompts: no interval (schema.paired)
+      min_prompts = fewer shared prompts: no interval (stats.paired)
       built_at    = when the layer was built: every table is a snapshot as of then
     SQL reads the baseline from here: a view cannot hold a bound parameter.
     """

@@ -14,8 +14,8 @@
 -- speedup to rounding):
 --   closed loop: speedup_decomposition's acceptance_gain, step_time_s, baseline_token_time_s,
 --     step_cost (geometric means over the `speedup` table's own (run, prompt) cells) and the
---     `speedup` table's speedup, ci_low, ci_high (the paired t interval of schema/paired.py,
---     coverage checked by tests/unit/schema/test_paired_coverage.py)
+--     `speedup` table's speedup, ci_low, ci_high (the paired t interval of stats/paired.py,
+--     coverage checked by tests/unit/stats/test_paired_coverage.py)
 --   open loop: over rate_speedup's request set (open_requests rows with steady, ok, tpot_s
 --     and rate set; the prompts both M and the baseline measured at that rate; several
 --     windows at a key pooled, runs not separated, as 26), per prompt c, means over its

@@ -10,7 +10,7 @@
 --                summarize, agentic, trace, inline): min(category) over the measured requests
 --                of (campaign_id, workload, prompt_id), every method's, so that both sides of
 --                a pair and every window read the same label
---   d          = mean ln decode_tps of M's requests in the cell - the baseline's (schema/paired.py's
+--   d          = mean ln decode_tps of M's requests in the cell - the baseline's (stats/paired.py's
 --                d[r, p]: the speedup is exp(mean d))
 --   n, n_baseline = M's and the baseline's requests in the cell
 --   n_verified = M's requests with output_tokens > 1 and spec_verify_ct > 0
@@ -19,7 +19,7 @@
 --   tokens, steps = sum(output_tokens - 1), sum(spec_verify_ct) over the same requests (the
 --                pooled acceptance length is sum(tokens) / sum(steps): accept_length_tw)
 --   dt         = mean start position (service_starts.start_index) of M's requests in the cell
---                - the baseline's: the drift correction's input (schema/paired.py); NULL for
+--                - the baseline's: the drift correction's input (stats/paired.py); NULL for
 --                imported rows
 
 CREATE OR REPLACE TEMP VIEW category_cells AS

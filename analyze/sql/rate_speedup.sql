@@ -12,7 +12,7 @@
 --   tpot_speedup      = the geometric mean over (run, prompt) of the baseline's steady TPOT
 --                       over M's (> 1: M's tokens come faster), drift-corrected
 --   tpot_speedup_lo, tpot_speedup_hi = its 95% interval with the start variance of ln TPOT
---                       pooled over the stratum's starts (schema/paired.py's interval, the
+--                       pooled over the stratum's starts (stats/paired.py's interval, the
 --                       one the closed-loop speedup uses; NULL with one start per side or
 --                       below 3 prompts; computed by analyze/openloop.py into the TEMP table
 --                       rate_tpot)

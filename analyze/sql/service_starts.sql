@@ -1,6 +1,6 @@
 -- reads: services
 -- service_starts: every service start of every campaign, in the order it happened: the
--- replicate of the analysis (schema/starts.py) and the record of the campaign's order.
+-- replicate of the analysis (stats/starts.py) and the record of the campaign's order.
 -- grain: service start; key: (campaign_id, service_id).
 -- Columns: campaign_id, service_id, config_id, engine, method, tp, run (the round: each round
 -- starts every configuration of a phase once, collect.scheduling.order), replica, requested_at,

@@ -8,7 +8,7 @@
 -- Request set: every term below is computed over ONE set, the comparison's speedup_pairs rows
 -- (role 'method': M's requests, role 'baseline': the baseline's), i.e. the requests, the
 -- (run, prompt) cells and the weights of the `speedup` table's point estimate
--- (schema/paired.py: exp(mean over cells of mean ln M - mean ln B)); their output_tokens,
+-- (stats/paired.py: exp(mean over cells of mean ln M - mean ln B)); their output_tokens,
 -- spec_verify_ct, e2e_s and ttft_s come from request_metrics (joined on request_id).
 -- Per request: tokens = output_tokens - 1 (the prefill token excluded), steps = spec_verify_ct,
 -- decode_s = e2e_s - ttft_s. Per cell c = (run, prompt_id), means over the cell's requests:

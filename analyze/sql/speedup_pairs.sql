@@ -15,7 +15,7 @@
 -- Agentic turns (prompt_id '<workload>/turn<k>'): turns k > 0 count only where M replayed the
 --   baseline's replies (requests.history = 'replay'); with its own history M's turn-k prompt
 --   is not the baseline's (docs/agentic-pairing.md).
--- Formula fed downstream (schema.paired): speedup = exp(mean over (run, prompt) of
+-- Formula fed downstream (stats.paired): speedup = exp(mean over (run, prompt) of
 --   mean ln decode_tps(method) - mean ln decode_tps(baseline)), with a t interval.
 
 CREATE OR REPLACE VIEW speedup_pairs AS

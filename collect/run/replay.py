@@ -11,7 +11,7 @@ again, so the script cannot change after a method has replayed it.
 Rounds (plan `repeat`): every round replays the FIRST round's replies (SOURCE_RUN), the
 baseline's own included from round 2 on, so that a session's turn-k prompt is the same in
 every round and for every method, as the crossing of rounds with prompts needs
-(schema/paired.py), and so that only round 1 has an order to keep: in later rounds the
+(stats/paired.py), and so that only round 1 has an order to keep: in later rounds the
 baseline starts wherever the counterbalanced order puts it (collect.scheduling.order), since the
 replies it would have to produce first are already there.
 

@@ -1,6 +1,6 @@
 """The order in which a round starts a phase's configurations: seeded, counterbalanced.
 
-Service starts are the replicate of a campaign (schema/starts.py): a restart moves speed more
+Service starts are the replicate of a campaign (stats/starts.py): a restart moves speed more
 than prompts do, and conditions drift along a campaign (a host warms up, a neighbour comes
 and goes). A fixed order (baseline first, every method after it, the same in every round)
 turns drift into a bias that no number of rounds can see: a method started third after the
@@ -15,7 +15,7 @@ phase once, in this order:
 In every pair of rounds each configuration's mean position is the same, (C - 1) / 2, so a
 linear drift cancels exactly from every paired comparison's mean over the pair; with an odd
 number of rounds the last one is a fresh random order (its drift has mean 0 over the draws and
-is estimated and removed by the analysis: schema.starts). The baseline is in every round, so
+is estimated and removed by the analysis: stats.starts). The baseline is in every round, so
 its own starts give the start-to-start spread that the A/A control used to measure.
 """
 

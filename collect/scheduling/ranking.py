@@ -2,12 +2,12 @@
 
 A phase `{best_of: tp1, top: 2}` runs the two fastest methods of phase tp1. "Fastest" is
 decided from the measurements already in the store, with the same paired speedup and t
-interval as the report's `speedup` table (schema.paired.paired_speedup on the schema.metrics
+interval as the report's `speedup` table (stats.paired.paired_speedup on the schema.metrics
 decode_tps of each request), never from an unpaired median:
 
 - per window (workload, max_tokens, concurrency) the earlier phase measured: the paired
   speedup of the method's decode tok/s over the baseline's on the prompts both measured,
-  with its 95% interval (none below schema.paired.MIN_PROMPTS prompts). Windows without a
+  with its 95% interval (none below stats.paired.MIN_PROMPTS prompts). Windows without a
   shared prompt are left out.
 - a method's score: the median of its window speedups; its interval: the median of the
   window interval bounds over the windows that have one (with one window, exactly the
@@ -38,7 +38,7 @@ from typing import Any
 from specsweep.collect.plan.fields import Method
 from specsweep.collect.plan.phases import BestOf
 from specsweep.schema.controls import aa_control_name
-from specsweep.schema.paired import paired_speedup
+from specsweep.stats.paired import paired_speedup
 
 DECODE_SPEEDS = """
 SELECT method, workload, max_tokens, concurrency, prompt_id,

@@ -15,9 +15,9 @@ from specsweep.report.data import ReportData
 from specsweep.report.findings import design
 from specsweep.report.text import code, em, num
 from specsweep.report.text import data as d
+from specsweep.stats.paired import MIN_PROMPTS
 
 SMALL_PROMPTS = 10
-MIN_PROMPTS = 3  # schema.paired.MIN_PROMPTS (report imports nothing of the other stages)
 
 
 def _host_notes(data: ReportData) -> list[str]:

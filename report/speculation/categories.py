@@ -26,11 +26,11 @@ from specsweep.report import charts
 from specsweep.report.latex import escape_latex as e
 from specsweep.report.latex import fmt_num
 from specsweep.report.speculation.panels import legend_below, windows
+from specsweep.stats.paired import MIN_PROMPTS
 
 GROUP = ["engine", "tp", "max_tokens"]
 MAX_FIGURES = 2
 UNCATEGORIZED = "uncategorized"  # requests.category of rows older than the column
-MIN_PROMPTS = 3  # schema.paired.MIN_PROMPTS (report imports nothing of the other stages)
 PANELS = (
     ("acceptance_gain", "acceptance_low", "acceptance_high", "acceptance (tokens / verify step)"),
     ("speedup", "ci_low", "ci_high", "speedup over the baseline"),

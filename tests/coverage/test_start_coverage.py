@@ -26,7 +26,7 @@ import pytest
 from scipy import stats
 
 from specsweep.analyze.starts import Side, compare_all
-from specsweep.schema.paired import holm
+from specsweep.stats.paired import holm
 from tests.support.start_campaigns import Design, campaign
 
 N_SIM = 300

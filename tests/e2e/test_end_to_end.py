@@ -199,7 +199,7 @@ def _recompute(db: Path) -> dict[tuple[str, int, int, str], float]:
     """The geometric mean over the (round, prompt) cells both have in every round of M's
     per-prompt decode speed over the baseline's (each cell's reps averaged in log space), in
     plain Python, times the speedup table's drift_correction (the drift along the rounds'
-    start order, estimated and tested in tests/unit/schema/test_starts.py)."""
+    start order, estimated and tested in tests/unit/stats/test_starts.py)."""
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT workload, max_tokens, concurrency, method, run, prompt_id, output_tokens,"

@@ -234,8 +234,8 @@ def span(values: list[float]) -> str:
 def rounds_buy(plan: Plan, sim: Simulation) -> str:
     """What the plan's rounds buy, in one line: intervals that carry the start-to-start
     variance, and the fewest independent start contrasts it rests on in any stratum
-    (schema.starts: (configurations - 1) x (rounds - 1)); with 1 round, no interval."""
-    from specsweep.schema.starts import MIN_CONTRASTS
+    (stats.starts: (configurations - 1) x (rounds - 1)); with 1 round, no interval."""
+    from specsweep.stats.starts import MIN_CONTRASTS
 
     rounds = plan.repeat
     if rounds == 1:

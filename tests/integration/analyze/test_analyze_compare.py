@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from specsweep.analyze import build, compare
-from specsweep.schema.paired import ONE_START
+from specsweep.stats.paired import ONE_START
 from tests.support.analyze_rows import (
     AR,
 )

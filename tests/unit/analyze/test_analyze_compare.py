@@ -32,7 +32,7 @@ from scipy import stats
 
 from specsweep.analyze import build, compare
 from specsweep.analyze.environment_diff import argument_diff, stable
-from specsweep.schema.paired import ONE_START
+from specsweep.stats.paired import ONE_START
 from tests.support.analyze_rows import (
     AR,
     decode_req,

@@ -104,14 +104,14 @@ def test_one_run_gives_a_point_and_no_interval(tmp_path: Path) -> None:
 
 def test_two_configurations_in_two_runs_leave_one_contrast(tmp_path: Path) -> None:
     """The baseline and dflash in 2 runs: 4 starts, 2 configurations, 2 rounds leave one
-    independent start contrast; an interval on it covered 90% (schema/starts.py): none."""
+    independent start contrast; an interval on it covered 90% (stats/starts.py): none."""
     row = one(_analyzed(tmp_path, _campaign([1.0, 1.5])), "SELECT * FROM speedup")
     assert row["ci_low"] is None and "1 independent start contrast" in row["ci_reason"]
 
 
 def test_a_faster_run_widens_the_interval(tmp_path: Path) -> None:
     """dflash is 1.5x faster in run 2 of 3 only. With two configurations the pooled start
-    variance is the comparison's own run term (schema/starts.py): 2 s2 = (MS_r - MS_e) / P,
+    variance is the comparison's own run term (stats/starts.py): 2 s2 = (MS_r - MS_e) / P,
     so V = (MS_p + MS_r - MS_e) / (R P) on Satterthwaite's df (by hand), far wider than the
     prompts-only interval of the same rows, and nearly all one run's variance is between
     runs."""

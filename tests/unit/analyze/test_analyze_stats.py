@@ -1,7 +1,7 @@
 """The speedup table on hand-built rows: the interval with the pooled start variance (issue
 36), abstention, Holm across the campaign and the A/A control, each against figures computed
 here by hand (plain Python sums; t and F quantiles from scipy or from tables), never by
-schema.paired or schema.starts."""
+stats.paired or stats.starts."""
 
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ def _mean(xs) -> float:
 
 
 def _pooled_by_hand(cells: dict, windows: list[tuple]) -> tuple[float, float]:
-    """(s2, df) of one stratum in plain Python (schema/starts.py's estimator without drift:
+    """(s2, df) of one stratum in plain Python (stats/starts.py's estimator without drift:
     these rows have no service starts): per window the config x round interaction of the
     cells' means over prompts and the three-way residual; A, B, Bancroft, Satterthwaite."""
     sum_i2 = sum_k = sum_kb = df_b = 0.0

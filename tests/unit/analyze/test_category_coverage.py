@@ -1,10 +1,10 @@
-"""Calibration at a category's size: the t interval of schema.paired keeps its coverage at
-the prompt counts between the grid of tests/unit/schema/test_paired_coverage.py (3, 5, 8, 30),
+"""Calibration at a category's size: the t interval of stats.paired keeps its coverage at
+the prompt counts between the grid of tests/unit/stats/test_paired_coverage.py (3, 5, 8, 30),
 and above 10, where the categories of category_speedup and category_pooled fall (MT-Bench: 10
 prompts a category; the GPU plans' ShareGPT sweep: 32 prompts split into code and chat), for
 the speedup and for the acceptance length.
 
-Speedup: the grid's model (tests/unit/schema/test_paired_coverage.simulate_cells: log-normal speeds,
+Speedup: the grid's model (tests/unit/stats/test_paired_coverage.simulate_cells: log-normal speeds,
 prompts of sd 0.3 in ln, a true speedup of 1.0 or 1.3 varying by prompt with sd 0.1, noise sd
 0.1 between 3 repetitions; 3 runs with service starts of sd 0.03) at 4, 6, 7, 9, 10, 16, 25
 and 32 prompts, on the comparison's own runs (interval without a pooled start variance: with
@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specsweep.schema.paired import interval
-from tests.unit.schema.test_paired_coverage import simulate_cells
+from specsweep.stats.paired import interval
+from tests.unit.stats.test_paired_coverage import simulate_cells
 
 N_SIM = 1000
 K = 4

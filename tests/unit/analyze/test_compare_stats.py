@@ -20,8 +20,8 @@ from scipy import stats
 from specsweep.analyze import build
 from specsweep.analyze.compare import stats as cs
 from specsweep.analyze.compare import variance as cv
-from specsweep.schema.paired import ONE_START
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.paired import ONE_START
+from specsweep.stats.starts import StartVariance
 
 Z = 1.959963984540054  # the standard normal's 97.5th percentile
 

@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 import pytest
 
-from specsweep.schema.paired import MIN_PROMPTS, interval
+from specsweep.stats.paired import MIN_PROMPTS, interval
 
 N_SIM = 1000
 

@@ -1,4 +1,4 @@
-"""schema.starts: the pooled start variance and the drift, on hand-built tables whose answer
+"""stats.starts: the pooled start variance and the drift, on hand-built tables whose answer
 is known exactly (no noise, or noise whose mean square is worked out by hand)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specsweep.schema.starts import StartTable, start_variance
+from specsweep.stats.starts import StartTable, start_variance
 
 CONFIGS, ROUNDS, PROMPTS = ("a", "b", "c"), (1, 2, 3), 4
 

@@ -23,7 +23,7 @@ w, with T the double-centred start positions:
     A      = sum_w |I_w - beta T_w|^2 / (sum_w k_w - 1{drift})       ~ sigma_s^2 + noise / P
     B      = sum_w k_w MS_e,w / P_w / sum_w k_w                       ~ noise / P
     s2     = A - B, set to 0 when A < B F_0.75(df_A, df_B) (Bancroft's sometimes-pool rule,
-             as schema.paired uses for runs: truncation alone over-covers)
+             as stats.paired uses for runs: truncation alone over-covers)
     df     = Satterthwaite's (A - B)^2 / (A^2 / df_A + B^2 / df_B)
     df_A   = k - 1{drift}, k = starts - configs - rounds + 1 over the stratum's starts: the
              independent start contrasts. Windows share their starts, so they add no start
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-POOL_ALPHA = 0.25  # Bancroft's preliminary test, as schema.paired's for runs
+POOL_ALPHA = 0.25  # Bancroft's preliminary test, as stats.paired's for runs
 MIN_CONTRASTS = 2  # independent start contrasts the start variance must rest on
 MIN_DRIFT_CONTRASTS = 3  # a drift slope takes one of them
 

@@ -1,4 +1,4 @@
-"""schema.paired: the paired speedup, its t interval, the crossed runs x prompts variance,
+"""stats.paired: the paired speedup, its t interval, the crossed runs x prompts variance,
 the abstention rule and Holm's adjustment, each against figures worked out by hand (the
 t quantiles and p-values are literals from tables, not scipy calls)."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from specsweep.schema.paired import (
+from specsweep.stats.paired import (
     MIN_PROMPTS,
     ONE_START,
     Speedup,
@@ -20,7 +20,7 @@ from specsweep.schema.paired import (
     paired_speedup,
     run_spread,
 )
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.starts import StartVariance
 
 T3_975 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5th percentile
 

@@ -18,7 +18,7 @@ Interval (issue 36: service starts are the replicate; calibrated by simulation o
 collect runs in tests/coverage/test_start_coverage.py and through the SQL path in
 tests/coverage/test_analyze_coverage.py). Prompts are a sample of the prompts a user cares
 about; service starts are a sample of the starts they would get. A campaign measures every
-configuration in R rounds, one start each (schema.starts has the model). For M against the
+configuration in R rounds, one start each (stats.starts has the model). For M against the
 baseline in one window, with R rounds and P prompts crossed:
 
     Var(mean d) = s_I^2 / P + 2 sigma_s^2 / R + s_e^2 / (R P)
@@ -26,7 +26,7 @@ baseline in one window, with R rounds and P prompts crossed:
 s_I^2 the prompts' spread of the effect, sigma_s^2 the variance of one start's effect (a
 paired ratio of two starts carries 2 sigma_s^2), s_e^2 the cells' noise. The comparison's own
 two-way ANOVA gives MS_p = R var_p(mean_r d), whose expectation is s_e^2 + R s_I^2, and the
-stratum's starts give sigma_s^2 (schema.starts.start_variance: every configuration's starts of
+stratum's starts give sigma_s^2 (stats.starts.start_variance: every configuration's starts of
 the engine, tp and load level pooled, with its degrees of freedom and the drift per start):
 
     d'[r, p] = d[r, p] - beta dt[r]          (dt[r]: M's start position - the baseline's)
@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from specsweep.schema.starts import StartVariance
+from specsweep.stats.starts import StartVariance
 
 LEVEL = 0.95
 MIN_PROMPTS = 3
@@ -181,7 +181,7 @@ def interval(
 ) -> Speedup:
     """The speedup, its interval and p-value from the (R, P) log-ratio matrix d
     (cell_log_ratios). start: the stratum's pooled start variance and drift
-    (schema.starts); dt[r]: M's start position minus the baseline's in round r (the drift
+    (stats.starts); dt[r]: M's start position minus the baseline's in round r (the drift
     correction). Without `start`, the comparison's own runs carry the start variance (the
     crossed ANOVA, mean_variance), which needs MIN_OWN_RUNS runs (module docstring)."""
     n_runs, n_prompts = d.shape
