@@ -54,7 +54,7 @@ p_value = NULL and `reason` says why. On 2 prompts the t interval rests on 1 deg
 with a strong skew (exponential, sd 0.2) and no start variance bring the interval to 91% at 8
 prompts: the measured limit (docs/measurements/2026-12-05-starts-as-replicates.md).
 
-numpy and scipy only: schema is the data contract every stage may import.
+numpy and scipy only: the statistics room every stage may import (stats/).
 """
 
 from __future__ import annotations

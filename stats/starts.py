@@ -38,7 +38,7 @@ Abstention: with k < 2 (two configurations measured in two rounds leave one cont
 variance rests on one degree of freedom; the t interval built on it covered 90% at a start sd of
 0.2 (docs/measurements/2026-12-05-starts-as-replicates.md), so no interval is given.
 
-numpy and scipy only: schema is the data contract every stage may import.
+numpy and scipy only: the statistics room every stage may import (stats/).
 """
 
 from __future__ import annotations
