@@ -1,23 +1,25 @@
 """Read one campaign's analysis views from the DuckDB file (read-only).
 
-``report`` never writes to the database: the connection is opened with
-``read_only=True`` and every value is bound with ``?``. It reads only the objects that
-``specsweep analyze`` builds (analyze/VIEWS.md), never the raw tables ``collect`` writes: the
-campaign, its hosts and its services come from ``campaign_summary``, ``environment_summary``,
-``host_summary`` and ``service_summary``; GPU energy from ``window_energy``, ``energy_summary``
-and ``energy_ratio``; open-loop load from ``open_windows``, ``rate_speedup``, ``rate_limits``,
+``report`` never writes to the database: the connection is opened with ``read_only=True`` and
+every value is bound with ``?``. It reads only the objects that ``specsweep analyze`` builds
+(analyze/VIEWS.md), never the raw tables ``collect`` writes: the campaign, its hosts and its
+services come from ``campaign_summary``, ``environment_summary``, ``host_summary`` and
+``service_summary``; GPU energy from ``window_energy``, ``energy_summary`` and
+``energy_ratio``; open-loop load from ``open_windows``, ``rate_speedup``, ``rate_limits``,
 ``rate_attainment``, ``slo_targets`` and ``cache_hygiene`` (optional: without them no open-loop
-section); the speedup-versus-concurrency figure from ``speedup_sweep`` (optional: without it no
-such figure); speculation's knobs from ``method_families``, ``param_sweep``,
-``speedup_decomposition``, ``best_setting``, ``position_acceptance``, ``accepted_histogram``,
-``acceptance_by_load`` and ``category_pooled`` (optional: without them no such section);
-replicas of one configuration from ``replica_agreement`` (optional: a threats note when the
-baseline's replicas disagree); the start variance, spread and drift of every stratum from
-``start_variance`` (optional: the noise floor and the rounds' note say the file predates it);
-the baseline it compared against from ``analysis_params`` (optional: the campaign's plan
-baseline without it); each metric's label from ``metric_catalog`` (optional: a metric without a
-row is labelled by its name; docs/metrics.md). A file that analyze has not (re)built lacks
-them, and the report says to run ``specsweep analyze``.
+section), its speedup-versus-rate figure from ``rate_sweep`` and its goodput figure from
+``rate_points`` (optional: without them no such figure; a ``rate_limits`` without the swept
+rates' columns is read as none); the speedup-versus-concurrency figure from ``speedup_sweep``
+(optional: without it no such figure); speculation's knobs from ``method_families``,
+``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance``,
+``accepted_histogram``, ``acceptance_by_load`` and ``category_pooled`` (optional: without them
+no such section); replicas of one configuration from ``replica_agreement`` (optional: a threats
+note when the baseline's replicas disagree); the start variance, spread and drift of every
+stratum from ``start_variance`` (optional: the noise floor and the rounds' note say the file
+predates it); the baseline it compared against from ``analysis_params`` (optional: the
+campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional: a
+metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
+(re)built lacks them, and the report says to run ``specsweep analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
 from ``request_distribution`` (box-plot statistics per method, computed in DuckDB) and the
@@ -71,6 +73,8 @@ OPTIONAL = (
     "rate_speedup",
     "rate_limits",
     "rate_attainment",
+    "rate_sweep",
+    "rate_points",
     "slo_targets",
     "cache_hygiene",
     "method_families",
@@ -114,6 +118,10 @@ class ReportData:
     rate_speedup: pd.DataFrame = field(default_factory=pd.DataFrame)
     rate_limits: pd.DataFrame = field(default_factory=pd.DataFrame)
     rate_attainment: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the speedup-versus-rate figure's rows (is_crossover) and the goodput figure's points
+    # (a swept rate over its starts, a ramp's window); empty: analysed before them
+    rate_sweep: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rate_points: pd.DataFrame = field(default_factory=pd.DataFrame)
     slo_targets: pd.DataFrame = field(default_factory=pd.DataFrame)
     cache_hygiene: pd.DataFrame = field(default_factory=pd.DataFrame)
     # speculation's knobs (report.speculation); empty: analysed before them
@@ -203,8 +211,10 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
         "energy_ratio": opt("energy_ratio", f"{W}, method"),
         "open_windows": opt("open_windows", "tp, workload, max_tokens, method, rate, window_id"),
         "rate_speedup": opt("rate_speedup", "tp, workload, max_tokens, method, rate"),
-        "rate_limits": opt("rate_limits", "tp, workload, max_tokens, method"),
+        "rate_limits": swept_limits(opt("rate_limits", "tp, workload, max_tokens, method")),
         "rate_attainment": opt("rate_attainment", "tp, workload, max_tokens, method, rate"),
+        "rate_sweep": opt("rate_sweep", "tp, workload, max_tokens, method, rate"),
+        "rate_points": opt("rate_points", "tp, workload, max_tokens, method, rate, window_id"),
         "slo_targets": opt("slo_targets", "campaign_id, target"),
         "cache_hygiene": opt("cache_hygiene", "tp, workload, max_tokens, method, window_id"),
         "method_families": opt("method_families", "family, method"),
@@ -233,6 +243,15 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
             else None
         ),
     }
+
+
+SWEPT = ("lowest_rate", "highest_rate", "compared")  # rate_limits' columns since issue 37
+
+
+def swept_limits(limits: pd.DataFrame) -> pd.DataFrame:
+    """rate_limits, or none when it lacks the swept rates' columns (:data:`SWEPT`: analysed
+    before them), whose rate-limits table and sentences could not say what a NULL means."""
+    return limits if set(SWEPT) <= set(limits.columns) else pd.DataFrame()
 
 
 # the box statistics with each metric's catalogue label (NULL without a row: its name is shown)

@@ -10,6 +10,8 @@
 -- with an interval that carries the start-to-start variance.
 -- Columns:
 --   n_rates     = swept rates (0: ramps or trace replays only, every rate column NULL)
+--   lowest_rate, highest_rate = the lowest and the highest swept rate (what a NULL max rate
+--                 is read against: below the lowest, or nothing judged)
 --   target      = slo_targets.target (0.99 by default)
 --   max_rate_under_slo = the highest swept rate r with attainment >= target at r and at every
 --                 lower swept rate (a pass above a failing rate does not count); NULL when the
@@ -40,6 +42,9 @@
 --                 tpot_speedup_lo > 1; NULL: pays at no rate, and for the baseline); above
 --                 stops_paying_rate when a method that does not pay at low load pays under
 --                 more (speculation can win where batching slows the baseline's steps)
+--   compared      = rate_speedup has rows for the key (the control's included): a NULL
+--                 stops_paying_rate then means no rate was significantly slower, which is not
+--                 the same as never compared (false, never NULL)
 
 CREATE OR REPLACE TABLE rate_limits AS
 
@@ -84,6 +89,8 @@ first_miss AS (
     SELECT
         campaign_id, tp, method, workload, max_tokens,
         count(*) AS n_rates,
+        min(rate) AS lowest_rate,
+        max(rate) AS highest_rate,
         bool_and(has_slo) AS has_slo,
         min(rate) FILTER (WHERE NOT passes) AS miss,
         min(rate) FILTER (WHERE NOT passes_strict) AS miss_strict,
@@ -95,7 +102,7 @@ first_miss AS (
 limits AS (
     SELECT
         f.campaign_id, f.tp, f.method, f.workload, f.max_tokens, f.n_rates,
-        f.saturation_rate,
+        f.lowest_rate, f.highest_rate, f.saturation_rate,
         CASE WHEN f.has_slo THEN
             max(j.rate) FILTER (WHERE f.miss IS NULL OR j.rate < f.miss) END
             AS max_rate_under_slo,
@@ -108,15 +115,17 @@ limits AS (
     FROM first_miss AS f
     JOIN judged AS j USING (campaign_id, tp, method, workload, max_tokens)
     GROUP BY f.campaign_id, f.tp, f.method, f.workload, f.max_tokens, f.n_rates,
-             f.saturation_rate, f.has_slo
+             f.lowest_rate, f.highest_rate, f.saturation_rate, f.has_slo
 ),
 
 stops AS (
     SELECT campaign_id, tp, method, workload, max_tokens,
-           min(rate) FILTER (WHERE significant AND tpot_speedup_hi < 1) AS stops_paying_rate,
-           min(rate) FILTER (WHERE significant AND tpot_speedup_lo > 1) AS pays_at_rate
+           min(rate) FILTER (WHERE NOT is_control AND significant AND tpot_speedup_hi < 1)
+               AS stops_paying_rate,
+           min(rate) FILTER (WHERE NOT is_control AND significant AND tpot_speedup_lo > 1)
+               AS pays_at_rate,
+           true AS compared
     FROM rate_speedup
-    WHERE NOT is_control
     GROUP BY ALL
 ),
 
@@ -124,13 +133,16 @@ final AS (
     SELECT
         s.campaign_id, s.tp, s.method, s.workload, s.max_tokens,
         coalesce(l.n_rates, 0) AS n_rates,
+        l.lowest_rate,
+        l.highest_rate,
         coalesce(t.target, 0.99) AS target,
         l.max_rate_under_slo,
         l.max_rate_under_slo_strict,
         l.strict_reason,
         l.saturation_rate,
         CASE WHEN s.method <> p.baseline THEN x.stops_paying_rate END AS stops_paying_rate,
-        CASE WHEN s.method <> p.baseline THEN x.pays_at_rate END AS pays_at_rate
+        CASE WHEN s.method <> p.baseline THEN x.pays_at_rate END AS pays_at_rate,
+        coalesce(x.compared, false) AS compared
     FROM settings AS s
     CROSS JOIN params AS p
     LEFT JOIN limits AS l USING (campaign_id, tp, method, workload, max_tokens)

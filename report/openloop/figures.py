@@ -1,8 +1,10 @@
 """The open-loop part's charts: latency, goodput and SLO attainment, TPOT speedup and schedule
 lag against the offered rate, one pure function per figure (as :mod:`report.charts`).
 
-Each draws open_windows rows (the speedup chart rate_speedup's): a line per method in its
-palette colour and marker, saturated windows hollow, windows behind schedule crossed (x).
+Each draws the rows of one analysis table as it is (open_windows; the goodput chart
+rate_points', a swept rate's windows over the rounds' starts; the speedup chart rate_sweep's):
+a line per method in its palette colour and marker, saturated points hollow, points behind
+schedule crossed (x).
 Where a figure exists twice, from the scheduled send and from the actual send (TTFT,
 attainment, goodput), the from-schedule one is the solid line with markers and the from-send
 one a thin dashed line of the same colour beside it: the gap between them is the wait in the
@@ -55,32 +57,6 @@ def windows(ow: pd.DataFrame) -> pd.DataFrame:
 def settings(ow: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
     """(tp, workload, max_tokens) -> its windows, in order."""
     return list(ow.groupby(SETTING, sort=True)) if not ow.empty else []
-
-
-STARTS = ["goodput_rps", "goodput_lo", "goodput_hi", "attainment", "attainment_lo",
-          "attainment_hi"]  # fmt: skip
-
-
-def over_starts(windows: pd.DataFrame, per_rate: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    """One setting's goodput and attainment per method and swept rate over the rounds'
-    starts: rate_attainment's figures and start-aware intervals, the from-send figures pooled
-    over the rate's windows (points), saturated or behind schedule where any window was. A
-    window without a single rate (ramp, trace replay) stays a window, with its own start's
-    Wilson interval."""
-    fixed = windows[windows["rate"].notna()]
-    if fixed.empty or per_rate.empty:
-        return windows
-    sums = fixed.groupby(key + ["rate"]).agg(
-        x=("x", "first"), n_from_send=("n_good_from_send", "sum"),
-        n_scheduled=("n_scheduled", "sum"), elapsed_s=("elapsed_s", "sum"),
-        saturated=("saturated", "any"), behind_schedule=("behind_schedule", "any"),
-    ).reset_index()  # fmt: skip
-    sums = sums.assign(
-        attainment_from_send=sums["n_from_send"] / sums["n_scheduled"],
-        goodput_from_send_rps=sums["n_from_send"] / sums["elapsed_s"],
-    )
-    rates = sums.merge(per_rate[[*key, "rate", *STARTS]], on=[*key, "rate"], how="left")
-    return pd.concat([rates, windows[windows["rate"].isna()]], ignore_index=True)
 
 
 def title(key: tuple, ow: pd.DataFrame) -> str:
@@ -217,7 +193,8 @@ def latency_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
 def goodput_figure(frame: pd.DataFrame, palette: charts.Palette, target: float) -> plt.Figure:
     """Goodput (95% interval; none for a window behind schedule) against the rate with the
     y = x line of the offered rate, and SLO attainment (%) with the target as a horizontal
-    line, one setting; both from the scheduled send, the from-send figures dashed."""
+    line, one setting (rate_points: a swept rate's interval is over the rounds' starts, a
+    ramp's its one window's); both from the scheduled send, the from-send figures dashed."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(6.4, 3.0), layout="constrained")
     plot_by_rate(left, frame, "goodput_rps", palette, band=("goodput_lo", "goodput_hi"))
     plot_beside(left, frame, "goodput_from_send_rps", palette)
@@ -244,8 +221,9 @@ def goodput_figure(frame: pd.DataFrame, palette: charts.Palette, target: float) 
 
 
 def speedup_figure(frame: pd.DataFrame, palette: charts.Palette) -> plt.Figure:
-    """TPOT speedup over the baseline against the rate (rate_speedup, 95% intervals, log-2
-    ratio axis), drawn as the crossover chart; rings mark each method's stops-paying rate."""
+    """TPOT speedup over the baseline against the rate (rate_sweep, 95% intervals, log-2
+    ratio axis), drawn as the crossover chart; rings mark each method's stops-paying rate
+    (rate_sweep.is_crossover)."""
     fig, ax = plt.subplots(figsize=(4.8, 3.0), layout="constrained")
     charts.plot_speedup_by_concurrency(
         ax,

@@ -1,13 +1,14 @@
 """The report's open-loop section: latency, goodput, lag vs offered rate; rate limits; threats.
 
-Reads the analysis tables open_windows, rate_speedup, rate_limits, slo_targets and
-cache_hygiene (as :mod:`report.data` loads them). A campaign without open-loop windows gets
-no section; cache-hygiene threats are named whenever a window of either kind is flagged.
-The charts are :mod:`report.openloop.figures`'; here are their jobs for :mod:`report.figures`,
-the rate-limits table and the sentences: the findings per setting (:func:`summary`, which page
-1's summary gains through report.findings) and the SLO as marked Unicode text (report.text),
-the threats still as raw LaTeX built from escaped values. Latency, SLO attainment and goodput
-are read from the scheduled send first, the actual send beside it.
+Reads the analysis tables open_windows, rate_limits, rate_sweep, rate_points, slo_targets and
+cache_hygiene (as :mod:`report.data` loads them) as they are: analyze joins and pools them. A
+campaign without open-loop windows gets no section; cache-hygiene threats are named whenever a
+window of either kind is flagged. The charts are :mod:`report.openloop.figures`'; here are
+their jobs for :mod:`report.figures`, the rate-limits table and the sentences: the findings per
+setting (:func:`summary`, which page 1's summary gains through report.findings) and the SLO as
+marked Unicode text (report.text), the threats still as raw LaTeX built from escaped values.
+Latency, SLO attainment and goodput are read from the scheduled send first, the actual send
+beside it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from specsweep.report.openloop.figures import (
     goodput_figure,
     lag_figure,
     latency_figure,
-    over_starts,
     settings,
     speedup_figure,
     title,
@@ -71,9 +71,11 @@ def _save(save: Save, path: Path, make: Callable[..., plt.Figure], *args: object
 
 def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[tuple[str, Callable[[], Path]]]:
     """Jobs for report.figures: per setting (tp, workload, max_tokens) ``openloop-latency:i``,
-    ``openloop-goodput:i`` (with an SLO) and ``openloop-speedup:i`` (with rate_speedup
-    rows), then ``openloop-lag:0``; none without open-loop windows."""
+    ``openloop-goodput:i`` (with an SLO and rate_points with attainment) and
+    ``openloop-speedup:i`` (with rate_sweep rows), then ``openloop-lag:0``; none without
+    open-loop windows."""
     ow, pal, jobs = windows(data.open_windows), data.palette, []
+    points = windows(data.rate_points)
     target = (slo(data.slo_targets) or {}).get("target")
 
     def add(key: str, make: Callable[..., plt.Figure], *args: object) -> None:
@@ -82,10 +84,10 @@ def figure_jobs(data: ReportData, outdir: Path, save: Save) -> list[tuple[str, C
 
     for i, (key, sub) in enumerate(settings(ow)):
         add(f"openloop-latency:{i}", latency_figure, sub, pal)
-        if target is not None and sub["attainment"].notna().any():
-            per_rate = over_starts(sub, _of(data.rate_attainment, key), KEY)
-            add(f"openloop-goodput:{i}", goodput_figure, per_rate, pal, target)
-        sp = _speedup_rows(data.rate_speedup, key, data.rate_limits)
+        at = _of(points, key)
+        if target is not None and not at.empty and at["attainment"].notna().any():
+            add(f"openloop-goodput:{i}", goodput_figure, at, pal, target)
+        sp = _of(data.rate_sweep, key)
         if not sp.empty:
             add(f"openloop-speedup:{i}", speedup_figure, sp, pal)
     if not ow.empty:
@@ -99,30 +101,6 @@ def _of(frame: pd.DataFrame, key: tuple) -> pd.DataFrame:
     return frame[(frame[SETTING] == pd.Series(key, index=SETTING)).all(axis=1)]
 
 
-def _speedup_rows(rs: pd.DataFrame, key: tuple, limits: pd.DataFrame) -> pd.DataFrame:
-    """rate_speedup rows of one setting, ``is_crossover`` at its method's stops-paying rate."""
-    if rs.empty:
-        return rs
-    sub = _of(rs, key).dropna(subset=["rate"])
-    stops = _of(limits, key).set_index("method")["stops_paying_rate"] if len(limits) else {}
-    return sub.assign(is_crossover=sub["rate"].eq(sub["method"].map(stops)))
-
-
-KEY = [*SETTING, "method"]
-
-
-def limits_rows(limits: pd.DataFrame, ow: pd.DataFrame, rs: pd.DataFrame) -> pd.DataFrame:
-    """rate_limits with each key's lowest and highest swept rate (``lowest``, ``highest``)
-    and ``compared`` (rate_speedup has rows for it: NULL stops_paying_rate means no rate was
-    significantly slower, which is not the same as paying everywhere)."""
-    fixed = ow[ow["rate"].notna()]
-    swept = fixed.groupby(KEY)["rate"].agg(lowest="min", highest="max").reset_index()
-    out = limits.merge(swept, on=KEY, how="left")
-    seen = set(map(tuple, rs[KEY].itertuples(index=False))) if not rs.empty else set()
-    out["compared"] = [tuple(k) in seen for k in out[KEY].itertuples(index=False)]
-    return out.sort_values(KEY)
-
-
 def _under_slo(col: str, reason: str | None = None) -> Callable[[pd.Series], str]:
     """A max-rate cell: the rate, ``(all)`` when every rate passed, ``< lowest`` when the
     lowest missed, ``--`` when nothing was judged (no single rate, or the column's ``reason``:
@@ -130,9 +108,9 @@ def _under_slo(col: str, reason: str | None = None) -> Callable[[pd.Series], str
 
     def cell(r: pd.Series) -> str:
         if pd.isna(r[col]):
-            unjudged = pd.isna(r["lowest"]) or (reason is not None and pd.notna(r.get(reason)))
-            return "--" if unjudged else f"< {fmt_num(r['lowest'], 'g')}"
-        every = r[col] == r["highest"]
+            unjudged = pd.isna(r["lowest_rate"]) or (reason is not None and pd.notna(r.get(reason)))
+            return "--" if unjudged else f"< {fmt_num(r['lowest_rate'], 'g')}"
+        every = r[col] == r["highest_rate"]
         return fmt_num(r[col], "g") + (" (all)" if every else "")
 
     return cell
@@ -183,16 +161,16 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
         m = d(r["method"])
         later = r.get("pays_at_rate")
         if r["method"] != baseline and pd.notna(r["stops_paying_rate"]):
-            low = _rate(r["lowest"])
+            low = _rate(r["lowest_rate"])
             stops.append(
                 f"{m} stops paying (significantly slower) at {_rate(r['stops_paying_rate'])}"
-                if r["stops_paying_rate"] != r["lowest"]
+                if r["stops_paying_rate"] != r["lowest_rate"]
                 else f"{m} is slower at {low} but faster at {_rate(later)}"
                 if pd.notna(later)
                 else f"{m} is slower even at the lowest rate, {low}"
             )
-        elif r["method"] != baseline and r["compared"] and pd.notna(r["highest"]):
-            up_to = _rate(r["highest"])
+        elif r["method"] != baseline and r["compared"] and pd.notna(r["highest_rate"]):
+            up_to = _rate(r["highest_rate"])
             stops.append(
                 f"{m} is faster from {_rate(later)} and significantly slower at no "
                 f"rate up to {up_to}"
@@ -200,12 +178,12 @@ def _clauses(sub: pd.DataFrame, has_slo: bool, baseline: str) -> list[str]:
                 else f"{m} is neither significantly faster nor slower at any rate up to {up_to}"
             )
         if has_slo and pd.notna(r["max_rate_under_slo"]):
-            every = " (every rate measured)" if r["max_rate_under_slo"] == r["highest"] else ""
+            every = " (every rate measured)" if r["max_rate_under_slo"] == r["highest_rate"] else ""
             meets.append(
                 f"{m} meets the SLO up to {_rate(r['max_rate_under_slo'])}{every}{_strict(r)}"
             )
-        elif has_slo and pd.notna(r["lowest"]):
-            meets.append(f"{m} misses the SLO already at {_rate(r['lowest'])}")
+        elif has_slo and pd.notna(r["lowest_rate"]):
+            meets.append(f"{m} misses the SLO already at {_rate(r['lowest_rate'])}")
         if pd.notna(r["saturation_rate"]):
             sat.append(f"{m} saturates at {_rate(r['saturation_rate'])}")
     return stops + meets + sat
@@ -242,8 +220,7 @@ def summary(data: ReportData) -> list[str]:
     ow = windows(data.open_windows)
     if ow.empty or data.rate_limits.empty:
         return []
-    rows = limits_rows(data.rate_limits, ow, data.rate_speedup)
-    return findings(rows, ow, slo(data.slo_targets) is not None, data.baseline)
+    return findings(data.rate_limits, ow, slo(data.slo_targets) is not None, data.baseline)
 
 
 def _where(r: pd.Series, ow: pd.DataFrame) -> str:
@@ -380,7 +357,6 @@ def section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
         for i, (key, _) in enumerate(settings(ow))
     ]
     rows, lag = data.rate_limits, name("openloop-lag:0")
-    rows = limits_rows(rows, ow, data.rate_speedup) if not rows.empty else rows
     return {
         "available": True,
         "n_windows": len(ow),

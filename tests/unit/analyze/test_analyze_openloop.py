@@ -610,6 +610,8 @@ def test_rate_limits(db: Path) -> None:
         "workload": "chat",
         "max_tokens": 256,
         "n_rates": 4,
+        "lowest_rate": 1.0,
+        "highest_rate": 8.0,
         "target": 0.9,
         "max_rate_under_slo": 2.0,
         "max_rate_under_slo_strict": 1.0,
@@ -617,6 +619,7 @@ def test_rate_limits(db: Path) -> None:
         "saturation_rate": 4.0,
         "stops_paying_rate": None,
         "pays_at_rate": None,
+        "compared": False,  # the baseline has no rate_speedup row of its own
     }
     df = rows[DF]
     assert (
@@ -626,12 +629,34 @@ def test_rate_limits(db: Path) -> None:
         df["stops_paying_rate"],
         df["pays_at_rate"],
     ) == (None, None, None, 4.0, 1.0)
+    assert df["compared"] and (df["lowest_rate"], df["highest_rate"]) == (1.0, 8.0)
     c2 = one(db, "SELECT * FROM rate_limits WHERE campaign_id = 'c2' AND workload = 'chat'")
     assert (c2["max_rate_under_slo"], c2["saturation_rate"], c2["target"]) == (None, 1.0, 0.99)
     ramp = one(db, "SELECT * FROM rate_limits WHERE workload = 'ramp'")  # no single rate
     assert (ramp["n_rates"], ramp["max_rate_under_slo"], ramp["saturation_rate"]) == (0, None, None)
     c1 = one(db, "SELECT * FROM rate_limits WHERE campaign_id = 'c1'")  # one start: no bound
     assert (c1["max_rate_under_slo_strict"], c1["strict_reason"]) == (None, attainment.ONE_START)
+
+
+def test_the_figures_rows_are_built_by_analyze(db: Path) -> None:
+    """rate_sweep rings dflash's stops-paying rate (4 req/s) among its rate_speedup rows;
+    rate_points carries rate_attainment's figures at each swept rate and the ramp's window as
+    it is (tests/unit/analyze/test_rate_sweep.py works both out on hand-built rows)."""
+    sweep = fetch(db, "SELECT * FROM rate_sweep WHERE campaign_id = 'c3' ORDER BY rate")
+    assert [(r["rate"], r["is_crossover"]) for r in sweep if r["method"] == DF] == [
+        (1.0, False), (2.0, False), (4.0, True), (8.0, False),
+    ]  # fmt: skip
+    points = fetch(
+        db,
+        "SELECT p.attainment AS p, a.attainment AS a, p.goodput_lo AS pl, a.goodput_lo AS al"
+        " FROM rate_points AS p JOIN rate_attainment AS a"
+        " USING (campaign_id, tp, method, workload, max_tokens, rate)",
+    )
+    assert points and all((r["p"], r["pl"]) == (r["a"], r["al"]) for r in points)
+    ramp = one(db, "SELECT * FROM rate_points WHERE workload = 'ramp'")
+    window = one(db, "SELECT * FROM open_windows WHERE workload = 'ramp'")
+    assert ramp["rate"] is None and ramp["window_id"] == window["window_id"]
+    assert ramp["attainment"] == window["attainment"]
 
 
 def williams(starts: list[tuple[list[int], int]], contrasts: int) -> tuple[float, float]:
@@ -782,5 +807,7 @@ def test_a_file_without_open_loop_rows_has_empty_open_loop_tables(tmp_path: Path
             "cache_hygiene",
             "rate_speedup",
             "rate_limits",
+            "rate_sweep",
+            "rate_points",
         )
     )

@@ -1,7 +1,8 @@
 """The report's open-loop part (report/openloop/) on
 hand-built analysis tables.
 
-The tables open_windows, rate_speedup, rate_limits, slo_targets and cache_hygiene are made
+The tables open_windows, rate_speedup, rate_limits, rate_attainment, rate_sweep,
+rate_points, slo_targets and cache_hygiene are made
 here with the columns of the issue-13 contract (and issue 24's from-schedule columns) and
 added to the report fixture's file, so these tests do not depend on analyze/. One workload
 name carries LaTeX specials. A window behind schedule here: lag growth 0.5 s per s, TTFT
@@ -27,7 +28,13 @@ from specsweep.report.data import load
 from specsweep.report.openloop import figures as openloop_figures
 from specsweep.report.openloop import section as openloop
 from specsweep.report.text import latex, plain
-from tests.support.fixtures.report import CAMPAIGN
+from tests.support.fixtures.report import (
+    CAMPAIGN,
+    OPEN_KEY,
+    rate_limits_swept,
+    rate_points,
+    rate_sweep,
+)
 
 RAG = "rag_2k #1 & 50%"  # escaped: rag\_2k \#1 \& 50\%
 RAG_TEX = r"rag\_2k \#1 \& 50\%"
@@ -111,6 +118,7 @@ def _window(
         "goodput_lo": good * 0.95 if slo and not behind else None,
         "goodput_hi": min(good * 1.02, n / elapsed) if slo and not behind else None,
         "goodput_reason": "no SLO" if not slo else "behind schedule: ..." if behind else None,
+        "n_good_from_send": sent_att * n if slo else None,
         "goodput_from_send_rps": sent_att * n / elapsed if slo else None,
         "attainment_from_send": sent_att if slo else None,
         "attainment": att if slo else None,
@@ -169,11 +177,20 @@ def _speedup(workload: str, method: str, rate: float, s: float, lo: float, hi: f
     }
 
 
+def _attained(ow: pd.DataFrame) -> pd.DataFrame:
+    """rate_attainment of one start per rate: each swept window's own figures."""
+    cols = ["attainment", "attainment_lo", "attainment_hi", "goodput_rps", "goodput_lo",
+            "goodput_hi"]  # fmt: skip
+    return ow.loc[ow["rate"].notna(), [*OPEN_KEY, "rate", *cols]].assign(n_starts=1)
+
+
 def open_tables(slo: bool = True) -> dict[str, pd.DataFrame]:
     """Hand-built open-loop tables: on RAG, dflash pays from 1 req/s, its interval holds 1 at
     4 and it is significantly slower at 8 (it stops paying there), meets the SLO up to 4, the
     baseline up to 2 and saturates at 8, dflash falls behind schedule at 8; on chat, both miss
-    the SLO at the lowest rate and ddtree_b8 pays at both rates."""
+    the SLO at the lowest rate and ddtree_b8 pays at both rates. One start per rate. The
+    tables analyze derives from these (rate_limits' swept-rate columns, rate_sweep,
+    rate_points) come from the report fixture's pandas twins of its SQL."""
     ow = [
         _window(w, m, r, *vals, slo=slo)
         for (w, m), cols in SWEEPS.items()
@@ -230,10 +247,15 @@ def open_tables(slo: bool = True) -> dict[str, pd.DataFrame]:
             ("w4", "autoregressive", RAG, "poisson", 0, 4.0, "slots_erase", 0.05, None, None),
         ]
     ]
+    ow, rs = pd.DataFrame(ow), pd.DataFrame(speedups)
+    limits, ra = rate_limits_swept(pd.DataFrame(limits), ow, rs), _attained(ow)
     return {
-        "open_windows": pd.DataFrame(ow),
-        "rate_limits": pd.DataFrame(limits),
-        "rate_speedup": pd.DataFrame(speedups),
+        "open_windows": ow,
+        "rate_limits": limits,
+        "rate_speedup": rs,
+        "rate_attainment": ra,
+        "rate_sweep": rate_sweep(rs, limits),
+        "rate_points": rate_points(ow, ra),
         "slo_targets": pd.DataFrame([slo_row]),
         "cache_hygiene": pd.DataFrame(hyg),
     }
@@ -484,8 +506,8 @@ def test_a_method_that_pays_only_under_load_is_said_to() -> None:
     row = {
         "method": "ngram_simple",
         "stops_paying_rate": 2.0,
-        "lowest": 2.0,
-        "highest": 32.0,
+        "lowest_rate": 2.0,
+        "highest_rate": 32.0,
         "compared": True,
         "max_rate_under_slo": None,
         "saturation_rate": None,
@@ -501,8 +523,8 @@ def test_a_max_rate_without_an_interval_over_starts_is_called_a_point_estimate()
     strict max rate is NULL with a reason. The table says "--", not "< lowest" (nothing missed
     there), and the sentence calls the max rate a point estimate."""
     row = pd.Series({
-        "method": "dflash", "stops_paying_rate": None, "pays_at_rate": None, "lowest": 1.0,
-        "highest": 4.0, "compared": False, "max_rate_under_slo": 2.0,
+        "method": "dflash", "stops_paying_rate": None, "pays_at_rate": None, "lowest_rate": 1.0,
+        "highest_rate": 4.0, "compared": False, "max_rate_under_slo": 2.0,
         "max_rate_under_slo_strict": None, "strict_reason": "one service start: ...",
         "saturation_rate": None,
     })  # fmt: skip
