@@ -14,7 +14,7 @@ import pytest
 from specsweep.collect.engines.llamacpp import ChatStream
 from specsweep.collect.http import client
 from specsweep.collect.http import connection as http1
-from tests.support.raw_server import raw_server
+from tests.support.raw_server import raw_server, read_request
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
@@ -42,19 +42,8 @@ FAULTS = {
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
+    head = await read_request(reader)
     path = head.split(b" ", 2)[1].decode()
-    length = int(
-        next(
-            (
-                ln.split(b":")[1]
-                for ln in head.split(b"\r\n")
-                if ln.lower().startswith(b"content-length")
-            ),
-            b"0",
-        )
-    )
-    await reader.readexactly(length)
     payload, then = FAULTS[path]
     writer.write(payload)
     await writer.drain()
@@ -123,15 +112,7 @@ async def _closing_on_reuse(reader: asyncio.StreamReader, writer: asyncio.Stream
     and close it unanswered: a keep-alive close that races the client's reuse (seen with
     llama-server behind an SSH tunnel)."""
     for answered in (True, False):
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = int(
-            next(
-                ln.split(b":")[1]
-                for ln in head.split(b"\r\n")
-                if ln.lower().startswith(b"content-length")
-            )
-        )
-        await reader.readexactly(length)
+        await read_request(reader)
         if not answered:
             break
         writer.write(KEEP_ALIVE_OK)
@@ -197,15 +178,7 @@ def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
             nonlocal connections
             connections += 1
             with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-                while head := await reader.readuntil(b"\r\n\r\n"):
-                    length = int(
-                        next(
-                            ln.split(b":")[1]
-                            for ln in head.split(b"\r\n")
-                            if ln.lower().startswith(b"content-length")
-                        )
-                    )
-                    await reader.readexactly(length)
+                while await read_request(reader):
                     await asyncio.sleep(0.05)  # all 6 requests are in flight at once
                     writer.write(KEEP_ALIVE_OK)
                     await writer.drain()
