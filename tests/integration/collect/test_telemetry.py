@@ -14,9 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
 from specsweep.collect.telemetry import Sampler, smi
+from tests.support.collect_cli import run_here
 from tests.support.fake_gpus import sample_for
 from tests.unit.collect.test_telemetry import LAUNCHER, QUERY, REPO, _gpu_plan, _running, fake_smi  # noqa: F401
 
@@ -53,8 +52,7 @@ def test_a_local_gpu_campaign_lands_gpu_samples_with_its_units(
     launcher.write_text(LAUNCHER.format(python=sys.executable, engines=str(REPO)))
     launcher.chmod(0o755)
     text = _gpu_plan(launcher)
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         services = dict(con.execute("SELECT method, gpus FROM services").fetchall())
         env = dict(con.execute("SELECT key, value FROM environment").fetchall())
