@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.support.collect_cli import collect_run
+from tests.support.collect_cli import collect_argv, collect_run, start_run
 
 PLAN = """
 name: e2e-tiny
@@ -89,17 +89,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Pat
     plan, db = tmp / "plan.yaml", tmp / "results.duckdb"
     assert FAMILY_PLAN != PLAN
     plan.write_text(FAMILY_PLAN)
-    _run(
-        "-m",
-        "specsweep.collect",
-        "run",
-        str(plan),
-        "--db",
-        str(db),
-        "--logs",
-        str(tmp / "logs"),
-        "--no-progress",
-    )
+    _run(*collect_run(plan, db, tmp / "logs")[1:])
     _run("-m", "specsweep.analyze", "--db", str(db))
     _run("-m", "specsweep.report", "--db", str(db), "--out", str(tmp / "report.pdf"))
     return tmp
@@ -263,17 +253,7 @@ def test_a_family_lands_its_parameter_and_reaches_the_report(campaign: Path) -> 
 def test_rerun_resumes_without_measuring_again(campaign: Path) -> None:
     db = campaign / "results.duckdb"
     before = _counts(db)
-    done = _run(
-        "-m",
-        "specsweep.collect",
-        "run",
-        str(campaign / "plan.yaml"),
-        "--db",
-        str(db),
-        "--logs",
-        str(campaign / "logs"),
-        "--no-progress",
-    )
+    done = _run(*collect_run(campaign / "plan.yaml", db, campaign / "logs")[1:])
     assert _counts(db) == before
     assert "results in" in done.stdout
 
@@ -282,15 +262,7 @@ def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
     plan = tmp_path / "bad.yaml"
     plan.write_text(PLAN.replace("repetitions: 2", "repetitions: -2"))
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "specsweep.collect",
-            "run",
-            str(plan),
-            "--db",
-            str(tmp_path / "x.duckdb"),
-        ],
+        collect_argv("run", str(plan), "--db", str(tmp_path / "x.duckdb")),
         capture_output=True,
         text=True,
     )
@@ -335,12 +307,7 @@ def _mid_campaign(
     the database."""
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(ONE_ROUND.replace("repetitions: 2", f"repetitions: {reps}"))
-    proc = subprocess.Popen(
-        collect_run(plan, db, tmp_path / "logs"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_run(plan, db, tmp_path / "logs")
     try:
         pid = _wait_for_server(proc.pid, tmp_path / "logs", timeout_s=60)
         _wait_for_replies(tmp_path / "logs", 3, timeout_s=60)  # the warm-up + 2: mid-workload
@@ -382,17 +349,7 @@ def test_interrupt_stops_the_server_and_keeps_what_was_measured(tmp_path: Path) 
     _run("-m", "specsweep.analyze", "--db", str(db))
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM request_metrics").fetchone()[0] == 0
-    _run(
-        "-m",
-        "specsweep.collect",
-        "run",
-        str(tmp_path / "plan.yaml"),
-        "--db",
-        str(db),
-        "--logs",
-        str(tmp_path / "logs"),
-        "--no-progress",
-    )
+    _run(*collect_run(tmp_path / "plan.yaml", db, tmp_path / "logs")[1:])
     with duckdb.connect(str(db), read_only=True) as con:
         done = con.execute("SELECT count(*) FILTER (complete), count(*) FROM units").fetchone()
         measured = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
@@ -519,17 +476,7 @@ def test_an_api_key_is_used_but_never_stored(tmp_path: Path, llama_server: str) 
     )
     env = {**os.environ, "SPECSWEEP_KEY": secret}
     for argv in (
-        [
-            "-m",
-            "specsweep.collect",
-            "run",
-            str(plan),
-            "--db",
-            str(db),
-            "--logs",
-            str(tmp_path / "logs"),
-            "--no-progress",
-        ],
+        collect_run(plan, db, tmp_path / "logs")[1:],
         ["-m", "specsweep.analyze", "--db", str(db)],
         ["-m", "specsweep.report", "--db", str(db), "--out", str(tmp_path / "report.pdf")],
     ):

@@ -300,28 +300,47 @@ def rt_window(method: str, rate: float, tpot: Callable[[int], float]) -> tuple[l
         }
         for i in range(11)
     ]
-    window = {
-        "campaign_id": "rt",
-        "service_id": f"svc-rt-{method}",
-        "config_id": f"cfg-rt-{method}",
-        "workload": "chat",
-        "window_id": wid,
-        "max_tokens": 256,
-        "load": "poisson",
-        "rate": rate,
-        "ramp": None,
-        "ramp_start_rate": None,
-        "ramp_end_rate": None,
-        "burstiness": None,
-        "seed": 1,
-        "max_concurrency": None,
-        "n_scheduled": 11,
-        "schedule_span_s": 10.0,
-        "cache_reset": "flush_cache",
-        "started_at": SERVICE_T,
-        "elapsed_s": 12.0,
-    }
-    return rows, window
+    row = window(
+        "rt",
+        wid,
+        method,
+        rate=rate,
+        n=11,
+        span=10.0,
+        elapsed=12.0,
+        service_id=f"svc-rt-{method}",
+        config_id=f"cfg-rt-{method}",
+        started_at=SERVICE_T,
+    )
+    return rows, row
+
+
+def crossing_rows(spaced: bool = False) -> list[dict[str, Any]]:
+    """A campaign whose method m pays at concurrency 1 and not at 4: on 8 prompts (decode
+    speed 10 + p tok/s for prompt p), m is 2x the baseline at concurrency 1 and 0.6x at 4, its
+    speeds jittered by a few percent; spaced: prompt p's requests start at p * 100 s."""
+    rows = []
+    for p in range(8):
+        speed = 10.0 + p
+        for method, conc, factor in (
+            ("autoregressive", 1, 1),
+            ("m", 1, 2),
+            ("autoregressive", 4, 1),
+            ("m", 4, 0.6),
+        ):
+            jitter = 1 + 0.03 * ((p * 7) % 5 - 2) if method == "m" else 1
+            start = {"start_s": float(p * 100)} if spaced else {}
+            rows.append(
+                decode_req(
+                    speed * factor * jitter,
+                    method=method,
+                    concurrency=conc,
+                    prompt_id=f"p{p}",
+                    window_id=f"w-{method}-{conc}",
+                    **start,
+                )
+            )
+    return rows
 
 
 def in_rounds(

@@ -6,11 +6,18 @@ Telemetry (`-lms N -i ids`): every N ms one line per GPU, at most `limit` rounds
 round k (1-based) draws 100 + 50 g + 10 (k mod 4) W; GPU 1 reports power as [N/A] and the
 reasons idle + sw_power_cap; GPU 2 reports temperature as [Not Supported] and hw_slowdown +
 hw_thermal_slowdown; every other GPU is idle only (no throttle reason).
+
+`sample_for` reads what a started sampler (of these GPUs or real ones) takes in a while.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specsweep.collect.telemetry import Sample, Sampler
 
 _SCRIPT = r"""#!/bin/bash
 echo "$*" >> "{log}"
@@ -111,3 +118,16 @@ def install_without_driver(folder: Path) -> Path:
     script.write_text(NO_DRIVER)
     script.chmod(0o755)
     return script
+
+
+def sample_for(sampler: Sampler, seconds: float) -> tuple[list[Sample], float, float]:
+    """Let a started sampler run for `seconds`, then stop it; returns the samples it took
+    between the two perf_counter() stamps t0 and t1 around the wait, and t0 and t1."""
+    try:
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        t1 = time.perf_counter()
+        taken = sampler.take(t0, t1)
+    finally:
+        sampler.stop()
+    return taken, t0, t1

@@ -14,8 +14,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import run_here
 from tests.support.shaped_http import REASONS, Reply, Request
 from tests.support.shaped_servers import Script, ShapedServer
 
@@ -48,8 +47,7 @@ class Recording:
                 ],
             }
         )
-        db = tmp / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp / "logs", show_progress=False)
+        db = run_here(text, tmp)
         with duckdb.connect(str(db), read_only=True) as con:
             return con.execute("SELECT state, error, log_tail FROM services").fetchone()
 

@@ -16,7 +16,7 @@ import yaml
 
 from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.run import runner
-from tests.support.collect_cli import collect_run
+from tests.support.collect_cli import llama_engine, start_run
 from tests.support.fixtures.hosts import servers_in
 
 
@@ -27,14 +27,7 @@ def _plan(
         "name": "ssh-loopback",
         "repeat": 1,  # one round: this is about the SSH host, not the rounds
         "host": {**ssh_cfg, "tunnel": True, "forward": forward},
-        "engine": {
-            "kind": "llamacpp",
-            "binary": llama_server,
-            "model": model,
-            "args": ["-t", "2", "-c", "2048", "-np", "2"],
-            "startup_timeout_s": 60,
-            "request_timeout_s": 60,
-        },
+        "engine": llama_engine(llama_server, model, ["-t", "2", "-c", "2048", "-np", "2"]),
         "methods": [
             {"name": "autoregressive", "args": ["--spec-type", "none"]},
             {"name": "ngram-simple", "args": ["--spec-type", "ngram-simple"]},
@@ -109,12 +102,7 @@ def test_campaign_survives_a_dropped_link(
     before = servers_in(llama_server, ssh_cfg["workdir"])
     db, plan = tmp_path / "results.duckdb", tmp_path / "plan.yaml"
     plan.write_text(_plan(ssh_cfg, llama_server, smollm_model, reps=3))
-    proc = subprocess.Popen(
-        collect_run(plan, db, "logs"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_run(plan, db, "logs")
     try:
         cut = _cut_after_first_unit(db, sshd, proc, timeout_s=120)
         out, err = proc.communicate(timeout=300)

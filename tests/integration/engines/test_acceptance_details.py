@@ -12,10 +12,8 @@ import json
 from pathlib import Path
 
 import duckdb
-import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import EAGLE_TWICE, external_plan, run_here
 from tests.support.shaped_details import vllm_spec
 from tests.support.shaped_servers import Script, VLLMServer, serve
 
@@ -24,35 +22,21 @@ def test_vllm_details_round_trip_through_the_store(tmp_path: Path) -> None:
     script = Script(gap_s=0.005, spec_metrics="detailed")
     sent = vllm_spec(script.chunk_tokens, script.drafts_per_step, "detailed")
     with serve(VLLMServer(script)) as url:
-        text = yaml.safe_dump(
-            {
-                "name": "external-vllm",
-                "repeat": 1,  # one round: this test is not about rounds
-                "host": {"kind": "external", "url": url, "name": "shaped"},
-                "engine": {
-                    "kind": "vllm",
-                    "model": "org/m",
-                    "request_extra": {
-                        "top_k": 1,
-                        "api_key": "sk-secretsecret",
-                        "return_token_ids": True,
-                    },
+        text = external_plan(
+            url,
+            name="external-vllm",
+            engine={
+                "kind": "vllm",
+                "model": "org/m",
+                "request_extra": {
+                    "top_k": 1,
+                    "api_key": "sk-secretsecret",
+                    "return_token_ids": True,
                 },
-                "methods": [{"name": "eagle"}],
-                "baseline": "eagle",
-                "workloads": [
-                    {
-                        "name": "w",
-                        "prompts": {"kind": "inline", "texts": ["a"]},
-                        "max_tokens": [28],
-                        "concurrency": [1],
-                        "repetitions": 2,
-                    }
-                ],
-            }
+            },
+            **EAGLE_TWICE,
         )
-        db = tmp_path / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT spec_verify_ct, accept_length, engine_accept_length, accept_histogram, "

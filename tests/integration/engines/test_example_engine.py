@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import duckdb
-import yaml
 
+from tests.support.collect_cli import external_plan
 from tests.support.shaped_servers import Script, VLLMServer, serve
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "adding-an-engine.md"
@@ -40,24 +40,21 @@ def example_module() -> str:
 
 
 def _plan(url: str) -> str:
-    return yaml.safe_dump(
-        {
-            "name": "example-engine",
-            "repeat": 1,  # one round: this test is not about rounds
-            "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": {"kind": "tinychat", "model": "/models/m"},
-            "methods": [{"name": "plain"}],
-            "baseline": "plain",
-            "workloads": [
-                {
-                    "name": "w",
-                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                    "max_tokens": [28],
-                    "concurrency": [1],
-                    "repetitions": 2,
-                }
-            ],
-        }
+    return external_plan(
+        url,
+        name="example-engine",
+        engine={"kind": "tinychat", "model": "/models/m"},
+        methods=[{"name": "plain"}],
+        baseline="plain",
+        workloads=[
+            {
+                "name": "w",
+                "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                "max_tokens": [28],
+                "concurrency": [1],
+                "repetitions": 2,
+            }
+        ],
     )
 
 

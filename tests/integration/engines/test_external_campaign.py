@@ -8,36 +8,31 @@ import json
 from pathlib import Path
 
 import duckdb
-import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import external_plan, run_here
 from tests.support.shaped_servers import Script, SGLangServer, serve
 
 
 def _plan(url: str) -> str:
-    return yaml.safe_dump(
-        {
-            "name": "external-sglang",
-            "repeat": 1,  # one round: this test is not about rounds
-            "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": {
-                "kind": "sglang",
-                "model": "/models/m",
-                "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}",
-            },
-            "methods": [{"name": "dflash"}],
-            "baseline": "dflash",
-            "workloads": [
-                {
-                    "name": "w",
-                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                    "max_tokens": [28],
-                    "concurrency": [1, 2],
-                    "repetitions": 2,
-                }
-            ],
-        }
+    return external_plan(
+        url,
+        name="external-sglang",
+        engine={
+            "kind": "sglang",
+            "model": "/models/m",
+            "chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}",
+        },
+        methods=[{"name": "dflash"}],
+        baseline="dflash",
+        workloads=[
+            {
+                "name": "w",
+                "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                "max_tokens": [28],
+                "concurrency": [1, 2],
+                "repetitions": 2,
+            }
+        ],
     )
 
 
@@ -45,8 +40,7 @@ def test_external_server_is_measured_not_managed(tmp_path: Path) -> None:
     script = Script()  # 28 tokens in 8 verify steps: accept length (28 - 1) / 8
     with serve(SGLangServer(script)) as url:
         text = _plan(url)
-        db = tmp_path / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT ok, accept_length, output_tokens, chunk_tokens, "
@@ -77,8 +71,7 @@ def test_a_refused_cache_flush_marks_the_windows_not_the_service(tmp_path: Path)
     script = Script(flush_always_busy=True)
     with serve(SGLangServer(script)) as url:
         text = _plan(url)
-        db = tmp_path / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         services = con.execute("SELECT state FROM services").fetchall()
         windows = con.execute("SELECT cache_reset FROM windows").fetchall()

@@ -13,6 +13,7 @@ import yaml
 
 from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.run import runner
+from tests.support.collect_cli import llama_engine
 from tests.support.fixtures.hosts import servers_in
 
 
@@ -22,14 +23,7 @@ def _plan(ssh_cfg: dict[str, Any], llama_server: str, model: str, pack: bool) ->
             "name": f"packing-{pack}",
             "repeat": 1,  # one round: this is about packing, not the rounds
             "host": {**ssh_cfg, "tunnel": True, "gpus": [0, 1], "pack": pack},
-            "engine": {
-                "kind": "llamacpp",
-                "binary": llama_server,
-                "model": model,
-                "args": ["-t", "1", "-c", "1024", "-np", "1"],
-                "startup_timeout_s": 60,
-                "request_timeout_s": 60,
-            },
+            "engine": llama_engine(llama_server, model, ["-t", "1", "-c", "1024", "-np", "1"]),
             "methods": [
                 {"name": "autoregressive", "args": ["--spec-type", "none"]},
                 {"name": "ngram-simple", "args": ["--spec-type", "ngram-simple"]},

@@ -31,13 +31,7 @@ def test_nvidia_smi_streams_over_the_ssh_connection(
     with SSH(SSHHost(**{**ssh_cfg, "gpus": [0, 1, 2]})) as host:
         sampler = open_sampler(host, [1, 2], Telemetry(period_s=0.1))
         assert sampler is not None and sampler.name == "nvidia-smi"
-        try:
-            t0 = time.perf_counter()
-            time.sleep(1.0)
-            t1 = time.perf_counter()
-            taken = sampler.take(t0, t1)
-        finally:
-            sampler.stop()
+        taken, t0, t1 = fake_gpus.sample_for(sampler, 1.0)
         assert host.run(["true"])[0] == 0  # the connection outlives the stream
     assert {s.gpu for s in taken} == {1, 2}
     for gpu in (1, 2):

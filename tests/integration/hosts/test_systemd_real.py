@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from specsweep.collect.plan.components import SSHHost
 from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.run import runner
 from tests.integration.hosts.test_stop_order import LAUNCHER
-from tests.support.collect_cli import collect_run
+from tests.support.collect_cli import collect_argv, llama_engine, start_run
 from tests.support.sshd import free_port, wait_for
 from tests.support.systemd_container import (
     Container,
@@ -311,14 +310,11 @@ def _plan(
         "name": "nspawn-systemd",
         "repeat": 1,  # one round: this is about systemd, not the rounds
         "host": box.host_cfg(workdir),
-        "engine": {
-            "kind": "llamacpp",
-            "binary": paths[0],
-            "model": paths[1],
-            "args": ["-t", "1", "-c", "2048", "-np", "1"],  # -t 1: fast on a busy CPU
-            "startup_timeout_s": 60,
-            "request_timeout_s": 60,
-        },
+        "engine": llama_engine(
+            paths[0],
+            paths[1],
+            ["-t", "1", "-c", "2048", "-np", "1"],  # -t 1: fast on a busy CPU
+        ),
         "methods": [{"name": "autoregressive", "args": ["--spec-type", "none"]}],
         "workloads": [
             {
@@ -352,12 +348,7 @@ def test_a_server_killed_mid_campaign_is_restarted_once(
     workdir = "/var/tmp/specsweep/crash"
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(yaml.safe_dump(_plan(box, paths, workdir, reps=4)))
-    proc = subprocess.Popen(
-        collect_run(plan, db, "logs"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_run(plan, db, "logs")
     try:
         pid = box.server_pid_mid_workload(workdir, timeout_s=90)
         assert box.ssh(f"kill -9 {pid}").returncode == 0
@@ -386,16 +377,7 @@ def test_a_unit_left_by_a_killed_run_is_stopped_by_the_next(
     workdir = "/var/tmp/specsweep/orphan"
     plan, db = tmp_path / "plan.yaml", tmp_path / "results.duckdb"
     plan.write_text(yaml.safe_dump(_plan(box, paths, workdir, reps=4)))
-    cmd = [
-        sys.executable,
-        "-m",
-        "specsweep.collect",
-        "run",
-        str(plan),
-        "--db",
-        str(db),
-        "--no-progress",
-    ]
+    cmd = collect_argv("run", str(plan), "--db", str(db), "--no-progress")
     with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
         orphan = box.server_pid_mid_workload(workdir, timeout_s=90)
         proc.kill()

@@ -22,6 +22,7 @@ from specsweep.collect.hosts.ssh import SSH
 from specsweep.collect.plan.components import SSHHost
 from tests.support.fixtures.hosts import Sshd, children, free_port
 from tests.support.sshd import wait_for
+from tests.unit.hosts.test_ssh import _get
 
 TEXT = "through the tunnel"
 
@@ -49,14 +50,6 @@ def site(tmp_path: Path) -> Iterator[int]:
     finally:
         proc.kill()
         proc.wait()
-
-
-def _get(url: str) -> str | None:
-    try:
-        response = httpx.get(url, timeout=2)
-    except httpx.HTTPError:
-        return None
-    return response.text if response.status_code == 200 else None
 
 
 def ssh_pids(local_port: int) -> list[int]:

@@ -15,7 +15,7 @@ import pytest
 
 from specsweep.analyze import build, stats
 from specsweep.schema import metrics
-from tests.support.analyze_rows import decode_req, fetch, in_rounds, one, write_db
+from tests.support.analyze_rows import crossing_rows, fetch, in_rounds, one, write_db
 
 # (concurrency, ci_low, ci_high); the point estimate is the CI's midpoint unless a fourth
 # item gives it; the level is significant (Holm) when the CI excludes 1 unless a fifth says.
@@ -193,25 +193,7 @@ def test_built_from_requests_by_analyze(analyzed, tmp_path: Path) -> None:  # no
     jitter of a few percent), in 3 rounds of service starts (each start a little off): with
     the start variance in the interval and Holm, c=1 lies above 1 and c=4 below. One round
     alone gives no interval at all: nothing pays, nothing is slower, nothing is said."""
-    rows = []
-    for p in range(8):
-        speed = 10.0 + p
-        for method, conc, factor in (
-            ("autoregressive", 1, 1),
-            ("m", 1, 2),
-            ("autoregressive", 4, 1),
-            ("m", 4, 0.6),
-        ):
-            jitter = 1 + 0.03 * ((p * 7) % 5 - 2) if method == "m" else 1
-            rows.append(
-                decode_req(
-                    speed * factor * jitter,
-                    method=method,
-                    concurrency=conc,
-                    prompt_id=f"p{p}",
-                    window_id=f"w-{method}-{conc}",
-                )
-            )
+    rows = crossing_rows()
     path = analyzed(in_rounds(rows, 3, lambda m, r, p: 1 + 0.02 * ((r + len(m)) % 3 - 1)))
     row = one(path, "SELECT * FROM crossover")
     assert (row["method"], row["status"], row["crossover_concurrency"]) == ("m", "stops paying", 4)

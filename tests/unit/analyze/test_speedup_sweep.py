@@ -18,7 +18,7 @@ import pytest
 
 from specsweep.analyze import build, stats
 from specsweep.schema import metrics
-from tests.support.analyze_rows import decode_req, fetch, in_rounds
+from tests.support.analyze_rows import crossing_rows, fetch, in_rounds
 
 SPEEDUP_COLUMNS = (
     "campaign_id, engine, tp, workload, max_tokens, concurrency, method, baseline, is_control,"
@@ -131,29 +131,10 @@ def test_effective_concurrency_is_the_mean_over_the_load_points_windows(sweep) -
 
 def test_built_from_requests_by_analyze(analyzed) -> None:  # noqa: ANN001
     """Method m is about 2x the baseline at concurrency 1 and 0.6x at 4 (test_analyze_crossover's
-    campaign): both levels are swept, 4 is the crossover, and each level carries its
-    windows' effective concurrency (one request in flight at a time: each window's busy time
-    over its span)."""
-    rows = []
-    for p in range(8):
-        speed = 10.0 + p
-        for method, conc, factor in (
-            ("autoregressive", 1, 1),
-            ("m", 1, 2),
-            ("autoregressive", 4, 1),
-            ("m", 4, 0.6),
-        ):
-            jitter = 1 + 0.03 * ((p * 7) % 5 - 2) if method == "m" else 1
-            rows.append(
-                decode_req(
-                    speed * factor * jitter,
-                    method=method,
-                    concurrency=conc,
-                    prompt_id=f"p{p}",
-                    window_id=f"w-{method}-{conc}",
-                    start_s=float(p * 100),
-                )
-            )
+    campaign, analyze_rows.crossing_rows): both levels are swept, 4 is the crossover, and each
+    level carries its windows' effective concurrency (one request in flight at a time: each
+    window's busy time over its span)."""
+    rows = crossing_rows(spaced=True)
     path = analyzed(in_rounds(rows, 3, lambda m, r, p: 1 + 0.02 * ((r + len(m)) % 3 - 1)))
     sweep = fetch(path, "SELECT * FROM speedup_sweep ORDER BY concurrency")
     assert [(r["method"], r["concurrency"], r["is_crossover"]) for r in sweep] == [

@@ -9,8 +9,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import run_here
 
 
 def _plan(tmp_path: Path, stop_cmd: list[str]) -> str:
@@ -47,15 +46,9 @@ def _plan(tmp_path: Path, stop_cmd: list[str]) -> str:
     )
 
 
-def _run(tmp_path: Path, text: str) -> Path:
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
-    return db
-
-
 def test_stopped_before_the_phase_and_started_after_a_failure(tmp_path: Path) -> None:
     events = tmp_path / "events"
-    db = _run(tmp_path, _plan(tmp_path, ["sh", "-c", f"echo stop >> {events}"]))
+    db = run_here(_plan(tmp_path, ["sh", "-c", f"echo stop >> {events}"]), tmp_path)
     assert events.read_text().split() == ["stop", "start"]
     with duckdb.connect(str(db), read_only=True) as con:
         state, log_tail = con.execute("SELECT state, log_tail FROM services").fetchone()
@@ -64,7 +57,7 @@ def test_stopped_before_the_phase_and_started_after_a_failure(tmp_path: Path) ->
 
 def test_a_service_that_will_not_stop_skips_the_phase(tmp_path: Path) -> None:
     events = tmp_path / "events"
-    db = _run(tmp_path, _plan(tmp_path, ["sh", "-c", "echo busy >&2; exit 1"]))
+    db = run_here(_plan(tmp_path, ["sh", "-c", "echo busy >&2; exit 1"]), tmp_path)
     assert not events.exists()  # never stopped, so never started again
     with duckdb.connect(str(db), read_only=True) as con:
         services = con.execute("SELECT count(*) FROM services").fetchone()[0]

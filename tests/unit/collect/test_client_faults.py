@@ -14,7 +14,7 @@ import pytest
 from specsweep.collect.engines.llamacpp import ChatStream
 from specsweep.collect.http import client
 from specsweep.collect.http import connection as http1
-from tests.support.raw_server import raw_server
+from tests.support.raw_server import Handler, raw_server, read_request
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
@@ -42,19 +42,8 @@ FAULTS = {
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
+    head = await read_request(reader)
     path = head.split(b" ", 2)[1].decode()
-    length = int(
-        next(
-            (
-                ln.split(b":")[1]
-                for ln in head.split(b"\r\n")
-                if ln.lower().startswith(b"content-length")
-            ),
-            b"0",
-        )
-    )
-    await reader.readexactly(length)
     payload, then = FAULTS[path]
     writer.write(payload)
     await writer.drain()
@@ -123,20 +112,18 @@ async def _closing_on_reuse(reader: asyncio.StreamReader, writer: asyncio.Stream
     and close it unanswered: a keep-alive close that races the client's reuse (seen with
     llama-server behind an SSH tunnel)."""
     for answered in (True, False):
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = int(
-            next(
-                ln.split(b":")[1]
-                for ln in head.split(b"\r\n")
-                if ln.lower().startswith(b"content-length")
-            )
-        )
-        await reader.readexactly(length)
+        await read_request(reader)
         if not answered:
             break
         writer.write(KEEP_ALIVE_OK)
         await writer.drain()
     writer.close()
+
+
+async def _serve(handle: Handler) -> tuple[asyncio.Server, str]:
+    """handle's server on 127.0.0.1, port 0, in the running loop, and its base URL."""
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
 
 
 def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() -> None:
@@ -151,8 +138,7 @@ def test_a_pooled_connection_closed_as_it_is_reused_is_retried_on_a_new_one() ->
             connections += 1
             await _closing_on_reuse(reader, writer)
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        server, url = await _serve(handle)
         async with server, httpx.AsyncClient() as http:
             results = [
                 await client.stream(http, url, {"x": 1}, ChatStream(), 5.0) for _ in range(2)
@@ -178,8 +164,7 @@ def test_a_server_that_closes_every_connection_unanswered_is_server_died() -> No
             await reader.readuntil(b"\r\n\r\n")
             writer.close()
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        server, url = await _serve(handle)
         async with server, httpx.AsyncClient() as http:
             return await client.stream(http, url, {"x": 1}, ChatStream(), 5.0), connections
 
@@ -197,22 +182,13 @@ def test_prewarm_opens_the_window_s_connections_before_it_starts() -> None:
             nonlocal connections
             connections += 1
             with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-                while head := await reader.readuntil(b"\r\n\r\n"):
-                    length = int(
-                        next(
-                            ln.split(b":")[1]
-                            for ln in head.split(b"\r\n")
-                            if ln.lower().startswith(b"content-length")
-                        )
-                    )
-                    await reader.readexactly(length)
+                while await read_request(reader):
                     await asyncio.sleep(0.05)  # all 6 requests are in flight at once
                     writer.write(KEEP_ALIVE_OK)
                     await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        server, url = await _serve(handle)
         async with server, httpx.AsyncClient() as http:
             await client.prewarm(http, url, 6)
             await asyncio.sleep(0.05)
@@ -253,8 +229,7 @@ def test_a_prewarmed_connection_the_server_does_not_read_is_not_kept(
                     await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        server, url = await _serve(handle)
         async with server, httpx.AsyncClient() as http:
             await client.prewarm(http, url, 3, "/health")
             kept = http1._idle(http).count(http1._pool_key(url))

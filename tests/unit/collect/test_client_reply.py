@@ -12,7 +12,7 @@ import pytest
 from specsweep.collect.engines.llamacpp import ChatStream
 from specsweep.collect.http import client
 from specsweep.collect.http.reply import BadReply, Reply
-from tests.support.raw_server import raw_server
+from tests.support.raw_server import raw_server, read_request
 
 EARLY_HINTS = (
     b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nLink: </b.js>; rel=preload\r\n\r\n"
@@ -32,14 +32,8 @@ def _chunk(data: bytes) -> bytes:
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """103 Early Hints (on its own, or in one write with the real head), then a 200
     streamed in chunks, each in its own write."""
-    head = await reader.readuntil(b"\r\n\r\n")
+    head = await read_request(reader)
     path = head.split(b" ", 2)[1]
-    length = next(
-        int(ln.split(b":")[1])
-        for ln in head.split(b"\r\n")
-        if ln.lower().startswith(b"content-length")
-    )
-    await reader.readexactly(length)
     if path == b"/apart":
         writer.write(EARLY_HINTS)
         await writer.drain()

@@ -19,6 +19,7 @@ from cryptography.x509.oid import NameOID
 
 from specsweep.collect.engines.llamacpp import ChatStream
 from specsweep.collect.http import client
+from tests.support.raw_server import read_request
 
 CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 FINAL = b'data: {"choices": [], "usage": {"completion_tokens": 2}}\n\n'
@@ -69,15 +70,7 @@ def _send_over_tls(cert: Path, key: Path) -> client.Result:
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int(
-                    next(
-                        ln.split(b":")[1]
-                        for ln in head.split(b"\r\n")
-                        if ln.lower().startswith(b"content-length")
-                    )
-                )
-                await reader.readexactly(length)
+                await read_request(reader)
                 writer.write(REPLY)
                 await writer.drain()
             except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):

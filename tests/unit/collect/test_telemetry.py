@@ -159,12 +159,7 @@ def test_a_driver_before_r535_is_asked_for_the_old_reasons_field(
     script = fake_gpus.install(tmp_path / "bin", count=3, old_driver=True)
     monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
     sampler = Sampler(smi.LocalSmi([2], 0.1), [2], 0.1).start()
-    try:
-        t0 = time.perf_counter()
-        time.sleep(0.6)
-        taken = sampler.take(t0, time.perf_counter())
-    finally:
-        sampler.stop()
+    taken = fake_gpus.sample_for(sampler, 0.6)[0]
     assert len(taken) >= 3 and {s.gpu for s in taken} == {2}
     assert {s.values["throttle_reasons"] for s in taken} == {"hw_slowdown,hw_thermal_slowdown"}
     calls = (script.parent / "calls.log").read_text().splitlines()
@@ -214,12 +209,7 @@ def test_nvml_reads_gpu_0() -> None:
     source = open_nvml([0], 0.05)
     assert source is not None
     sampler = Sampler(source, [0], 0.05).start()
-    try:
-        t0 = time.perf_counter()
-        time.sleep(0.6)
-        taken = sampler.take(t0, time.perf_counter())
-    finally:
-        sampler.stop()
+    taken = fake_gpus.sample_for(sampler, 0.6)[0]
     assert len(taken) >= 8 and {s.gpu for s in taken} == {0}
     values = taken[-1].values
     assert values["power_w"] > 0 and values["sm_clock_mhz"] >= 0

@@ -21,6 +21,7 @@ from specsweep.collect.hosts.local import Local
 from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
 from specsweep.collect.run.service import Service
 from specsweep.schema.contracts import CACHE_RESETS as SCHEMA_CACHE_RESETS
+from tests.support.collect_cli import llama_engine
 from tests.support.shaped_servers import Script, SGLangServer, VLLMServer, serve
 
 FAST = Script(ttft_s=0.01, gap_s=0.005)
@@ -136,15 +137,7 @@ def test_vllm_reset_waits_out_a_request_still_running() -> None:
 
 def _llama(binary: str, args: list[str], **kw: Any) -> LlamaCppEngine:
     return LlamaCppEngine.model_validate(
-        {
-            "kind": "llamacpp",
-            "binary": binary,
-            "model": MODEL,
-            "args": ["-t", "2", "-c", "2048", *args],
-            "startup_timeout_s": 60,
-            "request_timeout_s": 60,
-            **kw,
-        }
+        llama_engine(binary, MODEL, ["-t", "2", "-c", "2048", *args], **kw)
     )
 
 

@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
+from tests.support.collect_cli import external_plan, run_here
 from tests.support.shaped_servers import Reply, Request, Script, SGLangServer, VLLMServer, serve
 
 HTML = "<!doctype html><html><body><h1>It works</h1></body></html>"
@@ -40,28 +38,23 @@ class HangingUpSGLang(SGLangServer):
 
 
 def _run(tmp_path: Path, url: str, engine: dict[str, Any]) -> Path:
-    text = yaml.safe_dump(
-        {
-            "name": "optional",
-            "repeat": 1,  # one round: this test is not about rounds
-            "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": engine,
-            "methods": [{"name": "m"}],
-            "baseline": "m",
-            "workloads": [
-                {
-                    "name": "w",
-                    "prompts": {"kind": "inline", "texts": ["a", "b"]},
-                    "max_tokens": [28],
-                    "concurrency": [1],
-                    "repetitions": 1,
-                }
-            ],
-        }
+    text = external_plan(
+        url,
+        name="optional",
+        engine=engine,
+        methods=[{"name": "m"}],
+        baseline="m",
+        workloads=[
+            {
+                "name": "w",
+                "prompts": {"kind": "inline", "texts": ["a", "b"]},
+                "max_tokens": [28],
+                "concurrency": [1],
+                "repetitions": 1,
+            }
+        ],
     )
-    db = tmp_path / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
-    return db
+    return run_here(text, tmp_path)
 
 
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:

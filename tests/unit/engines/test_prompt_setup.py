@@ -14,7 +14,6 @@ from typing import Any
 
 import duckdb
 import httpx
-import yaml
 
 from specsweep.analyze import build
 from specsweep.analyze.compare import compare, lines
@@ -28,6 +27,7 @@ from specsweep.collect.plan.fields import Method
 from specsweep.collect.plan.file import parse_plan
 from specsweep.collect.run import runner
 from specsweep.collect.run.fingerprint import prompt_facts
+from tests.support.collect_cli import external_plan
 from tests.support.shaped_servers import Reply, Request, Script, SGLangServer, serve
 
 TEMPLATE = "{% for m in messages %}{{ m.content }}\n{% endfor %}"
@@ -41,28 +41,25 @@ def sha(text: str) -> str:
 
 
 def _plan(url: str, template: str = TEMPLATE, system: str | None = "Be terse.") -> str:
-    return yaml.safe_dump(
-        {
-            "name": "prompt-setup",
-            "repeat": 1,  # one round: this test is not about rounds
-            "host": {"kind": "external", "url": url, "name": "shaped"},
-            "engine": {
-                "kind": "sglang",
-                "model": "/models/m",
-                "chat_template": template,
-                "request_extra": {"chat_template_kwargs": {"enable_thinking": False}},
-            },
-            "methods": [{"name": "autoregressive"}],
-            "workloads": [
-                {
-                    "name": "w",
-                    "system": system,
-                    "prompts": {"kind": "inline", "texts": ["a"], "template": "Q: {text}"},
-                    "max_tokens": [28],
-                    "repetitions": 1,
-                }
-            ],
-        }
+    return external_plan(
+        url,
+        name="prompt-setup",
+        engine={
+            "kind": "sglang",
+            "model": "/models/m",
+            "chat_template": template,
+            "request_extra": {"chat_template_kwargs": {"enable_thinking": False}},
+        },
+        methods=[{"name": "autoregressive"}],
+        workloads=[
+            {
+                "name": "w",
+                "system": system,
+                "prompts": {"kind": "inline", "texts": ["a"], "template": "Q: {text}"},
+                "max_tokens": [28],
+                "repetitions": 1,
+            }
+        ],
     )
 
 

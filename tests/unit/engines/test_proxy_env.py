@@ -11,13 +11,11 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
-import yaml
 
 from specsweep.collect.engines.llamacpp import ChatStream
 from specsweep.collect.http import client
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
 from specsweep.collect.run.service import _healthy
+from tests.support.collect_cli import EAGLE_TWICE, external_plan, run_here
 from tests.support.shaped_servers import Script, VLLMServer, serve
 
 
@@ -66,27 +64,13 @@ def test_both_paths_ignore_environment_proxies(dead_proxy: str) -> None:
 def test_a_campaign_runs_with_a_dead_proxy_set(dead_proxy: str, tmp_path: Path) -> None:
     script = Script(ttft_s=0.01, gap_s=0.005)
     with serve(VLLMServer(script)) as url:
-        text = yaml.safe_dump(
-            {
-                "name": "proxied",
-                "repeat": 1,  # one round: this test is not about rounds
-                "host": {"kind": "external", "url": url, "name": "shaped"},
-                "engine": {"kind": "vllm", "model": "shaped/model"},
-                "methods": [{"name": "eagle"}],
-                "baseline": "eagle",
-                "workloads": [
-                    {
-                        "name": "w",
-                        "prompts": {"kind": "inline", "texts": ["a"]},
-                        "max_tokens": [28],
-                        "concurrency": [1],
-                        "repetitions": 2,
-                    }
-                ],
-            }
+        text = external_plan(
+            url,
+            name="proxied",
+            engine={"kind": "vllm", "model": "shaped/model"},
+            **EAGLE_TWICE,
         )
-        db = tmp_path / "r.duckdb"
-        runner.run(parse_plan(text), text, db, tmp_path / "logs", show_progress=False)
+        db = run_here(text, tmp_path)
     with duckdb.connect(str(db), read_only=True) as con:
         ok = con.execute(
             "SELECT bool_and(ok), count(*) FROM requests WHERE NOT is_warmup"

@@ -16,9 +16,8 @@ import duckdb
 import pytest
 import yaml
 
-from specsweep.collect.plan.file import parse_plan
-from specsweep.collect.run import runner
 from specsweep.collect.run.service import CAUSE_CHARS, failure_cause
+from tests.support.collect_cli import run_here
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 SGLANG = DATA / "sglang-0.5.15"
@@ -125,8 +124,7 @@ def _campaign(tmp: Path, stand_in: str, grid: list[float]) -> list[tuple[str, st
             ],
         }
     )
-    db = tmp / "r.duckdb"
-    runner.run(parse_plan(text), text, db, tmp / "logs", show_progress=False)
+    db = run_here(text, tmp)
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute(
             "SELECT method, state, error FROM services ORDER BY requested_at"

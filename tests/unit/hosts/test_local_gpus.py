@@ -18,6 +18,7 @@ from specsweep.collect.hosts.local import Local
 from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
 from specsweep.collect.run.service import Service, ServiceFailed
 from tests.support import fake_gpus
+from tests.support.model_files import TINY, model_dir
 
 
 @pytest.fixture
@@ -124,17 +125,7 @@ def test_check_probe_budgets_memory_on_the_local_gpus(
 
     script = fake_gpus.install(tmp_path / "bin", count=2, busy=(1,), memory_mib=10240)
     monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
-    model = tmp_path / "model"
-    model.mkdir()
-    config = {
-        "num_hidden_layers": 2,
-        "hidden_size": 64,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-        "max_position_embeddings": 4096,
-    }
-    (model / "config.json").write_text(json.dumps(config))
+    model = model_dir(tmp_path, "model", TINY)
     index = {"metadata": {"total_size": 2 << 30}, "weight_map": {}}
     (model / "model.safetensors.index.json").write_text(json.dumps(index))
     plan = {

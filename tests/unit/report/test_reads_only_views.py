@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -20,6 +19,7 @@ from specsweep.report.data import ReportError, load
 from specsweep.schema.store import DDL
 from tests.support.fixtures.report import (
     _meta,
+    altered_copy,
     gpu_samples,
     raw_requests,
 )
@@ -90,10 +90,7 @@ def _drop_raw_tables(path: Path) -> None:
 def test_a_file_analysed_before_the_summaries_asks_for_analyze(
     report_db: Path, tmp_path: Path
 ) -> None:
-    path = tmp_path / "old.duckdb"
-    shutil.copyfile(report_db, path)
-    with duckdb.connect(str(path)) as con:
-        con.execute("DROP TABLE service_summary")
+    path = altered_copy(report_db, tmp_path / "old.duckdb", "DROP TABLE service_summary")
     with pytest.raises(ReportError, match=r"lacks service_summary; run `specsweep analyze`"):
         load(path)
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -17,7 +16,7 @@ from specsweep.report.charts import COLORBLIND
 from specsweep.report.context import build_context
 from specsweep.report.data import load
 from specsweep.schema.store import DDL
-from tests.support.fixtures.report import _meta, raw_requests
+from tests.support.fixtures.report import _meta, altered_copy, raw_requests
 
 OTHER = "plain-ar"  # not "autoregressive", and sorts after the other methods
 FIRST = mcolors.to_rgb(COLORBLIND[0])  # the baseline's colour
@@ -65,22 +64,24 @@ def test_the_report_uses_the_baseline_analyze_used(analysed_other: Path) -> None
 def test_without_analysis_params_the_campaigns_baseline(
     analysed_other: Path, tmp_path: Path
 ) -> None:
-    path = tmp_path / "no-params.duckdb"
-    shutil.copyfile(analysed_other, path)
-    with duckdb.connect(str(path)) as con:
-        con.execute("DROP TABLE analysis_params")
-        con.execute("UPDATE campaign_summary SET baseline = 'plan-base'")
+    path = altered_copy(
+        analysed_other,
+        tmp_path / "no-params.duckdb",
+        "DROP TABLE analysis_params",
+        "UPDATE campaign_summary SET baseline = 'plan-base'",
+    )
     assert load(path).baseline == "plan-base"
 
 
 def test_a_file_naming_no_baseline_falls_back_to_autoregressive(
     analysed_other: Path, tmp_path: Path
 ) -> None:
-    path = tmp_path / "neither.duckdb"
-    shutil.copyfile(analysed_other, path)
-    with duckdb.connect(str(path)) as con:
-        con.execute("DROP TABLE analysis_params")
-        con.execute("ALTER TABLE campaign_summary DROP COLUMN baseline")
+    path = altered_copy(
+        analysed_other,
+        tmp_path / "neither.duckdb",
+        "DROP TABLE analysis_params",
+        "ALTER TABLE campaign_summary DROP COLUMN baseline",
+    )
     data = load(path)
     assert data.baseline == "autoregressive"
     assert data.palette[OTHER] != FIRST  # no longer first: sorted among the others

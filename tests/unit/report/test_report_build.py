@@ -22,6 +22,7 @@ from specsweep.report.data import ReportError, load
 from specsweep.report.figures import figure_jobs
 from tests.support.fixtures.report import (
     CAMPAIGN,
+    altered_copy,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -54,10 +55,7 @@ def built(report_db: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 
 
 def test_database_without_crossover_view_asks_for_analyze(report_db: Path, tmp_path: Path) -> None:
-    old = tmp_path / "old.duckdb"
-    shutil.copyfile(report_db, old)
-    with duckdb.connect(str(old)) as con:
-        con.execute("DROP TABLE crossover")
+    old = altered_copy(report_db, tmp_path / "old.duckdb", "DROP TABLE crossover")
     data = load(old)
     assert data.crossover is None
     figures = dict.fromkeys(
@@ -75,10 +73,7 @@ def test_the_concurrency_figure_draws_analyzes_sweep(report_db: Path, tmp_path: 
         ("ddtree_b8", 1), ("ddtree_b8", 4), ("dflash", 1), ("dflash", 4)
     ]  # fmt: skip
     assert "concurrency" in dict(figure_jobs(data, tmp_path))
-    old = tmp_path / "old.duckdb"
-    shutil.copyfile(report_db, old)
-    with duckdb.connect(str(old)) as con:
-        con.execute("DROP TABLE speedup_sweep")
+    old = altered_copy(report_db, tmp_path / "old.duckdb", "DROP TABLE speedup_sweep")
     data = load(old)
     assert data.speedup_sweep.empty
     assert not [key for key, _ in figure_jobs(data, tmp_path) if key.startswith("concurrency")]

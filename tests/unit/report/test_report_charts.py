@@ -175,6 +175,19 @@ def test_ratio_axis_is_log2_and_symmetric_around_one() -> None:
     plt.close(fig)
 
 
+# the speedup table's columns the ratio figures read
+RATIO_COLUMNS = [
+    "workload",
+    "max_tokens",
+    "concurrency",
+    "method",
+    "speedup",
+    "ci_low",
+    "ci_high",
+    "significant",
+]
+
+
 def _campaign_like() -> pd.DataFrame:
     """The H200 campaign's shape: 4 workloads, rewrite at 2 max_tokens x 3 concurrencies,
     four methods, one interval up to 10x."""
@@ -186,19 +199,7 @@ def _campaign_like() -> pd.DataFrame:
         for w, mt, c in points
         for i, m in enumerate(["dflash", "ddtree_b8", "x", "y"])
     ]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "workload",
-            "max_tokens",
-            "concurrency",
-            "method",
-            "speedup",
-            "ci_low",
-            "ci_high",
-            "significant",
-        ],
-    )
+    return pd.DataFrame(rows, columns=RATIO_COLUMNS)
 
 
 def _overlaps(fig) -> list[tuple[str, str]]:
@@ -263,19 +264,7 @@ def test_ratio_figure_panels_per_workload_without_label_overlap(tmp_path: Path) 
 def test_ratio_figure_wraps_rows_past_panel_row(palette: dict) -> None:
     """Nine workloads at three load points each do not fit one row of PANEL_ROW points."""
     rows = [(f"w{w}", 64, c, "dflash", 1.2, 1.1, 1.3, True) for w in range(9) for c in (1, 2, 4)]
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "workload",
-            "max_tokens",
-            "concurrency",
-            "method",
-            "speedup",
-            "ci_low",
-            "ci_high",
-            "significant",
-        ],
-    )
+    frame = pd.DataFrame(rows, columns=RATIO_COLUMNS)
     fig = ratio_figure(frame, charts.plot_speedup_by_workload, palette)
     tops = sorted({round(ax.get_position().y1, 3) for ax in fig.axes})
     assert len(tops) == -(-9 * 3 // PANEL_ROW)

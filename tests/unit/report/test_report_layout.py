@@ -27,20 +27,9 @@ from specsweep.report.findings import headlines
 from specsweep.report.latex import fmt_sig
 from specsweep.report.tables import LONG_ROWS, Col, build_table, fit_table, num, text
 from specsweep.report.text import latex
+from tests.unit.report.test_report_charts import RATIO_COLUMNS
 
-SP_COLS = [
-    "engine",
-    "tp",
-    "workload",
-    "max_tokens",
-    "concurrency",
-    "method",
-    "speedup",
-    "ci_low",
-    "ci_high",
-    "significant",
-    "baseline_throughput_tps",
-]
+SP_COLS = ["engine", "tp", *RATIO_COLUMNS, "baseline_throughput_tps"]
 
 
 def _sp(rows: list[tuple]) -> pd.DataFrame:

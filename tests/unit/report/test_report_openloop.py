@@ -132,6 +132,18 @@ def _window(
     }
 
 
+def _key(workload: str, method: str) -> dict:
+    """The open-loop tables' key columns for one method on one workload (campaign, tp 1,
+    64 tokens)."""
+    return {
+        "campaign_id": CAMPAIGN,
+        "tp": 1,
+        "method": method,
+        "workload": workload,
+        "max_tokens": 64,
+    }
+
+
 def _limits(
     workload: str,
     method: str,
@@ -143,11 +155,7 @@ def _limits(
     pays_at: float | None = None,
 ) -> dict:
     return {
-        "campaign_id": CAMPAIGN,
-        "tp": 1,
-        "method": method,
-        "workload": workload,
-        "max_tokens": 64,
+        **_key(workload, method),
         "target": 0.99 if slo else None,
         "max_rate_under_slo": max_rate if slo else None,
         "max_rate_under_slo_strict": strict if slo else None,
@@ -159,11 +167,7 @@ def _limits(
 
 def _speedup(workload: str, method: str, rate: float, s: float, lo: float, hi: float) -> dict:
     return {
-        "campaign_id": CAMPAIGN,
-        "tp": 1,
-        "method": method,
-        "workload": workload,
-        "max_tokens": 64,
+        **_key(workload, method),
         "rate": rate,
         "n_pairs": 40,
         "tpot_speedup": s,

@@ -4,11 +4,9 @@ fixture files of conftest.py; real latexmk where the PDF is read."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
 
@@ -19,6 +17,7 @@ from specsweep.report.findings.energy import energy_finding
 from specsweep.report.findings.validity import transport_notes
 from specsweep.report.sections import energy_rows, energy_sources, telemetry_sources
 from specsweep.report.text import latex
+from tests.support.fixtures.report import altered_copy
 
 
 def _pdf_text(pdf: Path, last_page: int | None = None) -> str:
@@ -103,13 +102,14 @@ def test_a_file_analysed_before_the_setup_views_still_renders(
 ) -> None:
     """Without host_summary, campaign_summary.description and service_summary's own_flags
     and transport (an older analyze), the setup section says to run analyze again."""
-    old = tmp_path / "old.duckdb"
-    shutil.copyfile(report_db, old)
-    with duckdb.connect(str(old)) as con:
-        con.execute("DROP TABLE host_summary")
-        con.execute("ALTER TABLE campaign_summary DROP COLUMN description")
-        con.execute("ALTER TABLE service_summary DROP COLUMN own_flags")
-        con.execute("ALTER TABLE service_summary DROP COLUMN transport")
+    old = altered_copy(
+        report_db,
+        tmp_path / "old.duckdb",
+        "DROP TABLE host_summary",
+        "ALTER TABLE campaign_summary DROP COLUMN description",
+        "ALTER TABLE service_summary DROP COLUMN own_flags",
+        "ALTER TABLE service_summary DROP COLUMN transport",
+    )
     figures = dict.fromkeys(
         ["speedup", "accept", "decode_tps", "ttft", "throughput", "concurrency", "agentic"]
     )
@@ -165,14 +165,15 @@ def test_energy_sources_count_the_windows_of_each_source() -> None:
 def test_the_energy_section_names_its_sources(report_db_energy: Path, tmp_path: Path) -> None:
     """conftest's 12 windows, given energy_source 'counter' but dflash's code_gen window
     'power_trapezoid': the section says so in one sentence."""
-    db = tmp_path / "sources.duckdb"
-    shutil.copyfile(report_db_energy, db)
-    with duckdb.connect(str(db)) as con:
-        con.execute("ALTER TABLE window_energy ADD COLUMN energy_source VARCHAR")
-        con.execute(
+    db = altered_copy(
+        report_db_energy,
+        tmp_path / "sources.duckdb",
+        "ALTER TABLE window_energy ADD COLUMN energy_source VARCHAR",
+        (
             "UPDATE window_energy SET energy_source = CASE WHEN method = 'dflash' "
             "AND workload = 'code_gen' THEN 'power_trapezoid' ELSE 'counter' END"
-        )
+        ),
+    )
     figures = dict.fromkeys(
         [
             "speedup",

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from specsweep.schema.store import SCHEMA_VERSION, Store, utcnow
+from tests.support.analyze_rows import service
 from tests.support.old_schemas import ddl_as_of
 
 
@@ -202,23 +203,11 @@ def test_a_v8_file_gains_services_replica_and_its_services_are_replica_1(tmp_pat
         )
     store = Store(path)
     row = {
+        **service("c", "autoregressive", "sglang"),
         "service_id": "s2",
-        "campaign_id": "c",
         "config_id": "k",
-        "engine": "sglang",
-        "method": "autoregressive",
-        "tp": 1,
         "gpus": "4",
-        "host": "h",
-        "launch_command": "x",
         "requested_at": utcnow(),
-        "ready_at": None,
-        "stopped_at": None,
-        "startup_s": None,
-        "state": "stopped",
-        "error": None,
-        "log_tail": None,
-        "transport": "direct",
         "replica": 2,
     }
     assert store.append("services", [row]) == 1
