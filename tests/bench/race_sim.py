@@ -1,6 +1,6 @@
 """Simulated races against the grids they replace (a benchmark: it prints figures).
 
-    .venv/bin/python tests/bench/race_sim.py [--n 1000] [--seed 1]
+    .venv/bin/python tests/bench/race_sim.py [--n 1000] [--seed 1] [--db FILE --campaign ID ...]
 
 For each case (tests/support/race_sim.py's model: round, start and window effects, drift), n
 simulated campaigns: the share where the race picks, at every level, a setting within
@@ -11,9 +11,11 @@ every one of max_rounds rounds and of the 3-round grid (issue 36's default); and
 count restarts: every arm's start measures every level, so a start is the unit of device time
 when the arms have one TP.
 
-The cases are parametric (normal start effects), with the start sd measured on the H200
-(docs/measurements/2026-12-03-h200-campaign.md: 3-5% at c=1, 22-24% at c=8) and speedups in
-the range that campaign measured; they are not resampled residuals of stored campaigns.
+The built-in cases are parametric (normal start effects), with the start sd measured on the
+H200 (docs/measurements/2026-12-03-h200-campaign.md: 3-5% at c=1, 22-24% at c=8) and speedups
+in the range that campaign measured. With --db and --campaign, a stored campaign of several
+rounds is a case too: its methods' means are the truth and its starts' residuals are
+resampled whole (tests/support/race_sim.py:stored_case).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: tests.support
 from specsweep.stats.race import RaceRule  # noqa: E402
-from tests.support.race_sim import Case, summary  # noqa: E402
+from tests.support.race_sim import Case, stored_case, summary  # noqa: E402
 
 
 def cases(delta: float) -> list[Case]:
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--db", help="a results file holding campaigns of several rounds")
+    parser.add_argument("--campaign", action="append", default=[], help="a campaign id of --db")
     args = parser.parse_args(argv)
     rules = {
         "5%, n0=2": (RaceRule(within=0.05, confidence=0.95, max_rounds=6), 0),
@@ -64,12 +68,13 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(f"{'case':48} {'rule':18} {'correct':>7} {'drop best':>9} {'open':>5} {'starts':>6}",
           f"{'/6-round':>8} {'/3-round':>8} {'grid3 ok':>8} {'grid1 ok':>8}")  # fmt: skip
-    for case in cases(RaceRule().delta):
+    stored = [stored_case(args.db, c) for c in args.campaign] if args.db else []
+    for case in stored + cases(RaceRule().delta):
         for name, (rule, prior_df) in rules.items():
             c = Case(case.name, case.mu, case.start_sd, case.round_sd, case.noise_sd,
-                     case.drift, case.scale, prior_df)  # fmt: skip
+                     case.drift, case.scale, prior_df, case.residuals)  # fmt: skip
             s = summary(c, rule, args.n, args.seed)
-            print(f"{case.name:48} {name:18} {s['correct']:7.3f} {s['dropped_best']:9.3f}",
+            print(f"{case.name[:48]:48} {name:18} {s['correct']:7.3f} {s['dropped_best']:9.3f}",
                   f"{s['open']:5.2f} {s['starts']:6.1f} {s['share_of_max_grid']:8.2f}",
                   f"{s['share_of_grid']:8.2f} {s['grid_correct']:8.3f}",
                   f"{s['grid1_correct']:8.3f}")  # fmt: skip

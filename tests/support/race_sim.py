@@ -34,6 +34,8 @@ class Case:
     drift: float = 0.0
     scale: np.ndarray | None = None  # per-arm multiplier of the start sd
     prior_df: float = 0.0  # > 0: the race knows each level's variance on this many df
+    # (n, levels): one start's residuals at every level, resampled instead of normal draws
+    residuals: np.ndarray | None = None
 
     def priors(self) -> list[Prior | None]:
         """The known start variance per level (the true one: a prior from earlier campaigns
@@ -63,10 +65,13 @@ class Outcome:
 def _round(case: Case, rng: np.random.Generator, order: np.ndarray) -> np.ndarray:
     n_arms, n_levels = case.mu.shape
     scale = np.ones(n_arms) if case.scale is None else case.scale
-    start = rng.normal(size=(n_arms, n_levels)) * case.start_sd[None, :] * scale[:, None]
     rho = rng.normal(scale=case.round_sd, size=n_levels)
     position = np.empty(n_arms)
     position[order] = np.arange(n_arms)
+    if case.residuals is not None:  # a stored start's residuals: start effect and noise
+        start = case.residuals[rng.integers(len(case.residuals), size=n_arms)]
+        return case.mu + rho[None, :] + start * scale[:, None] + case.drift * position[:, None]
+    start = rng.normal(size=(n_arms, n_levels)) * case.start_sd[None, :] * scale[:, None]
     noise = rng.normal(scale=case.noise_sd, size=(n_arms, n_levels))
     return case.mu + rho[None, :] + start + case.drift * position[:, None] + noise
 
@@ -142,3 +147,34 @@ def summary(case: Case, rule: RaceRule, n: int, seed: int, grid_rounds: int = 3)
         ),  # fmt: skip
         "grid1_correct": float(np.mean([grid_pick_correct(case, 1, rule, rng) for _ in range(n)])),
     }
+
+
+def stored_case(db: str, campaign: str) -> Case:
+    """A case from a stored campaign of R rounds: the truth is each method's mean ln decode
+    tok/s over the rounds at every window all methods measured in every round (a level), and
+    a start's residuals are its double-centred (method x round) values at every level, scaled
+    up by sqrt(C R / ((C - 1)(R - 1))) to a start's own variance, resampled whole (a start's
+    levels move together)."""
+    import duckdb
+
+    with duckdb.connect(db, read_only=True) as con:
+        rows = con.execute(
+            "SELECT method, workload || ':' || max_tokens || ':c' || concurrency AS level, run, "
+            "avg(ln(decode_tps)) FROM request_metrics WHERE campaign_id = ? AND ok "
+            "AND NOT is_warmup AND decode_tps > 0 GROUP BY ALL",
+            [campaign],
+        ).fetchall()
+    methods = sorted({r[0] for r in rows})
+    runs = sorted({r[2] for r in rows})
+    cells = {(m, lv, r): y for m, lv, r, y in rows}
+    every = {lv for _, lv, _, _ in rows}
+    levels = sorted(lv for lv in every if all((m, lv, r) in cells for m in methods for r in runs))
+    y = np.array([[[cells[(m, lv, r)] for r in runs] for lv in levels] for m in methods])
+    n_c, n_r = len(methods), len(runs)
+    grand = y.mean(axis=(0, 2), keepdims=True)
+    centred = y - y.mean(axis=2, keepdims=True) - y.mean(axis=0, keepdims=True) + grand
+    inflate = np.sqrt(n_c * n_r / ((n_c - 1) * (n_r - 1)))
+    residuals = (centred * inflate).transpose(0, 2, 1).reshape(n_c * n_r, len(levels))
+    sd = residuals.std(axis=0, ddof=0)
+    return Case(f"{campaign} ({n_c} methods, {len(levels)} levels, {n_r} rounds)",
+                y.mean(axis=2), sd, round_sd=0.0, noise_sd=0.0, residuals=residuals)  # fmt: skip
