@@ -307,6 +307,22 @@ class MethodParamsSchema(_Base):
         unique = ["campaign_id", "method", "param"]
 
 
+class RacesSchema(_Base):
+    campaign_id: Series[str]
+    phase: Series[str] = pa.Field(str_length={"min_value": 1})
+    tp: Series[int] = pa.Field(ge=1)
+    methods: Series[str] = pa.Field(str_length={"min_value": 1})
+    workloads: Series[str]
+    objective: Series[str] = pa.Field(isin=["decode_tps"])
+    within: Series[float] = pa.Field(gt=0, lt=1)
+    confidence: Series[float] = pa.Field(gt=0, lt=1)
+    first_rounds: Series[int] = pa.Field(ge=1)
+    max_rounds: Series[int] = pa.Field(ge=1)
+
+    class Config:
+        unique = ["campaign_id", "phase"]
+
+
 class QuarantineSchema(_Base):
     table_name: Series[str]
     row_json: Series[str]
@@ -325,5 +341,6 @@ CONTRACTS: dict[str, type[_Base]] = {
     "endpoint_errors": EndpointErrorsSchema,
     "gpu_samples": GpuSamplesSchema,
     "method_params": MethodParamsSchema,
+    "races": RacesSchema,
     "quarantine": QuarantineSchema,
 }

@@ -1,9 +1,9 @@
--- specsweep raw layer, schema version 11 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 12 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
 -- campaign had one; v8 no services.replica; v9 no requests.history; v10 no
--- requests.category; see schema/migrations.py).
+-- requests.category; v11 no races; see schema/migrations.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in docs/data-dictionary.md and add a migrate_to_N step in schema/migrations.py.
@@ -263,6 +263,26 @@ CREATE TABLE IF NOT EXISTS method_params (
     value        VARCHAR NOT NULL,      -- the value as the plan wrote it
     value_num    DOUBLE,                -- the same as a number, NULL when it is not one
     PRIMARY KEY (campaign_id, method, param)
+);
+
+-- One row per raced phase of a campaign (plan `search:`, docs/race.md): the rule its rounds
+-- were decided by. The race itself is not stored: its decisions are a function of the measured
+-- values alone (stats.race.replay over schema/measured.sql's race_values), so collect and the
+-- analysis replay the same answer from the rows above.
+CREATE TABLE IF NOT EXISTS races (
+    campaign_id  VARCHAR NOT NULL,
+    phase        VARCHAR NOT NULL,
+    tp           INTEGER NOT NULL,      -- the phase's tensor-parallel size
+    methods      VARCHAR NOT NULL,      -- comma-separated arms, in the phase's order (the
+                                        -- baseline among them; its A/A control is not an arm)
+    workloads    VARCHAR NOT NULL,      -- comma-separated workloads whose windows are the
+                                        -- levels; '' = all the phase's methods run
+    objective    VARCHAR NOT NULL,      -- decode_tps: the mean ln decode tok/s of a window
+    within       DOUBLE NOT NULL,       -- the indifference zone, a share of the best's value
+    confidence   DOUBLE NOT NULL,
+    first_rounds INTEGER NOT NULL,      -- rounds every arm runs before any is dropped
+    max_rounds   INTEGER NOT NULL,
+    PRIMARY KEY (campaign_id, phase)
 );
 
 -- Rows a pandera contract rejected (schema/contracts.py), kept with the reason; no analysis

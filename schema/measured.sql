@@ -28,3 +28,19 @@ CREATE OR REPLACE MACRO kept_request_rows() AS TABLE
 --   closed-loop measurement groups by concurrency, which an open-loop window does not have.
 CREATE OR REPLACE MACRO measured_request_rows() AS TABLE
     SELECT * FROM kept_request_rows() WHERE scheduled_s IS NULL;
+
+-- race_values(cid, at_tp): a race's values (docs/race.md): per method, closed-loop window
+--   (level: workload:max_tokens:c<concurrency>) and round (run) of campaign cid at tp, the
+--   mean ln decode tok/s of its measured ok requests (schema/metrics.sql's decode_tps),
+--   and how many requests it rests on. Collect reads it to choose a round's arms
+--   (collect/scheduling/race.py), the analysis to show the race (analyze/race.py); both
+--   replay stats.race on it.
+CREATE OR REPLACE MACRO race_values(cid, at_tp) AS TABLE
+    SELECT method, workload || ':' || max_tokens || ':c' || concurrency AS level, workload,
+           run, avg(ln(decode_tps(output_tokens, e2e_s, ttft_s))) AS value,
+           count(*) AS requests
+    FROM measured_request_rows()
+    WHERE campaign_id = cid AND tp = at_tp AND ok
+      AND decode_tps(output_tokens, e2e_s, ttft_s) > 0
+    GROUP BY ALL
+    ORDER BY level, method, run;

@@ -122,6 +122,10 @@ def migrate_to_11(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE requests ALTER COLUMN category SET NOT NULL").fetchall()
 
 
+def migrate_to_12(con: duckdb.DuckDBPyConnection) -> None:
+    """v12: races (the DDL created it; no older campaign was raced, so it stays empty)."""
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {
     2: migrate_to_2,
@@ -134,4 +138,5 @@ MIGRATIONS: dict[int, Any] = {
     9: migrate_to_9,
     10: migrate_to_10,
     11: migrate_to_11,
+    12: migrate_to_12,
 }

@@ -115,13 +115,16 @@ def kn_h2(arms: int, alpha: float, df: float) -> float:
 @dataclass(frozen=True)
 class Drop:
     """Arm `arm` dropped at a level in round `round`: its mean was `gap` (ln) below
-    `leader`'s, beyond the continuation region's half-width `margin` (ln)."""
+    `leader`'s, beyond the continuation region's half-width `margin` (ln); or (reason
+    "missing") it has no value in that round (its start failed: gap and margin NaN, no
+    leader)."""
 
     arm: str
     round: int
     leader: str
     gap: float
     margin: float
+    reason: str = "behind"
 
 
 @dataclass
@@ -162,31 +165,43 @@ def race_level(
     name: str = "",
     prior: Prior | None = None,
 ) -> Level:
-    """KN on one level: values[a, r] the ln objective of arm a in round r (NaN: not
-    started; bigger is better). Replays every round from n0 on; the state is the values."""
+    """KN on one level: values[a, r] the ln objective of arm a in round r (bigger is better;
+    NaN: no value). Replays every round from n0 on; the state is the values. An arm without a
+    value in a round it should have run (a failed start) is dropped there as "missing"; the
+    first rounds' variance rests on the arms that ran them all."""
     arms = list(arms)
     n_rounds = values.shape[1]
-    level = Level(name, arms)
-    if n_rounds < rule.first_rounds or len(arms) < 2:
+    level = Level(name, arms, rounds=min(n_rounds, rule.first_rounds - 1))
+    n0 = rule.first_rounds
+    if n_rounds < n0 or len(arms) < 2:
         level.rounds = n_rounds
         return level
-    first = values[:, : rule.first_rounds]
-    if np.isnan(first).any():
-        raise ValueError(f"level {name!r}: every arm must run the first {rule.first_rounds} rounds")
-    sigma2, df = _pooled_variance(first) if rule.first_rounds > 1 else (0.0, 0.0)
+    alive = []
+    for a, arm in enumerate(arms):
+        gaps = np.flatnonzero(np.isnan(values[a, :n0]))
+        if gaps.size:
+            level.drops.append(Drop(arm, int(gaps[0]) + 1, "", math.nan, math.nan, "missing"))
+        else:
+            alive.append(a)
+    if len(alive) < 2:
+        level.rounds, level.survivors = n0, [arms[a] for a in alive]
+        return level
+    sigma2, df = _pooled_variance(values[alive, :n0]) if n0 > 1 else (0.0, 0.0)
     if prior is not None:
         sigma2, df = (df * sigma2 + prior.df * prior.sigma2) / (df + prior.df), df + prior.df
     if df <= 0:
         raise ValueError(f"level {name!r}: one first round and no prior start variance")
     alpha = (1 - rule.confidence) / levels
-    h2 = kn_h2(len(arms), alpha, df)
+    h2 = kn_h2(len(alive), alpha, df)
     level.sigma2, level.df, level.h2 = sigma2, df, h2
-    alive = list(range(len(arms)))
-    for r in range(rule.first_rounds, n_rounds + 1):
+    for r in range(n0, n_rounds + 1):
         level.rounds = r
+        missing = [a for a in alive if np.isnan(values[a, r - 1])]
+        level.drops += [Drop(arms[a], r, "", math.nan, math.nan, "missing") for a in missing]
+        alive = [a for a in alive if a not in missing]
+        if len(alive) < 2:
+            break
         means = values[alive, :r].mean(axis=1)
-        if np.isnan(means).any():
-            raise ValueError(f"level {name!r}: a surviving arm has no value in round {r}")
         margin = max(0.0, rule.delta / (2 * r) * (h2 * 2 * sigma2 / rule.delta**2 - r))
         best = int(np.argmax(means))
         keep = [a for a, m in zip(alive, means) if m >= means[best] - margin]
@@ -243,3 +258,31 @@ def to_start(levels: Sequence[Level], rounds_done: int, rule: RaceRule,
     arms = [a for lv in levels for a in lv.survivors] + [d.arm for lv in levels for d in lv.drops]
     order = list(dict.fromkeys(arms))
     return [a for a in order if a in wanted or a in keep]
+
+
+Row = tuple[str, str, int, float]  # (arm, level, round, ln value): schema race_values' rows
+
+
+def replay(
+    rows: Sequence[Row],
+    arms: Sequence[str],
+    rule: RaceRule,
+    rounds: int,
+    priors: dict[str, Prior] | None = None,
+) -> list[Level]:
+    """Every level's race after `rounds` closed rounds, from stored values: rows (arm,
+    level, round, ln value) of any of `arms` (their order is the tie order), later rounds
+    ignored. A level's arms are those with a value at it in any of those rounds (an arm
+    measured at other levels only is not in its race); levels in the order first seen. Collect calls
+    this to choose a round's arms, analyze to show the race: one function, one answer."""
+    cells = {(a, lv, r): v for a, lv, r, v in rows if r <= rounds and a in arms}
+    names = list(dict.fromkeys(lv for (_, lv, _) in cells))
+    out = []
+    for name in names:
+        present = [a for a in arms if any((a, name, r) in cells for r in range(1, rounds + 1))]
+        values = np.array(
+            [[cells.get((a, name, r), np.nan) for r in range(1, rounds + 1)] for a in present]
+        ).reshape(len(present), rounds)
+        prior = (priors or {}).get(name)
+        out.append(race_level(values, present, rule, len(names), name, prior))
+    return out

@@ -29,7 +29,7 @@ from specsweep.collect.plan.components import (  # noqa: F401 - re-exported: pla
 )
 from specsweep.collect.plan.fields import Method
 from specsweep.collect.plan.load import Slo
-from specsweep.collect.plan.phases import BestOf, Phase
+from specsweep.collect.plan.phases import BestOf, Phase, Search
 from specsweep.collect.plan.workloads import (  # noqa: F401 - re-exported: many callers import them
     AgenticWorkload,
     RequestsWorkload,
@@ -69,6 +69,12 @@ class Plan(Strict):
         None,
         description="Ordered phases, each at one tp (default: one phase per tp with every "
         "method). A phase may run the fastest methods of an earlier one.",
+    )
+    search: Search | None = Field(
+        None,
+        description="Race every phase's methods (a phase's own `search` wins): start only the "
+        "methods that can still be best at a load level, round by round, instead of every "
+        "method in every round (docs/race.md). Not in the plan's hash.",
     )
     estimates: Estimates = Field(
         Estimates(),
@@ -234,6 +240,17 @@ class Plan(Strict):
             for tp in self.all_tps()
         ]
 
+    def search_of(self, phase: Phase) -> Search | None:
+        """How the phase races its methods: its own `search`, else the plan's; None: every
+        method runs in every round."""
+        return phase.search or self.search
+
+    def rounds_of(self, phase: Phase, repeat: int | None = None) -> int:
+        """The most rounds the phase runs: a race's max_rounds, else `repeat` (the plan's by
+        default)."""
+        search = self.search_of(phase)
+        return search.max_rounds if search else repeat or self.repeat
+
     def workloads_of(self, config: ServiceConfig) -> list[Workload]:
         """The workloads a service runs, in plan order."""
         return [
@@ -273,17 +290,20 @@ class Plan(Strict):
     def sha256(self) -> str:
         """Hash of what is measured: the plan's fields that differ from their defaults (so
         that a field added to specsweep with a default leaves existing plans' campaign_id,
-        and resume, alone), without `estimates`, `gpu_hour_usd`, `slo`, `repeat` and `cluster`
-        (assumed speeds, a price, latency objectives, more runs and where they run change no
-        measurement), nor the methods' `family` and `params` (labels of what the args already
+        and resume, alone), without `estimates`, `gpu_hour_usd`, `slo`, `repeat`, `search` and
+        `cluster` (assumed speeds, a price, latency objectives, more runs, which of them a race
+        starts, and where they run change no measurement; a race's starts are the grid's
+        rounds, cut short), nor the methods' `family` and `params` (labels of what the args already
         say: a family written as a grid hashes as the same methods written one by one)."""
         exclude: dict[str, Any] = {
             "estimates": True,
             "gpu_hour_usd": True,
             "slo": True,
             "repeat": True,
+            "search": True,
             "cluster": True,
             "methods": {"__all__": {"family", "params"}},
+            "phases": {"__all__": {"search"}},
         }
         text = self.model_dump_json(exclude_defaults=True, exclude=exclude)
         return hashlib.sha256(text.encode()).hexdigest()

@@ -17,13 +17,15 @@ from pathlib import Path
 
 from specsweep.collect import engines
 from specsweep.collect.hosts.base import Cluster, Host
-from specsweep.collect.plan.families import numeric
+from specsweep.collect.plan.families import family_members, numeric, resolve
 from specsweep.collect.plan.model import Plan, ServiceConfig, Workload
 from specsweep.collect.plan.phases import BestOf, Phase
 from specsweep.collect.redact import redact
 from specsweep.collect.run.progress import CampaignProgress
 from specsweep.collect.scheduling.order import phase_seed, round_order
+from specsweep.collect.scheduling.race import race_state, races_row, ranking
 from specsweep.collect.scheduling.ranking import describe, pick, rank_methods
+from specsweep.schema.controls import aa_control_name
 from specsweep.schema.store import Store, utcnow
 
 
@@ -78,7 +80,8 @@ class Campaign:
     # service_id -> (launched, stopped or None): who shared the host during a unit
     spans: dict[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
     only: list[tuple[str, int | None]] | None = None  # --only METHOD[/TP]: these configs only
-    run: int = 1  # the run being measured (1..the plan's repeat)
+    run: int = 1  # the run being measured (1..the plan's repeat, or a race's max_rounds)
+    repeat: int | None = None  # collect run --repeat: the rounds of phases that do not race
     start_failures: StartFailures = field(default_factory=StartFailures)
 
     @property
@@ -213,11 +216,60 @@ def campaign_status(c: Campaign, runs: int) -> str:
     return "partial" if left else "complete"
 
 
+def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
+    phases = plan.all_phases()
+    if not names:
+        return phases
+    unknown = sorted(set(names) - {p.name for p in phases})
+    if unknown:
+        raise ValueError(f"unknown phase(s) {unknown}; the plan has {[p.name for p in phases]}")
+    return [p for p in phases if p.name in names]
+
+
+def select_configs(plan: Plan, specs: list[str] | None) -> list[tuple[str, int | None]] | None:
+    """Parse --only values, METHOD or METHOD/TP (a family's name: all its members);
+    ValueError naming what is unknown."""
+    if not specs:
+        return None
+    methods, families = {m.name for m in plan.methods}, family_members(plan.methods)
+    tps = {p.tp for p in plan.all_phases()}
+    out: list[tuple[str, int | None]] = []
+    for spec in specs:
+        method, _, tp = spec.partition("/")
+        if method not in methods | set(families):
+            raise ValueError(f"--only {spec}: no method {method!r}; the plan has {sorted(methods)}")
+        if tp and (not tp.isdigit() or int(tp) not in tps):
+            raise ValueError(f"--only {spec}: tp must be one of the plan's {sorted(tps)}")
+        out += [(m, int(tp) if tp else None) for m in resolve([method], families)]
+    return out
+
+
+def waves(plan: Plan, phases: list[Phase]) -> list[list[Phase]]:
+    """The phases in waves, each run round by round before the next wave starts: a best_of
+    phase whose source is raced (plan `search`) waits for the source's last round, when the
+    race has decided its picks (collect.scheduling.race); every other phase is in its
+    source's wave, as before races (round 1 of a best_of phase follows its source's round 1).
+    One wave when nothing races."""
+    depth: dict[str, int] = {}
+    for p in plan.all_phases():
+        source = p.methods.best_of if isinstance(p.methods, BestOf) else None
+        raced = source is not None and plan.search_of(
+            next(q for q in plan.all_phases() if q.name == source)
+        )
+        depth[p.name] = 0 if source is None else depth[source] + (1 if raced else 0)
+    out: list[list[Phase]] = []
+    for level in sorted({depth[p.name] for p in phases}):
+        out.append([p for p in phases if depth[p.name] == level])
+    return out
+
+
 def phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
     """The phase's methods; for {best_of, top}, the fastest in that phase (said if `announce`)."""
     if not isinstance(phase.methods, BestOf):
         return phase.methods or [m.name for m in c.plan.methods]
     source = next(p for p in c.plan.all_phases() if p.name == phase.methods.best_of)
+    if c.plan.search_of(source) is not None:
+        return _race_picks(c, phase, source, announce)
     ranked = rank_methods(
         c.store,
         c.campaign_id,
@@ -243,14 +295,38 @@ def phase_methods(c: Campaign, phase: Phase, announce: bool) -> list[str]:
     return chosen
 
 
+def _race_picks(c: Campaign, phase: Phase, source: Phase, announce: bool) -> list[str]:
+    """A best_of phase's methods from its raced source: the race's survivors after its last
+    round (collect.scheduling.race.ranking), picked as any best_of picks."""
+    assert isinstance(phase.methods, BestOf)
+    rounds = c.plan.rounds_of(source, c.repeat)
+    state = race_state(c.store, c.campaign_id, c.plan, source,
+                       phase_methods(c, source, False), rounds + 1)  # fmt: skip
+    chosen = pick(ranking(state, c.plan.baseline), phase.methods, c.plan.methods)
+    if announce:
+        c.progress.note(
+            f"phase {phase.name}: the race of {source.name} left "
+            + (", ".join(ranking(state, c.plan.baseline)) or "no method but the baseline")
+            + f"; running {chosen}"
+        )
+    return chosen
+
+
 def todo(
     c: Campaign, phase: Phase, announce: bool = False, methods: list[str] | None = None
 ) -> list[tuple[ServiceConfig, list[Workload]]]:
     """The phase's configurations with unfinished units (methods: these, not the phase's), in
-    the order this run (a round) starts them: collect.scheduling.order's counterbalanced one."""
-    out = []
+    the order this run (a round) starts them: collect.scheduling.order's counterbalanced one.
+    None past the phase's rounds (collect run --repeat, or its race's max_rounds); a raced
+    phase's round starts the race's survivors only (collect.scheduling.race), and `announce`
+    says who they are and records the phase's `races` row."""
+    out: list[tuple[ServiceConfig, list[Workload]]] = []
+    if c.run > c.plan.rounds_of(phase, c.repeat):
+        return out
     chosen = phase_methods(c, phase, announce) if methods is None else methods
     configs = {config.method.name: config for config in c.plan.phase_configs(phase, chosen)}
+    if c.plan.search_of(phase) is not None:
+        configs = _raced(c, phase, chosen, configs, announce)
     names = round_order(list(configs), phase_seed(c.campaign_id, phase.name), c.run)
     for config in (configs[name] for name in names):
         pending = [
@@ -261,3 +337,22 @@ def todo(
         if pending:
             out.append((config, pending))
     return out
+
+
+def _raced(c: Campaign, phase: Phase, chosen: list[str], configs: dict[str, ServiceConfig],
+           announce: bool) -> dict[str, ServiceConfig]:  # fmt: skip
+    """The configurations of a raced phase this round starts: the race's survivors, and the
+    baseline's A/A control wherever the baseline starts."""
+    state = race_state(c.store, c.campaign_id, c.plan, phase, chosen, c.run)
+    control = aa_control_name(c.plan.baseline)
+    start = set(state.start) | ({control} if c.plan.baseline in state.start else set())
+    if announce:
+        with c.store.transaction():
+            c.store.execute(
+                "DELETE FROM races WHERE campaign_id = ? AND phase = ?",
+                [c.campaign_id, phase.name],
+            )
+            c.store.append("races", [races_row(c.campaign_id, c.plan, phase, chosen)])
+        if state.rounds >= 1:
+            c.progress.note(f"race {phase.name}: {state.describe()}")
+    return {name: config for name, config in configs.items() if name in start}

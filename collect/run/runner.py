@@ -21,7 +21,6 @@ from pathlib import Path
 
 from specsweep.collect import engines, hosts
 from specsweep.collect.hosts.base import Cluster, Host, HostUnreachable
-from specsweep.collect.plan.families import family_members, resolve
 from specsweep.collect.plan.model import Plan, ServiceConfig, Workload
 from specsweep.collect.plan.phases import BestOf, Phase
 from specsweep.collect.plan.workloads import request_count
@@ -33,7 +32,10 @@ from specsweep.collect.run.campaign import (
     campaign_status,
     finish_campaign,
     record_method_params,
+    select_configs,
+    select_phases,
     todo,
+    waves,
 )
 from specsweep.collect.run.fingerprint import put_environment, record_environment
 from specsweep.collect.run.progress import CampaignProgress, Eta, eta_text
@@ -64,14 +66,16 @@ def run(
     """Run (or resume) the plan's campaign, or only the named phases, or only the
     configurations named METHOD or METHOD/TP; `repeat` rounds (default: the plan's), each
     complete before the next starts, each starting every configuration once in its
-    counterbalanced order (collect.scheduling.order); returns campaign_id. A plan with
+    counterbalanced order (collect.scheduling.order); a raced phase (plan `search`) up to its
+    max_rounds, each round starting the race's survivors (collect.scheduling.race), and the
+    phases picking from it in a later wave (`waves`); returns campaign_id. A plan with
     `cluster:` runs on `connect(plan, plan_text)`: collect.cluster.launch.run's RayCluster (a layer
     above this one)."""
     if plan.cluster is not None and connect is None:
         raise ValueError("a plan with `cluster:` runs through collect.cluster.launch.run")
     campaign_id = plan.campaign_id()
-    runs = repeat or plan.repeat
     selected = select_phases(plan, phases)
+    runs = max(plan.rounds_of(p, repeat) for p in plan.all_phases())
     chosen = select_configs(plan, only)
     with Store(db_path) as store:
         with store.transaction():  # the campaigns row and its methods' parameters together
@@ -96,10 +100,13 @@ def run(
                     log_dir / campaign_id,
                     progress,
                     only=chosen,
+                    repeat=repeat,
                 )
-                for c.run in range(1, runs + 1):
-                    progress.set_round(c.run, runs)
-                    _run_phases(c, selected, runs)
+                for wave in waves(plan, selected):
+                    rounds = max(plan.rounds_of(p, repeat) for p in wave)
+                    for c.run in range(1, rounds + 1):
+                        progress.set_round(c.run, rounds)
+                        _run_phases(c, wave, rounds)
                 status = campaign_status(c, runs)
         except HostUnreachable as exc:  # at the start, or a dropped link that stayed down
             status = "unreachable"
@@ -110,34 +117,6 @@ def run(
                 host.close()
             finish_campaign(store, campaign_id, status)
     return campaign_id
-
-
-def select_phases(plan: Plan, names: list[str] | None) -> list[Phase]:
-    phases = plan.all_phases()
-    if not names:
-        return phases
-    unknown = sorted(set(names) - {p.name for p in phases})
-    if unknown:
-        raise ValueError(f"unknown phase(s) {unknown}; the plan has {[p.name for p in phases]}")
-    return [p for p in phases if p.name in names]
-
-
-def select_configs(plan: Plan, specs: list[str] | None) -> list[tuple[str, int | None]] | None:
-    """Parse --only values, METHOD or METHOD/TP (a family's name: all its members);
-    ValueError naming what is unknown."""
-    if not specs:
-        return None
-    methods, families = {m.name for m in plan.methods}, family_members(plan.methods)
-    tps = {p.tp for p in plan.all_phases()}
-    out: list[tuple[str, int | None]] = []
-    for spec in specs:
-        method, _, tp = spec.partition("/")
-        if method not in methods | set(families):
-            raise ValueError(f"--only {spec}: no method {method!r}; the plan has {sorted(methods)}")
-        if tp and (not tp.isdigit() or int(tp) not in tps):
-            raise ValueError(f"--only {spec}: tp must be one of the plan's {sorted(tps)}")
-        out += [(m, int(tp) if tp else None) for m in resolve([method], families)]
-    return out
 
 
 def _run_phases(c: Campaign, phases: list[Phase], runs: int = 1) -> None:

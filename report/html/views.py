@@ -37,6 +37,7 @@ RAW = frozenset(
         "endpoint_errors",
         "gpu_samples",
         "method_params",
+        "races",
         "quarantine",
     }
 )

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from specsweep.stats.race import Prior, RaceRule, kn_h2, race, race_level, to_start
+from specsweep.stats.race import Prior, RaceRule, kn_h2, race, race_level, replay, to_start
 
 ARMS = ["base", "b8", "b16"]
 # two rounds; the interaction residuals are +-1/30 (base, b8) and -+1/15 (b16): SS = 2/150
@@ -119,8 +119,29 @@ def test_a_bad_rule_is_named(kwargs: dict, word: str) -> None:
         RaceRule(**kwargs)
 
 
-def test_a_first_round_missing_is_refused() -> None:
+def test_an_arm_without_a_value_is_dropped_as_missing() -> None:
+    """A failed start: in a first round, the arm leaves and the variance rests on the others
+    (here base and b16 alone: one interaction df); later, it leaves in that round."""
+    rule = RaceRule(within=0.05, confidence=0.95)
     values = BASE.copy()
-    values[2, 1] = np.nan
-    with pytest.raises(ValueError, match="first 2 rounds"):
-        race_level(values, ARMS, RaceRule(), levels=1)
+    values[1, 1] = np.nan
+    level = race_level(values, ARMS, rule, levels=1)
+    (drop,) = level.drops
+    assert (drop.arm, drop.round, drop.reason, drop.leader) == ("b8", 2, "missing", "")
+    assert level.df == 1.0 and level.survivors == ["base", "b16"]
+    later = np.hstack([BASE, [[1.1], [np.nan], [1.1]]])
+    level = race_level(later, ARMS, rule, levels=1)
+    assert [(d.arm, d.round, d.reason) for d in level.drops] == [("b8", 3, "missing")]
+
+
+def test_replay_from_rows_races_each_level_among_the_arms_that_ran_it() -> None:
+    rule = RaceRule(within=0.05, confidence=0.95)
+    rows = [(a, "c1", r + 1, float(BASE[i, r])) for i, a in enumerate(ARMS) for r in range(2)]
+    rows += [(a, "c4", r + 1, float(BASE[i, r])) for i, a in enumerate(ARMS[:2]) for r in range(2)]
+    rows += [("base", "c1", 3, 9.0)]  # a round not closed yet: ignored
+    c1, c4 = replay(rows, ["b16", "base", "b8", "other"], rule, rounds=2)
+    assert (c1.name, c1.survivors) == ("c1", ["b16", "base", "b8"])
+    assert c1.sigma2 == pytest.approx(1 / 150)
+    # c4: base and b8 alone, on one df; they moved together (no interaction), so the gap stands
+    assert (c4.name, c4.survivors, c4.df) == ("c4", ["base"], 1.0)
+    assert c4.sigma2 == pytest.approx(0.0, abs=1e-12)
