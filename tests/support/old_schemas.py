@@ -8,14 +8,15 @@ from specsweep.schema.store import DDL
 
 
 def ddl_as_of(version: int) -> str:
-    """The raw-layer DDL as schema `version` wrote it, cut from today's: v11 added
-    requests.category; v10 added requests.history; v9 added services.replica; v8 added `run`
-    to units (and its key), requests, windows and services; v6 added windows
+    """The raw-layer DDL as schema `version` wrote it, cut from today's: v12 added races;
+    v11 added requests.category; v10 added requests.history; v9 added services.replica; v8
+    added `run` to units (and its key), requests, windows and services; v6 added windows
     and requests.scheduled_s, v7 method_params and the requests' acceptance details, v5
     gpu_samples and services.transport, v4 endpoint_errors, v3 units.colocated_with, v2
     units.complete."""
     ddl = DDL.read_text()
     cuts = {
+        11: [(r"-- One row per raced phase.*?\n\);\n\n", "")],
         10: [(r"\n    ,category +VARCHAR NOT NULL .*?\n\);", "\n);")],
         9: [(r"\n    ,history +VARCHAR .*?\n\);", "\n);")],
         8: [(r"\n    ,replica +INTEGER NOT NULL DEFAULT 1 -- which replica.*?\n\);", "\n);")],
@@ -45,7 +46,7 @@ def ddl_as_of(version: int) -> str:
         2: [(r"\n    colocated_with VARCHAR[^\n]*\n[^\n]*\n[^\n]*\n", "\n")],
         1: [(r"\n    complete     BOOLEAN NOT NULL,[^\n]*\n[^\n]*\n", "\n")],
     }
-    for v in range(10, version - 1, -1):
+    for v in range(11, version - 1, -1):
         for pattern, repl in cuts[v]:
             if repl is None:  # a table added at the end: drop it and what follows
                 ddl = ddl.split(pattern)[0]

@@ -207,11 +207,37 @@ def device_time_lines(plan: Plan, est: Estimator, sim: Simulation) -> list[str]:
     head = f"device time ({how}; start-ups not measured at {low:g}-{high:g} s):"
     if plan.repeat == 1:
         text = f"{head} repeat 1, one start per configuration: {one}; the default {rounds} rounds"
-        return [f"{text}: {every} ({ratio:.1f}x)", rounds_buy(plan, sim)]
+        return [f"{text}: {every} ({ratio:.1f}x)", rounds_buy(plan, sim), *race_lines(plan, times)]
     return [
         f"{head} {rounds} rounds {every}, against {one} for one start per configuration "
         f"(repeat 1): {ratio:.1f}x",
         rounds_buy(plan, sim),
+        *race_lines(plan, times),
+    ]
+
+
+def race_lines(plan: Plan, times: list[list[float]]) -> list[str]:
+    """A raced plan's device time as a range against the grid's `repeat` rounds, a round
+    costing what one round of every configuration does (`times`: each start-up assumption's
+    round makespans): from every level decided after `first_rounds` rounds to nothing decided
+    by `max_rounds`. Where in the range it ends depends on the arms' gaps against the start
+    spread (docs/race.md: about 2 (2.5 sd / within)^2 rounds), which no plan knows. Counted
+    as if every phase raced by the first raced phase's rule; the grid phases' own rounds are
+    in the line above."""
+    raced = [(p, s) for p in plan.all_phases() if (s := plan.search_of(p)) is not None]
+    if not raced:
+        return []
+    phase, rule = raced[0]
+    per_round = [sum(t) / len(t) for t in times if t]
+    low, high = min(per_round) * rule.first_rounds, max(per_round) * rule.max_rounds
+    grid = span([r * plan.repeat for r in per_round])
+    names = ", ".join(p.name for p, _ in raced)
+    share = f"{rule.first_rounds / plan.repeat:.2f}x-{rule.max_rounds / plan.repeat:.2f}x"
+    return [
+        f"race (phase {names}: within {rule.within:.0%}, confidence {rule.confidence:.0%}, "
+        f"{rule.first_rounds}-{rule.max_rounds} rounds): {duration(low)}-{duration(high)}, "
+        f"against {grid} for the grid's {plan.repeat} rounds ({share}); it ends early when "
+        f"the arms' gaps are wide against the start-to-start spread (docs/race.md)"
     ]
 
 

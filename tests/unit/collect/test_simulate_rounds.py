@@ -83,6 +83,18 @@ def test_device_time_of_the_rounds_against_one_start(tmp_path: Path) -> None:
     assert buy.startswith("repeat 1 buys point estimates only") and "no interval" in buy
 
 
+def test_a_race_is_a_range_from_its_first_rounds_to_its_last() -> None:
+    """Low: every level decided after first_rounds rounds; high: all of max_rounds; the
+    grid: the plan's repeat rounds; a round costs what the grid's rounds do on average."""
+    raced = parse_plan(PLAN.replace("{name: p1, tp: 1}", "{name: p1, tp: 1, search: "
+                                    "{within: 0.1, first_rounds: 2, max_rounds: 6}}"))  # fmt: skip
+    sim = simulate_plan(raced, Estimator(raced), seed=None)
+    *_, race = device_time_lines(raced, Estimator(raced), sim)
+    assert race.startswith("race (phase p1: within 10%, confidence 95%, 2-6 rounds): ")
+    assert "for the grid's 3 rounds (0.67x-2.00x)" in race
+    assert len(device_time_lines(*_sim()[:1], Estimator(_sim()[0]), _sim()[1])) == 2
+
+
 def test_check_and_simulate_print_the_rounds(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(PLAN)
