@@ -290,6 +290,10 @@ CREATE OR REPLACE TABLE race_cost (
     campaign_id    VARCHAR NOT NULL,
     phase          VARCHAR NOT NULL,
     tp             INTEGER NOT NULL,
+    methods        VARCHAR NOT NULL,   -- the arms, comma-separated, in the phase's order
+    within         DOUBLE NOT NULL,    -- the rule (table races)
+    confidence     DOUBLE NOT NULL,
+    first_rounds   INTEGER NOT NULL,
     arms           INTEGER NOT NULL,
     levels         INTEGER NOT NULL,
     decided        INTEGER NOT NULL,   -- levels with decision winner or set
@@ -307,8 +311,9 @@ CREATE OR REPLACE TABLE race_cost (
 
 
 def cost_row(r: Raced, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """race_cost: one row per raced phase, what its rounds cost against the grid (every arm
-    started in each of max_rounds rounds).
+    """race_cost: one row per raced phase, its rule and what its rounds cost against the grid
+    (every arm started in each of max_rounds rounds).
+      methods, within, confidence, first_rounds, max_rounds = the rule, as table races has it
       starts        = services rows of the campaign at the phase's tp of an arm, state not
                       'failed', run <= max_rounds (a start is one services row; the baseline's
                       A/A control is no arm and is not counted)
@@ -331,7 +336,9 @@ def cost_row(r: Raced, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     levels = replay(r.rows, r.arms, r.rule, r.closed) if r.closed else []
     grid = len(r.arms) * r.rule.max_rounds
     return {
-        **r.key(), "arms": len(r.arms), "levels": len(levels),
+        **r.key(), "methods": ",".join(r.arms), "within": r.rule.within,
+        "confidence": r.rule.confidence, "first_rounds": r.rule.first_rounds,
+        "arms": len(r.arms), "levels": len(levels),
         "decided": sum(lv.decided for lv in levels), "rounds": r.closed,
         "max_rounds": r.rule.max_rounds, "starts": starts, "grid_starts": grid,
         "starts_share": starts / grid, "device_s": device, "grid_device_s": grid_s,
