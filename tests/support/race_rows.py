@@ -47,12 +47,13 @@ def start(arm: str, run: int, seconds: float, state: str = "stopped") -> dict[st
     }  # fmt: skip
 
 
-def window(arm: str, run: int, tps: float, workload: str = "w") -> dict[str, Any]:
-    """The one request of arm's window in round `run`, at `tps` decode tok/s."""
+def window(arm: str, run: int, tps: float, workload: str = "w", conc: int = 1) -> dict[str, Any]:
+    """The one request of arm's window in round `run` at concurrency `conc`, at `tps` decode
+    tok/s."""
     return decode_req(
         tps, campaign_id="c1", engine="llamacpp", method=arm, config_id=f"cfg-{arm}",
-        service_id=f"svc-{arm}-{run}", window_id=f"w-{arm}-{run}-{workload}", run=run,
-        workload=workload, max_tokens=64, concurrency=1, prompt_id="p1",
+        service_id=f"svc-{arm}-{run}", window_id=f"w-{arm}-{run}-{workload}-{conc}", run=run,
+        workload=workload, max_tokens=64, concurrency=conc, prompt_id="p1",
     )  # fmt: skip
 
 
@@ -61,16 +62,22 @@ def write(
     values: dict[str, list[float | None]],
     status: str = "complete",
     seconds: dict[str, float] | None = None,
+    at4: dict[str, list[float | None]] | None = None,
     **rule: Any,
 ) -> Path:
-    """The raced campaign: values[arm][r - 1] its decode tok/s in round r (None: that start
-    failed, no request); seconds[arm] each of its starts' length (10 s unless given)."""
+    """The raced campaign: values[arm][r - 1] its decode tok/s in round r at level w:64:c1
+    (None: that start failed, no request); at4 the same at w:64:c4, measured on the same
+    starts (None: no value there); seconds[arm] each of its starts' length (10 s unless
+    given)."""
     services, requests = [], []
     for arm, row in values.items():
         for run, tps in enumerate(row, 1):
             secs = (seconds or {}).get(arm, 10.0)
             services.append(start(arm, run, secs, "failed" if tps is None else "stopped"))
             requests += [] if tps is None else [window(arm, run, tps)]
+            more = (at4 or {}).get(arm, [])
+            at = more[run - 1] if run <= len(more) else None
+            requests += [] if at is None or tps is None else [window(arm, run, at, conc=4)]
     store = Store(path)
     for table, rows in (("campaigns", [campaign(status)]), ("races", [race(list(values), **rule)]),
                         ("services", services), ("requests", requests)):  # fmt: skip
