@@ -19,6 +19,7 @@ from specsweep.report.data import ReportData
 from specsweep.report.findings import table
 from specsweep.report.latex import literal_block
 from specsweep.report.openloop import section as openloop
+from specsweep.report.race import section as race
 from specsweep.report.speculation import section as speculation
 from specsweep.report.tables import (
     Col,
@@ -377,5 +378,6 @@ def build_context(
         "speedup_tables": speedup_tables(data.speedup),
         "openloop": openloop.section(data, figs),
         "speculation": speculation.section(data, figs),
+        "race": race.latex_section(data, figs),
         "plan": literal_block(str(c.get("plan_yaml") or "")),
     }

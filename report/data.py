@@ -4,22 +4,24 @@
 every value is bound with ``?``. It reads only the objects that ``specsweep analyze`` builds
 (analyze/VIEWS.md), never the raw tables ``collect`` writes: the campaign, its hosts and its
 services come from ``campaign_summary``, ``environment_summary``, ``host_summary`` and
-``service_summary``; GPU energy from ``window_energy``, ``energy_summary`` and
-``energy_ratio``; open-loop load from ``open_windows``, ``rate_speedup``, ``rate_limits``,
-``rate_attainment``, ``slo_targets`` and ``cache_hygiene`` (optional: without them no open-loop
-section), its speedup-versus-rate figure from ``rate_sweep`` and its goodput figure from
-``rate_points`` (optional: without them no such figure; a ``rate_limits`` without the swept
-rates' columns is read as none); the speedup-versus-concurrency figure from ``speedup_sweep``
-(optional: without it no such figure); speculation's knobs from ``method_families``,
-``param_sweep``, ``speedup_decomposition``, ``best_setting``, ``position_acceptance``,
-``accepted_histogram``, ``acceptance_by_load`` and ``category_pooled`` (optional: without them
-no such section); replicas of one configuration from ``replica_agreement`` (optional: a threats
-note when the baseline's replicas disagree); the start variance, spread and drift of every
-stratum from ``start_variance`` (optional: the noise floor and the rounds' note say the file
-predates it); the baseline it compared against from ``analysis_params`` (optional: the
-campaign's plan baseline without it); each metric's label from ``metric_catalog`` (optional: a
-metric without a row is labelled by its name; docs/metrics.md). A file that analyze has not
-(re)built lacks them, and the report says to run ``specsweep analyze``.
+``service_summary``; GPU energy from ``window_energy``, ``energy_summary`` and ``energy_ratio``;
+open-loop load from ``open_windows``, ``rate_speedup``, ``rate_limits``, ``rate_attainment``,
+``slo_targets`` and ``cache_hygiene`` (optional: without them no open-loop section), its
+speedup-versus-rate figure from ``rate_sweep`` and its goodput figure from ``rate_points``
+(optional: without them no such figure; a ``rate_limits`` without the swept rates' columns is
+read as none); the speedup-versus-concurrency figure from ``speedup_sweep`` (optional: without
+it no such figure); speculation's knobs from ``method_families``, ``param_sweep``,
+``speedup_decomposition``, ``best_setting``, ``position_acceptance``, ``accepted_histogram``,
+``acceptance_by_load`` and ``category_pooled`` (optional: without them no such section);
+replicas of one configuration from ``replica_agreement`` (optional: a threats note when the
+baseline's replicas disagree); the start variance, spread and drift of every stratum from
+``start_variance`` (optional: the noise floor and the rounds' note say the file predates it); a
+raced phase's rounds, decisions and cost from ``race_rounds``, ``race_decisions`` and
+``race_cost`` (optional: without rows no race section); the baseline it compared against from
+``analysis_params`` (optional: the campaign's plan baseline without it); each metric's label
+from ``metric_catalog`` (optional: a metric without a row is labelled by its name;
+docs/metrics.md). A file that analyze has not (re)built lacks them, and the report says to run
+``specsweep analyze``.
 
 Only aggregates are read, never a table with a row per request: the distribution charts come
 from ``request_distribution`` (box-plot statistics per method, computed in DuckDB) and the
@@ -88,6 +90,9 @@ OPTIONAL = (
     "acceptance_by_load",
     "category_pooled",
     "start_variance",
+    "race_rounds",
+    "race_decisions",
+    "race_cost",
 )
 
 
@@ -137,6 +142,10 @@ class ReportData:
     replica_agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
     # the start model (analyze.starts): start sd, spread and drift per stratum and metric
     start_variance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the races of raced phases (analyze.race); empty: no phase was raced
+    race_rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    race_decisions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    race_cost: pd.DataFrame = field(default_factory=pd.DataFrame)
     n_warmup: int = 0
     baseline: str = BASELINE
     palette: dict[str, tuple] = field(default_factory=dict)
@@ -237,6 +246,9 @@ def _load_frames(con: duckdb.DuckDBPyConnection, cid: str, have: set[str]) -> di
             "replica_agreement", "run, config_id, max_tokens, concurrency, replica"
         ),
         "start_variance": opt("start_variance", "metric, engine, tp, load, level"),
+        "race_rounds": opt("race_rounds", "phase, level, round, method"),
+        "race_decisions": opt("race_decisions", "phase, level"),
+        "race_cost": opt("race_cost", "phase, tp"),
         "crossover": (
             _by_campaign(con, "crossover", cid, order="workload, max_tokens, engine, tp, method")
             if "crossover" in have

@@ -30,6 +30,7 @@ from specsweep.report.charts.layout import (
 )
 from specsweep.report.data import ReportData
 from specsweep.report.openloop import section as openloop
+from specsweep.report.race import section as race
 from specsweep.report.speculation import section as speculation
 
 
@@ -153,6 +154,7 @@ def figure_jobs(data: ReportData, outdir: Path) -> list[Job]:
         jobs
         + openloop.figure_jobs(data, outdir, save_figure)
         + speculation.figure_jobs(data, outdir, save_figure)
+        + race.figure_jobs(data, outdir, save_figure)
     )
 
 

@@ -202,7 +202,7 @@ def race_level(
         if len(alive) < 2:
             break
         means = values[alive, :r].mean(axis=1)
-        margin = max(0.0, rule.delta / (2 * r) * (h2 * 2 * sigma2 / rule.delta**2 - r))
+        margin = continuation(rule, h2, sigma2, r)
         best = int(np.argmax(means))
         keep = [a for a, m in zip(alive, means) if m >= means[best] - margin]
         for a, m in zip(alive, means):
@@ -217,6 +217,13 @@ def race_level(
             break
     level.survivors = [arms[a] for a in alive]
     return level
+
+
+def continuation(rule: RaceRule, h2: float, sigma2: float, r: int) -> float:
+    """W(r), the continuation region's half-width (ln) after round r: an arm whose mean is
+    more than this below a survivor's is dropped (module docstring; every pair's S2 is
+    2 sigma2). The analysis prints it beside each round's gaps (analyze.race)."""
+    return max(0.0, rule.delta / (2 * r) * (h2 * 2 * sigma2 / rule.delta**2 - r))
 
 
 def _equivalent(values: np.ndarray, sigma2: float, df: float, alpha: float,

@@ -21,7 +21,7 @@ from types import ModuleType
 
 import yaml
 
-from specsweep.analyze import attainment, category, energy, itl, openloop, starts, stats
+from specsweep.analyze import attainment, category, energy, itl, openloop, race, starts, stats
 from specsweep.analyze.models.model import TABLE, TEMP_TABLE, Build, Model, ordered
 from specsweep.analyze.models.sql import raw_layer, sql_models
 from specsweep.schema import metrics
@@ -137,6 +137,12 @@ def prompt_categories(b: Build) -> None:
     category.build(b.con, b.variances)
 
 
+def race_tables(b: Build) -> None:
+    """race_rounds, race_decisions and race_cost: every raced phase (table `races`) replayed
+    as collect replays it before each round (analyze.race)."""
+    race.build(b.con)
+
+
 @dataclass(frozen=True)
 class Python:
     """One Python model: builds maps each object to the module (or function) whose docstring
@@ -194,6 +200,15 @@ PYTHON = (
         # start_variance: the strata's variances come through the Build (claims writes both)
         reads=("analysis_params", "category_cells", "start_variance"),
         builds={"category_speedup": category, "category_pooled": category},
+    ),
+    Python(
+        race_tables,
+        reads=("campaigns", "race_values", "races", "services"),
+        builds={
+            "race_rounds": race.rounds_rows,
+            "race_decisions": race.decision_rows,
+            "race_cost": race.cost_row,
+        },
     ),
 )
 

@@ -33,7 +33,7 @@ CREATE = re.compile(
     re.IGNORECASE,
 )
 RAW_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+)")
-RAW_TABLE_MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\(\) AS TABLE")
+RAW_TABLE_MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\([^)]*\) AS TABLE")
 # a string literal ('' escapes a quote), a line comment or a block comment
 NOISE = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", re.DOTALL)
 SOURCE = re.compile(r"\b(FROM|JOIN)\s+", re.IGNORECASE)

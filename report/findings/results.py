@@ -3,7 +3,7 @@
 :func:`build` reads a campaign's :class:`~report.data.ReportData` once into :class:`Findings`:
 page 1's claims as data, one per speedup row that is a claim (not the A/A control), with its
 numbers and the physics check's verdict; the method sentences (how to read the claims); the
-summary of findings, the open-loop and speculation sections' findings included; and the
+summary of findings, the open-loop, speculation and race sections' findings included; and the
 validity notes (all marked Unicode text, report.text). The PDF renders the sentences with
 :func:`report.text.latex` (report.context), the HTML report with :func:`report.text.html`
 (report.html.build), and :func:`document` is the JSON export (`specsweep export --findings
@@ -26,6 +26,7 @@ from specsweep.report.data import ReportData, load
 from specsweep.report.findings import headlines, physics, validity
 from specsweep.report.keys import COMPARISON
 from specsweep.report.openloop import section as openloop
+from specsweep.report.race import section as race
 from specsweep.report.speculation import section as speculation
 from specsweep.report.text import plain
 
@@ -75,7 +76,10 @@ def build(data: ReportData) -> Findings:
         campaign_id=str(data.campaign["campaign_id"]),
         baseline=str(data.baseline),
         method=headlines.method(data),
-        summary=headlines.summary(data) + openloop.summary(data) + speculation.summary(data),
+        summary=headlines.summary(data)
+        + openloop.summary(data)
+        + speculation.summary(data)
+        + race.summary(data),
         validity=validity.validity_notes(data),
         claims=claims(data),
     )

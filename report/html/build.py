@@ -23,6 +23,7 @@ from specsweep.report import findings
 from specsweep.report.data import ReportData, load
 from specsweep.report.findings import table
 from specsweep.report.html import figures, views
+from specsweep.report.race import section as race
 from specsweep.report.text import html
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,17 @@ def context(
         "figures": [f for f in embedded if f.key != figures.HEADLINE],
         "figure_note": figure_note,
         "views": tables,
+        "race": race_section(data, figs),
         "plan": str(c.get("plan_yaml") or ""),
     }
+
+
+def race_section(data: ReportData, figs: dict[str, Path | None]) -> dict[str, Any]:
+    """The race section (report.race), each figure key as its anchor on this page."""
+    found = race.html_section(data, figs)
+    for p in found["phases"]:
+        p["figures"] = [(figures.anchor(k), figures.title(k)) for k in p["figures"]]
+    return found
 
 
 def render(

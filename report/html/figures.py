@@ -29,6 +29,7 @@ TITLES = {
     "throughput": "Aggregate output throughput versus concurrency",
     "agentic": "Agentic sessions: TTFT and context length per turn",
     "energy": "GPU energy per output token relative to the baseline",
+    "race": "The race: each arm's decode tok/s over the leader's by round (grey: kept)",
 }
 SKIP_PREFIXES = ("speedup:",)
 HEADLINE = "speedup"  # the chart the page shows with the findings, as the PDF's page 1 does
@@ -45,7 +46,12 @@ class Figure:
     @property
     def anchor(self) -> str:
         """The element id of the figure on the page (``fig-`` + key, ``:`` as ``-``)."""
-        return "fig-" + "".join(ch if ch.isalnum() else "-" for ch in self.key)
+        return anchor(self.key)
+
+
+def anchor(key: str) -> str:
+    """The element id of figure `key` on the page (``fig-`` + key, ``:`` as ``-``)."""
+    return "fig-" + "".join(ch if ch.isalnum() else "-" for ch in key)
 
 
 def title(key: str) -> str:
@@ -53,6 +59,11 @@ def title(key: str) -> str:
     'Speedup versus concurrency ... (part 2)')."""
     name, _, part = key.partition(":")
     head = TITLES.get(name, name.replace("-", " ").replace("_", " ").capitalize())
+    if name == "race":  # race:<raced phase>-<part>, both from 0 (report.race.section)
+        phase, _, sub = part.partition("-")
+        return f"{head}, raced phase {int(phase) + 1}" + (
+            f" (part {int(sub) + 1})" if int(sub or 0) else ""
+        )
     return (
         f"{head} (part {part})"
         if part and name in TITLES
