@@ -91,9 +91,15 @@ def drops(rounds: pd.DataFrame) -> list[str]:
         if r["status"] == "missing":
             out.append(f"{where}: it has no value there in that round (its start failed or "
                        "measured nothing).")  # fmt: skip
-        else:
+        elif r["margin"] > 0:
             out.append(f"{where}: {pct(r['gap'])} behind {em(r['leader'])}, beyond the margin "
                        f"of {pct(r['margin'])} at that round.")  # fmt: skip
+        else:  # KN's region has closed: the start variance is small against the zone
+            out.append(
+                f"{where}: {pct(r['gap'])} behind {em(r['leader'])}; the continuation region "
+                "had closed (margin 0: the starts varied so little against the zone that the "
+                "best mean is within it at the stated confidence)."
+            )
     return out
 
 

@@ -75,3 +75,22 @@ def test_a_campaign_without_a_race_has_no_section(tmp_path: Path) -> None:
     data = load(path)
     assert section.latex_section(data, {}) == {"available": False, "phases": []}
     assert section.summary(data) == []
+
+
+def test_a_drop_with_the_region_closed_says_so() -> None:
+    """Margin 0: KN's region has closed, so the sentence names that and not "beyond 0%"."""
+    import pandas as pd
+
+    rows = pd.DataFrame([
+        {"status": "dropped", "round": 2, "level": "w", "method": "B", "leader": "A",
+         "gap": 0.002, "margin": 0.0},
+        {"status": "dropped", "round": 2, "level": "w", "method": "C", "leader": "A",
+         "gap": 0.5, "margin": 0.1},
+    ])  # fmt: skip
+    closed, beyond = (plain(s) for s in section.drops(rows))
+    assert closed == (
+        "B was dropped at w after round 2: 0.2% behind A; the continuation region had closed "
+        "(margin 0: the starts varied so little against the zone that the best mean is within "
+        "it at the stated confidence)."
+    )
+    assert beyond.endswith("50.0% behind A, beyond the margin of 10.0% at that round.")
