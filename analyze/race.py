@@ -33,10 +33,13 @@ RACES_SQL = (
     "JOIN campaigns AS c USING (campaign_id) ORDER BY r.campaign_id, r.phase"
 )
 VALUES_SQL = "SELECT method, level, run, value, workload, requests FROM race_values(?, ?)"
+# a phase that names its workloads counts only the starts that ran one of them: another phase
+# at the same tp (a best_of phase on other workloads) starts the same configurations
 SERVICES_SQL = (
     "SELECT method, count(*), sum(epoch(stopped_at - requested_at)), count(stopped_at) "
-    "FROM services WHERE campaign_id = ? AND tp = ? AND state <> 'failed' AND run <= ? "
-    "GROUP BY method"
+    "FROM services AS s WHERE campaign_id = ? AND tp = ? AND state <> 'failed' AND run <= ? "
+    "AND (? = '' OR EXISTS (SELECT 1 FROM units AS u WHERE u.service_id = s.service_id "
+    "AND list_contains(string_split(?, ','), u.workload))) GROUP BY method"
 )
 
 
@@ -315,8 +318,10 @@ def cost_row(r: Raced, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     (every arm started in each of max_rounds rounds).
       methods, within, confidence, first_rounds, max_rounds = the rule, as table races has it
       starts        = services rows of the campaign at the phase's tp of an arm, state not
-                      'failed', run <= max_rounds (a start is one services row; the baseline's
-                      A/A control is no arm and is not counted)
+                      'failed', run <= max_rounds, and (when the phase names its workloads)
+                      that ran one of them: another phase at the same tp starts the same
+                      configurations (a start is one services row; the baseline's A/A
+                      control is no arm and is not counted)
       device_s      = the sum over those starts of stopped_at - requested_at, seconds (a
                       start not yet stopped adds nothing)
       grid_device_s = sum over the arms of (its mean seconds a stopped start) x max_rounds;
@@ -324,7 +329,7 @@ def cost_row(r: Raced, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
       starts_share, device_share = the race's over the grid's
       levels, decided = the levels raced and those decided ('winner' or 'set') after the
                       closed rounds (rounds)"""
-    key = [r.race["campaign_id"], r.race["tp"], r.rule.max_rounds]
+    key = [r.race["campaign_id"], r.race["tp"], r.rule.max_rounds, *[r.race["workloads"]] * 2]
     found = {m: (n, s, t) for m, n, s, t in con.execute(SERVICES_SQL, key).fetchall()
              if m in r.arms}  # fmt: skip
     starts = sum(n for n, _, _ in found.values())
