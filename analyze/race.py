@@ -16,6 +16,7 @@ rounds 1..r only).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -25,11 +26,11 @@ import numpy as np
 from scipy import stats
 
 from specsweep.stats.paired import LEVEL
-from specsweep.stats.race import Drop, Level, RaceRule, Row, continuation, replay
+from specsweep.stats.race import Drop, Level, Prior, RaceRule, Row, continuation, replay
 
 RACES_SQL = (
     "SELECT r.campaign_id, r.phase, r.tp, r.methods, r.workloads, r.within, r.confidence, "
-    "r.first_rounds, r.max_rounds, c.status FROM races AS r "
+    "r.first_rounds, r.max_rounds, c.status, r.priors FROM races AS r "
     "JOIN campaigns AS c USING (campaign_id) ORDER BY r.campaign_id, r.phase"
 )
 VALUES_SQL = "SELECT method, level, run, value, workload, requests FROM race_values(?, ?)"
@@ -46,7 +47,8 @@ SERVICES_SQL = (
 @dataclass(frozen=True)
 class Raced:
     """One raced phase as stored: its races row, rule and arms, the values of its arms
-    (stats.race rows), the requests each value rests on, and its closed rounds."""
+    (stats.race rows), the requests each value rests on, its closed rounds, and the priors
+    collect fixed for it (by level)."""
 
     race: dict[str, Any]
     rule: RaceRule
@@ -54,6 +56,11 @@ class Raced:
     rows: list[Row]
     requests: dict[tuple[str, str, int], int]
     closed: int
+    priors: dict[str, Prior]
+
+    def levels(self, rounds: int) -> list[Level]:
+        """The race's levels after `rounds` closed rounds, as collect replays them."""
+        return replay(self.rows, self.arms, self.rule, rounds, self.priors)
 
     def key(self) -> dict[str, Any]:
         return {k: self.race[k] for k in ("campaign_id", "phase", "tp")}
@@ -73,7 +80,8 @@ def raced(con: duckdb.DuckDBPyConnection) -> list[Raced]:
     out = []
     for row in con.execute(RACES_SQL).fetchall():
         race = dict(zip(("campaign_id", "phase", "tp", "methods", "workloads", "within",
-                         "confidence", "first_rounds", "max_rounds", "status"), row))  # fmt: skip
+                         "confidence", "first_rounds", "max_rounds", "status", "priors"),
+                        row))  # fmt: skip
         arms = [a for a in race["methods"].split(",") if a]
         workloads = set(race["workloads"].split(",")) if race["workloads"] else None
         found = [
@@ -84,9 +92,10 @@ def raced(con: duckdb.DuckDBPyConnection) -> list[Raced]:
         rule = RaceRule(race["within"], race["confidence"], race["max_rounds"],
                         race["first_rounds"])  # fmt: skip
         seen = max((int(r[2]) for r in found), default=0)
+        priors = {lv: Prior(*v) for lv, v in json.loads(race["priors"]).items()}
         out.append(Raced(race, rule, arms, [(a, lv, int(r), float(v)) for a, lv, r, v, *_ in found],
                          {(a, lv, int(r)): int(n) for a, lv, r, _, _, n in found},
-                         closed_rounds(race["status"], seen)))  # fmt: skip
+                         closed_rounds(race["status"], seen), priors))  # fmt: skip
     return out
 
 
@@ -136,7 +145,7 @@ def rounds_rows(r: Raced) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     before: dict[str, Level] = {}
     for k in range(1, r.closed + 1):
-        levels = {lv.name: lv for lv in replay(r.rows, r.arms, r.rule, k)}
+        levels = {lv.name: lv for lv in r.levels(k)}
         for name, lv in levels.items():
             if lv.rounds == k:
                 out += _level_rows(r, lv, k, before.get(name), k == r.closed)
@@ -243,7 +252,7 @@ def decision_rows(r: Raced) -> list[dict[str, Any]]:
       guarantee        = docs/race.md's guarantee, in words, for the decision taken"""
     if r.closed == 0:
         return []
-    levels = replay(r.rows, r.arms, r.rule, r.closed)
+    levels = r.levels(r.closed)
     return [_decision(r, lv, len(levels)) for lv in levels]
 
 
@@ -338,7 +347,7 @@ def cost_row(r: Raced, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     pooled = device / sum(t for _, t in spent) if spent else None
     per = [found[a][1] / found[a][2] if a in found and found[a][2] else pooled for a in r.arms]
     grid_s = sum(p * r.rule.max_rounds for p in per) if pooled is not None else None
-    levels = replay(r.rows, r.arms, r.rule, r.closed) if r.closed else []
+    levels = r.levels(r.closed) if r.closed else []
     grid = len(r.arms) * r.rule.max_rounds
     return {
         **r.key(), "methods": ",".join(r.arms), "within": r.rule.within,

@@ -318,6 +318,7 @@ class RacesSchema(_Base):
     confidence: Series[float] = pa.Field(gt=0, lt=1)
     first_rounds: Series[int] = pa.Field(ge=1)
     max_rounds: Series[int] = pa.Field(ge=1)
+    priors: Series[str]
 
     class Config:
         unique = ["campaign_id", "phase"]

@@ -1,9 +1,9 @@
--- specsweep raw layer, schema version 12 (v1 had no units.complete, v2 no units.colocated_with,
+-- specsweep raw layer, schema version 13 (v1 had no units.complete, v2 no units.colocated_with,
 -- v3 no endpoint_errors; v4 no gpu_samples nor services.transport; v5 no windows nor
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
 -- campaign had one; v8 no services.replica; v9 no requests.history; v10 no
--- requests.category; v11 no races; see schema/migrations.py).
+-- requests.category; v11 no races; v12 no races.priors; see schema/migrations.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in docs/data-dictionary.md and add a migrate_to_N step in schema/migrations.py.
@@ -281,8 +281,12 @@ CREATE TABLE IF NOT EXISTS races (
     within       DOUBLE NOT NULL,       -- the indifference zone, a share of the best's value
     confidence   DOUBLE NOT NULL,
     first_rounds INTEGER NOT NULL,      -- rounds every arm runs before any is dropped
-    max_rounds   INTEGER NOT NULL,
-    PRIMARY KEY (campaign_id, phase)
+    max_rounds   INTEGER NOT NULL
+    ,priors      VARCHAR NOT NULL DEFAULT '{}'
+                                        -- JSON {level: [sigma2, df]}: each level's start
+                                        -- variance from earlier campaigns of the file (plan
+                                        -- search.prior), fixed when the race began; {}: none
+    ,PRIMARY KEY (campaign_id, phase)
 );
 
 -- Rows a pandera contract rejected (schema/contracts.py), kept with the reason; no analysis

@@ -126,6 +126,13 @@ def migrate_to_12(con: duckdb.DuckDBPyConnection) -> None:
     """v12: races (the DDL created it; no older campaign was raced, so it stays empty)."""
 
 
+def migrate_to_13(con: duckdb.DuckDBPyConnection) -> None:
+    """v13: races.priors. A v12 race began with no prior (there was none to take): '{}'."""
+    con.execute("ALTER TABLE races ADD COLUMN IF NOT EXISTS priors VARCHAR DEFAULT '{}'").fetchall()
+    con.execute("UPDATE races SET priors = '{}' WHERE priors IS NULL").fetchall()
+    con.execute("ALTER TABLE races ALTER COLUMN priors SET NOT NULL").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {
     2: migrate_to_2,
@@ -139,4 +146,5 @@ MIGRATIONS: dict[int, Any] = {
     10: migrate_to_10,
     11: migrate_to_11,
     12: migrate_to_12,
+    13: migrate_to_13,
 }

@@ -149,6 +149,20 @@ class Level:
         return self.survivors[0] if len(self.survivors) == 1 else None
 
 
+def prior_from(tables: Sequence[np.ndarray]) -> Prior | None:
+    """The start variance of earlier campaigns as a Prior: each table values[a, r] one earlier
+    campaign's ln values at the level (arms with a value in every round; NaN rows are left
+    out), its arm x round interaction pooled over the tables (sum of squares over sum of
+    degrees of freedom). None when no table has 2 arms and 2 rounds."""
+    ss = df = 0.0
+    for table in tables:
+        complete = table[~np.isnan(table).any(axis=1)]
+        if complete.shape[0] >= 2 and complete.shape[1] >= 2:
+            s2, d = _pooled_variance(complete)
+            ss, df = ss + s2 * d, df + d
+    return Prior(ss / df, df) if df else None
+
+
 def _pooled_variance(first: np.ndarray) -> tuple[float, float]:
     """(sigma2, df) of the arm x round interaction of an (arms, rounds) table."""
     resid = first - first.mean(axis=1, keepdims=True) - first.mean(axis=0, keepdims=True)

@@ -51,6 +51,14 @@ class Search(Strict):
         description="Rounds every method runs before any is dropped (two at least: the start "
         "variance is estimated from them).",
     )
+    prior: Literal["results", "none"] = Field(
+        "results",
+        description="`results`: each level's start variance also comes from earlier complete "
+        "campaigns in the results file on the same host, engine and tp at the same level "
+        "(their method x round interaction), pooled with the race's own first rounds: more "
+        "degrees of freedom, a narrower margin. Fixed when the race begins (table races). "
+        "`none`: the race's own rounds only.",
+    )
     max_rounds: int = Field(
         6,
         ge=2,

@@ -23,7 +23,7 @@ from specsweep.collect.plan.phases import BestOf, Phase
 from specsweep.collect.redact import redact
 from specsweep.collect.run.progress import CampaignProgress
 from specsweep.collect.scheduling.order import phase_seed, round_order
-from specsweep.collect.scheduling.race import race_state, races_row, ranking
+from specsweep.collect.scheduling.race import race_state, ranking, record_race
 from specsweep.collect.scheduling.ranking import describe, pick, rank_methods
 from specsweep.schema.controls import aa_control_name
 from specsweep.schema.store import Store, utcnow
@@ -342,17 +342,15 @@ def todo(
 def _raced(c: Campaign, phase: Phase, chosen: list[str], configs: dict[str, ServiceConfig],
            announce: bool) -> dict[str, ServiceConfig]:  # fmt: skip
     """The configurations of a raced phase this round starts: the race's survivors, and the
-    baseline's A/A control wherever the baseline starts."""
+    baseline's A/A control wherever the baseline starts. `announce` (re)writes the phase's
+    races row, its priors fixed the first time (collect.scheduling.race.record_race)."""
+    if announce:
+        host = c.host.name if isinstance(c.host, Host) else None
+        for line in record_race(c.store, c.campaign_id, c.plan, phase, chosen, host):
+            c.progress.note(f"race {phase.name}: {line}")
     state = race_state(c.store, c.campaign_id, c.plan, phase, chosen, c.run)
     control = aa_control_name(c.plan.baseline)
     start = set(state.start) | ({control} if c.plan.baseline in state.start else set())
-    if announce:
-        with c.store.transaction():
-            c.store.execute(
-                "DELETE FROM races WHERE campaign_id = ? AND phase = ?",
-                [c.campaign_id, phase.name],
-            )
-            c.store.append("races", [races_row(c.campaign_id, c.plan, phase, chosen)])
-        if state.rounds >= 1:
-            c.progress.note(f"race {phase.name}: {state.describe()}")
+    if announce and state.rounds >= 1:
+        c.progress.note(f"race {phase.name}: {state.describe()}")
     return {name: config for name, config in configs.items() if name in start}

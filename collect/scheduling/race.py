@@ -17,15 +17,27 @@ over the levels it ran. It therefore runs after the source's last round
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from specsweep.collect.plan.model import Plan
 from specsweep.collect.plan.phases import Phase
 from specsweep.schema.controls import aa_control_name
-from specsweep.stats.race import Level, replay, to_start
+from specsweep.stats.race import Level, Prior, prior_from, replay, to_start
 
 VALUES = "SELECT method, level, run, value, workload FROM race_values(?, ?) WHERE run < ?"
+# complete campaigns begun before this one, with a start on the same host, engine and tp
+EARLIER = """
+SELECT c.campaign_id FROM campaigns AS c
+WHERE c.campaign_id <> ? AND c.status = 'complete'
+  AND c.started_at < (SELECT started_at FROM campaigns WHERE campaign_id = ?)
+  AND EXISTS (SELECT 1 FROM services AS s WHERE s.campaign_id = c.campaign_id
+              AND s.engine = ? AND s.tp = ? AND s.host = ?)
+ORDER BY c.started_at, c.campaign_id
+"""
 
 
 @dataclass(frozen=True)
@@ -71,9 +83,9 @@ def arms_of(plan: Plan, phase: Phase, methods: list[str]) -> list[str]:
 
 def race_state(store: Any, campaign_id: str, plan: Plan, phase: Phase, methods: list[str],
                run: int) -> RaceState:  # fmt: skip
-    """The race of a phase with `search` before round `run` (module docstring). Rounds with no
-    value yet (a later round the ETA asks about) are not closed: the state is the last
-    closed round's."""
+    """The race of a phase with `search` before round `run` (module docstring), with the
+    priors its races row fixed (none before it is written). Rounds with no value yet (a later
+    round the ETA asks about) are not closed: the state is the last closed round's."""
     search = plan.search_of(phase)
     if search is None:
         raise ValueError(f"phase {phase.name!r} is not raced")
@@ -84,7 +96,7 @@ def race_state(store: Any, campaign_id: str, plan: Plan, phase: Phase, methods: 
         if phase.workloads is None or w in phase.workloads
     ]
     closed = min(run - 1, max((r for *_, r, _ in rows), default=0))
-    levels = replay(rows, arms, rule, closed)
+    levels = replay(rows, arms, rule, closed, stored_priors(store, campaign_id, phase.name))
     if run > rule.max_rounds:
         start: list[str] = []
     elif closed < rule.first_rounds:
@@ -110,8 +122,70 @@ def ranking(state: RaceState, baseline: str) -> list[str]:
     return sorted(count, key=lambda a: (-count[a], -state.means.get(a, 0.0), a))
 
 
-def races_row(campaign_id: str, plan: Plan, phase: Phase, methods: list[str]) -> dict[str, Any]:
-    """The phase's row of table `races`: the rule its rounds are decided by."""
+def stored_priors(store: Any, campaign_id: str, phase: str) -> dict[str, Prior]:
+    """The priors the phase's races row fixed, by level ({} when none or no row yet)."""
+    rows = store.execute(
+        "SELECT priors FROM races WHERE campaign_id = ? AND phase = ?", [campaign_id, phase]
+    )
+    return {lv: Prior(*v) for lv, v in json.loads(rows[0][0]).items()} if rows else {}
+
+
+def earlier_priors(store: Any, campaign_id: str, plan: Plan, phase: Phase,
+                   host: str) -> tuple[dict[str, Prior], int]:  # fmt: skip
+    """Each level's start variance from the complete campaigns of the results file begun
+    before this one on the same host, engine and tp (stats.race.prior_from over their
+    race_values at the level: every method measured there is a start like any arm's), and how
+    many campaigns gave one."""
+    found = store.execute(EARLIER, [campaign_id, campaign_id, plan.engine.kind, phase.tp, host])
+    tables: dict[str, list[np.ndarray]] = {}
+    for (cid,) in found:
+        cells: dict[str, dict[str, dict[int, float]]] = {}
+        for m, lv, r, v, _ in store.execute(VALUES, [cid, phase.tp, 1 << 30]):
+            cells.setdefault(lv, {}).setdefault(m, {})[r] = v
+        for lv, by_arm in cells.items():
+            runs = sorted({r for arm in by_arm.values() for r in arm})
+            table = [[arm.get(r, np.nan) for r in runs] for arm in by_arm.values()]
+            tables.setdefault(lv, []).append(np.array(table, dtype=float))
+    priors = {lv: p for lv, ts in tables.items() if (p := prior_from(ts)) is not None}
+    return priors, len(found)
+
+
+def record_race(store: Any, campaign_id: str, plan: Plan, phase: Phase, methods: list[str],
+                host: str | None) -> list[str]:  # fmt: skip
+    """Write the phase's races row (the rule, its arms); its priors are computed once, when
+    the row is first written (before the race's first round: every earlier campaign is then
+    complete or not for good), and kept by every rewrite, so that a resumed race and the
+    analysis replay the same decisions. No host (a cluster's driver): no prior. Returns what
+    to say about the priors the first time."""
+    search = plan.search_of(phase)
+    assert search is not None
+    kept = store.execute(
+        "SELECT priors FROM races WHERE campaign_id = ? AND phase = ?", [campaign_id, phase.name]
+    )
+    said: list[str] = []
+    if kept:
+        priors = kept[0][0]
+    else:
+        found, campaigns = ({}, 0)
+        if search.prior == "results" and host is not None:
+            found, campaigns = earlier_priors(store, campaign_id, plan, phase, host)
+        priors = json.dumps({lv: [p.sigma2, p.df] for lv, p in sorted(found.items())})
+        if found:
+            each = ", ".join(f"{lv} sd {p.sigma2**0.5:.1%} on {p.df:g} df"
+                             for lv, p in sorted(found.items()))  # fmt: skip
+            said = [f"start variance from {campaigns} earlier campaign(s): {each}"]
+    with store.transaction():
+        store.execute(
+            "DELETE FROM races WHERE campaign_id = ? AND phase = ?", [campaign_id, phase.name]
+        )
+        store.append("races", [races_row(campaign_id, plan, phase, methods, priors)])
+    return said
+
+
+def races_row(campaign_id: str, plan: Plan, phase: Phase, methods: list[str],
+              priors: str = "{}") -> dict[str, Any]:  # fmt: skip
+    """The phase's row of table `races`: the rule its rounds are decided by, and its priors
+    (JSON {level: [sigma2, df]})."""
     search = plan.search_of(phase)
     assert search is not None
     return {
@@ -125,4 +199,5 @@ def races_row(campaign_id: str, plan: Plan, phase: Phase, methods: list[str]) ->
         "confidence": search.confidence,
         "first_rounds": search.first_rounds,
         "max_rounds": search.max_rounds,
+        "priors": priors,
     }

@@ -31,7 +31,7 @@ def race(arms: list[str], **rule: Any) -> dict[str, Any]:
     return {
         "campaign_id": "c1", "phase": "p", "tp": 1, "methods": ",".join(arms),
         "workloads": "", "objective": "decode_tps", "within": 0.05, "confidence": 0.95,
-        "first_rounds": 2, "max_rounds": 4, **rule,
+        "first_rounds": 2, "max_rounds": 4, "priors": "{}", **rule,
     }  # fmt: skip
 
 

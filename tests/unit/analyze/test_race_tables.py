@@ -104,6 +104,16 @@ def test_a_winner_carries_its_interval_from_the_pooled_variance(tmp_path: Path) 
                       (2, "B"): "dropped"}  # fmt: skip
 
 
+def test_the_prior_collect_fixed_pools_into_the_level(tmp_path: Path) -> None:
+    """races.priors {level: [sigma2, df]} is replayed as collect replays it: pooled by df."""
+    values = {"A": [100, 104, 102], "B": [60, 61, 59]}
+    path = analysed(tmp_path / "r.duckdb", values, priors='{"w:64:c1": [0.0004, 10]}')
+    d = one(path, "SELECT sigma2, df FROM race_decisions")
+    sigma2, df = pooled([values["A"][:2], values["B"][:2]])
+    assert d["df"] == df + 10
+    assert d["sigma2"] == pytest.approx((sigma2 * df + 0.0004 * 10) / (df + 10))
+
+
 def test_an_arm_without_a_value_in_a_round_is_missing(tmp_path: Path) -> None:
     values = {"A": [100, 104], "B": [98, None], "C": [60, 61]}
     path = analysed(tmp_path / "r.duckdb", values)

@@ -131,13 +131,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 12
+    assert SCHEMA_VERSION == 13
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,), (13,)]
     assert statuses == [(200,), (None,)]
 
 
@@ -248,3 +248,17 @@ def test_a_v9_file_gains_requests_history_and_its_sessions_played_their_own(tmp_
         assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (
             SCHEMA_VERSION,
         )
+
+
+def test_a_v12_race_gains_empty_priors(tmp_path: Path) -> None:
+    """A race recorded before v13 began with no prior: its priors read '{}'."""
+    path = tmp_path / "v12.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(12))
+        con.execute("INSERT INTO schema_version VALUES (12, now()::TIMESTAMP)")
+        con.execute(
+            "INSERT INTO races VALUES ('c', 'p', 1, 'a,b', '', 'decode_tps', 0.05, 0.95, 2, 6)"
+        )
+    Store(path).close()
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT phase, priors FROM races").fetchall() == [("p", "{}")]

@@ -9,7 +9,16 @@ import math
 import numpy as np
 import pytest
 
-from specsweep.stats.race import Prior, RaceRule, kn_h2, race, race_level, replay, to_start
+from specsweep.stats.race import (
+    Prior,
+    RaceRule,
+    kn_h2,
+    prior_from,
+    race,
+    race_level,
+    replay,
+    to_start,
+)
 
 ARMS = ["base", "b8", "b16"]
 # two rounds; the interaction residuals are +-1/30 (base, b8) and -+1/15 (b16): SS = 2/150
@@ -145,3 +154,14 @@ def test_replay_from_rows_races_each_level_among_the_arms_that_ran_it() -> None:
     # c4: base and b8 alone, on one df; they moved together (no interaction), so the gap stands
     assert (c4.name, c4.survivors, c4.df) == ("c4", ["base"], 1.0)
     assert c4.sigma2 == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_prior_pools_earlier_campaigns_interactions() -> None:
+    """BASE's interaction: SS 2/150 on 2 df; BASE scaled by sqrt 2 has SS 4/150 on 2 df;
+    pooled: 6/150 over 4 df. A row with a gap and a one-round table add nothing."""
+    second = BASE * math.sqrt(2)
+    gapped = np.vstack([second, [[np.nan, 1.0]]])
+    prior = prior_from([BASE, gapped, np.array([[1.0], [2.0]])])
+    assert prior is not None
+    assert (prior.sigma2, prior.df) == (pytest.approx(6 / 150 / 4), 4.0)
+    assert prior_from([np.array([[1.0, 2.0]])]) is None
