@@ -248,7 +248,8 @@ def decision_rows(r: Raced) -> list[dict[str, Any]]:
                          interval of that mean from the level's pooled variance. sigma2 is the
                          spread of an arm's value around arm + round effects, so the interval
                          says how well the arm's level is known relative to the rounds run; a
-                         shift shared by every arm of a round (the host that day) is not in it
+                         shift shared by every arm of a round (the host that day) is not in it.
+                         Its coverage is not checked by any test: the report does not print it
       guarantee        = docs/race.md's guarantee, in words, for the decision taken"""
     if r.closed == 0:
         return []

@@ -33,7 +33,6 @@ HEADERS = {
     "decision": "decision",
     "picked": "winner / survivors",
     "tps": "best decode tok/s",
-    "ci": "95% CI",
     "rounds": "rounds",
     "dropped": "dropped",
 }
@@ -70,14 +69,13 @@ def decisions(dec: pd.DataFrame) -> list[dict[str, str]]:
     rows = []
     for _, r in dec.iterrows():
         best = "" if pd.isna(r["best_decode_tps"]) else num(r["best_decode_tps"], ".1f")
-        ci = "" if pd.isna(r["ci_low"]) else f"{num(r['ci_low'], '.1f')}–{num(r['ci_high'], '.1f')}"
         picked = (
             r["winner"] if r["decision"] == "winner" else str(r["survivors"]).replace(",", ", ")
         )
         rows.append({
             "level": str(r["level"]), "decision": str(r["decision"]), "picked": str(picked),
             "tps": best + (f" ({r['best']})" if best and r["decision"] != "winner" else ""),
-            "ci": ci, "rounds": str(int(r["rounds"])), "dropped": str(int(r["dropped"])),
+            "rounds": str(int(r["rounds"])), "dropped": str(int(r["dropped"])),
         })  # fmt: skip
     return rows
 
