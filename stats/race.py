@@ -307,3 +307,21 @@ def replay(
         prior = (priors or {}).get(name)
         out.append(race_level(values, present, rule, len(names), name, prior))
     return out
+
+
+def on_grid(rows: Sequence[Row], arms: Sequence[str], rule: RaceRule, grid_rounds: int,
+            keep: Sequence[str] = ()) -> dict[int, list[str]]:  # fmt: skip
+    """The starts a race would have made on a grid's own starts (rows of `grid_rounds` rounds
+    of every arm): {round: arms started}. Rounds 1..first_rounds start every arm; before each
+    later round, replay on the rows of the starts made so far picks the round's arms as
+    collect would (to_start, `keep`: the baseline); the race ends at an empty round, at
+    max_rounds or at the grid's last round. A replay, not a race: a real race's later starts
+    would be new ones, with their own noise (.ci/gpu/race_replay.py)."""
+    started = {r: list(arms) for r in range(1, min(rule.first_rounds, grid_rounds) + 1)}
+    for r in range(rule.first_rounds + 1, min(rule.max_rounds, grid_rounds) + 1):
+        seen = [row for row in rows if row[0] in started.get(row[2], ())]
+        nxt = to_start(replay(seen, arms, rule, r - 1), r - 1, rule, keep=keep)
+        if not nxt:
+            break
+        started[r] = nxt
+    return started

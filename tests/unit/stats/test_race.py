@@ -13,6 +13,7 @@ from specsweep.stats.race import (
     Prior,
     RaceRule,
     kn_h2,
+    on_grid,
     prior_from,
     race,
     race_level,
@@ -165,3 +166,25 @@ def test_a_prior_pools_earlier_campaigns_interactions() -> None:
     assert prior is not None
     assert (prior.sigma2, prior.df) == (pytest.approx(6 / 150 / 4), 4.0)
     assert prior_from([np.array([[1.0, 2.0]])]) is None
+
+
+def _grid_rows(values: np.ndarray) -> list[tuple[str, str, int, float]]:
+    return [(a, "L", r + 1, float(values[i, r])) for i, a in enumerate(ARMS)
+            for r in range(values.shape[1])]  # fmt: skip
+
+
+def test_on_grid_keeps_only_the_starts_the_race_would_have_made() -> None:
+    # BASE with b8 moved 3 lower (the interaction, hence the margin, is the same): b8 is 4.0
+    # behind after round 2, beyond the margin at within 5% and inside it at 1%
+    rule = RaceRule(0.05, 0.95, max_rounds=3)
+    assert _margin(rule, 1, 2) < 4.0 < _margin(RaceRule(0.01, 0.95, 3), 1, 2)
+    first = BASE - np.array([[0.0], [3.0], [0.0]])
+    rows = _grid_rows(np.hstack([first, np.array([[1.1], [-2.9], [1.2]])]))
+    # b8 is dropped after round 2, so round 3 starts base (kept) and b16; b8's third value
+    # is not a start of the race and never reaches a replay
+    assert on_grid(rows, ARMS, rule, 3, keep=["base"]) == {1: ARMS, 2: ARMS, 3: ["base", "b16"]}
+    # a zone so narrow that the margin is wider than every gap: the race is the grid
+    wide = on_grid(rows, ARMS, RaceRule(0.01, 0.95, max_rounds=3), 3, keep=["base"])
+    assert wide == {1: ARMS, 2: ARMS, 3: ARMS}
+    # max_rounds below the grid's rounds: the race stops there
+    assert on_grid(rows, ARMS, RaceRule(0.05, 0.95, max_rounds=2), 3) == {1: ARMS, 2: ARMS}
