@@ -77,7 +77,7 @@ engine: $(STAMP) system
 	$(SW) provision $(ENGINE_ARGS)
 
 check: $(STAMP)
-	$(SW) check $(PLAN)
+	if [ -f $(DB) ]; then $(SW) check $(PLAN) --db $(DB); else $(SW) check $(PLAN); fi
 
 collect: engine
 	$(SW) run $(PLAN) --db $(DB)

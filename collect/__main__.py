@@ -142,7 +142,9 @@ def check(
         False, help="Connect to the host: list its GPUs and their memory, read model files."
     ),
     db: Path = typer.Option(
-        None, help="Results file whose measured speeds replace the plan's assumed ones."
+        None,
+        help="Results file whose measured speeds (on the plan's host and newest engine build "
+        f"there) replace the plan's assumed ones; default {DEFAULT_DB} when it exists.",
     ),
 ) -> None:
     """Validate a plan, list the services and requests it would run, estimate the device time
@@ -260,6 +262,8 @@ def _time_estimate(
 ) -> list[str]:
     from specsweep.collect.scheduling import simulation
 
+    if db is None and DEFAULT_DB.exists():  # the ETA learns from the default results file
+        db = DEFAULT_DB
     try:
         with _ready():  # the prompt sets, read to count requests
             return simulation.report_lines(parsed, db, seed, gantt, hosts)
@@ -284,7 +288,9 @@ def _host_counts(text: str) -> list[int]:
 def simulate(
     plan: Path = typer.Argument(DEFAULT_PLAN, help="Campaign plan (YAML)."),
     db: Path = typer.Option(
-        None, help="Results file whose measured speeds replace the plan's assumed ones."
+        None,
+        help="Results file whose measured speeds (on the plan's host and newest engine build "
+        f"there) replace the plan's assumed ones; default {DEFAULT_DB} when it exists.",
     ),
     seed: int = typer.Option(0, help="Seed of the start-up times drawn from estimates.startup_s."),
     hosts: str = typer.Option(

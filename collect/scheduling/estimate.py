@@ -13,7 +13,14 @@ Formulas (every time in seconds):
 - window of a requests workload = ceil(n / c) * request, n = prompts x repetitions and c
   the concurrency (c workers pull the n requests, so they run in ceil(n / c) rounds);
   agentic: ceil(sessions / c) * the sum of a session's turns.
-- config = start-up + warm-up requests + every window of every workload.
+- config = start-up + the rest of a start + every window of every workload. The rest is
+  the measured overhead of the config's earlier starts (warm-up requests, gaps between
+  windows, the stop) plus the measured gap between starts, else the warm-up requests.
+- a workload that this config measured whole before, with as many requests: the median
+  wall time of those units, not the formula.
+
+Measured means: in the results file, on the plan's host and its newest engine build there
+(load_measured, below); every other figure is the plan's `estimates`.
 
 Decode tok/s of one request for (method, tp, workload, concurrency c), the first that
 exists:
@@ -21,7 +28,7 @@ exists:
 1. measured: the median of (output_tokens - 1) / (e2e_s - ttft_s) over the store's
    measured requests (the analysis' rule, schema/measured.sql) of that method and tp (any
    campaign of this plan's configs: same engine, model and flags, see
-   `ServiceConfig.config_id`) on that workload at that c.
+   `ServiceConfig.config_id`, on the same host and build) on that workload at that c.
 2. nearest measured, same method: the measured condition that differs least, in this
    order: same tp before another tp, same workload before another workload, the closest
    c (on a log scale), the closest tp; carried over with the plan's assumed ratios
@@ -51,7 +58,7 @@ from specsweep.collect.plan.model import (
     ServiceConfig,
     Workload,
 )
-from specsweep.collect.plan.workloads import longest_session, prompts
+from specsweep.collect.plan.workloads import longest_session, prompts, request_count
 
 CHARS_PER_TOKEN = 4.0
 Key = tuple[str, int, str, int]  # method, tp, workload, concurrency
@@ -65,34 +72,21 @@ class Figure:
 
 @dataclass
 class Measured:
-    """Figures from the store for the plan's configs."""
+    """Figures from the store for the plan's configs on its host and newest engine build
+    (load_measured says which services count)."""
 
     decode_tps: dict[Key, float] = field(default_factory=dict)
     ttft_s: dict[Key, float] = field(default_factory=dict)
     output_tokens: dict[tuple[str, int], float] = field(default_factory=dict)
     startup_s: dict[tuple[str, int], float] = field(default_factory=dict)  # (method, tp)
-
-
-# The rows the analysis measures, by the same rule (schema/measured.sql: not warm-up, not in
-# a unit marked incomplete); decode_tps: the macro of schema/metrics.sql, the definition the
-# views and the ranking use. Speeds from closed-loop windows only, measured_request_rows() (an
-# open-loop window's load is its rate: its estimate assumes one request at a time, the
-# nearest closed-loop figure); reply lengths from every kept request.
-REQUEST_FIGURES = """
-SELECT config_id, workload, concurrency,
-       median(decode_tps(output_tokens, e2e_s, ttft_s)), median(ttft_s)
-FROM measured_request_rows()
-WHERE ok AND output_tokens > 1 AND e2e_s > ttft_s AND list_contains(?, config_id)
-GROUP BY ALL
-"""
-OUTPUT_TOKENS = """
-SELECT workload, max_tokens, avg(output_tokens) FROM kept_request_rows()
-WHERE ok AND list_contains(?, config_id) GROUP BY ALL
-"""
-STARTUPS = """
-SELECT config_id, median(startup_s) FROM services
-WHERE startup_s IS NOT NULL AND list_contains(?, config_id) GROUP BY ALL
-"""
+    # (method, tp, workload) -> (median wall seconds of a complete unit, its requests)
+    unit_s: dict[tuple[str, int, str], tuple[float, float]] = field(default_factory=dict)
+    overhead_s: dict[tuple[str, int], float] = field(default_factory=dict)  # a start's rest
+    gap_s: float | None = None  # between one start's stop and the next one's request
+    host: str | None = None
+    build: str = ""  # the engine build the figures come from ('' where none was recorded)
+    services: int = 0  # earlier starts the figures come from
+    elsewhere: int = 0  # earlier starts of these configs on other hosts or builds: not used
 
 
 def plan_config_ids(plan: Plan) -> dict[str, tuple[str, int]]:
@@ -105,18 +99,94 @@ def plan_config_ids(plan: Plan) -> dict[str, tuple[str, int]]:
     }
 
 
+# --- what the store knows of earlier runs (load_measured) ---------------------------------
+# Which earlier services count: those of the plan's configs on the plan's host (services.host,
+# the host's `name` label), and of those only the starts of the newest engine build seen there
+# (environment service.<method>.tp<N>.engine.version and .build_info, joined; '' where a
+# service recorded neither): a file kept for a year holds other hosts and older builds, whose
+# speeds say little about the next run; they are counted (Measured.elsewhere), never used.
+# From those starts: speeds, TTFTs, reply lengths and start-ups as the module docstring says;
+# per (config, workload) the median wall time of a complete unit and its requests; per config
+# the median rest of a start (stopped_at - ready_at minus its units' wall time, over starts
+# whose units all completed); the median gap between a start's stop and the next start's
+# request in the same campaign (starts side by side give no gap).
+SERVICES = """
+SELECT s.service_id, s.host, s.requested_at,
+       concat_ws(' ', v.value, b.value) AS build
+FROM services AS s
+LEFT JOIN environment AS v ON v.campaign_id = s.campaign_id AND v.host = s.host
+     AND v.key = 'service.' || s.method || '.tp' || s.tp || '.engine.version'
+LEFT JOIN environment AS b ON b.campaign_id = s.campaign_id AND b.host = s.host
+     AND b.key = 'service.' || s.method || '.tp' || s.tp || '.engine.build_info'
+WHERE list_contains(?, s.config_id) AND s.state <> 'failed'
+ORDER BY s.requested_at
+"""
+# The rows the analysis measures, by the same rule (schema/measured.sql: not warm-up, not in
+# a unit marked incomplete); decode_tps: the macro of schema/metrics.sql. Speeds from
+# closed-loop windows only, measured_request_rows() (an open-loop window's load is its rate);
+# reply lengths from every kept request.
+REQUEST_FIGURES = """
+SELECT config_id, workload, concurrency,
+       median(decode_tps(output_tokens, e2e_s, ttft_s)), median(ttft_s)
+FROM measured_request_rows()
+WHERE ok AND output_tokens > 1 AND e2e_s > ttft_s AND list_contains(?, service_id)
+GROUP BY ALL
+"""
+OUTPUT_TOKENS = """
+SELECT workload, max_tokens, avg(output_tokens) FROM kept_request_rows()
+WHERE ok AND list_contains(?, service_id) GROUP BY ALL
+"""
+STARTUPS = """
+SELECT config_id, median(startup_s) FROM services
+WHERE startup_s IS NOT NULL AND list_contains(?, service_id) GROUP BY ALL
+"""
+UNITS = """
+SELECT config_id, workload, median(epoch(finished_at - started_at)), median(n_requests)
+FROM units WHERE complete AND finished_at IS NOT NULL AND list_contains(?, service_id)
+GROUP BY ALL
+"""
+OVERHEAD = """
+SELECT s.config_id, median(epoch(s.stopped_at - s.ready_at) - u.busy)
+FROM services AS s JOIN (
+    SELECT service_id, sum(epoch(finished_at - started_at)) AS busy FROM units
+    GROUP BY ALL HAVING bool_and(complete AND finished_at IS NOT NULL)
+) AS u USING (service_id)
+WHERE list_contains(?, s.service_id) AND s.stopped_at IS NOT NULL AND s.ready_at IS NOT NULL
+GROUP BY ALL
+"""
+GAP = """
+SELECT median(gap) FROM (
+    SELECT service_id, epoch(requested_at - lag(stopped_at) OVER (
+        PARTITION BY campaign_id ORDER BY requested_at)) AS gap
+    FROM services)
+WHERE gap >= 0 AND list_contains(?, service_id)
+"""
+
+
 def load_measured(store: Any, plan: Plan) -> Measured:
-    """The store's figures for the plan's configs (any campaign: config_id pins engine,
-    model, flags and tp)."""
+    """The store's figures for the plan's configs on the plan's host and newest engine build."""
     ids = plan_config_ids(plan)
-    got = Measured()
-    for config_id, workload, c, tps, ttft in store.execute(REQUEST_FIGURES, [list(ids)]):
+    host = getattr(plan.host, "name", None) or getattr(plan.host, "address", None)
+    services = store.execute(SERVICES, [list(ids)])
+    here = [s for s in services if s[1] == host]
+    build = here[-1][3] if here else ""
+    chosen = [s[0] for s in here if s[3] == build]
+    got = Measured(host=host, build=build, services=len(chosen),
+                   elsewhere=len(services) - len(chosen))  # fmt: skip
+    if not chosen:
+        return got
+    for config_id, workload, c, tps, ttft in store.execute(REQUEST_FIGURES, [chosen]):
         key = (*ids[config_id], workload, c)
         got.decode_tps[key], got.ttft_s[key] = tps, ttft
-    for workload, max_tokens, tokens in store.execute(OUTPUT_TOKENS, [list(ids)]):
+    for workload, max_tokens, tokens in store.execute(OUTPUT_TOKENS, [chosen]):
         got.output_tokens[(workload, max_tokens)] = tokens
-    for config_id, startup in store.execute(STARTUPS, [list(ids)]):
+    for config_id, startup in store.execute(STARTUPS, [chosen]):
         got.startup_s[ids[config_id]] = startup
+    for config_id, workload, seconds, n in store.execute(UNITS, [chosen]):
+        got.unit_s[(*ids[config_id], workload)] = (seconds, n)
+    for config_id, seconds in store.execute(OVERHEAD, [chosen]):
+        got.overhead_s[ids[config_id]] = max(seconds, 0.0)
+    got.gap_s = store.execute(GAP, [chosen])[0][0]
     return got
 
 
@@ -212,7 +282,12 @@ class Estimator:
 
     def workload_s(self, config: ServiceConfig, w: Workload) -> float:
         """Every measured window of one workload on one running service. An open-loop
-        window lasts its schedule's expected span plus one request (the last one's reply)."""
+        window lasts its schedule's expected span plus one request (the last one's reply).
+        A unit of this config and workload measured whole with as many requests: its wall
+        time."""
+        unit = self.measured.unit_s.get((config.method.name, config.tp, w.name))
+        if unit is not None and unit[1] == request_count(w):
+            return unit[0]
         if isinstance(w, TraceWorkload):
             items = w.items()
             return items[-1].t_s + self.request_s(
@@ -250,11 +325,22 @@ class Estimator:
         one = self.request_s(config, first.name, 1, min(first.max_tokens), tokens)
         return self.plan.warmup_requests * one
 
+    def rest_s(self, config: ServiceConfig, first: Workload) -> float:
+        """A start's time outside start-up and units: the measured overhead of this config's
+        earlier starts (warm-up, gaps between windows, the stop) and the gap before a start,
+        else the assumed warm-up alone."""
+        key = (config.method.name, config.tp)
+        rest = self.measured.overhead_s.get(key)
+        if rest is None:
+            rest = self.warmup_s(config, first)
+        return rest + (self.measured.gap_s or 0.0)
+
     def fixed_s(self, config: ServiceConfig, workloads: list[Workload] | None = None) -> float:
-        """Start-up + warm-up: the part of a config's time no measured request covers."""
+        """Start-up + warm-up (and the rest of a start where measured): the part of a
+        config's time no measured request covers."""
         workloads = self.plan.workloads_of(config) if workloads is None else workloads
         startup = self.startup_s(config.method.name, config.tp)
-        return startup + self.warmup_s(config, workloads[0]) if workloads else 0.0
+        return startup + self.rest_s(config, workloads[0]) if workloads else 0.0
 
     def config_s(
         self,
@@ -269,7 +355,7 @@ class Estimator:
         startup = self.startup_s(config.method.name, config.tp) if startup_s is None else startup_s
         return (
             startup
-            + self.warmup_s(config, workloads[0])
+            + self.rest_s(config, workloads[0])
             + sum(self.workload_s(config, w) for w in workloads)
         )
 

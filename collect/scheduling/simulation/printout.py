@@ -10,6 +10,7 @@ from pathlib import Path
 
 from specsweep.collect.plan.load import TraceWorkload
 from specsweep.collect.plan.model import Plan, RequestsWorkload, ServiceConfig, Workload
+from specsweep.collect.plan.workloads import request_count
 from specsweep.collect.scheduling.estimate import Estimator, Measured, load_measured
 from specsweep.collect.scheduling.replicas import replica_of
 from specsweep.collect.scheduling.schedule import Slot, makespan
@@ -26,6 +27,17 @@ def measured_from(db: Path | None, plan: Plan) -> Measured:
 
     with Store(db) as store:
         return load_measured(store, plan)
+
+
+def basis(db: Path | None, m: Measured) -> str:
+    """Where the estimate's figures come from, in words."""
+    if db is None:
+        return "assumed (plan)"
+    if not m.services:
+        return f"assumed (plan): {db} has no earlier start of these configurations on {m.host}"
+    build = f"engine build {m.build}" if m.build else "engine build not recorded"
+    return (f"measured in {db} on {m.host}, {build} ({m.services} earlier starts) "
+            "where it has them, else assumed")  # fmt: skip
 
 
 def sources(est: Estimator, configs: Iterable[ServiceConfig]) -> Counter[str]:
@@ -74,6 +86,14 @@ def summary_lines(sim: Simulation, est: Estimator) -> list[str]:
         "decode speeds per window: "
         + ", ".join(f"{n} {source}" for source, n in sorted(got.items(), key=lambda kv: -kv[1]))
     ]
+    timed = [
+        (c.method.name, c.tp, w.name) in est.measured.unit_s
+        and est.measured.unit_s[(c.method.name, c.tp, w.name)][1] == request_count(w)
+        for c in configs
+        for w in est.plan.workloads_of(c)
+    ]
+    if any(timed):
+        lines.append(f"workloads timed whole by an earlier start: {sum(timed)} of {len(timed)}")
     measured_starts = sum((c.method.name, c.tp) in est.measured.startup_s for c in configs)
     low, high = est.assume.startup_range()
     lines.append(
@@ -318,8 +338,10 @@ def report_lines(
     est = Estimator(plan, measured_from(db, plan))
     counts = hosts or [1]
     sim = simulate_plan(plan, est, seed, hosts=counts[0])
-    where = f"measured in {db} where it has them, else assumed" if db else "assumed (plan)"
-    head = [f"time estimate, speeds {where}:"]
+    head = [f"time estimate, speeds {basis(db, est.measured)}:"]
+    if est.measured.elsewhere:
+        head.append(f"  {est.measured.elsewhere} earlier start(s) of these configurations on "
+                    "other hosts or engine builds: not used")  # fmt: skip
     body = summary_lines(sim, est) + device_time_lines(plan, est, sim)
     if hosts and not sim.gpus:
         body.append("--hosts: the plan's host has no GPUs; several CPU hosts are not simulated")

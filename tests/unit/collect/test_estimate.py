@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from specsweep.collect.run.progress import Eta
 from specsweep.collect.scheduling.estimate import Estimator, agentic_prompt_tokens, load_measured
 from specsweep.collect.scheduling.schedule import Job
 from specsweep.schema.store import Store
-from tests.support.fixtures.schema import request_row
+from tests.support.fixtures.schema import request_row, unit_row
 
 REPO = Path(__file__).resolve().parents[3]
 PLAN = """
@@ -85,7 +85,7 @@ def test_assumed_durations_by_hand() -> None:
     assert est.decode_tps("autoregressive", 8, "w", 1).value == 50
 
 
-def _service_row(config_id: str, startup_s: float) -> dict:
+def _service_row(config_id: str, startup_s: float | None = None, **changes: object) -> dict:
     return {
         "service_id": f"svc-{config_id}",
         "campaign_id": "camp",
@@ -94,7 +94,7 @@ def _service_row(config_id: str, startup_s: float) -> dict:
         "method": "autoregressive",
         "tp": 1,
         "gpus": "1",
-        "host": "h",
+        "host": "localhost",
         "launch_command": "x",
         "requested_at": datetime(2024, 5, 1),
         "ready_at": datetime(2024, 5, 1),
@@ -104,13 +104,15 @@ def _service_row(config_id: str, startup_s: float) -> dict:
         "error": None,
         "log_tail": None,
         "transport": "direct",
-    }
+    } | changes
 
 
-def _store(tmp_path: Path, rows: list[dict], services: list[dict] = ()) -> Store:
+def _store(tmp_path: Path, rows: list[dict], services: list[dict] = (), **more: list) -> Store:
     store = Store(tmp_path / "r.duckdb")
     store.append("requests", rows)
     store.append("services", list(services))
+    for table, extra in more.items():
+        store.append(table, extra)
     return store
 
 
@@ -129,6 +131,7 @@ def _row(
     return request_row(
         i,
         config_id=config_id,
+        service_id=f"svc-{config_id}",
         method=method,
         tp=tp,
         workload=workload,
@@ -154,7 +157,7 @@ def test_measured_figures_and_the_nearest_fallbacks(tmp_path: Path) -> None:
         _row(3, "other-plan", "autoregressive", 1, "w", 1, 999),  # another config: ignored
         _row(4, ar1.config_id, "autoregressive", 1, "w", 1, 10, ttft=0.1).copy() | {"ok": False},
     ]
-    services = [_service_row(ar1.config_id, startup_s=30.0)]
+    services = [_service_row(ar1.config_id, startup_s=30.0), _service_row("other-plan")]
     with _store(tmp_path, rows, services) as store:
         est = Estimator(p, load_measured(store, p))
     fig = est.decode_tps("autoregressive", 1, "w", 1)
@@ -183,11 +186,91 @@ def test_an_own_measurement_beats_the_baseline(tmp_path: Path) -> None:
         _row(0, config(p, "fast").config_id, "fast", 1, "agent", 2, 30),
         _row(1, config(p).config_id, "autoregressive", 1, "w", 1, 10),
     ]
-    with _store(tmp_path, rows) as store:
+    services = [_service_row(config(p, m).config_id) for m in ("fast", "autoregressive")]
+    with _store(tmp_path, rows, services) as store:
         est = Estimator(p, load_measured(store, p))
     # same method, other workload and concurrency: 30 * (1 + 0.5) at c=1
     fig = est.decode_tps("fast", 1, "w", 1)
     assert (fig.value, fig.source) == (pytest.approx(45), "nearest measured")
+
+
+def _env(campaign: str, host: str, version: str) -> dict:
+    key = "service.autoregressive.tp1.engine.version"
+    return {"campaign_id": campaign, "host": host, "key": key, "value": version}
+
+
+def test_only_the_plan_host_and_its_newest_build_count(tmp_path: Path) -> None:
+    p = plan()  # host: local, name localhost
+    ar = config(p).config_id
+    t0 = datetime(2024, 5, 1)
+    # one start per campaign: (campaign, host, build, when, decode tok/s)
+    starts = [("c1", "localhost", "v1", 0, 10), ("c2", "localhost", "v2", 1, 20),
+              ("c3", "gpu-box", "v2", 2, 99), ("c4", "localhost", "v1", -1, 5)]  # fmt: skip
+    rows, services, env = [], [], []
+    for i, (camp, host, build, day, tps) in enumerate(starts):
+        sid = f"svc-{camp}"
+        rows.append(
+            _row(i, ar, "autoregressive", 1, "w", 1, tps) | {"service_id": sid, "campaign_id": camp}
+        )
+        services.append(
+            _service_row(
+                ar,
+                30.0 + i,
+                service_id=sid,
+                campaign_id=camp,
+                host=host,
+                requested_at=t0 + timedelta(days=day),
+            )
+        )
+        env.append(_env(camp, host, build))
+    with _store(tmp_path, rows, services, environment=env) as store:
+        got = load_measured(store, p)
+    # the newest start on localhost is c2's (v2): only v2's starts on localhost count
+    assert (got.host, got.build, got.services, got.elsewhere) == ("localhost", "v2", 1, 3)
+    assert got.decode_tps[("autoregressive", 1, "w", 1)] == pytest.approx(20)
+    assert got.startup_s[("autoregressive", 1)] == 31.0
+    # no start on this host: nothing measured, the plan's estimates
+    with _store(tmp_path / "x", [], [services[2]]) as store:
+        none = load_measured(store, p)
+    assert (none.services, none.elsewhere, none.decode_tps) == (0, 1, {})
+
+
+def test_a_workload_timed_whole_and_the_rest_of_a_start(tmp_path: Path) -> None:
+    p = plan()
+    ar, fast = config(p), config(p, "fast")
+    w, agent = p.workloads
+    t0 = datetime(2024, 5, 1)
+
+    def at(s: float) -> datetime:
+        return t0 + timedelta(seconds=s)
+
+    # two starts of one campaign: ar ready at 10 s, its units w (12 requests, 50 s) and agent
+    # (4 requests: another count than the plan's, 20 s), stopped at 100 s: 100 - 10 - 70 =
+    # 20 s of the rest; fast requested 6 s after, at 106 s: the gap
+    services = [
+        _service_row(ar.config_id, 10.0, requested_at=t0, ready_at=at(10), stopped_at=at(100)),
+        _service_row(fast.config_id, 10.0, requested_at=at(106), ready_at=at(116),
+                     stopped_at=at(150)),
+    ]  # fmt: skip
+    units = [
+        unit_row(config_id=ar.config_id, service_id=f"svc-{ar.config_id}", workload="w",
+                 n_requests=12, started_at=at(15), finished_at=at(65)),
+        unit_row(config_id=ar.config_id, service_id=f"svc-{ar.config_id}", workload="agent",
+                 n_requests=4, started_at=at(70), finished_at=at(90)),
+    ]  # fmt: skip
+    with _store(tmp_path, [], services, units=units) as store:
+        got = load_measured(store, p)
+    assert got.overhead_s == {("autoregressive", 1): 20.0}  # fast has no units: none
+    assert got.gap_s == 6.0
+    est, assumed = Estimator(p, got), Estimator(p)
+    # w sends 2 prompts x 3 repetitions x 2 concurrencies = 12: its measured 50 s; agent
+    # sends 2 sessions x 2 turns = 4 as well: its 20 s
+    assert est.workload_s(ar, w) == 50.0 and est.workload_s(ar, agent) == 20.0
+    assert est.workload_s(fast, w) == assumed.workload_s(fast, w)  # never measured
+    # a start: start-up 10 + its measured rest 20 + the gap 6 + 70 s of units
+    assert est.config_s(ar) == pytest.approx(10 + 20 + 6 + 70)
+    # fast: no measured rest, so the assumed warm-up, plus the gap
+    assert est.fixed_s(fast) == pytest.approx(10 + assumed.warmup_s(fast, w) + 6)
 
 
 def test_eta_scales_what_is_left_by_what_was_measured() -> None:

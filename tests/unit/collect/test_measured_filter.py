@@ -14,7 +14,7 @@ import pytest
 from specsweep.analyze import build
 from specsweep.collect.scheduling.estimate import Estimator, load_measured
 from specsweep.schema.store import Store
-from tests.unit.collect.test_estimate import _row, config, plan
+from tests.unit.collect.test_estimate import _row, _service_row, config, plan
 
 
 def _unit(config_id: str, run: int, complete: bool) -> dict:
@@ -50,6 +50,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = Store(path)
     assert store.append("requests", rows) == 4
     assert store.append("units", [_unit(cid, 1, True), _unit(cid, 2, False)]) == 2
+    assert store.append("services", [_service_row(cid)]) == 1  # on the plan's host
     return path
 
 
