@@ -240,6 +240,8 @@ class WindowsSchema(_Base):
     started_at: Series[pd.Timestamp]
     elapsed_s: Series[float] = pa.Field(ge=0)
     run: Series[int] | None = pa.Field(ge=1)  # absent: the DDL's default 1
+    loop_lag_p99_s: Series[float] | None = pa.Field(nullable=True, ge=0)
+    loop_lag_max_s: Series[float] | None = pa.Field(nullable=True, ge=0)
 
     class Config:
         unique = ["campaign_id", "window_id"]

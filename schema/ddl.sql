@@ -3,7 +3,8 @@
 -- requests.scheduled_s; v6 no method_params nor the requests' acceptance details
 -- engine_accept_length, accept_histogram, accepted_per_pos, step_accepted; v7 no `run`, every
 -- campaign had one; v8 no services.replica; v9 no requests.history; v10 no
--- requests.category; v11 no races; v12 no races.priors; see schema/migrations.py).
+-- requests.category; v11 no races; v12 no races.priors; v13 no windows.loop_lag_p99_s nor loop_lag_max_s; see
+-- schema/migrations.py).
 -- Written only by `collect`, each batch validated by the pandera model of the same
 -- name in schema/contracts.py before it lands. Names are user-facing: document changes
 -- in docs/data-dictionary.md and add a migrate_to_N step in schema/migrations.py.
@@ -194,6 +195,9 @@ CREATE TABLE IF NOT EXISTS windows (
     started_at       TIMESTAMP NOT NULL,   -- UTC
     elapsed_s        DOUBLE NOT NULL,      -- perf_counter, window start to the last reply's end
     run              INTEGER NOT NULL DEFAULT 1, -- requests.run
+    loop_lag_p99_s   DOUBLE,               -- how late the client's event loop woke, p99 and max
+    loop_lag_max_s   DOUBLE,               -- (collect/http/loop_lag.py); p99 > 2 ms: the client
+                                           -- could not keep up. NULL: before schema v14
     PRIMARY KEY (campaign_id, window_id)
 );
 

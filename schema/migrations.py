@@ -133,6 +133,13 @@ def migrate_to_13(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE races ALTER COLUMN priors SET NOT NULL").fetchall()
 
 
+def migrate_to_14(con: duckdb.DuckDBPyConnection) -> None:
+    """v14: windows.loop_lag_p99_s and loop_lag_max_s (collect/http/loop_lag.py). Windows
+    measured before were not watched: NULL."""
+    for column in ("loop_lag_p99_s", "loop_lag_max_s"):
+        con.execute(f"ALTER TABLE windows ADD COLUMN IF NOT EXISTS {column} DOUBLE").fetchall()
+
+
 # version -> the step that brings the previous version to it; version 1 is the first DDL.
 MIGRATIONS: dict[int, Any] = {
     2: migrate_to_2,
@@ -147,4 +154,5 @@ MIGRATIONS: dict[int, Any] = {
     11: migrate_to_11,
     12: migrate_to_12,
     13: migrate_to_13,
+    14: migrate_to_14,
 }

@@ -37,7 +37,7 @@ from specsweep.schema import metrics
 from specsweep.schema.contracts import CONTRACTS
 from specsweep.schema.migrations import MIGRATIONS
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 LOCK_WAIT_S = 300.0
 log = logging.getLogger("specsweep.store")
 DDL = Path(__file__).with_name("ddl.sql")

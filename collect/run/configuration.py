@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from specsweep.collect.http import loop_lag
 from specsweep.collect.http.client import http_client
 from specsweep.collect.plan.load import TraceWorkload
 from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
@@ -33,7 +34,12 @@ from specsweep.collect.run.fingerprint import (
 )
 from specsweep.collect.run.replay import ReplayMissing
 from specsweep.collect.run.service import Cancelled, Service, ServiceFailed
-from specsweep.collect.run.windows import Context, agentic_window, requests_window, warmup_rows
+from specsweep.collect.run.windows import (
+    Context,
+    agentic_window,
+    requests_window,
+    warmup_rows,
+)
 from specsweep.collect.scheduling.replicas import replica_of
 from specsweep.collect.telemetry import sampling
 from specsweep.schema.store import Store, utcnow
@@ -212,6 +218,12 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
                     ctx.window_sink,
                 )
                 raise
+            for late in loop_lag.late(ctx.window_sink, ctx.sink):
+                progress.note(f"[yellow]{config.method.name} (tp {config.tp}) window "
+                              f"{late['window_id']}: the client could not keep up (its loop "
+                              f"ran {late['loop_lag_p99_s'] * 1e3:.1f} ms late at p99, up to "
+                              f"{late['loop_lag_max_s'] * 1e3:.0f} ms): its chunk stamps may "
+                              "be late by as much[/yellow]")  # fmt: skip
             after = await _scrape(ctx, calls, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")

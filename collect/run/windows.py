@@ -27,6 +27,7 @@ import httpx
 
 from specsweep.collect.engines.base import Engine
 from specsweep.collect.http import client
+from specsweep.collect.http.loop_lag import LoopLag
 from specsweep.collect.plan.load import Slo, TraceWorkload
 from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload
 from specsweep.collect.plan.workloads import (
@@ -40,6 +41,8 @@ from specsweep.collect.plan.workloads import (
 from specsweep.collect.run.endpoints import Endpoints
 from specsweep.collect.telemetry import Sampler
 from specsweep.schema.store import utcnow
+
+LAG = "_loop_lag"  # an open window's LoopLag, never stored
 
 
 @dataclass
@@ -358,11 +361,17 @@ async def open_window(
         "cache_reset": how,
         "started_at": utcnow(),
         "run": ctx.run,
+        LAG: LoopLag().start(),  # how late the loop runs in the window (popped at close)
     }
 
 
 def close_window(ctx: Context, window: dict[str, Any], t_start: float) -> None:
-    ctx.window_sink.append({**window, "elapsed_s": time.perf_counter() - t_start})
+    """The window's row: its elapsed time and how late the client's loop ran in it."""
+    elapsed = time.perf_counter() - t_start
+    row = dict(window)
+    p99, worst = row.pop(LAG).stop()
+    ctx.window_sink.append({**row, "elapsed_s": elapsed, "loop_lag_p99_s": p99,
+                            "loop_lag_max_s": worst})  # fmt: skip
 
 
 async def warmup_rows(

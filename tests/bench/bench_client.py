@@ -44,6 +44,7 @@ import httpx
 
 from specsweep.collect.engines.vllm import VLLMChatStream
 from specsweep.collect.http import client, connection
+from specsweep.collect.http.loop_lag import LoopLag, behind
 from specsweep.collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
 
 ENGINES = Path(__file__).resolve().parents[1] / "support"
@@ -235,6 +236,7 @@ H11 = Client(
     _with_parser(H11Reply, specsweep_plain),
 )
 CLIENTS = [OURS, Client("vllm-style", _aiohttp, vllm_one)]
+LAGS: dict[tuple[str, int], list[float]] = {}  # (client, streams) -> each run's loop lag p99
 
 
 # --- runs --------------------------------------------------------------------------------
@@ -249,9 +251,11 @@ async def fidelity(
     async with c.session(streams) as session:
         warm = min(streams, 4) if cold else streams
         await asyncio.gather(*(c.one(session, url) for _ in range(warm)))
+        lag = LoopLag().start()  # the client's own check (collect/http/loop_lag.py)
         for _ in range(max(1, requests // streams)):
             done = await asyncio.gather(*(c.one(session, url) for _ in range(streams)))
             out += [pairs for pairs, _ in done]
+        LAGS.setdefault((c.name, streams), []).append(lag.stop()[0] or 0.0)
     return out
 
 
@@ -327,7 +331,7 @@ def fidelity_table(args: argparse.Namespace, url: str) -> None:
     )
     print(
         f"{'streams':>7} {'client':<11} {'n req':>6} {'TTFT p50':>9} {'TTFT p99':>9} "
-        f"{'chunk p50':>9} {'chunk p99':>9}"
+        f"{'chunk p50':>9} {'chunk p99':>9} {'loop p99':>9} {'behind':>6}"
     )
     for streams in args.concurrency:
         rows = {}
@@ -335,9 +339,11 @@ def fidelity_table(args: argparse.Namespace, url: str) -> None:
             runs = found[(c.name, streams)]
             ttft, chunks = errors(runs)
             rows[c.name] = (p99(ttft), p99(chunks))
+            lag = max(LAGS[(c.name, streams)])  # the worst round's
             print(
                 f"{streams:>7} {c.name:<11} {len(runs):>6} {_ms(statistics.median(ttft))} "
-                f"{_ms(p99(ttft))} {_ms(statistics.median(chunks))} {_ms(p99(chunks))}"
+                f"{_ms(p99(ttft))} {_ms(statistics.median(chunks))} {_ms(p99(chunks))} "
+                f"{_ms(lag)} {flag(c, lag):>6}"
             )
         ours, theirs = rows["specsweep"], rows["vllm-style"]
         print(
@@ -381,16 +387,28 @@ def capacity_table(args: argparse.Namespace) -> None:
         print(f"  {'h11/ours':<11} {ratio:>16.2f}")
 
 
+def flag(c: Client, lag: float) -> str:
+    """specsweep's own verdict (collect/http/loop_lag.py) for its kernel-stamped reads; a
+    client that stamps in user space is late by any lateness of its loop: no verdict."""
+    if c.name != OURS.name:
+        return "-"
+    return "yes" if behind(lag, GAP_S) else "no"
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:>9.3f}"
 
 
 def main(argv: list[str]) -> None:
+    global GAP_S
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--concurrency", default="1,16,64,256", type=lambda s: [int(x) for x in s.split(",")]
     )
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--gap-ms", type=float, default=GAP_S * 1e3, help="fidelity: ms between a stream's chunks"
+    )
     parser.add_argument(
         "--requests",
         type=int,
@@ -413,6 +431,7 @@ def main(argv: list[str]) -> None:
     )
     parser.add_argument("--skip", choices=["none", "fidelity", "capacity"], default="none")
     args = parser.parse_args(argv)
+    GAP_S = args.gap_ms / 1e3
     if args.parsers == "both":
         CLIENTS.insert(1, H11)
     print(

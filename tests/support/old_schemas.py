@@ -8,8 +8,8 @@ from specsweep.schema.store import DDL
 
 
 def ddl_as_of(version: int) -> str:
-    """The raw-layer DDL as schema `version` wrote it, cut from today's: v13 added
-    races.priors; v12 added races;
+    """The raw-layer DDL as schema `version` wrote it, cut from today's: v14 added
+    windows.loop_lag_p99_s and loop_lag_max_s; v13 added races.priors; v12 added races;
     v11 added requests.category; v10 added requests.history; v9 added services.replica; v8
     added `run` to units (and its key), requests, windows and services; v6 added windows
     and requests.scheduled_s, v7 method_params and the requests' acceptance details, v5
@@ -17,6 +17,7 @@ def ddl_as_of(version: int) -> str:
     units.complete."""
     ddl = DDL.read_text()
     cuts = {
+        13: [(r"\n    loop_lag_p99_s +DOUBLE,.*?NULL: before schema v14", "")],
         12: [(r"\n    ,priors +VARCHAR NOT NULL .*?\n    ,PRIMARY KEY", "\n    ,PRIMARY KEY")],
         11: [(r"-- One row per raced phase.*?\n\);\n\n", "")],
         10: [(r"\n    ,category +VARCHAR NOT NULL .*?\n\);", "\n);")],
@@ -48,7 +49,7 @@ def ddl_as_of(version: int) -> str:
         2: [(r"\n    colocated_with VARCHAR[^\n]*\n[^\n]*\n[^\n]*\n", "\n")],
         1: [(r"\n    complete     BOOLEAN NOT NULL,[^\n]*\n[^\n]*\n", "\n")],
     }
-    for v in range(12, version - 1, -1):
+    for v in range(13, version - 1, -1):
         for pattern, repl in cuts[v]:
             if repl is None:  # a table added at the end: drop it and what follows
                 ddl = ddl.split(pattern)[0]

@@ -131,13 +131,13 @@ def test_a_v3_file_gains_endpoint_errors(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute(v3_ddl)
         con.execute("INSERT INTO schema_version VALUES (3, now()::TIMESTAMP)")
-    assert SCHEMA_VERSION == 13
+    assert SCHEMA_VERSION == 14
     store = Store(path)
     assert store.append("endpoint_errors", [_row(), _row(status=None, endpoint="")]) == 2
     with duckdb.connect(str(path), read_only=True) as con:
         versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         statuses = con.execute("SELECT status FROM endpoint_errors ORDER BY 1").fetchall()
-    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,), (13,)]
+    assert versions == [(3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,), (13,), (14,)]
     assert statuses == [(200,), (None,)]
 
 
@@ -262,3 +262,21 @@ def test_a_v12_race_gains_empty_priors(tmp_path: Path) -> None:
     Store(path).close()
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT phase, priors FROM races").fetchall() == [("p", "{}")]
+
+
+def test_v13_windows_gain_empty_loop_lag(tmp_path: Path) -> None:
+    """A window measured before v14 was not watched: its loop lag reads NULL, and a new row
+    keeps its own."""
+    path = tmp_path / "v13.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(ddl_as_of(13))
+        con.execute("INSERT INTO schema_version VALUES (13, now()::TIMESTAMP)")
+        con.execute(
+            "INSERT INTO windows (campaign_id, service_id, config_id, workload, window_id, "
+            "max_tokens, load, n_scheduled, cache_reset, started_at, elapsed_s) VALUES "
+            "('c', 's', 'k', 'w', 'win', 64, 'closed', 4, 'kept', now()::TIMESTAMP, 1.5)"
+        )
+    Store(path).close()
+    with duckdb.connect(str(path), read_only=True) as con:
+        got = con.execute("SELECT window_id, loop_lag_p99_s, loop_lag_max_s FROM windows")
+        assert got.fetchall() == [("win", None, None)]
