@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.collect.test_estimate import PLAN, REPO, _cli, _row, _store, config, plan  # noqa: F401
+from tests.unit.collect.test_estimate import (  # noqa: F401
+    PLAN,
+    REPO,
+    _cli,
+    _row,
+    _service_row,
+    _store,
+    config,
+    plan,
+)
 
 
 def test_simulate_ct200_plan_packs_to_its_dependency_bound(tmp_path: Path) -> None:
@@ -32,7 +41,8 @@ def test_check_prints_the_time_estimate_with_measured_figures(tmp_path: Path) ->
     plan_file = tmp_path / "p.yaml"
     plan_file.write_text(text)
     p = plan()
-    with _store(tmp_path, [_row(0, config(p).config_id, "autoregressive", 1, "w", 1, 10)]):
+    cid = config(p).config_id  # a start on the plan's host (localhost) and its request
+    with _store(tmp_path, [_row(0, cid, "autoregressive", 1, "w", 1, 10)], [_service_row(cid)]):
         pass
     done = _cli("check", str(plan_file), "--db", str(tmp_path / "r.duckdb"))
     assert "time estimate, speeds measured in" in done.stdout, done.stdout + done.stderr

@@ -144,7 +144,8 @@ def test_kill_9_in_the_third_round_resumes_the_same_race(tmp_path: Path, llama_s
     proc = start_run(plan_file, db, logs)
     try:
         serving = _third_round_serving(proc, logs, timeout_s=240)
-        os.kill(proc.pid, signal.SIGKILL)
+        if serving:  # else the campaign has ended (and was reaped): nothing to kill
+            os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
