@@ -250,33 +250,34 @@ def test_a_v9_file_gains_requests_history_and_its_sessions_played_their_own(tmp_
         )
 
 
-def test_a_v12_race_gains_empty_priors(tmp_path: Path) -> None:
-    """A race recorded before v13 began with no prior: its priors read '{}'."""
-    path = tmp_path / "v12.duckdb"
+def _migrated(tmp_path: Path, version: int, insert: str, query: str) -> list[tuple]:
+    """A file of schema `version` holding the row `insert` adds, opened (and so migrated) by
+    today's Store: what `query` reads from it then."""
+    path = tmp_path / f"v{version}.duckdb"
     with duckdb.connect(str(path)) as con:
-        con.execute(ddl_as_of(12))
-        con.execute("INSERT INTO schema_version VALUES (12, now()::TIMESTAMP)")
-        con.execute(
-            "INSERT INTO races VALUES ('c', 'p', 1, 'a,b', '', 'decode_tps', 0.05, 0.95, 2, 6)"
-        )
+        con.execute(ddl_as_of(version))
+        con.execute(f"INSERT INTO schema_version VALUES ({version}, now()::TIMESTAMP)")
+        con.execute(insert)
     Store(path).close()
     with duckdb.connect(str(path), read_only=True) as con:
-        assert con.execute("SELECT phase, priors FROM races").fetchall() == [("p", "{}")]
+        return con.execute(query).fetchall()
+
+
+def test_a_v12_race_gains_empty_priors(tmp_path: Path) -> None:
+    """A race recorded before v13 began with no prior: its priors read '{}'."""
+    race = "INSERT INTO races VALUES ('c', 'p', 1, 'a,b', '', 'decode_tps', 0.05, 0.95, 2, 6)"
+    got = _migrated(tmp_path, 12, race, "SELECT phase, priors FROM races")
+    assert got == [("p", "{}")]
 
 
 def test_v13_windows_gain_empty_loop_lag(tmp_path: Path) -> None:
-    """A window measured before v14 was not watched: its loop lag reads NULL, and a new row
-    keeps its own."""
-    path = tmp_path / "v13.duckdb"
-    with duckdb.connect(str(path)) as con:
-        con.execute(ddl_as_of(13))
-        con.execute("INSERT INTO schema_version VALUES (13, now()::TIMESTAMP)")
-        con.execute(
-            "INSERT INTO windows (campaign_id, service_id, config_id, workload, window_id, "
-            "max_tokens, load, n_scheduled, cache_reset, started_at, elapsed_s) VALUES "
-            "('c', 's', 'k', 'w', 'win', 64, 'closed', 4, 'kept', now()::TIMESTAMP, 1.5)"
-        )
-    Store(path).close()
-    with duckdb.connect(str(path), read_only=True) as con:
-        got = con.execute("SELECT window_id, loop_lag_p99_s, loop_lag_max_s FROM windows")
-        assert got.fetchall() == [("win", None, None)]
+    """A window measured before v14 was not watched: its loop lag reads NULL."""
+    window = (
+        "INSERT INTO windows (campaign_id, service_id, config_id, workload, window_id, "
+        "max_tokens, load, n_scheduled, cache_reset, started_at, elapsed_s) VALUES "
+        "('c', 's', 'k', 'w', 'win', 64, 'closed', 4, 'kept', now()::TIMESTAMP, 1.5)"
+    )
+    got = _migrated(
+        tmp_path, 13, window, "SELECT window_id, loop_lag_p99_s, loop_lag_max_s FROM windows"
+    )
+    assert got == [("win", None, None)]
