@@ -35,13 +35,18 @@ def build(
     baseline: str = typer.Option(
         None, help="Method the others are compared with (default: the baseline the plan names)."
     ),
+    full: bool = typer.Option(
+        False, "--full", help="Rebuild every campaign, not only those whose rows changed."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each step."),
 ) -> None:
-    """Build the analysis layer, then print one line saying what was built (and, when the
-    file holds imported result files, how their printed figures compare with ours)."""
+    """Bring the analysis layer up to date (only the campaigns whose raw rows changed since
+    the last build, unless --full), then print what was rebuilt and what the layer holds
+    (and, when the file holds imported result files, how their printed figures compare with
+    ours)."""
     if ctx.invoked_subcommand is not None:
         # the subcommand has its own --db: one given here would be silently ignored
-        for name in ("db", "baseline"):
+        for name in ("db", "baseline", "full"):
             if ctx.get_parameter_source(name).name != "DEFAULT":
                 raise typer.BadParameter(f"give --{name} after '{ctx.invoked_subcommand}'")
         return
@@ -51,13 +56,14 @@ def build(
     from specsweep.analyze import build as building  # duckdb, numpy, pandas: only once parsed
 
     try:
-        building.run(db, baseline=baseline)
+        done = building.run(db, baseline=baseline, full=full)
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
         raise typer.Exit(1) from None
     except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
         typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
+    typer.echo(f"analyze: {building.plan_line(done)}")
     counts = building.object_counts(db)
     built = ", ".join(f"{name} ({rows} rows)" for name, rows in counts.items())
     typer.echo(f"analyze: built {built} in {db}")

@@ -11,9 +11,12 @@ worker processes (analyze.itl), before this process takes the write lock.
 Every analysis object is a TABLE (a snapshot of the raw tables as of analysis_params.built_at)
 except speedup_pairs, a view over the request_metrics table: a view is recomputed by every
 read, and a dozen objects read request_metrics, so views made each `count(*)` re-derive every
-request (3 minutes and 7.5 GB for 100k requests; docs/measurements/2026-12-03-scale-*.md). A
-full rebuild is what `specsweep analyze` does after every collect: rebuilding 1M requests takes
-seconds, so nothing is rebuilt incrementally.
+request (3 minutes and 7.5 GB for 100k requests; docs/measurements/2026-12-03-scale-*.md).
+
+`specsweep analyze` rebuilds only the campaigns whose raw rows changed since the last build
+(analyze.models.scope): a file that grows for a year pays for its new campaign, not for every
+chunk list it holds (2.4 billion in 10M requests). `--full` rebuilds everything, as does a
+change of the analysis code, the schema or the baseline.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from pathlib import Path
 import duckdb
 
 from specsweep.analyze import itl
-from specsweep.analyze.models import registry
+from specsweep.analyze.models import registry, scope
 from specsweep.analyze.models.model import Build
+from specsweep.analyze.models.registry import PARAMS
 from specsweep.analyze.models.registry import PARAMS_DDL as PARAMS_DDL  # re-exported
 from specsweep.analyze.models.registry import plan_description as plan_description  # re-exported
 from specsweep.analyze.models.sql import read_sql as read_sql  # re-exported: tests run single files
@@ -42,14 +46,46 @@ MEMORY_LIMIT = "1GB"
 MODELS = registry.models()  # every model, in build order
 OBJECTS = registry.objects(MODELS)  # the analysis objects, in build order
 MEASURED = registry.sql_file("measured_requests")  # the view analyze.itl scans too
+# what an incremental build replaces per campaign: every analysis table (speedup_pairs is a
+# view over request_metrics) and the build's parameters
+TABLES = [PARAMS, *(name for name in OBJECTS if name != "speedup_pairs")]
 
 
-def run(db_path: str | Path, baseline: str | None = None) -> None:
-    """Build every analysis object in the DuckDB file at db_path, comparing against
-    `baseline` (default: the baseline the campaigns' plans name)."""
+def run(db_path: str | Path, baseline: str | None = None, full: bool = False) -> scope.Plan:
+    """Bring the analysis layer of the DuckDB file at db_path up to date, comparing against
+    `baseline` (default: the baseline the campaigns' plans name): only the campaigns whose raw
+    rows changed since the last build, or everything (full=True, or when analyze.models.scope
+    says so). Returns what was done."""
+    db_path = Path(db_path)
     # schema's connect refuses a missing or foreign file and migrates an older one
     with connect(db_path) as con:
         baseline = baseline or plan_baseline(con)
+        todo = scope.Plan(full="--full") if full else scope.plan(con, baseline, OBJECTS)
+    if todo.full:
+        rebuild(db_path, baseline)
+    elif todo.campaigns:
+        with scope.scratch_folder(db_path) as folder:
+            scratch = Path(folder) / "campaigns.duckdb"
+            scope.copy_campaigns(db_path, scratch, todo.changed)
+            rebuild(scratch, baseline)
+            scope.merge(db_path, scratch, todo, TABLES)
+    return todo
+
+
+def plan_line(done: scope.Plan) -> str:
+    """What `run` did, in one line."""
+    if done.full:
+        return f"rebuilt every campaign ({done.full})"
+    if not done.campaigns:
+        return "every campaign's analysis is up to date (nothing changed since the last build)"
+    parts = [f"rebuilt {len(done.changed)} changed campaign(s) ({done.requests:,} requests)"]
+    if done.removed:
+        parts.append(f"dropped {len(done.removed)} campaign(s) no longer in the file")
+    return "; ".join(parts) + ": " + ", ".join(done.campaigns)
+
+
+def rebuild(db_path: Path, baseline: str) -> None:
+    """Build every analysis object of every campaign in the file at db_path."""
     log.info("inter-token latencies from every chunk list")
     # read-only, in worker processes: before this process takes the write lock
     latencies = itl.compute(db_path, read_sql(MEASURED))

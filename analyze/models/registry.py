@@ -22,6 +22,7 @@ from types import ModuleType
 import yaml
 
 from specsweep.analyze import attainment, category, energy, itl, openloop, race, starts, stats
+from specsweep.analyze.models import scope
 from specsweep.analyze.models.model import TABLE, TEMP_TABLE, Build, Model, ordered
 from specsweep.analyze.models.sql import raw_layer, sql_models
 from specsweep.schema import metrics
@@ -137,6 +138,19 @@ def prompt_categories(b: Build) -> None:
     category.build(b.con, b.variances)
 
 
+def analysis_campaigns(b: Build) -> None:
+    """analysis_campaigns: one row per campaign the analysis layer holds, saying what its rows
+    were built from (analyze.models.scope: a later `specsweep analyze` rebuilds only the
+    campaigns whose raw rows changed). grain: campaign; key: campaign_id.
+      raw_sha   = fingerprint of the campaign's raw rows (sums of row hashes per raw table)
+      code_sha  = fingerprint of the analysis code (analyze, stats, schema) and schema version
+      baseline  = the method the campaign's figures compare with
+      built_at  = when its analysis rows were built; a campaign that did not change keeps
+                  its rows, and this time, across builds
+    """
+    scope.write_state(b.con, b.baseline)
+
+
 def race_tables(b: Build) -> None:
     """race_rounds, race_decisions and race_cost: every raced phase (table `races`) replayed
     as collect replays it before each round (analyze.race)."""
@@ -200,6 +214,11 @@ PYTHON = (
         # start_variance: the strata's variances come through the Build (claims writes both)
         reads=("analysis_params", "category_cells", "start_variance"),
         builds={"category_speedup": category, "category_pooled": category},
+    ),
+    Python(
+        analysis_campaigns,
+        reads=scope.RAW,
+        builds={scope.STATE: analysis_campaigns},
     ),
     Python(
         race_tables,

@@ -1,0 +1,119 @@
+"""Incremental analysis (analyze.models.scope): a file that gains, changes or loses a campaign
+rebuilds only that campaign, and every analysis table then equals a full rebuild's.
+
+The file: the default campaign's real rows (tests/data/default-campaign: closed-loop windows,
+GPU samples, server metrics), the scale benchmark's synthetic campaign (four methods, agentic
+sessions, several concurrencies; 600 requests) and a raced campaign (tests/support/race_rows)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from specsweep.analyze import build
+from specsweep.analyze.models import scope
+from specsweep.schema.store import connect
+from tests.support import race_rows
+from tests.support.analysis_tables import differences
+from tests.unit.analyze.test_analyze_golden import golden_db
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import scale_campaign  # noqa: E402  (tests/bench/scale_campaign.py: the synthetic campaign)
+
+BASELINE = "autoregressive"  # the race campaign names another: every build is told this one
+GOLDEN = "local-smollm2-7297cb746aa7"
+
+
+def full_copy(path: Path, tmp_path: Path) -> Path:
+    """A copy of the file at path, analysed by a full rebuild."""
+    other = tmp_path / f"full-{path.stem}.duckdb"
+    shutil.copyfile(path, other)
+    assert build.run(other, baseline=BASELINE, full=True).full == "--full"
+    return other
+
+
+def assert_same_as_full(path: Path, tmp_path: Path) -> None:
+    assert differences(path, full_copy(path, tmp_path), build.TABLES) == []
+
+
+def built_at(path: Path) -> dict[str, object]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return dict(con.execute("SELECT campaign_id, built_at FROM analysis_campaigns").fetchall())
+
+
+def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(tmp_path: Path) -> None:
+    path = golden_db(tmp_path / "results.duckdb")
+    assert build.run(path, baseline=BASELINE).full == "no request_metrics table yet"
+    first = built_at(path)
+
+    scale = tmp_path / "scale.duckdb"
+    scale_campaign.generate(scale, 600, seed=3, batch=600)
+    added = scale_campaign.add_campaign(path, scale, 1)
+    done = build.run(path, baseline=BASELINE)
+    assert (done.full, done.changed, done.removed, done.requests) == ("", [added], [], 600)
+    assert built_at(path)[GOLDEN] == first[GOLDEN]  # the default campaign was not rebuilt
+    assert_same_as_full(path, tmp_path)
+
+    race_rows.write(path, {"A": [100.0, 104.0], "B": [150.0, 149.0]})
+    assert build.run(path, baseline=BASELINE).changed == ["c1"]
+    assert_same_as_full(path, tmp_path)
+
+    with connect(path) as con:  # a unit of the default campaign is redone: its rows go
+        con.execute(
+            "DELETE FROM requests WHERE campaign_id = ? AND workload = "
+            "(SELECT min(workload) FROM requests WHERE campaign_id = ?)",
+            [GOLDEN, GOLDEN],
+        )
+        con.execute("DELETE FROM requests WHERE campaign_id = 'c1'")
+        for table in ("races", "services", "campaigns"):
+            con.execute(f"DELETE FROM {table} WHERE campaign_id = 'c1'")
+    done = build.run(path, baseline=BASELINE)
+    assert (done.changed, done.removed) == ([GOLDEN], ["c1"])
+    assert_same_as_full(path, tmp_path)
+
+    before = built_at(path)
+    assert build.run(path, baseline=BASELINE).campaigns == []  # nothing changed: nothing built
+    assert built_at(path) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ("UPDATE analysis_campaigns SET code_sha = 'older'", "the analysis code or the schema"),
+        ("UPDATE analysis_campaigns SET baseline = 'other'", "the baseline is now"),
+        ("DROP TABLE speedup", "no speedup table yet"),
+    ],
+)
+def test_new_code_another_baseline_or_a_missing_table_rebuild_everything(
+    tmp_path: Path, change: str, why: str
+) -> None:
+    path = golden_db(tmp_path / "results.duckdb")
+    build.run(path, baseline=BASELINE)
+    with connect(path) as con:
+        con.execute(change)
+    assert build.run(path, baseline=BASELINE).full.startswith(why)
+
+
+def test_a_campaign_fingerprint_follows_every_raw_table_with_a_campaign(tmp_path: Path) -> None:
+    """scope.RAW is every raw table with a campaign_id column, so a row added anywhere
+    changes its campaign's fingerprint."""
+    path = golden_db(tmp_path / "results.duckdb")
+    with connect(path, read_only=True) as con:
+        tables = {
+            t
+            for (t,) in con.execute(
+                "SELECT table_name FROM duckdb_columns() WHERE column_name = 'campaign_id'"
+            ).fetchall()
+        }
+        before = scope.fingerprints(con)[GOLDEN]
+    assert tables == set(scope.RAW)
+    with connect(path) as con:
+        con.execute(
+            "UPDATE services SET stopped_at = stopped_at + INTERVAL 1 SECOND "
+            "WHERE service_id = (SELECT min(service_id) FROM services)"
+        )
+        assert scope.fingerprints(con)[GOLDEN] != before
