@@ -2,6 +2,7 @@
 prints figures, asserts nothing).
 
     .venv/bin/python tests/bench/bench_scale.py [--sizes 10000,100000,1000000]
+        [--campaigns K] [--add N] [--check]
         [--workdir /tmp/specsweep-scale] [--keep] [--seed 7] [--batch 50000] [--limit-s 600]
         [--max-rss-gb 16] [--views] [--no-cache]
 
@@ -18,8 +19,14 @@ descendants it waited for, as a maximum, not a sum: for `report` the largest of 
 and pdflatex). A stage past --limit-s seconds or --max-rss-gb resident (polled: no OOM killer
 on a shared box) is killed.
 
-The campaign is tests/bench/scale_campaign.py's. Files live under --workdir, deleted at the end
-unless --keep. --views also times `SELECT count(*)` of each analysis object after analyze.
+The campaign is tests/bench/scale_campaign.py's. --campaigns K grows the file to K campaigns,
+SQL copies of the first under campaign ids of their own (a file that grew by K nightly
+campaigns: N * K requests). --add N then adds one more campaign of N generated requests and
+times `specsweep analyze` again: the incremental build, which analyses only that campaign.
+--check then analyses a copy with `--full` and compares every analysis table of the two
+(tests/support/analysis_tables.py): it prints the differences and exits 1 when there are any.
+Files live under --workdir, deleted at the end unless --keep. --views also times
+`SELECT count(*)` of each analysis object after analyze.
 """
 
 from __future__ import annotations
@@ -39,7 +46,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 import scale_campaign  # noqa: E402  (tests/bench is the script's own folder, on the path)
-from scale_campaign import generate, windows  # noqa: E402
+from scale_campaign import add_campaign, copies, generate, windows  # noqa: E402
+
+from specsweep.analyze.build import TABLES  # noqa: E402
+from tests.support.analysis_tables import differences  # noqa: E402
 
 
 @dataclass
@@ -138,29 +148,51 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     db = folder / "scale.duckdb"
     raw, landed, gen_s = raw_file(n, args)
     shutil.copyfile(raw, db)
-    py, cap = sys.executable, args.max_rss_gb * 1024
-    analyze = timed(
-        [py, "-m", "specsweep.analyze", "--db", str(db)], args.limit_s, cap, folder / "analyze.log"
-    )
+    grow_s = None
+    if args.campaigns > 1:
+        started = time.perf_counter()
+        copies(db, args.campaigns)
+        grow_s = time.perf_counter() - started
+    analyze = stage(args, folder, "analyze", db)
     report = (
-        timed(
-            [py, "-m", "specsweep.report", "--db", str(db), "--out", str(folder / "scale.pdf")],
-            args.limit_s,
-            cap,
-            folder / "report.log",
-        )
+        stage(args, folder, "report", db, "--out", str(folder / "scale.pdf"))
         if analyze.rc == 0
         else None
     )
-    return {
-        "n": landed,
+    out = {
+        "n": landed * args.campaigns,
         "gen_s": gen_s,
+        "grow_s": grow_s,
         "mib": db.stat().st_size / 2**20,
         "analyze": analyze,
         "report": report,
         "folder": folder,
         "views": view_times(db) if args.views and analyze.rc == 0 else [],
     }
+    if args.add and analyze.rc == 0:
+        out |= added(db, folder, args)
+    return out
+
+
+def stage(args: argparse.Namespace, folder: Path, name: str, db: Path, *more: str) -> Stage:
+    """`specsweep analyze|report --db db ...` as a child process, timed."""
+    cmd = [sys.executable, "-m", f"specsweep.{name.split('-')[0]}", "--db", str(db), *more]
+    return timed(cmd, args.limit_s, args.max_rss_gb * 1024, folder / f"{name}.log")
+
+
+def added(db: Path, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One more campaign of args.add requests, then the incremental analyze; with --check a
+    full rebuild of a copy and the tables that differ."""
+    extra = folder / "added.duckdb"
+    generate(extra, args.add, args.seed + 1, args.batch)
+    add_campaign(db, extra, args.campaigns)
+    out: dict[str, Any] = {"added": args.add, "incremental": stage(args, folder, "analyze-add", db)}
+    if args.check:
+        full = folder / "full.duckdb"
+        shutil.copyfile(db, full)
+        out["full"] = stage(args, folder, "analyze-full", full, "--full")
+        out["diff"] = differences(db, full, TABLES)
+    return out
 
 
 def view_times(db: Path) -> list[tuple[str, int, float]]:
@@ -209,9 +241,22 @@ def show(r: dict[str, Any]) -> None:
         f"N = {r['n']:,} measured requests ({len(windows())} windows): {made}, DuckDB file "
         f"{r['mib']:,.0f} MiB"
     )
+    if r["grow_s"] is not None:
+        print(f"  grown to {r['n']:,} requests by SQL copies in {_clock(r['grow_s'])}")
     print(f"  {'stage':<8} {'wall':>10} {'peak MiB':>10} {'all MiB':>10}")
     print(stage_line("analyze", r["analyze"], folder / "analyze.log"))
     print(stage_line("report", r["report"], folder / "report.log"))
+    if "incremental" in r:
+        print(f"  one campaign of {r['added']:,} requests added:")
+        print(stage_line("analyze", r["incremental"], folder / "analyze-add.log"))
+        said = (folder / "analyze-add.log").read_text().splitlines()
+        print(f"    {said[0][:150] if said else ''}")
+    if "full" in r:
+        print(stage_line("--full", r["full"], folder / "analyze-full.log"))
+        same = "every analysis table equal" if not r["diff"] else "TABLES DIFFER"
+        print(f"  incremental against --full: {same}")
+        for line in r["diff"]:
+            print(f"    {line}")
     for name, rows, seconds in r["views"]:
         print(f"    count(*) of {name:<20} {rows:>10,} rows {seconds:8.2f} s")
     sys.stdout.flush()
@@ -231,6 +276,11 @@ def main() -> None:
     parser.add_argument("--limit-s", type=float, default=600.0, help="kill a stage after this")
     parser.add_argument("--max-rss-gb", type=float, default=16.0, help="or at this RSS (GiB)")
     parser.add_argument("--views", action="store_true", help="time count(*) of every view")
+    parser.add_argument("--campaigns", type=int, default=1, help="grow to K campaigns")
+    parser.add_argument("--add", type=int, default=0, help="then add a campaign of N requests")
+    parser.add_argument(
+        "--check", action="store_true", help="compare the incremental build with --full"
+    )
     parser.add_argument(
         "--no-cache",
         action="store_true",
@@ -238,12 +288,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"scale benchmark, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    failed = False
     try:
         for n in (int(s) for s in args.sizes.split(",")):
-            show(measure(n, args))
+            result = measure(n, args)
+            show(result)
+            failed |= bool(result.get("diff")) or result["analyze"].rc != 0
     finally:
         if not args.keep:
             shutil.rmtree(args.workdir, ignore_errors=True)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

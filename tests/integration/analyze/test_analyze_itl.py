@@ -1,4 +1,4 @@
-"""analyze/itl.py (the one pass over every chunk list) against a plain per-request numpy
+"""analyze/itl/ (the one pass over every chunk list) against a plain per-request numpy
 reference on random hand-built rows, with blocks, spills and window interleaving forced small
 so that every path runs: a request cut by a block boundary, gaps spilled to files and read
 back, windows sorted apart.
@@ -18,9 +18,10 @@ from tests.unit.analyze.test_analyze_itl import WINDOWS, random_rows, reference 
 
 @pytest.mark.parametrize("small", [False, True])
 def test_itl_equals_a_per_request_reference(analyzed, monkeypatch, small: bool) -> None:
-    if small:  # blocks of ~25 requests, a spill after every block
+    if small:  # blocks of ~25 requests, a spill after every block, a group per campaign
         monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
-        monkeypatch.setattr(itl, "SPILL_BYTES", 2000)
+        monkeypatch.setattr(itl.chunks, "SPILL_BYTES", 2000)
+        monkeypatch.setattr(itl, "GROUP_CHUNKS", 1)
     rows = random_rows()
     path = analyzed(rows)
     per_request, pooled = reference(rows)

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from specsweep.analyze import build
+from specsweep.analyze import build, itl
 from specsweep.analyze.models import scope
 from specsweep.schema.store import connect
 from tests.support import race_rows
@@ -45,7 +45,10 @@ def built_at(path: Path) -> dict[str, object]:
         return dict(con.execute("SELECT campaign_id, built_at FROM analysis_campaigns").fetchall())
 
 
-def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(tmp_path: Path) -> None:
+def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(itl, "GROUP_CHUNKS", 1)  # a full rebuild scans a campaign at a time
     path = golden_db(tmp_path / "results.duckdb")
     assert build.run(path, baseline=BASELINE).full == "no request_metrics table yet"
     first = built_at(path)
