@@ -19,9 +19,9 @@ from tests.unit.analyze.test_analyze_itl import WINDOWS, random_rows, reference 
 @pytest.mark.parametrize("small", [False, True])
 def test_itl_equals_a_per_request_reference(analyzed, monkeypatch, small: bool) -> None:
     if small:  # blocks of ~25 requests, a spill after every block, a group per campaign
-        monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
+        monkeypatch.setattr(itl.scan, "BLOCK_CHUNKS", 500)
         monkeypatch.setattr(itl.chunks, "SPILL_BYTES", 2000)
-        monkeypatch.setattr(itl, "GROUP_CHUNKS", 1)
+        monkeypatch.setattr(itl.scan, "GROUP_CHUNKS", 1)
     rows = random_rows()
     path = analyzed(rows)
     per_request, pooled = reference(rows)

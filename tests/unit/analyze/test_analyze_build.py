@@ -52,15 +52,21 @@ def test_rebuild_gives_the_same_speedup(tmp_path):
     assert first[0]["ci_low"] < first[0]["ci_high"]
 
 
-def test_cli_prints_one_summary_line(tmp_path, capsys):
+def test_cli_says_what_it_rebuilt_and_what_the_layer_holds(tmp_path, capsys):
     path = tmp_path / "cli.duckdb"
     write_db(
         path, [decode_req(10, prompt_id="p1"), decode_req(20, method="dflash", prompt_id="p1")]
     )
     assert main(["--db", str(path)]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1
-    assert "request_metrics (2 rows)" in out[0] and "speedup (1 rows)" in out[0]
+    assert len(out) == 2
+    assert out[0] == "analyze: rebuilt every campaign (no request_metrics table yet)"
+    assert "request_metrics (2 rows)" in out[1] and "speedup (1 rows)" in out[1]
+    assert main(["--db", str(path)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("analyze: every campaign's analysis is up to date")
+    assert main(["--db", str(path), "--full"]) == 0
+    assert capsys.readouterr().out.startswith("analyze: rebuilt every campaign (--full)")
 
 
 def test_cli_reports_a_missing_database(tmp_path, capsys):

@@ -80,7 +80,7 @@ def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> 
     # workers spill to the same folder, the parent pools their files per window
     from tests.support.analyze_rows import write_db
 
-    monkeypatch.setattr(itl, "BLOCK_CHUNKS", 500)
+    monkeypatch.setattr(itl.scan, "BLOCK_CHUNKS", 500)
     path = tmp_path / "w.duckdb"
     write_db(path, random_rows(seed=5))
     with duckdb.connect(str(path)) as con:  # the build installs the macros before it scans

@@ -48,7 +48,7 @@ def built_at(path: Path) -> dict[str, object]:
 def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(itl, "GROUP_CHUNKS", 1)  # a full rebuild scans a campaign at a time
+    monkeypatch.setattr(itl.scan, "GROUP_CHUNKS", 1)  # a full rebuild scans a campaign at a time
     path = golden_db(tmp_path / "results.duckdb")
     assert build.run(path, baseline=BASELINE).full == "no request_metrics table yet"
     first = built_at(path)

@@ -1,0 +1,230 @@
+"""The scan of analyze.itl: the campaigns in groups, each group's chunk lists in rowid ranges
+(in worker processes past PARALLEL_CHUNKS), and the TEMP tables the build joins (the
+package's docstring says what is computed)."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.pool
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from specsweep.analyze.itl.chunks import (
+    BLOCK_CHUNKS,
+    STATS,
+    WORKER_MEMORY,
+    concat,
+    pooled_stats,
+    scan_file,
+    scan_on,
+)
+from specsweep.schema.keys import WINDOW_KEY
+
+PARALLEL_CHUNKS = 20_000_000  # below this, worker processes cost more than they save
+
+
+# measured_requests is the TEMP view of analyze/sql/measured_requests.sql. Windows are
+# numbered on their distinct keys: a window function over every request would sort them all.
+WINDOWS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE itl_windows AS
+SELECT *, row_number() OVER (ORDER BY {", ".join(WINDOW_KEY)}) - 1 AS window_index
+FROM (SELECT DISTINCT {", ".join(WINDOW_KEY)} FROM measured_requests WHERE ok)
+"""
+REQUESTS_SQL = f"""
+SELECT m.rid, w.window_index
+FROM measured_requests AS m
+JOIN itl_windows AS w USING ({", ".join(WINDOW_KEY)})
+WHERE m.ok
+"""
+REQUEST_DDL = """
+CREATE OR REPLACE TEMP TABLE request_itl (
+    rid BIGINT PRIMARY KEY, itl_chunk_mean_s DOUBLE, itl_chunk_max_s DOUBLE,
+    itl_token_mean_s DOUBLE
+)
+"""
+
+
+@dataclass
+class Latencies:
+    """What `compute` found: request_itl's rows and window_itl's rows."""
+
+    per_request: pd.DataFrame
+    windows: pd.DataFrame
+
+
+def compute(db_path: str | Path, measured_sql: str, workers: int | None = None) -> Latencies:
+    """Scan every chunk list of the file at db_path (opened read-only here and in the worker
+    processes). measured_sql: the text of analyze/sql/measured_requests.sql (the view the
+    build uses too). workers: processes to share the scan (default: one per core when the
+    file holds more than PARALLEL_CHUNKS chunks, else none).
+
+    A window never spans campaigns, so the campaigns are scanned in groups of about
+    GROUP_CHUNKS chunks (a campaign is never split), each group's windows finished and its
+    spill files deleted before the next: the spill folder, beside the results file, holds
+    16 bytes per chunk of the largest group, not of the file (10M requests of 242 chunks
+    each would spill 39 GB)."""
+    db_path = Path(db_path)
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
+        con.execute(measured_sql)
+        window_of, ranges, chunks = _plan(con)
+        windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
+        groups = _groups(con, windows)
+        if workers is None:
+            workers = (os.cpu_count() or 1) if chunks > PARALLEL_CHUNKS else 1
+        parts: list[pd.DataFrame] = []
+        stats: dict[int, dict] = {}
+        with (
+            tempfile.TemporaryDirectory(prefix=".specsweep-itl-", dir=db_path.parent) as tmp,
+            _workers(workers) as pool,
+        ):
+            for members, lo, hi in groups:
+                scan = Scan(Path(tmp), _only(window_of, members), _within(ranges, lo, hi))
+                if pool is None:
+                    parts.append(scan_on(con, scan.window_of, scan.ranges, scan.folder, "0"))
+                    found = [pooled_stats(scan.folder, w) for w in members]
+                else:
+                    parts += scan.on(pool, db_path, workers)
+                    found = pool.starmap(pooled_stats, [(scan.folder, w) for w in members])
+                stats |= dict(zip(members, found))
+                for spilled in scan.folder.iterdir():
+                    spilled.unlink()
+    return Latencies(concat(parts), _window_frame(windows, [stats[w] for w in sorted(stats)]))
+
+
+def _plan(con: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, list[tuple[int, int]], int]:
+    """The window index of each measured ok request by requests.rowid (-1 for every other
+    row), the rowid ranges of about BLOCK_CHUNKS chunks each, and the chunks in all."""
+    last, chunks = con.execute(
+        "SELECT max(rowid), coalesce(sum(len(chunk_times_s)), 0) FROM requests"
+    ).fetchone()
+    con.execute(WINDOWS_SQL)
+    index = con.execute(REQUESTS_SQL).fetchnumpy()
+    window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
+    window_of[index["rid"]] = index["window_index"]
+    if last is None:
+        return window_of, [], 0
+    step = max(1, int(BLOCK_CHUNKS * (last + 1) / max(chunks, 1)))
+    return window_of, [(a, a + step) for a in range(0, last + 1, step)], int(chunks)
+
+
+@dataclass
+class Scan:
+    """One group's scan: the window of each rowid (-1 outside the group) and the rowid ranges
+    that hold the group's rows."""
+
+    folder: Path
+    window_of: np.ndarray
+    ranges: list[tuple[int, int]]
+
+    def on(
+        self, pool: multiprocessing.pool.Pool, db_path: Path, workers: int
+    ) -> list[pd.DataFrame]:
+        """The ranges dealt round-robin to the worker processes."""
+        jobs = [
+            (str(db_path), self.window_of, self.ranges[i::workers], self.folder, str(i))
+            for i in range(workers)
+        ]
+        return pool.starmap(scan_file, jobs)
+
+
+GROUP_CHUNKS = 100_000_000  # chunks of the campaigns scanned together (1.6 GB of spill)
+
+
+def _groups(
+    con: duckdb.DuckDBPyConnection, windows: pd.DataFrame
+) -> list[tuple[list[int], int, int]]:
+    """(window indexes, lowest rowid, highest rowid) of each group of whole campaigns holding
+    about GROUP_CHUNKS chunks, in rowid order."""
+    spans = con.execute(
+        "SELECT campaign_id, min(rowid), max(rowid), coalesce(sum(len(chunk_times_s)), 0) "
+        "FROM requests GROUP BY ALL ORDER BY 2"
+    ).fetchall()
+    by_campaign = windows.groupby("campaign_id")["window_index"].apply(list).to_dict()
+    out: list[tuple[list[int], int, int]] = []
+    held = 0
+    for cid, lo, hi, chunks in spans:
+        members = [int(w) for w in by_campaign.get(cid, [])]
+        if not members:
+            continue
+        if not out or held + chunks > GROUP_CHUNKS:
+            out.append(([], lo, hi))
+            held = 0
+        group, a, b = out[-1]
+        out[-1] = ([*group, *members], min(a, lo), max(b, hi))
+        held += chunks
+    return out
+
+
+def _only(window_of: np.ndarray, members: list[int]) -> np.ndarray:
+    """window_of with every window outside members set to -1."""
+    keep = np.zeros(int(window_of.max(initial=-1)) + 2, dtype=bool)
+    keep[members] = True  # keep[-1], the index of "no window", stays False
+    return np.where(keep[window_of], window_of, -1)
+
+
+def _within(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The ranges that meet rowids lo..hi."""
+    return [(a, b) for a, b in ranges if b > lo and a <= hi]
+
+
+@contextlib.contextmanager
+def _workers(workers: int) -> Iterator[multiprocessing.pool.Pool | None]:
+    """Worker processes (spawned: the parent holds DuckDB's threads, which fork would copy
+    half-locked), or None for a scan in this process."""
+    if workers <= 1:
+        yield None
+        return
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        yield pool
+
+
+def _window_frame(windows: pd.DataFrame, stats: list[dict]) -> pd.DataFrame:
+    return pd.concat(
+        [
+            windows.drop(columns="window_index").reset_index(drop=True),
+            # not from_records: before pandas 3 it reads an empty index as field names
+            pd.DataFrame(stats, index=range(len(windows)), columns=_stat_columns()),
+        ],
+        axis=1,
+    )
+
+
+def write(con: duckdb.DuckDBPyConnection, found: Latencies) -> None:
+    """The TEMP tables request_itl and window_itl on the build's connection."""
+    con.execute(REQUEST_DDL)
+    if len(found.per_request):
+        con.register("request_itl_frame", found.per_request)
+        con.execute("INSERT INTO request_itl BY NAME SELECT * FROM request_itl_frame")
+        con.unregister("request_itl_frame")
+    con.register("window_itl_frame", found.windows)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE window_itl AS SELECT {WINDOW_COLUMNS} FROM window_itl_frame"
+    )
+    con.unregister("window_itl_frame")
+
+
+def _stat_columns() -> list[str]:
+    return [
+        c
+        for name in ("itl", "itl_token")
+        for c in (f"n_{name}", *(f"{name}_ms_{s}" for s in STATS))
+    ]
+
+
+# typed, so that an empty campaign still gives the columns latency_conventions reads
+WINDOW_COLUMNS = ", ".join(
+    [
+        f"{c}::{'INTEGER' if c in ('tp', 'max_tokens', 'concurrency') else 'VARCHAR'} AS {c}"
+        for c in WINDOW_KEY
+    ]
+    + [f"{c}::{'BIGINT' if c.startswith('n_') else 'DOUBLE'} AS {c}" for c in _stat_columns()]
+)
