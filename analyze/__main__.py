@@ -64,6 +64,13 @@ def build(
         typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"analyze: {building.plan_line(done)}")
+    if done.full or done.campaigns:
+        from specsweep.analyze.compare.store import refresh
+        from specsweep.schema.store import connect
+
+        with connect(db) as con:  # stored comparisons read the rows just rebuilt
+            for line in refresh(con, None if done.full else done.campaigns):
+                typer.echo(f"analyze: {line}")
     counts = building.object_counts(db)
     built = ", ".join(f"{name} ({rows} rows)" for name, rows in counts.items())
     typer.echo(f"analyze: built {built} in {db}")

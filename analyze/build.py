@@ -28,7 +28,7 @@ import duckdb
 
 from specsweep.analyze import itl
 from specsweep.analyze.models import registry, scope
-from specsweep.analyze.models.model import Build
+from specsweep.analyze.models.model import VIEW, Build
 from specsweep.analyze.models.registry import PARAMS
 from specsweep.analyze.models.registry import PARAMS_DDL as PARAMS_DDL  # re-exported
 from specsweep.analyze.models.registry import plan_description as plan_description  # re-exported
@@ -49,6 +49,7 @@ MEASURED = registry.sql_file("measured_requests")  # the view analyze.itl scans 
 # what an incremental build replaces per campaign: every analysis table (speedup_pairs is a
 # view over request_metrics) and the build's parameters
 TABLES = [PARAMS, *(name for name in OBJECTS if name != "speedup_pairs")]
+VIEWS = [m for m in MODELS if VIEW in m.builds.values()]  # the views over those tables
 
 
 def run(db_path: str | Path, baseline: str | None = None, full: bool = False) -> scope.Plan:
@@ -61,21 +62,45 @@ def run(db_path: str | Path, baseline: str | None = None, full: bool = False) ->
     with connect(db_path) as con:
         baseline = baseline or plan_baseline(con)
         todo = scope.Plan(full="--full") if full else scope.plan(con, baseline, OBJECTS)
-    if todo.full:
+        if todo.full:
+            todo.groups = scope.groups(con)
+    if todo.full and len(todo.groups) <= 1:
         rebuild(db_path, baseline)
+    elif todo.full:
+        for i, group in enumerate(todo.groups):
+            log.info("group %d of %d: %d campaign(s)", i + 1, len(todo.groups), len(group))
+            build_some(db_path, baseline, group, whole=i == 0)
     elif todo.campaigns:
-        with scope.scratch_folder(db_path) as folder:
-            scratch = Path(folder) / "campaigns.duckdb"
-            scope.copy_campaigns(db_path, scratch, todo.changed)
-            rebuild(scratch, baseline)
-            scope.merge(db_path, scratch, todo, TABLES)
+        build_some(db_path, baseline, todo.changed, todo.removed)
     return todo
+
+
+def build_some(
+    db_path: Path, baseline: str, changed: list[str], removed: tuple = (), whole: bool = False
+) -> None:
+    """Analyse the campaigns `changed` in a scratch file beside db_path and swap their rows
+    into its analysis tables, dropping those of `removed`; whole: replace the tables outright
+    (the first group of a full rebuild), then make the views over them."""
+    with scope.scratch_folder(db_path) as folder:
+        scratch = Path(folder) / "campaigns.duckdb"
+        scope.copy_campaigns(db_path, scratch, changed)
+        rebuild(scratch, baseline)
+        if whole:
+            with connect(db_path) as con:
+                drop_views(con)  # a table cannot replace an older build's view
+        scope.merge(db_path, scratch, [*changed, *removed], TABLES, whole)
+    if whole:
+        with connect(db_path) as con:
+            state = Build(con, baseline)
+            for model in VIEWS:
+                model.run(state)
 
 
 def plan_line(done: scope.Plan) -> str:
     """What `run` did, in one line."""
     if done.full:
-        return f"rebuilt every campaign ({done.full})"
+        groups = f" in {len(done.groups)} groups of campaigns" if len(done.groups) > 1 else ""
+        return f"rebuilt every campaign ({done.full}){groups}"
     if not done.campaigns:
         return "every campaign's analysis is up to date (nothing changed since the last build)"
     parts = [f"rebuilt {len(done.changed)} changed campaign(s) ({done.requests:,} requests)"]

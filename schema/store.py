@@ -31,10 +31,8 @@ from typing import Any
 
 import duckdb
 import pandas as pd
-import pandera.pandas as pa
 
 from specsweep.schema import metrics
-from specsweep.schema.contracts import CONTRACTS
 from specsweep.schema.migrations import MIGRATIONS
 
 SCHEMA_VERSION = 14
@@ -125,6 +123,8 @@ class Store:
         return len(valid)
 
     def _insert(self, table: str, frame: pd.DataFrame) -> None:
+        from specsweep.schema.contracts import CONTRACTS  # pandera: only where rows are written
+
         if table not in CONTRACTS:
             raise ValueError(f"unknown table {table!r}")
         assert self._con is not None
@@ -251,7 +251,12 @@ def _newer_message(found: int) -> str:
 
 def validate(table: str, rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Split rows into a validated frame and quarantine rows (table_name, row_json, reason,
-    quarantined_at)."""
+    quarantined_at). pandera is imported here, not with the module: every reader of a
+    results file (analyze, report) opens it through `connect`, and validates nothing."""
+    import pandera.pandas as pa
+
+    from specsweep.schema.contracts import CONTRACTS
+
     contract = CONTRACTS[table]
     frame = pd.DataFrame(rows)
     try:

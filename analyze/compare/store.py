@@ -103,6 +103,38 @@ def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
     return {name: len(r) for name, r in rows.items()}
 
 
+def refresh(con: duckdb.DuckDBPyConnection, campaigns: list[str] | None) -> list[str]:
+    """Bring the stored comparisons up to date after a build of the analysis layer: every
+    stored pair (a, b) with a side in `campaigns` (None: every pair, after a full rebuild)
+    is compared again from the new analysis rows, or dropped when a side is no longer in the
+    file. Returns one line per pair, saying which."""
+    from specsweep.analyze.compare.match import compare  # match reads what store writes
+
+    have = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'compare_runs'"
+    ).fetchone()[0]
+    pairs = (
+        con.execute("SELECT DISTINCT a, b FROM compare_runs ORDER BY a, b").fetchall()
+        if have
+        else []
+    )
+    present = {r[0] for r in con.execute("SELECT campaign_id FROM campaigns").fetchall()}
+    lines = []
+    for a, b in pairs:
+        if campaigns is not None and a not in campaigns and b not in campaigns:
+            continue
+        if a in present and b in present:
+            store(con, compare(con, a, b))
+            lines.append(f"compared {a} and {b} again")
+            continue
+        con.begin()
+        for name in STORE_DDL:  # this module's constants
+            con.execute(f"DELETE FROM {name} WHERE a = ? AND b = ?", [a, b])
+        con.commit()
+        lines.append(f"dropped the comparison of {a} and {b}: a side is no longer in the file")
+    return lines
+
+
 def _renew(con: duckdb.DuckDBPyConnection, name: str, columns: str) -> None:
     """Create table name with these columns; one of other columns (an older specsweep's) is
     dropped first: the compare tables are derived, `analyze compare` makes them again."""

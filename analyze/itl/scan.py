@@ -75,9 +75,10 @@ def compute(db_path: str | Path, measured_sql: str, workers: int | None = None) 
     with duckdb.connect(str(db_path), read_only=True) as con:
         con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
         con.execute(measured_sql)
-        window_of, ranges, chunks = _plan(con)
+        spans = con.execute(SPANS_SQL).fetchall()
+        window_of, ranges, chunks = _plan(con, spans)
         windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
-        groups = _groups(con, windows)
+        groups = _groups(spans, windows)
         if workers is None:
             workers = (os.cpu_count() or 1) if chunks > PARALLEL_CHUNKS else 1
         parts: list[pd.DataFrame] = []
@@ -100,12 +101,21 @@ def compute(db_path: str | Path, measured_sql: str, workers: int | None = None) 
     return Latencies(concat(parts), _window_frame(windows, [stats[w] for w in sorted(stats)]))
 
 
-def _plan(con: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, list[tuple[int, int]], int]:
+# each campaign's rowids and chunks: one pass over the list lengths serves both the ranges
+# and the groups
+SPANS_SQL = """
+SELECT campaign_id, min(rowid), max(rowid), coalesce(sum(len(chunk_times_s)), 0)
+FROM requests GROUP BY ALL ORDER BY 2
+"""
+
+
+def _plan(
+    con: duckdb.DuckDBPyConnection, spans: list[tuple]
+) -> tuple[np.ndarray, list[tuple[int, int]], int]:
     """The window index of each measured ok request by requests.rowid (-1 for every other
     row), the rowid ranges of about BLOCK_CHUNKS chunks each, and the chunks in all."""
-    last, chunks = con.execute(
-        "SELECT max(rowid), coalesce(sum(len(chunk_times_s)), 0) FROM requests"
-    ).fetchone()
+    last = max((hi for _, _, hi, _ in spans), default=None)
+    chunks = sum(n for *_, n in spans)
     con.execute(WINDOWS_SQL)
     index = con.execute(REQUESTS_SQL).fetchnumpy()
     window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
@@ -139,15 +149,9 @@ class Scan:
 GROUP_CHUNKS = 100_000_000  # chunks of the campaigns scanned together (1.6 GB of spill)
 
 
-def _groups(
-    con: duckdb.DuckDBPyConnection, windows: pd.DataFrame
-) -> list[tuple[list[int], int, int]]:
+def _groups(spans: list[tuple], windows: pd.DataFrame) -> list[tuple[list[int], int, int]]:
     """(window indexes, lowest rowid, highest rowid) of each group of whole campaigns holding
-    about GROUP_CHUNKS chunks, in rowid order."""
-    spans = con.execute(
-        "SELECT campaign_id, min(rowid), max(rowid), coalesce(sum(len(chunk_times_s)), 0) "
-        "FROM requests GROUP BY ALL ORDER BY 2"
-    ).fetchall()
+    about GROUP_CHUNKS chunks, in rowid order (spans: SPANS_SQL's rows)."""
     by_campaign = windows.groupby("campaign_id")["window_index"].apply(list).to_dict()
     out: list[tuple[list[int], int, int]] = []
     held = 0

@@ -13,10 +13,11 @@ compares them with the file as it is now:
 - a campaign whose raw rows changed (rows added, deleted or rewritten: a resumed unit, an
   import) or that has no row yet is analysed again; one whose raw rows are all gone loses its
   analysis rows;
-- everything is rebuilt when the code, the schema or the baseline differ from any row's, when
-  an analysis table is missing (a file never analysed, or analysed before analysis_campaigns),
-  or when the changed campaigns hold more than FULL_SHARE of the requests and more than
-  FULL_MIN (copying them would cost more than one pass over the file).
+- everything is rebuilt when the code, the schema or the baseline differ from any row's, or
+  when an analysis table is missing (a file never analysed, or analysed before
+  analysis_campaigns). A file of more than GROUP_REQUESTS requests is rebuilt a group of
+  campaigns at a time, each group as an incremental build is: an interrupted full rebuild
+  leaves the groups it finished, and the next `specsweep analyze` builds the rest.
 
 An incremental build (`build_some`) copies the changed campaigns' raw rows into a scratch
 DuckDB file, runs the whole model list there (the same code as a full rebuild), then, in one
@@ -51,9 +52,9 @@ CREATE OR REPLACE TABLE {STATE} (
     built_at     TIMESTAMP NOT NULL  -- when its analysis rows were built
 )
 """
-# changed campaigns past this share of the requests, and past FULL_MIN of them: a full
-# rebuild (copying 1M requests to the scratch file takes about as long as analysing them)
-FULL_SHARE, FULL_MIN = 0.5, 200_000
+# a full rebuild of a file with more requests than this builds groups of whole campaigns of
+# about this many, one after the other, each through a scratch file (see `groups`)
+GROUP_REQUESTS = 1_000_000
 # the columns of a requests row that a rewrite always changes (see the module docstring)
 REQUEST_HASH = "hash(request_id, sent_at, e2e_s, ok, is_warmup)"
 PACKAGES = ("analyze", "stats", "schema")
@@ -73,6 +74,7 @@ class Plan:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     requests: int = 0  # requests of the changed campaigns
+    groups: list[list[str]] = field(default_factory=list)  # a full rebuild's, when several
 
     @property
     def campaigns(self) -> list[str]:
@@ -147,11 +149,29 @@ def plan(con: duckdb.DuckDBPyConnection, baseline: str, objects: tuple[str, ...]
     now = fingerprints(con)
     changed = sorted(cid for cid, sha in now.items() if built.get(cid, (None,))[0] != sha)
     removed = sorted(cid for cid in built if cid not in now)
-    counts = dict(con.execute("SELECT campaign_id, count(*) FROM requests GROUP BY ALL").fetchall())
-    requests = sum(counts.get(cid, 0) for cid in changed)
-    if requests > max(FULL_SHARE * sum(counts.values()), FULL_MIN):
-        return Plan(full=f"{len(changed)} changed campaign(s) hold most of the requests")
-    return Plan(changed=changed, removed=removed, requests=requests)
+    counts = _requests(con)
+    return Plan(changed=changed, removed=removed, requests=sum(counts.get(c, 0) for c in changed))
+
+
+def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return dict(con.execute("SELECT campaign_id, count(*) FROM requests GROUP BY ALL").fetchall())
+
+
+def groups(con: duckdb.DuckDBPyConnection) -> list[list[str]]:
+    """Every campaign of the file, in groups of whole campaigns of about GROUP_REQUESTS
+    requests, in campaign_id order: a full rebuild of a large file builds one group at a time,
+    so its memory and its temporary files follow the largest group, not the file (one pass
+    over 10M requests filled a 25 GB disk with DuckDB's temporary storage)."""
+    counts = _requests(con)
+    out: list[list[str]] = []
+    held = 0
+    for cid in sorted(fingerprints(con)):
+        if not out or held + counts.get(cid, 0) > GROUP_REQUESTS:
+            out.append([])
+            held = 0
+        out[-1].append(cid)
+        held += counts.get(cid, 0)
+    return out
 
 
 def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> None:
@@ -167,26 +187,34 @@ def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> None:
         con.execute("DETACH src")
 
 
-def merge(db: Path, scratch: Path, the_plan: Plan, tables: list[str]) -> None:
-    """One transaction of db: the analysis rows of the plan's campaigns are replaced by the
-    scratch file's (tables: the analysis tables; one without a campaign_id column, like
-    analysis_params and metric_catalog, is replaced whole)."""
+def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whole: bool) -> None:
+    """One transaction of db: the analysis rows of `campaigns` are replaced by the scratch
+    file's (tables: the analysis tables; one without a campaign_id column, like
+    analysis_params and metric_catalog, is replaced whole). whole: every table is replaced
+    by the scratch file's (the first group of a full rebuild)."""
     with connect(db) as con:
         con.execute(f"ATTACH {literal(scratch)} AS scratch (READ_ONLY)")
+        per_campaign = {
+            name
+            for (name,) in con.execute(
+                "SELECT table_name FROM duckdb_columns() WHERE database_name = "
+                "current_database() AND schema_name = 'main' AND column_name = 'campaign_id'"
+            ).fetchall()
+        }
         con.begin()
         try:
-            for table in tables:
-                per_campaign = con.execute(
-                    "SELECT count(*) FROM duckdb_columns() WHERE database_name = "
-                    "current_database() AND schema_name = 'main' AND table_name = ? "
-                    "AND column_name = 'campaign_id'",
-                    [table],
-                ).fetchone()[0]
-                if per_campaign:
+            for table in tables:  # names from the models (analyze.build.TABLES)
+                if whole:
+                    con.execute(
+                        f"CREATE OR REPLACE TABLE main.{table} AS "
+                        f"SELECT * FROM scratch.main.{table}"
+                    )
+                    continue
+                if table in per_campaign:
                     con.execute(
                         f"DELETE FROM main.{table} WHERE campaign_id IN "
                         "(SELECT unnest(?::VARCHAR[]))",
-                        [the_plan.campaigns],
+                        [campaigns],
                     )
                 else:
                     con.execute(f"DELETE FROM main.{table}")

@@ -14,7 +14,7 @@
 --                  (chunk_tokens[i+1]), pooled; only requests whose chunk_tokens is known
 --                  and has one entry per chunk. A server that sends k tokens per chunk
 --                  (speculative decoding) makes itl_ms ~k times itl_token_ms.
---                  Both pooled lists are window_itl's (analyze/itl.py: one numpy pass over
+--                  Both pooled lists are window_itl's (analyze/itl/: one numpy pass over
 --                  every chunk list; exact quantiles, the same definitions as below).
 --   e2el_ms      = e2e_s * 1000
 -- For each: _mean, _median (= quantile_cont 0.5, numpy's median), _std (population, numpy's

@@ -9,10 +9,10 @@
 --   decode_tps       = (output_tokens - 1) / (e2e_s - ttft_s)    when ok, output_tokens > 1, e2e_s > ttft_s
 --   e2e_tps          = output_tokens / e2e_s                     when ok and e2e_s > 0
 --   n_chunks         = len(chunk_times_s)                        (0 when no chunk arrived)
---   itl_chunk_mean_s = mean gap chunk_times_s[i+1] - chunk_times_s[i]          (analyze/itl.py)
---   itl_chunk_max_s  = the longest such gap                                     (analyze/itl.py)
+--   itl_chunk_mean_s = mean gap chunk_times_s[i+1] - chunk_times_s[i]          (analyze/itl/)
+--   itl_chunk_max_s  = the longest such gap                                     (analyze/itl/)
 --   itl_token_mean_s = mean of gap_i / chunk_tokens[i+1], a missing list or element (or 0)
---                      counting as 1 token                                      (analyze/itl.py)
+--                      counting as 1 token                                      (analyze/itl/)
 --                      (the three are NULL for failed requests and replies of one chunk)
 --   end_s            = start_s + e2e_s (offset of the last token from the window start)
 --   colocated        = the request's unit ran while other services of the campaign ran on

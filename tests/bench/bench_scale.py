@@ -14,10 +14,11 @@ copied for each run: --no-cache writes it anew), then times `specsweep analyze -
 `specsweep report --db FILE --out X.pdf` as child processes and prints, per size: the
 generation time, the DuckDB file size, and each stage's wall time and peak resident memory,
 and the most its processes held together (polled every 50 ms).
-Peak memory is the child's own `ru_maxrss` from `os.wait4` on its pid (Linux folds in the
-descendants it waited for, as a maximum, not a sum: for `report` the largest of python, latexmk
-and pdflatex). A stage past --limit-s seconds or --max-rss-gb resident (polled: no OOM killer
-on a shared box) is killed.
+Peak memory is the largest VmHWM (the high-water mark of resident memory since the process's
+exec) of any process of the stage, polled every 50 ms: not `ru_maxrss`, which for a child
+forked from this script counts this script's own memory at the fork (1-2 GB after it
+generated a 1M file in-process, which the figures before 2026-12-06 include). A stage past
+--limit-s seconds or --max-rss-gb resident (polled: no OOM killer on a shared box) is killed.
 
 The campaign is tests/bench/scale_campaign.py's. --campaigns K grows the file to K campaigns,
 SQL copies of the first under campaign ids of their own (a file that grew by K nightly
@@ -46,7 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 import scale_campaign  # noqa: E402  (tests/bench is the script's own folder, on the path)
-from scale_campaign import add_campaign, copies, generate, windows  # noqa: E402
+from scale_campaign import generate, windows  # noqa: E402
+from scale_copies import add_campaign, copies  # noqa: E402
 
 from specsweep.analyze.build import TABLES  # noqa: E402
 from tests.support.analysis_tables import differences  # noqa: E402
@@ -57,7 +59,7 @@ class Stage:
     """One child process's figures."""
 
     wall_s: float
-    peak_mib: float  # the largest process's own peak (ru_maxrss)
+    peak_mib: float  # the largest process's own peak (VmHWM, polled)
     rc: int | None  # None: killed at a limit
     killed: str = ""
     group_mib: float = 0.0  # the most its processes held together (polled every 50 ms)
@@ -72,52 +74,52 @@ def timed(cmd: list[str], limit_s: float, max_rss_mib: float, log: Path) -> Stag
         proc = subprocess.Popen(
             cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-    group = 0.0
+    group = peak = 0.0
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return Stage(
-                time.perf_counter() - started,
-                usage.ru_maxrss / 1024,
-                proc.returncode,
-                group_mib=group,
-            )
+            return Stage(time.perf_counter() - started, peak, proc.returncode, group_mib=group)
         elapsed = time.perf_counter() - started
-        rss = _group_rss_mib(proc.pid)
-        group = max(group, rss)
+        rss, hwm = _group_memory_mib(proc.pid)
+        group, peak = max(group, rss), max(peak, hwm)
         if elapsed > limit_s or rss > max_rss_mib:
             os.killpg(proc.pid, signal.SIGKILL)
-            _, _, usage = os.wait4(proc.pid, 0)
+            os.wait4(proc.pid, 0)
             why = (
                 f"KILLED after {_clock(elapsed)}"
                 if elapsed > limit_s
                 else f"KILLED at {rss:,.0f} MiB resident after {_clock(elapsed)}"
             )
-            return Stage(elapsed, usage.ru_maxrss / 1024, None, why)
+            return Stage(elapsed, peak, None, why)
         time.sleep(0.05)
 
 
-def _group_rss_mib(pgid: int) -> float:
-    """Resident memory of every live process of process group pgid, summed."""
-    total = 0.0
+def _group_memory_mib(pgid: int) -> tuple[float, float]:
+    """(resident memory of every live process of process group pgid, summed; the largest
+    high-water mark among them)."""
+    total = peak = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if int(fields[2]) == pgid:  # fields after "(comm)": state, ppid, pgrp, ...
-            total += _rss_mib(int(stat.parent.name))
-    return total
+            rss, hwm = _memory_mib(int(stat.parent.name))
+            total, peak = total + rss, max(peak, hwm)
+    return total, peak
 
 
-def _rss_mib(pid: int) -> float:
-    """Resident memory of a live process (0 once it is gone)."""
+def _memory_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a live process in MiB (0 once it is gone)."""
     try:
         lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     except OSError:
-        return 0.0
-    return next((int(x.split()[1]) / 1024 for x in lines if x.startswith("VmRSS:")), 0.0)
+        return 0.0, 0.0
+    found = {
+        x.split(":")[0]: int(x.split()[1]) / 1024 for x in lines if x[:6] in ("VmRSS:", "VmHWM:")
+    }
+    return found.get("VmRSS", 0.0), found.get("VmHWM", 0.0)
 
 
 CACHE = Path.home() / ".cache" / "specsweep" / "bench-scale"

@@ -265,3 +265,27 @@ def test_attainment_is_compared_under_the_same_slo_only(tmp_path: Path) -> None:
         result = compare.compare(con, "A", "B")
     assert not [c for c in result.changes if c.metric == "attainment"]
     assert ("campaign", "slo.ttft_ms", "140", "200") in result.environment
+
+
+def test_analyze_compares_a_stored_pair_again_when_a_side_changed(tmp_path: Path, capsys) -> None:
+    """A stored comparison is derived from both campaigns' analysis rows: `specsweep analyze`
+    compares the pair again when one side's rows changed, leaves it alone when neither did,
+    and drops it when a side is gone."""
+    from specsweep.analyze.__main__ import main
+
+    db = _db(tmp_path, 0.8)
+    assert _compare(db).returncode == 0
+    assert [r[3] for r in _stored(db, "compare_runs")] == [108, 108]
+    with duckdb.connect(str(db)) as con:  # B loses one round: its comparison must follow
+        con.execute("DELETE FROM requests WHERE campaign_id = 'B' AND run = 3")
+    assert main(["--db", str(db)]) == 0
+    assert "analyze: compared A and B again" in capsys.readouterr().out
+    assert [r[3] for r in _stored(db, "compare_runs")] == [108, 72]
+    assert main(["--db", str(db)]) == 0
+    assert "compared" not in capsys.readouterr().out  # nothing changed
+    with duckdb.connect(str(db)) as con:
+        for table in ("requests", "services", "campaigns"):
+            con.execute(f"DELETE FROM {table} WHERE campaign_id = 'B'")
+    assert main(["--db", str(db)]) == 0
+    assert "dropped the comparison of A and B" in capsys.readouterr().out
+    assert _counts(db) == {}

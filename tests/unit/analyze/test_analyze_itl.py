@@ -1,4 +1,4 @@
-"""analyze/itl.py (the one pass over every chunk list) against a plain per-request numpy
+"""analyze/itl/ (the one pass over every chunk list) against a plain per-request numpy
 reference on random hand-built rows, with blocks, spills and window interleaving forced small
 so that every path runs: a request cut by a block boundary, gaps spilled to files and read
 back, windows sorted apart."""

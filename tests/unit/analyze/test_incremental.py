@@ -23,21 +23,29 @@ from tests.unit.analyze.test_analyze_golden import golden_db
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import scale_campaign  # noqa: E402  (tests/bench/scale_campaign.py: the synthetic campaign)
+import scale_copies  # noqa: E402
 
 BASELINE = "autoregressive"  # the race campaign names another: every build is told this one
 GOLDEN = "local-smollm2-7297cb746aa7"
 
 
-def full_copy(path: Path, tmp_path: Path) -> Path:
-    """A copy of the file at path, analysed by a full rebuild."""
-    other = tmp_path / f"full-{path.stem}.duckdb"
+def full_copy(path: Path, tmp_path: Path, group_requests: int) -> Path:
+    """A copy of the file at path, analysed by a full rebuild: in one pass, or a group of
+    campaigns at a time when they hold more than group_requests requests."""
+    other = tmp_path / f"full-{group_requests}.duckdb"
     shutil.copyfile(path, other)
-    assert build.run(other, baseline=BASELINE, full=True).full == "--full"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scope, "GROUP_REQUESTS", group_requests)
+        done = build.run(other, baseline=BASELINE, full=True)
+    assert done.full == "--full"
+    assert (len(done.groups) > 1) == (group_requests == 1)
     return other
 
 
 def assert_same_as_full(path: Path, tmp_path: Path) -> None:
-    assert differences(path, full_copy(path, tmp_path), build.TABLES) == []
+    """Equal to a full rebuild in one pass and to one a campaign at a time."""
+    for group_requests in (scope.GROUP_REQUESTS, 1):
+        assert differences(path, full_copy(path, tmp_path, group_requests), build.TABLES) == []
 
 
 def built_at(path: Path) -> dict[str, object]:
@@ -55,7 +63,7 @@ def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(
 
     scale = tmp_path / "scale.duckdb"
     scale_campaign.generate(scale, 600, seed=3, batch=600)
-    added = scale_campaign.add_campaign(path, scale, 1)
+    added = scale_copies.add_campaign(path, scale, 1)
     done = build.run(path, baseline=BASELINE)
     assert (done.full, done.changed, done.removed, done.requests) == ("", [added], [], 600)
     assert built_at(path)[GOLDEN] == first[GOLDEN]  # the default campaign was not rebuilt
