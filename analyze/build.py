@@ -34,15 +34,12 @@ from specsweep.analyze.models.registry import PARAMS_DDL as PARAMS_DDL  # re-exp
 from specsweep.analyze.models.registry import plan_description as plan_description  # re-exported
 from specsweep.analyze.models.sql import read_sql as read_sql  # re-exported: tests run single files
 from specsweep.schema.defaults import DEFAULT_BASELINE
+from specsweep.schema.store import READER_MEMORY, connect, scratch_folder
 from specsweep.schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
-from specsweep.schema.store import connect
 
 log = logging.getLogger(__name__)
 
 
-# DuckDB's buffer pool would otherwise cache up to 80% of RAM of a file read once; past this
-# it evicts pages and spills intermediates to a temporary folder (a 1M-request file is 4.5 GB)
-MEMORY_LIMIT = "1GB"
 MODELS = registry.models()  # every model, in build order
 OBJECTS = registry.objects(MODELS)  # the analysis objects, in build order
 MEASURED = registry.sql_file("measured_requests")  # the view analyze.itl scans too
@@ -59,38 +56,37 @@ def run(db_path: str | Path, baseline: str | None = None, full: bool = False) ->
     says so). Returns what was done."""
     db_path = Path(db_path)
     # schema's connect refuses a missing or foreign file and migrates an older one
-    with connect(db_path) as con:
+    with connect(db_path, memory=READER_MEMORY) as con:
         baseline = baseline or plan_baseline(con)
         todo = scope.Plan(full="--full") if full else scope.plan(con, baseline, OBJECTS)
-        if todo.full:
-            todo.groups = scope.groups(con)
+        building = list(scope.fingerprints(con)) if todo.full else todo.changed
+        todo.groups = scope.groups(con, building)
     if todo.full and len(todo.groups) <= 1:
         rebuild(db_path, baseline)
-    elif todo.full:
-        for i, group in enumerate(todo.groups):
-            log.info("group %d of %d: %d campaign(s)", i + 1, len(todo.groups), len(group))
-            build_some(db_path, baseline, group, whole=i == 0)
-    elif todo.campaigns:
-        build_some(db_path, baseline, todo.changed, todo.removed)
+        return todo
+    removed = todo.removed  # dropped with the first group
+    for i, group in enumerate(todo.groups or ([[]] if removed else [])):
+        log.info("group %d of %d: %d campaign(s)", i + 1, len(todo.groups), len(group))
+        build_some(db_path, baseline, group, removed if i == 0 else [], whole=todo.full and i == 0)
     return todo
 
 
 def build_some(
-    db_path: Path, baseline: str, changed: list[str], removed: tuple = (), whole: bool = False
+    db_path: Path, baseline: str, changed: list[str], removed: list[str], whole: bool
 ) -> None:
     """Analyse the campaigns `changed` in a scratch file beside db_path and swap their rows
     into its analysis tables, dropping those of `removed`; whole: replace the tables outright
     (the first group of a full rebuild), then make the views over them."""
-    with scope.scratch_folder(db_path) as folder:
+    with scratch_folder(db_path, "analyze") as folder:
         scratch = Path(folder) / "campaigns.duckdb"
         scope.copy_campaigns(db_path, scratch, changed)
         rebuild(scratch, baseline)
         if whole:
-            with connect(db_path) as con:
+            with connect(db_path, memory=READER_MEMORY) as con:
                 drop_views(con)  # a table cannot replace an older build's view
         scope.merge(db_path, scratch, [*changed, *removed], TABLES, whole)
     if whole:
-        with connect(db_path) as con:
+        with connect(db_path, memory=READER_MEMORY) as con:
             state = Build(con, baseline)
             for model in VIEWS:
                 model.run(state)
@@ -103,7 +99,10 @@ def plan_line(done: scope.Plan) -> str:
         return f"rebuilt every campaign ({done.full}){groups}"
     if not done.campaigns:
         return "every campaign's analysis is up to date (nothing changed since the last build)"
-    parts = [f"rebuilt {len(done.changed)} changed campaign(s) ({done.requests:,} requests)"]
+    groups = f" in {len(done.groups)} groups" if len(done.groups) > 1 else ""
+    parts = [
+        f"rebuilt {len(done.changed)} changed campaign(s) ({done.requests:,} requests){groups}"
+    ]
     if done.removed:
         parts.append(f"dropped {len(done.removed)} campaign(s) no longer in the file")
     return "; ".join(parts) + ": " + ", ".join(done.campaigns)
@@ -114,8 +113,7 @@ def rebuild(db_path: Path, baseline: str) -> None:
     log.info("inter-token latencies from every chunk list")
     # read-only, in worker processes: before this process takes the write lock
     latencies = itl.compute(db_path, read_sql(MEASURED))
-    with connect(db_path) as con:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    with connect(db_path, memory=READER_MEMORY) as con:
         con.begin()
         try:
             build(con, baseline, latencies)
@@ -154,16 +152,21 @@ def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
     return names[0] if names else DEFAULT_BASELINE
 
 
-def object_counts(db_path: str | Path) -> dict[str, int]:
-    """Row count of each analysis object, in build order."""
-    with connect(db_path, read_only=True) as con:
-        return {name: con.table(name).aggregate("count(*)").fetchall()[0][0] for name in OBJECTS}
+def object_counts(db_path: str | Path) -> dict[str, int | None]:
+    """Row count of each analysis object, in build order; None for a view (speedup_pairs:
+    counting it joins every request again, 4 s of a 10M-request file)."""
+    views = {name for model in VIEWS for name, kind in model.builds.items() if kind == VIEW}
+    with connect(db_path, read_only=True, memory=READER_MEMORY) as con:
+        return {
+            name: None if name in views else con.table(name).count("*").fetchall()[0][0]
+            for name in OBJECTS
+        }
 
 
 def import_check_lines(db_path: str | Path) -> list[str]:
     """What the import_check view says, for `specsweep analyze` to print: how many figures
     of imported files equal ours to the printed digit, then each one that differs."""
-    with connect(db_path, read_only=True) as con:
+    with connect(db_path, read_only=True, memory=READER_MEMORY) as con:
         rows = con.execute(
             "SELECT campaign_id, workload, stat, metric, file_printed, specsweep_printed, "
             "match, tool FROM import_check ORDER BY campaign_id, run, metric, stat"

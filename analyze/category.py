@@ -123,11 +123,18 @@ def ddl(table: str) -> str:
 
 
 def matrix(cells: pd.DataFrame, value: str, prompt: str) -> np.ndarray | None:
-    """The (R, P) matrix of ``value`` over (run, prompt); None when some cell is missing."""
-    grid = cells.pivot_table(
-        index="run", columns=prompt, values=value, aggfunc="first", dropna=False
-    )
-    return None if grid.isna().to_numpy().any() else grid.to_numpy(float)
+    """The (R, P) matrix of ``value`` over (run, prompt), runs and prompts sorted, each cell
+    the first non-null value of its (run, prompt); None when some cell has none. (What
+    pandas' pivot_table with aggfunc "first" gives, in numpy: pivot_table took 8 ms a group,
+    half of a small campaign's analysis.)"""
+    v = cells[value].to_numpy(float)
+    runs, r = np.unique(cells["run"].to_numpy(), return_inverse=True)
+    prompts, p = np.unique(cells[prompt].to_numpy(), return_inverse=True)
+    ok = ~np.isnan(v)
+    codes, first = np.unique(r[ok] * len(prompts) + p[ok], return_index=True)
+    if len(codes) < len(runs) * len(prompts):
+        return None
+    return v[ok][first].reshape(len(runs), len(prompts))
 
 
 def figures(cells: pd.DataFrame, prompt: str, start: StartVariance) -> dict:

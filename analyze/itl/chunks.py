@@ -41,6 +41,7 @@ class Pool:
     tag: str
     buffers: dict[int, list[np.ndarray]] = field(default_factory=dict)
     held: int = 0
+    on_disk: bool = False  # spilled at least once
 
     def add(self, windows: np.ndarray, ends: np.ndarray, values: np.ndarray) -> None:
         """values[ends[i-1]:ends[i]] belong to window windows[i]."""
@@ -54,7 +55,13 @@ class Pool:
         for w, parts in self.buffers.items():
             with (self.folder / f"{self.kind}-{w}-{self.tag}.f64").open("ab") as out:
                 np.concatenate(parts).tofile(out)
-        self.buffers, self.held = {}, 0
+        self.buffers, self.held, self.on_disk = {}, 0, True
+
+    def held_values(self, w: int) -> np.ndarray:
+        """Window w's gaps still in memory, in the order they came (what `pooled` would read
+        back from this pool's file had it spilled)."""
+        parts = self.buffers.get(w, [])
+        return np.concatenate(parts) if parts else np.empty(0)
 
 
 def pooled(folder: Path, kind: str, w: int) -> np.ndarray:
@@ -147,10 +154,27 @@ def pooled_stats(folder: Path, w: int) -> dict[str, float | int | None]:
 def scan_file(
     db_path: str, window_of: np.ndarray, ranges: list[tuple[int, int]], folder: Path, tag: str
 ) -> pd.DataFrame:
+    """A worker process's share of the scan; every gap goes to the spill files, which the
+    parent pools per window."""
     with duckdb.connect(db_path, read_only=True) as con:
         con.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
         con.execute("SET threads = 1")  # the other cores run the other workers
-        return scan_on(con, window_of, ranges, folder, tag)
+        frame, chunk_pool, token_pool = scan_on(con, window_of, ranges, folder, tag)
+    chunk_pool.spill()
+    token_pool.spill()
+    return frame
+
+
+def in_memory_stats(
+    chunk_pool: Pool, token_pool: Pool, windows: list[int]
+) -> list[dict[str, float | int | None]]:
+    """The windows' figures of a scan in this process: from memory when neither pool
+    spilled (a small campaign: no file written and read back), else from the spill files."""
+    if chunk_pool.on_disk or token_pool.on_disk:
+        chunk_pool.spill()
+        token_pool.spill()
+        return [pooled_stats(chunk_pool.folder, w) for w in windows]
+    return [window_stats(chunk_pool.held_values(w), token_pool.held_values(w)) for w in windows]
 
 
 def scan_on(
@@ -159,8 +183,9 @@ def scan_on(
     ranges: list[tuple[int, int]],
     folder: Path,
     tag: str,
-) -> pd.DataFrame:
-    """Per-request figures of the given rowid ranges; their gaps go to the spill files."""
+) -> tuple[pd.DataFrame, Pool, Pool]:
+    """Per-request figures of the given rowid ranges, and the pools of their gaps (spilled
+    to files past SPILL_BYTES; the caller spills or reads what is left)."""
     requests = Requests()
     chunk_pool, token_pool = Pool(folder, "chunk", tag), Pool(folder, "token", tag)
     for rid, t, k in blocks(con, ranges):
@@ -179,9 +204,7 @@ def scan_on(
             # every request has a gap (CHUNKS_SQL), so no reduceat slice is empty
             kept = np.add.reduceat(b.token_ok.astype(np.int64), np.concatenate(([0], b.ends[:-1])))
             add_runs(token_pool, window, np.cumsum(kept), b.per_token[b.token_ok])
-    chunk_pool.spill()
-    token_pool.spill()
-    return requests.frame()
+    return requests.frame(), chunk_pool, token_pool
 
 
 def add_runs(pool: Pool, window: np.ndarray, ends: np.ndarray, values: np.ndarray) -> None:

@@ -8,7 +8,6 @@ import contextlib
 import multiprocessing
 import multiprocessing.pool
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,13 @@ from specsweep.analyze.itl.chunks import (
     STATS,
     WORKER_MEMORY,
     concat,
+    in_memory_stats,
     pooled_stats,
     scan_file,
     scan_on,
 )
 from specsweep.schema.keys import WINDOW_KEY
+from specsweep.schema.store import scratch_folder
 
 PARALLEL_CHUNKS = 20_000_000  # below this, worker processes cost more than they save
 
@@ -84,14 +85,15 @@ def compute(db_path: str | Path, measured_sql: str, workers: int | None = None) 
         parts: list[pd.DataFrame] = []
         stats: dict[int, dict] = {}
         with (
-            tempfile.TemporaryDirectory(prefix=".specsweep-itl-", dir=db_path.parent) as tmp,
+            scratch_folder(db_path, "itl") as tmp,
             _workers(workers) as pool,
         ):
             for members, lo, hi in groups:
                 scan = Scan(Path(tmp), _only(window_of, members), _within(ranges, lo, hi))
                 if pool is None:
-                    parts.append(scan_on(con, scan.window_of, scan.ranges, scan.folder, "0"))
-                    found = [pooled_stats(scan.folder, w) for w in members]
+                    frame, *pools = scan_on(con, scan.window_of, scan.ranges, scan.folder, "0")
+                    parts.append(frame)
+                    found = in_memory_stats(*pools, members)
                 else:
                     parts += scan.on(pool, db_path, workers)
                     found = pool.starmap(pooled_stats, [(scan.folder, w) for w in members])

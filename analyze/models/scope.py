@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from specsweep.schema.store import connect
+from specsweep.schema.store import READER_MEMORY, connect
 
 STATE = "analysis_campaigns"
 STATE_DDL = f"""
@@ -74,7 +73,7 @@ class Plan:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     requests: int = 0  # requests of the changed campaigns
-    groups: list[list[str]] = field(default_factory=list)  # a full rebuild's, when several
+    groups: list[list[str]] = field(default_factory=list)  # the campaigns built, in groups
 
     @property
     def campaigns(self) -> list[str]:
@@ -157,15 +156,15 @@ def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return dict(con.execute("SELECT campaign_id, count(*) FROM requests GROUP BY ALL").fetchall())
 
 
-def groups(con: duckdb.DuckDBPyConnection) -> list[list[str]]:
-    """Every campaign of the file, in groups of whole campaigns of about GROUP_REQUESTS
-    requests, in campaign_id order: a full rebuild of a large file builds one group at a time,
-    so its memory and its temporary files follow the largest group, not the file (one pass
-    over 10M requests filled a 25 GB disk with DuckDB's temporary storage)."""
+def groups(con: duckdb.DuckDBPyConnection, campaigns: list[str]) -> list[list[str]]:
+    """campaigns in groups of whole campaigns of about GROUP_REQUESTS requests, in campaign_id
+    order: a build of many campaigns builds one group at a time, so its memory and its
+    temporary files follow the largest group, not the file (one pass over 10M requests filled
+    a 25 GB disk with DuckDB's temporary storage)."""
     counts = _requests(con)
     out: list[list[str]] = []
     held = 0
-    for cid in sorted(fingerprints(con)):
+    for cid in sorted(campaigns):
         if not out or held + counts.get(cid, 0) > GROUP_REQUESTS:
             out.append([])
             held = 0
@@ -176,7 +175,7 @@ def groups(con: duckdb.DuckDBPyConnection) -> list[list[str]]:
 
 def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> None:
     """A new results file at scratch holding the raw rows of `campaigns` from db."""
-    with connect(scratch, create=True) as con:
+    with connect(scratch, create=True, memory=READER_MEMORY) as con:
         con.execute(f"ATTACH {literal(db)} AS src (READ_ONLY)")
         for table in RAW:
             con.execute(
@@ -192,7 +191,7 @@ def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whol
     file's (tables: the analysis tables; one without a campaign_id column, like
     analysis_params and metric_catalog, is replaced whole). whole: every table is replaced
     by the scratch file's (the first group of a full rebuild)."""
-    with connect(db) as con:
+    with connect(db, memory=READER_MEMORY) as con:
         con.execute(f"ATTACH {literal(scratch)} AS scratch (READ_ONLY)")
         per_campaign = {
             name
@@ -229,9 +228,3 @@ def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whol
 def literal(path: Path) -> str:
     """path as a SQL string literal (ATTACH takes no bound parameter)."""
     return "'" + str(path).replace("'", "''") + "'"
-
-
-def scratch_folder(db: Path) -> tempfile.TemporaryDirectory[str]:
-    """A folder for the scratch file beside the results file (the disk the user chose for
-    results; deleted when the build ends)."""
-    return tempfile.TemporaryDirectory(prefix=".specsweep-analyze-", dir=db.parent)

@@ -13,10 +13,12 @@ import math
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
-from specsweep.analyze import build
+from specsweep.analyze import build, category
 from tests.support.analyze_rows import AR, fetch, in_rounds, one, req, write_db
 
 # workload -> prompt -> (category, dd's steps, dd's decode seconds at concurrency 1)
@@ -135,3 +137,26 @@ def test_concurrency_4_has_its_own_window_rows(db: Path) -> None:
     assert (r["speedup"], r["acceptance_gain"]) == (pytest.approx(1.0), pytest.approx(1.0))
     keys = fetch(db, "SELECT DISTINCT concurrency FROM category_speedup ORDER BY 1")
     assert [k["concurrency"] for k in keys] == [1, 4]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matrix_is_pandas_pivot_of_the_first_non_null_value(seed: int) -> None:
+    """category.matrix (numpy) against the pivot_table it replaced: sorted runs and prompts,
+    the first non-null value of each cell, None when a cell has none (missing, or null)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    cells = pd.DataFrame(
+        {
+            "run": rng.integers(1, 4, n),
+            "prompt": rng.choice(["p3", "p1", "p10", "p2"], n),
+            "d": np.where(rng.random(n) < 0.15, np.nan, rng.normal(size=n)),
+        }
+    )
+    grid = cells.pivot_table(
+        index="run", columns="prompt", values="d", aggfunc="first", dropna=False
+    )
+    want = None if grid.isna().to_numpy().any() else grid.to_numpy(float)
+    got = category.matrix(cells, "d", "prompt")
+    assert (got is None) == (want is None)
+    if want is not None:
+        np.testing.assert_array_equal(got, want)

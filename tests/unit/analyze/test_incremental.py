@@ -27,6 +27,7 @@ import scale_copies  # noqa: E402
 
 BASELINE = "autoregressive"  # the race campaign names another: every build is told this one
 GOLDEN = "local-smollm2-7297cb746aa7"
+GROUP_REQUESTS = scope.GROUP_REQUESTS  # the default, before a test changes it
 
 
 def full_copy(path: Path, tmp_path: Path, group_requests: int) -> Path:
@@ -44,7 +45,7 @@ def full_copy(path: Path, tmp_path: Path, group_requests: int) -> Path:
 
 def assert_same_as_full(path: Path, tmp_path: Path) -> None:
     """Equal to a full rebuild in one pass and to one a campaign at a time."""
-    for group_requests in (scope.GROUP_REQUESTS, 1):
+    for group_requests in (GROUP_REQUESTS, 1):
         assert differences(path, full_copy(path, tmp_path, group_requests), build.TABLES) == []
 
 
@@ -70,7 +71,13 @@ def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(
     assert_same_as_full(path, tmp_path)
 
     race_rows.write(path, {"A": [100.0, 104.0], "B": [150.0, 149.0]})
-    assert build.run(path, baseline=BASELINE).changed == ["c1"]
+    with connect(path) as con:  # and the scale campaign loses a request
+        con.execute("DELETE FROM requests WHERE request_id = (SELECT min(request_id) "
+                    "FROM requests WHERE campaign_id = ?)", [added])  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:  # two changed campaigns: two groups
+        patch.setattr(scope, "GROUP_REQUESTS", 1)
+        done = build.run(path, baseline=BASELINE)
+    assert (done.changed, done.groups) == (["c1", added], [["c1"], [added]])
     assert_same_as_full(path, tmp_path)
 
     with connect(path) as con:  # a unit of the default campaign is redone: its rows go
