@@ -19,10 +19,10 @@ compares them with the file as it is now:
   campaigns at a time, each group as an incremental build is: an interrupted full rebuild
   leaves the groups it finished, and the next `specsweep analyze` builds the rest.
 
-An incremental build (`build_some`) copies the changed campaigns' raw rows into a scratch
-DuckDB file, runs the whole model list there (the same code as a full rebuild), then, in one
-transaction of the results file, deletes those campaigns' rows from every analysis table and
-inserts the scratch file's: an interruption leaves the previous analysis in place.
+An incremental build (analyze.build.build_some) copies the changed campaigns' raw rows into a
+scratch DuckDB file, runs the whole model list there (the same code as a full rebuild), then,
+in one transaction of the results file, deletes those campaigns' rows from every analysis
+table and inserts the scratch file's: an interruption leaves the previous analysis in place.
 
 Fingerprints are sums of row hashes per campaign, so they do not depend on row order. For
 `requests` they hash the columns a rewritten row always changes (request_id, sent_at, e2e_s,
