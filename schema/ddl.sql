@@ -196,8 +196,9 @@ CREATE TABLE IF NOT EXISTS windows (
     elapsed_s        DOUBLE NOT NULL,      -- perf_counter, window start to the last reply's end
     run              INTEGER NOT NULL DEFAULT 1, -- requests.run
     loop_lag_p99_s   DOUBLE,               -- how late the client's event loop woke, p99 and max
-    loop_lag_max_s   DOUBLE,               -- (collect/http/loop_lag.py); p99 > 2 ms: the client
-                                           -- could not keep up. NULL: before schema v14
+    loop_lag_max_s   DOUBLE,               -- (collect/http/loop_lag.py: a 1 ms probe since
+                                           -- 2026-12-06, 5 ms before; collect's warning judges
+                                           -- each chunk's read). NULL: before schema v14
     PRIMARY KEY (campaign_id, window_id)
 );
 

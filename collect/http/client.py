@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import json
 import time
+import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -26,6 +28,7 @@ from typing import Any, Protocol
 import httpx
 
 from specsweep.collect.http import connection as http1
+from specsweep.collect.http.loop_lag import Shared
 from specsweep.schema.store import utcnow
 
 
@@ -52,6 +55,9 @@ class Result:
     e2e_s: float | None = None
     chunk_times_s: list[float] = field(default_factory=list)
     chunk_tokens: list[int] | None = field(default_factory=list)
+    # reads that carried bytes after a chunk (collect/http/loop_lag.py: whose stamps may be
+    # late if the loop was); kept in memory for the window's verdict, never stored
+    shared: list[Shared] = field(default_factory=list)
     text: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
     error_kind: str | None = None
@@ -122,6 +128,7 @@ async def stream(
     waits between sends, and it runs per request on the event loop that stamps every
     stream's reads, where an AsyncRetrying costs about 25 us against 0.4 us for the loop
     (one send that succeeds; measured 2026-12-04 on the 2-core VM, tenacity 9.2.1)."""
+    await _turn()  # many requests due at once go out a few per turn of the loop
     payload = json.dumps(body).encode()
     headers = {k: v for k, v in client.headers.items() if k.lower() not in NOT_FORWARDED}
     headers["Content-Type"] = "application/json"
@@ -161,6 +168,54 @@ async def stream(
     return result
 
 
+class _Turns:
+    """Lets SENDS_PER_TURN requests go out per turn of the event loop; the others wait for
+    later turns, in order. A window of 1,024 streams starts all its requests in one turn,
+    and sending one costs about 0.1 ms (encoding, a pooled connection, the write), so
+    without this the loop was held 110-130 ms before any stream's reply was read again: the
+    first replies' chunks then shared reads under late stamps (tests/bench/bench_client.py,
+    2026-12-06). A turn's sends cost at most about 1.6 ms, below LATE_S."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop, self.used, self.armed = loop, 0, False
+        self.waiting: deque[asyncio.Future[None]] = deque()
+
+    async def wait(self) -> None:
+        if self.used < SENDS_PER_TURN and not self.waiting:
+            self.used += 1
+        else:
+            self.waiting.append(future := self.loop.create_future())
+            self._arm()
+            await future
+        self._arm()
+
+    def _arm(self) -> None:
+        if not self.armed:
+            self.armed = True
+            self.loop.call_soon(self._next)
+
+    def _next(self) -> None:
+        """A new turn: release the next waiters (they run in the turn after this one)."""
+        self.armed, self.used = False, 0
+        while self.waiting and self.used < SENDS_PER_TURN:
+            if not (future := self.waiting.popleft()).done():  # not cancelled meanwhile
+                future.set_result(None)
+                self.used += 1
+        if self.waiting:
+            self._arm()
+
+
+SENDS_PER_TURN = 16
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
+
+
+async def _turn() -> None:
+    loop = asyncio.get_running_loop()
+    if (turns := _TURNS.get(loop)) is None:
+        turns = _TURNS[loop] = _Turns(loop)
+    await turns.wait()
+
+
 # sends of one request whose connection ends before any byte of the reply (the first on a
 # pooled connection, the others on new ones); then it is recorded as server_died
 NO_REPLY_ATTEMPTS = 3
@@ -182,13 +237,23 @@ class _Events:
 
     def __call__(self, stamp: float, data: bytes) -> bool:
         self.buffer += data
-        offset = stamp - self.result.t0
+        offset, times = stamp - self.result.t0, self.result.chunk_times_s
+        before = len(times)
+        last_was_text = False  # the read's last event was a text chunk
         for payload in iter_sse(self.buffer):
             if payload == b"[DONE]":
-                self.done = True
-                return True
+                self.done, last_was_text = True, False
+                break
+            n = len(times)
             _take(self.parser, _decode(payload), offset, self.result, self.texts)
-        return False
+            last_was_text = len(times) > n
+        if len(times) > before:
+            # the chunks this read completed; the last one's stamp is its own only when
+            # nothing came after it in the read (no other event, no part of one)
+            own = last_was_text and not self.buffer
+            if (end := len(times) - own) > before:
+                self.result.shared.append((time.perf_counter(), stamp, before, end, int(not own)))
+        return self.done
 
 
 _scan = json.JSONDecoder().scan_once  # the C scanner: json.loads' own layers cost as much

@@ -1,46 +1,77 @@
-"""How late the client's event loop runs: the client's own check that it keeps up.
+"""How late the client's event loop runs, and which chunk stamps that may have made late: the
+client's own check that it keeps up.
 
 Every stamp is the kernel's receive time (connection.py) only while each stream's socket is
-read before its next packet arrives: a loop that comes round later finds the packets merged
+read before its next bytes arrive: a loop that comes round later finds the packets merged
 into one buffer with the newest stamp, so an earlier chunk's stamp is late by up to the
 loop's delay. A task here sleeps PERIOD_S again and again and records how much later than
 asked it woke. Its lateness covers everything that holds the loop (callbacks of other
-streams, parsing, GC, the process being descheduled), which is what delays a read.
+streams, parsing, GC, the process being descheduled), which is what delays a read; a probe
+that woke more than LATE_S late marks a late stretch, from its due time to its wake.
 
-A late loop alone does not make a stamp late. A read merges the packets that arrived since
-the last one under the newest packet's stamp, so a chunk is stamped late by the gap to the
-chunk that shared its read, and it shares a read only when that gap is shorter than the
-loop's lateness. Chunks sent in a burst (a speculative step's tokens as separate events) share
-reads at no cost: their gaps are far below 2 ms. So a window is one the client could not keep
-up with (`behind`) when its lateness p99 passes LATE_S, the bound the client is held to (chunk
-lag p99 under 2 ms, docs/benchmarks.md), and more than SHARE of its chunk gaps lie between
-LATE_S and that lateness: chunks that may carry a stamp late by more than the bound. Collect
-says so in a warning line naming the window; the `windows` row keeps loop_lag_p99_s and
-loop_lag_max_s either way. Asyncio wakes timers to the millisecond (epoll), so an idle loop
-reads 0-1 ms late; a process sharing its cores with a busy server (the 2-core default
-campaign) reads about 2-3 ms late at p99, against steps 7-30 ms apart.
+Which chunks may be late (`LoopLag.in_doubt`, an expected count):
+- only a chunk whose read also carried bytes that came after it (the client notes those
+  reads, `Result.shared`): the read's stamp is the newest byte's, the chunk's own arrival
+  is not known;
+- only where the read's stamp fell in a late stretch that began long enough before it: a
+  chunk that came in a hold came after the hold began, at most a period before the first
+  probe due in it, so it waited at most from then to the stamp (`reach`);
+- a chunk followed in its read by another text chunk counts by the share of the window's
+  gaps between a stream's reads that lie between LATE_S and that reach: one the server
+  wrote apart from the next is late by the gap between the writes, while the tokens of a
+  speculative step, sent as separate events at once, share a read at no cost. (Counted
+  in full, llama.cpp's draft bursts in 17-22 ms holds on 2 busy cores made 1.3-2.5% of a
+  window's chunks doubtful, where no write came within 20 ms of another.)
+- a stream's last chunk read with its final events (or with part of an event) counts in
+  full: the gap between them is not known. This errs on the safe side where replies are
+  short: a 40-chunk reply's last chunk is 2.5% of its chunks.
+
+A window is one the client could not keep up with (`behind`) when more than SHARE of its
+chunks are in doubt: then a p99 of chunk lag under LATE_S, the bound the client is held to
+(docs/benchmarks.md), is no longer assured. Collect says so in a warning line naming the
+window; the `windows` row keeps loop_lag_p99_s and loop_lag_max_s either way.
+
+Why not the lateness p99 alone (the rule before 2026-12-06): one long hold is one sample
+among hundreds, so at 1,024 streams a 110-130 ms hold per 2 s window left the p99 at 5-33 ms
+while TTFT p99 was 150 ms and the verdict said the client kept up
+(docs/measurements/2026-12-06-streams-doubt.md). Each chunk is judged by its own read now.
+
+Limits: asyncio wakes a timer to the millisecond (epoll), so an idle loop reads 0-1 ms
+late, and a hold is seen from the first probe due in it. The probe costs about 1,000
+wake-ups a second; its samples are kept as 8-byte floats (29 MB for an hour's window).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from array import array
+from collections.abc import Iterable
 
 import numpy as np
 
-PERIOD_S = 0.005
+PERIOD_S = 0.001
 LATE_S = 0.002
-SHARE = 0.01  # of a window's chunk gaps
+SHARE = 0.01  # of a window's chunks
+
+# a read that carried bytes after a chunk: (perf_counter at the read, the read's stamp, index
+# of its first chunk that may be late, index past its last, in the stream's chunk_times_s;
+# 1 when the last of them came before bytes that were no text chunk, else 0)
+Shared = tuple[float, float, int, int, int]
 
 
 class LoopLag:
     """Start with `start()` inside a running loop; `stop()` gives (p99, max) seconds late,
-    None for both when it never woke (a window shorter than PERIOD_S)."""
+    None for both when it never woke (a window shorter than PERIOD_S). `take` counts the
+    chunks of each stream read in the window; `in_doubt` judges them once stopped."""
 
     def __init__(self, period_s: float = PERIOD_S) -> None:
         self.period_s = period_s
-        self.late: list[float] = []
+        self.late = array("d")
+        self.due, self.woke = array("d"), array("d")  # the late stretches, in time order
+        self.chunks = 0
+        self.shared: list[Shared] = []
+        self.gaps: list[np.ndarray] = []  # each stream's gaps between reads
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> LoopLag:
@@ -50,9 +81,13 @@ class LoopLag:
     async def _run(self) -> None:
         clock, period, late = time.perf_counter, self.period_s, self.late
         while True:
-            asked = clock() + period
+            due = clock() + period
             await asyncio.sleep(period)
-            late.append(max(0.0, clock() - asked))
+            now = clock()
+            late.append(max(0.0, now - due))
+            if now - due > LATE_S:
+                self.due.append(due)
+                self.woke.append(now)
 
     def stop(self) -> tuple[float | None, float | None]:
         if self._task is not None:
@@ -60,33 +95,65 @@ class LoopLag:
             self._task = None
         if not self.late:
             return None, None
-        values = np.asarray(self.late)
+        values = np.frombuffer(self.late)
         return float(np.quantile(values, 0.99)), float(values.max())
 
+    def take(self, chunk_times: list[float], shared: Iterable[Shared]) -> None:
+        """One stream's chunk stamps and its reads that carried bytes after a chunk."""
+        self.chunks += len(chunk_times)
+        self.shared.extend(shared)
+        if len(gaps := np.diff(np.unique(chunk_times))):
+            self.gaps.append(gaps)
 
-def behind(p99: float | None, share: float | None) -> bool:
-    """Whether a window's lateness p99 says the client could not keep up: past LATE_S, with
-    more than SHARE of its chunk gaps between LATE_S and the lateness (late_share; None:
-    gaps unknown, the bound alone decides)."""
-    return p99 is not None and p99 > LATE_S and (share is None or share > SHARE)
+    def reach(self, shared: list[Shared]) -> np.ndarray:
+        """How long each read's earlier chunks may have waited unread: from the start of the
+        hold the read's stamp fell in to the stamp (0 outside late stretches). The hold
+        began at most a period before the first probe due in it (which woke after the
+        stamp), and a chunk that came in it is late by at most the time to the stamp."""
+        if not self.due or not shared:
+            return np.zeros(len(shared))
+        stamp = np.array([x[1] for x in shared], float)
+        due, woke = np.frombuffer(self.due), np.frombuffer(self.woke)
+        i = np.searchsorted(woke, stamp)  # the first late stretch not over at the stamp
+        reach = stamp - due[np.minimum(i, len(due) - 1)] + self.period_s
+        return np.where((i < len(due)) & (reach > 0), reach, 0.0)
 
+    def late_at(self, shared: list[Shared]) -> np.ndarray:
+        """Whether each read's earlier chunks may have waited more than LATE_S."""
+        return self.reach(shared) > LATE_S
 
-def late_share(p99: float | None, chunk_times: list[list[float] | None]) -> float | None:
-    """The share of the streams' chunk gaps (chunk_times_s lists) longer than LATE_S and
-    shorter than the loop's lateness p99: chunks whose stamp may be late by more than the
-    bound. None when the streams have no gap."""
-    gaps = [np.diff(t) for t in chunk_times if t is not None and len(t) > 1]
-    if not gaps or p99 is None:
-        return None
-    values = np.concatenate(gaps)
-    return float(np.mean((values > LATE_S) & (values < p99)))
+    def in_doubt(self) -> float:
+        """How many of the taken chunks may carry a stamp late by more than LATE_S, of the
+        reads whose chunks may have waited more than LATE_S (an expected count):
+        - a chunk that came before another text chunk in its read, weighed by the share of
+          the window's gaps between a stream's reads that lie between LATE_S and that wait:
+          a chunk the server wrote apart from the next is late by the gap between the two
+          writes, and one of a burst written at once (a speculative step's tokens as
+          separate events) is not late at all;
+        - in full, a chunk that came before other bytes only (the stream's last chunk before
+          its final events, or part of an event), whose gap to them is not known.
+        Every chunk in full where no stream read twice."""
+        reach = self.reach(self.shared)
+        late = reach > LATE_S
+        tails = np.array([x[4] for x in self.shared], float)
+        inner = np.array([end - start for _, _, start, end, _ in self.shared], float) - tails
+        if not self.gaps:
+            return float((inner + tails) @ late)
+        gaps = np.sort(np.concatenate(self.gaps))
+        within = np.searchsorted(gaps, reach) - np.searchsorted(gaps, LATE_S, side="right")
+        return float(inner @ (np.maximum(within, 0) / len(gaps)) + tails @ late)
 
+    def behind(self) -> bool:
+        """Whether more than SHARE of the window's chunks are in doubt."""
+        return self.chunks > 0 and self.in_doubt() > SHARE * self.chunks
 
-def late(windows: list[dict[str, Any]], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The windows rows (loop_lag_p99_s) the client could not keep up with, each against the
-    chunk gaps of its requests rows (chunk_times_s, matched by window_id)."""
-    return [
-        w for w in windows
-        if behind(p99 := w["loop_lag_p99_s"], late_share(
-            p99, [r["chunk_times_s"] for r in requests if r["window_id"] == w["window_id"]]))
-    ]  # fmt: skip
+    def warning(self) -> str | None:
+        """What collect says of a window that is behind (None when it is not), once stopped."""
+        if not self.behind():
+            return None
+        return (
+            f"the client could not keep up: about {self.in_doubt() / self.chunks:.1%} of its "
+            f"{self.chunks:,} chunks may carry a stamp late by more than {LATE_S * 1e3:g} ms "
+            f"(read with later bytes while its loop ran late, by up to "
+            f"{max(self.late) * 1e3:.0f} ms)"
+        )

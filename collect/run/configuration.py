@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 
-from specsweep.collect.http import loop_lag
 from specsweep.collect.http.client import http_client
 from specsweep.collect.plan.load import TraceWorkload
 from specsweep.collect.plan.model import AgenticWorkload, RequestsWorkload, ServiceConfig, Workload
@@ -196,6 +195,7 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
             ctx.sink.clear()
             ctx.gpu_sink.clear()
             ctx.window_sink.clear()
+            ctx.behind.clear()
             try:
                 rows = await workload_rows(ctx, w)
             except ReplayMissing as exc:
@@ -218,12 +218,8 @@ async def _measure(c: Campaign, key: str, service: Service, workloads: list[Work
                     ctx.window_sink,
                 )
                 raise
-            for late in loop_lag.late(ctx.window_sink, ctx.sink):
-                progress.note(f"[yellow]{config.method.name} (tp {config.tp}) window "
-                              f"{late['window_id']}: the client could not keep up (its loop "
-                              f"ran {late['loop_lag_p99_s'] * 1e3:.1f} ms late at p99, up to "
-                              f"{late['loop_lag_max_s'] * 1e3:.0f} ms): its chunk stamps may "
-                              "be late by as much[/yellow]")  # fmt: skip
+            for line in ctx.behind:
+                progress.note(f"[yellow]{config.method.name} (tp {config.tp}) {line}[/yellow]")
             after = await _scrape(ctx, calls, w.name, "after")
             if not service.alive():
                 service.fail("server died during the workload")

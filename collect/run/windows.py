@@ -42,8 +42,6 @@ from specsweep.collect.run.endpoints import Endpoints
 from specsweep.collect.telemetry import Sampler
 from specsweep.schema.store import utcnow
 
-LAG = "_loop_lag"  # an open window's LoopLag, never stored
-
 
 @dataclass
 class Context:
@@ -65,6 +63,8 @@ class Context:
     prefix_cache: str = "reset"  # the plan's prefix_cache: reset | keep
     slo: Slo | None = None  # the plan's latency objectives (a load's search reads them)
     window_sink: list[dict[str, Any]] = field(default_factory=list)  # windows rows
+    lags: dict[str, LoopLag] = field(default_factory=dict)  # open windows' LoopLag (never stored)
+    behind: list[str] = field(default_factory=list)  # warnings: windows the client fell behind
     run: int = 1  # which run of the campaign (the plan's `repeat`)
     # a `history: replay` window's script: (workload, max_tokens, concurrency) -> rep -> the
     # baseline's replies (collect.run.replay.script); None on the baseline's own service,
@@ -94,6 +94,8 @@ def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> di
     """One `requests` row from a result and its measurement key (which names the prompt's
     category: collect.plan.workloads.category_of)."""
     stats = {k: res.stats.get(k) for k in STAT_COLUMNS}
+    if (lag := ctx.lags.get(key["window_id"])) is not None and not key["is_warmup"]:
+        lag.take(res.chunk_times_s, res.shared)
     rid = request_id(
         ctx.campaign_id,
         ctx.config_id,
@@ -135,20 +137,11 @@ def row(ctx: Context, res: client.Result, window_start: float, **key: Any) -> di
 
 
 STAT_COLUMNS = (
-    "prompt_tokens",
-    "cached_tokens",
-    "output_tokens",
-    "finish_reason",
-    "spec_verify_ct",
-    "draft_tokens",
-    "accepted_tokens",
-    "accept_length",
-    "server_stats",
-    "engine_accept_length",  # the acceptance details (collect/engines/acceptance.py)
-    "accept_histogram",
-    "accepted_per_pos",
-    "step_accepted",
-)
+    "prompt_tokens", "cached_tokens", "output_tokens", "finish_reason", "spec_verify_ct",
+    "draft_tokens", "accepted_tokens", "accept_length", "server_stats",
+    # the acceptance details (collect/engines/acceptance.py)
+    "engine_accept_length", "accept_histogram", "accepted_per_pos", "step_accepted",
+)  # fmt: skip
 
 
 async def run_workers(
@@ -335,6 +328,7 @@ async def open_window(
     """Before a window: reset the prefix cache (unless the plan keeps it); the window's
     `windows` row so far (close_window completes it); `schedule`: an open-loop window's
     load, rate, ramp, burstiness, seed and schedule span."""
+    ctx.lags[key["window_id"]] = LoopLag().start()  # how late the loop runs (popped at close)
     if ctx.prefix_cache == "keep":
         how = "kept"
     elif ctx.calls is None:
@@ -361,17 +355,19 @@ async def open_window(
         "cache_reset": how,
         "started_at": utcnow(),
         "run": ctx.run,
-        LAG: LoopLag().start(),  # how late the loop runs in the window (popped at close)
     }
 
 
 def close_window(ctx: Context, window: dict[str, Any], t_start: float) -> None:
-    """The window's row: its elapsed time and how late the client's loop ran in it."""
+    """The window's row: its elapsed time and how late the client's loop ran in it; a
+    warning in ctx.behind when it ran too late for the stamps (collect/http/loop_lag.py)."""
     elapsed = time.perf_counter() - t_start
-    row = dict(window)
-    p99, worst = row.pop(LAG).stop()
-    ctx.window_sink.append({**row, "elapsed_s": elapsed, "loop_lag_p99_s": p99,
+    lag = ctx.lags.pop(window["window_id"])
+    p99, worst = lag.stop()
+    ctx.window_sink.append({**window, "elapsed_s": elapsed, "loop_lag_p99_s": p99,
                             "loop_lag_max_s": worst})  # fmt: skip
+    if (line := lag.warning()) is not None:
+        ctx.behind.append(f"window {window['window_id']}: {line}")
 
 
 async def warmup_rows(

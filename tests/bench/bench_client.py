@@ -44,7 +44,7 @@ import httpx
 
 from specsweep.collect.engines.vllm import VLLMChatStream
 from specsweep.collect.http import client, connection
-from specsweep.collect.http.loop_lag import LoopLag, behind
+from specsweep.collect.http.loop_lag import LATE_S, LoopLag, Shared
 from specsweep.collect.http.reply import BadReply, ConnectionBroke, Reply, Sink
 
 ENGINES = Path(__file__).resolve().parents[1] / "support"
@@ -58,8 +58,9 @@ BODY = {
 }
 PATH = "/v1/chat/completions"
 
-# one stream's (arrival stamps, send stamps) of its text chunks
-Pairs = tuple[list[float], list[float]]
+# one stream's (arrival stamps, send stamps) of its text chunks, and its reads that carried
+# bytes after a chunk (specsweep's client only; collect/http/loop_lag.py)
+Pairs = tuple[list[float], list[float], list[Shared]]
 
 
 class Recording(VLLMChatStream):
@@ -93,7 +94,7 @@ async def specsweep_plain(http: httpx.AsyncClient, url: str) -> tuple[Pairs, int
 def _checked(res: client.Result, sent: list[float]) -> tuple[Pairs, int]:
     if not res.ok:
         raise RuntimeError(f"specsweep client: {res.error_kind}: {res.error_message}")
-    return ([res.t0 + t for t in res.chunk_times_s], sent), len(res.chunk_times_s)
+    return ([res.t0 + t for t in res.chunk_times_s], sent, res.shared), len(res.chunk_times_s)
 
 
 async def vllm_one(session: aiohttp.ClientSession, url: str) -> tuple[Pairs, int]:
@@ -121,7 +122,7 @@ async def vllm_one(session: aiohttp.ClientSession, url: str) -> tuple[Pairs, int
                     arrivals.append(timestamp)
                     if "t_sent" in data:
                         sent.append(data["t_sent"])
-    return (arrivals, sent), len(arrivals)
+    return (arrivals, sent, []), len(arrivals)
 
 
 def _messages(buffer: str) -> tuple[str, list[str]]:
@@ -236,7 +237,9 @@ H11 = Client(
     _with_parser(H11Reply, specsweep_plain),
 )
 CLIENTS = [OURS, Client("vllm-style", _aiohttp, vllm_one)]
-LAGS: dict[tuple[str, int], list[float]] = {}  # (client, streams) -> each run's loop lag p99
+# (client, streams) -> each round's loop lag p99, chunks, chunks in doubt (an expected
+# count, collect/http/loop_lag.py), and specsweep's verdict: behind
+LAGS: dict[tuple[str, int], list[tuple[float, int, float, bool]]] = {}
 
 
 # --- runs --------------------------------------------------------------------------------
@@ -244,19 +247,33 @@ LAGS: dict[tuple[str, int], list[float]] = {}  # (client, streams) -> each run's
 
 async def fidelity(
     c: Client, url: str, streams: int, requests: int, cold: bool = False
-) -> list[Pairs]:
+) -> list[tuple[Pairs, list[bool]]]:
     """`requests` requests in batches of `streams` concurrent ones, after a warm-up batch
-    (of `streams`, or of 4 when `cold`)."""
+    (of `streams`, or of 4 when `cold`); each stream with its chunks in doubt (the client's
+    own verdict, collect/http/loop_lag.py; none for the vLLM-style client)."""
     out: list[Pairs] = []
     async with c.session(streams) as session:
         warm = min(streams, 4) if cold else streams
         await asyncio.gather(*(c.one(session, url) for _ in range(warm)))
-        lag = LoopLag().start()  # the client's own check (collect/http/loop_lag.py)
+        lag = LoopLag().start()  # the client's own check, as a window of collect's
         for _ in range(max(1, requests // streams)):
             done = await asyncio.gather(*(c.one(session, url) for _ in range(streams)))
             out += [pairs for pairs, _ in done]
-        LAGS.setdefault((c.name, streams), []).append(lag.stop()[0] or 0.0)
-    return out
+        p99 = lag.stop()[0] or 0.0
+    for arrivals, _, shared in out:
+        lag.take(arrivals, shared)
+    LAGS.setdefault((c.name, streams), []).append((p99, lag.chunks, lag.in_doubt(), lag.behind()))
+    return [(pairs, doubt(lag, pairs)) for pairs in out]
+
+
+def doubt(lag: LoopLag, pairs: Pairs) -> list[bool]:
+    """Which of a stream's chunks were read with later bytes while the loop was late long
+    enough for them to be late by more than LATE_S (what the verdict weighs)."""
+    flags = [False] * len(pairs[0])
+    for (_, _, start, end, _), late in zip(pairs[2], lag.late_at(pairs[2])):
+        if late:
+            flags[start:end] = [True] * (end - start)
+    return flags
 
 
 async def capacity(c: Client, url: str, streams: int, seconds: float) -> float:
@@ -275,15 +292,17 @@ async def capacity(c: Client, url: str, streams: int, seconds: float) -> float:
         return total / (time.perf_counter() - start)
 
 
-def errors(runs: list[Pairs]) -> tuple[list[float], list[float]]:
-    """TTFT errors (one per request) and per-chunk errors, in seconds."""
-    ttft, chunks = [], []
-    for arrivals, sent in runs:
+def errors(runs: list[tuple[Pairs, list[bool]]]) -> tuple[list[float], list[float], list[bool]]:
+    """TTFT errors (one per request), per-chunk errors in seconds, and whether each chunk
+    was in doubt."""
+    ttft, chunks, doubted = [], [], []
+    for (arrivals, sent, _), flags in runs:
         if len(arrivals) != len(sent) or not sent:
             raise RuntimeError(f"{len(arrivals)} arrivals for {len(sent)} stamped chunks")
         ttft.append(arrivals[0] - sent[0])
         chunks += [a - s for a, s in zip(arrivals, sent)]
-    return ttft, chunks
+        doubted += flags
+    return ttft, chunks, doubted
 
 
 def p99(xs: list[float]) -> float:
@@ -317,7 +336,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def fidelity_table(args: argparse.Namespace, url: str) -> None:
-    found: dict[tuple[str, int], list[Pairs]] = {}
+    found: dict[tuple[str, int], list[tuple[Pairs, list[bool]]]] = {}
     for r in range(args.rounds):
         order = CLIENTS if r % 2 == 0 else CLIENTS[::-1]
         for streams in args.concurrency:
@@ -331,19 +350,20 @@ def fidelity_table(args: argparse.Namespace, url: str) -> None:
     )
     print(
         f"{'streams':>7} {'client':<11} {'n req':>6} {'TTFT p50':>9} {'TTFT p99':>9} "
-        f"{'chunk p50':>9} {'chunk p99':>9} {'loop p99':>9} {'behind':>6}"
+        f"{'chunk p50':>9} {'chunk p99':>9} {'loop p99':>9} {'late %':>7} {'doubt %':>7} "
+        f"{'missed':>6} {'behind':>6}"
     )
     for streams in args.concurrency:
         rows = {}
         for c in CLIENTS:
             runs = found[(c.name, streams)]
-            ttft, chunks = errors(runs)
+            ttft, chunks, doubted = errors(runs)
             rows[c.name] = (p99(ttft), p99(chunks))
-            lag = max(LAGS[(c.name, streams)])  # the worst round's
+            rounds = LAGS[(c.name, streams)]
             print(
                 f"{streams:>7} {c.name:<11} {len(runs):>6} {_ms(statistics.median(ttft))} "
                 f"{_ms(p99(ttft))} {_ms(statistics.median(chunks))} {_ms(p99(chunks))} "
-                f"{_ms(lag)} {flag(c, lag):>6}"
+                f"{_ms(max(r[0] for r in rounds))} {verdict(c, chunks, doubted, rounds)}"
             )
         ours, theirs = rows["specsweep"], rows["vllm-style"]
         print(
@@ -387,12 +407,25 @@ def capacity_table(args: argparse.Namespace) -> None:
         print(f"  {'h11/ours':<11} {ratio:>16.2f}")
 
 
-def flag(c: Client, lag: float) -> str:
-    """specsweep's own verdict (collect/http/loop_lag.py) for its kernel-stamped reads; a
-    client that stamps in user space is late by any lateness of its loop: no verdict."""
+def verdict(
+    c: Client,
+    chunks: list[float],
+    doubted: list[bool],
+    rounds: list[tuple[float, int, float, bool]],
+) -> str:
+    """The share of chunks truly late by more than LATE_S; for specsweep's client also the
+    share it held in doubt (its expected count), the truly late ones not even read with
+    later bytes in a late stretch (missed), and whether any round was behind (its verdict,
+    collect/http/loop_lag.py). A client that stamps in user space is late by any lateness
+    of its loop: no verdict."""
+    late = [e > LATE_S for e in chunks]
+    share = f"{100 * sum(late) / len(late):>7.2f}"
     if c.name != OURS.name:
-        return "-"
-    return "yes" if behind(lag, 1.0 if lag > GAP_S else 0.0) else "no"  # every gap is GAP_S
+        return f"{share} {'-':>7} {'-':>6} {'-':>6}"
+    missed = sum(x and not d for x, d in zip(late, doubted))
+    in_doubt = 100 * sum(r[2] for r in rounds) / sum(r[1] for r in rounds)
+    behind = "yes" if any(r[3] for r in rounds) else "no"
+    return f"{share} {in_doubt:>7.2f} {missed:>6} {behind:>6}"
 
 
 def _ms(seconds: float) -> str:

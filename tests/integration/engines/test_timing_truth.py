@@ -18,6 +18,7 @@ import asyncio
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 
 from specsweep.collect.engines.sglang import GenerateStream, SGLang, SGLangEngine
 from specsweep.collect.http import client
+from specsweep.collect.http.loop_lag import LATE_S, LoopLag
 
 TTFT_S, GAP_S, CHUNKS = 0.05, 0.01, 40
 
@@ -108,3 +110,36 @@ def test_stamping_error_stays_within_bounds(
     assert min(chunks) >= 0  # a chunk cannot arrive before it was sent
     assert statistics.median(ttft) < p50_bound_s and statistics.median(chunks) < p50_bound_s
     assert _p99(ttft) < p99_bound_s and _p99(chunks) < p99_bound_s
+
+
+def test_a_held_loop_puts_the_chunks_it_made_late_in_doubt(truth_url: str) -> None:
+    """The client's own verdict (collect/http/loop_lag.py) against the truth: the loop held
+    100 ms mid-stream (10 chunk gaps), so each stream's chunks of the hold share one read
+    and carry a stamp late by up to 90 ms. Every chunk late by more than LATE_S that shared
+    its read is in doubt, and the window is behind. (A chunk alone in its read carries its
+    own arrival: late only because the server sent it late after stamping it.)"""
+
+    async def held() -> tuple[LoopLag, list[tuple[client.Result, Recording]]]:
+        lag = LoopLag().start()
+        asyncio.get_running_loop().call_later(TTFT_S + 0.1, time.sleep, 0.1)
+        pairs = await _streams(truth_url, 4)
+        lag.stop()
+        return lag, pairs
+
+    asyncio.run(_streams(truth_url, 2))  # warm the connection pool and both processes
+    lag, pairs = asyncio.run(held())
+    late = doubted = 0
+    for res, rec in pairs:
+        lag.take(res.chunk_times_s, res.shared)
+        flags = [False] * len(res.chunk_times_s)
+        for (_, _, start, end, _), x in zip(res.shared, lag.late_at(res.shared)):
+            flags[start:end] = [x] * (end - start)
+        shared = {i for _, _, start, end, _ in res.shared for i in range(start, end)}
+        for i, (t, sent) in enumerate(zip(res.chunk_times_s, rec.sent)):
+            if res.t0 + t - sent > LATE_S and i in shared:
+                late += 1
+                doubted += flags[i]
+    print(f"\nheld 100 ms: {late} chunks late and shared, {doubted} in doubt; "
+          f"{lag.in_doubt():.1f} of {lag.chunks} in doubt in all")  # fmt: skip
+    assert late >= 4 * 5 and doubted == late  # at least half the hold's chunks merged
+    assert lag.behind()
