@@ -84,9 +84,10 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import special
 
 from specsweep.analyze.stats import insert_frame
+from specsweep.stats import dist
 from specsweep.stats.paired import LEVEL
 from specsweep.stats.starts import POOL_ALPHA
 
@@ -198,7 +199,7 @@ def dispersion(keys: list[Starts], source: str) -> Dispersion:
         return Dispersion(reason=NO_SPREAD)
     parts = np.array([k.pearson() for k in used])
     x2, d, w = parts.sum(axis=0)
-    if d >= MIN_POOL_CONTRASTS and x2 <= stats.chi2.ppf(1 - POOL_ALPHA, d):
+    if d >= MIN_POOL_CONTRASTS and x2 <= dist.chi2_ppf(1 - POOL_ALPHA, d):
         return Dispersion(0.0, 0.0, True, source)
     s2 = max(0.0, (x2 - d) / w)
     pis = np.array([k.share * (1 - k.share) for k in used])
@@ -227,7 +228,7 @@ def interval(starts: Starts, disp: Dispersion, level: float = LEVEL) -> tuple[fl
 
     var, part = variance((starts.good.sum() + 0.5) / (total + 1))
     df = 2 * var**2 / (part**2 * disp.var_s2) if disp.var_s2 > 0 and part > 0 else np.inf
-    q = float(stats.t.ppf((1 + level) / 2, df))
+    q = float(dist.t_ppf((1 + level) / 2, df))
 
     def excess(p0: np.ndarray) -> np.ndarray:  # <= 0 inside the interval
         return (share - p0) ** 2 / variance(p0)[0] - q**2
@@ -237,7 +238,7 @@ def interval(starts: Starts, disp: Dispersion, level: float = LEVEL) -> tuple[fl
     first, last = inside[0], inside[-1]  # the share itself is always inside (or an end)
 
     def edge(a: float, b: float) -> float:
-        return optimize.brentq(lambda x: float(excess(np.array([x]))[0]), a, b)
+        return dist.root(lambda x: float(excess(np.array([x]))[0]), a, b)
 
     lo = 0.0 if first == 0 else edge(grid[first - 1], grid[first])
     hi = 1.0 if last == len(grid) - 1 else edge(grid[last], grid[last + 1])

@@ -23,8 +23,8 @@ from typing import Any
 
 import duckdb
 import numpy as np
-from scipy import stats
 
+from specsweep.stats import dist
 from specsweep.stats.paired import LEVEL
 from specsweep.stats.race import Drop, Level, Prior, RaceRule, Row, continuation, replay
 
@@ -266,7 +266,7 @@ def _decision(r: Raced, lv: Level, n_levels: int) -> dict[str, Any]:
         m, n = means[best], len(r.values(best, lv.name, lv.rounds))
         point = math.exp(m)
         if lv.sigma2 is not None and lv.df:
-            half = float(stats.t.ppf((1 + LEVEL) / 2, lv.df)) * math.sqrt(lv.sigma2 / n)
+            half = float(dist.t_ppf((1 + LEVEL) / 2, lv.df)) * math.sqrt(lv.sigma2 / n)
             low, high = math.exp(m - half), math.exp(m + half)
     return {
         **r.key(), "level": lv.name, "decision": decision, "winner": lv.winner,

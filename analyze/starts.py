@@ -32,8 +32,8 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from specsweep.stats import dist
 from specsweep.stats.paired import LEVEL, RunSpread, Speedup, cell_log_ratios, interval, run_spread
 from specsweep.stats.starts import StartTable, StartVariance, start_variance
 
@@ -212,7 +212,7 @@ def start_spread(start: StartVariance, level: float = LEVEL) -> float | None:
     [1 / x, x] of each other with probability `level` (None without an estimate)."""
     if not start.usable:
         return None
-    return float(np.exp(stats.t.ppf((1 + level) / 2, start.df) * (2 * start.s2) ** 0.5))
+    return float(np.exp(dist.t_ppf((1 + level) / 2, start.df) * (2 * start.s2) ** 0.5))
 
 
 def variance_rows(
@@ -221,7 +221,7 @@ def variance_rows(
     """start_variance rows of one metric: found's keys are (campaign_id, engine, tp, level)."""
     records = []
     for (campaign_id, engine, tp, value), v in found.items():
-        q_drift = float(stats.t.ppf((1 + level) / 2, v.drift_df)) if v.has_drift else None
+        q_drift = float(dist.t_ppf((1 + level) / 2, v.drift_df)) if v.has_drift else None
         half = q_drift * v.drift_var**0.5 if q_drift is not None else None
         records.append({
             "campaign_id": campaign_id, "metric": metric, "engine": engine, "tp": int(tp),

@@ -63,8 +63,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from specsweep.stats import dist
 from specsweep.stats.starts import StartVariance
 
 LEVEL = 0.95
@@ -163,7 +163,7 @@ def mean_variance(d: np.ndarray) -> tuple[float, float, tuple[float, float, floa
     if n_runs == 1:
         return ms_p / n_prompts, float(n_prompts - 1), (ms_p, 0.0, 0.0)
     df_p, df_r, df_e = n_prompts - 1, n_runs - 1, (n_runs - 1) * (n_prompts - 1)
-    if ms_r <= ms_e * float(stats.f.ppf(1 - POOL_ALPHA, df_r, df_e)):
+    if ms_r <= ms_e * float(dist.f_ppf(1 - POOL_ALPHA, df_r, df_e)):
         # runs show no more than the cells' noise (Bancroft's preliminary F test): pooled, the
         # prompts' means over runs carry the variance, the paired t on P - 1 df
         combo, df = ms_p, float(df_p)
@@ -231,8 +231,8 @@ def t_speedup(
     if not var > TINY_VAR:
         return Speedup(point, None, None, n_prompts, reason=flat)
     se = var**0.5
-    half = float(stats.t.ppf((1 + level) / 2, df)) * se
-    p_value = float(2 * stats.t.sf(abs(mean) / se, df))
+    half = float(dist.t_ppf((1 + level) / 2, df)) * se
+    p_value = float(2 * dist.t_sf(abs(mean) / se, df))
     return Speedup(point, float(np.exp(mean - half)), float(np.exp(mean + half)), n_prompts,
                    p_value, float(df), log_se=float(se))  # fmt: skip
 
@@ -298,7 +298,7 @@ def paired_speedup(
 def t_interval(point: float, log_se: float, df: float, level: float) -> tuple[float, float]:
     """exp(ln point -/+ t_{df, (1 + level) / 2} log_se): the interval of a speedup at another
     level, from its standard error (for simultaneous intervals over a family)."""
-    half = float(stats.t.ppf((1 + level) / 2, df)) * log_se
+    half = float(dist.t_ppf((1 + level) / 2, df)) * log_se
     return float(np.exp(np.log(point) - half)), float(np.exp(np.log(point) + half))
 
 

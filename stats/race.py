@@ -60,7 +60,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+
+from specsweep.stats import dist
 
 FIRST_ROUNDS = 2  # n0: rounds every arm runs before any is dropped (a variance needs two)
 
@@ -247,7 +248,7 @@ def _equivalent(values: np.ndarray, sigma2: float, df: float, alpha: float,
     delta. Bonferroni over the survivors and over the max_rounds looks."""
     means = values.mean(axis=1)
     q = 1 - alpha / ((len(means) - 1) * rule.max_rounds)
-    bound = float(stats.t.ppf(q, df)) * math.sqrt(2 * sigma2 / values.shape[1])
+    bound = float(dist.t_ppf(q, df)) * math.sqrt(2 * sigma2 / values.shape[1])
     return bool(((means.max() - means) + bound < rule.delta).all())
 
 

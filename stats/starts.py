@@ -47,7 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from specsweep.stats import dist
 
 POOL_ALPHA = 0.25  # Bancroft's preliminary test, as stats.paired's for runs
 MIN_CONTRASTS = 2  # independent start contrasts the start variance must rest on
@@ -152,7 +153,7 @@ def _component(a: float, df_a: float, b: float, df_b: float) -> tuple[float, flo
     Bancroft's preliminary F test (then df is df_A's, unused)."""
     if df_b <= 0:
         return a, df_a, False
-    if a <= b * float(stats.f.ppf(1 - POOL_ALPHA, df_a, df_b)):
+    if a <= b * float(dist.f_ppf(1 - POOL_ALPHA, df_a, df_b)):
         return 0.0, df_a, True
     s2 = a - b
     return s2, s2**2 / (a**2 / df_a + b**2 / df_b), False

@@ -69,9 +69,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from specsweep.analyze.compare.variance import Cells
+from specsweep.stats import dist
 from specsweep.stats.paired import (
     LEVEL,
     MIN_OWN_RUNS,
@@ -181,7 +181,7 @@ def _start_term(z: float, var: float, df: float) -> float:
     """q^2 var: the start component of the MOVER sum, q the t quantile on df at z's tail."""
     if var <= 0:
         return 0.0
-    q = z if math.isinf(df) else float(stats.t.isf(stats.norm.sf(z), df))
+    q = z if math.isinf(df) else float(dist.t_isf(dist.norm_sf(z), df))
     return q * q * var
 
 
@@ -209,7 +209,7 @@ def newcombe(
 ) -> tuple[float, float, float]:
     """(p_B - p_A, lo, hi): Newcombe's hybrid score interval with a start term of variance
     start_var on start_df (module docstring)."""
-    z = float(stats.norm.ppf((1 + level) / 2))
+    z = float(dist.norm_ppf((1 + level) / 2))
     return (x_b / n_b - x_a / n_a, *_bounds(x_b, n_b, x_a, n_a, z, start_var, start_df))
 
 
@@ -227,8 +227,8 @@ def newcombe_p(
         return lo if d > 0 else -hi
 
     if gap(Z_MAX) > 0:
-        return float(2 * stats.norm.sf(Z_MAX))
-    return float(2 * stats.norm.sf(optimize.brentq(gap, 0.0, Z_MAX, xtol=1e-12)))
+        return float(2 * dist.norm_sf(Z_MAX))
+    return float(2 * dist.norm_sf(dist.root(gap, 0.0, Z_MAX, xtol=1e-12)))
 
 
 def attainment(
