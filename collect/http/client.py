@@ -174,7 +174,9 @@ class _Turns:
     and sending one costs about 0.1 ms (encoding, a pooled connection, the write), so
     without this the loop was held 110-130 ms before any stream's reply was read again: the
     first replies' chunks then shared reads under late stamps (tests/bench/bench_client.py,
-    2026-12-06). A turn's sends cost at most about 1.6 ms, below LATE_S."""
+    2026-12-06). A turn's sends cost at most about 1.8 ms. An open-loop request waits here
+    like any other: its t0 is its real send, and start_s - scheduled_s (collect/run/openloop.py)
+    keeps the wait."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop, self.used, self.armed = loop, 0, False

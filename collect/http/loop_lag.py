@@ -70,7 +70,9 @@ class LoopLag:
         self.late = array("d")
         self.due, self.woke = array("d"), array("d")  # the late stretches, in time order
         self.chunks = 0
-        self.shared: list[Shared] = []
+        # of each taken read that carried bytes after a chunk: its stamp, its chunks before
+        # another text chunk (inner), and 1 when its last chunk came before other bytes only
+        self.stamps, self.inner, self.tails = array("d"), array("d"), array("d")
         self.gaps: list[np.ndarray] = []  # each stream's gaps between reads
         self._task: asyncio.Task[None] | None = None
 
@@ -101,26 +103,28 @@ class LoopLag:
     def take(self, chunk_times: list[float], shared: Iterable[Shared]) -> None:
         """One stream's chunk stamps and its reads that carried bytes after a chunk."""
         self.chunks += len(chunk_times)
-        self.shared.extend(shared)
+        for _, stamp, start, end, tail in shared:
+            self.stamps.append(stamp)
+            self.inner.append(end - start - tail)
+            self.tails.append(tail)
         if len(gaps := np.diff(np.unique(chunk_times))):
             self.gaps.append(gaps)
 
-    def reach(self, shared: list[Shared]) -> np.ndarray:
-        """How long each read's earlier chunks may have waited unread: from the start of the
-        hold the read's stamp fell in to the stamp (0 outside late stretches). The hold
+    def reach(self, stamps: np.ndarray) -> np.ndarray:
+        """How long the chunks of reads with these stamps may have waited unread: from the
+        start of the hold the stamp fell in to the stamp (0 outside late stretches). The hold
         began at most a period before the first probe due in it (which woke after the
         stamp), and a chunk that came in it is late by at most the time to the stamp."""
-        if not self.due or not shared:
-            return np.zeros(len(shared))
-        stamp = np.array([x[1] for x in shared], float)
+        if not self.due or not len(stamps):
+            return np.zeros(len(stamps))
         due, woke = np.frombuffer(self.due), np.frombuffer(self.woke)
-        i = np.searchsorted(woke, stamp)  # the first late stretch not over at the stamp
-        reach = stamp - due[np.minimum(i, len(due) - 1)] + self.period_s
+        i = np.searchsorted(woke, stamps)  # the first late stretch not over at the stamp
+        reach = stamps - due[np.minimum(i, len(due) - 1)] + self.period_s
         return np.where((i < len(due)) & (reach > 0), reach, 0.0)
 
     def late_at(self, shared: list[Shared]) -> np.ndarray:
         """Whether each read's earlier chunks may have waited more than LATE_S."""
-        return self.reach(shared) > LATE_S
+        return self.reach(np.array([x[1] for x in shared], float)) > LATE_S
 
     def in_doubt(self) -> float:
         """How many of the taken chunks may carry a stamp late by more than LATE_S, of the
@@ -133,10 +137,10 @@ class LoopLag:
         - in full, a chunk that came before other bytes only (the stream's last chunk before
           its final events, or part of an event), whose gap to them is not known.
         Every chunk in full where no stream read twice."""
-        reach = self.reach(self.shared)
+        reach = self.reach(np.frombuffer(self.stamps) if self.stamps else np.zeros(0))
         late = reach > LATE_S
-        tails = np.array([x[4] for x in self.shared], float)
-        inner = np.array([end - start for _, _, start, end, _ in self.shared], float) - tails
+        inner = np.frombuffer(self.inner) if self.inner else np.zeros(0)
+        tails = np.frombuffer(self.tails) if self.tails else np.zeros(0)
         if not self.gaps:
             return float((inner + tails) @ late)
         gaps = np.sort(np.concatenate(self.gaps))
