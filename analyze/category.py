@@ -53,7 +53,8 @@ simulated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -122,14 +123,14 @@ def ddl(table: str) -> str:
     return f"CREATE OR REPLACE TABLE {table} (\n" + "\n".join(lines) + "\n)"
 
 
-def matrix(cells: pd.DataFrame, value: str, prompt: str) -> np.ndarray | None:
+def matrix(cells: Mapping[str, Any], value: str, prompt: str) -> np.ndarray | None:
     """The (R, P) matrix of ``value`` over (run, prompt), runs and prompts sorted, each cell
     the first non-null value of its (run, prompt); None when some cell has none. (What
     pandas' pivot_table with aggfunc "first" gives, in numpy: pivot_table took 8 ms a group,
     half of a small campaign's analysis.)"""
-    v = cells[value].to_numpy(float)
-    runs, r = np.unique(cells["run"].to_numpy(), return_inverse=True)
-    prompts, p = np.unique(cells[prompt].to_numpy(), return_inverse=True)
+    v = np.asarray(cells[value], float)
+    runs, r = np.unique(np.asarray(cells["run"]), return_inverse=True)
+    prompts, p = np.unique(np.asarray(cells[prompt]), return_inverse=True)
     ok = ~np.isnan(v)
     codes, first = np.unique(r[ok] * len(prompts) + p[ok], return_index=True)
     if len(codes) < len(runs) * len(prompts):
@@ -137,23 +138,32 @@ def matrix(cells: pd.DataFrame, value: str, prompt: str) -> np.ndarray | None:
     return v[ok][first].reshape(len(runs), len(prompts))
 
 
-def figures(cells: pd.DataFrame, prompt: str, start: StartVariance) -> dict:
-    """The FIGURES of one (comparison, category) group of cells."""
-    n, verified = int(cells["n"].sum()), int(cells["n_verified"].sum())
+# the columns of category_cells that figures reads, as numpy arrays (pandas' per-group
+# column access, groupby and nunique cost 2-3 ms a group, most of the tables' time)
+COLUMNS = ("run", "n", "n_verified", "n_baseline", "d", "g", "dt", "tokens", "steps")
+
+
+def figures(cells: Mapping[str, np.ndarray], prompt: str, start: StartVariance) -> dict:
+    """The FIGURES of one (comparison, category) group of cells (COLUMNS and `prompt`, each
+    an array over the group's cells; nulls are NaN and are skipped, as pandas' sums do)."""
+    n, verified = int(np.nansum(cells["n"])), int(np.nansum(cells["n_verified"]))
     d, g = matrix(cells, "d", prompt), matrix(cells, "g", prompt)
-    n_runs = int(cells["run"].nunique())
-    dt = cells.groupby("run")["dt"].mean().fillna(0.0).to_numpy(float)
+    runs, run = np.unique(cells["run"], return_inverse=True)
+    dt = np.asarray(cells["dt"], float)
+    counts = np.bincount(run, weights=~np.isnan(dt), minlength=len(runs))
+    sums = np.bincount(run, weights=np.nan_to_num(dt), minlength=len(runs))
+    dt = np.divide(sums, counts, out=np.zeros(len(runs)), where=counts > 0)  # a run's mean, or 0
     sp = None if d is None else interval(d, start=start, dt=dt)
     acc = interval(g) if g is not None and verified == n else None
     out = {
-        "n_prompts": int(cells[prompt].nunique()), "n_runs": n_runs, "n": n,
-        "n_baseline": int(cells["n_baseline"].sum()), "n_verified": verified,
-        "accept_length": cells["tokens"].sum() / cells["steps"].sum() if verified else None,
+        "n_prompts": len(np.unique(cells[prompt])), "n_runs": len(runs), "n": n,
+        "n_baseline": int(np.nansum(cells["n_baseline"])), "n_verified": verified,
+        "accept_length": _ratio(cells["tokens"], cells["steps"]) if verified else None,
         "acceptance_gain": acc.speedup if acc else None,
         "acceptance_low": acc.ci_low if acc else None,
         "acceptance_high": acc.ci_high if acc else None,
         "acceptance_reason": _acceptance_reason(acc, verified, n, g),
-        "speedup": sp.speedup if sp else float(np.exp(cells["d"].mean())),
+        "speedup": sp.speedup if sp else float(np.exp(_nanmean(cells["d"]))),
         "ci_low": sp.ci_low if sp else None, "ci_high": sp.ci_high if sp else None,
         "ci_reason": sp.reason if sp else "windows measured in different runs",
         "df": sp.df if sp else None, "p_value": sp.p_value if sp else None,
@@ -161,6 +171,18 @@ def figures(cells: pd.DataFrame, prompt: str, start: StartVariance) -> dict:
         "start_sd": start.s2**0.5 if sp and sp.ci_low is not None else None,
     }  # fmt: skip
     return out
+
+
+def _nanmean(values: np.ndarray) -> float:
+    """The mean, nulls skipped (pandas' mean); NaN when every value is null."""
+    v = np.asarray(values, float)
+    return float(v[~np.isnan(v)].mean()) if (~np.isnan(v)).any() else float("nan")
+
+
+def _ratio(tokens: np.ndarray, steps: np.ndarray) -> float:
+    """sum(tokens) / sum(steps), nulls skipped (pandas' sums)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.nansum(np.asarray(tokens, float)) / np.nansum(np.asarray(steps, float)))
 
 
 def _acceptance_reason(acc, verified: int, n: int, g: np.ndarray | None) -> str | None:
@@ -178,13 +200,13 @@ def rows(
 ) -> pd.DataFrame:
     """One row per (key, method, category) group of cells; variances: the closed-loop
     strata's StartVariance (analyze.stats.paired_speedups), by CLOSED_STRATUM."""
-    aa, out = aa_control_name(baseline), []
-    for group, sub in cells.groupby([*key, "method", "category"], sort=True):
-        first = sub.iloc[0]
-        start = variances.get(tuple(first[c] for c in CLOSED_STRATUM), NONE)
-        out.append({**dict(zip([*key, "method", "category"], group)),
-                    "is_control": group[len(key)] == aa,
-                    **figures(sub, prompt, start)})  # fmt: skip
+    aa, out, by = aa_control_name(baseline), [], [*key, "method", "category"]
+    arrays = {c: cells[c].to_numpy() for c in (*COLUMNS, prompt)}
+    strata = cells[list(CLOSED_STRATUM)].to_numpy()
+    for group, at in cells.groupby(by, sort=True).indices.items():
+        start = variances.get(tuple(strata[at[0]]), NONE)
+        out.append({**dict(zip(by, group)), "is_control": group[len(key)] == aa,
+                    **figures({c: a[at] for c, a in arrays.items()}, prompt, start)})  # fmt: skip
     return pd.DataFrame.from_records(out)
 
 
