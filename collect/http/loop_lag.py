@@ -63,7 +63,9 @@ Shared = tuple[float, float, int, int, int]
 class LoopLag:
     """Start with `start()` inside a running loop; `stop()` gives (p99, max) seconds late,
     None for both when it never woke (a window shorter than PERIOD_S). `take` counts the
-    chunks of each stream read in the window; `in_doubt` judges them once stopped."""
+    chunks of each stream read in the window; `in_doubt` judges them once stopped (the
+    gaps between reads are taken then, and only if some read was late: nothing of it runs
+    on the event loop per request but the notes)."""
 
     def __init__(self, period_s: float = PERIOD_S) -> None:
         self.period_s = period_s
@@ -73,7 +75,7 @@ class LoopLag:
         # of each taken read that carried bytes after a chunk: its stamp, its chunks before
         # another text chunk (inner), and 1 when its last chunk came before other bytes only
         self.stamps, self.inner, self.tails = array("d"), array("d"), array("d")
-        self.gaps: list[np.ndarray] = []  # each stream's gaps between reads
+        self.streams: list[list[float]] = []  # each stream's chunk stamps (not copied)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> LoopLag:
@@ -107,8 +109,7 @@ class LoopLag:
             self.stamps.append(stamp)
             self.inner.append(end - start - tail)
             self.tails.append(tail)
-        if len(gaps := np.diff(np.unique(chunk_times))):
-            self.gaps.append(gaps)
+        self.streams.append(chunk_times)  # its gaps are taken only if a read was late
 
     def reach(self, stamps: np.ndarray) -> np.ndarray:
         """How long the chunks of reads with these stamps may have waited unread: from the
@@ -139,11 +140,13 @@ class LoopLag:
         Every chunk in full where no stream read twice."""
         reach = self.reach(np.frombuffer(self.stamps) if self.stamps else np.zeros(0))
         late = reach > LATE_S
-        inner = np.frombuffer(self.inner) if self.inner else np.zeros(0)
-        tails = np.frombuffer(self.tails) if self.tails else np.zeros(0)
-        if not self.gaps:
+        if not late.any():
+            return 0.0
+        inner, tails = np.frombuffer(self.inner), np.frombuffer(self.tails)
+        parts = [np.diff(np.unique(t)) for t in self.streams if len(t) > 1]
+        gaps = np.sort(np.concatenate(parts)) if parts else np.zeros(0)
+        if not len(gaps):
             return float((inner + tails) @ late)
-        gaps = np.sort(np.concatenate(self.gaps))
         within = np.searchsorted(gaps, reach) - np.searchsorted(gaps, LATE_S, side="right")
         return float(inner @ (np.maximum(within, 0) / len(gaps)) + tails @ late)
 
@@ -153,10 +156,11 @@ class LoopLag:
 
     def warning(self) -> str | None:
         """What collect says of a window that is behind (None when it is not), once stopped."""
-        if not self.behind():
+        doubt = self.in_doubt() if self.chunks else 0.0
+        if doubt <= SHARE * self.chunks:  # not behind
             return None
         return (
-            f"the client could not keep up: about {self.in_doubt() / self.chunks:.1%} of its "
+            f"the client could not keep up: about {doubt / self.chunks:.1%} of its "
             f"{self.chunks:,} chunks may carry a stamp late by more than {LATE_S * 1e3:g} ms "
             f"(read with later bytes while its loop ran late, by up to "
             f"{max(self.late) * 1e3:.0f} ms)"
