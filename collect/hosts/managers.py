@@ -274,8 +274,9 @@ class SystemdManager:
         round trip. The journal is synced first (best effort: a user may not be allowed
         to). The line naming an exec failure comes from the forked child, not PID1, and on
         a loaded host it reached the journal after PID1's own lines, even after a sync
-        (seen twice in CI): for a unit whose main process ended with 203/EXEC the script
-        waits up to 3 s for that line."""
+        (seen three times in CI, once past a 3 s wait): for a unit whose main process ended
+        with 203/EXEC the script waits up to 10 s for both lines. Only a failed start pays
+        the wait."""
         _, out, _ = self.runner.run(["tail", "-n", str(lines), str(proc.log_path)])
         unit = unit_name(proc.log_path)
         script = ["sh", "-c", _JOURNAL_TAIL, "sh", unit, str(lines), *self.user]
@@ -295,7 +296,7 @@ told() {  # both lines of an exec failure: the child's and PID1's status
 }
 if [ "$(systemctl "$@" show -p ExecMainStatus --value "$u")" = 203 ]; then
   i=0
-  until told "$@" || [ "$i" -ge 30 ]; do
+  until told "$@" || [ "$i" -ge 100 ]; do
     sleep 0.1; journalctl "$@" --sync 2>/dev/null; i=$((i + 1))
   done
 fi

@@ -444,4 +444,5 @@ def test_a_campaign_records_a_binary_systemd_cannot_execute(
         status = con.execute("SELECT status FROM campaigns").fetchone()[0]
     assert (state, error, status) == ("failed", "server exited during start-up", "partial")
     # systemd 252: "Failed to locate executable /nonexistent/llama-server: No such file ..."
-    assert "status=203/EXEC" in tail and "locate executable" in tail and "/nonexistent/" in tail
+    for needle in ("status=203/EXEC", "locate executable", "/nonexistent/"):
+        assert needle in tail, f"{needle!r} missing from the recorded tail:\n{tail}"
