@@ -61,8 +61,12 @@ def run(db_path: str | Path, baseline: str | None = None, full: bool = False) ->
         todo = scope.Plan(full="--full") if full else scope.plan(con, baseline, OBJECTS)
         building = list(scope.fingerprints(con)) if todo.full else todo.changed
         todo.groups = scope.groups(con, building)
-    if todo.full and len(todo.groups) <= 1:
-        rebuild(db_path, baseline)
+        whole = todo.full and len(todo.groups) <= 1
+        if whole and itl.in_process(con):  # a small file: on this connection
+            build_on(con, db_path, baseline)
+            return todo
+    if whole:
+        build_apart(db_path, baseline)
         return todo
     removed = todo.removed  # dropped with the first group
     for i, group in enumerate(todo.groups or ([[]] if removed else [])):
@@ -110,17 +114,41 @@ def plan_line(done: scope.Plan) -> str:
 
 def rebuild(db_path: Path, baseline: str) -> None:
     """Build every analysis object of every campaign in the file at db_path."""
-    log.info("inter-token latencies from every chunk list")
-    # read-only, in worker processes: before this process takes the write lock
+    with connect(db_path, memory=READER_MEMORY) as con:
+        if itl.in_process(con):
+            build_on(con, db_path, baseline)
+            return
+    build_apart(db_path, baseline)
+
+
+def build_apart(db_path: Path, baseline: str) -> None:
+    """The chunk pass in worker processes on read-only connections, with no connection of
+    this process open (DuckDB's write lock would refuse them), then the build."""
+    log.info("inter-token latencies from every chunk list, in worker processes")
     latencies = itl.compute(db_path, read_sql(MEASURED))
     with connect(db_path, memory=READER_MEMORY) as con:
-        con.begin()
-        try:
-            build(con, baseline, latencies)
-        except BaseException:
-            con.rollback()
-            raise
-        con.commit()
+        build_on(con, db_path, baseline, latencies)
+
+
+def build_on(
+    con: duckdb.DuckDBPyConnection,
+    db_path: Path,
+    baseline: str,
+    latencies: itl.Latencies | None = None,
+) -> None:
+    """Scan the chunk lists on con (open on db_path) unless latencies are given, then build
+    every analysis object in one transaction: a failed build leaves the earlier analysis
+    whole."""
+    if latencies is None:
+        log.info("inter-token latencies from every chunk list")
+        latencies = itl.compute(db_path, read_sql(MEASURED), con=con)
+    con.begin()
+    try:
+        build(con, baseline, latencies)
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
 
 
 def build(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencies) -> None:
@@ -152,25 +180,23 @@ def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:
     return names[0] if names else DEFAULT_BASELINE
 
 
-def object_counts(db_path: str | Path) -> dict[str, int | None]:
+def object_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int | None]:
     """Row count of each analysis object, in build order; None for a view (speedup_pairs:
     counting it joins every request again, 4 s of a 10M-request file)."""
     views = {name for model in VIEWS for name, kind in model.builds.items() if kind == VIEW}
-    with connect(db_path, read_only=True, memory=READER_MEMORY) as con:
-        return {
-            name: None if name in views else con.table(name).count("*").fetchall()[0][0]
-            for name in OBJECTS
-        }
+    return {
+        name: None if name in views else con.table(name).count("*").fetchall()[0][0]
+        for name in OBJECTS
+    }
 
 
-def import_check_lines(db_path: str | Path) -> list[str]:
+def import_check_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
     """What the import_check view says, for `specsweep analyze` to print: how many figures
     of imported files equal ours to the printed digit, then each one that differs."""
-    with connect(db_path, read_only=True, memory=READER_MEMORY) as con:
-        rows = con.execute(
-            "SELECT campaign_id, workload, stat, metric, file_printed, specsweep_printed, "
-            "match, tool FROM import_check ORDER BY campaign_id, run, metric, stat"
-        ).fetchall()
+    rows = con.execute(
+        "SELECT campaign_id, workload, stat, metric, file_printed, specsweep_printed, "
+        "match, tool FROM import_check ORDER BY campaign_id, run, metric, stat"
+    ).fetchall()
     if not rows:
         return []
     files = len({row[0] for row in rows})

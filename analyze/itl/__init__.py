@@ -6,7 +6,8 @@ hold every gap of every window at once, so this module streams (request, chunk t
 tokens) out of DuckDB once, a range of rowids at a time, and works on them with numpy. Past
 PARALLEL_CHUNKS chunks the ranges are shared by one worker process per core (DuckDB's
 conversion to numpy holds the GIL, so threads would not help), each with its own read-only
-connection: `compute` therefore runs before analyze opens the file for writing. `write` puts
+connection: `compute` therefore runs before analyze opens the file for writing. A smaller file
+is scanned on the build's own connection (`in_process`). `write` puts
 the result into two TEMP tables that analyze/sql/request_metrics.sql and
 latency_conventions.sql join:
 
@@ -35,4 +36,5 @@ from specsweep.analyze.itl.chunks import STATS as STATS
 from specsweep.analyze.itl.chunks import window_stats as window_stats
 from specsweep.analyze.itl.scan import Latencies as Latencies
 from specsweep.analyze.itl.scan import compute as compute
+from specsweep.analyze.itl.scan import in_process as in_process
 from specsweep.analyze.itl.scan import write as write

@@ -109,7 +109,7 @@ def plan_description(plan_yaml: str) -> str:
 
 def inter_token_latencies(b: Build) -> None:
     """request_itl and window_itl: the latencies analyze.itl computed from the chunk lists
-    before the build took the write lock (read-only, in worker processes)."""
+    before the build (on its connection, or for a large file in worker processes)."""
     itl.write(b.con, b.latencies)
 
 

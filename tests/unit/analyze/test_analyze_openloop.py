@@ -796,7 +796,8 @@ def test_a_file_without_open_loop_rows_has_empty_open_loop_tables(tmp_path: Path
     path = tmp_path / "closed.duckdb"
     store_rows(path, requests=[req(prompt_id="p1"), req(method=DF, prompt_id="p1")])
     build.run(path, baseline=AR)
-    counts = build.object_counts(path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        counts = build.object_counts(con)
     assert counts["request_metrics"] == 2
     assert all(
         counts[name] == 0
