@@ -43,7 +43,7 @@ def build(
     """Bring the analysis layer up to date (only the campaigns whose raw rows changed since
     the last build, unless --full), then print what was rebuilt and what the layer holds
     (and, when the file holds imported result files, how their printed figures compare with
-    ours)."""
+    ours), on the build's connection when it had one."""
     if ctx.invoked_subcommand is not None:
         # the subcommand has its own --db: one given here would be silently ignored
         for name in ("db", "baseline", "full"):
@@ -55,20 +55,11 @@ def build(
 
     from specsweep.analyze import build as building  # duckdb, numpy, pandas: only once parsed
 
-    try:
-        done = building.run(db, baseline=baseline, full=full)
-    except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
-        typer.echo(f"analyze: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
-        typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(f"analyze: {building.plan_line(done)}")
-    from specsweep.analyze.compare.store import refresh
-    from specsweep.schema.store import READER_MEMORY, connect
-
-    with connect(db, memory=READER_MEMORY) as con:  # one open (35-70 ms) for what follows
+    def then(con: duckdb.DuckDBPyConnection, done: building.scope.Plan) -> None:
+        typer.echo(f"analyze: {building.plan_line(done)}")
         if done.full or done.campaigns:  # stored pairs read the rows rebuilt
+            from specsweep.analyze.compare.store import refresh
+
             for line in refresh(con, None if done.full else done.campaigns):
                 typer.echo(f"analyze: {line}")
         counts = building.object_counts(con)
@@ -79,6 +70,15 @@ def build(
         typer.echo(f"analyze: built {built} in {db}")
         for line in building.import_check_lines(con):  # only when the file holds imports
             typer.echo(f"analyze: {line}")
+
+    try:
+        building.run(db, baseline=baseline, full=full, then=then)
+    except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
+        typer.echo(f"analyze: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
+        typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _format(value: str) -> str:

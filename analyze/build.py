@@ -5,8 +5,10 @@ Every analysis object belongs to one model (analyze.models): a SQL file analyze/
 run in the order their declarations give (a topological sort: each after what it reads), on
 one connection, inside one transaction: everything is CREATE OR REPLACE, so a failed build
 leaves the previous analysis layer in place. The raw layer is schema's: `connect` migrates the
-file before anything here runs. The inter-token latencies are computed first, read-only and in
-worker processes (analyze.itl), before this process takes the write lock.
+file before anything here runs. The inter-token latencies are computed first (analyze.itl): for
+a file of up to itl.PARALLEL_CHUNKS chunks on the build's own connection, one open of the file
+in all (an open costs 35-70 ms); for a larger one read-only, in worker processes, before this
+process takes the write lock.
 
 Every analysis object is a TABLE (a snapshot of the raw tables as of analysis_params.built_at)
 except speedup_pairs, a view over the request_metrics table: a view is recomputed by every
@@ -22,6 +24,7 @@ change of the analysis code, the schema or the baseline.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -49,11 +52,18 @@ TABLES = [PARAMS, *(name for name in OBJECTS if name != "speedup_pairs")]
 VIEWS = [m for m in MODELS if VIEW in m.builds.values()]  # the views over those tables
 
 
-def run(db_path: str | Path, baseline: str | None = None, full: bool = False) -> scope.Plan:
+Then = Callable[[duckdb.DuckDBPyConnection, scope.Plan], None]
+
+
+def run(
+    db_path: str | Path, baseline: str | None = None, full: bool = False, then: Then | None = None
+) -> scope.Plan:
     """Bring the analysis layer of the DuckDB file at db_path up to date, comparing against
     `baseline` (default: the baseline the campaigns' plans name): only the campaigns whose raw
     rows changed since the last build, or everything (full=True, or when analyze.models.scope
-    says so). Returns what was done."""
+    says so). Returns what was done. then: called with a writable connection to the file and
+    what was done, once the analysis is up to date; a small file's (or an unchanged one's)
+    connection is the build's own."""
     db_path = Path(db_path)
     # schema's connect refuses a missing or foreign file and migrates an older one
     with connect(db_path, memory=READER_MEMORY) as con:
@@ -62,16 +72,22 @@ def run(db_path: str | Path, baseline: str | None = None, full: bool = False) ->
         building = list(scope.fingerprints(con)) if todo.full else todo.changed
         todo.groups = scope.groups(con, building)
         whole = todo.full and len(todo.groups) <= 1
-        if whole and itl.in_process(con):  # a small file: on this connection
+        small = whole and itl.in_process(con)
+        if small:  # on this connection
             build_on(con, db_path, baseline)
+        if small or not (whole or todo.groups or todo.removed):
+            if then:
+                then(con, todo)
             return todo
     if whole:
         build_apart(db_path, baseline)
-        return todo
     removed = todo.removed  # dropped with the first group
-    for i, group in enumerate(todo.groups or ([[]] if removed else [])):
+    for i, group in enumerate([] if whole else todo.groups or [[]]):
         log.info("group %d of %d: %d campaign(s)", i + 1, len(todo.groups), len(group))
         build_some(db_path, baseline, group, removed if i == 0 else [], whole=todo.full and i == 0)
+    if then:
+        with connect(db_path, memory=READER_MEMORY) as con:
+            then(con, todo)
     return todo
 
 

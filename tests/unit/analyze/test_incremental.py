@@ -30,13 +30,17 @@ GOLDEN = "local-smollm2-7297cb746aa7"
 GROUP_REQUESTS = scope.GROUP_REQUESTS  # the default, before a test changes it
 
 
-def full_copy(path: Path, tmp_path: Path, group_requests: int) -> Path:
+def full_copy(path: Path, tmp_path: Path, group_requests: int, apart: bool = False) -> Path:
     """A copy of the file at path, analysed by a full rebuild: in one pass, or a group of
-    campaigns at a time when they hold more than group_requests requests."""
-    other = tmp_path / f"full-{group_requests}.duckdb"
+    campaigns at a time when they hold more than group_requests requests; apart: the chunk
+    pass in worker processes before the build opens the file (a large file's way), not on
+    the build's connection."""
+    other = tmp_path / f"full-{group_requests}-{apart}.duckdb"
     shutil.copyfile(path, other)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scope, "GROUP_REQUESTS", group_requests)
+        if apart:
+            patch.setattr(itl.scan, "PARALLEL_CHUNKS", 0)
         done = build.run(other, baseline=BASELINE, full=True)
     assert done.full == "--full"
     assert (len(done.groups) > 1) == (group_requests == 1)
@@ -44,9 +48,11 @@ def full_copy(path: Path, tmp_path: Path, group_requests: int) -> Path:
 
 
 def assert_same_as_full(path: Path, tmp_path: Path) -> None:
-    """Equal to a full rebuild in one pass and to one a campaign at a time."""
-    for group_requests in (GROUP_REQUESTS, 1):
-        assert differences(path, full_copy(path, tmp_path, group_requests), build.TABLES) == []
+    """Equal to a full rebuild in one pass (its chunk pass on the build's connection, or in
+    worker processes) and to one a campaign at a time."""
+    for group_requests, apart in ((GROUP_REQUESTS, False), (GROUP_REQUESTS, True), (1, False)):
+        other = full_copy(path, tmp_path, group_requests, apart)
+        assert differences(path, other, build.TABLES) == []
 
 
 def built_at(path: Path) -> dict[str, object]:
