@@ -51,6 +51,7 @@ def build(
                 raise typer.BadParameter(f"give --{name} after '{ctx.invoked_subcommand}'")
         return
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
+    _show_progress()
     import duckdb
 
     from specsweep.analyze import build as building  # duckdb, numpy, pandas: only once parsed
@@ -79,6 +80,20 @@ def build(
     except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
         typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
+
+
+class _Progress(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        typer.echo(f"analyze: {record.getMessage()}", err=True)  # today's stderr
+
+
+def _show_progress() -> None:
+    """Print analyze.build's progress lines (a build of several groups) on stderr."""
+    progress = logging.getLogger("specsweep.analyze.progress")
+    if not any(isinstance(h, _Progress) for h in progress.handlers):
+        progress.addHandler(_Progress())
+    progress.setLevel(logging.INFO)
+    progress.propagate = False  # once, with --verbose too
 
 
 def _format(value: str) -> str:

@@ -24,6 +24,7 @@ change of the analysis code, the schema or the baseline.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +42,9 @@ from specsweep.schema.store import READER_MEMORY, connect, scratch_folder
 from specsweep.schema.store import NotAResultsDatabase as NotAResultsDatabase  # re-exported
 
 log = logging.getLogger(__name__)
+# a build of several groups (a large file's full rebuild: 13 minutes at 10M requests) says how
+# far it is; `specsweep analyze` prints this logger's lines whatever its --verbose
+progress = logging.getLogger("specsweep.analyze.progress")
 
 
 MODELS = registry.models()  # every model, in build order
@@ -70,7 +74,7 @@ def run(
         baseline = baseline or plan_baseline(con)
         todo = scope.Plan(full="--full") if full else scope.plan(con, baseline, OBJECTS)
         building = list(scope.fingerprints(con)) if todo.full else todo.changed
-        todo.groups = scope.groups(con, building)
+        scope.group(todo, con, building)
         whole = todo.full and len(todo.groups) <= 1
         small = whole and itl.in_process(con)
         if small:  # on this connection
@@ -82,13 +86,36 @@ def run(
     if whole:
         build_apart(db_path, baseline)
     removed = todo.removed  # dropped with the first group
-    for i, group in enumerate([] if whole else todo.groups or [[]]):
+    steps = [] if whole else todo.groups or [[]]
+    if len(steps) > 1:
+        why = f" (every campaign: {todo.full})" if todo.full else ""
+        campaigns, requests = sum(map(len, steps)), sum(todo.sizes)
+        progress.info(f"building {campaigns} campaigns ({requests:,} requests){why}")
+        progress.info(f"in {len(steps)} groups of about {scope.GROUP_REQUESTS:,} requests")
+    started = time.monotonic()
+    for i, group in enumerate(steps):
         log.info("group %d of %d: %d campaign(s)", i + 1, len(todo.groups), len(group))
         build_some(db_path, baseline, group, removed if i == 0 else [], whole=todo.full and i == 0)
+        if len(steps) > 1:
+            progress.info(_progress(todo.sizes, i, time.monotonic() - started))
     if then:
         with connect(db_path, memory=READER_MEMORY) as con:
             then(con, todo)
     return todo
+
+
+def _progress(sizes: list[int], i: int, elapsed_s: float) -> str:
+    """After group i of groups of `sizes` requests: how long it took so far and, at the same
+    time per request, how long the rest will take."""
+    done = sum(sizes[: i + 1])
+    left = elapsed_s / max(done, 1) * (sum(sizes) - done)
+    tail = f"; about {_minutes(left)} left" if i + 1 < len(sizes) else ""
+    return f"group {i + 1} of {len(sizes)} built ({done:,} requests) in {_minutes(elapsed_s)}{tail}"
+
+
+def _minutes(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def build_some(

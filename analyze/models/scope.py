@@ -74,6 +74,7 @@ class Plan:
     removed: list[str] = field(default_factory=list)
     requests: int = 0  # requests of the changed campaigns
     groups: list[list[str]] = field(default_factory=list)  # the campaigns built, in groups
+    sizes: list[int] = field(default_factory=list)  # requests of each group
 
     @property
     def campaigns(self) -> list[str]:
@@ -156,21 +157,19 @@ def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return dict(con.execute("SELECT campaign_id, count(*) FROM requests GROUP BY ALL").fetchall())
 
 
-def groups(con: duckdb.DuckDBPyConnection, campaigns: list[str]) -> list[list[str]]:
-    """campaigns in groups of whole campaigns of about GROUP_REQUESTS requests, in campaign_id
-    order: a build of many campaigns builds one group at a time, so its memory and its
-    temporary files follow the largest group, not the file (one pass over 10M requests filled
-    a 25 GB disk with DuckDB's temporary storage)."""
+def group(todo: Plan, con: duckdb.DuckDBPyConnection, campaigns: list[str]) -> None:
+    """todo.groups: campaigns in groups of whole campaigns of about GROUP_REQUESTS requests,
+    in campaign_id order, and todo.sizes their requests. A build of many campaigns builds one
+    group at a time, so its memory and its temporary files follow the largest group, not the
+    file (one pass over 10M requests filled a 25 GB disk with DuckDB's temporary storage)."""
     counts = _requests(con)
-    out: list[list[str]] = []
-    held = 0
+    todo.groups, todo.sizes = [], []
     for cid in sorted(campaigns):
-        if not out or held + counts.get(cid, 0) > GROUP_REQUESTS:
-            out.append([])
-            held = 0
-        out[-1].append(cid)
-        held += counts.get(cid, 0)
-    return out
+        if not todo.groups or todo.sizes[-1] + counts.get(cid, 0) > GROUP_REQUESTS:
+            todo.groups.append([])
+            todo.sizes.append(0)
+        todo.groups[-1].append(cid)
+        todo.sizes[-1] += counts.get(cid, 0)
 
 
 def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from specsweep.analyze import build
 from specsweep.analyze.__main__ import main
+from specsweep.analyze.models import scope
 from specsweep.schema.metrics import CATALOG
 from tests.support.analyze_rows import decode_req, fetch, in_rounds, write_db
 
@@ -69,6 +70,25 @@ def test_cli_says_what_it_rebuilt_and_what_the_layer_holds(tmp_path, capsys):
     assert out[0].startswith("analyze: every campaign's analysis is up to date")
     assert main(["--db", str(path), "--full"]) == 0
     assert capsys.readouterr().out.startswith("analyze: rebuilt every campaign (--full)")
+
+
+def test_cli_says_how_far_a_build_of_several_groups_is(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "groups.duckdb"
+    rows = [
+        decode_req(10 * k, campaign_id=c, method=m, prompt_id="p1")
+        for c in ("c1", "c2")
+        for k, m in ((1, "autoregressive"), (2, "dflash"))
+    ]
+    write_db(path, rows)
+    monkeypatch.setattr(scope, "GROUP_REQUESTS", 1)  # a campaign a group
+    assert main(["--db", str(path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[:2] == [
+        "analyze: building 2 campaigns (4 requests) (every campaign: no request_metrics table yet)",
+        "analyze: in 2 groups of about 1 requests",
+    ]
+    assert err[2].startswith("analyze: group 1 of 2 built (2 requests) in ")
+    assert "left" in err[2] and err[3].startswith("analyze: group 2 of 2 built (4 requests)")
 
 
 def test_cli_reports_a_missing_database(tmp_path, capsys):

@@ -7,8 +7,12 @@ sessions, several concurrencies; 600 requests) and a raced campaign (tests/suppo
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -55,6 +59,32 @@ def assert_same_as_full(path: Path, tmp_path: Path) -> None:
         assert differences(path, other, build.TABLES) == []
 
 
+@contextlib.contextmanager
+def said(logger: logging.Logger) -> Iterator[list[str]]:
+    """The messages logger says at INFO meanwhile."""
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def test_progress_says_how_long_the_rest_takes_at_the_same_time_per_request() -> None:
+    assert build._progress([100, 300], 0, 10.0) == (
+        "group 1 of 2 built (100 requests) in 10 s; about 30 s left"
+    )
+    assert (
+        build._progress([1_000, 3_000], 1, 125.4)
+        == "group 2 of 2 built (4,000 requests) in 2 min 05 s"
+    )
+
+
 def built_at(path: Path) -> dict[str, object]:
     with duckdb.connect(str(path), read_only=True) as con:
         return dict(con.execute("SELECT campaign_id, built_at FROM analysis_campaigns").fetchall())
@@ -80,10 +110,17 @@ def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(
     with connect(path) as con:  # and the scale campaign loses a request
         con.execute("DELETE FROM requests WHERE request_id = (SELECT min(request_id) "
                     "FROM requests WHERE campaign_id = ?)", [added])  # fmt: skip
-    with pytest.MonkeyPatch.context() as patch:  # two changed campaigns: two groups
-        patch.setattr(scope, "GROUP_REQUESTS", 1)
+    with pytest.MonkeyPatch.context() as patch, said(build.progress) as lines:
+        patch.setattr(scope, "GROUP_REQUESTS", 1)  # two changed campaigns: two groups
         done = build.run(path, baseline=BASELINE)
     assert (done.changed, done.groups) == (["c1", added], [["c1"], [added]])
+    assert lines[0] == f"building 2 campaigns ({sum(done.sizes):,} requests)"
+    assert done.sizes[1] == 599 and lines[1] == "in 2 groups of about 1 requests"
+    assert re.fullmatch(
+        rf"group 1 of 2 built \({done.sizes[0]:,} requests\) in \d+ s; about (\d+ min )?\d+ s left",
+        lines[2],
+    )
+    assert re.fullmatch(r"group 2 of 2 built \([\d,]+ requests\) in (\d+ min )?\d+ s", lines[3])
     assert_same_as_full(path, tmp_path)
 
     with connect(path) as con:  # a unit of the default campaign is redone: its rows go
