@@ -79,7 +79,8 @@ def run(
         small = whole and itl.in_process(con)
         if small:  # on this connection
             build_on(con, db_path, baseline)
-        if small or not (whole or todo.groups or todo.removed):
+        unchanged = not (todo.full or todo.groups or todo.removed)
+        if small or unchanged:
             if then:
                 then(con, todo)
             return todo
