@@ -76,16 +76,17 @@ def run(
         building = list(scope.fingerprints(con)) if todo.full else todo.changed
         scope.group(todo, con, building)
         whole = todo.full and len(todo.groups) <= 1
-        small = whole and itl.in_process(con)
+        spans = itl.campaign_spans(con) if whole else []
+        small = whole and itl.in_process(spans)
         if small:  # on this connection
-            build_on(con, db_path, baseline)
+            build_on(con, baseline, _latencies(con, db_path, spans))
         unchanged = not (todo.full or todo.groups or todo.removed)
         if small or unchanged:
             if then:
                 then(con, todo)
             return todo
     if whole:
-        build_apart(db_path, baseline)
+        build_apart(db_path, baseline, spans)
     removed = todo.removed  # dropped with the first group
     steps = [] if whole else todo.groups or [[]]
     if len(steps) > 1:
@@ -159,33 +160,32 @@ def plan_line(done: scope.Plan) -> str:
 def rebuild(db_path: Path, baseline: str) -> None:
     """Build every analysis object of every campaign in the file at db_path."""
     with connect(db_path, memory=READER_MEMORY) as con:
-        if itl.in_process(con):
-            build_on(con, db_path, baseline)
+        spans = itl.campaign_spans(con)
+        if itl.in_process(spans):
+            build_on(con, baseline, _latencies(con, db_path, spans))
             return
-    build_apart(db_path, baseline)
+    build_apart(db_path, baseline, spans)
 
 
-def build_apart(db_path: Path, baseline: str) -> None:
+def _latencies(con: duckdb.DuckDBPyConnection, db_path: Path, spans: list[tuple]) -> itl.Latencies:
+    """The chunk pass on con, open on db_path (spans: itl.campaign_spans of the file)."""
+    log.info("inter-token latencies from every chunk list")
+    return itl.compute(db_path, read_sql(MEASURED), con=con, spans=spans)
+
+
+def build_apart(db_path: Path, baseline: str, spans: list[tuple] | None = None) -> None:
     """The chunk pass in worker processes on read-only connections, with no connection of
-    this process open (DuckDB's write lock would refuse them), then the build."""
+    this process open (DuckDB's write lock would refuse them), then the build (spans:
+    itl.campaign_spans of the file, when the caller has them)."""
     log.info("inter-token latencies from every chunk list, in worker processes")
-    latencies = itl.compute(db_path, read_sql(MEASURED))
+    latencies = itl.compute(db_path, read_sql(MEASURED), spans=spans)
     with connect(db_path, memory=READER_MEMORY) as con:
-        build_on(con, db_path, baseline, latencies)
+        build_on(con, baseline, latencies)
 
 
-def build_on(
-    con: duckdb.DuckDBPyConnection,
-    db_path: Path,
-    baseline: str,
-    latencies: itl.Latencies | None = None,
-) -> None:
-    """Scan the chunk lists on con (open on db_path) unless latencies are given, then build
-    every analysis object in one transaction: a failed build leaves the earlier analysis
-    whole."""
-    if latencies is None:
-        log.info("inter-token latencies from every chunk list")
-        latencies = itl.compute(db_path, read_sql(MEASURED), con=con)
+def build_on(con: duckdb.DuckDBPyConnection, baseline: str, latencies: itl.Latencies) -> None:
+    """Build every analysis object on con in one transaction: a failed build leaves the
+    earlier analysis whole."""
     con.begin()
     try:
         build(con, baseline, latencies)

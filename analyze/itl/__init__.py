@@ -11,11 +11,14 @@ is scanned on the build's own connection (`in_process`). `write` puts
 the result into two TEMP tables that analyze/sql/request_metrics.sql and
 latency_conventions.sql join:
 
-request_itl, per ok measured request with at least two chunks (key rid = requests.rowid):
+request_itl, per measured request with a chunk (key rid = requests.rowid):
+    n_chunks          = len(chunk_times_s), counted here so that no other model reads a
+                        chunk list (DuckDB reads a whole list for its length)
     itl_chunk_mean_s  = mean gap chunk_times_s[i+1] - chunk_times_s[i]
     itl_chunk_max_s   = the longest such gap (the worst stall the client saw)
     itl_token_mean_s  = mean of gap_i / chunk_tokens[i+1] (a missing list or element, or 0,
                         counts as 1 token)
+    (the three gap figures: ok requests of two chunks or more; NULL for the others)
 
 window_itl, per window (campaign_id, engine, tp, method, workload, max_tokens, concurrency),
 in milliseconds over the gaps of every ok request pooled (vLLM's and SGLang's ITL):
@@ -35,6 +38,7 @@ maximum do not.
 from specsweep.analyze.itl.chunks import STATS as STATS
 from specsweep.analyze.itl.chunks import window_stats as window_stats
 from specsweep.analyze.itl.scan import Latencies as Latencies
+from specsweep.analyze.itl.scan import campaign_spans as campaign_spans
 from specsweep.analyze.itl.scan import compute as compute
 from specsweep.analyze.itl.scan import in_process as in_process
 from specsweep.analyze.itl.scan import write as write

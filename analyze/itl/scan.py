@@ -47,9 +47,15 @@ WHERE m.ok
 """
 REQUEST_DDL = """
 CREATE OR REPLACE TEMP TABLE request_itl (
-    rid BIGINT PRIMARY KEY, itl_chunk_mean_s DOUBLE, itl_chunk_max_s DOUBLE,
+    rid BIGINT PRIMARY KEY, n_chunks BIGINT, itl_chunk_mean_s DOUBLE, itl_chunk_max_s DOUBLE,
     itl_token_mean_s DOUBLE
 )
+"""
+# the chunks of measured failed requests, which the scan (ok requests only) does not see.
+# Filtered on `ok` alone, DuckDB reads the lists of failed rows only; a condition on the
+# list's length too would read every list (0.07-0.24 s at 100k requests against 0.002 s).
+FAILED_SQL = """
+SELECT rid, len(chunk_times_s) AS n_chunks FROM measured_requests WHERE NOT ok
 """
 
 
@@ -66,13 +72,16 @@ def compute(
     measured_sql: str,
     workers: int | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    spans: list[tuple] | None = None,
 ) -> Latencies:
     """Scan every chunk list of the file at db_path (opened read-only here and in the worker
     processes). measured_sql: the text of analyze/sql/measured_requests.sql (the view the
     build uses too). workers: processes to share the scan (default: one per core when the
     file holds more than PARALLEL_CHUNKS chunks, else none). con: scan in this process, on a
     cursor of this open connection (the build's: a file `in_process` accepts), instead of
-    opening the file read-only (35-70 ms, a tenth of a small campaign's analysis).
+    opening the file read-only (35-70 ms, a tenth of a small campaign's analysis). spans:
+    `campaign_spans(con)` of the file, when the caller has them (each costs a read of every chunk
+    list: 1.2-4.6 s at 1M requests).
 
     A window never spans campaigns, so the campaigns are scanned in groups of about
     GROUP_CHUNKS chunks (a campaign is never split), each group's windows finished and its
@@ -82,31 +91,43 @@ def compute(
     db_path = Path(db_path)
     if con is not None:
         with con.cursor() as cursor:  # its TEMP objects go with it
-            return _compute(cursor, db_path, measured_sql, 1)
+            return _compute(cursor, db_path, measured_sql, 1, spans)
     with duckdb.connect(str(db_path), read_only=True) as reader:
         reader.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
-        return _compute(reader, db_path, measured_sql, workers)
+        return _compute(reader, db_path, measured_sql, workers, spans)
 
 
-def in_process(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the file's chunk pass runs in this process (up to PARALLEL_CHUNKS chunks), so
-    on an open connection: worker processes need the file free of this process's writes."""
-    (chunks,) = con.execute("SELECT coalesce(sum(len(chunk_times_s)), 0) FROM requests").fetchone()
-    return chunks <= PARALLEL_CHUNKS
+def campaign_spans(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """Each campaign's (campaign_id, lowest rowid, highest rowid, chunks), in rowid order:
+    what plans the scan (one read of every chunk list's length)."""
+    return con.execute(SPANS_SQL).fetchall()
+
+
+def in_process(found: list[tuple]) -> bool:
+    """Whether the chunk pass of a file of these `campaign_spans` runs in this process (up to
+    PARALLEL_CHUNKS chunks), so on an open connection: worker processes need the file free
+    of this process's writes."""
+    return sum(n for *_, n in found) <= PARALLEL_CHUNKS
 
 
 def _compute(
-    con: duckdb.DuckDBPyConnection, db_path: Path, measured_sql: str, workers: int | None
+    con: duckdb.DuckDBPyConnection,
+    db_path: Path,
+    measured_sql: str,
+    workers: int | None,
+    found: list[tuple] | None,
 ) -> Latencies:
     """The scan on con (a read-only connection, or a cursor of the build's)."""
     con.execute(measured_sql)
-    spans = con.execute(SPANS_SQL).fetchall()
-    window_of, ranges, chunks = _plan(con, spans)
+    if found is None:
+        found = campaign_spans(con)
+    window_of, ranges, chunks = _plan(con, found)
     windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
-    groups = _groups(spans, windows)
+    groups = _groups(found, windows)
     if workers is None:
         workers = (os.cpu_count() or 1) if chunks > PARALLEL_CHUNKS else 1
-    parts: list[pd.DataFrame] = []
+    failed = con.execute(FAILED_SQL).df()
+    parts = [failed] if len(failed) else []
     stats: dict[int, dict] = {}
     with (
         scratch_folder(db_path, "itl") as tmp,

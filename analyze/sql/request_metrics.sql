@@ -8,7 +8,7 @@
 --   tpot_s           = (e2e_s - ttft_s) / (output_tokens - 1)    when ok and output_tokens > 1
 --   decode_tps       = (output_tokens - 1) / (e2e_s - ttft_s)    when ok, output_tokens > 1, e2e_s > ttft_s
 --   e2e_tps          = output_tokens / e2e_s                     when ok and e2e_s > 0
---   n_chunks         = len(chunk_times_s)                        (0 when no chunk arrived)
+--   n_chunks         = len(chunk_times_s), 0 when no chunk arrived          (analyze/itl/)
 --   itl_chunk_mean_s = mean gap chunk_times_s[i+1] - chunk_times_s[i]          (analyze/itl/)
 --   itl_chunk_max_s  = the longest such gap                                     (analyze/itl/)
 --   itl_token_mean_s = mean of gap_i / chunk_tokens[i+1], a missing list or element (or 0)
@@ -41,7 +41,7 @@ final AS (
         CASE WHEN m.ok THEN tpot_s(m.output_tokens, m.e2e_s, m.ttft_s) END AS tpot_s,
         CASE WHEN m.ok THEN decode_tps(m.output_tokens, m.e2e_s, m.ttft_s) END AS decode_tps,
         CASE WHEN m.ok THEN e2e_tps(m.output_tokens, m.e2e_s) END AS e2e_tps,
-        coalesce(len(m.chunk_times_s), 0) AS n_chunks,
+        coalesce(i.n_chunks, 0) AS n_chunks,
         i.itl_chunk_mean_s,
         i.itl_chunk_max_s,
         i.itl_token_mean_s,

@@ -30,6 +30,10 @@ def test_itl_equals_a_per_request_reference(analyzed, monkeypatch, small: bool) 
         assert got[rid]["itl_chunk_mean_s"] == pytest.approx(mean, rel=1e-12)
         assert got[rid]["itl_chunk_max_s"] == pytest.approx(peak, rel=1e-12)
         assert got[rid]["itl_token_mean_s"] == pytest.approx(token_mean, rel=1e-12)
+    measured = [r for r in rows if not r["is_warmup"]]
+    assert {r["request_id"]: len(r["chunk_times_s"]) for r in measured} == {
+        rid: r["n_chunks"] for rid, r in got.items()
+    }  # every measured reply's chunks: ok or failed, of one chunk or more
     without = [rid for rid, r in got.items() if rid not in per_request]
     assert without and all(got[rid]["itl_chunk_mean_s"] is None for rid in without)
     windows = fetch(path, "SELECT * FROM latency_conventions")

@@ -108,6 +108,31 @@ def test_chunk_and_token_itl(analyzed):
     assert plain["itl_token_mean_s"] == pytest.approx(2.0 / 3)
 
 
+def test_n_chunks_counts_every_measured_reply(analyzed):
+    # analyze.itl counts them in its scan of the ok replies; a failed reply's chunks are
+    # counted apart (the scan skips failed requests); a reply of one chunk has no gap
+    path = analyzed([
+        req(request_id="two", chunk_times_s=[0.5, 0.7], chunk_tokens=[1, 8]),
+        req(request_id="one", chunk_times_s=[0.5], chunk_tokens=[9]),
+        req(request_id="empty", chunk_times_s=[]),
+        req(request_id="missing", chunk_times_s=None),
+        req(request_id="failed", chunk_times_s=[0.5, 0.6, 0.9], ok=False, error_kind="http"),
+        req(request_id="failed-none", ok=False, error_kind="http"),
+    ])  # fmt: skip
+    rows = fetch(
+        path, "SELECT request_id, n_chunks, itl_chunk_mean_s, itl_chunk_max_s, "
+        "itl_token_mean_s FROM request_metrics ORDER BY request_id"
+    )  # fmt: skip
+    got = {r["request_id"]: r for r in rows}
+    assert {k: r["n_chunks"] for k, r in got.items()} == {
+        "empty": 0, "failed": 3, "failed-none": 0, "missing": 0, "one": 1, "two": 2,
+    }  # fmt: skip
+    assert got["two"]["itl_chunk_mean_s"] == pytest.approx(0.2)
+    for k in ("one", "empty", "missing", "failed", "failed-none"):
+        figures = [got[k][c] for c in ("itl_chunk_mean_s", "itl_chunk_max_s", "itl_token_mean_s")]
+        assert figures == [None, None, None], k
+
+
 def _window_rows() -> list[dict]:
     # three ok requests, staggered: (start, e2e, tokens) = (1.0, 2.0, 10), (1.5, 3.0, 20),
     # (2.0, 3.0, 30); ends 3.0, 4.5, 5.0; ttft 0.1, 0.2, 0.6
