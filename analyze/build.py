@@ -79,7 +79,8 @@ def run(
         spans = itl.campaign_spans(con) if whole else []
         small = whole and itl.in_process(spans)
         if small:  # on this connection
-            build_on(con, baseline, _latencies(con, db_path, spans))
+            log.info("inter-token latencies from every chunk list")
+            build_on(con, baseline, itl.compute(db_path, read_sql(MEASURED), con=con, spans=spans))
         unchanged = not (todo.full or todo.groups or todo.removed)
         if small or unchanged:
             if then:
@@ -125,11 +126,16 @@ def build_some(
 ) -> None:
     """Analyse the campaigns `changed` in a scratch file beside db_path and swap their rows
     into its analysis tables, dropping those of `removed`; whole: replace the tables outright
-    (the first group of a full rebuild), then make the views over them."""
+    (the first group of a full rebuild), then make the views over them. Their chunk lists
+    are scanned where they are, in db_path (read-only; worker processes past
+    itl.PARALLEL_CHUNKS), and not copied."""
+    log.info("inter-token latencies from the chunk lists of %d campaign(s)", len(changed))
+    latencies = itl.compute(db_path, read_sql(MEASURED), campaigns=changed)
     with scratch_folder(db_path, "analyze") as folder:
         scratch = Path(folder) / "campaigns.duckdb"
-        scope.copy_campaigns(db_path, scratch, changed)
-        rebuild(scratch, baseline)
+        rowids = scope.copy_campaigns(db_path, scratch, changed)
+        with connect(scratch, memory=READER_MEMORY) as con:
+            build_on(con, baseline, itl.renumbered(latencies, rowids))
         if whole:
             with connect(db_path, memory=READER_MEMORY) as con:
                 drop_views(con)  # a table cannot replace an older build's view
@@ -155,22 +161,6 @@ def plan_line(done: scope.Plan) -> str:
     if done.removed:
         parts.append(f"dropped {len(done.removed)} campaign(s) no longer in the file")
     return "; ".join(parts) + ": " + ", ".join(done.campaigns)
-
-
-def rebuild(db_path: Path, baseline: str) -> None:
-    """Build every analysis object of every campaign in the file at db_path."""
-    with connect(db_path, memory=READER_MEMORY) as con:
-        spans = itl.campaign_spans(con)
-        if itl.in_process(spans):
-            build_on(con, baseline, _latencies(con, db_path, spans))
-            return
-    build_apart(db_path, baseline, spans)
-
-
-def _latencies(con: duckdb.DuckDBPyConnection, db_path: Path, spans: list[tuple]) -> itl.Latencies:
-    """The chunk pass on con, open on db_path (spans: itl.campaign_spans of the file)."""
-    log.info("inter-token latencies from every chunk list")
-    return itl.compute(db_path, read_sql(MEASURED), con=con, spans=spans)
 
 
 def build_apart(db_path: Path, baseline: str, spans: list[tuple] | None = None) -> None:

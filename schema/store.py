@@ -155,6 +155,12 @@ class NotAResultsDatabase(RuntimeError):
     """The file lacks the raw tables that `collect` writes."""
 
 
+def literal(text: str | Path) -> str:
+    """text as a SQL string literal, for where DuckDB takes no bound parameter (ATTACH's path)
+    or plans better with a constant (an IN list it can filter a scan with)."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
 def scratch_folder(db: str | Path, kind: str) -> tempfile.TemporaryDirectory[str]:
     """A temporary folder beside the results file db (the disk its user chose for results),
     named .specsweep-<kind>-<pid>-*: deleted when the work ends, and, when a process was

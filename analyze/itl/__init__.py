@@ -41,4 +41,5 @@ from specsweep.analyze.itl.scan import Latencies as Latencies
 from specsweep.analyze.itl.scan import campaign_spans as campaign_spans
 from specsweep.analyze.itl.scan import compute as compute
 from specsweep.analyze.itl.scan import in_process as in_process
+from specsweep.analyze.itl.scan import renumbered as renumbered
 from specsweep.analyze.itl.scan import write as write

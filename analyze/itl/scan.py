@@ -27,23 +27,25 @@ from specsweep.analyze.itl.chunks import (
     scan_on,
 )
 from specsweep.schema.keys import WINDOW_KEY
-from specsweep.schema.store import scratch_folder
+from specsweep.schema.store import literal, scratch_folder
 
 PARALLEL_CHUNKS = 20_000_000  # below this, worker processes cost more than they save
 
 
 # measured_requests is the TEMP view of analyze/sql/measured_requests.sql. Windows are
 # numbered on their distinct keys: a window function over every request would sort them all.
+# {campaigns}: the campaigns scanned (`_campaigns`), a list of constants, which DuckDB filters
+# the scan of requests with (a 10k campaign's windows in a 2M file: 0.015 s against 0.2 s).
 WINDOWS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE itl_windows AS
 SELECT *, row_number() OVER (ORDER BY {", ".join(WINDOW_KEY)}) - 1 AS window_index
-FROM (SELECT DISTINCT {", ".join(WINDOW_KEY)} FROM measured_requests WHERE ok)
+FROM (SELECT DISTINCT {", ".join(WINDOW_KEY)} FROM measured_requests WHERE ok AND {{campaigns}})
 """
 REQUESTS_SQL = f"""
 SELECT m.rid, w.window_index
 FROM measured_requests AS m
 JOIN itl_windows AS w USING ({", ".join(WINDOW_KEY)})
-WHERE m.ok
+WHERE m.ok AND {{campaigns}}
 """
 REQUEST_DDL = """
 CREATE OR REPLACE TEMP TABLE request_itl (
@@ -55,7 +57,7 @@ CREATE OR REPLACE TEMP TABLE request_itl (
 # Filtered on `ok` alone, DuckDB reads the lists of failed rows only; a condition on the
 # list's length too would read every list (0.07-0.24 s at 100k requests against 0.002 s).
 FAILED_SQL = """
-SELECT rid, len(chunk_times_s) AS n_chunks FROM measured_requests WHERE NOT ok
+SELECT rid, campaign_id, len(chunk_times_s) AS n_chunks FROM measured_requests WHERE NOT ok
 """
 
 
@@ -73,6 +75,7 @@ def compute(
     workers: int | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     spans: list[tuple] | None = None,
+    campaigns: list[str] | None = None,
 ) -> Latencies:
     """Scan every chunk list of the file at db_path (opened read-only here and in the worker
     processes). measured_sql: the text of analyze/sql/measured_requests.sql (the view the
@@ -81,7 +84,9 @@ def compute(
     cursor of this open connection (the build's: a file `in_process` accepts), instead of
     opening the file read-only (35-70 ms, a tenth of a small campaign's analysis). spans:
     `campaign_spans(con)` of the file, when the caller has them (each costs a read of every chunk
-    list: 1.2-4.6 s at 1M requests).
+    list: 1.2-4.6 s at 1M requests). campaigns: scan these campaigns' requests only (None:
+    every campaign); request_itl's rid stays the rowid of the file scanned (a build in a
+    copy of the rows moves it: `renumbered`).
 
     A window never spans campaigns, so the campaigns are scanned in groups of about
     GROUP_CHUNKS chunks (a campaign is never split), each group's windows finished and its
@@ -91,16 +96,22 @@ def compute(
     db_path = Path(db_path)
     if con is not None:
         with con.cursor() as cursor:  # its TEMP objects go with it
-            return _compute(cursor, db_path, measured_sql, 1, spans)
+            return _compute(cursor, db_path, measured_sql, 1, spans, campaigns)
     with duckdb.connect(str(db_path), read_only=True) as reader:
         reader.execute(f"SET memory_limit = '{WORKER_MEMORY}'")
-        return _compute(reader, db_path, measured_sql, workers, spans)
+        return _compute(reader, db_path, measured_sql, workers, spans, campaigns)
 
 
-def campaign_spans(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+def campaign_spans(
+    con: duckdb.DuckDBPyConnection, campaigns: list[str] | None = None
+) -> list[tuple]:
     """Each campaign's (campaign_id, lowest rowid, highest rowid, chunks), in rowid order:
-    what plans the scan (one read of every chunk list's length)."""
-    return con.execute(SPANS_SQL).fetchall()
+    what plans the scan (a read of the chunk lists' lengths: of every campaign, or of those
+    in `campaigns`, whose filter DuckDB applies before it reads a list)."""
+    if campaigns is None:
+        return con.execute(SPANS_SQL).fetchall()
+    found = [con.execute(SPAN_SQL, [cid]).fetchone() for cid in campaigns]
+    return sorted((span for span in found if span[0] is not None), key=lambda span: span[1])
 
 
 def in_process(found: list[tuple]) -> bool:
@@ -116,18 +127,21 @@ def _compute(
     measured_sql: str,
     workers: int | None,
     found: list[tuple] | None,
+    campaigns: list[str] | None,
 ) -> Latencies:
     """The scan on con (a read-only connection, or a cursor of the build's)."""
     con.execute(measured_sql)
     if found is None:
-        found = campaign_spans(con)
-    window_of, ranges, chunks = _plan(con, found)
+        found = campaign_spans(con, campaigns)
+    window_of, ranges, chunks = _plan(con, found, campaigns)
     windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
     groups = _groups(found, windows)
     if workers is None:
         workers = (os.cpu_count() or 1) if chunks > PARALLEL_CHUNKS else 1
     failed = con.execute(FAILED_SQL).df()
-    parts = [failed] if len(failed) else []
+    if campaigns is not None:
+        failed = failed[failed["campaign_id"].isin(campaigns)]
+    parts = [failed.drop(columns="campaign_id")] if len(failed) else []
     stats: dict[int, dict] = {}
     with (
         scratch_folder(db_path, "itl") as tmp,
@@ -138,11 +152,11 @@ def _compute(
             if pool is None:
                 frame, *pools = scan_on(con, scan.window_of, scan.ranges, scan.folder, "0")
                 parts.append(frame)
-                found = in_memory_stats(*pools, members)
+                figures = in_memory_stats(*pools, members)
             else:
                 parts += scan.on(pool, db_path, workers)
-                found = pool.starmap(pooled_stats, [(scan.folder, w) for w in members])
-            stats |= dict(zip(members, found))
+                figures = pool.starmap(pooled_stats, [(scan.folder, w) for w in members])
+            stats |= dict(zip(members, figures))
             for spilled in scan.folder.iterdir():
                 spilled.unlink()
     return Latencies(concat(parts), _window_frame(windows, [stats[w] for w in sorted(stats)]))
@@ -154,23 +168,59 @@ SPANS_SQL = """
 SELECT campaign_id, min(rowid), max(rowid), coalesce(sum(len(chunk_times_s)), 0)
 FROM requests GROUP BY ALL ORDER BY 2
 """
+SPAN_SQL = """
+SELECT any_value(campaign_id), min(rowid), max(rowid), coalesce(sum(len(chunk_times_s)), 0)
+FROM requests WHERE campaign_id = ?
+"""
+
+
+def renumbered(found: Latencies, rowids: np.ndarray) -> Latencies:
+    """found with request_itl's rid moved from the rowids of the file scanned to those of a
+    copy that holds the rows `rowids` (ascending) in that order: rid k is rowids[k]'s row
+    (analyze.models.scope.copy_campaigns)."""
+    rid = found.per_request["rid"].to_numpy(dtype=np.int64)
+    at = np.searchsorted(rowids, rid)
+    if len(rid) and (at.max() >= len(rowids) or not np.array_equal(rowids[at], rid)):
+        raise RuntimeError("the chunk pass saw requests that the copy does not hold")
+    return Latencies(found.per_request.assign(rid=at), found.windows)
 
 
 def _plan(
-    con: duckdb.DuckDBPyConnection, spans: list[tuple]
+    con: duckdb.DuckDBPyConnection, spans: list[tuple], campaigns: list[str] | None
 ) -> tuple[np.ndarray, list[tuple[int, int]], int]:
-    """The window index of each measured ok request by requests.rowid (-1 for every other
-    row), the rowid ranges of about BLOCK_CHUNKS chunks each, and the chunks in all."""
+    """The window index of each measured ok request of the campaigns scanned by
+    requests.rowid (-1 for every other row), the rowid ranges of about BLOCK_CHUNKS chunks
+    each that cover their rows, and the chunks in all."""
     last = max((hi for _, _, hi, _ in spans), default=None)
     chunks = sum(n for *_, n in spans)
-    con.execute(WINDOWS_SQL)
-    index = con.execute(REQUESTS_SQL).fetchnumpy()
+    con.execute(WINDOWS_SQL.format(campaigns=_campaigns(campaigns)))
+    index = con.execute(REQUESTS_SQL.format(campaigns=_campaigns(campaigns))).fetchnumpy()
     window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
     window_of[index["rid"]] = index["window_index"]
-    if last is None:
-        return window_of, [], 0
-    step = max(1, int(BLOCK_CHUNKS * (last + 1) / max(chunks, 1)))
-    return window_of, [(a, a + step) for a in range(0, last + 1, step)], int(chunks)
+    spread = _disjoint([(lo, hi) for _, lo, hi, _ in spans])
+    rows = sum(hi + 1 - lo for lo, hi in spread)
+    step = max(1, int(BLOCK_CHUNKS * rows / max(chunks, 1)))
+    ranges = [(a, min(a + step, hi + 1)) for lo, hi in spread for a in range(lo, hi + 1, step)]
+    return window_of, ranges, int(chunks)
+
+
+def _campaigns(campaigns: list[str] | None) -> str:
+    """The condition on campaign_id that keeps the campaigns scanned (None: every one)."""
+    if campaigns is None:
+        return "true"
+    return f"campaign_id IN ({', '.join(map(literal, campaigns))})" if campaigns else "false"
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive rowid spans merged where they meet or overlap (campaigns whose rows
+    interleave: one resumed after another ran), so that no row is scanned twice."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
 
 
 @dataclass

@@ -141,6 +141,39 @@ def test_a_campaign_added_changed_or_removed_rebuilds_only_itself(
     assert built_at(path) == before
 
 
+def test_a_campaign_whose_rows_another_campaign_cuts_in_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a unit of the default campaign redone after another campaign ran: its rows now follow
+    # the other's, so the chunk pass of the default campaign (in the results file) crosses
+    # rows it must leave alone, and the scratch copy's rowids are not the file's
+    monkeypatch.setattr(itl.scan, "BLOCK_CHUNKS", 2_000)  # many ranges, some of both
+    path = golden_db(tmp_path / "results.duckdb")
+    scale = tmp_path / "scale.duckdb"
+    scale_campaign.generate(scale, 300, seed=4, batch=300)
+    scale_copies.add_campaign(path, scale, 1)
+    build.run(path, baseline=BASELINE)
+    with connect(path) as con:
+        unit = (
+            "campaign_id = ? AND workload = "
+            "(SELECT min(workload) FROM requests WHERE campaign_id = ?)"
+        )
+        con.execute(
+            f"CREATE TEMP TABLE redone AS SELECT * FROM requests WHERE {unit}", [GOLDEN] * 2
+        )
+        con.execute(f"DELETE FROM requests WHERE {unit}", [GOLDEN] * 2)
+        con.execute("UPDATE redone SET e2e_s = e2e_s + 0.001")
+        con.execute("INSERT INTO requests SELECT * FROM redone")
+        spans = itl.campaign_spans(con)
+    ((_, lo, hi, _),) = [s for s in spans if s[0] == GOLDEN]
+    assert any(
+        lo < other_lo and other_hi < hi for cid, other_lo, other_hi, _ in spans if cid != GOLDEN
+    )
+    done = build.run(path, baseline=BASELINE)
+    assert done.changed == [GOLDEN]
+    assert_same_as_full(path, tmp_path)
+
+
 @pytest.mark.parametrize(
     ("change", "why"),
     [
