@@ -133,9 +133,9 @@ def build_some(
     latencies = itl.compute(db_path, read_sql(MEASURED), campaigns=changed)
     with scratch_folder(db_path, "analyze") as folder:
         scratch = Path(folder) / "campaigns.duckdb"
-        rowids = scope.copy_campaigns(db_path, scratch, changed)
+        moved = scope.copy_campaigns(db_path, scratch, changed)
         with connect(scratch, memory=READER_MEMORY) as con:
-            build_on(con, baseline, itl.renumbered(latencies, rowids))
+            build_on(con, baseline, itl.renumbered(latencies, moved))
         if whole:
             with connect(db_path, memory=READER_MEMORY) as con:
                 drop_views(con)  # a table cannot replace an older build's view

@@ -174,15 +174,16 @@ FROM requests WHERE campaign_id = ?
 """
 
 
-def renumbered(found: Latencies, rowids: np.ndarray) -> Latencies:
+def renumbered(found: Latencies, moved: tuple[np.ndarray, np.ndarray]) -> Latencies:
     """found with request_itl's rid moved from the rowids of the file scanned to those of a
-    copy that holds the rows `rowids` (ascending) in that order: rid k is rowids[k]'s row
-    (analyze.models.scope.copy_campaigns)."""
+    copy of its rows: moved holds each copied request's rowid in the file (ascending) and in
+    the copy (analyze.models.scope.copy_campaigns)."""
+    before, after = moved
     rid = found.per_request["rid"].to_numpy(dtype=np.int64)
-    at = np.searchsorted(rowids, rid)
-    if len(rid) and (at.max() >= len(rowids) or not np.array_equal(rowids[at], rid)):
+    at = np.searchsorted(before, rid)
+    if len(rid) and (at.max() >= len(before) or not np.array_equal(before[at], rid)):
         raise RuntimeError("the chunk pass saw requests that the copy does not hold")
-    return Latencies(found.per_request.assign(rid=at), found.windows)
+    return Latencies(found.per_request.assign(rid=after[at]), found.windows)
 
 
 def _plan(

@@ -174,14 +174,14 @@ def group(todo: Plan, con: duckdb.DuckDBPyConnection, campaigns: list[str]) -> N
         todo.sizes[-1] += counts.get(cid, 0)
 
 
-def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> np.ndarray:
+def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """A new results file at scratch holding the raw rows of `campaigns` from db, but for the
     requests' chunk lists: the chunk pass reads those in db (analyze.build.build_some), and
-    copying them was 15 of a group's 56 s at 1M requests. Returns the db rowids of the copied
-    requests, ascending: the copy holds them in that order (DuckDB preserves the insertion
-    order of a query without ORDER BY), so scratch rowid k is db rowid rowids[k]."""
+    copying them was 15 of a group's 56 s at 1M requests. Returns where each copied request
+    went: its rowid in db (ascending) and in the copy, matched on request_id (the primary
+    key). Not on order: a copy of 1M requests did not keep db's order (the campaign filter
+    is a join, which DuckDB runs in parallel)."""
     with connect(scratch, create=True, memory=READER_MEMORY) as con:
-        con.execute("SET preserve_insertion_order = true")  # the default, which rowids rely on
         con.execute(f"ATTACH {literal(db)} AS src (READ_ONLY)")
         for table in RAW:
             columns = CHUNKLESS if table == "requests" else "*"
@@ -190,13 +190,12 @@ def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> np.ndarray:
                 "WHERE campaign_id IN (SELECT unnest(?::VARCHAR[]))",
                 [campaigns],
             )
-        rowids = con.execute(
-            "SELECT rowid FROM src.main.requests "
-            "WHERE campaign_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY rowid",
-            [campaigns],
-        ).fetchnumpy()["rowid"]
+        moved = con.execute(
+            "SELECT d.rowid AS db, c.rowid AS copy FROM src.main.requests AS d "
+            "JOIN main.requests AS c USING (request_id) ORDER BY d.rowid"
+        ).fetchnumpy()
         con.execute("DETACH src")
-    return np.asarray(rowids, dtype=np.int64)
+    return np.asarray(moved["db"], dtype=np.int64), np.asarray(moved["copy"], dtype=np.int64)
 
 
 CHUNKLESS = "* REPLACE (NULL AS chunk_times_s, NULL AS chunk_tokens)"  # requests, as copied

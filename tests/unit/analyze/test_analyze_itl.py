@@ -98,3 +98,20 @@ def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> 
     )
     for c in (c for c in alone.windows if "_ms_" in c):  # pooled in another order: ulps
         assert list(shared.windows[c]) == pytest.approx(list(alone.windows[c]), rel=1e-12)
+
+
+def test_renumbered_follows_each_request_to_its_row_in_the_copy() -> None:
+    # a copy need not keep the file's order (1M requests copied through DuckDB's parallel
+    # join did not): rows 10, 12, 15 of the file became rows 2, 0, 1 of the copy
+    import pandas as pd
+
+    frame = pd.DataFrame({"rid": [15, 10], "n_chunks": [3, 4]})
+    found = itl.Latencies(frame, pd.DataFrame())
+    moved = (np.array([10, 12, 15]), np.array([2, 0, 1]))
+    assert itl.renumbered(found, moved).per_request.to_dict("list") == {
+        "rid": [1, 2],
+        "n_chunks": [3, 4],
+    }
+    for stray in (11, 16):  # a request the copy does not hold
+        with pytest.raises(RuntimeError, match="does not hold"):
+            itl.renumbered(itl.Latencies(pd.DataFrame({"rid": [stray]}), pd.DataFrame()), moved)
