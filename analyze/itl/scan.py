@@ -131,7 +131,7 @@ def _compute(
     con.execute(measured_sql)
     if found is None:
         found = campaign_spans(con, campaigns)
-    window_of, ranges, chunks = _plan(con, found, campaigns)
+    first, window_of, ranges, chunks = _plan(con, found, campaigns)
     windows = con.execute("SELECT * FROM itl_windows ORDER BY window_index").df()
     groups = _groups(found, windows)
     if workers is None:
@@ -144,9 +144,12 @@ def _compute(
         _workers(workers) as pool,
     ):
         for members, lo, hi in groups:
-            scan = Scan(Path(tmp), _only(window_of, members), _within(ranges, lo, hi))
+            part = _only(window_of[lo - first : hi + 1 - first], members)
+            scan = Scan(Path(tmp), lo, part, _within(ranges, lo, hi))
             if pool is None:
-                frame, *pools = scan_on(con, scan.window_of, scan.ranges, scan.folder, "0")
+                frame, *pools = scan_on(
+                    con, scan.first, scan.window_of, scan.ranges, scan.folder, "0"
+                )
                 parts.append(frame)
                 figures = in_memory_stats(*pools, members)
             else:
@@ -180,22 +183,23 @@ def renumbered(found: Latencies, moved: tuple[np.ndarray, np.ndarray]) -> Latenc
 
 def _plan(
     con: duckdb.DuckDBPyConnection, spans: list[tuple], campaigns: list[str] | None
-) -> tuple[np.ndarray, list[tuple[int, int]], int]:
-    """The window index of each measured ok request of the campaigns scanned by
-    requests.rowid (-1 for every other row), the rowid ranges of about BLOCK_CHUNKS chunks
-    each that cover their rows, and the chunks in all."""
-    last = max((hi for _, _, hi, _ in spans), default=None)
+) -> tuple[int, np.ndarray, list[tuple[int, int]], int]:
+    """The lowest rowid of the campaigns scanned, the window index of each measured ok
+    request of theirs by requests.rowid from that one on (-1 for every other row), the rowid
+    ranges of about BLOCK_CHUNKS chunks each that cover their rows, and the chunks in all."""
+    first = min((lo for _, lo, _, _ in spans), default=0)
+    last = max((hi for _, _, hi, _ in spans), default=first - 1)
     chunks = sum(n for *_, n in spans)
     only = _campaigns(campaigns)
     con.execute(WINDOWS_SQL.format(campaigns=only))
     index = con.execute(REQUESTS_SQL.format(campaigns=only)).fetchnumpy()
-    window_of = np.full(0 if last is None else last + 1, -1, dtype=np.int64)
-    window_of[index["rid"]] = index["window_index"]
+    window_of = np.full(last + 1 - first, -1, dtype=np.int64)
+    window_of[index["rid"] - first] = index["window_index"]
     spread = _disjoint([(lo, hi) for _, lo, hi, _ in spans])
     rows = sum(hi + 1 - lo for lo, hi in spread)
     step = max(1, int(BLOCK_CHUNKS * rows / max(chunks, 1)))
     ranges = [(a, min(a + step, hi + 1)) for lo, hi in spread for a in range(lo, hi + 1, step)]
-    return window_of, ranges, int(chunks)
+    return first, window_of, ranges, int(chunks)
 
 
 def _campaigns(campaigns: list[str] | None) -> str:
@@ -219,10 +223,13 @@ def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 @dataclass
 class Scan:
-    """One group's scan: the window of each rowid (-1 outside the group) and the rowid ranges
-    that hold the group's rows."""
+    """One group's scan: the window of each rowid from the group's lowest, `first`, to its
+    highest (-1 outside the group), and the rowid ranges that hold the group's rows. Cut to
+    the group's rowids, window_of is a group's size, not the file's: the last group of a 10M
+    file would carry 80 MB to each worker."""
 
     folder: Path
+    first: int
     window_of: np.ndarray
     ranges: list[tuple[int, int]]
 
@@ -231,7 +238,7 @@ class Scan:
     ) -> list[pd.DataFrame]:
         """The ranges dealt round-robin to the worker processes."""
         jobs = [
-            (str(db_path), self.window_of, self.ranges[i::workers], self.folder, str(i))
+            (str(db_path), self.first, self.window_of, self.ranges[i::workers], self.folder, str(i))
             for i in range(workers)
         ]
         return pool.starmap(scan_file, jobs)
@@ -267,8 +274,9 @@ def _only(window_of: np.ndarray, members: list[int]) -> np.ndarray:
 
 
 def _within(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
-    """The ranges that meet rowids lo..hi."""
-    return [(a, b) for a, b in ranges if b > lo and a <= hi]
+    """The ranges that meet rowids lo..hi, cut to them (another group's rows that share a
+    range are that group's to scan)."""
+    return [(max(a, lo), min(b, hi + 1)) for a, b in ranges if b > lo and a <= hi]
 
 
 @contextlib.contextmanager

@@ -100,6 +100,27 @@ def test_worker_processes_find_what_one_process_finds(tmp_path, monkeypatch) -> 
         assert list(shared.windows[c]) == pytest.approx(list(alone.windows[c]), rel=1e-12)
 
 
+def test_workers_scan_a_later_campaign_from_its_own_rows(tmp_path, monkeypatch) -> None:
+    # the window of each rowid is held from the group's first rowid on, not from 0: a
+    # campaign whose rows start at rowid 300 of 600, in groups of one campaign each
+    from tests.support.analyze_rows import write_db
+
+    monkeypatch.setattr(itl.scan, "BLOCK_CHUNKS", 500)
+    monkeypatch.setattr(itl.scan, "GROUP_CHUNKS", 1)
+    rows = random_rows(seed=5) + random_rows(seed=6)
+    for r in rows[300:]:
+        r["campaign_id"], r["request_id"] = "c2", "c2-" + r["request_id"]
+    path = tmp_path / "w.duckdb"
+    write_db(path, rows)
+    with duckdb.connect(str(path)) as con:
+        metrics.install(con)
+    measured = build.read_sql(build.MEASURED)
+    every = itl.compute(path, measured, workers=1).per_request.set_index("rid").sort_index()
+    later = itl.compute(path, measured, workers=2, campaigns=["c2"]).per_request
+    assert len(later) > 200 and later["rid"].min() >= 300
+    assert later.set_index("rid").sort_index().equals(every.loc[every.index >= 300])
+
+
 def test_renumbered_follows_each_request_to_its_row_in_the_copy() -> None:
     # a copy need not keep the file's order (1M requests copied through DuckDB's parallel
     # join did not): rows 10, 12, 15 of the file became rows 2, 0, 1 of the copy
