@@ -259,9 +259,43 @@ def window_stats(itl_s: np.ndarray, itl_token_s: np.ndarray) -> dict[str, float 
     for name, values in (("itl", itl_s), ("itl_token", itl_token_s)):
         out[f"n_{name}"] = len(values)
         if len(values):
-            q = np.quantile(values, QUANTILES) * 1000
+            q = quantiles(values) * 1000
             figures = (values.mean() * 1000, q[0], values.std() * 1000, q[1], q[2], q[3])
         else:
             figures = (None,) * len(STATS)
         out |= {f"{name}_ms_{s}": None if v is None else float(v) for s, v in zip(STATS, figures)}
+    return out
+
+
+def quantiles(values: np.ndarray) -> np.ndarray:
+    """np.quantile(values, QUANTILES) (its default, linear method), bit for bit, in a sixth of
+    the time. NumPy selects several ranks at once far more slowly than one (20 ns a value for
+    the eight ranks of QUANTILES against 1.7 ns for one, on 2M gaps; x86-64, NumPy 2), and the
+    windows' quantiles were a third of the chunk pass. So each rank is selected alone, in the
+    part above the rank before. values (not empty) are left as they are."""
+    n = len(values)
+    if np.isnan(values).any():  # NumPy's own rule for a NaN
+        return np.quantile(values, QUANTILES)
+    virtual = (n - 1) * np.asarray(QUANTILES)
+    top = virtual >= n - 1
+    below = np.where(top, -1, np.floor(virtual))  # NumPy's index -1: the largest value
+    ranks = below.astype(np.intp) % n, np.where(top, -1, below + 1).astype(np.intp) % n
+    at = ranked(values, sorted({int(r) for part in ranks for r in part}))
+    a, b = (np.array([at[int(r)] for r in part]) for part in ranks)
+    gamma = virtual - below
+    diff = b - a  # NumPy's _lerp, from each end as it does
+    return np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+
+
+def ranked(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
+    """The value of each rank (0: the smallest) of values; ranks ascending. One selection a
+    rank, each in what lies above the rank before (work[k:] holds exactly ranks k and up)."""
+    work, low, out = values.copy(), 0, {}
+    for k in ranks:
+        if out and k == low + 1:  # the next rank: the smallest of what lies above
+            j = k + int(np.argmin(work[k:]))
+            work[k], work[j] = work[j], work[k]
+        else:
+            work[low:].partition(k - low)
+        out[k], low = float(work[k]), k
     return out

@@ -121,6 +121,22 @@ def test_workers_scan_a_later_campaign_from_its_own_rows(tmp_path, monkeypatch) 
     assert later.set_index("rid").sort_index().equals(every.loc[every.index >= 300])
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 100, 101, 1001, 20000])
+def test_quantiles_equal_numpys_bit_for_bit(n: int) -> None:
+    # each rank selected alone must give np.quantile's linear figures exactly: lognormal
+    # gaps, ties (whole numbers), and an infinite value (NumPy's lerp from each end)
+    rng = np.random.default_rng(n)
+    tied = rng.integers(0, 4, n).astype(float)
+    endless = rng.lognormal(-3, 0.7, n)
+    endless[rng.integers(0, n)] = np.inf
+    for values in (rng.lognormal(-3, 0.7, n), tied, endless):
+        kept = values.copy()
+        with np.errstate(invalid="ignore"):
+            want, got = np.quantile(values, itl.chunks.QUANTILES), itl.chunks.quantiles(values)
+        assert np.array_equal(got, want, equal_nan=True), (got, want)
+        assert np.array_equal(values, kept)  # left as they are
+
+
 def test_renumbered_follows_each_request_to_its_row_in_the_copy() -> None:
     # a copy need not keep the file's order (1M requests copied through DuckDB's parallel
     # join did not): rows 10, 12, 15 of the file became rows 2, 0, 1 of the copy
