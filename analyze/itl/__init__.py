@@ -26,9 +26,10 @@ in milliseconds over the gaps of every ok request pooled (vLLM's and SGLang's IT
     itl_token_ms_*  every gap / chunk_tokens[i+1] * 1000, for requests whose chunk_tokens has
                     one entry per chunk (entries of 0 tokens are left out)
     each with n, mean, median, std (population, np.std), p90, p95, p99 (np.quantile, linear:
-    DuckDB's quantile_cont). Exact, not sketched: the gaps wait in spill files (past
-    SPILL_BYTES held per process) and each window's are read back whole for its statistics,
-    so memory stays near SPILL_BYTES plus the largest window's gaps (8 bytes a gap).
+    DuckDB's quantile_cont; selected a rank at a time, `chunks.quantiles`). Exact, not
+    sketched: the gaps wait in spill files (past SPILL_BYTES held per process) and each
+    window's are read back whole for its statistics, so memory stays near SPILL_BYTES plus the
+    largest window's gaps (8 bytes a gap).
 
 Per-request gap quantiles (p50/p99 over one reply's few hundred gaps) are not computed: they
 need a sort of every gap and say little that the pooled window quantiles and the per-request
