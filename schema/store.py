@@ -161,6 +161,15 @@ def literal(text: str | Path) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+def campaign_filter(campaigns: list[str] | None) -> str:
+    """The SQL condition on campaign_id that keeps `campaigns` (None: every one): a list of
+    constants, which DuckDB filters a scan with before it reads another column (a 10k
+    campaign's windows in a 2M file: 0.015 s against 0.2 s for a semi-join)."""
+    if campaigns is None:
+        return "true"
+    return f"campaign_id IN ({', '.join(map(literal, campaigns))})" if campaigns else "false"
+
+
 def scratch_folder(db: str | Path, kind: str) -> tempfile.TemporaryDirectory[str]:
     """A temporary folder beside the results file db (the disk its user chose for results),
     named .specsweep-<kind>-<pid>-*: deleted when the work ends, and, when a process was

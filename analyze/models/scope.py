@@ -41,7 +41,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from specsweep.schema.store import READER_MEMORY, connect, literal
+from specsweep.schema.store import READER_MEMORY, campaign_filter, connect, literal
 
 STATE = "analysis_campaigns"
 STATE_DDL = f"""
@@ -179,20 +179,21 @@ def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> tuple[np.nd
     requests' chunk lists: the chunk pass reads those in db (analyze.build.build_some), and
     copying them was 15 of a group's 56 s at 1M requests. Returns where each copied request
     went: its rowid in db (ascending) and in the copy, matched on request_id (the primary
-    key). Not on order: a copy of 1M requests did not keep db's order (the campaign filter
-    is a join, which DuckDB runs in parallel)."""
+    key). Not on order: a copy of 1M requests did not keep db's order (DuckDB copies in
+    parallel)."""
     with connect(scratch, create=True, memory=READER_MEMORY) as con:
         con.execute(f"ATTACH {literal(db)} AS src (READ_ONLY)")
+        only = campaign_filter(campaigns)
         for table in RAW:
             columns = CHUNKLESS if table == "requests" else "*"
             con.execute(
                 f"INSERT INTO main.{table} BY NAME SELECT {columns} FROM src.main.{table} "
-                "WHERE campaign_id IN (SELECT unnest(?::VARCHAR[]))",
-                [campaigns],
+                f"WHERE {only}"
             )
         moved = con.execute(
-            "SELECT d.rowid AS db, c.rowid AS copy FROM src.main.requests AS d "
-            "JOIN main.requests AS c USING (request_id) ORDER BY d.rowid"
+            f"SELECT d.db, c.rowid AS copy FROM (SELECT rowid AS db, request_id "
+            f"FROM src.main.requests WHERE {only}) AS d "
+            "JOIN main.requests AS c USING (request_id) ORDER BY d.db"
         ).fetchnumpy()
         con.execute("DETACH src")
     return np.asarray(moved["db"], dtype=np.int64), np.asarray(moved["copy"], dtype=np.int64)
