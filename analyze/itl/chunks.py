@@ -70,9 +70,19 @@ class Pool:
         return np.concatenate(parts) if parts else np.empty(0)
 
 
-def pooled(folder: Path, kind: str, w: int) -> np.ndarray:
-    """Every spilled gap of window w (all processes)."""
-    parts = [np.fromfile(f) for f in sorted(folder.glob(f"{kind}-{w}-*.f64"))]
+def spilled(folder: Path, windows: list[int]) -> list[tuple[list[Path], list[Path]]]:
+    """Each window's spill files (all processes), chunk and token, each in name order, from
+    one listing of the folder. A glob per window lists the whole folder each time: with
+    2,520 windows (21 campaigns) that was 27 s of a 40 s rebuild (2026-12-07)."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted(folder.iterdir()):
+        found.setdefault(path.stem.rsplit("-", 1)[0], []).append(path)  # kind-window-tag
+    return [(found.get(f"chunk-{w}", []), found.get(f"token-{w}", [])) for w in windows]
+
+
+def pooled(files: list[Path]) -> np.ndarray:
+    """Every gap of one window and kind, from its spill files."""
+    parts = [np.fromfile(f) for f in files]
     return np.concatenate(parts) if parts else np.empty(0)
 
 
@@ -155,8 +165,9 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
 
 
-def pooled_stats(folder: Path, w: int) -> dict[str, float | int | None]:
-    return window_stats(pooled(folder, "chunk", w), pooled(folder, "token", w))
+def pooled_stats(chunk: list[Path], token: list[Path]) -> dict[str, float | int | None]:
+    """window_stats of one window's spill files (`spilled`)."""
+    return window_stats(pooled(chunk), pooled(token))
 
 
 def scan_file(
@@ -186,7 +197,7 @@ def in_memory_stats(
     if chunk_pool.on_disk or token_pool.on_disk:
         chunk_pool.spill()
         token_pool.spill()
-        return [pooled_stats(chunk_pool.folder, w) for w in windows]
+        return [pooled_stats(*files) for files in spilled(chunk_pool.folder, windows)]
     return [window_stats(chunk_pool.held_values(w), token_pool.held_values(w)) for w in windows]
 
 

@@ -25,6 +25,7 @@ from specsweep.analyze.itl.chunks import (
     pooled_stats,
     scan_file,
     scan_on,
+    spilled,
 )
 from specsweep.schema.keys import WINDOW_KEY
 from specsweep.schema.store import campaign_filter, scratch_folder
@@ -153,10 +154,10 @@ def _compute(
                 figures = in_memory_stats(*pools, members)
             else:
                 parts += scan.on(pool, db_path, workers)
-                figures = pool.starmap(pooled_stats, [(scan.folder, w) for w in members])
+                figures = pool.starmap(pooled_stats, spilled(scan.folder, members))
             stats |= dict(zip(members, figures))
-            for spilled in scan.folder.iterdir():
-                spilled.unlink()
+            for path in scan.folder.iterdir():
+                path.unlink()
     return Latencies(concat(parts), _window_frame(windows, [stats[w] for w in sorted(stats)]))
 
 

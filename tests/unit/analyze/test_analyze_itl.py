@@ -137,6 +137,22 @@ def test_quantiles_equal_numpys_bit_for_bit(n: int) -> None:
         assert np.array_equal(values, kept)  # left as they are
 
 
+def test_spilled_finds_each_windows_files_and_only_its_own(tmp_path) -> None:
+    # windows 1 and 11 share a prefix; each list keeps the files' name order (the order the
+    # gaps are pooled in), and a window with no file gets empty lists
+    for name in ("chunk-1-1", "chunk-1-0", "token-1-0", "chunk-11-0", "token-11-10", "token-2-0"):
+        (tmp_path / f"{name}.f64").touch()
+    windows = [1, 11, 2, 3]
+    found = itl.chunks.spilled(tmp_path, windows)
+    got = {w: [[f.stem for f in files] for files in pair] for w, pair in zip(windows, found)}
+    assert got == {
+        1: [["chunk-1-0", "chunk-1-1"], ["token-1-0"]],
+        11: [["chunk-11-0"], ["token-11-10"]],
+        2: [[], ["token-2-0"]],
+        3: [[], []],
+    }
+
+
 def test_renumbered_follows_each_request_to_its_row_in_the_copy() -> None:
     # a copy need not keep the file's order (1M requests copied through DuckDB's parallel
     # join did not): rows 10, 12, 15 of the file became rows 2, 0, 1 of the copy
