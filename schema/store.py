@@ -248,7 +248,11 @@ def connect(
     return con
 
 
-READER_MEMORY = "1GB"  # analyze's connections (`connect(memory=...)`)
+# analyze's connections (`connect(memory=...)`). A full rebuild of 10M requests on 2 cores
+# (2026-12-06/07): at 1GB the main process peaked at 1.66-2.12 GB over four runs (8 min 8 s
+# and 8 min 21 s the two last); at 768MB at 1.53 and 1.60 GB (8 min 30 s, 9 min 14 s); 512MB
+# took 10 min 12 s and 10 min 24 s. docs/measurements/2026-12-06-scale-incremental.md.
+READER_MEMORY = "768MB"
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
