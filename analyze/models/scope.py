@@ -216,6 +216,7 @@ def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whol
                 "current_database() AND schema_name = 'main' AND column_name = 'campaign_id'"
             ).fetchall()
         }
+        only = campaign_filter(campaigns)
         con.begin()
         try:
             for table in tables:  # names from the models (analyze.build.TABLES)
@@ -226,11 +227,7 @@ def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whol
                     )
                     continue
                 if table in per_campaign:
-                    con.execute(
-                        f"DELETE FROM main.{table} WHERE campaign_id IN "
-                        "(SELECT unnest(?::VARCHAR[]))",
-                        [campaigns],
-                    )
+                    con.execute(f"DELETE FROM main.{table} WHERE {only}")
                 else:
                     con.execute(f"DELETE FROM main.{table}")
                 con.execute(f"INSERT INTO main.{table} BY NAME SELECT * FROM scratch.main.{table}")

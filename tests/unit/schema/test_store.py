@@ -14,7 +14,14 @@ import duckdb
 import pytest
 
 from specsweep.schema.contracts import CONTRACTS
-from specsweep.schema.store import SCHEMA_VERSION, NotAResultsDatabase, Store, connect, migrate
+from specsweep.schema.store import (
+    SCHEMA_VERSION,
+    NotAResultsDatabase,
+    Store,
+    campaign_filter,
+    connect,
+    migrate,
+)
 from tests.support.old_schemas import ddl_as_of
 
 Row = Callable[..., dict[str, Any]]
@@ -403,3 +410,18 @@ def test_connect_leaves_a_foreign_duckdb_file_untouched(tmp_path: Path) -> None:
     with pytest.raises(NotAResultsDatabase, match="table 'requests' not found"):
         connect(path)
     assert _tables(path) == {"notes"}
+
+
+def test_campaign_filter_keeps_exactly_its_campaigns_quotes_and_all() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT unnest(['a', 'o''b', 'c', 'o']) AS campaign_id")
+
+    def kept(campaigns: list[str] | None) -> list[str]:
+        where = campaign_filter(campaigns)
+        rows = con.execute(f"SELECT campaign_id FROM t WHERE {where} ORDER BY 1").fetchall()
+        return [c for (c,) in rows]
+
+    assert kept(["o'b", "c"]) == ["c", "o'b"]
+    assert kept(["x' OR 'a' = 'a"]) == []  # a quote cannot close the literal
+    assert kept([]) == []
+    assert kept(None) == ["a", "c", "o", "o'b"]
