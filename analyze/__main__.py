@@ -1,9 +1,11 @@
-"""Command line of the analysis stage: `specsweep analyze`, `specsweep analyze|compare|gate|export`.
+"""Command line of the analysis stage: `specsweep analyze` and its subcommands, which
+`specsweep compare|gate|export|remove` run.
 
 `specsweep analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
 (analyze/export/; exit codes 0 written, 2 bad input or an --out that cannot be written);
-`compare A B` and `gate --baseline A --candidate B --max-regression 5%`
+`remove ID... [--yes]` removes campaigns from the file (raw and analysis rows, stored
+comparisons); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
 compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
 undecided); compare writes the compare_* tables (for `specsweep report --compare A B`), gate
 does not write.
@@ -157,6 +159,55 @@ def gate(
         typer.echo(f"analyze: {exc}", err=True)
         raise typer.Exit(2) from None
     _compare(db, baseline, candidate, threshold)
+
+
+@app.command()
+def remove(
+    campaigns: list[str] = typer.Argument(
+        ...,
+        metavar="ID",
+        help="Campaign ids, exact (SELECT campaign_id, plan_name FROM campaigns lists them).",
+    ),
+    db: str = typer.Option(DEFAULT_DB, help="DuckDB results file."),
+    yes: bool = typer.Option(False, "--yes", help="Remove them (without: only say what would go)."),
+) -> None:
+    """Remove campaigns from the results file: their raw rows (the rejected ones in quarantine
+    too) and analysis rows, in one transaction, then the stored comparisons with one of them
+    as a side. The other campaigns'
+    rows and analysis stay as they are. Without --yes, only print what would be removed.
+    Exit codes: 0 removed (or shown), 1 the file cannot be opened or written, 2 bad input."""
+    import duckdb
+
+    from specsweep.analyze.build import TABLES
+    from specsweep.analyze.compare.store import pairs, refresh
+    from specsweep.analyze.models import scope
+    from specsweep.schema.store import NotAResultsDatabase, connect
+
+    try:
+        with connect(db, read_only=not yes) as con:
+            counts = scope.remove(con, campaigns, TABLES, apply=yes)
+            stored = pairs(con, campaigns)
+            dropped = refresh(con, campaigns) if yes else []
+    except (ValueError, FileNotFoundError, NotAResultsDatabase) as exc:
+        typer.echo(f"remove: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except duckdb.Error as exc:  # a file locked by a running collect, or not writable
+        typer.echo(f"remove: {db}: {str(exc).splitlines()[0]}", err=True)
+        raise typer.Exit(1) from None
+    raw_tables = (*scope.RAW, "quarantine")
+    raw = ", ".join(f"{table} {counts[table]:,}" for table in raw_tables if counts.get(table))
+    analysed = sum(n for table, n in counts.items() if table not in raw_tables)
+    what = (
+        f"{', '.join(campaigns)}: raw rows {raw}; {analysed:,} analysis rows; "
+        f"{len(stored)} stored comparison(s)"
+    )
+    if not yes:
+        typer.echo(f"remove: would remove {what}")
+        typer.echo("remove: nothing removed: run again with --yes to remove them")
+        return
+    typer.echo(f"remove: removed {what}")
+    for line in dropped:
+        typer.echo(f"remove: {line}")
 
 
 def _compare(db: str, a: str, b: str, threshold: float | None) -> None:

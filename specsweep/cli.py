@@ -98,6 +98,12 @@ def gate(ctx: typer.Context) -> None:
 
 
 @app.command(rich_help_panel=ANALYZE, **FORWARD)
+def remove(ctx: typer.Context) -> None:
+    """Remove campaigns (raw rows, analysis rows, stored comparisons) from the results file."""
+    _analyze(["remove", *ctx.args], _prog(ctx))
+
+
+@app.command(rich_help_panel=ANALYZE, **FORWARD)
 def export(ctx: typer.Context) -> None:
     """Write every raw table and analysis view to Parquet, CSV or a JSON summary; with
     --findings PATH [--db DB] [--campaign ID], the report's findings as JSON."""

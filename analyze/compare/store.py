@@ -103,6 +103,17 @@ def store(con: duckdb.DuckDBPyConnection, comp: Comparison) -> dict[str, int]:
     return {name: len(r) for name, r in rows.items()}
 
 
+def pairs(con: duckdb.DuckDBPyConnection, campaigns: list[str] | None = None) -> list[tuple]:
+    """The stored comparisons (a, b), those with a side in `campaigns` when given."""
+    have = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'compare_runs'"
+    ).fetchone()[0]
+    if not have:
+        return []
+    rows = con.execute("SELECT DISTINCT a, b FROM compare_runs ORDER BY a, b").fetchall()
+    return [(a, b) for a, b in rows if campaigns is None or a in campaigns or b in campaigns]
+
+
 def refresh(con: duckdb.DuckDBPyConnection, campaigns: list[str] | None) -> list[str]:
     """Bring the stored comparisons up to date after a build of the analysis layer: every
     stored pair (a, b) with a side in `campaigns` (None: every pair, after a full rebuild)
@@ -110,19 +121,9 @@ def refresh(con: duckdb.DuckDBPyConnection, campaigns: list[str] | None) -> list
     file. Returns one line per pair, saying which."""
     from specsweep.analyze.compare.match import compare  # match reads what store writes
 
-    have = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'compare_runs'"
-    ).fetchone()[0]
-    pairs = (
-        con.execute("SELECT DISTINCT a, b FROM compare_runs ORDER BY a, b").fetchall()
-        if have
-        else []
-    )
     present = {r[0] for r in con.execute("SELECT campaign_id FROM campaigns").fetchall()}
     lines = []
-    for a, b in pairs:
-        if campaigns is not None and a not in campaigns and b not in campaigns:
-            continue
+    for a, b in pairs(con, campaigns):
         if a in present and b in present:
             store(con, compare(con, a, b))
             lines.append(f"compared {a} and {b} again")

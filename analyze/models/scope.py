@@ -33,6 +33,7 @@ requests against 6 s).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 from dataclasses import dataclass, field
@@ -199,6 +200,8 @@ def copy_campaigns(db: Path, scratch: Path, campaigns: list[str]) -> tuple[np.nd
     return np.asarray(moved["db"], dtype=np.int64), np.asarray(moved["copy"], dtype=np.int64)
 
 
+# quarantine's rows with the campaign_id of the rejected row (NULL where it had none)
+QUARANTINED = "(SELECT rowid AS row, row_json->>'campaign_id' AS campaign_id FROM quarantine)"
 CHUNKLESS = "* REPLACE (NULL AS chunk_times_s, NULL AS chunk_tokens)"  # requests, as copied
 
 
@@ -209,13 +212,7 @@ def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whol
     by the scratch file's (the first group of a full rebuild)."""
     with connect(db, memory=READER_MEMORY) as con:
         con.execute(f"ATTACH {literal(scratch)} AS scratch (READ_ONLY)")
-        per_campaign = {
-            name
-            for (name,) in con.execute(
-                "SELECT table_name FROM duckdb_columns() WHERE database_name = "
-                "current_database() AND schema_name = 'main' AND column_name = 'campaign_id'"
-            ).fetchall()
-        }
+        per_campaign = _per_campaign(con)
         only = campaign_filter(campaigns)
         con.begin()
         try:
@@ -236,3 +233,71 @@ def merge(db: Path, scratch: Path, campaigns: list[str], tables: list[str], whol
             raise
         con.commit()
         con.execute("DETACH scratch")
+
+
+def _per_campaign(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The file's tables with a campaign_id column (views left out)."""
+    return {
+        name
+        for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_columns() JOIN duckdb_tables() "
+            "USING (database_name, schema_name, table_name) WHERE database_name = "
+            "current_database() AND schema_name = 'main' AND column_name = 'campaign_id'"
+        ).fetchall()
+    }
+
+
+def remove(
+    con: duckdb.DuckDBPyConnection, campaigns: list[str], tables: list[str], apply: bool
+) -> dict[str, int]:
+    """The rows of `campaigns` per table of the file on con: every raw table (RAW), every
+    table of `tables` (the analysis tables, analyze.build.TABLES) with a campaign_id column,
+    analysis_campaigns included, so the next build has nothing to drop, and the rows the
+    contracts rejected (`quarantine`, by the campaign_id in row_json). apply: delete them,
+    in one transaction (an interruption removes nothing). The stored comparisons with a
+    removed side are analyze.compare.store.refresh's to drop. Raises ValueError naming a
+    campaign with no raw row (ids are exact: a plan name may cover many campaigns)."""
+    per_campaign, only = _per_campaign(con), campaign_filter(campaigns)
+    counts, found = {}, set()
+    for table in dict.fromkeys([*RAW, *tables]):  # names of the schema's and the models'
+        if table not in per_campaign:
+            continue
+        rows = con.execute(
+            f"SELECT campaign_id, count(*) FROM main.{table} WHERE {only} GROUP BY ALL"
+        ).fetchall()
+        found |= {cid for cid, _ in rows} if table in RAW else set()
+        counts[table] = sum(n for _, n in rows)
+    counts["quarantine"] = con.execute(
+        f"SELECT count(*) FROM {QUARANTINED} WHERE {only}"
+    ).fetchone()[0]
+    missing = [cid for cid in campaigns if cid not in found]
+    if missing:
+        raise ValueError(_unknown(con, missing[0]))
+    if apply:
+        con.begin()
+        try:
+            for table in counts:
+                con.execute(
+                    f"DELETE FROM main.quarantine WHERE rowid IN (SELECT row FROM {QUARANTINED} "
+                    f"WHERE {only})"
+                    if table == "quarantine"
+                    else f"DELETE FROM main.{table} WHERE {only}"
+                )
+        except BaseException:
+            con.rollback()
+            raise
+        con.commit()
+    return counts
+
+
+def _unknown(con: duckdb.DuckDBPyConnection, cid: str) -> str:
+    """Why cid is refused: the file's campaigns, or of many the closest ids to cid."""
+    held = [c for (c,) in con.execute("SELECT campaign_id FROM campaigns ORDER BY 1").fetchall()]
+    if len(held) <= 10:
+        return f"no campaign {cid!r} in the file (ids are exact); it holds: " + (
+            ", ".join(held) or "none"
+        )
+    close = difflib.get_close_matches(cid, held, n=3, cutoff=0.5)
+    return f"no campaign {cid!r} among the file's {len(held)} (ids are exact)" + (
+        f"; the closest: {', '.join(close)}" if close else ""
+    )

@@ -27,6 +27,7 @@ COMMANDS = {
     "compare",
     "gate",
     "export",
+    "remove",
     "report",
     "sql",
 }
@@ -41,7 +42,7 @@ def specsweep(*argv: str, stdin: str | None = None) -> subprocess.CompletedProce
     )
 
 
-def test_help_lists_the_eleven_commands() -> None:
+def test_help_lists_the_twelve_commands() -> None:
     done = specsweep("--help")
     assert done.returncode == 0, done.stderr
     # a command's row starts its panel line; wrapped help continues under blanks
@@ -93,6 +94,8 @@ def test_analyze_subcommands_keep_their_exit_codes(tmp_path: Path) -> None:
     assert gate.returncode == 2 and "--max-regression must lie in" in gate.stderr
     bad = specsweep("export", "--format", "xlsx", "--out", str(tmp_path / "o"))
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    gone = specsweep("remove", "A", "--db", str(tmp_path / "x.duckdb"), "--yes")
+    assert gone.returncode == 2 and "remove: " in gone.stderr and "x.duckdb" in gone.stderr
 
 
 def test_python_m_analyze_still_works() -> None:
@@ -105,7 +108,7 @@ def test_python_m_analyze_still_works() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "specsweep analyze" in done.stdout
-    assert all(name in done.stdout for name in ("export", "compare", "gate"))
+    assert all(name in done.stdout for name in ("export", "compare", "gate", "remove"))
 
 
 def test_report_forwards_its_arguments() -> None:

@@ -109,7 +109,7 @@ def test_the_pages_show_the_front_door() -> None:
     reference = commands(PAGES[1].read_text())
     subs = {_target(c)[1][0] for c in reference if c.startswith("specsweep ") and _target(c)[1]}
     assert subs >= {"run", "check", "simulate", "provision", "import", "analyze", "compare"}
-    assert subs >= {"gate", "export", "report", "sql"}
+    assert subs >= {"gate", "export", "remove", "report", "sql"}
 
 
 def test_commands_parses_blocks_spans_and_continuations() -> None:
