@@ -8,6 +8,7 @@ compared (`specsweep compare`)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from specsweep.analyze import build
 from specsweep.analyze.__main__ import main
 from specsweep.analyze.models import scope
 from specsweep.analyze.models.scope import RAW
+from specsweep.schema import store
 from tests.support.analysis_tables import differences
 from tests.unit.analyze.test_analyze_golden import golden_db
 from tests.unit.analyze.test_incremental import BASELINE, GOLDEN, GROUP_REQUESTS, full_copy
@@ -47,7 +49,12 @@ def rows(path: Path) -> dict[tuple[str, str], int]:
         ).fetchall()
         for cid, n in rejected:
             out[("quarantine", cid)] = n
-        pairs = con.execute("SELECT a, b, count(*) FROM compare_runs GROUP BY ALL").fetchall()
+        stored = con.execute("FROM duckdb_tables() WHERE table_name = 'compare_runs'").fetchall()
+        pairs = (
+            con.execute("SELECT a, b, count(*) FROM compare_runs GROUP BY ALL").fetchall()
+            if stored
+            else []
+        )
         for a, b, n in pairs:
             out[("compare pair", f"{a} {b}")] = n
     return out
@@ -120,3 +127,25 @@ def test_an_unknown_id_among_many_campaigns_names_the_closest() -> None:
         "the closest: nightly-1, nightly-11, nightly-10"
     )
     assert scope._unknown(con, "zzz") == "no campaign 'zzz' among the file's 12 (ids are exact)"
+
+
+def test_a_file_another_process_holds_is_left_as_it_is_with_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = golden_db(tmp_path / "results.duckdb")
+    before = rows(path)
+    holder = subprocess.Popen(  # a writer's connection, as a running `specsweep run` holds one
+        [sys.executable, "-c", "import duckdb, sys, time\n"
+         "con = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(store, "LOCK_WAIT_S", 0.3)
+        assert main(["remove", GOLDEN, "--db", str(path), "--yes"]) == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert err.startswith(f"remove: {path}: ") and "lock" in err
+    assert rows(path) == before
