@@ -181,10 +181,14 @@ def remove(
     from specsweep.analyze.build import TABLES
     from specsweep.analyze.compare.store import pairs, refresh
     from specsweep.analyze.models import scope
-    from specsweep.schema.store import NotAResultsDatabase, connect
+    from specsweep.schema.store import NotAResultsDatabase, campaign_filter, connect
 
     try:
         with connect(db, read_only=not yes) as con:
+            running = con.execute(
+                "SELECT campaign_id FROM campaigns WHERE status = 'running' AND "
+                + campaign_filter(campaigns)
+            ).fetchall()
             counts = scope.remove(con, campaigns, TABLES, apply=yes)
             stored = pairs(con, campaigns)
             dropped = refresh(con, campaigns) if yes else []
@@ -201,6 +205,11 @@ def remove(
         f"{', '.join(campaigns)}: raw rows {raw}; {analysed:,} analysis rows; "
         f"{len(stored)} stored comparison(s)"
     )
+    for (cid,) in running:  # a run killed outright (SIGKILL, power) leaves 'running' too
+        typer.echo(
+            f"remove: warning: {cid} is marked running: if its `specsweep run` still runs, "
+            "it writes its next units into the file again (stop it first)"
+        )
     if not yes:
         typer.echo(f"remove: would remove {what}")
         typer.echo("remove: nothing removed: run again with --yes to remove them")

@@ -66,12 +66,15 @@ def campaigns(tmp_path: Path) -> tuple[Path, str, str]:
     scale = tmp_path / "scale.duckdb"
     scale_campaign.generate(scale, 600, seed=3, batch=600)
     one, two = (scale_copies.add_campaign(path, scale, i) for i in (1, 2))
-    with duckdb.connect(str(path)) as con:  # a row the contracts rejected, of each copy
+    # a row the contracts rejected, of each copy; the second marked running, as a run that is
+    # still going, or was killed outright, leaves it
+    with duckdb.connect(str(path)) as con:
         for cid in (one, two):
             con.execute(
                 "INSERT INTO quarantine VALUES ('requests', ?, 'ttft_s < 0', now())",
                 [f'{{"campaign_id": "{cid}", "ttft_s": -1}}'],
             )
+        con.execute("UPDATE campaigns SET status = 'running' WHERE campaign_id = ?", [two])
     build.run(path, baseline=BASELINE)
     assert main(["compare", one, two, "--db", str(path)]) == 0
     return path, one, two
@@ -97,6 +100,7 @@ def test_remove_takes_a_campaign_out_of_every_table_and_leaves_a_full_rebuilds_t
     analysed = sum(n for (t, c), n in before.items() if c == two and t not in {*RAW, "quarantine"})
     assert f"; {analysed:,} analysis rows; 1 stored comparison(s)" in out
     assert "nothing removed: run again with --yes" in out
+    assert out.count("warning") == 1 and f"warning: {two} is marked running: " in out
     assert rows(path) == before
 
     assert main(["remove", two, "no-such-campaign", "--db", str(path), "--yes"]) == 2
