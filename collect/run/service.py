@@ -7,6 +7,7 @@ SIGTERM turned into SystemExit by the CLI) stops the server and its whole proces
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import shlex
@@ -24,7 +25,13 @@ from specsweep.schema.store import utcnow
 
 STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL at the end of a configuration
 INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTERM)
+log = logging.getLogger("specsweep.collect")
+
 TAIL_LINES = 40  # of a failed server's log kept in its services row
+# starts of one service in all when the port free_port chose was taken by another process
+# before the server bound it (a port is free when chosen, not held: Ray's workers took one
+# in CI); a fixed port (the engine's `port`) is never changed
+PORT_TRIES = 3
 
 
 class ServiceFailed(RuntimeError):
@@ -59,10 +66,7 @@ class Service:
         self.service_id = f"{config.config_id}-{secrets.token_hex(4)}"
         address = engine.cfg.host_address
         self.port = engine.cfg.port + port_offset if engine.cfg.port else host.free_port(address)
-        argv, self.env = engine.launch(config.method, config.tp, self.port)
-        argv += engine.cfg.tp_args.get(config.tp, [])
-        key = engine.cfg.api_key()
-        self.argv = [a.replace("{api_key}", key) for a in argv] if key else argv
+        self.argv, self.env = self._launch()
         self.log_path = (
             host.log_dir(log_dir) / f"{config.method.name}-tp{config.tp}-{self.service_id}.log"
         )
@@ -99,9 +103,48 @@ class Service:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _launch(self) -> tuple[list[str], dict[str, str]]:
+        """The server's argv on self.port (the API key filled in) and its extra environment."""
+        argv, env = self.engine.launch(self.config.method, self.config.tp, self.port)
+        argv += self.engine.cfg.tp_args.get(self.config.tp, [])
+        key = self.engine.cfg.api_key()
+        return ([a.replace("{api_key}", key) for a in argv] if key else argv), env
+
     def start(self) -> None:
-        """Launch and wait for /health = 200; raise ServiceFailed with the log tail."""
+        """Launch and wait for /health = 200; raise ServiceFailed with the log tail. A server
+        that could not bind the port free_port chose for it starts again on a new one, up to
+        PORT_TRIES starts in all, each with a log of its own (<name>-start2.log, ...)."""
         self._claim_gpus()
+        first = self.log_path
+        for tries in range(1, PORT_TRIES + 1):
+            try:
+                return self._start_once()
+            except ServiceFailed as exc:
+                if (
+                    self.engine.cfg.port
+                    or tries == PORT_TRIES
+                    or not _PORT_TAKEN.search(exc.log_tail)
+                ):
+                    raise
+                taken = self.port
+            self.host.stop(self.proc, STOP_GRACE_S)  # it exited: reaps it and what it left
+            address = self.engine.cfg.host_address
+            self.port = self.host.free_port(address)
+            self.argv = self._launch()[0]  # the environment does not name the port
+            self.base_url = self.host.endpoint(address, self.port)
+            self.log_path = first.with_name(f"{first.stem}-start{tries + 1}.log")
+            self.row.update(
+                launch_command=self._command(), state="failed", error=None, log_tail=None
+            )
+            log.warning(
+                "%s (tp %d): port %d was taken before the server bound it; starting it again on %d",
+                self.config.method.name,
+                self.config.tp,
+                taken,
+                self.port,
+            )
+
+    def _start_once(self) -> None:
         t0 = time.perf_counter()
         self.proc = self.host.start(self.argv, self.env, self.log_path)
         deadline = t0 + self.engine.cfg.startup_timeout_s
@@ -190,6 +233,10 @@ class Service:
 
 # A line of a server's log, less what the engines put before their own text: vLLM's
 # "(APIServer pid=5538) ", SGLang's "[2026-12-04 15:59:14] ", llama.cpp's "0.00.010.205 E ".
+# a server that could not bind its HTTP port: llama.cpp's "couldn't bind HTTP server socket,
+# hostname: 127.0.0.1, port: 47314", uvicorn's (vLLM, SGLang) "[Errno 98] error while attempting
+# to bind on address ('127.0.0.1', 8000): address already in use", vLLM's socket's OSError
+_PORT_TAKEN = re.compile(r"couldn't bind HTTP server socket|address already in use", re.I)
 _PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) |\[[\d\- :.,]+\] |[\d.]+ [A-Z] )*")
 # Python's exception line ("ModuleNotFoundError: No module named 'cutlass'",
 # "torch.OutOfMemoryError: CUDA out of memory ..."): the last one is what ended the process

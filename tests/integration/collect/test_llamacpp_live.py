@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import stat
 from pathlib import Path
 
 import httpx
 import pytest
 
+from specsweep.collect.engines import create
+from specsweep.collect.hosts.local import Local
 from specsweep.collect.http import client
-from specsweep.collect.plan.model import Method
+from specsweep.collect.plan.model import LocalHost, Method, ServiceConfig
 from specsweep.collect.run.service import Service, ServiceFailed
 from tests.unit.collect.test_llamacpp_live import (  # noqa: F401
     CODE,
@@ -115,3 +118,54 @@ def test_start_timeout_kills_the_process(tmp_path: Path) -> None:
         pass
     assert "starting up forever" in err.value.log_tail
     assert not _pid_alive(svc.proc.pid)
+
+
+class _TakenFirst(Local):
+    """This machine, where another process takes the first port free_port hands out before the
+    server binds it (the moment between is real: Ray's workers took one in CI)."""
+
+    def __init__(self, holder: socket.socket) -> None:
+        super().__init__(LocalHost(kind="local"))
+        self.holder, self.given = holder, []
+
+    def free_port(self, address: str) -> int:
+        port = self.holder.getsockname()[1] if not self.given else super().free_port(address)
+        self.given.append(port)
+        return port
+
+
+def test_a_port_taken_before_the_server_binds_it_is_replaced(
+    tmp_path: Path, llama_server: str
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        host = _TakenFirst(holder)
+        cfg = _engine(llama_server)
+        config = ServiceConfig(method=Method(name="autoregressive"), tp=1, engine=cfg)
+        with Service(host, create(cfg), config, tmp_path, "test") as svc:
+            taken, port = host.given
+            assert svc.port == port != taken and svc.base_url.endswith(f":{port}")
+            assert httpx.get(svc.base_url + "/health", timeout=5).status_code == 200
+            assert f"--port {port} " in svc.row["launch_command"] and svc.row["error"] is None
+            assert svc.row["state"] == "ready"
+    first = tmp_path / f"autoregressive-tp1-{svc.service_id}.log"
+    second = tmp_path / f"autoregressive-tp1-{svc.service_id}-start2.log"
+    assert sorted(tmp_path.glob("autoregressive-tp1-*.log")) == sorted([first, second])
+    assert f"couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {taken}" in (
+        first.read_text()
+    )
+
+
+def test_a_fixed_port_that_is_taken_fails_without_another_start(
+    tmp_path: Path, llama_server: str
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        cfg = _engine(llama_server, port=holder.getsockname()[1])
+        svc = _service(tmp_path, cfg, Method(name="autoregressive"))
+        with pytest.raises(ServiceFailed, match="exited during start-up") as err, svc:
+            pass
+    assert "couldn't bind HTTP server socket" in err.value.log_tail
+    assert len(list(tmp_path.glob("autoregressive-tp1-*.log"))) == 1
