@@ -173,9 +173,9 @@ def remove(
 ) -> None:
     """Remove campaigns from the results file: their raw rows (the rejected ones in quarantine
     too) and analysis rows, in one transaction, then the stored comparisons with one of them
-    as a side. The other campaigns'
-    rows and analysis stay as they are. Without --yes, only print what would be removed.
-    Exit codes: 0 removed (or shown), 1 the file cannot be opened or written, 2 bad input."""
+    as a side. The other campaigns' rows and analysis stay as they are. Without --yes, only
+    print what would be removed. Exit codes: 0 removed (or shown), 1 the file cannot be
+    opened or written, 2 bad input."""
     import duckdb
 
     from specsweep.analyze.build import TABLES

@@ -23,10 +23,10 @@ from specsweep.collect.plan.model import ServiceConfig
 from specsweep.collect.redact import MASK, redact, redact_argv
 from specsweep.schema.store import utcnow
 
-STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL at the end of a configuration
-INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTERM)
 log = logging.getLogger("specsweep.collect")
 
+STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL at the end of a configuration
+INTERRUPT_GRACE_S = 3.0  # the same when the campaign is stopping (Ctrl-C, SIGTERM)
 TAIL_LINES = 40  # of a failed server's log kept in its services row
 # starts of one service in all when the port free_port chose was taken by another process
 # before the server bound it (a port is free when chosen, not held: Ray's workers took one
@@ -231,12 +231,12 @@ class Service:
         self.row["stopped_at"] = utcnow()
 
 
-# A line of a server's log, less what the engines put before their own text: vLLM's
-# "(APIServer pid=5538) ", SGLang's "[2026-12-04 15:59:14] ", llama.cpp's "0.00.010.205 E ".
-# a server that could not bind its HTTP port: llama.cpp's "couldn't bind HTTP server socket,
+# A server that could not bind its HTTP port: llama.cpp's "couldn't bind HTTP server socket,
 # hostname: 127.0.0.1, port: 47314", uvicorn's (vLLM, SGLang) "[Errno 98] error while attempting
 # to bind on address ('127.0.0.1', 8000): address already in use", vLLM's socket's OSError
 _PORT_TAKEN = re.compile(r"couldn't bind HTTP server socket|address already in use", re.I)
+# A line of a server's log, less what the engines put before their own text: vLLM's
+# "(APIServer pid=5538) ", SGLang's "[2026-12-04 15:59:14] ", llama.cpp's "0.00.010.205 E ".
 _PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) |\[[\d\- :.,]+\] |[\d.]+ [A-Z] )*")
 # Python's exception line ("ModuleNotFoundError: No module named 'cutlass'",
 # "torch.OutOfMemoryError: CUDA out of memory ..."): the last one is what ended the process
