@@ -272,11 +272,12 @@ class SystemdManager:
     def log_tail(self, proc: Process, lines: int = 40) -> str:
         """The server's log file, then systemd's own lines (exec failures, OOM kills); one
         round trip. The journal is synced first (best effort: a user may not be allowed
-        to). The line naming an exec failure comes from the forked child, not PID1, and on
-        a loaded host it reached the journal after PID1's own lines, even after a sync
-        (seen three times in CI, once past a 3 s wait): for a unit whose main process ended
-        with 203/EXEC the script waits up to 10 s for both lines. Only a failed start pays
-        the wait."""
+        to). For a unit whose main process ended with 203/EXEC (systemd could not execute
+        its ExecStart) a last line says which file and why, from `systemctl show` and the
+        file itself, not the journal: systemd's own line about it comes from the forked
+        child and on a loaded host reached the journal after PID1's, even after a sync and
+        past a 10 s wait (seen in CI). The line starts "specsweep: error:", which
+        `failure_cause` takes as the reason."""
         _, out, _ = self.runner.run(["tail", "-n", str(lines), str(proc.log_path)])
         unit = unit_name(proc.log_path)
         script = ["sh", "-c", _JOURNAL_TAIL, "sh", unit, str(lines), *self.user]
@@ -285,22 +286,17 @@ class SystemdManager:
 
 
 # $1 unit, $2 journal lines, then systemctl's scope (--user or nothing). 203 is systemd's
-# EXEC status; the child's line is "Failed to locate executable" (systemd 252) or "Failed
-# at step EXEC" (older).
+# EXEC status; ExecStart reads "{ path=/x/server ; argv[]=/x/server --port 1 ; ... }".
 _JOURNAL_TAIL = r"""u=$1 n=$2; shift 2
 journalctl "$@" --sync 2>/dev/null
-told() {  # both lines of an exec failure: the child's and PID1's status
-  t=$(journalctl "$@" -u "$u" --no-pager -o cat)
-  printf '%s' "$t" | grep -q -e 'Failed to locate executable' -e 'Failed at step EXEC' &&
-    printf '%s' "$t" | grep -q 'status=203/EXEC'
-}
-if [ "$(systemctl "$@" show -p ExecMainStatus --value "$u")" = 203 ]; then
-  i=0
-  until told "$@" || [ "$i" -ge 100 ]; do
-    sleep 0.1; journalctl "$@" --sync 2>/dev/null; i=$((i + 1))
-  done
-fi
 journalctl "$@" -u "$u" -n "$n" --no-pager
+[ "$(systemctl "$@" show -p ExecMainStatus --value "$u")" = 203 ] || exit 0
+exe=$(systemctl "$@" show -p ExecStart --value "$u" | sed -n 's/^{ path=\(.*\) ; argv\[\].*/\1/p')
+if [ ! -e "$exe" ]; then why="no such file"
+elif [ -d "$exe" ]; then why="a directory"
+elif [ ! -x "$exe" ]; then why="not executable"
+else why="exec failed (the journal may say why)"; fi
+echo "specsweep: error: systemd could not execute $exe: $why (status=203/EXEC)"
 """
 
 
