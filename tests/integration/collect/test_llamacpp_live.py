@@ -7,9 +7,11 @@ the helpers both use, are in tests/unit/collect/test_llamacpp_live.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -120,16 +122,25 @@ def test_start_timeout_kills_the_process(tmp_path: Path) -> None:
     assert not _pid_alive(svc.proc.pid)
 
 
+@contextlib.contextmanager
+def _held_port() -> Iterator[int]:
+    """A loopback port a listening socket holds until the block ends."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
 class _TakenFirst(Local):
     """This machine, where another process takes the first port free_port hands out before the
     server binds it (the moment between is real: Ray's workers took one in CI)."""
 
-    def __init__(self, holder: socket.socket) -> None:
+    def __init__(self, taken: int) -> None:
         super().__init__(LocalHost(kind="local"))
-        self.holder, self.given = holder, []
+        self.taken, self.given = taken, []
 
     def free_port(self, address: str) -> int:
-        port = self.holder.getsockname()[1] if not self.given else super().free_port(address)
+        port = super().free_port(address) if self.given else self.taken
         self.given.append(port)
         return port
 
@@ -137,10 +148,8 @@ class _TakenFirst(Local):
 def test_a_port_taken_before_the_server_binds_it_is_replaced(
     tmp_path: Path, llama_server: str
 ) -> None:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        host = _TakenFirst(holder)
+    with _held_port() as held:
+        host = _TakenFirst(held)
         cfg = _engine(llama_server)
         config = ServiceConfig(method=Method(name="autoregressive"), tp=1, engine=cfg)
         with Service(host, create(cfg), config, tmp_path, "test") as svc:
@@ -160,10 +169,8 @@ def test_a_port_taken_before_the_server_binds_it_is_replaced(
 def test_a_fixed_port_that_is_taken_fails_without_another_start(
     tmp_path: Path, llama_server: str
 ) -> None:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        cfg = _engine(llama_server, port=holder.getsockname()[1])
+    with _held_port() as held:
+        cfg = _engine(llama_server, port=held)
         svc = _service(tmp_path, cfg, Method(name="autoregressive"))
         with pytest.raises(ServiceFailed, match="exited during start-up") as err, svc:
             pass
