@@ -1,11 +1,12 @@
 """Command line of the collect stage: `specsweep run|check|simulate|provision|import`, and
-`specsweep run|check|simulate|schema|provision|import`.
+`python -m specsweep.collect run|check|simulate|schema|provision|import`.
 
-A machine that is not ready (a prompt set, the llama-server build or a model missing, a results
-file or log folder that cannot be written) ends `run` before it starts anything, with one
-`error:` line naming the fix and exit code 2, never a traceback; a missing prompt set ends
-`check` and `simulate` likewise, an unwritable --db `import`; `check` only warns of a missing
-build or model (its plan may be for another machine). docs/reference.md, "Exit codes"."""
+A machine that is not ready (a prompt set, the llama-server build or a model missing, a
+server program it cannot execute, a results file or log folder that cannot be written) ends
+`run` before it starts anything, with one `error:` line naming the fix and exit code 2, never
+a traceback; a missing prompt set ends `check` and `simulate` likewise, an unwritable --db
+`import`; `check` only warns of a missing build, model or program (its plan may be for
+another machine). docs/reference.md, "Exit codes"."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def run(
     """Run or resume the plan's campaign.
 
     Exit codes: 0 done; 2 bad plan, or this machine is not ready (a prompt set, the
-    llama-server build or a model missing; --db or --logs not writable): one line names the
+    llama-server build or a model missing, a server program it cannot execute; --db or
+    --logs not writable): one line names the
     fix; 4 host cannot be reached (one line names the host, user@host:port and why; the
     campaign is marked unreachable); 130 interrupted (rerun to resume)."""
     from specsweep.collect.cluster import launch
@@ -222,13 +224,21 @@ def _service_lines(parsed) -> list[str]:  # noqa: ANN001 - Plan
 
 def _require_engine(parsed) -> None:  # noqa: ANN001 - Plan
     """On a local host, build the first service's command line as `run` builds it: it finds
-    the engine's build and model, or raises ResourceError naming the fix. A cluster's nodes
-    and other hosts have their own (`check --probe` reads a remote host's model files)."""
+    the engine's build and model, and its program can be executed, or raises ResourceError
+    naming the fix (the plan field that gave the program). A cluster's nodes and other hosts
+    have their own (`check --probe` reads a remote host's model files)."""
     if parsed.host.kind != "local" or parsed.cluster is not None:
         return
-    from specsweep.collect import engines
+    import os
 
-    engines.create(parsed.engine).launch(parsed.methods[0], 1, 0)
+    from specsweep.collect import engines
+    from specsweep.collect.resources import ResourceError, exec_problem
+
+    argv, env = engines.create(parsed.engine).launch(parsed.methods[0], 1, 0)
+    why = exec_problem(argv[0], env.get("PATH", os.environ.get("PATH")))
+    if why:
+        field = next((f"engine.{k}" for k, v in parsed.engine if v == argv[0]), "engine")
+        raise ResourceError(f"{field}: {argv[0]}: {why}")
 
 
 def _picks(parsed, picked) -> int:  # noqa: ANN001 - Plan, BestOf | None

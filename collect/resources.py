@@ -169,6 +169,19 @@ def build_label(binary: str) -> str:
     )
 
 
+def exec_problem(program: str, search_path: str | None = None) -> str | None:
+    """Why this machine cannot execute `program`, a server's argv[0] (a path, or a name that
+    exec looks up on search_path, the server's PATH); None when it can."""
+    if "/" not in program:
+        return None if shutil.which(program, path=search_path) else "not found on PATH"
+    path = Path(program)
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "a directory"
+    return None if os.access(path, os.X_OK) else "not executable"
+
+
 def resolve_llama_server(spec: str) -> str:
     """A plan's engine.binary: 'auto' (the CPU build), 'auto-cuda' (the CUDA build), or a path."""
     if spec == "auto":

@@ -146,7 +146,10 @@ class Service:
 
     def _start_once(self) -> None:
         t0 = time.perf_counter()
-        self.proc = self.host.start(self.argv, self.env, self.log_path)
+        try:
+            self.proc = self.host.start(self.argv, self.env, self.log_path)
+        except OSError as exc:  # this machine's exec: no such file, not executable
+            self._failed(f"could not execute {self.argv[0]}: {exc.strerror}")
         deadline = t0 + self.engine.cfg.startup_timeout_s
         url = self.base_url + self.engine.health_path
         while time.perf_counter() < deadline:
@@ -249,6 +252,9 @@ _ERROR = re.compile(r"^(?:[\w.\-]+: )*error\b", re.IGNORECASE)
 # Engine core initialization failed. See root cause above. Failed core proc(s): {...}" after
 # the engine core's own traceback, whatever that said
 _POINTER = re.compile(r"root cause above|see (?:the )?(?:log|above)", re.IGNORECASE)
+# the process manager's `env ARGV` (collect/hosts/managers.py) when it cannot execute the
+# server: "env: '/x/server': No such file or directory" (coreutils; the quotes follow the locale)
+_ENV_EXEC = re.compile(r"^env: .+: (?:No such file or directory|Permission denied)$")
 CAUSE_CHARS = 300
 CAUSE_LINES = 200  # of the log's end searched for it: the engine core's traceback comes first
 
@@ -256,12 +262,13 @@ CAUSE_LINES = 200  # of the log's end searched for it: the engine core's traceba
 def failure_cause(tail: str) -> str | None:
     """The line of a failed start's log tail that says why: Python's last exception line that
     does not only point at another, or else the first line that starts with "error"
-    (llama.cpp, argparse); None when no line does.
+    (llama.cpp, argparse) or says that `env` could not execute the server; None when no line
+    does.
     Cut to CAUSE_CHARS: it joins the services row's `error` and the console's message."""
     lines = [_PREFIX.sub("", line).strip() for line in tail.splitlines()]
     found = [line for line in lines if _EXCEPTION.match(line) and not _POINTER.search(line)]
     if not found:
-        found = [line for line in lines if _ERROR.match(line)][:1]
+        found = [line for line in lines if _ERROR.match(line) or _ENV_EXEC.match(line)][:1]
     return found[-1][:CAUSE_CHARS] if found else None
 
 

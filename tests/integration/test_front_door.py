@@ -90,6 +90,21 @@ def test_llama_server_not_built(tmp_path: Path) -> None:
     assert not (tmp_path / "r.duckdb").exists()  # refused before anything started
 
 
+@pytest.mark.parametrize(
+    ("binary", "why"), [("/nonexistent/llama-server", "no such file"), ("/etc", "a directory")]
+)
+def test_a_server_binary_that_cannot_be_executed(tmp_path: Path, binary: str, why: str) -> None:
+    """`run` refuses before anything starts, naming the plan field; `check` warns."""
+    path = plan(tmp_path, binary=binary)
+    done = fresh(tmp_path, "run", path, "--db", str(tmp_path / "r.duckdb"), "--no-progress")
+    assert one_error_line(done) == f"error: engine.binary: {binary}: {why}"
+    assert done.returncode == 2
+    checked = fresh(tmp_path, "check", path)
+    warning = f"warning: not ready to run on this machine: engine.binary: {binary}: {why}"
+    assert checked.returncode == 0 and warning in checked.stdout.splitlines(), checked.stdout
+    assert not (tmp_path / "r.duckdb").exists()
+
+
 def test_model_wheel_not_installed(tmp_path: Path) -> None:
     model = "package://specsweep_no_such_wheel/m.gguf"
     path = plan(tmp_path, binary="/bin/true", model=model)

@@ -131,6 +131,25 @@ def _held_port() -> Iterator[int]:
         yield holder.getsockname()[1]
 
 
+@pytest.mark.parametrize(
+    ("binary", "why"),
+    [
+        ("/nonexistent/llama-server", "No such file or directory"),
+        ("/etc/passwd", "Permission denied"),
+    ],
+)
+def test_a_binary_this_machine_cannot_execute_fails_the_service(
+    tmp_path: Path, binary: str, why: str
+) -> None:
+    """A failed start the runner records (a cluster node's missing build, a build removed
+    mid-campaign), not a traceback; `run` refuses such a plan before it starts anything."""
+    svc = _service(tmp_path, _engine(binary), Method(name="autoregressive"))
+    with pytest.raises(ServiceFailed, match=f"could not execute {binary}: {why}"), svc:
+        pass
+    assert (svc.row["state"], svc.row["error"]) == ("failed", f"could not execute {binary}: {why}")
+    assert svc.proc is None
+
+
 class _TakenFirst(Local):
     """This machine, where another process takes the first port free_port hands out before the
     server binds it (the moment between is real: Ray's workers took one in CI)."""

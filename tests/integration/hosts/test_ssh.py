@@ -16,6 +16,7 @@ import pytest
 from specsweep.collect.hosts.base import HostUnreachable
 from specsweep.collect.hosts.ssh import SSH
 from specsweep.collect.plan.components import SSHHost
+from specsweep.collect.run.service import failure_cause
 from tests.support.fixtures.hosts import Sshd, free_port
 from tests.support.sshd import wait_for
 from tests.unit.hosts.test_ssh import _get, gone, host, pid_exists  # noqa: F401
@@ -163,7 +164,9 @@ def test_environment_values_reach_the_server_literally(host: SSH, tmp_path: Path
 def test_missing_executable_is_reported_in_the_log(host: SSH, tmp_path: Path) -> None:
     proc = host.start(["/nonexistent/server"], {}, tmp_path / "missing.log")
     assert wait_for(lambda: not host.alive(proc))
-    assert "nonexistent" in host.log_tail(proc)
+    cause = failure_cause(host.log_tail(proc)) or ""  # what the services row's error says
+    assert cause.startswith("env: ") and "/nonexistent/server" in cause, host.log_tail(proc)
+    assert cause.endswith(": No such file or directory")
 
 
 def test_forward_reaches_a_server_started_on_the_host(host: SSH, tmp_path: Path) -> None:

@@ -82,6 +82,19 @@ def test_a_warning_that_mentions_an_error_is_no_cause() -> None:
     assert failure_cause(ENGINE_CORE.splitlines()[0] + "\nKilled") is None
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "env: ‘/opt/x/llama-server’: No such file or directory",  # a UTF-8 locale
+        "env: '/opt/x/llama-server': No such file or directory",  # C
+        "env: ‘/opt/x/llama-server’: Permission denied",
+    ],
+)
+def test_the_process_managers_env_that_cannot_execute_the_server_is_the_cause(line: str) -> None:
+    assert failure_cause(f"{line}\n") == line
+    assert failure_cause("env: LANG is set\n") is None
+
+
 def test_a_tail_without_an_error_has_no_cause_and_a_long_one_is_cut() -> None:
     assert failure_cause("loading model\nlistening on 127.0.0.1:8080") is None
     assert failure_cause("") is None
