@@ -229,13 +229,11 @@ def _require_engine(parsed) -> None:  # noqa: ANN001 - Plan
     have their own (`check --probe` reads a remote host's model files)."""
     if parsed.host.kind != "local" or parsed.cluster is not None:
         return
-    import os
-
     from specsweep.collect import engines
     from specsweep.collect.resources import ResourceError, exec_problem
 
     argv, env = engines.create(parsed.engine).launch(parsed.methods[0], 1, 0)
-    why = exec_problem(argv[0], env.get("PATH", os.environ.get("PATH")))
+    why = exec_problem(argv[0], env.get("PATH"))
     if why:
         field = next((f"engine.{k}" for k, v in parsed.engine if v == argv[0]), "engine")
         raise ResourceError(f"{field}: {argv[0]}: {why}")

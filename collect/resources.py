@@ -171,7 +171,8 @@ def build_label(binary: str) -> str:
 
 def exec_problem(program: str, search_path: str | None = None) -> str | None:
     """Why this machine cannot execute `program`, a server's argv[0] (a path, or a name that
-    exec looks up on search_path, the server's PATH); None when it can."""
+    exec looks up on search_path, the server's PATH; None: this process's); None when it
+    can."""
     if "/" not in program:
         return None if shutil.which(program, path=search_path) else "not found on PATH"
     path = Path(program)
