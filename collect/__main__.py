@@ -84,12 +84,13 @@ def run(
 ) -> None:
     """Run or resume the plan's campaign.
 
-    Exit codes: 0 done; 2 bad plan, or this machine is not ready (a prompt set, the
-    llama-server build or a model missing, a server program it cannot execute; --db or
-    --logs not writable): one line names the
-    fix; 4 host cannot be reached (one line names the host, user@host:port and why; the
-    campaign is marked unreachable); 130 interrupted (rerun to resume)."""
+    Exit codes: 0 done; 2 bad plan, or this machine or its host is not ready (a prompt
+    set, the llama-server build or a model missing, a server program it cannot execute, a
+    chat template SGLang cannot read; --db or --logs not writable): one line names the fix;
+    4 host cannot be reached (one line names the host, user@host:port and why; the campaign
+    is marked unreachable); 130 interrupted (rerun to resume)."""
     from specsweep.collect.cluster import launch
+    from specsweep.collect.engines.base import EngineNotReady
     from specsweep.collect.hosts.base import HostUnreachable
     from specsweep.collect.plan.workloads import request_count
     from specsweep.collect.run import runner
@@ -128,9 +129,9 @@ def run(
                 only=only or None,
                 repeat=repeat,
             )
-    except HostUnreachable as exc:
+    except (HostUnreachable, EngineNotReady) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(UNREACHABLE) from None
+        raise typer.Exit(UNREACHABLE if isinstance(exc, HostUnreachable) else 2) from None
     except KeyboardInterrupt:
         typer.echo("interrupted: completed units are saved; rerun to resume", err=True)
         raise typer.Exit(130) from None

@@ -18,6 +18,12 @@ from typing import Any, Protocol
 import httpx
 
 
+class EngineNotReady(ValueError):
+    """What an engine's `prepare` found missing on the host before any service starts (a
+    model's chat template); the message says what to give in the plan. `specsweep run`
+    prints it as one line and exits 2."""
+
+
 class HookFailed(RuntimeError):
     """A hook could not do its job (e.g. the server refused to empty its prefix cache, or
     does not offer a way to). Its message says why and what to change (a flag, an

@@ -25,6 +25,7 @@ from pydantic import Field
 from specsweep.collect.engines import templates
 from specsweep.collect.engines.base import (
     EngineHooks,
+    EngineNotReady,
     HookFailed,
     MemoryRules,
     MethodFlags,
@@ -50,7 +51,7 @@ FINGERPRINT_KEYS = (
 )  # fmt: skip
 
 
-class ChatTemplateError(ValueError):
+class ChatTemplateError(EngineNotReady):
     """No usable chat template for /generate prompts."""
 
 

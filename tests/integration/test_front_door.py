@@ -105,6 +105,22 @@ def test_a_server_binary_that_cannot_be_executed(tmp_path: Path, binary: str, wh
     assert not (tmp_path / "r.duckdb").exists()
 
 
+def test_a_chat_template_sglang_cannot_read(tmp_path: Path) -> None:
+    """SGLang's template comes from the model's folder on the host, read once before any
+    service starts: a wrong path is one line and exit 2, not a traceback."""
+    path = tmp_path / "sglang.yaml"
+    path.write_text(
+        PLAN.replace("kind: llamacpp", "kind: sglang")
+        .replace("binary: {binary}", "python: /bin/true")
+        .format(model="/nonexistent/model")
+    )
+    done = fresh(tmp_path, "run", str(path), "--db", str(tmp_path / "r.duckdb"), "--no-progress")
+    line = one_error_line(done)
+    assert done.returncode == 2, done.stderr
+    assert line.startswith("error: cannot read /nonexistent/model/tokenizer_config.json")
+    assert line.endswith("give engine.chat_template in the plan")
+
+
 def test_model_wheel_not_installed(tmp_path: Path) -> None:
     model = "package://specsweep_no_such_wheel/m.gguf"
     path = plan(tmp_path, binary="/bin/true", model=model)
