@@ -71,6 +71,8 @@ def run(
     db_path = Path(db_path)
     # schema's connect refuses a missing or foreign file and migrates an older one
     with connect(db_path, memory=READER_MEMORY) as con:
+        if baseline:
+            require_method(con, baseline, db_path)
         baseline = baseline or plan_baseline(con)
         todo = scope.Plan(full="--full") if full else scope.plan(con, baseline, OBJECTS)
         building = list(scope.fingerprints(con)) if todo.full else todo.changed
@@ -203,6 +205,14 @@ def drop_views(con: duckdb.DuckDBPyConnection) -> None:
     for (name,) in rows:
         if name in OBJECTS and name != "speedup_pairs":
             con.execute(f'DROP VIEW "{name}"')  # names from OBJECTS, the models' own
+
+
+def require_method(con: duckdb.DuckDBPyConnection, method: str, db_path: Path) -> None:
+    """ValueError when the file's services ran methods and `method` (a --baseline) is not
+    one of them: every comparison would be empty, without a word."""
+    ran = sorted(r[0] for r in con.execute("SELECT DISTINCT method FROM services").fetchall())
+    if ran and method not in ran:
+        raise ValueError(f"--baseline {method!r}: no service in {db_path} ran it; methods: {ran}")
 
 
 def plan_baseline(con: duckdb.DuckDBPyConnection) -> str:

@@ -82,3 +82,19 @@ def test_the_default_campaigns_speedup_table_is_unchanged(tmp_path: Path) -> Non
                 assert have[name] == int(float(text)), name
             else:
                 assert str(have[name]) == text, name
+
+
+def test_a_baseline_no_service_ran_is_refused(tmp_path: Path) -> None:
+    """--baseline names a method; a typo would build every comparison empty, so it is an
+    error that lists the methods the file's services ran, and nothing is built."""
+    path = golden_db(tmp_path / "golden.duckdb")
+    with pytest.raises(
+        ValueError,
+        match=r"--baseline 'autoregresive': no service in .* ran it; "
+        r"methods: \['autoregressive', 'draft-simple', 'ngram-map-k', 'ngram-simple'\]$",
+    ):
+        build.run(path, baseline="autoregresive")
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert not con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'speedup'"
+        ).fetchone()[0]
