@@ -9,12 +9,17 @@ comparisons); `compare A B` and `gate --baseline A --candidate B --max-regressio
 compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
 undecided); compare writes the compare_* tables (for `specsweep report --compare A B`), gate
 does not write.
-Exit codes of the build: 0 built, 1 no or bad results file, 2 bad command line."""
+Exit codes of the build: 0 built, 1 no or bad results file, 2 bad command line, 130
+interrupted (Ctrl-C), 143 stopped by SIGTERM; an interrupted build leaves the analysis as the
+last build left it."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -75,13 +80,46 @@ def build(
             typer.echo(f"analyze: {line}")
 
     try:
-        building.run(db, baseline=baseline, full=full, then=then)
+        with _signals_unwind():
+            building.run(db, baseline=baseline, full=full, then=then)
+    except (KeyboardInterrupt, _Terminated) as exc:  # the build's transaction rolled back
+        typer.echo(f"analyze: {INTERRUPTED}", err=True)
+        raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 143) from None
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
         raise typer.Exit(1) from None
     except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
         typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
+
+
+INTERRUPTED = (
+    "interrupted: the analysis is as the last build left it (a full rebuild of a large file "
+    "keeps the groups it finished); rerun to finish"
+)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that a build unwinds as for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """SIGTERM raises _Terminated and SIGINT KeyboardInterrupt, even where SIGINT came
+    ignored (a job a non-interactive shell put in the background), while the block runs: the
+    build's transaction rolls back, its spill files go and its worker processes are
+    terminated (their Pool's exit), instead of the process dying where it stands."""
+
+    def terminated(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    before = signal.signal(signal.SIGTERM, terminated), signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
 
 
 class _Progress(logging.Handler):

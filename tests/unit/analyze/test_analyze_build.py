@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from specsweep.analyze import build
-from specsweep.analyze.__main__ import main
+from specsweep.analyze.__main__ import INTERRUPTED, main
 from specsweep.analyze.models import scope
 from specsweep.schema.metrics import CATALOG
 from tests.support.analyze_rows import decode_req, fetch, in_rounds, write_db
@@ -70,6 +72,39 @@ def test_cli_says_what_it_rebuilt_and_what_the_layer_holds(tmp_path, capsys):
     assert out[0].startswith("analyze: every campaign's analysis is up to date")
     assert main(["--db", str(path), "--full"]) == 0
     assert capsys.readouterr().out.startswith("analyze: rebuilt every campaign (--full)")
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_build_a_signal_stops_leaves_the_analysis_as_it_was(tmp_path, capsys, signum, code):
+    """Ctrl-C or SIGTERM (a real signal to this process) while the models run: exit 130 or
+    143 with one line, the build's transaction rolled back (the next build has nothing to
+    do), and the process's signal handlers as they were."""
+    path = tmp_path / "signal.duckdb"
+    write_db(path, [decode_req(10, prompt_id="p1"), decode_req(20, method="ngram", prompt_id="p1")])
+    assert main(["--db", str(path)]) == 0
+    before = fetch(path, "SELECT * FROM speedup"), fetch(path, "SELECT * FROM analysis_campaigns")
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    model = build.MODELS[len(build.MODELS) // 2]
+    run = model.run
+
+    def signalled(state: object) -> None:
+        run(state)  # its table rewritten inside the build's transaction, then the signal
+        os.kill(os.getpid(), signum)
+
+    object.__setattr__(model, "run", signalled)  # a frozen dataclass
+    try:
+        capsys.readouterr()
+        assert main(["--db", str(path), "--full"]) == code
+    finally:
+        object.__setattr__(model, "run", run)
+    assert capsys.readouterr().err.strip().splitlines() == [f"analyze: {INTERRUPTED}"]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
+    assert (
+        fetch(path, "SELECT * FROM speedup"),
+        fetch(path, "SELECT * FROM analysis_campaigns"),
+    ) == before
+    assert main(["--db", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("analyze: every campaign's analysis is up to date")
 
 
 def test_cli_says_how_far_a_build_of_several_groups_is(tmp_path, capsys, monkeypatch):
