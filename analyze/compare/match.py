@@ -107,6 +107,11 @@ def _read(
 
 def compare(con: duckdb.DuckDBPyConnection, a_spec: str, b_spec: str) -> Comparison:
     a, b = resolve(con, a_spec), resolve(con, b_spec)
+    if a == b:  # every change would be 0, without a word
+        raise ValueError(
+            f"{a_spec!r} and {b_spec!r} are the same campaign, {a} (a plan name stands for its "
+            "latest campaign): give two campaign ids"
+        )
     values, starts = _read(con, ROWS_SQL, a, b, COLUMNS)
     met = _met(con, a, b)
     baselines = dict(con.execute(BASELINES_SQL, [a, b]).fetchall())

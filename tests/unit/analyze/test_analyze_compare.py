@@ -257,6 +257,18 @@ def test_one_start_per_side_gives_no_interval_and_the_gate_cannot_decide(tmp_pat
     assert one_paired.n_runs == 1 and one_paired.reason == ONE_START
 
 
+def test_a_campaign_compared_with_itself_is_refused(tmp_path: Path) -> None:
+    """Every change would be 0: a plan name given twice (it stands for its latest campaign)
+    or one id twice is bad input, exit 2, before anything is stored."""
+    db = _db(tmp_path, 0.85)
+    done = _gate(db, candidate="A")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "analyze: 'A' and 'A' are the same campaign, A (a plan name stands for its latest "
+        "campaign): give two campaign ids\n"
+    )
+
+
 def _start_s2(*factors: float) -> float:
     """One campaign's pooled start variance, by hand: two configurations, R rounds, ngram's
     start factors f_r against a steady baseline; the config x round interaction is
