@@ -34,7 +34,7 @@ def _store(tmp_path: Path, rows: list[dict], metrics: list[tuple], engine: str, 
             "('svc', 'c1', 'cfg', ?, 'm', ?, '0', 'h', 'x', ?, 'stopped')",
             [engine, tp, T],
         )
-    build.run(path, baseline="autoregressive")
+    build.run(path)
     return path
 
 
@@ -89,7 +89,7 @@ def test_no_drafts_gives_null_not_a_division_error(tmp_path: Path) -> None:
             "('svc', 'c1', 'cfg', 'llamacpp', 'm', 1, '', 'h', 'x', ?, 'stopped')",
             [T],
         )
-    build.run(path, baseline="autoregressive")
+    build.run(path)
     w = one(path, "SELECT * FROM window_acceptance")
     assert w["d_draft_tokens"] == 0 and w["accept_rate_window"] is None
     assert w["accept_length_window"] is None and w["accept_length_steps"] is None
@@ -115,7 +115,7 @@ def test_rows_of_an_incomplete_unit_are_left_out(tmp_path: Path) -> None:
             "'svc-autoregressive', 1, true, ?, ?)",
             [T, T],
         )
-    build.run(path, baseline="autoregressive")
+    build.run(path)
     assert one(path, "SELECT count(*) AS n FROM request_metrics")["n"] == 1
     assert one(path, "SELECT workload FROM request_metrics")["workload"] == "chat"
 
