@@ -82,9 +82,9 @@ def build(
     try:
         with _signals_unwind():
             building.run(db, baseline=baseline, full=full, then=then)
-    except (KeyboardInterrupt, _Terminated) as exc:  # the build's transaction rolled back
+    except _Stopped as exc:  # the build's transaction rolled back
         typer.echo(f"analyze: {INTERRUPTED}", err=True)
-        raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 143) from None
+        raise typer.Exit(128 + exc.signum) from None
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -99,27 +99,38 @@ INTERRUPTED = (
 )
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that a build unwinds as for Ctrl-C."""
+class _Stopped(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM stopped the build."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 @contextlib.contextmanager
 def _signals_unwind() -> Iterator[None]:
-    """SIGTERM raises _Terminated and SIGINT KeyboardInterrupt, even where SIGINT came
-    ignored (a job a non-interactive shell put in the background), while the block runs: the
-    build's transaction rolls back, its spill files go and its worker processes are
-    terminated (their Pool's exit), instead of the process dying where it stands."""
+    """While the block runs, SIGINT (even where it came ignored: a job a non-interactive
+    shell put in the background) and SIGTERM raise _Stopped in the main thread, so that the
+    build unwinds: its transaction rolls back, its spill files go and its worker processes
+    are terminated (their Pool's exit), instead of the process dying where it stands. A
+    signal that comes during a DuckDB query reaches here as DuckDB's RuntimeError "Query
+    interrupted", raised again as _Stopped."""
+    received: list[int] = []
 
-    def terminated(signum: int, frame: object) -> None:
-        raise _Terminated
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise _Stopped(signum)
 
-    before = signal.signal(signal.SIGTERM, terminated), signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
+    except BaseException as exc:
+        if received and not isinstance(exc, _Stopped):
+            raise _Stopped(received[0]) from exc
+        raise
     finally:
-        signal.signal(signal.SIGTERM, before[0])
-        signal.signal(signal.SIGINT, before[1])
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 class _Progress(logging.Handler):

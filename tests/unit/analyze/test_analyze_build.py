@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import duckdb
@@ -74,10 +75,14 @@ def test_cli_says_what_it_rebuilt_and_what_the_layer_holds(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("analyze: rebuilt every campaign (--full)")
 
 
+@pytest.mark.parametrize("in_query", [False, True])
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_build_a_signal_stops_leaves_the_analysis_as_it_was(tmp_path, capsys, signum, code):
-    """Ctrl-C or SIGTERM (a real signal to this process) while the models run: exit 130 or
-    143 with one line, the build's transaction rolled back (the next build has nothing to
+def test_a_build_a_signal_stops_leaves_the_analysis_as_it_was(
+    tmp_path, capsys, signum, code, in_query
+):
+    """Ctrl-C or SIGTERM (a real signal to this process) while the models run, between two
+    models or during a DuckDB query (which DuckDB turns into "Query interrupted"): exit 130
+    or 143 with one line, the build's transaction rolled back (the next build has nothing to
     do), and the process's signal handlers as they were."""
     path = tmp_path / "signal.duckdb"
     write_db(path, [decode_req(10, prompt_id="p1"), decode_req(20, method="ngram", prompt_id="p1")])
@@ -87,9 +92,14 @@ def test_a_build_a_signal_stops_leaves_the_analysis_as_it_was(tmp_path, capsys, 
     model = build.MODELS[len(build.MODELS) // 2]
     run = model.run
 
-    def signalled(state: object) -> None:
+    def signalled(state: build.Build) -> None:
         run(state)  # its table rewritten inside the build's transaction, then the signal
-        os.kill(os.getpid(), signum)
+        if not in_query:
+            os.kill(os.getpid(), signum)
+            return
+        threading.Timer(0.3, os.kill, (os.getpid(), signum)).start()
+        state.con.execute("SELECT count(*) FROM range(10_000_000_000) t(i) WHERE i % 7 = 3")
+        pytest.fail("the query outlived the signal")
 
     object.__setattr__(model, "run", signalled)  # a frozen dataclass
     try:
