@@ -3,7 +3,8 @@
 
 `specsweep analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
-(analyze/export/; exit codes 0 written, 2 bad input or an --out that cannot be written);
+(analyze/export/; exit codes 0 written, 2 bad input or an --out that cannot be written,
+130/143 interrupted: each file is written whole or not at all);
 `remove ID... [--yes]` removes campaigns from the file (raw and analysis rows, stored
 comparisons); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
 compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
@@ -15,16 +16,14 @@ last build left it."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
 import specsweep.schema.defaults
+from specsweep.interrupt import Interrupted, unwind_on_signals
 
 DEFAULT_DB = str(specsweep.schema.defaults.DEFAULT_DB)
 FORMATS = ("parquet", "csv", "json")
@@ -80,11 +79,11 @@ def build(
             typer.echo(f"analyze: {line}")
 
     try:
-        with _signals_unwind():
+        with unwind_on_signals():
             building.run(db, baseline=baseline, full=full, then=then)
-    except _Stopped as exc:  # the build's transaction rolled back
+    except Interrupted as exc:  # the build's transaction rolled back, its workers are gone
         typer.echo(f"analyze: {INTERRUPTED}", err=True)
-        raise typer.Exit(128 + exc.signum) from None
+        raise typer.Exit(exc.exit_code) from None
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -97,40 +96,6 @@ INTERRUPTED = (
     "interrupted: the analysis is as the last build left it (a full rebuild of a large file "
     "keeps the groups it finished); rerun to finish"
 )
-
-
-class _Stopped(BaseException):
-    """SIGINT (Ctrl-C) or SIGTERM stopped the build."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _signals_unwind() -> Iterator[None]:
-    """While the block runs, SIGINT (even where it came ignored: a job a non-interactive
-    shell put in the background) and SIGTERM raise _Stopped in the main thread, so that the
-    build unwinds: its transaction rolls back, its spill files go and its worker processes
-    are terminated (their Pool's exit), instead of the process dying where it stands. A
-    signal that comes during a DuckDB query reaches here as DuckDB's RuntimeError "Query
-    interrupted", raised again as _Stopped."""
-    received: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        received.append(signum)
-        raise _Stopped(signum)
-
-    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    except BaseException as exc:
-        if received and not isinstance(exc, _Stopped):
-            raise _Stopped(received[0]) from exc
-        raise
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
 
 
 class _Progress(logging.Handler):
@@ -172,7 +137,11 @@ def export(
         typer.echo(f"analyze export: cannot write --out {out}: {why}: choose another", err=True)
         raise typer.Exit(2)
     try:
-        files = exporting.run(db, out, format)
+        with unwind_on_signals():
+            files = exporting.run(db, out, format)
+    except Interrupted as exc:
+        typer.echo(f"analyze export: interrupted: each file in {out} is whole; rerun", err=True)
+        raise typer.Exit(exc.exit_code) from None
     except (FileNotFoundError, ValueError) as exc:
         typer.echo(f"analyze export: {exc}", err=True)
         raise typer.Exit(2) from None

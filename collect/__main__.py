@@ -14,7 +14,6 @@ import faulthandler
 import json
 import logging
 import signal
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import typer
 
 from specsweep.collect.plan.file import PlanError, load_plan
+from specsweep.interrupt import Interrupted, unwind_on_signals
 from specsweep.schema.defaults import DEFAULT_DB
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -88,7 +88,8 @@ def run(
     set, the llama-server build or a model missing, a server program it cannot execute, a
     chat template SGLang cannot read; --db or --logs not writable): one line names the fix;
     4 host cannot be reached (one line names the host, user@host:port and why; the campaign
-    is marked unreachable); 130 interrupted (rerun to resume)."""
+    is marked unreachable); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (rerun to
+    resume)."""
     from specsweep.collect.cluster import launch
     from specsweep.collect.engines.base import EngineNotReady
     from specsweep.collect.hosts.base import HostUnreachable
@@ -109,16 +110,11 @@ def run(
         for workload in parsed.workloads:
             request_count(workload)  # reads its prompt set as the runner will
         _require_engine(parsed)
-    # SIGTERM unwinds like Ctrl-C, so every running service is stopped on the way out; and
-    # Ctrl-C is Ctrl-C even where SIGINT came ignored (a job started in the background by a
-    # non-interactive shell inherits SIG_IGN, and Python keeps it)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     # `kill -USR1 PID` prints every thread's stack to stderr: where a run that seems stuck is
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     start = runner.run if parsed.cluster is None else launch.run  # cluster: above runner
-    try:
-        with _ready():
+    try:  # SIGTERM unwinds as Ctrl-C does: every running service is stopped on the way out
+        with _ready(), unwind_on_signals():
             campaign = start(
                 parsed,
                 plan.read_text(),
@@ -132,9 +128,9 @@ def run(
     except (HostUnreachable, EngineNotReady) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(UNREACHABLE if isinstance(exc, HostUnreachable) else 2) from None
-    except KeyboardInterrupt:
+    except Interrupted as exc:  # SIGINT or SIGTERM
         typer.echo("interrupted: completed units are saved; rerun to resume", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(exc.exit_code) from None
     typer.echo(f"campaign {campaign}: results in {db}")
 
 

@@ -11,7 +11,9 @@ HTML alone (then latexmk is not needed). `--findings PATH` also writes the findi
 PATH` is `--findings PATH --no-pdf`). `--no-pdf` without `--html` or `--findings` is an error,
 and neither applies to `--compare`. Exit codes: 0 built; 1 the report cannot be built (no results
 file or analysis, latexmk missing or failing, an output folder that cannot be written); 2 bad
-command line. `specsweep report` forwards its arguments to :func:`main`.
+command line; 130 interrupted (Ctrl-C), 143 stopped by SIGTERM. Each output file is written
+whole or not at all (report.build.publish): an interrupted build leaves the earlier files.
+`specsweep report` forwards its arguments to :func:`main`.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from pathlib import Path
 
 import typer
 
+from specsweep.interrupt import Interrupted, unwind_on_signals
+
 # schema.defaults.DEFAULT_DB's value (report imports nothing of the project; a test checks
 # they agree: tests/unit/test_one_definition.py)
 DEFAULT_DB = "results/specsweep.duckdb"
 PDF_DEFAULT = "reports/report.pdf"
 COMPARE_DEFAULT = "reports/compare.pdf"
 HTML_DEFAULT = "reports/report.html"
+INTERRUPTED = "interrupted: the files it was writing are as the last build left them; rerun"
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -73,7 +78,8 @@ def build(
     ),
 ) -> None:
     """Build the PDF report (or, with --compare A B, the compare report); print the files
-    written. Exit codes: 0 built, 1 the report cannot be built, 2 bad command line."""
+    written. Exit codes: 0 built, 1 the report cannot be built, 2 bad command line, 130
+    interrupted (Ctrl-C), 143 stopped by SIGTERM."""
     if no_pdf and not (html or findings):
         raise typer.BadParameter(
             "--no-pdf needs --html or --findings (the PDF is the report's primary output)",
@@ -92,14 +98,18 @@ def build(
         for option, path in outputs.items():
             if path:
                 _require_writable_folder(Path(path), option)
-        lines = _build(db, out, campaign, workers, compare, html, no_pdf)
-        if findings:
-            from specsweep.report.findings.results import export
+        with unwind_on_signals():
+            lines = _build(db, out, campaign, workers, compare, html, no_pdf)
+            if findings:
+                from specsweep.report.findings.results import export
 
-            lines.append(str(export(db, findings, campaign)))
+                lines.append(str(export(db, findings, campaign)))
     except ReportError as exc:
         typer.echo(f"report: {exc}", err=True)
         raise typer.Exit(1) from None
+    except Interrupted as exc:  # figure workers terminated, temporary folders gone
+        typer.echo(f"report: {INTERRUPTED}", err=True)
+        raise typer.Exit(exc.exit_code) from None
     typer.echo("\n".join(lines))
 
 

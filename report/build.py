@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specsweep.interrupt import publish
 from specsweep.report.data import ReportData, ReportError, load
 
 if TYPE_CHECKING:
@@ -131,10 +132,8 @@ def write_pdf(
 
     tex = work / "report.tex"
     tex.write_text(render_tex(build_context(data, figs, found)), encoding="utf-8")
-    out_pdf.parent.mkdir(parents=True, exist_ok=True)
     # Copied before compiling so a LaTeX failure can be inspected.
-    shutil.copyfile(tex, out_pdf.with_suffix(".tex"))
-    pdf = compile_tex(tex)
-    shutil.copyfile(pdf, out_pdf)
+    publish(out_pdf.with_suffix(".tex"), tex.read_bytes())
+    publish(out_pdf, compile_tex(tex).read_bytes())
     log.info("report for %s written to %s", data.campaign["campaign_id"], out_pdf)
     return out_pdf

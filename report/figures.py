@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from specsweep.interrupt import worker_pool
 from specsweep.report import charts
 from specsweep.report.charts.layout import (
     Plot,
@@ -206,7 +207,7 @@ def make_figures(
     else:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])
-        with context.Pool(workers) as pool:
+        with worker_pool(context, workers) as pool:
             done = dict(pool.imap_unordered(_run_job, jobs, chunksize=1))
     figs.update((key, done[key]) for key, _ in jobs)  # the jobs' order, not completion's
     return figs

@@ -31,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from specsweep.interrupt import publish
 from specsweep.schema.keys import WINDOW_KEY
 
 SUMMARY_VERSION = 1
@@ -110,12 +111,10 @@ def build(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
 def write(db_path: str | Path, out_dir: str | Path) -> Path:
     """DIR/summary.json of the results file at db_path (opened read-only)."""
-    path = Path(out_dir) / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.connect(str(db_path), read_only=True) as con:
         document = build(con)
-    path.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
-    return path
+    text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+    return publish(Path(out_dir) / "summary.json", text)
 
 
 def _plain(value: Any) -> Any:

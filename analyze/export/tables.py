@@ -15,10 +15,12 @@ exports without holding it in memory. The results file is opened read-only.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import duckdb
 
+from specsweep.interrupt import publish
 from specsweep.schema.contracts import CONTRACTS
 
 FORMATS = ("parquet", "csv", "json")
@@ -52,17 +54,16 @@ def run(db_path: str | Path, out_dir: str | Path, fmt: str = "parquet") -> list[
         for layer, names in layers.items():
             for name in (n for n in names if n in present):
                 path = out / layer / f"{name}.{fmt}"
-                path.parent.mkdir(parents=True, exist_ok=True)
                 relation = con.table(name)  # a name from the fixed lists above
                 if fmt == "parquet":
-                    relation.write_parquet(str(path))
+                    publish(path, relation.write_parquet)
                 else:
-                    relation.write_csv(str(path), header=True, na_rep=NULL)
+                    publish(path, partial(relation.write_csv, header=True, na_rep=NULL))
                 columns[f"{layer}/{path.name}"] = dict(
                     zip(relation.columns, map(str, relation.types))
                 )
                 written.append(path)
-    (out / "columns.json").write_text(json.dumps(columns, indent=1) + "\n")
+    publish(out / "columns.json", json.dumps(columns, indent=1) + "\n")
     return written
 
 

@@ -27,6 +27,7 @@ from specsweep.analyze.itl.chunks import (
     scan_on,
     spilled,
 )
+from specsweep.interrupt import worker_pool
 from specsweep.schema.keys import WINDOW_KEY
 from specsweep.schema.store import campaign_filter, scratch_folder
 
@@ -279,7 +280,7 @@ def _workers(workers: int) -> Iterator[multiprocessing.pool.Pool | None]:
     if workers <= 1:
         yield None
         return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    with worker_pool(multiprocessing.get_context("spawn"), workers) as pool:
         yield pool
 
 

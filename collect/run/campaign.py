@@ -25,6 +25,7 @@ from specsweep.collect.run.progress import CampaignProgress
 from specsweep.collect.scheduling.order import phase_seed, round_order
 from specsweep.collect.scheduling.race import race_state, ranking, record_race
 from specsweep.collect.scheduling.ranking import describe, pick, rank_methods
+from specsweep.interrupt import Interrupted
 from specsweep.schema.controls import aa_control_name
 from specsweep.schema.store import Store, utcnow
 
@@ -97,14 +98,14 @@ class Campaign:
     @contextmanager
     def signals_stop(self) -> Iterator[Stop]:
         """While the workers run: SIGINT and SIGTERM only set `stopping` (and record which
-        came); the runner's loop calls `Stop.check()` between waits, which raises
-        KeyboardInterrupt, or runs the SIGTERM handler the CLI installed, there and not at
-        whatever line the main thread was on. (An exception raised inside
-        concurrent.futures.wait can leave a future's lock held, and the worker that then
-        finishes blocks on it for good.) Further signals change nothing: the workers are
-        already stopping their servers (at most STOP_WAIT_S each); `kill -9` of specsweep
-        ends its local servers too (collect.hosts.local). Outside the main thread this does
-        nothing: Python delivers signals to the main thread only."""
+        came); the runner's loop calls `Stop.check()` between waits, which runs the handler
+        in place before (the CLI's raises specsweep.interrupt.Interrupted) or raises
+        Interrupted itself, there and not at whatever line the main thread was on. (An
+        exception raised inside concurrent.futures.wait can leave a future's lock held, and
+        the worker that then finishes blocks on it for good.) Further signals change
+        nothing: the workers are already stopping their servers (at most STOP_WAIT_S each);
+        `kill -9` of specsweep ends its local servers too (collect.hosts.local). Outside the
+        main thread this does nothing: Python delivers signals to the main thread only."""
         stop = Stop(self.stopping)
         if threading.current_thread() is not threading.main_thread():
             yield stop
@@ -138,11 +139,8 @@ class Stop:
             return
         handler = self.previous.get(signum)
         if callable(handler):
-            handler(signum, None)  # the CLI's SIGTERM -> SystemExit(143), or Python's
-            # default SIGINT handler -> KeyboardInterrupt
-        if signum == signal.SIGTERM:
-            raise SystemExit(128 + signal.SIGTERM)
-        raise KeyboardInterrupt
+            handler(signum, None)  # the CLI's: Interrupted (specsweep.interrupt)
+        raise Interrupted(signum)
 
 
 def method_params_rows(plan: Plan, campaign_id: str) -> list[dict[str, object]]:

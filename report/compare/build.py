@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from specsweep.interrupt import publish
 from specsweep.report.build import compile_tex, render_tex, require_latexmk
 from specsweep.report.compare import figure
 from specsweep.report.compare import text as words
@@ -74,9 +74,8 @@ def run(
         tex.write_text(
             render_tex(context(data, chart.name if chart else None), TEMPLATE), encoding="utf-8"
         )
-        out_pdf.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(tex, out_pdf.with_suffix(".tex"))  # before compiling: inspectable
-        shutil.copyfile(compile_tex(tex), out_pdf)
+        publish(out_pdf.with_suffix(".tex"), tex.read_bytes())  # before compiling: inspectable
+        publish(out_pdf, compile_tex(tex).read_bytes())
     log.info(
         "compare report of %s and %s written to %s",
         data.a["campaign_id"],

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from specsweep.interrupt import publish
 from specsweep.report.data import ReportData, load
 from specsweep.report.findings import headlines, physics, validity
 from specsweep.report.keys import COMPARISON
@@ -154,11 +155,8 @@ def document(f: Findings) -> dict[str, Any]:
 
 def write_json(f: Findings, path: Path | str) -> Path:
     """Write :func:`document` of ``f`` to ``path`` (UTF-8, no NaN); return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document(f), indent=1, ensure_ascii=False, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
-    return path
+    return publish(Path(path), text + "\n")
 
 
 def export(db_path: Path | str, out: Path | str, campaign: str | None = None) -> Path:

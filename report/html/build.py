@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from specsweep.interrupt import publish
 from specsweep.report import findings
 from specsweep.report.data import ReportData, load
 from specsweep.report.findings import table
@@ -129,8 +130,7 @@ def run(
         if out_pdf is not None:
             write_pdf(data, figs, work, Path(out_pdf), found)
         page = render(data, figs, tables, found)
-    out_html.parent.mkdir(parents=True, exist_ok=True)
-    out_html.write_text(page, encoding="utf-8")
+    publish(out_html, page)
     log.info(
         "HTML report for %s written to %s (%.1f MB)",
         data.campaign["campaign_id"],

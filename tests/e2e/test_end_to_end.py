@@ -358,6 +358,27 @@ def test_interrupt_stops_the_server_and_keeps_what_was_measured(tmp_path: Path) 
     assert done == (6, 6) and measured == 2 * (3 * 20 * 2 + 3 + 12)
 
 
+def test_sigterm_mid_workload_stops_as_ctrl_c_does(tmp_path: Path) -> None:
+    """`kill PID` (systemd's stop, `timeout`, a CI job cancelled): the same unwinding, the
+    same line, the shell's 143; what was measured is kept as an incomplete unit."""
+    pids: list[int] = []
+
+    def terminate(proc: subprocess.Popen[str], pid: int) -> None:
+        pids.append(pid)
+        proc.send_signal(signal.SIGTERM)
+
+    proc, err, db = _mid_campaign(tmp_path, 20, terminate, timeout_s=10)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == (
+        "interrupted: completed units are saved; rerun to resume"
+    )
+    assert not Path(f"/proc/{pids[0]}").exists() or "Z" in Path(f"/proc/{pids[0]}/stat").read_text()
+    with duckdb.connect(str(db), read_only=True) as con:
+        status = con.execute("SELECT status FROM campaigns").fetchone()[0]
+        units = con.execute("SELECT complete, n_requests FROM units").fetchall()
+        kept = con.execute("SELECT count(*) FROM requests WHERE NOT is_warmup").fetchone()[0]
+    assert status == "interrupted" and units == [(False, kept)] and kept > 0
+
+
 def _wait_for_server(parent: int, logs: Path, timeout_s: float) -> int:
     """pid of the llama-server started by parent, once its log says it listens."""
     deadline = time.monotonic() + timeout_s

@@ -8,8 +8,10 @@ the helpers both use, are in tests/unit/analyze/test_analyze_export.py."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -62,3 +64,33 @@ def test_the_command_line_writes_files_and_refuses_bad_input(
     assert missing.returncode == 2 and "no results file" in missing.stderr
     bad = cli("--db", str(analyzed_golden), "--format", "xlsx", "--out", str(tmp_path / "q"))
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_sigterm_mid_file_leaves_no_part_of_it(tmp_path: Path) -> None:
+    """SIGTERM while DuckDB writes a large table: exit 143, one line, and every file in the
+    folder is whole (the one being written is not there at all)."""
+    db, out = tmp_path / "big.duckdb", tmp_path / "out"
+    with duckdb.connect(str(db)) as con:  # export writes the contracts' tables it finds
+        con.execute("CREATE TABLE services AS SELECT 's' AS service_id")
+        con.execute(
+            "CREATE TABLE requests AS SELECT i, random() AS a, random() AS b "
+            "FROM range(8000000) t(i)"
+        )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specsweep.analyze", "export", "--db", str(db)]
+        + ["--format", "csv", "--out", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "raw" / ".requests.csv.part").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip() == f"analyze export: interrupted: each file in {out} is whole; rerun"
+    assert sorted(p.name for p in (out / "raw").iterdir()) == ["services.csv"]
