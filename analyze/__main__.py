@@ -3,8 +3,8 @@
 
 `specsweep analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
-(analyze/export/; exit codes 0 written, 2 bad input or an --out that cannot be written,
-130/143 interrupted: each file is written whole or not at all);
+(analyze/export/; exit codes 0 written, 2 bad input, an --out that cannot be written or a
+disk that refused a write, 130/143 interrupted: each file is written whole or not at all);
 `remove ID... [--yes]` removes campaigns from the file (raw and analysis rows, stored
 comparisons); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
 compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
@@ -24,6 +24,7 @@ import typer
 
 import specsweep.schema.defaults
 from specsweep.interrupt import Interrupted, unwind_on_signals
+from specsweep.writing import WriteRefused, refused_writes
 
 DEFAULT_DB = str(specsweep.schema.defaults.DEFAULT_DB)
 FORMATS = ("parquet", "csv", "json")
@@ -79,11 +80,14 @@ def build(
             typer.echo(f"analyze: {line}")
 
     try:
-        with unwind_on_signals():
+        with unwind_on_signals(), refused_writes():
             building.run(db, baseline=baseline, full=full, then=then)
     except Interrupted as exc:  # the build's transaction rolled back, its workers are gone
         typer.echo(f"analyze: {INTERRUPTED}", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except WriteRefused as exc:  # rolled back too
+        typer.echo(f"analyze: {exc}; the analysis is as the last build left it", err=True)
+        raise typer.Exit(1) from None
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -130,18 +134,21 @@ def export(
 ) -> None:
     """Write every raw table and analysis object to Parquet or CSV files."""
     from specsweep.analyze import export as exporting
-    from specsweep.schema.store import unwritable
+    from specsweep.writing import unwritable
 
     why = unwritable(Path(out) / "probe")
     if why:
         typer.echo(f"analyze export: cannot write --out {out}: {why}: choose another", err=True)
         raise typer.Exit(2)
     try:
-        with unwind_on_signals():
+        with unwind_on_signals(), refused_writes():
             files = exporting.run(db, out, format)
     except Interrupted as exc:
         typer.echo(f"analyze export: interrupted: each file in {out} is whole; rerun", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except WriteRefused as exc:
+        typer.echo(f"analyze export: {exc}; each file in {out} is whole", err=True)
+        raise typer.Exit(2) from None
     except (FileNotFoundError, ValueError) as exc:
         typer.echo(f"analyze export: {exc}", err=True)
         raise typer.Exit(2) from None

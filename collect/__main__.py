@@ -23,6 +23,7 @@ import typer
 from specsweep.collect.plan.file import PlanError, load_plan
 from specsweep.interrupt import Interrupted, unwind_on_signals
 from specsweep.schema.defaults import DEFAULT_DB
+from specsweep.writing import WriteRefused, refused_writes
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
@@ -45,7 +46,7 @@ def _ready() -> Iterator[None]:
 def _writable_or_exit(path: Path, option: str, folder: bool = False) -> None:
     """Exit 2 with one line before any work when the results file (or, folder=True, a file
     in the log folder) cannot be written where the option names it."""
-    from specsweep.schema.store import unwritable
+    from specsweep.writing import unwritable
 
     why = unwritable(path / "probe" if folder else path)
     if why:
@@ -88,8 +89,9 @@ def run(
     set, the llama-server build or a model missing, a server program it cannot execute, a
     chat template SGLang cannot read; --db or --logs not writable): one line names the fix;
     4 host cannot be reached (one line names the host, user@host:port and why; the campaign
-    is marked unreachable); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (rerun to
-    resume)."""
+    is marked unreachable); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM. A disk that
+    refuses a write mid-run (no space left, a read-only file system) is 2 too, one line
+    naming the file. Completed units are saved whenever it stops: rerun to resume."""
     from specsweep.collect.cluster import launch
     from specsweep.collect.engines.base import EngineNotReady
     from specsweep.collect.hosts.base import HostUnreachable
@@ -114,7 +116,7 @@ def run(
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     start = runner.run if parsed.cluster is None else launch.run  # cluster: above runner
     try:  # SIGTERM unwinds as Ctrl-C does: every running service is stopped on the way out
-        with _ready(), unwind_on_signals():
+        with _ready(), unwind_on_signals(), refused_writes():
             campaign = start(
                 parsed,
                 plan.read_text(),
@@ -131,6 +133,9 @@ def run(
     except Interrupted as exc:  # SIGINT or SIGTERM
         typer.echo("interrupted: completed units are saved; rerun to resume", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except WriteRefused as exc:
+        typer.echo(f"error: {exc}; completed units are saved; rerun to resume", err=True)
+        raise typer.Exit(2) from None
     typer.echo(f"campaign {campaign}: results in {db}")
 
 
@@ -157,16 +162,16 @@ def check(
     from specsweep.collect.hosts.base import HostUnreachable
 
     parsed = _plan_or_exit(plan)
+    from specsweep.collect.scheduling.sizing import service_lines, window_warnings
+
     with _ready():  # the prompt sets, read to count requests
-        typer.echo("\n".join(_service_lines(parsed)))
+        typer.echo("\n".join(service_lines(parsed)))
     from specsweep.collect.resources import ResourceError
 
     try:  # a plan for another machine is checked here too: a warning, not an error
         _require_engine(parsed)
     except ResourceError as exc:
         typer.echo(f"warning: not ready to run on this machine: {exc}")
-    from specsweep.collect.scheduling.sizing import window_warnings
-
     for line in window_warnings(parsed):
         typer.echo(f"warning: {line}")
     typer.echo("\n".join(_time_estimate(parsed, db, seed=None)))
@@ -180,43 +185,6 @@ def check(
     typer.echo("\n".join(memory_lines))
     if too_big:
         raise typer.Exit(3)
-
-
-def _service_lines(parsed) -> list[str]:  # noqa: ANN001 - Plan
-    """Each phase's services and their request counts, then the plan's total (the prompt
-    sets are read to count them: ResourceError when one is not fetched)."""
-    from specsweep.collect.plan.phases import BestOf
-    from specsweep.collect.plan.workloads import request_count
-
-    per_workload = {w.name: request_count(w) for w in parsed.workloads}
-    total, lines = 0, []
-    for phase in parsed.all_phases():
-        picked = phase.methods if isinstance(phase.methods, BestOf) else None
-        names = phase.methods if not picked and phase.methods else [m.name for m in parsed.methods]
-        configs = parsed.phase_configs(phase, [] if picked else names)
-        each = picked and picked.per == "family"
-        detail = (
-            f"; plus the {picked.top} fastest {'of each family ' if each else ''}"
-            f"of phase {picked.best_of}"
-            if picked
-            else ""
-        )
-        lines.append(f"phase {phase.name} (tp {phase.tp}){detail}:")
-        for config in configs:
-            wnames = [w.name for w in parsed.workloads_of(config)]
-            count = sum(per_workload[n] for n in wnames)
-            chosen = _picks(parsed, picked) if config.method.name == parsed.baseline else 0
-            total += count * (1 + chosen)  # the top N counted as the baseline's size, once
-            lines.append(
-                f"  {config.method.name}{_family_label(config.method)} (config "
-                f"{config.config_id}): {count} requests ({', '.join(wnames)})"
-            )
-    rounds = f" a round, {total * parsed.repeat} in its {parsed.repeat} rounds"
-    lines.append(
-        f"plan {parsed.name} is valid: campaign {parsed.campaign_id()}, "
-        f"about {total} measured requests{rounds if parsed.repeat > 1 else ''}"
-    )
-    return lines
 
 
 def _require_engine(parsed) -> None:  # noqa: ANN001 - Plan
@@ -234,28 +202,6 @@ def _require_engine(parsed) -> None:  # noqa: ANN001 - Plan
     if why:
         field = next((f"engine.{k}" for k, v in parsed.engine if v == argv[0]), "engine")
         raise ResourceError(f"{field}: {argv[0]}: {why}")
-
-
-def _picks(parsed, picked) -> int:  # noqa: ANN001 - Plan, BestOf | None
-    """How many methods a best_of phase runs besides its baseline, at most."""
-    from specsweep.schema.controls import aa_control_name
-
-    if picked is None:
-        return 0
-    if picked.per != "family":
-        return picked.top
-    control = aa_control_name(parsed.baseline)
-    others = [m for m in parsed.methods if m.name not in (parsed.baseline, control)]
-    families = {m.family or m.name for m in others}
-    return picked.top * len(families)
-
-
-def _family_label(method) -> str:  # noqa: ANN001 - Method
-    """' [family ddtree: budget=8]' for a method with parameters, '' for one without."""
-    if not method.params:
-        return ""
-    values = ", ".join(f"{p}={v}" for p, v in sorted(method.params.items()))
-    return f" [family {method.family or method.name}: {values}]"
 
 
 def _time_estimate(

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import tempfile
 from pathlib import Path
 
 import typer
 
 from specsweep.interrupt import Interrupted, unwind_on_signals
+from specsweep.writing import WriteRefused, refused_writes, unwritable
 
 # schema.defaults.DEFAULT_DB's value (report imports nothing of the project; a test checks
 # they agree: tests/unit/test_one_definition.py)
@@ -98,13 +98,13 @@ def build(
         for option, path in outputs.items():
             if path:
                 _require_writable_folder(Path(path), option)
-        with unwind_on_signals():
+        with unwind_on_signals(), refused_writes():
             lines = _build(db, out, campaign, workers, compare, html, no_pdf)
             if findings:
                 from specsweep.report.findings.results import export
 
                 lines.append(str(export(db, findings, campaign)))
-    except ReportError as exc:
+    except (ReportError, WriteRefused) as exc:  # the earlier files stay (publish)
         typer.echo(f"report: {exc}", err=True)
         raise typer.Exit(1) from None
     except Interrupted as exc:  # figure workers terminated, temporary folders gone
@@ -114,21 +114,10 @@ def build(
 
 
 def _require_writable_folder(path: Path, option: str) -> None:
-    """Fail before any work when no file can be written at path; creates nothing. The
-    nearest existing folder must take a probe file: permission bits say nothing to root or of
-    a read-only mount. (schema.store.unwritable asks the same for collect and analyze; the
-    report imports nothing of theirs.)"""
+    """Fail before any work when no file can be written at path; creates nothing."""
     from specsweep.report.data import ReportError
 
-    path = path.absolute()
-    folder = next(p for p in path.parents if p.exists())
-    why = f"{folder} is not a folder" if not folder.is_dir() else None
-    if why is None:
-        try:
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-        except OSError as exc:
-            why = f"{folder}: {exc.strerror or exc}"
+    why = unwritable(path)
     if why:
         raise ReportError(f"cannot write {option} {path}: {why}: choose another {option}")
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specsweep.interrupt import publish
 from specsweep.report.data import ReportData, ReportError, load
+from specsweep.writing import publish
 
 if TYPE_CHECKING:
     from specsweep.report.findings import Findings

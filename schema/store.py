@@ -193,25 +193,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def unwritable(path: str | Path) -> str | None:
-    """Why no file can be written at path, else None; creates nothing. The nearest existing
-    folder must take a probe file: permission bits say nothing to root or of a read-only
-    mount. `collect` and `analyze export` ask before any work (docs/reference.md, exit codes)."""
-    path = Path(path).absolute()
-    if path.is_dir():
-        return f"{path} is a folder"
-    if path.exists():
-        return None if os.access(path, os.W_OK) else f"{path}: permission denied"
-    folder = next(p for p in path.parents if p.exists())
-    if not folder.is_dir():
-        return f"{folder} is not a folder"
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return None
-    except OSError as exc:
-        return f"{folder}: {exc.strerror or exc}"
-
-
 def connect(
     path: str | Path, read_only: bool = False, create: bool = False, memory: str | None = None
 ) -> duckdb.DuckDBPyConnection:

@@ -21,9 +21,6 @@ workers ignore SIGINT (a terminal's Ctrl-C goes to the whole process group, and 
 that took it would print its own traceback; the parent, which took it too, terminates its
 pool instead).
 
-A file a command writes for the user (a report, its findings, an export) goes through
-`publish`: whole or not at all.
-
 This module sits below the stages (the `stages` import contract) so that collect, analyze
 and report, which may not import one another, share it.
 """
@@ -31,10 +28,8 @@ and report, which may not import one another, share it.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # multiprocessing is not loaded for a command that starts no workers
@@ -118,22 +113,3 @@ def worker_pool(context: BaseContext, workers: int) -> Iterator[Pool]:
 def quiet_worker() -> None:
     """A pool worker's initializer: SIGINT ignored (the parent terminates the pool)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def publish(path: Path, content: str | bytes | Callable[[str], object]) -> Path:
-    """Write ``content`` to ``path`` whole or not at all: bytes, text (UTF-8), or a function
-    that writes the file named by the string it is given (a DuckDB relation's
-    ``write_parquet``). It is written
-    to a hidden file beside ``path``, then renamed over it, so a command interrupted or
-    failing while it writes leaves the earlier file, never part of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f".{path.name}.part")
-    try:
-        if callable(content):
-            content(str(part))
-        else:
-            part.write_bytes(content.encode() if isinstance(content, str) else content)
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
-    return path

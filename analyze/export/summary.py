@@ -31,8 +31,8 @@ from typing import Any
 
 import duckdb
 
-from specsweep.interrupt import publish
 from specsweep.schema.keys import WINDOW_KEY
+from specsweep.writing import publish
 
 SUMMARY_VERSION = 1
 # a window within its campaign (campaign_id is the file's own field)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import duckdb
 
-from specsweep.interrupt import publish
 from specsweep.schema.contracts import CONTRACTS
+from specsweep.writing import publish
 
 FORMATS = ("parquet", "csv", "json")
 NULL = "\\N"  # how CSV files write NULL: an empty field is the empty string

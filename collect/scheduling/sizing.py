@@ -1,5 +1,6 @@
-"""Window sizing checks for `collect check`: a closed-loop window must hold enough requests to
-keep its nominal concurrency in flight, or what is measured at "concurrency c" is a lower load.
+"""What `collect check` says from the plan alone: each phase's services and request counts
+(`service_lines`), and the window sizing checks: a closed-loop window must hold enough requests
+to keep its nominal concurrency in flight, or what is measured at "concurrency c" is a lower load.
 
 The analysis measures what a window actually held (config_summary.effective_concurrency =
 sum(e2e_s) / window span); this module warns before the run, from the plan alone.
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 from math import ceil
 
-from specsweep.collect.plan.model import AgenticWorkload, Plan, RequestsWorkload
-from specsweep.collect.plan.workloads import prompts
+from specsweep.collect.plan.model import AgenticWorkload, Method, Plan, RequestsWorkload
+from specsweep.collect.plan.phases import BestOf
+from specsweep.collect.plan.workloads import prompts, request_count
+from specsweep.schema.controls import aa_control_name
 
 MIN_REQUESTS_PER_SLOT = 4
 """A closed-loop window at concurrency c should hold at least 4 * c requests (sessions, for an
@@ -92,3 +95,57 @@ def window_warnings(plan: Plan) -> list[str]:
                     f"prompts) or lower `concurrency`"
                 )
     return lines
+
+
+def service_lines(plan: Plan) -> list[str]:
+    """Each phase's services and their request counts, then the plan's total (the prompt
+    sets are read to count them: ResourceError when one is not fetched)."""
+    per_workload = {w.name: request_count(w) for w in plan.workloads}
+    total, lines = 0, []
+    for phase in plan.all_phases():
+        picked = phase.methods if isinstance(phase.methods, BestOf) else None
+        names = phase.methods if not picked and phase.methods else [m.name for m in plan.methods]
+        configs = plan.phase_configs(phase, [] if picked else names)
+        each = picked and picked.per == "family"
+        detail = (
+            f"; plus the {picked.top} fastest {'of each family ' if each else ''}"
+            f"of phase {picked.best_of}"
+            if picked
+            else ""
+        )
+        lines.append(f"phase {phase.name} (tp {phase.tp}){detail}:")
+        for config in configs:
+            wnames = [w.name for w in plan.workloads_of(config)]
+            count = sum(per_workload[n] for n in wnames)
+            chosen = _picks(plan, picked) if config.method.name == plan.baseline else 0
+            total += count * (1 + chosen)  # the top N counted as the baseline's size, once
+            lines.append(
+                f"  {config.method.name}{_family_label(config.method)} (config "
+                f"{config.config_id}): {count} requests ({', '.join(wnames)})"
+            )
+    rounds = f" a round, {total * plan.repeat} in its {plan.repeat} rounds"
+    lines.append(
+        f"plan {plan.name} is valid: campaign {plan.campaign_id()}, "
+        f"about {total} measured requests{rounds if plan.repeat > 1 else ''}"
+    )
+    return lines
+
+
+def _picks(plan: Plan, picked: BestOf | None) -> int:
+    """How many methods a best_of phase runs besides its baseline, at most."""
+    if picked is None:
+        return 0
+    if picked.per != "family":
+        return picked.top
+    control = aa_control_name(plan.baseline)
+    others = [m for m in plan.methods if m.name not in (plan.baseline, control)]
+    families = {m.family or m.name for m in others}
+    return picked.top * len(families)
+
+
+def _family_label(method: Method) -> str:
+    """' [family ddtree: budget=8]' for a method with parameters, '' for one without."""
+    if not method.params:
+        return ""
+    values = ", ".join(f"{p}={v}" for p, v in sorted(method.params.items()))
+    return f" [family {method.family or method.name}: {values}]"

@@ -11,12 +11,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from specsweep.interrupt import publish
 from specsweep.report.build import compile_tex, render_tex, require_latexmk
 from specsweep.report.compare import figure
 from specsweep.report.compare import text as words
 from specsweep.report.compare.data import CompareData, load
 from specsweep.report.latex import fmt_time, texttt
+from specsweep.writing import publish
 
 log = logging.getLogger(__name__)
 TEMPLATE = "compare.tex.j2"

@@ -22,7 +22,6 @@ from typing import Any
 
 import pandas as pd
 
-from specsweep.interrupt import publish
 from specsweep.report.data import ReportData, load
 from specsweep.report.findings import headlines, physics, validity
 from specsweep.report.keys import COMPARISON
@@ -30,6 +29,7 @@ from specsweep.report.openloop import section as openloop
 from specsweep.report.race import section as race
 from specsweep.report.speculation import section as speculation
 from specsweep.report.text import plain
+from specsweep.writing import publish
 
 # changes when a key of document() is removed or changes meaning; 2: the method's sentences
 # left `summary` for `method`, and `summary` gained the open-loop and speculation findings

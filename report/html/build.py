@@ -19,13 +19,13 @@ from typing import Any
 
 import jinja2
 
-from specsweep.interrupt import publish
 from specsweep.report import findings
 from specsweep.report.data import ReportData, load
 from specsweep.report.findings import table
 from specsweep.report.html import figures, views
 from specsweep.report.race import section as race
 from specsweep.report.text import html
+from specsweep.writing import publish
 
 log = logging.getLogger(__name__)
 

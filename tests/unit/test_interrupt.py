@@ -1,5 +1,5 @@
-"""specsweep.interrupt: signals that unwind, pools that a signal cannot catch half-built,
-files written whole. Real signals sent to this process, real worker processes, real DuckDB."""
+"""specsweep.interrupt: signals that unwind, pools that a signal cannot catch half-built.
+Real signals sent to this process, real worker processes, real DuckDB."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import duckdb
 import pytest
 
-from specsweep.interrupt import Interrupted, publish, unwind_on_signals, worker_pool
+from specsweep.interrupt import Interrupted, unwind_on_signals, worker_pool
 
 LONG_QUERY = "SELECT count(*) FROM range(10000000000) t(i) WHERE i % 7 = 3"  # minutes
 
@@ -78,20 +77,3 @@ def test_pool_workers_ignore_sigint() -> None:
     """A terminal's Ctrl-C reaches the whole process group; the parent ends the pool."""
     with worker_pool(multiprocessing.get_context("spawn"), 1) as pool:
         assert pool.apply(signal.getsignal, (signal.SIGINT,)) == signal.SIG_IGN
-
-
-def test_publish_writes_the_file_whole_or_leaves_the_earlier_one(tmp_path: Path) -> None:
-    out = tmp_path / "reports" / "report.pdf"
-    assert publish(out, b"%PDF new") == out and out.read_bytes() == b"%PDF new"
-    publish(out, "text é")
-    assert out.read_text(encoding="utf-8") == "text é"
-
-    class Torn(str):  # a build stopped while the content is being written
-        def encode(self, *args: object, **kwargs: object) -> bytes:
-            (tmp_path / "reports" / ".report.pdf.part").write_bytes(b"%PDF half")
-            raise Interrupted(signal.SIGINT)
-
-    with pytest.raises(Interrupted):
-        publish(out, Torn("x"))
-    assert out.read_text(encoding="utf-8") == "text é"
-    assert sorted(p.name for p in out.parent.iterdir()) == ["report.pdf"]
