@@ -20,32 +20,28 @@ from tests.unit.analyze.test_analyze_export import analyzed_golden  # noqa: F401
 LIMIT = 64 * 1024  # bytes: a results file is created at 12 KiB, its analysis writes MBs
 
 
-def limited(*argv: str) -> subprocess.CompletedProcess[str]:
-    """`python -m specsweep ARGV` that may write no file past LIMIT bytes."""
+def limited(*argv: str, limit: int = LIMIT) -> subprocess.CompletedProcess[str]:
+    """`python -m specsweep ARGV` that may write no file past `limit` bytes."""
     return subprocess.run(
         [sys.executable, "-m", "specsweep", *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT)),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
     )
 
 
 def test_run(tmp_path: Path) -> None:
-    """The campaign's first unit commits past the limit (a model file of 0 bytes and
-    /bin/true as the server: the write fails before any server could start)."""
+    """The results file is created past a 4 KiB limit (it takes 12 KiB), before any server
+    could start (a model file of 0 bytes, /bin/true as the server). By hand, on a full
+    tmpfs mid-campaign, the same line came from a unit's commit, the server stopped."""
     plan, db, model = tmp_path / "plan.yaml", tmp_path / "r.duckdb", tmp_path / "m.gguf"
     model.write_bytes(b"")
     plan.write_text(PLAN.format(binary="/bin/true", model=model))
-    done = subprocess.run(
-        [sys.executable, "-m", "specsweep", "run", str(plan), "--db", str(db)]
-        + ["--logs", str(tmp_path / "logs"), "--no-progress"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)),
+    logs = tmp_path / "logs"
+    done = limited(
+        "run", str(plan), "--db", str(db), "--logs", str(logs), "--no-progress", limit=4096
     )
     assert one_error_line(done) == (
         f'error: Could not write file "{db}": File too large; completed units are saved; '
