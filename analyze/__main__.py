@@ -24,7 +24,7 @@ import typer
 
 import specsweep.schema.defaults
 from specsweep.interrupt import Interrupted, unwind_on_signals
-from specsweep.writing import WriteRefused, refused_writes
+from specsweep.writing import FileFault, file_faults
 
 DEFAULT_DB = str(specsweep.schema.defaults.DEFAULT_DB)
 FORMATS = ("parquet", "csv", "json")
@@ -80,19 +80,17 @@ def build(
             typer.echo(f"analyze: {line}")
 
     try:
-        with unwind_on_signals(), refused_writes():
+        with unwind_on_signals(), file_faults():
             building.run(db, baseline=baseline, full=full, then=then)
     except Interrupted as exc:  # the build's transaction rolled back, its workers are gone
         typer.echo(f"analyze: {INTERRUPTED}", err=True)
         raise typer.Exit(exc.exit_code) from None
-    except WriteRefused as exc:  # rolled back too
-        typer.echo(f"analyze: {exc}; the analysis is as the last build left it", err=True)
+    except FileFault as exc:  # a write the disk refused is rolled back too
+        kept = "; the analysis is as the last build left it" if exc.refused else ""
+        typer.echo(f"analyze: {exc}{kept}", err=True)
         raise typer.Exit(1) from None
     except (FileNotFoundError, ValueError, building.NotAResultsDatabase) as exc:
         typer.echo(f"analyze: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except duckdb.IOException as exc:  # a file this user cannot write, or locked too long
-        typer.echo(f"analyze: {db}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
 
 
@@ -141,12 +139,12 @@ def export(
         typer.echo(f"analyze export: cannot write --out {out}: {why}: choose another", err=True)
         raise typer.Exit(2)
     try:
-        with unwind_on_signals(), refused_writes():
+        with unwind_on_signals(), file_faults():
             files = exporting.run(db, out, format)
     except Interrupted as exc:
         typer.echo(f"analyze export: interrupted: each file in {out} is whole; rerun", err=True)
         raise typer.Exit(exc.exit_code) from None
-    except WriteRefused as exc:
+    except FileFault as exc:
         typer.echo(f"analyze export: {exc}; each file in {out} is whole", err=True)
         raise typer.Exit(2) from None
     except (FileNotFoundError, ValueError) as exc:

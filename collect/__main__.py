@@ -23,7 +23,7 @@ import typer
 from specsweep.collect.plan.file import PlanError, load_plan
 from specsweep.interrupt import Interrupted, unwind_on_signals
 from specsweep.schema.defaults import DEFAULT_DB
-from specsweep.writing import WriteRefused, refused_writes
+from specsweep.writing import FileFault, file_faults
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_PLAN = Path("plans/local.yaml")
@@ -90,8 +90,9 @@ def run(
     chat template SGLang cannot read; --db or --logs not writable): one line names the fix;
     4 host cannot be reached (one line names the host, user@host:port and why; the campaign
     is marked unreachable); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM. A disk that
-    refuses a write mid-run (no space left, a read-only file system) is 2 too, one line
-    naming the file. Completed units are saved whenever it stops: rerun to resume."""
+    refuses a write mid-run (no space left, a read-only file system) or a results file
+    DuckDB cannot read is 2 too, one line naming the file. Completed units are saved
+    whenever it stops: rerun to resume."""
     from specsweep.collect.cluster import launch
     from specsweep.collect.engines.base import EngineNotReady
     from specsweep.collect.hosts.base import HostUnreachable
@@ -116,7 +117,7 @@ def run(
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     start = runner.run if parsed.cluster is None else launch.run  # cluster: above runner
     try:  # SIGTERM unwinds as Ctrl-C does: every running service is stopped on the way out
-        with _ready(), unwind_on_signals(), refused_writes():
+        with _ready(), unwind_on_signals(), file_faults():
             campaign = start(
                 parsed,
                 plan.read_text(),
@@ -133,8 +134,9 @@ def run(
     except Interrupted as exc:  # SIGINT or SIGTERM
         typer.echo("interrupted: completed units are saved; rerun to resume", err=True)
         raise typer.Exit(exc.exit_code) from None
-    except WriteRefused as exc:
-        typer.echo(f"error: {exc}; completed units are saved; rerun to resume", err=True)
+    except FileFault as exc:
+        kept = "; completed units are saved; rerun to resume" if exc.refused else ""
+        typer.echo(f"error: {exc}{kept}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"campaign {campaign}: results in {db}")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import typer
 
 from specsweep.interrupt import Interrupted, unwind_on_signals
-from specsweep.writing import WriteRefused, refused_writes, unwritable
+from specsweep.writing import FileFault, file_faults, unwritable
 
 # schema.defaults.DEFAULT_DB's value (report imports nothing of the project; a test checks
 # they agree: tests/unit/test_one_definition.py)
@@ -98,13 +98,13 @@ def build(
         for option, path in outputs.items():
             if path:
                 _require_writable_folder(Path(path), option)
-        with unwind_on_signals(), refused_writes():
+        with unwind_on_signals(), file_faults():
             lines = _build(db, out, campaign, workers, compare, html, no_pdf)
             if findings:
                 from specsweep.report.findings.results import export
 
                 lines.append(str(export(db, findings, campaign)))
-    except (ReportError, WriteRefused) as exc:  # the earlier files stay (publish)
+    except (ReportError, FileFault) as exc:  # the earlier files stay (publish)
         typer.echo(f"report: {exc}", err=True)
         raise typer.Exit(1) from None
     except Interrupted as exc:  # figure workers terminated, temporary folders gone

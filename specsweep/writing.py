@@ -1,6 +1,7 @@
 """Files a command writes for its user: asked before any work whether they can be written
-(`unwritable`), written whole or not at all (`publish`), and a write the disk refused told
-in one line (`refused_writes`: no space left, a read-only file system, a quota).
+(`unwritable`), written whole or not at all (`publish`); and a file that fails a command
+told in one line (`file_faults`: a write the disk refused, for no space left, a quota or a
+read-only file system; a results file DuckDB cannot read, damaged or truncated).
 
 This module sits below the stages (the `stages` import contract) so that collect, analyze
 and report, which may not import one another, share it.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,36 +62,45 @@ def publish(path: Path, content: str | bytes | Callable[[str], object]) -> Path:
     return path
 
 
-class WriteRefused(Exception):
-    """The disk refused a write; the message names the file and why, in one line."""
+class FileFault(Exception):
+    """A file the command needs was refused or is damaged; the message says which and why,
+    in one line. `refused`: a write the disk refused (the file itself is sound)."""
+
+    def __init__(self, why: str, refused: bool):
+        super().__init__(why)
+        self.refused = refused
 
 
 @contextlib.contextmanager
-def refused_writes() -> Iterator[None]:
-    """An exception of the block that is a write the disk refused leaves it as WriteRefused;
-    any other passes as it is."""
+def file_faults() -> Iterator[None]:
+    """An exception of the block that `file_fault` explains leaves it as FileFault; any
+    other passes as it is."""
     try:
         yield
     except Exception as exc:
-        why = write_failure(exc)
+        why = file_fault(exc)
         if why is None:
             raise
-        raise WriteRefused(why) from exc
+        raise FileFault(why, refused=any(r in why for r in map(os.strerror, REFUSED))) from exc
 
 
-def write_failure(exc: BaseException) -> str | None:
-    """One line saying which file the disk refused and why, when ``exc`` (or an exception it
-    was raised from or during) is a write the disk refused (REFUSED); None for any other
-    error, which stays a traceback: a bug to report. DuckDB says it in its message
-    ('Failed to commit: Could not write file "x.duckdb.wal": No space left on device');
-    Python in the OSError's errno."""
+def file_fault(exc: BaseException) -> str | None:
+    """One line saying which file failed the command and why, when ``exc``, or an exception
+    it was raised from or during (a failed commit is often followed by a failed clean-up),
+    is a write the disk refused (REFUSED) or DuckDB's IOException (a results file that is
+    damaged, truncated, locked or unreadable). None for any other error, which stays a
+    traceback: a bug to report. DuckDB says which file in its message ('Failed to commit:
+    Could not write file "x.duckdb.wal": No space left on device'), Python in the OSError."""
     reasons = [os.strerror(code) for code in REFUSED]
+    duckdb = sys.modules.get("duckdb")  # not loaded: the error cannot be DuckDB's
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno in REFUSED:
             return f"{seen.filename}: {seen.strerror}" if seen.filename else seen.strerror
         text = str(seen).splitlines()[0] if str(seen) else ""
         if any(reason in text for reason in reasons):
-            return text[text.find("Could not write") :] if "Could not write" in text else text
+            return text[text.find("Could not") :] if "Could not" in text else text
+        if duckdb is not None and isinstance(seen, duckdb.IOException):
+            return text.removeprefix("IO Error: ")
         seen = seen.__cause__ or seen.__context__
     return None

@@ -87,6 +87,7 @@ class Measured:
     build: str = ""  # the engine build the figures come from ('' where none was recorded)
     services: int = 0  # earlier starts the figures come from
     elsewhere: int = 0  # earlier starts of these configs on other hosts or builds: not used
+    unreadable: str = ""  # why the results file could not be read (damaged, truncated)
 
 
 def plan_config_ids(plan: Plan) -> dict[str, tuple[str, int]]:

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from specsweep.interrupt import Interrupted
-from specsweep.writing import WriteRefused, publish, refused_writes, write_failure
+from specsweep.writing import FileFault, file_fault, file_faults, publish
 
 FULL = Path("/dev/full")
 
@@ -42,26 +42,40 @@ def _fill(path: str) -> None:
 def test_a_write_to_a_full_disk_is_named_in_one_line() -> None:
     with pytest.raises(OSError) as python:
         _fill("")
-    assert write_failure(python.value) == "No space left on device"  # write() names no file
+    assert file_fault(python.value) == "No space left on device"  # write() names no file
     with pytest.raises(duckdb.IOException) as duck:
         duckdb.sql("COPY (SELECT * FROM range(100000)) TO '/dev/full' (FORMAT csv)")
-    assert write_failure(duck.value) == 'Could not write file "/dev/full": No space left on device'
+    assert file_fault(duck.value) == 'Could not write file "/dev/full": No space left on device'
     try:  # a commit that failed, then the cleanup that failed after it: the cause is found
         try:
             duckdb.sql("COPY (SELECT 1) TO '/dev/full' (FORMAT csv)")
         except duckdb.IOException:
             raise RuntimeError("database has been invalidated") from None
     except RuntimeError as later:
-        assert write_failure(later) == 'Could not write file "/dev/full": No space left on device'
-    assert write_failure(RuntimeError("a bug")) is None
-    assert write_failure(OSError(errno.ENOENT, "No such file or directory", "x")) is None
+        assert file_fault(later) == 'Could not write file "/dev/full": No space left on device'
+    assert file_fault(RuntimeError("a bug")) is None
+    assert file_fault(OSError(errno.ENOENT, "No such file or directory", "x")) is None
 
 
-def test_refused_writes_converts_refusals_and_passes_the_rest(tmp_path: Path) -> None:
+def test_file_faults_converts_refusals_and_passes_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    with pytest.raises(WriteRefused) as refused, refused_writes():
+    with pytest.raises(FileFault) as refused, file_faults():
         publish(out, _fill)
     assert str(refused.value) == f"{out}: No space left on device"  # the file asked for
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(ValueError, match="a bug"), refused_writes():
+    with pytest.raises(ValueError, match="a bug"), file_faults():
         raise ValueError("a bug")
+
+
+def test_a_damaged_duckdb_file_is_a_fault_but_not_a_refused_write(tmp_path: Path) -> None:
+    db = tmp_path / "cut.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE t AS SELECT random() AS x FROM range(2000000)")
+    db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    with pytest.raises(FileFault) as damaged, file_faults():
+        duckdb.connect(str(db)).execute("SELECT sum(x) FROM t").fetchall()
+    assert str(damaged.value).startswith(f'Could not read enough bytes from file "{db}"')
+    assert not damaged.value.refused
+    with pytest.raises(FileFault) as full, file_faults():
+        _fill("")
+    assert full.value.refused

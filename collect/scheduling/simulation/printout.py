@@ -15,24 +15,34 @@ from specsweep.collect.scheduling.estimate import Estimator, Measured, load_meas
 from specsweep.collect.scheduling.replicas import replica_of
 from specsweep.collect.scheduling.schedule import Slot, makespan
 from specsweep.collect.scheduling.simulation.jobs import Simulation, simulate_plan
+from specsweep.writing import file_fault
 
 
 def measured_from(db: Path | None, plan: Plan) -> Measured:
-    """The store's figures for the plan, or none when no results file is given."""
+    """The store's figures for the plan, or none when no results file is given or it cannot
+    be read (`unreadable` says why: the estimate then stands on the plan's speeds)."""
     if db is None:
         return Measured()
     if not db.exists():
         raise FileNotFoundError(f"results file {db} does not exist")
     from specsweep.schema.store import Store
 
-    with Store(db) as store:
-        return load_measured(store, plan)
+    try:
+        with Store(db) as store:
+            return load_measured(store, plan)
+    except Exception as exc:
+        why = file_fault(exc)
+        if why is None:
+            raise
+        return Measured(unreadable=why)
 
 
 def basis(db: Path | None, m: Measured) -> str:
     """Where the estimate's figures come from, in words."""
     if db is None:
         return "assumed (plan)"
+    if m.unreadable:
+        return f"assumed (plan): {m.unreadable}"
     if not m.services:
         return f"assumed (plan): {db} has no earlier start of these configurations on {m.host}"
     build = f"engine build {m.build}" if m.build else "engine build not recorded"

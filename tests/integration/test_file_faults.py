@@ -1,5 +1,6 @@
-"""A disk that refuses a write mid-command (full, over quota, read-only, `ulimit -f`): one
-line naming the file and why, the command's exit code for a file it cannot write, nothing
+"""A file that fails a command: a disk that refuses a write mid-command (full, over quota,
+read-only, `ulimit -f`), or a results file DuckDB cannot read (damaged, truncated). One line
+naming the file and why, the command's exit code for a file it cannot use, nothing
 half-written, never a traceback (docs/reference.md, "Exit codes").
 
 A file-size limit (RLIMIT_FSIZE, what `ulimit -f` sets) stands in for the full disk: it
@@ -80,3 +81,28 @@ def test_report(analyzed_golden: Path, tmp_path: Path) -> None:  # noqa: F811
     assert "Traceback" not in done.stderr and done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"report: {out}: File too large"
     assert out.read_text() == "the earlier report" and [*tmp_path.iterdir()] == [out]
+
+
+def test_a_damaged_results_file(analyzed_golden: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Truncated (a copy cut short, a disk that filled mid-checkpoint): each command says
+    which file DuckDB could not read, in one line; `check` estimates from the plan's speeds
+    and says why."""
+    db = tmp_path / "cut.duckdb"
+    db.write_bytes(analyzed_golden.read_bytes()[: analyzed_golden.stat().st_size // 2])
+    plan, model = tmp_path / "plan.yaml", tmp_path / "m.gguf"
+    model.write_bytes(b"")
+    plan.write_text(PLAN.format(binary="/bin/true", model=model))
+    cases = [
+        (["run", str(plan), "--db", str(db), "--logs", str(tmp_path), "--no-progress"], 2),
+        (["analyze", "--db", str(db)], 1),
+        (["export", "--db", str(db), "--out", str(tmp_path / "out")], 2),
+        (["report", "--db", str(db), "--out", str(tmp_path / "r.pdf")], 1),
+    ]
+    for argv, code in cases:
+        done = limited(*argv, limit=resource.RLIM_INFINITY)
+        line = one_error_line(done)
+        assert done.returncode == code and f'file "{db}"' in line, (argv, line)
+    checked = limited("check", str(plan), "--db", str(db), limit=resource.RLIM_INFINITY)
+    assert checked.returncode == 0 and "Traceback" not in checked.stderr, checked.stderr
+    estimate = next(ln for ln in checked.stdout.splitlines() if ln.startswith("time estimate"))
+    assert estimate.startswith("time estimate, speeds assumed (plan): Could not read"), estimate
