@@ -326,8 +326,9 @@ def import_results(
     options = importers.ImportOptions(method, tp, engine, workload, concurrency, max_tokens)
     _writable_or_exit(db, "--db")
     try:
-        lines = importers.run(file, db, options)
-    except (OSError, importers.ImportFileError) as exc:
+        with file_faults():
+            lines = importers.run(file, db, options)
+    except (FileFault, OSError, importers.ImportFileError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo("\n".join(lines))

@@ -94,6 +94,7 @@ def test_a_damaged_results_file(analyzed_golden: Path, tmp_path: Path) -> None: 
     plan.write_text(PLAN.format(binary="/bin/true", model=model))
     cases = [
         (["run", str(plan), "--db", str(db), "--logs", str(tmp_path), "--no-progress"], 2),
+        (["import", "tests/data/sglang_bench_serving_shaped.jsonl", "--db", str(db)], 2),
         (["analyze", "--db", str(db)], 1),
         (["export", "--db", str(db), "--out", str(tmp_path / "out")], 2),
         (["report", "--db", str(db), "--out", str(tmp_path / "r.pdf")], 1),
