@@ -303,7 +303,11 @@ def provision(
     from specsweep.collect.resources import ResourceError
 
     try:
-        do_provision(cuda=cuda, cuda_arch=cuda_arch, source=source)
+        with unwind_on_signals():
+            do_provision(cuda=cuda, cuda_arch=cuda_arch, source=source)
+    except Interrupted as exc:  # the build's processes ended, its folder removed
+        typer.echo("interrupted: nothing half-built was installed; rerun", err=True)
+        raise typer.Exit(exc.exit_code) from None
     except ResourceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

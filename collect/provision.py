@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -286,11 +287,21 @@ def _pip_download(requirement: str, dest: Path, kind: str) -> None:
 
 
 def _run(argv: list[str], quiet: bool = False) -> None:
+    """Run argv in a process group of its own, which an exception here (Ctrl-C, SIGTERM:
+    specsweep.interrupt) ends whole: killing cmake alone would leave its make and compilers
+    building into a folder that is being removed."""
     out = subprocess.DEVNULL if quiet else None
-    done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True)
-    if done.returncode != 0:
-        detail = (done.stderr or "")[-2000:] if quiet else ""
-        raise ResourceError(f"command failed ({done.returncode}): {' '.join(argv)}\n{detail}")
+    err = subprocess.PIPE if quiet else None
+    with subprocess.Popen(argv, stdout=out, stderr=err, text=True, start_new_session=True) as proc:
+        try:
+            _, stderr = proc.communicate()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    if proc.returncode != 0:
+        detail = (stderr or "")[-2000:] if quiet else ""
+        raise ResourceError(f"command failed ({proc.returncode}): {' '.join(argv)}\n{detail}")
 
 
 def _log(message: str) -> None:

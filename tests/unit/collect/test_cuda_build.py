@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -298,3 +300,53 @@ def test_a_llamacpp_engine_uses_gpus_only_when_built_and_asked_for_them() -> Non
     assert uses("auto-cuda", []) and uses("/opt/llama-server", ["-ngl", "99"])
     assert uses("auto", ["--n-gpu-layers", "12"]) and uses("auto", ["--gpu-layers", "all"])
     assert not uses("auto", []) and not uses("auto", ["-ngl", "0", "-t", "2"])
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_build_leaves_no_compiler_and_no_folder(
+    cache: Path, tmp_path: Path, signum: int
+) -> None:
+    """`kill PID` (or SIGINT, inherited ignored as in a background job) while cmake builds:
+    the build's whole process group ends, not cmake alone (its make and compilers would go
+    on building into a folder being removed); the build folder goes; nothing is installed."""
+    bin_dir, tmp = tmp_path / "bin", tmp_path / "tmp"
+    tmp.mkdir()
+    script(  # the build: cmake with a compiler under it that would outlive it
+        bin_dir,
+        "cmake",
+        'if [ "$1" = --build ]; then sleep 300 & echo "$$ $!" > "$PIDS.tmp"; '
+        'mv "$PIDS.tmp" "$PIDS"; wait; fi\n',
+    )
+    for tool in ("c++", "sleep", "mv"):
+        os.symlink(
+            subprocess.check_output(["sh", "-c", f"command -v {tool}"], text=True).strip(),
+            bin_dir / tool,
+        )
+    tree = sdist_tree(tmp_path / "src", LLAMA_CPP_PYTHON_VERSION)
+    pids = tmp_path / "pids"
+    env = {**os.environ, "PATH": str(bin_dir), "PIDS": str(pids), "TMPDIR": str(tmp)}
+    env["SPECSWEEP_CACHE"] = str(cache)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specsweep.collect", "provision", "--source", str(tree)],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not pids.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.02)
+        builders = [int(p) for p in pids.read_text().split()]
+        proc.send_signal(signum)
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert err.strip().splitlines()[-1] == "interrupted: nothing half-built was installed; rerun"
+    for pid in builders:  # killed and reaped, or a zombie of pid 1's
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().split(")")[-1].split()[0] == "Z", pid
+    assert list(tmp.iterdir()) == [] and not llama_server_path().exists()
