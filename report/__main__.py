@@ -12,8 +12,8 @@ PATH` is `--findings PATH --no-pdf`). `--no-pdf` without `--html` or `--findings
 and neither applies to `--compare`. Exit codes: 0 built; 1 the report cannot be built (no results
 file or analysis, latexmk missing or failing, an output folder that cannot be written); 2 bad
 command line; 130 interrupted (Ctrl-C), 143 stopped by SIGTERM. Each output file is written
-whole or not at all (report.build.publish): an interrupted build leaves the earlier files.
-`specsweep report` forwards its arguments to :func:`main`.
+whole or not at all (specsweep.writing.publish): an interrupted build leaves the earlier
+files. `specsweep report` forwards its arguments to :func:`main`.
 """
 
 from __future__ import annotations

@@ -78,10 +78,10 @@ def file_faults() -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        why = file_fault(exc)
-        if why is None:
+        fault = _fault(exc)
+        if fault is None:
             raise
-        raise FileFault(why, refused=any(r in why for r in map(os.strerror, REFUSED))) from exc
+        raise FileFault(*fault) from exc
 
 
 def file_fault(exc: BaseException) -> str | None:
@@ -91,16 +91,22 @@ def file_fault(exc: BaseException) -> str | None:
     damaged, truncated, locked or unreadable). None for any other error, which stays a
     traceback: a bug to report. DuckDB says which file in its message ('Failed to commit:
     Could not write file "x.duckdb.wal": No space left on device'), Python in the OSError."""
+    fault = _fault(exc)
+    return None if fault is None else fault[0]
+
+
+def _fault(exc: BaseException) -> tuple[str, bool] | None:
+    """file_fault's line, and whether it is a write the disk refused."""
     reasons = [os.strerror(code) for code in REFUSED]
     duckdb = sys.modules.get("duckdb")  # not loaded: the error cannot be DuckDB's
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno in REFUSED:
-            return f"{seen.filename}: {seen.strerror}" if seen.filename else seen.strerror
+            return f"{seen.filename}: {seen.strerror}" if seen.filename else seen.strerror, True
         text = str(seen).splitlines()[0] if str(seen) else ""
         if any(reason in text for reason in reasons):
-            return text[text.find("Could not") :] if "Could not" in text else text
+            return text[text.find("Could not") :] if "Could not" in text else text, True
         if duckdb is not None and isinstance(seen, duckdb.IOException):
-            return text.removeprefix("IO Error: ")
+            return text.removeprefix("IO Error: "), False
         seen = seen.__cause__ or seen.__context__
     return None
