@@ -1,12 +1,13 @@
 """Command line of the analysis stage: `specsweep analyze` and its subcommands, which
-`specsweep compare|gate|export|remove` run.
+`specsweep compare|gate|export|remove|compact` run.
 
 `specsweep analyze [--db PATH] [--baseline METHOD]` builds the analysis layer; `export --format
 parquet|csv|json --out DIR [--db PATH]` writes every raw table and analysis object to files
 (analyze/export/; exit codes 0 written, 2 bad input, an --out that cannot be written or a
 disk that refused a write, 130/143 interrupted: each file is written whole or not at all);
 `remove ID... [--yes]` removes campaigns from the file (raw and analysis rows, stored
-comparisons); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
+comparisons); `compact` gives the file back the space of its deleted rows
+(schema/compact.py); `compare A B` and `gate --baseline A --candidate B --max-regression 5%`
 compare two campaigns (analyze/compare/; exit codes 0 pass, 1 regression, 2 bad input, 3
 undecided); compare writes the compare_* tables (for `specsweep report --compare A B`), gate
 does not write.
@@ -240,6 +241,36 @@ def remove(
     typer.echo(f"remove: removed {what}")
     for line in dropped:
         typer.echo(f"remove: {line}")
+    typer.echo("remove: the file keeps its size until `specsweep compact` gives the space back")
+
+
+@app.command()
+def compact(db: str = typer.Option(DEFAULT_DB, help="DuckDB results file.")) -> None:
+    """Give the results file back the space its deleted rows hold (removed campaigns, the
+    analysis rows each build replaced): a copy of its content beside it, checked against it,
+    then renamed over it (schema.compact). Other commands wait for it. Exit codes: 0
+    compacted, 1 the file cannot be used (held past the lock's wait, a full disk, a copy that
+    differs), 2 no results file, 130/143 interrupted (the file as it was)."""
+    import duckdb
+
+    from specsweep.schema.compact import CopyMismatch
+    from specsweep.schema.compact import compact as compacting
+    from specsweep.schema.store import NotAResultsDatabase
+
+    try:
+        with unwind_on_signals(), file_faults():
+            done = compacting(db)
+    except Interrupted as exc:
+        typer.echo("compact: interrupted: the results file is as it was", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except (FileNotFoundError, NotAResultsDatabase) as exc:
+        typer.echo(f"compact: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except (FileFault, CopyMismatch, duckdb.Error) as exc:  # a lock held too long is duckdb's
+        kept = "; the results file is as it was" if not isinstance(exc, CopyMismatch) else ""
+        typer.echo(f"compact: {db}: {str(exc).splitlines()[0]}{kept}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"compact: {done.line(db)}")
 
 
 def _compare(db: str, a: str, b: str, threshold: float | None) -> None:

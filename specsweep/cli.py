@@ -104,6 +104,12 @@ def remove(ctx: typer.Context) -> None:
 
 
 @app.command(rich_help_panel=ANALYZE, **FORWARD)
+def compact(ctx: typer.Context) -> None:
+    """Give the results file back the space its deleted rows hold (after remove, rebuilds)."""
+    _analyze(["compact", *ctx.args], _prog(ctx))
+
+
+@app.command(rich_help_panel=ANALYZE, **FORWARD)
 def export(ctx: typer.Context) -> None:
     """Write every raw table and analysis view to Parquet, CSV or a JSON summary; with
     --findings PATH [--db DB] [--campaign ID], the report's findings as JSON."""

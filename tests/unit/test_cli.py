@@ -28,6 +28,7 @@ COMMANDS = {
     "gate",
     "export",
     "remove",
+    "compact",
     "report",
     "sql",
 }
@@ -42,7 +43,7 @@ def specsweep(*argv: str, stdin: str | None = None) -> subprocess.CompletedProce
     )
 
 
-def test_help_lists_the_twelve_commands() -> None:
+def test_help_lists_the_thirteen_commands() -> None:
     done = specsweep("--help")
     assert done.returncode == 0, done.stderr
     # a command's row starts its panel line; wrapped help continues under blanks

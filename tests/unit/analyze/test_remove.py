@@ -115,6 +115,7 @@ def test_remove_takes_a_campaign_out_of_every_table_and_leaves_a_full_rebuilds_t
     out = capsys.readouterr().out
     assert f"remove: removed {two}: raw rows " in out
     assert f"dropped the comparison of {one} and {two}: a side is no longer in the file" in out
+    assert out.endswith("the file keeps its size until `specsweep compact` gives the space back\n")
     after = rows(path)
     assert after == {key: n for key, n in before.items() if two not in key[1]}
     assert build.run(path, baseline=BASELINE).campaigns == []  # nothing left to drop or build
