@@ -73,18 +73,24 @@ class Tunnel:
         except (OSError, ValueError, EOFError):
             pass  # either end went away
         finally:
-            for end in (conn, chan):
-                self._open.discard(end)
-                end.close()
+            self._open.difference_update((conn, chan))
+            close_quietly(conn, chan)
 
     def close(self) -> None:
         self._closed.set()
         with contextlib.suppress(OSError):  # stop listening now, not after select returns
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
-        for end in list(self._open):
-            with contextlib.suppress(Exception):
-                end.close()
+        close_quietly(*self._open)
+
+
+def close_quietly(*ends: socket.socket | paramiko.Channel) -> None:
+    """Close each end of a link. A channel of a transport whose socket just broke (a dropped
+    link) raises EOFError while it sends its close, before paramiko's reader notices: a
+    link's thread would end in a traceback on the user's terminal."""
+    for end in list(ends):
+        with contextlib.suppress(Exception):
+            end.close()
 
 
 def _pump(conn: socket.socket, chan: paramiko.Channel, closed: threading.Event) -> None:

@@ -6,9 +6,11 @@ comes back after a dropped link, and 'auto' falls back to paramiko where ssh fai
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ import httpx
 import pytest
 
 from specsweep.collect.hosts.ssh import SSH
+from specsweep.collect.hosts.tunnel import close_quietly
 from specsweep.collect.plan.components import SSHHost
 from tests.support.fixtures.hosts import Sshd, children, free_port
 from tests.support.sshd import wait_for
@@ -157,3 +160,26 @@ def test_auto_falls_back_to_paramiko_where_ssh_refuses(
         assert _get(f"{base}/hello.txt") == TEXT
         with pytest.raises(OSError, match="Host key verification failed"):
             strict.forward(site)
+
+
+def test_a_channel_of_a_broken_link_closes_without_a_traceback(
+    ssh_cfg: dict[str, Any], site: int
+) -> None:
+    """A channel whose transport's socket broke raises EOFError as it sends its close, before
+    paramiko's reader notices (CI saw it once: a link's thread ended in a traceback after the
+    link dropped). close_quietly, which a paramiko tunnel's link threads and close() use,
+    closes it without one."""
+    with SSH(SSHHost(**{**ssh_cfg, "forward": "paramiko"})) as h:
+        transport = h._transport()
+        plain, quiet = (
+            transport.open_channel("direct-tcpip", ("127.0.0.1", site), ("127.0.0.1", 0))
+            for _ in range(2)
+        )
+        client, _ = socket.socketpair()
+        # the link breaks under open channels: shutdown(2) through ctypes.PyDLL keeps the GIL,
+        # so paramiko's reader thread cannot mark them closed before plain.close() sends
+        ctypes.PyDLL(None).shutdown(transport.sock.fileno(), socket.SHUT_WR)
+        with pytest.raises(EOFError):
+            plain.close()
+        close_quietly(client, quiet)
+        assert client.fileno() == -1
