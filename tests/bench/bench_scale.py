@@ -4,7 +4,7 @@ prints figures, asserts nothing).
     .venv/bin/python tests/bench/bench_scale.py [--sizes 10000,100000,1000000]
         [--campaigns K] [--add N] [--check]
         [--workdir /tmp/specsweep-scale] [--keep] [--seed 7] [--batch 50000] [--limit-s 600]
-        [--max-rss-gb 16] [--views] [--no-cache]
+        [--max-rss-gb 16] [--views] [--no-cache] [--fixed-cost R]
 
 For each size N it writes a synthetic campaign of N measured requests through the real
 contracts and store (`schema.store.Store.append`: every batch validated by pandera, as
@@ -26,7 +26,10 @@ campaigns: N * K requests). --add N then adds one more campaign of N generated r
 times `specsweep analyze` again: the incremental build, which analyses only that campaign.
 --check then analyses a copy with `--full` and compares every analysis table of the two
 (tests/support/analysis_tables.py): it prints the differences and exits 1 when there are any.
-Files live under --workdir, deleted at the end unless --keep. --views also times
+--fixed-cost R times `specsweep analyze` of a fresh copy of each size's file instead, R rounds
+in alternating order, and prints the line through the times: its intercept is a campaign's
+fixed cost (Python's imports, the plan, 43 models of few rows, the commit), its slope the cost
+per request. Files live under --workdir, deleted at the end unless --keep. --views also times
 `SELECT count(*)` of each analysis object after analyze.
 """
 
@@ -197,6 +200,37 @@ def added(db: Path, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def fixed_cost(sizes: list[int], args: argparse.Namespace) -> None:
+    """--fixed-cost R: the user's command, `specsweep analyze --db F`, on a fresh copy of each
+    size's file (a first build), R rounds, every other round in reverse order (a drift of the
+    machine's speed falls on every size alike); each size's times and the least-squares line
+    through all of them. Point estimates: nothing here has checked an interval's coverage."""
+    import numpy as np
+
+    folder = args.workdir / "fixed-cost"
+    folder.mkdir(parents=True, exist_ok=True)
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    for r in range(args.fixed_cost):
+        for n in sizes if r % 2 == 0 else sizes[::-1]:
+            db = folder / f"n{n}.duckdb"
+            shutil.copyfile(raw_file(n, args)[0], db)
+            cmd = [sys.executable, "-m", "specsweep", "analyze", "--db", str(db)]
+            done = timed(cmd, args.limit_s, args.max_rss_gb * 1024, folder / "analyze.log")
+            if done.rc != 0:
+                sys.exit(f"analyze of {n:,} requests failed: {done.killed or done.rc}")
+            times[n].append(done.wall_s)
+    print(f"specsweep analyze of a fresh campaign, {args.fixed_cost} runs a size (seconds):")
+    for n, runs in times.items():
+        print(f"  {n:>9,} requests: median {np.median(runs):.2f}, {min(runs):.2f}-{max(runs):.2f}")
+    x = np.repeat(sizes, args.fixed_cost).astype(float)
+    y = np.array([t for n in sizes for t in times[n]])
+    slope, intercept = np.polyfit(x, y, 1)
+    print(
+        f"  least squares: fixed cost {intercept:.2f} s + {slope * 1e6:.1f} s per million "
+        "requests (point estimates)"
+    )
+
+
 def view_times(db: Path) -> list[tuple[str, int, float]]:
     """(object, rows, seconds) of `SELECT count(*)` of each analysis object, slowest first."""
     import duckdb
@@ -284,6 +318,9 @@ def main() -> None:
         "--check", action="store_true", help="compare the incremental build with --full"
     )
     parser.add_argument(
+        "--fixed-cost", type=int, default=0, metavar="R", help="time a fresh analyze, R rounds"
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="generate the files anew (in --workdir) instead of reusing them",
@@ -292,6 +329,9 @@ def main() -> None:
     print(f"scale benchmark, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M %Z')}")
     failed = False
     try:
+        if args.fixed_cost:
+            fixed_cost([int(s) for s in args.sizes.split(",")], args)
+            return
         for n in (int(s) for s in args.sizes.split(",")):
             result = measure(n, args)
             show(result)
