@@ -12,12 +12,16 @@ objects and every table the same number of rows, then renames the copy over the 
 
 - The file is held open for writing from the copy to the rename, so no other process writes
   into it meanwhile. Another specsweep command waits for it (schema.store.LOCK_WAIT_S), then
-  opens the compacted file; a `specsweep run` holds the file only while a unit is written, so
-  compacting between two units leaves it running.
+  opens the compacted file. A `specsweep run` opens the file for each unit it writes, so it
+  waits too, for up to those 300 s: a file of 1M requests compacts in 31 s; compact a file
+  of many millions between campaigns.
 - An interruption, a full disk or a failed check leaves the file as it was and removes the
-  copy. Nothing is checked for space first: the file's used blocks overstate its live rows
-  (1,026 blocks of 256 KiB for the 386 the copy above needed), so a refusal from them would
-  refuse the files that need compacting most.
+  copy (SIGTERM 8 s into the copy of a 4.3 GB file: exit 143, every row there, no copy). A
+  compact killed outright (SIGKILL, a power cut) leaves its copy, `.NAME.compact`, which the
+  next `compact` removes first; the file is as it was.
+- Nothing is checked for space first: the file's used blocks overstate its live rows (1,026
+  blocks of 256 KiB for the 386 the copy above needed), so a refusal from them would refuse
+  the files that need compacting most.
 """
 
 from __future__ import annotations
