@@ -6,7 +6,7 @@
 #   make test      lint, then every test (what .ci/run calls): the README's test command,
 #                  so ruff runs here rather than in .ci/run, after the venv exists
 #   make test-fast the unit tier, tests/unit, on up to 4 workers (tests/conftest.py says what
-#                  each tier of tests/ holds): 3-4 minutes on 2 cores; no llama-server
+#                  each tier of tests/ holds): 3-5 minutes on 2 cores; no llama-server
 #                  build, no lint
 #   make lint      ruff check and ruff format --check over the tree
 #   make sql       a DuckDB prompt on DB
